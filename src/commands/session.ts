@@ -1,0 +1,36 @@
+import type { ChronicleEvent, PermissionRule } from '../events/catalogue.js'
+import { ChronicleError } from '../events/errors.js'
+import type { Session } from '../projections/model.js'
+
+/** Pure deciders for the session lifecycle: decide(command, state) → events. */
+
+export type SessionCommand =
+  | { readonly type: 'create'; readonly directory: string; readonly agent: string; readonly model: string | null; readonly title?: string; readonly parent?: { sessionId: string; callId: string }; readonly rules?: PermissionRule[] }
+  | { readonly type: 'rename'; readonly title: string }
+  | { readonly type: 'archive' }
+  | { readonly type: 'set-rules'; readonly rules: PermissionRule[] }
+
+export function decideSession(command: SessionCommand, session: Session | undefined, sessionId: string): ChronicleEvent[] {
+  if (command.type === 'create') {
+    const { directory, agent, model, title, parent, rules } = command
+    return [
+      {
+        type: 'session.created',
+        data: { directory, agent, model, ...(title && { title }), ...(parent && { parent }), ...(rules && { rules }) },
+      },
+    ]
+  }
+  if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  switch (command.type) {
+    case 'rename':
+      return [{ type: 'session.renamed', data: { title: command.title } }]
+    case 'archive':
+      return session.archived ? [] : [{ type: 'session.archived', data: {} }]
+    case 'set-rules':
+      return [{ type: 'session.rules.changed', data: { rules: command.rules } }]
+    default: {
+      const unknown: never = command
+      throw new ChronicleError('BAD_REQUEST', `unknown session command ${JSON.stringify(unknown)}`)
+    }
+  }
+}

@@ -1,0 +1,328 @@
+import { z } from 'zod'
+
+/**
+ * The event catalogue: every fact Chronicle records, as one zod schema each,
+ * gathered in one discriminated union. Each entry says who appends it, what it
+ * means, and which read-model fields it changes (see src/projections/evolve.ts).
+ * docs/EVENTS.md is the long-form version of this file.
+ *
+ * Events are dotted past-tense facts. The envelope (seq, session, version,
+ * time, meta) is added by the store, never by the code that decides.
+ */
+
+const id = z.string().min(1).max(200)
+
+export const Usage = z.object({
+  inputTokens: z.number().int().nonnegative().optional(),
+  outputTokens: z.number().int().nonnegative().optional(),
+  reasoningTokens: z.number().int().nonnegative().optional(),
+  cachedInputTokens: z.number().int().nonnegative().optional(),
+  /** true when the provider sent no usage and the runtime estimated it */
+  estimated: z.boolean().optional(),
+})
+export type Usage = z.infer<typeof Usage>
+
+export const PermissionAction = z.enum(['allow', 'deny', 'ask'])
+export const PermissionRule = z.object({
+  permission: z.string().min(1),
+  pattern: z.string().min(1),
+  action: PermissionAction,
+})
+export type PermissionRule = z.infer<typeof PermissionRule>
+
+export const InputPart = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({
+    type: z.literal('file'),
+    path: z.string().optional(),
+    url: z.string().optional(),
+    mediaType: z.string().optional(),
+    filename: z.string().optional(),
+  }),
+])
+export type InputPart = z.infer<typeof InputPart>
+
+export const ToolErrorKind = z.enum(['failed', 'invalid', 'denied', 'aborted', 'interrupted'])
+export type ToolErrorKind = z.infer<typeof ToolErrorKind>
+export const ToolError = z.object({ kind: ToolErrorKind, message: z.string() })
+
+export const Attachment = z.object({
+  type: z.enum(['image', 'audio', 'resource', 'file']),
+  mediaType: z.string().optional(),
+  /** base64 payload, or omitted when `uri` points to the content */
+  data: z.string().optional(),
+  uri: z.string().optional(),
+  text: z.string().optional(),
+})
+export type Attachment = z.infer<typeof Attachment>
+
+export const RunOutcome = z.enum(['idle', 'error', 'cancelled', 'max_steps', 'failed'])
+export type RunOutcome = z.infer<typeof RunOutcome>
+
+export const MessageError = z.object({ kind: z.string(), message: z.string() })
+
+const event = <T extends string, S extends z.ZodRawShape>(type: T, data: S) =>
+  z.object({ type: z.literal(type), data: z.object(data) })
+
+// ── session ───────────────────────────────────────────────────────────────
+/** commands: a new session. Creates the Session read model (idle). */
+export const SessionCreated = event('session.created', {
+  directory: z.string().min(1),
+  agent: z.string().min(1),
+  model: z.string().nullable(),
+  title: z.string().optional(),
+  /** set for a sub-agent's child session: the parent session and tool call */
+  parent: z.object({ sessionId: id, callId: z.string() }).optional(),
+  rules: z.array(PermissionRule).optional(),
+})
+/** commands (fork): first event of a fork; the child's state starts as the parent's state at `from.seq`. */
+export const SessionForked = event('session.forked', {
+  from: z.object({ sessionId: id, seq: z.number().int().positive() }),
+  title: z.string().optional(),
+})
+/** commands or runtime (generated title). Changes Session.title. */
+export const SessionRenamed = event('session.renamed', { title: z.string().min(1).max(500) })
+/** commands. Marks the session archived; the log stays. */
+export const SessionArchived = event('session.archived', {})
+/** commands. Replaces the session's configured permission rules. */
+export const SessionRulesChanged = event('session.rules.changed', { rules: z.array(PermissionRule) })
+
+// ── input (the durable inbox) ─────────────────────────────────────────────
+/** commands (submit). Durable (FULL) before anything runs; adds to Session.inbox unless noReply. */
+export const InputAccepted = event('input.accepted', {
+  inputId: id,
+  parts: z.array(InputPart).min(1),
+  agent: z.string().optional(),
+  model: z.string().optional(),
+  delivery: z.enum(['steer', 'queue']),
+  noReply: z.boolean(),
+  /** content digest that makes a resubmission with the same inputId idempotent */
+  digest: z.string(),
+})
+/** runtime. The input became a user message: creates the Message and its Parts, leaves the inbox. */
+export const InputDelivered = event('input.delivered', {
+  inputId: id,
+  messageId: id,
+  partIds: z.array(id),
+  /** true when the input reached a running loop mid-run (steering) */
+  steered: z.boolean().optional(),
+})
+
+// ── run ───────────────────────────────────────────────────────────────────
+/** runtime (coordinator). Session becomes busy with this run. The durable "run in progress" marker. */
+export const RunStarted = event('run.started', { runId: id, reason: z.string() })
+/** runtime (recovery). A run interrupted by a restart continues; counts attempts. */
+export const RunResumed = event('run.resumed', { runId: id, attempt: z.number().int().positive() })
+/** commands (cancel). The user asked to stop; the run will end cancelled and never be resumed. */
+export const RunCancelRequested = event('run.cancel.requested', { runId: id })
+/** runtime. Ends the run; Session becomes idle. */
+export const RunFinished = event('run.finished', {
+  runId: id,
+  outcome: RunOutcome,
+  error: MessageError.optional(),
+})
+
+// ── message ───────────────────────────────────────────────────────────────
+/** runtime. An assistant message (user messages come from input.delivered). */
+export const MessageCreated = event('message.created', {
+  messageId: id,
+  role: z.enum(['assistant', 'user']),
+  parentId: z.string().optional(),
+  agent: z.string(),
+  model: z.string().nullable(),
+  /** a compaction summary message */
+  summary: z.boolean().optional(),
+})
+/** runtime. Closes a message with its finish, usage and cost; adds usage and cost to the session totals. */
+export const MessageCompleted = event('message.completed', {
+  messageId: id,
+  finish: z.string().optional(),
+  usage: Usage.optional(),
+  cost: z.number().nonnegative().optional(),
+  error: MessageError.optional(),
+})
+
+// ── step ──────────────────────────────────────────────────────────────────
+/** runtime (model adapter). One model call begins; `contextDigest` hashes the exact request. Adds a step-start Part. */
+export const StepStarted = event('step.started', {
+  messageId: id,
+  partId: id,
+  step: z.number().int().positive(),
+  contextDigest: z.string(),
+})
+/** runtime (model adapter). The model call ended. Adds a step-finish Part with usage. */
+export const StepFinished = event('step.finished', {
+  messageId: id,
+  partId: id,
+  finishReason: z.string(),
+  usage: Usage,
+})
+/** runtime (model adapter). A retryable failure; the session is `retrying` until the next step event. */
+export const StepRetried = event('step.retried', {
+  messageId: id,
+  attempt: z.number().int().positive(),
+  delayMs: z.number().int().nonnegative(),
+  error: z.string(),
+})
+
+// ── text and reasoning (one event per provider delta) ─────────────────────
+const started = { messageId: id, partId: id }
+/** runtime. A streamed text Part begins. */
+export const TextStarted = event('text.started', started)
+/** runtime. Appends to the text Part. */
+export const TextDelta = event('text.delta', { partId: id, text: z.string() })
+/** runtime. The text Part is complete. */
+export const TextEnded = event('text.ended', { partId: id })
+/** runtime. A streamed reasoning Part begins. */
+export const ReasoningStarted = event('reasoning.started', started)
+/** runtime. Appends to the reasoning Part. */
+export const ReasoningDelta = event('reasoning.delta', { partId: id, text: z.string() })
+/** runtime. The reasoning Part is complete. */
+export const ReasoningEnded = event('reasoning.ended', { partId: id })
+
+// ── tool calls ────────────────────────────────────────────────────────────
+// `callId` is the provider's id (sent back with the result); `partId` is ours.
+/** runtime. The model began streaming a tool call: a tool Part, state pending. */
+export const ToolInputStarted = event('tool.input.started', {
+  messageId: id,
+  partId: id,
+  callId: z.string(),
+  tool: z.string(),
+})
+/** runtime. Appends to the tool Part's raw input. */
+export const ToolInputDelta = event('tool.input.delta', { partId: id, delta: z.string() })
+/** runtime. The call is complete and about to execute: state running, with the parsed input. */
+export const ToolCalled = event('tool.called', {
+  messageId: id,
+  partId: id,
+  callId: z.string(),
+  tool: z.string(),
+  input: z.unknown(),
+})
+/** tools (via ctx.progress). Live metadata of a running tool, e.g. shell output so far. */
+export const ToolProgressed = event('tool.progressed', { partId: id, metadata: z.record(z.string(), z.unknown()) })
+/** runtime. The tool returned: state completed. */
+export const ToolCompleted = event('tool.completed', {
+  partId: id,
+  output: z.string(),
+  title: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  attachments: z.array(Attachment).optional(),
+})
+/** runtime, recovery or fork settlement. The call ended without a result: state error with its kind. */
+export const ToolFailed = event('tool.failed', { partId: id, error: ToolError })
+
+// ── permissions ───────────────────────────────────────────────────────────
+/** tools (via ctx.ask). A call is parked until a reply; Session becomes `waiting`. */
+export const PermissionRequested = event('permission.requested', {
+  requestId: id,
+  partId: z.string().optional(),
+  callId: z.string().optional(),
+  permission: z.string(),
+  patterns: z.array(z.string()),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+})
+/** commands (reply), fork settlement or a reject cascade. Closes the request. */
+export const PermissionReplied = event('permission.replied', {
+  requestId: id,
+  reply: z.enum(['once', 'always', 'reject']),
+  message: z.string().optional(),
+})
+/** commands (reply "always"). A durable session rule; listable and revocable. */
+export const PermissionRuleAdded = event('permission.rule.added', { ruleId: id, rule: PermissionRule })
+/** commands (revoke). */
+export const PermissionRuleRemoved = event('permission.rule.removed', { ruleId: id })
+
+// ── compaction ────────────────────────────────────────────────────────────
+/** runtime or commands. A compaction is wanted; the reason says why. */
+export const CompactionRequested = event('compaction.requested', {
+  compactionId: id,
+  reason: z.enum(['auto', 'overflow', 'manual']),
+})
+/** runtime. The compaction agent is summarising. */
+export const CompactionStarted = event('compaction.started', { compactionId: id })
+/** runtime. The model context now starts at the summary, then the tail. */
+export const CompactionCompleted = event('compaction.completed', {
+  compactionId: id,
+  summaryMessageId: id,
+  tailStartMessageId: z.string().optional(),
+  tokensBefore: z.number().int().nonnegative(),
+  tokensAfter: z.number().int().nonnegative(),
+})
+/** runtime or recovery. The compaction did not happen; the history is unchanged. */
+export const CompactionFailed = event('compaction.failed', { compactionId: id, error: z.string() })
+
+// ── sub-agents ────────────────────────────────────────────────────────────
+/** runtime (task tool). A child session runs for a tool call. */
+export const SubtaskStarted = event('subtask.started', { partId: id, callId: z.string(), childSessionId: id })
+/** runtime (task tool). The child's run ended. */
+export const SubtaskFinished = event('subtask.finished', {
+  partId: id,
+  callId: z.string(),
+  childSessionId: id,
+  outcome: RunOutcome,
+})
+
+// ── todo ──────────────────────────────────────────────────────────────────
+/** tools (todowrite). Replaces the session's todo list. */
+export const TodoUpdated = event('todo.updated', {
+  items: z.array(
+    z.object({
+      content: z.string(),
+      status: z.enum(['pending', 'in_progress', 'completed', 'cancelled']),
+      priority: z.enum(['high', 'medium', 'low']),
+    }),
+  ),
+})
+
+export const ChronicleEvent = z.discriminatedUnion('type', [
+  SessionCreated,
+  SessionForked,
+  SessionRenamed,
+  SessionArchived,
+  SessionRulesChanged,
+  InputAccepted,
+  InputDelivered,
+  RunStarted,
+  RunResumed,
+  RunCancelRequested,
+  RunFinished,
+  MessageCreated,
+  MessageCompleted,
+  StepStarted,
+  StepFinished,
+  StepRetried,
+  TextStarted,
+  TextDelta,
+  TextEnded,
+  ReasoningStarted,
+  ReasoningDelta,
+  ReasoningEnded,
+  ToolInputStarted,
+  ToolInputDelta,
+  ToolCalled,
+  ToolProgressed,
+  ToolCompleted,
+  ToolFailed,
+  PermissionRequested,
+  PermissionReplied,
+  PermissionRuleAdded,
+  PermissionRuleRemoved,
+  CompactionRequested,
+  CompactionStarted,
+  CompactionCompleted,
+  CompactionFailed,
+  SubtaskStarted,
+  SubtaskFinished,
+  TodoUpdated,
+])
+
+export type ChronicleEvent = z.infer<typeof ChronicleEvent>
+export type EventType = ChronicleEvent['type']
+export type EventOf<T extends EventType> = Extract<ChronicleEvent, { type: T }>
+export type DataOf<T extends EventType> = EventOf<T>['data']
+
+export const EVENT_TYPES: readonly EventType[] = ChronicleEvent.options.map((o) => o.shape.type.value)
+
+/** The schema version every event is written with; readers upcast older ones. */
+export const CURRENT_SCHEMA_VERSION = 1

@@ -1,0 +1,35 @@
+import { z } from 'zod'
+import type { ChronicleEvent, EventType } from './catalogue.js'
+
+/** Who caused an event: the actor and, where there is one, the run / input / call / command behind it. */
+export const EventMeta = z.object({
+  actor: z.enum(['user', 'model', 'runtime', 'recovery', 'tool', 'system']),
+  run: z.string().optional(),
+  input: z.string().optional(),
+  call: z.string().optional(),
+  command: z.string().optional(),
+  request: z.string().optional(),
+})
+export type EventMeta = z.infer<typeof EventMeta>
+
+interface Envelope {
+  readonly seq: number
+  readonly sessionId: string
+  /** per-session position, 1-based and contiguous; used for optimistic concurrency */
+  readonly version: number
+  readonly schemaVersion: number
+  readonly meta: EventMeta
+  /** ISO-8601 commit time */
+  readonly at: string
+}
+
+/** An event as stored: the fact plus the envelope the store adds. A union discriminated by `type`. */
+export type StoredEvent<E extends ChronicleEvent = ChronicleEvent> = E extends ChronicleEvent
+  ? Envelope & { readonly type: E['type']; readonly data: E['data'] }
+  : never
+
+export type StoredEventOf<T extends EventType> = StoredEvent<Extract<ChronicleEvent, { type: T }>>
+
+export function isType<T extends EventType>(event: StoredEvent, type: T): event is StoredEventOf<T> {
+  return event.type === type
+}

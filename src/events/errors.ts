@@ -1,0 +1,47 @@
+/**
+ * The closed set of error codes every layer speaks. HTTP maps them to
+ * problem+json and WebSocket replies carry them verbatim (PROTOCOL.md).
+ */
+export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
+  UNKNOWN_METHOD: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  SESSION_NOT_FOUND: 404,
+  SEQ_OUT_OF_RANGE: 404,
+  PERMISSION_REQUEST_NOT_FOUND: 404,
+  RULE_NOT_FOUND: 404,
+  INPUT_CONFLICT: 409,
+  VERSION_CONFLICT: 409,
+  SESSION_ARCHIVED: 409,
+  NO_MODEL_CONFIGURED: 422,
+  UNKNOWN_AGENT: 422,
+  UNKNOWN_MODEL: 422,
+  EMPTY_INPUT: 400,
+  INVALID_EVENT: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
+  CORRUPT_EVENT: 500,
+  INTERNAL: 500,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+export class ChronicleError extends Error {
+  override readonly name = 'ChronicleError'
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message)
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code]
+  }
+}
+
+export function isChronicleError(err: unknown, code?: ErrorCode): err is ChronicleError {
+  return err instanceof ChronicleError && (code === undefined || err.code === code)
+}

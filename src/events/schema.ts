@@ -1,0 +1,82 @@
+import type Database from 'better-sqlite3'
+
+/**
+ * Versioned schema migrations. Each runs once, in order, inside one
+ * transaction, and is recorded in `schema_migrations`. Never edit a shipped
+ * migration: add the next one.
+ */
+export interface Migration {
+  readonly version: number
+  readonly name: string
+  readonly sql: string
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'event log and read models',
+    sql: `
+      CREATE TABLE events (
+        seq            INTEGER PRIMARY KEY,
+        session_id     TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        type           TEXT    NOT NULL,
+        schema_version INTEGER NOT NULL,
+        data           TEXT    NOT NULL,
+        meta           TEXT    NOT NULL,
+        at             INTEGER NOT NULL,
+        UNIQUE (session_id, version)
+      );
+      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+
+      CREATE TABLE sessions (
+        id         TEXT PRIMARY KEY,
+        parent_id  TEXT,
+        archived   INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT NOT NULL,
+        data       TEXT NOT NULL
+      );
+      CREATE INDEX sessions_by_update ON sessions (archived, updated_at DESC, id DESC);
+
+      CREATE TABLE messages (
+        session_id TEXT NOT NULL,
+        id         TEXT NOT NULL,
+        data       TEXT NOT NULL,
+        PRIMARY KEY (session_id, id)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE parts (
+        session_id TEXT NOT NULL,
+        id         TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        data       TEXT NOT NULL,
+        PRIMARY KEY (session_id, id)
+      ) WITHOUT ROWID;
+    `,
+  },
+]
+
+export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+  )
+  let count = 0
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (applied.has(m.version)) continue
+    db.transaction(() => {
+      db.exec(m.sql)
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now())
+    }).immediate()
+    count++
+  }
+  return count
+}
+
+export function schemaVersion(db: Database.Database): number {
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }
+  return row.v ?? 0
+}

@@ -1,0 +1,378 @@
+import Database from 'better-sqlite3'
+import { z } from 'zod'
+import { ChronicleEvent, CURRENT_SCHEMA_VERSION, EVENT_TYPES } from './catalogue.js'
+import type { EventMeta, StoredEvent } from './envelope.js'
+import { ChronicleError } from './errors.js'
+import { migrate } from './schema.js'
+import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
+
+/**
+ * The event store: one SQLite file, one writer connection, append-only.
+ *
+ * Every write is one `BEGIN IMMEDIATE` transaction that inserts events and,
+ * through the `project` hook, updates the read models — so the read models
+ * always equal a fold of the committed log. Subscribers hear of events only
+ * after their commit, in seq order.
+ */
+
+export type Durability = 'normal' | 'full'
+
+export interface AppendOptions {
+  /** the session's version the caller decided on; a mismatch is VERSION_CONFLICT (0 = the session must not exist) */
+  readonly expectedVersion?: number
+  /** `full` fsyncs the commit: for facts acknowledged to a client */
+  readonly durability?: Durability
+  readonly meta: EventMeta
+}
+
+/** Called inside the append transaction with the events just inserted; throwing rolls the append back. */
+export type ProjectHook = (db: Database.Database, events: readonly StoredEvent[]) => void
+export type CommitListener = (events: readonly StoredEvent[]) => void
+
+export interface StoreOptions {
+  readonly project?: ProjectHook
+  readonly now?: () => number
+}
+
+interface PendingAppend {
+  readonly sessionId: string
+  readonly events: readonly ChronicleEvent[]
+  readonly options: AppendOptions
+  resolve(events: StoredEvent[]): void
+  reject(err: unknown): void
+}
+
+interface EventRow {
+  seq: number
+  session_id: string
+  version: number
+  type: string
+  schema_version: number
+  data: string
+  meta: string
+  at: number
+}
+
+const KNOWN_TYPES = new Set<string>(EVENT_TYPES)
+const FIRST_TYPES = new Set(['session.created', 'session.forked'])
+
+export class EventStore {
+  readonly db: Database.Database
+  private readonly project: ProjectHook | undefined
+  private readonly now: () => number
+  private readonly listeners = new Set<CommitListener>()
+  private queue: PendingAppend[] = []
+  private flushScheduled = false
+  private headSeq: number
+  private closed = false
+
+  private readonly stmt: {
+    insert: Database.Statement
+    version: Database.Statement
+    sessionAfter: Database.Statement
+    sessionBefore: Database.Statement
+    allAfter: Database.Statement
+    head: Database.Statement
+    bySeq: Database.Statement
+  }
+
+  constructor(db: Database.Database, options: StoreOptions = {}) {
+    this.db = db
+    this.project = options.project
+    this.now = options.now ?? Date.now
+    migrate(db)
+    this.stmt = {
+      insert: db.prepare(
+        'INSERT INTO events (session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      version: db.prepare('SELECT MAX(version) AS v FROM events WHERE session_id = ?').pluck(),
+      sessionAfter: db.prepare(
+        'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY version LIMIT ?',
+      ),
+      sessionBefore: db.prepare('SELECT * FROM events WHERE session_id = ? AND seq < ? ORDER BY version DESC LIMIT ?'),
+      allAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+      head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
+      bySeq: db.prepare('SELECT * FROM events WHERE seq = ?'),
+    }
+    this.headSeq = (this.stmt.head.get() as number | null) ?? 0
+  }
+
+  /** Opens (or creates) a store file with the pragmas the log relies on. */
+  static open(path: string, options: StoreOptions = {}): EventStore {
+    const db = new Database(path)
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = NORMAL')
+    db.pragma('busy_timeout = 5000')
+    db.pragma('cache_size = -64000')
+    db.pragma('temp_store = MEMORY')
+    return new EventStore(db, options)
+  }
+
+  /** The highest committed seq. */
+  head(): number {
+    return this.headSeq
+  }
+
+  /** The session's current version (0 when it has no events). */
+  version(sessionId: string): number {
+    return (this.stmt.version.get(sessionId) as number | null) ?? 0
+  }
+
+  /**
+   * Appends now, in one transaction (after any queued batch, so per-session
+   * order follows call order). Returns the stored events with their seqs.
+   */
+  append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): StoredEvent[] {
+    const validated = validate(events)
+    if (validated.length === 0) return []
+    this.flush()
+    this.assertOpen()
+    const [stored] = this.commit([{ sessionId, events: validated, options, resolve: () => {}, reject: () => {} }])
+    return stored ?? []
+  }
+
+  /**
+   * Batching appender: queues the events; everything queued within one tick
+   * commits in one transaction. Resolves once committed (and, for `full`,
+   * fsynced). Validation errors reject before anything is queued.
+   */
+  enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
+    let validated: ChronicleEvent[]
+    try {
+      validated = validate(events)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    if (validated.length === 0) return Promise.resolve([])
+    return new Promise((resolve, reject) => {
+      this.queue.push({ sessionId, events: validated, options, resolve, reject })
+      if (!this.flushScheduled) {
+        this.flushScheduled = true
+        setImmediate(() => this.flush())
+      }
+    })
+  }
+
+  /** Commits everything queued. Safe to call at any time (e.g. before shutdown). */
+  flush(): void {
+    this.flushScheduled = false
+    if (this.queue.length === 0) return
+    this.assertOpen()
+    const batch = this.queue
+    this.queue = []
+    let committed: StoredEvent[][]
+    try {
+      committed = this.commit(batch)
+    } catch {
+      // One bad append must not sink the others: retry each alone.
+      for (const item of batch) {
+        try {
+          const [stored] = this.commit([item])
+          item.resolve(stored ?? [])
+        } catch (err) {
+          item.reject(err)
+        }
+      }
+      return
+    }
+    batch.forEach((item, i) => item.resolve(committed[i] ?? []))
+  }
+
+  private commit(batch: readonly PendingAppend[]): StoredEvent[][] {
+    const full = batch.some((b) => b.options.durability === 'full')
+    const at = this.now()
+    const atIso = new Date(at).toISOString()
+    const write = this.db.transaction(() => {
+      const versions = new Map<string, number>()
+      const out: StoredEvent[][] = []
+      const all: StoredEvent[] = []
+      for (const { sessionId, events, options } of batch) {
+        let version = versions.get(sessionId) ?? this.version(sessionId)
+        if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
+          throw new ChronicleError(
+            'VERSION_CONFLICT',
+            `session ${sessionId} is at version ${version}, expected ${options.expectedVersion}`,
+            { sessionId, actual: version, expected: options.expectedVersion },
+          )
+        }
+        const stored: StoredEvent[] = []
+        const meta = JSON.stringify(options.meta)
+        for (const e of events) {
+          version++
+          if ((version === 1) !== FIRST_TYPES.has(e.type)) {
+            throw new ChronicleError(
+              version === 1 ? 'SESSION_NOT_FOUND' : 'INVALID_EVENT',
+              version === 1
+                ? `no session ${sessionId}`
+                : `${e.type} can only start a session; ${sessionId} already exists`,
+            )
+          }
+          const data = JSON.stringify(e.data)
+          const { lastInsertRowid } = this.stmt.insert.run(sessionId, version, e.type, CURRENT_SCHEMA_VERSION, data, meta, at)
+          stored.push({
+            seq: Number(lastInsertRowid),
+            sessionId,
+            version,
+            type: e.type,
+            schemaVersion: CURRENT_SCHEMA_VERSION,
+            data: e.data,
+            meta: options.meta,
+            at: atIso,
+          } as StoredEvent)
+        }
+        versions.set(sessionId, version)
+        out.push(stored)
+        all.push(...stored)
+      }
+      this.project?.(this.db, all)
+      return { out, all }
+    })
+    if (full) this.db.pragma('synchronous = FULL')
+    let result: { out: StoredEvent[][]; all: StoredEvent[] }
+    try {
+      result = write.immediate()
+    } finally {
+      if (full) this.db.pragma('synchronous = NORMAL')
+    }
+    const last = result.all[result.all.length - 1]
+    if (last) this.headSeq = last.seq
+    this.publish(result.all)
+    return result.out
+  }
+
+  private publish(events: readonly StoredEvent[]): void {
+    if (events.length === 0) return
+    for (const listener of this.listeners) {
+      try {
+        listener(events)
+      } catch {
+        // A listener's failure is its own; the commit stands and others still hear of it.
+      }
+    }
+  }
+
+  /** Hears of every commit, after it is durable, in seq order. Returns the unsubscribe function. */
+  onCommit(listener: CommitListener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
+  readSession(sessionId: string, opts: { after?: number; upTo?: number; limit?: number } = {}): StoredEvent[] {
+    const rows = this.stmt.sessionAfter.all(
+      sessionId,
+      opts.after ?? 0,
+      opts.upTo ?? Number.MAX_SAFE_INTEGER,
+      opts.limit ?? -1,
+    ) as EventRow[]
+    return rows.map(toEvent)
+  }
+
+  /** One session's own events with seq < before, newest first, at most `limit`. */
+  readSessionBackward(sessionId: string, before: number, limit: number): StoredEvent[] {
+    return (this.stmt.sessionBefore.all(sessionId, before, limit) as EventRow[]).map(toEvent)
+  }
+
+  /** Iterates one session's events in keyset pages, never holding more than a page. */
+  *iterateSession(sessionId: string, opts: { after?: number; upTo?: number; pageSize?: number } = {}): Generator<StoredEvent> {
+    let cursor = opts.after ?? 0
+    const pageSize = opts.pageSize ?? 1000
+    for (;;) {
+      const page = this.readSession(sessionId, { after: cursor, upTo: opts.upTo, limit: pageSize })
+      yield* page
+      if (page.length < pageSize) return
+      cursor = (page[page.length - 1] as StoredEvent).seq
+    }
+  }
+
+  /** All events with seq > after, in seq order, at most `limit`. */
+  readAll(after: number, limit = 1000): StoredEvent[] {
+    return (this.stmt.allAfter.all(after, limit) as EventRow[]).map(toEvent)
+  }
+
+  /** All events after `after`, in keyset pages. */
+  *iterateAll(after = 0, pageSize = 2000): Generator<StoredEvent> {
+    let cursor = after
+    for (;;) {
+      const page = this.readAll(cursor, pageSize)
+      yield* page
+      if (page.length < pageSize) return
+      cursor = (page[page.length - 1] as StoredEvent).seq
+    }
+  }
+
+  /** Events of several sessions (or all) after a seq, for subscriptions. */
+  readFiltered(sessions: readonly string[] | '*', after: number, limit: number): StoredEvent[] {
+    if (sessions === '*') return this.readAll(after, limit)
+    if (sessions.length === 1) return this.readSession(sessions[0] as string, { after, limit })
+    const marks = sessions.map(() => '?').join(',')
+    const rows = this.db
+      .prepare(`SELECT * FROM events WHERE session_id IN (${marks}) AND seq > ? ORDER BY seq LIMIT ?`)
+      .all(...sessions, after, limit) as EventRow[]
+    return rows.map(toEvent)
+  }
+
+  /** The event at a seq, or undefined. */
+  get(seq: number): StoredEvent | undefined {
+    const row = this.stmt.bySeq.get(seq) as EventRow | undefined
+    return row && toEvent(row)
+  }
+
+  /**
+   * Stored events matching `filter` with seq > after, then live ones, each
+   * exactly once and in seq order, with bounded memory (see Subscription).
+   */
+  subscribe(filter: SubscriptionFilter, after: number, options: SubscriptionOptions = {}): Subscription {
+    return new Subscription(this, filter, after, options)
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.flush()
+    this.closed = true
+    this.db.close()
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')
+  }
+}
+
+function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
+  return events.map((e, i) => {
+    const parsed = ChronicleEvent.safeParse(e)
+    if (!parsed.success) {
+      throw new ChronicleError('INVALID_EVENT', `event ${i} (${String((e as { type?: unknown })?.type)}) fails its schema: ${z.prettifyError(parsed.error)}`, {
+        issues: parsed.error.issues.map((x) => ({ path: x.path.join('.'), message: x.message })),
+      })
+    }
+    return parsed.data
+  })
+}
+
+function toEvent(row: EventRow): StoredEvent {
+  if (!KNOWN_TYPES.has(row.type)) {
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`)
+  }
+  if (row.schema_version > CURRENT_SCHEMA_VERSION) {
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has schema version ${row.schema_version}, newer than this server`)
+  }
+  let data: unknown
+  let meta: EventMeta
+  try {
+    data = JSON.parse(row.data)
+    meta = JSON.parse(row.meta) as EventMeta
+  } catch {
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has a corrupt JSON body`)
+  }
+  return {
+    seq: row.seq,
+    sessionId: row.session_id,
+    version: row.version,
+    type: row.type,
+    schemaVersion: row.schema_version,
+    data,
+    meta,
+    at: new Date(row.at).toISOString(),
+  } as StoredEvent
+}

@@ -1,0 +1,349 @@
+import { ChronicleError } from '../events/errors.js'
+import type { StoredEvent } from '../events/envelope.js'
+import type { ChronicleEvent, Usage } from '../events/catalogue.js'
+import type { Message, Part, Session, SessionView, Totals, ToolPart } from './model.js'
+
+/**
+ * The one projection: given a session's view and its next event, the entities
+ * that event changes. Pure — it reads the view and returns new objects, never
+ * mutating. The same function drives the live projection, rebuild, verify and
+ * time travel; `apply` folds its result into a view.
+ */
+export interface Changes {
+  readonly session?: Session
+  readonly messages?: readonly Message[]
+  readonly parts?: readonly Part[]
+}
+
+export function evolve(view: SessionView, event: StoredEvent): Changes {
+  const session = view.session
+  if (event.type === 'session.created') return { session: created(event) }
+  if (session === null) {
+    throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) precedes its session's creation`)
+  }
+  const touch = (patch: Partial<Session> = {}): Session => ({
+    ...session,
+    ...patch,
+    updatedAt: event.at,
+    lastSeq: event.seq,
+    version: event.version,
+  })
+  const part = <P extends Part>(partId: string, type: P['type'] | P['type'][]): P => {
+    const found = view.parts.get(partId)
+    const types = Array.isArray(type) ? type : [type]
+    if (!found || !types.includes(found.type)) {
+      throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) names unknown ${types.join('/')} part ${partId}`)
+    }
+    return found as P
+  }
+  const base = (messageId: string, partId: string) => ({ id: partId, sessionId: session.id, messageId })
+
+  switch (event.type) {
+    case 'session.forked':
+      return {
+        session: {
+          ...session,
+          id: event.sessionId,
+          title: event.data.title ?? `${session.title} (fork)`,
+          forkedFrom: event.data.from,
+          parent: null,
+          archived: false,
+          createdAt: event.at,
+          updatedAt: event.at,
+          lastSeq: event.seq,
+          version: event.version,
+        },
+      }
+    case 'session.renamed':
+      return { session: touch({ title: event.data.title }) }
+    case 'session.archived':
+      return { session: touch({ archived: true }) }
+    case 'session.rules.changed':
+      return { session: touch({ rules: event.data.rules }) }
+
+    case 'input.accepted': {
+      const { inputId, parts, agent, model, delivery, noReply } = event.data
+      if (noReply) return { session: touch() }
+      const pending = { inputId, seq: event.seq, parts, delivery, ...(agent && { agent }), ...(model && { model }) }
+      return { session: touch({ inbox: [...session.inbox, pending] }) }
+    }
+    case 'input.delivered': {
+      const { inputId, messageId, partIds, steered } = event.data
+      const input = session.inbox.find((i) => i.inputId === inputId)
+      if (!input) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} delivers unknown input ${inputId}`)
+      const message: Message = {
+        id: messageId,
+        sessionId: session.id,
+        role: 'user',
+        agent: input.agent ?? session.agent,
+        model: input.model ?? session.model,
+        inputId,
+        createdAt: event.at,
+        ...(steered && { steered }),
+      }
+      const parts: Part[] = input.parts.map((p, i) => {
+        const partId = partIds[i]
+        if (partId === undefined) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} lacks a part id for part ${i}`)
+        return p.type === 'text'
+          ? { ...base(messageId, partId), type: 'text', text: p.text, ended: true }
+          : { ...base(messageId, partId), ...p, type: 'file' }
+      })
+      return {
+        session: touch({ inbox: session.inbox.filter((i) => i.inputId !== inputId) }),
+        messages: [message],
+        parts,
+      }
+    }
+
+    case 'run.started':
+      return {
+        session: touch({ status: 'busy', run: { runId: event.data.runId, attempt: 0, cancelRequested: false }, retry: null }),
+      }
+    case 'run.resumed':
+      return {
+        session: touch({
+          status: 'busy',
+          run: { runId: event.data.runId, attempt: event.data.attempt, cancelRequested: session.run?.cancelRequested ?? false },
+        }),
+      }
+    case 'run.cancel.requested':
+      return { session: touch(session.run ? { run: { ...session.run, cancelRequested: true } } : {}) }
+    case 'run.finished': {
+      const { runId, outcome, error } = event.data
+      return {
+        session: touch({
+          status: 'idle',
+          run: null,
+          retry: null,
+          lastRun: { runId, outcome, ...(error && { error }) },
+        }),
+      }
+    }
+
+    case 'message.created': {
+      const { messageId, role, parentId, agent, model, summary } = event.data
+      const message: Message = {
+        id: messageId,
+        sessionId: session.id,
+        role,
+        agent,
+        model,
+        createdAt: event.at,
+        ...(parentId !== undefined && { parentId }),
+        ...(summary && { summary }),
+      }
+      return { session: touch(), messages: [message] }
+    }
+    case 'message.completed': {
+      const { messageId, finish, usage, cost, error } = event.data
+      const message = view.messages.get(messageId)
+      if (!message) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} completes unknown message ${messageId}`)
+      return {
+        session: touch({ totals: addTotals(session.totals, usage, cost) }),
+        messages: [
+          {
+            ...message,
+            completedAt: event.at,
+            ...(finish !== undefined && { finish }),
+            ...(usage && { usage }),
+            ...(cost !== undefined && { cost }),
+            ...(error && { error }),
+          },
+        ],
+      }
+    }
+
+    case 'step.started': {
+      const { messageId, partId, step, contextDigest } = event.data
+      return {
+        session: touch(session.status === 'retrying' ? { status: 'busy', retry: null } : {}),
+        parts: [{ ...base(messageId, partId), type: 'step-start', step, contextDigest }],
+      }
+    }
+    case 'step.finished': {
+      const { messageId, partId, finishReason, usage } = event.data
+      return { session: touch(), parts: [{ ...base(messageId, partId), type: 'step-finish', finishReason, usage }] }
+    }
+    case 'step.retried': {
+      const { attempt, delayMs, error } = event.data
+      return { session: touch({ status: 'retrying', retry: { attempt, delayMs, error } }) }
+    }
+
+    case 'text.started':
+    case 'reasoning.started': {
+      const type = event.type === 'text.started' ? 'text' : 'reasoning'
+      return { session: touch(), parts: [{ ...base(event.data.messageId, event.data.partId), type, text: '', ended: false }] }
+    }
+    case 'text.delta':
+    case 'reasoning.delta': {
+      const p = part<Extract<Part, { type: 'text' | 'reasoning' }>>(event.data.partId, ['text', 'reasoning'])
+      return { session: touch(), parts: [{ ...p, text: p.text + event.data.text }] }
+    }
+    case 'text.ended':
+    case 'reasoning.ended': {
+      const p = part<Extract<Part, { type: 'text' | 'reasoning' }>>(event.data.partId, ['text', 'reasoning'])
+      return { session: touch(), parts: [{ ...p, ended: true }] }
+    }
+
+    case 'tool.input.started': {
+      const { messageId, partId, callId, tool } = event.data
+      const p: ToolPart = { ...base(messageId, partId), type: 'tool', callId, tool, state: 'pending', rawInput: '' }
+      return { session: touch(), parts: [p] }
+    }
+    case 'tool.input.delta': {
+      const p = part<ToolPart>(event.data.partId, 'tool')
+      return { session: touch(), parts: [{ ...p, rawInput: p.rawInput + event.data.delta }] }
+    }
+    case 'tool.called': {
+      const { messageId, partId, callId, tool, input } = event.data
+      const prior = view.parts.get(partId)
+      const p: ToolPart = {
+        ...base(messageId, partId),
+        type: 'tool',
+        callId,
+        tool,
+        rawInput: prior?.type === 'tool' ? prior.rawInput : JSON.stringify(input ?? null),
+        state: 'running',
+        input,
+        startedAt: event.at,
+      }
+      return { session: touch(), parts: [p] }
+    }
+    case 'tool.progressed': {
+      const p = part<ToolPart>(event.data.partId, 'tool')
+      return { session: touch(), parts: [{ ...p, metadata: { ...p.metadata, ...event.data.metadata } }] }
+    }
+    case 'tool.completed': {
+      const { partId, output, title, metadata, attachments } = event.data
+      const p = part<ToolPart>(partId, 'tool')
+      const done: ToolPart = {
+        ...p,
+        state: 'completed',
+        output,
+        endedAt: event.at,
+        ...(title !== undefined && { title }),
+        ...(metadata && { metadata: { ...p.metadata, ...metadata } }),
+        ...(attachments && { attachments }),
+      }
+      return { session: touch(), parts: [done] }
+    }
+    case 'tool.failed': {
+      const p = part<ToolPart>(event.data.partId, 'tool')
+      return { session: touch(), parts: [{ ...p, state: 'error', error: event.data.error, endedAt: event.at }] }
+    }
+
+    case 'permission.requested': {
+      const { requestId, partId, callId, permission, patterns, metadata } = event.data
+      const pending = {
+        requestId,
+        seq: event.seq,
+        permission,
+        patterns,
+        ...(partId !== undefined && { partId }),
+        ...(callId !== undefined && { callId }),
+        ...(metadata && { metadata }),
+      }
+      return { session: touch({ status: 'waiting', pendingPermissions: [...session.pendingPermissions, pending] }) }
+    }
+    case 'permission.replied': {
+      const pendingPermissions = session.pendingPermissions.filter((p) => p.requestId !== event.data.requestId)
+      const status = pendingPermissions.length > 0 ? 'waiting' : session.run ? 'busy' : 'idle'
+      return { session: touch({ pendingPermissions, status }) }
+    }
+    case 'permission.rule.added':
+      return { session: touch({ approvals: [...session.approvals, { ruleId: event.data.ruleId, ...event.data.rule }] }) }
+    case 'permission.rule.removed':
+      return { session: touch({ approvals: session.approvals.filter((r) => r.ruleId !== event.data.ruleId) }) }
+
+    case 'compaction.requested':
+      return {
+        session: touch({
+          compaction: { compactionId: event.data.compactionId, reason: event.data.reason, status: 'requested' },
+        }),
+      }
+    case 'compaction.started':
+      return { session: touch({ compaction: compaction(session, event.data.compactionId, { status: 'running' }) }) }
+    case 'compaction.completed': {
+      const { compactionId, summaryMessageId, tailStartMessageId } = event.data
+      const patch = { status: 'completed' as const, summaryMessageId, ...(tailStartMessageId && { tailStartMessageId }) }
+      return { session: touch({ compaction: compaction(session, compactionId, patch) }) }
+    }
+    case 'compaction.failed':
+      return { session: touch({ compaction: compaction(session, event.data.compactionId, { status: 'failed' }) }) }
+
+    case 'subtask.started': {
+      const { partId, callId, childSessionId } = event.data
+      const owner = view.parts.get(partId)
+      const messageId = owner?.messageId ?? ''
+      const subtaskPartId = `${partId}:subtask`
+      return {
+        session: touch(),
+        parts: [{ ...base(messageId, subtaskPartId), type: 'subtask', callId, childSessionId }],
+      }
+    }
+    case 'subtask.finished': {
+      const p = part<Extract<Part, { type: 'subtask' }>>(`${event.data.partId}:subtask`, 'subtask')
+      return { session: touch(), parts: [{ ...p, outcome: event.data.outcome }] }
+    }
+
+    case 'todo.updated':
+      return { session: touch({ todos: event.data.items }) }
+
+    default: {
+      const unknown: never = event
+      throw new ChronicleError('CORRUPT_EVENT', `unknown event type at seq ${(unknown as StoredEvent).seq}`)
+    }
+  }
+}
+
+/** Folds a Changes into a view in place (the fold driver's half of evolve). */
+export function apply(view: SessionView, changes: Changes): void {
+  if (changes.session) view.session = changes.session
+  for (const m of changes.messages ?? []) view.messages.set(m.id, m)
+  for (const p of changes.parts ?? []) view.parts.set(p.id, p)
+}
+
+function created(event: StoredEvent<Extract<ChronicleEvent, { type: 'session.created' }>>): Session {
+  const { directory, agent, model, title, parent, rules } = event.data
+  return {
+    id: event.sessionId,
+    title: title ?? 'New session',
+    directory,
+    agent,
+    model,
+    parent: parent ?? null,
+    forkedFrom: null,
+    status: 'idle',
+    run: null,
+    lastRun: null,
+    retry: null,
+    totals: { inputTokens: 0, outputTokens: 0, reasoningTokens: 0, cachedInputTokens: 0, cost: 0 },
+    rules: rules ?? [],
+    approvals: [],
+    inbox: [],
+    pendingPermissions: [],
+    todos: [],
+    compaction: null,
+    archived: false,
+    createdAt: event.at,
+    updatedAt: event.at,
+    lastSeq: event.seq,
+    version: event.version,
+  }
+}
+
+function compaction(session: Session, compactionId: string, patch: Partial<NonNullable<Session['compaction']>>) {
+  const current = session.compaction
+  const base = current && current.compactionId === compactionId ? current : { compactionId, reason: 'auto', status: 'requested' as const }
+  return { ...base, ...patch }
+}
+
+function addTotals(t: Totals, usage: Usage | undefined, cost: number | undefined): Totals {
+  return {
+    inputTokens: t.inputTokens + (usage?.inputTokens ?? 0),
+    outputTokens: t.outputTokens + (usage?.outputTokens ?? 0),
+    reasoningTokens: t.reasoningTokens + (usage?.reasoningTokens ?? 0),
+    cachedInputTokens: t.cachedInputTokens + (usage?.cachedInputTokens ?? 0),
+    cost: t.cost + (cost ?? 0),
+  }
+}

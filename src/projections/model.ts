@@ -1,0 +1,173 @@
+import type {
+  Attachment,
+  InputPart,
+  PermissionRule,
+  RunOutcome,
+  ToolErrorKind,
+  Usage,
+} from '../events/catalogue.js'
+
+/** The read models (DESIGN §4). Every field is derived from the log by evolve. */
+
+export type SessionStatus = 'idle' | 'busy' | 'retrying' | 'waiting'
+
+export interface PendingInput {
+  readonly inputId: string
+  readonly seq: number
+  readonly parts: readonly InputPart[]
+  readonly agent?: string
+  readonly model?: string
+  readonly delivery: 'steer' | 'queue'
+}
+
+export interface PendingPermission {
+  readonly requestId: string
+  readonly seq: number
+  readonly partId?: string
+  readonly callId?: string
+  readonly permission: string
+  readonly patterns: readonly string[]
+  readonly metadata?: Record<string, unknown>
+}
+
+export interface SessionRule extends PermissionRule {
+  readonly ruleId: string
+}
+
+export interface Totals {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly reasoningTokens: number
+  readonly cachedInputTokens: number
+  readonly cost: number
+}
+
+export interface Session {
+  readonly id: string
+  readonly title: string
+  readonly directory: string
+  readonly agent: string
+  readonly model: string | null
+  readonly parent: { readonly sessionId: string; readonly callId: string } | null
+  readonly forkedFrom: { readonly sessionId: string; readonly seq: number } | null
+  readonly status: SessionStatus
+  readonly run: {
+    readonly runId: string
+    readonly attempt: number
+    readonly cancelRequested: boolean
+  } | null
+  readonly lastRun: { readonly runId: string; readonly outcome: RunOutcome; readonly error?: { kind: string; message: string } } | null
+  readonly retry: { readonly attempt: number; readonly delayMs: number; readonly error: string } | null
+  readonly totals: Totals
+  /** rules configured for the session (session.rules.changed) */
+  readonly rules: readonly PermissionRule[]
+  /** rules added by "always" replies, each revocable by id */
+  readonly approvals: readonly SessionRule[]
+  /** accepted inputs not yet delivered to a run */
+  readonly inbox: readonly PendingInput[]
+  readonly pendingPermissions: readonly PendingPermission[]
+  readonly todos: readonly { content: string; status: string; priority: string }[]
+  /** the latest compaction in flight or done */
+  readonly compaction: {
+    readonly compactionId: string
+    readonly reason: string
+    readonly status: 'requested' | 'running' | 'completed' | 'failed'
+    readonly summaryMessageId?: string
+    readonly tailStartMessageId?: string
+  } | null
+  readonly archived: boolean
+  readonly createdAt: string
+  readonly updatedAt: string
+  /** seq of the session's latest own event */
+  readonly lastSeq: number
+  /** the session's version (count of its own events) */
+  readonly version: number
+}
+
+export interface Message {
+  readonly id: string
+  readonly sessionId: string
+  readonly role: 'user' | 'assistant'
+  readonly parentId?: string
+  readonly agent: string
+  readonly model: string | null
+  readonly inputId?: string
+  readonly summary?: boolean
+  readonly steered?: boolean
+  readonly createdAt: string
+  readonly completedAt?: string
+  readonly finish?: string
+  readonly usage?: Usage
+  readonly cost?: number
+  readonly error?: { readonly kind: string; readonly message: string }
+}
+
+interface PartBase {
+  readonly id: string
+  readonly sessionId: string
+  readonly messageId: string
+}
+
+export interface TextPart extends PartBase {
+  readonly type: 'text' | 'reasoning'
+  readonly text: string
+  readonly ended: boolean
+}
+
+export interface FilePart extends PartBase {
+  readonly type: 'file'
+  readonly path?: string
+  readonly url?: string
+  readonly mediaType?: string
+  readonly filename?: string
+}
+
+export type ToolState = 'pending' | 'running' | 'completed' | 'error'
+
+export interface ToolPart extends PartBase {
+  readonly type: 'tool'
+  readonly callId: string
+  readonly tool: string
+  readonly state: ToolState
+  readonly rawInput: string
+  readonly input?: unknown
+  readonly output?: string
+  readonly title?: string
+  readonly metadata?: Record<string, unknown>
+  readonly attachments?: readonly Attachment[]
+  readonly error?: { readonly kind: ToolErrorKind; readonly message: string }
+  readonly startedAt?: string
+  readonly endedAt?: string
+}
+
+export interface StepStartPart extends PartBase {
+  readonly type: 'step-start'
+  readonly step: number
+  readonly contextDigest: string
+}
+
+export interface StepFinishPart extends PartBase {
+  readonly type: 'step-finish'
+  readonly finishReason: string
+  readonly usage: Usage
+}
+
+export interface SubtaskPart extends PartBase {
+  readonly type: 'subtask'
+  readonly callId: string
+  readonly childSessionId: string
+  readonly outcome?: RunOutcome
+}
+
+export type Part = TextPart | FilePart | ToolPart | StepStartPart | StepFinishPart | SubtaskPart
+
+/** One session's whole read model: what a fold of its log produces. */
+export interface SessionView {
+  session: Session | null
+  readonly messages: Map<string, Message>
+  readonly parts: Map<string, Part>
+}
+
+export function emptyView(): SessionView {
+  return { session: null, messages: new Map(), parts: new Map() }
+}

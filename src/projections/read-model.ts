@@ -1,0 +1,92 @@
+import type Database from 'better-sqlite3'
+import { ChronicleError } from '../events/errors.js'
+import type { Message, Part, Session, SessionView } from './model.js'
+
+/**
+ * Queries over the stored read models. Nothing here writes: only the
+ * projector (inside the append transaction) and rebuild do.
+ */
+
+export function getSession(db: Database.Database, sessionId: string): Session | undefined {
+  const row = db.prepare('SELECT data FROM sessions WHERE id = ?').pluck().get(sessionId) as string | undefined
+  return row === undefined ? undefined : (JSON.parse(row) as Session)
+}
+
+export function requireSession(db: Database.Database, sessionId: string): Session {
+  const session = getSession(db, sessionId)
+  if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  return session
+}
+
+export function getMessages(db: Database.Database, sessionId: string): Message[] {
+  const rows = db.prepare('SELECT data FROM messages WHERE session_id = ? ORDER BY id').pluck().all(sessionId) as string[]
+  return rows.map((r) => JSON.parse(r) as Message)
+}
+
+export function getParts(db: Database.Database, sessionId: string, messageId?: string): Part[] {
+  const rows = (
+    messageId === undefined
+      ? db.prepare('SELECT data FROM parts WHERE session_id = ? ORDER BY id').pluck().all(sessionId)
+      : db.prepare('SELECT data FROM parts WHERE session_id = ? AND message_id = ? ORDER BY id').pluck().all(sessionId, messageId)
+  ) as string[]
+  return rows.map((r) => JSON.parse(r) as Part)
+}
+
+/** The stored read model of one session as a view (what verify compares with a fresh fold). */
+export function loadView(db: Database.Database, sessionId: string): SessionView {
+  return {
+    session: getSession(db, sessionId) ?? null,
+    messages: new Map(getMessages(db, sessionId).map((m) => [m.id, m])),
+    parts: new Map(getParts(db, sessionId).map((p) => [p.id, p])),
+  }
+}
+
+export interface SessionPage {
+  readonly sessions: Session[]
+  readonly cursor?: string
+}
+
+/** Sessions, most recently updated first, in keyset pages. The cursor is opaque. */
+export function listSessions(
+  db: Database.Database,
+  opts: { cursor?: string; limit?: number; archived?: boolean } = {},
+): SessionPage {
+  const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500)
+  const archived = opts.archived ? 1 : 0
+  let rows: { id: string; updated_at: string; data: string }[]
+  if (opts.cursor) {
+    const [updatedAt, id] = decodeCursor(opts.cursor)
+    rows = db
+      .prepare(
+        `SELECT id, updated_at, data FROM sessions WHERE archived = ? AND (updated_at, id) < (?, ?)
+         ORDER BY updated_at DESC, id DESC LIMIT ?`,
+      )
+      .all(archived, updatedAt, id, limit + 1) as typeof rows
+  } else {
+    rows = db
+      .prepare('SELECT id, updated_at, data FROM sessions WHERE archived = ? ORDER BY updated_at DESC, id DESC LIMIT ?')
+      .all(archived, limit + 1) as typeof rows
+  }
+  const more = rows.length > limit
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  return {
+    sessions: page.map((r) => JSON.parse(r.data) as Session),
+    ...(more && last && { cursor: Buffer.from(JSON.stringify([last.updated_at, last.id])).toString('base64url') }),
+  }
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown
+    if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string') return [value[0], value[1]]
+  } catch {
+    // fall through to the error below
+  }
+  throw new ChronicleError('BAD_REQUEST', 'invalid session list cursor')
+}
+
+/** Ids of every session with a read model. */
+export function sessionIds(db: Database.Database): string[] {
+  return db.prepare('SELECT id FROM sessions ORDER BY id').pluck().all() as string[]
+}

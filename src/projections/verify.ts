@@ -1,0 +1,53 @@
+import type { EventStore } from '../events/store.js'
+import { foldSession } from './fold.js'
+import type { SessionView } from './model.js'
+import { loadView } from './read-model.js'
+import type { Progress } from './rebuild.js'
+
+export interface Difference {
+  readonly sessionId: string
+  readonly entity: 'session' | 'message' | 'part'
+  readonly id: string
+  /** what the stored read model holds (undefined: missing) */
+  readonly stored: unknown
+  /** what a fresh fold of the log gives (undefined: should not exist) */
+  readonly expected: unknown
+}
+
+export interface VerifyReport {
+  readonly sessions: number
+  readonly differences: Difference[]
+}
+
+/** Compares every stored read model with a fresh fold of the log and reports each difference. */
+export function verify(store: EventStore, options: { progress?: Progress } = {}): VerifyReport {
+  store.flush()
+  const { db } = store
+  const fromLog = db.prepare('SELECT session_id FROM events WHERE version = 1 ORDER BY seq').pluck().all() as string[]
+  const stored = db.prepare('SELECT id FROM sessions').pluck().all() as string[]
+  const ids = [...new Set([...fromLog, ...stored])]
+  const differences: Difference[] = []
+  ids.forEach((sessionId, i) => {
+    const expected = fromLog.includes(sessionId) ? foldSession(store, sessionId) : null
+    differences.push(...diffViews(sessionId, loadView(db, sessionId), expected))
+    options.progress?.(i + 1, ids.length)
+  })
+  return { sessions: ids.length, differences }
+}
+
+export function diffViews(sessionId: string, stored: SessionView, expected: SessionView | null): Difference[] {
+  const out: Difference[] = []
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+  const exp = expected ?? { session: null, messages: new Map(), parts: new Map() }
+  if (!same(stored.session, exp.session)) {
+    out.push({ sessionId, entity: 'session', id: sessionId, stored: stored.session ?? undefined, expected: exp.session ?? undefined })
+  }
+  const compare = (entity: 'message' | 'part', a: Map<string, unknown>, b: Map<string, unknown>) => {
+    for (const id of new Set([...a.keys(), ...b.keys()])) {
+      if (!same(a.get(id), b.get(id))) out.push({ sessionId, entity, id, stored: a.get(id), expected: b.get(id) })
+    }
+  }
+  compare('message', stored.messages, exp.messages)
+  compare('part', stored.parts, exp.parts)
+  return out
+}

@@ -1,0 +1,68 @@
+import type { z } from 'zod'
+import type { Attachment, ToolErrorKind } from '../events/catalogue.js'
+
+/**
+ * The tool contract (DESIGN §8). A tool validates nothing itself: the runtime
+ * parses `args` with `parameters` before `execute` runs, so a bad call never
+ * has a side effect. Tools ask for permission *inside* execute, through ctx.
+ */
+
+export interface PermissionAsk {
+  readonly permission: string
+  /** what the rules match against, e.g. the bash command or the file path */
+  readonly patterns: readonly string[]
+  readonly metadata?: Record<string, unknown>
+}
+
+export interface ToolContext {
+  readonly sessionId: string
+  readonly messageId: string
+  readonly callId: string
+  readonly partId: string
+  readonly agent: string
+  /** the session's working directory (tools resolve paths against it) */
+  readonly directory: string
+  readonly abort: AbortSignal
+  /** live metadata, recorded as tool.progressed */
+  progress(metadata: Record<string, unknown>): void
+  /** resolves when allowed; rejects with ToolFailure {kind: 'denied'} when denied or rejected */
+  ask(request: PermissionAsk): Promise<void>
+}
+
+export interface ToolResult {
+  readonly output: string
+  readonly title?: string
+  readonly metadata?: Record<string, unknown>
+  readonly attachments?: readonly Attachment[]
+}
+
+export interface Tool<P extends z.ZodType = z.ZodType> {
+  readonly id: string
+  readonly description: string
+  readonly parameters: P
+  /** the permission that governs this tool; a tool whose rules deny every pattern of it is hidden */
+  readonly permission?: string
+  execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>
+}
+
+/** A tool failure that carries the kind recorded in tool.failed. Any other throw is kind `failed`. */
+export class ToolFailure extends Error {
+  override readonly name = 'ToolFailure'
+  constructor(
+    readonly kind: ToolErrorKind,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** What the loop asks of the tool set each step. */
+export interface ToolRegistry {
+  /** the tools offered to `agent` in `sessionId` this step (denied-everything tools already hidden) */
+  tools(scope: { sessionId: string; agent: string }): Promise<readonly Tool[]> | readonly Tool[]
+}
+
+/** Builds a tool with its parameter types inferred. */
+export function defineTool<P extends z.ZodType>(tool: Tool<P>): Tool<P> {
+  return tool
+}
