@@ -66,3 +66,22 @@ export interface ToolRegistry {
 export function defineTool<P extends z.ZodType>(tool: Tool<P>): Tool<P> {
   return tool
 }
+
+/** Scope of a permission check: who asks, for which call. */
+export interface PermissionScope {
+  readonly sessionId: string
+  readonly agent: string
+  readonly messageId?: string
+  readonly callId?: string
+  readonly partId?: string
+  readonly abort: AbortSignal
+}
+
+/**
+ * The permission interface the runtime and tools use (the tools issue
+ * implements it with rules, durable approvals and parked requests).
+ */
+export interface PermissionGate {
+  /** resolves when allowed; rejects with ToolFailure {kind: 'denied'} (message: the user's reject message, if any) */
+  ask(scope: PermissionScope, request: PermissionAsk): Promise<void>
+}

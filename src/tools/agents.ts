@@ -1,0 +1,74 @@
+import type { PermissionRule } from '../events/catalogue.js'
+
+/**
+ * Agents: a prompt, a step budget and permission rules. Rules are evaluated
+ * last-match-wins, agent rules first, then the session's (DESIGN §8).
+ */
+export interface AgentDefinition {
+  readonly name: string
+  readonly description: string
+  /** primary agents answer users; subagents run inside the task tool */
+  readonly mode: 'primary' | 'subagent' | 'all'
+  readonly prompt: string
+  readonly maxSteps: number
+  readonly rules: readonly PermissionRule[]
+}
+
+const BASE_PROMPT = `You are Chronicle, a coding agent working in the user's project directory.
+Use the tools to read, search, edit and run commands. Be concise; prefer doing over describing.`
+
+export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
+  {
+    name: 'build',
+    description: 'The default agent: reads, edits and runs commands.',
+    mode: 'primary',
+    prompt: BASE_PROMPT,
+    maxSteps: 50,
+    rules: [
+      { permission: '*', pattern: '*', action: 'allow' },
+      { permission: 'bash', pattern: '*', action: 'ask' },
+      { permission: 'edit', pattern: '*', action: 'ask' },
+      { permission: 'external_directory', pattern: '*', action: 'ask' },
+      { permission: 'doom_loop', pattern: '*', action: 'ask' },
+    ],
+  },
+  {
+    name: 'plan',
+    description: 'Plans without changing the project: edits and writes are denied except plan files.',
+    mode: 'primary',
+    prompt: `${BASE_PROMPT}\nYou are in plan mode: analyse and propose a plan. Do not modify files, except plans under .chronicle/plans/.`,
+    maxSteps: 50,
+    rules: [
+      { permission: '*', pattern: '*', action: 'allow' },
+      { permission: 'edit', pattern: '*', action: 'deny' },
+      { permission: 'edit', pattern: '.chronicle/plans/*', action: 'allow' },
+      { permission: 'bash', pattern: '*', action: 'ask' },
+      { permission: 'external_directory', pattern: '*', action: 'ask' },
+      { permission: 'doom_loop', pattern: '*', action: 'ask' },
+    ],
+  },
+  {
+    name: 'general',
+    description: 'A general-purpose sub-agent for delegated multi-step tasks.',
+    mode: 'subagent',
+    prompt: `${BASE_PROMPT}\nYou were delegated one task. Do it and answer with a short final report.`,
+    maxSteps: 30,
+    rules: [
+      { permission: '*', pattern: '*', action: 'allow' },
+      { permission: 'external_directory', pattern: '*', action: 'ask' },
+      { permission: 'doom_loop', pattern: '*', action: 'ask' },
+      { permission: 'task', pattern: '*', action: 'deny' },
+    ],
+  },
+]
+
+/** The agents in effect: defaults, with configured agents replacing or extending them by name. */
+export function resolveAgents(configured: readonly Partial<AgentDefinition>[] = []): Map<string, AgentDefinition> {
+  const agents = new Map(DEFAULT_AGENTS.map((a) => [a.name, a]))
+  for (const c of configured) {
+    if (!c.name) continue
+    const base = agents.get(c.name) ?? { ...(DEFAULT_AGENTS[0] as AgentDefinition), name: c.name, mode: 'all' as const }
+    agents.set(c.name, { ...base, ...c, rules: [...base.rules, ...(c.rules ?? [])] } as AgentDefinition)
+  }
+  return agents
+}
