@@ -21,6 +21,10 @@ export const ERROR_STATUS = {
   INVALID_EVENT: 400,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
+  /** an HTTP route that does not exist */
+  NOT_FOUND: 404,
+  /** a protocol operation whose module is not wired into this server */
+  NOT_IMPLEMENTED: 501,
   CORRUPT_EVENT: 500,
   INTERNAL: 500,
 } as const
