@@ -11,6 +11,8 @@ export interface PermissionAsk {
   readonly permission: string
   /** what the rules match against, e.g. the bash command or the file path */
   readonly patterns: readonly string[]
+  /** what an "always" reply approves (e.g. `git status *` for `git status -s`); defaults to `patterns` */
+  readonly always?: readonly string[]
   readonly metadata?: Record<string, unknown>
 }
 
