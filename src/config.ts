@@ -1,0 +1,271 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { isAbsolute, join, resolve } from 'node:path'
+import { z } from 'zod'
+import { PermissionRule } from './events/catalogue.js'
+import { ChronicleError } from './events/errors.js'
+
+/**
+ * Configuration (DESIGN §10): environment variables, optionally overridden by
+ * a `chronicle.json` in the data directory or a file given with `--config`.
+ * Everything is validated with zod; a bad file is a clear error naming the
+ * offending paths, never a crash deep inside the server.
+ */
+
+const McpLocal = z.object({
+  type: z.literal('local'),
+  command: z.array(z.string().min(1)).min(1),
+  environment: z.record(z.string(), z.string()).optional(),
+  enabled: z.boolean().optional(),
+  timeout: z.number().int().positive().optional(),
+})
+const McpRemote = z.object({
+  type: z.literal('remote'),
+  url: z.url(),
+  headers: z.record(z.string(), z.string()).optional(),
+  enabled: z.boolean().optional(),
+  timeout: z.number().int().positive().optional(),
+})
+/** The Claude Desktop / Cursor shape, accepted so users can paste what they have. */
+const McpDesktop = z.union([
+  z.object({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    type: z.literal('stdio').optional(),
+  }),
+  z.object({
+    url: z.url(),
+    headers: z.record(z.string(), z.string()).optional(),
+    type: z.enum(['http', 'sse', 'streamable-http']).optional(),
+  }),
+])
+
+const ModelInfo = z.object({
+  contextWindow: z.number().int().positive().optional(),
+  maxOutput: z.number().int().positive().optional(),
+  /** USD per million tokens */
+  inputPrice: z.number().nonnegative().optional(),
+  outputPrice: z.number().nonnegative().optional(),
+})
+
+const AgentConfig = z.object({
+  description: z.string().optional(),
+  mode: z.enum(['primary', 'subagent', 'all']).optional(),
+  prompt: z.string().optional(),
+  maxSteps: z.number().int().positive().optional(),
+  rules: z.array(PermissionRule).optional(),
+})
+
+const Limits = z.object({
+  /** HTTP body limit, bytes */
+  bodyBytes: z.number().int().positive().optional(),
+  /** WebSocket frame limit, bytes (bigger frames close the socket with 1009) */
+  frameBytes: z.number().int().positive().optional(),
+  /** one input's text, bytes */
+  inputBytes: z.number().int().positive().optional(),
+  maxConnections: z.number().int().positive().optional(),
+  /** a subscription pauses while the socket holds more than this many unsent bytes */
+  socketHighWaterBytes: z.number().int().positive().optional(),
+  /** a socket that does not drain at all for this long is closed with its resume cursor */
+  slowConsumerMs: z.number().int().positive().optional(),
+  heartbeatMs: z.number().int().positive().optional(),
+})
+
+export const FileConfig = z
+  .object({
+    $schema: z.string().optional(),
+    host: z.string().min(1).optional(),
+    port: z.number().int().min(0).max(65535).optional(),
+    token: z.string().min(16).optional(),
+    model: z.string().min(1).optional(),
+    provider: z
+      .object({
+        baseURL: z.url().optional(),
+        apiKey: z.string().optional(),
+        openai: z.object({ apiKey: z.string().optional(), baseURL: z.url().optional() }).optional(),
+      })
+      .optional(),
+    models: z.record(z.string(), ModelInfo).optional(),
+    mcp: z.record(z.string(), z.discriminatedUnion('type', [McpLocal, McpRemote])).optional(),
+    mcpServers: z.record(z.string(), McpDesktop).optional(),
+    agents: z.record(z.string(), AgentConfig).optional(),
+    /** permission rules added after every agent's own (last match wins) */
+    permission: z.array(PermissionRule).optional(),
+    limits: Limits.optional(),
+    allowedOrigins: z.array(z.string()).optional(),
+    allowedHosts: z.array(z.string()).optional(),
+  })
+  .strict()
+export type FileConfig = z.infer<typeof FileConfig>
+
+export type McpServerConfig =
+  | { readonly name: string; readonly type: 'local'; readonly command: readonly string[]; readonly environment: Record<string, string>; readonly timeout?: number }
+  | { readonly name: string; readonly type: 'remote'; readonly url: string; readonly headers: Record<string, string>; readonly timeout?: number }
+
+export interface ResolvedLimits {
+  readonly bodyBytes: number
+  readonly frameBytes: number
+  readonly inputBytes: number
+  readonly maxConnections: number
+  readonly socketHighWaterBytes: number
+  readonly slowConsumerMs: number
+  readonly heartbeatMs: number
+}
+
+export interface ChronicleConfig {
+  readonly dataDir: string
+  readonly host: string
+  readonly port: number
+  /** a token given explicitly (env or file); otherwise one is generated and stored in the data dir */
+  readonly token: string | undefined
+  readonly model: string | undefined
+  readonly provider: {
+    readonly baseURL?: string
+    readonly apiKey?: string
+    readonly openaiApiKey?: string
+    readonly openaiBaseURL?: string
+  }
+  readonly models: Record<string, z.infer<typeof ModelInfo>>
+  readonly mcp: readonly McpServerConfig[]
+  readonly agents: readonly ({ name: string } & z.infer<typeof AgentConfig>)[]
+  readonly rules: readonly PermissionRule[]
+  readonly limits: ResolvedLimits
+  readonly allowedOrigins: readonly string[]
+  readonly allowedHosts: readonly string[]
+  readonly logLevel: string
+  /** the config file that was read, if any */
+  readonly configFile: string | undefined
+}
+
+export const DEFAULT_LIMITS: ResolvedLimits = {
+  bodyBytes: 1024 * 1024,
+  frameBytes: 1024 * 1024,
+  inputBytes: 256 * 1024,
+  maxConnections: 256,
+  socketHighWaterBytes: 1024 * 1024,
+  slowConsumerMs: 30_000,
+  heartbeatMs: 15_000,
+}
+
+const Env = z.object({
+  CHRONICLE_DATA_DIR: z.string().min(1).optional(),
+  CHRONICLE_HOST: z.string().min(1).optional(),
+  CHRONICLE_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  CHRONICLE_TOKEN: z.string().min(16, 'CHRONICLE_TOKEN must be at least 16 characters').optional(),
+  CHRONICLE_MODEL: z.string().min(1).optional(),
+  CHRONICLE_BASE_URL: z.url().optional(),
+  CHRONICLE_API_KEY: z.string().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  CHRONICLE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+})
+
+export interface LoadOptions {
+  readonly env?: NodeJS.ProcessEnv
+  /** `--config <file>`; else `chronicle.json` in the data dir when it exists */
+  readonly configPath?: string
+  readonly cwd?: string
+}
+
+/** Reads env and the optional config file into one validated configuration. */
+export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
+  const cwd = options.cwd ?? process.cwd()
+  const rawEnv = options.env ?? process.env
+  // Empty variables count as unset: `FOO= chronicle serve` should not fail validation.
+  const env = parse(Env, Object.fromEntries(Object.entries(rawEnv).filter(([, v]) => v !== '')), 'environment')
+  const dataDir = resolve(cwd, env.CHRONICLE_DATA_DIR ?? '.chronicle')
+  const configFile = options.configPath
+    ? resolve(cwd, options.configPath)
+    : existsSync(join(dataDir, 'chronicle.json'))
+      ? join(dataDir, 'chronicle.json')
+      : undefined
+  const file = configFile ? readConfigFile(configFile) : {}
+  return {
+    dataDir,
+    host: env.CHRONICLE_HOST ?? file.host ?? '127.0.0.1',
+    port: env.CHRONICLE_PORT ?? file.port ?? 4780,
+    token: env.CHRONICLE_TOKEN ?? file.token,
+    model: env.CHRONICLE_MODEL ?? file.model,
+    provider: compact({
+      baseURL: env.CHRONICLE_BASE_URL ?? file.provider?.baseURL,
+      apiKey: env.CHRONICLE_API_KEY ?? file.provider?.apiKey,
+      openaiApiKey: env.OPENAI_API_KEY ?? file.provider?.openai?.apiKey,
+      openaiBaseURL: env.OPENAI_BASE_URL ?? file.provider?.openai?.baseURL,
+    }),
+    models: file.models ?? {},
+    mcp: normalizeMcp(file),
+    agents: Object.entries(file.agents ?? {}).map(([name, a]) => ({ name, ...a })),
+    rules: file.permission ?? [],
+    limits: { ...DEFAULT_LIMITS, ...compact(file.limits ?? {}) },
+    allowedOrigins: file.allowedOrigins ?? [],
+    allowedHosts: file.allowedHosts ?? [],
+    logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
+    configFile,
+  }
+}
+
+function readConfigFile(path: string): FileConfig {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ChronicleError('BAD_REQUEST', `cannot read config file ${path}: ${(err as Error).message}`)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (err) {
+    throw new ChronicleError('BAD_REQUEST', `config file ${path} is not valid JSON: ${(err as Error).message}`)
+  }
+  return parse(FileConfig, json, `config file ${path}`)
+}
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z.infer<S> {
+  const result = schema.safeParse(value)
+  if (result.success) return result.data
+  const issues = result.error.issues.map((i) => ({ path: i.path.join('.') || '(root)', message: i.message }))
+  throw new ChronicleError(
+    'BAD_REQUEST',
+    `invalid ${where}:\n${issues.map((i) => `  - ${i.path}: ${i.message}`).join('\n')}`,
+    { issues },
+  )
+}
+
+/** Both MCP shapes become one list the tools' MCP module consumes. */
+function normalizeMcp(file: FileConfig): McpServerConfig[] {
+  const out: McpServerConfig[] = []
+  for (const [name, s] of Object.entries(file.mcp ?? {})) {
+    if (s.enabled === false) continue
+    out.push(
+      s.type === 'local'
+        ? { name, type: 'local', command: s.command, environment: s.environment ?? {}, ...(s.timeout && { timeout: s.timeout }) }
+        : { name, type: 'remote', url: s.url, headers: s.headers ?? {}, ...(s.timeout && { timeout: s.timeout }) },
+    )
+  }
+  for (const [name, s] of Object.entries(file.mcpServers ?? {})) {
+    if (out.some((o) => o.name === name)) {
+      throw new ChronicleError('BAD_REQUEST', `MCP server "${name}" is configured twice (mcp and mcpServers)`)
+    }
+    out.push(
+      'command' in s
+        ? { name, type: 'local', command: [s.command, ...(s.args ?? [])], environment: s.env ?? {} }
+        : { name, type: 'remote', url: s.url, headers: s.headers ?? {} },
+    )
+  }
+  return out
+}
+
+function compact<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::ffff:127.0.0.1'
+}
+
+export function resolveDataPath(config: ChronicleConfig, ...parts: string[]): string {
+  const joined = join(...parts)
+  return isAbsolute(joined) ? joined : join(config.dataDir, joined)
+}

@@ -1,0 +1,194 @@
+import { statSync } from 'node:fs'
+import { isAbsolute } from 'node:path'
+import { z } from 'zod'
+import { InputPart } from '../events/catalogue.js'
+import { ChronicleError } from '../events/errors.js'
+import { execute } from '../commands/execute.js'
+import { decideSession } from '../commands/session.js'
+import { getMessages, getParts, listSessions, requireSession } from '../projections/read-model.js'
+import type { AppDeps } from './deps.js'
+
+/**
+ * The protocol's commands (PROTOCOL.md "Commands"), defined once: a zod
+ * schema for the params and a handler. The WebSocket dispatches on `method`;
+ * each HTTP route maps its path, query and body onto the same params and
+ * calls the same handler, so both transports behave identically.
+ */
+
+const sessionId = z.string().min(1).max(200)
+const seq = z.coerce.number().int().nonnegative()
+
+export const Params = {
+  'session.create': z.object({
+    directory: z.string().min(1).optional(),
+    agent: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+    title: z.string().min(1).max(500).optional(),
+  }),
+  'session.list': z.object({
+    cursor: z.string().optional(),
+    limit: z.coerce.number().int().min(1).max(500).optional(),
+    archived: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+  }),
+  'session.get': z.object({ session: sessionId }),
+  'session.archive': z.object({ session: sessionId }),
+  'input.submit': z.object({
+    session: sessionId,
+    inputId: z.string().min(1).max(200).optional(),
+    parts: z.array(InputPart).min(1).max(100),
+    agent: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+    delivery: z.enum(['steer', 'queue']).optional(),
+    noReply: z.boolean().optional(),
+  }),
+  'run.cancel': z.object({ session: sessionId }),
+  'permission.reply': z.object({
+    session: sessionId,
+    requestId: z.string().min(1),
+    reply: z.enum(['once', 'always', 'reject']),
+    message: z.string().max(10_000).optional(),
+  }),
+  'permission.rules': z.object({ session: sessionId }),
+  'permission.revoke': z.object({ session: sessionId, ruleId: z.string().min(1) }),
+  'session.fork': z.object({ session: sessionId, at: z.number().int().positive(), title: z.string().min(1).max(500).optional() }),
+  'session.state': z.object({ session: sessionId, at: seq.optional() }),
+  'session.context': z.object({ session: sessionId, at: seq.optional() }),
+  'session.history': z.object({
+    session: sessionId,
+    after: seq.optional(),
+    before: seq.optional(),
+    limit: z.coerce.number().int().min(1).max(5000).optional(),
+  }),
+  'session.compact': z.object({ session: sessionId }),
+} as const
+
+export type Method = keyof typeof Params
+export type ParamsOf<M extends Method> = z.output<(typeof Params)[M]>
+type Handler<M extends Method> = (params: ParamsOf<M>) => Promise<unknown> | unknown
+export type Api = { [M in Method]: Handler<M> }
+
+export const METHODS = Object.keys(Params) as Method[]
+
+export function isMethod(name: string): name is Method {
+  return Object.hasOwn(Params, name)
+}
+
+export function createApi(deps: AppDeps): Api {
+  const { store } = deps
+  const missing = (what: string): never => {
+    throw new ChronicleError('NOT_IMPLEMENTED', `${what} is not available in this server build`)
+  }
+  const runtime = () => deps.runtime ?? missing('the agent runtime')
+  const session = (id: string) => {
+    store.flush()
+    return requireSession(store.db, id)
+  }
+
+  return {
+    'session.create'(p) {
+      const directory = p.directory ?? deps.defaults.directory
+      checkDirectory(directory)
+      const agent = p.agent ?? deps.defaults.agent
+      if (deps.agents && !deps.agents.has(agent)) throw new ChronicleError('UNKNOWN_AGENT', `no agent named ${agent}`)
+      const id = deps.ids.next('ses')
+      execute(
+        store,
+        id,
+        (s) => decideSession({ type: 'create', directory, agent, model: p.model ?? deps.defaults.model, ...(p.title && { title: p.title }) }, s, id),
+        { meta: { actor: 'user' }, durability: 'full' },
+      )
+      return { session: session(id) }
+    },
+    'session.list'(p) {
+      store.flush()
+      return listSessions(store.db, p)
+    },
+    'session.get'(p) {
+      return { session: session(p.session) }
+    },
+    'session.archive'(p) {
+      execute(store, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), { meta: { actor: 'user' }, durability: 'full' })
+      return {}
+    },
+    async 'input.submit'(p) {
+      const bytes = p.parts.reduce((n, part) => n + (part.type === 'text' ? Buffer.byteLength(part.text) : 0), 0)
+      if (bytes > deps.limits.inputBytes) {
+        throw new ChronicleError('PAYLOAD_TOO_LARGE', `input text is ${bytes} bytes; the limit is ${deps.limits.inputBytes}`)
+      }
+      const { session: id, ...input } = p
+      session(id)
+      return runtime().submit(id, input)
+    },
+    'run.cancel'(p) {
+      session(p.session)
+      return runtime().cancel(p.session)
+    },
+    async 'permission.reply'(p) {
+      const s = session(p.session)
+      if (!s.pendingPermissions.some((r) => r.requestId === p.requestId)) {
+        throw new ChronicleError('PERMISSION_REQUEST_NOT_FOUND', `no pending permission request ${p.requestId} in ${p.session}`)
+      }
+      const port = deps.permissions ?? missing('permission replies')
+      await port.reply(p.session, p.requestId, p.reply, p.message)
+      return {}
+    },
+    'permission.rules'(p) {
+      const s = session(p.session)
+      return { rules: s.approvals, configured: s.rules }
+    },
+    async 'permission.revoke'(p) {
+      const s = session(p.session)
+      if (!s.approvals.some((r) => r.ruleId === p.ruleId)) {
+        throw new ChronicleError('RULE_NOT_FOUND', `no rule ${p.ruleId} in ${p.session}`)
+      }
+      const port = deps.permissions ?? missing('permission rules')
+      await port.revoke(p.session, p.ruleId)
+      return {}
+    },
+    'session.fork'(p) {
+      session(p.session)
+      const fork = deps.timeTravel?.fork ?? missing('fork')
+      return { session: fork(p.session, p.at, { ...(p.title && { title: p.title }) }) }
+    },
+    'session.state'(p) {
+      const s = session(p.session)
+      if (p.at === undefined || !deps.timeTravel?.stateAt) {
+        if (p.at !== undefined) missing('time travel')
+        return { session: s, messages: getMessages(store.db, p.session), parts: getParts(store.db, p.session), seq: s.lastSeq }
+      }
+      return deps.timeTravel.stateAt(p.session, p.at)
+    },
+    async 'session.context'(p) {
+      session(p.session)
+      const context = deps.context ?? missing('the model context compiler')
+      return context(p.session, p.at)
+    },
+    'session.history'(p) {
+      session(p.session)
+      const history = deps.timeTravel?.history ?? missing('history')
+      return history(p.session, p)
+    },
+    async 'session.compact'(p) {
+      session(p.session)
+      const compact = deps.compact ?? missing('compaction')
+      await compact(p.session)
+      return {}
+    },
+  }
+}
+
+function checkDirectory(directory: string): void {
+  if (!isAbsolute(directory)) throw new ChronicleError('BAD_REQUEST', `directory must be an absolute path: ${directory}`)
+  let ok = false
+  try {
+    ok = statSync(directory).isDirectory()
+  } catch {
+    ok = false
+  }
+  if (!ok) throw new ChronicleError('BAD_REQUEST', `directory does not exist: ${directory}`)
+}
+
+/** Validates params for a method (the WebSocket path; HTTP validates through route schemas). */
+export function parseParams<M extends Method>(method: M, params: unknown): ParamsOf<M> {
+  return Params[method].parse(params ?? {}) as ParamsOf<M>
+}

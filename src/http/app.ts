@@ -1,0 +1,81 @@
+import swagger from '@fastify/swagger'
+import websocket from '@fastify/websocket'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify'
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
+import { ChronicleError } from '../events/errors.js'
+import { createApi } from './api.js'
+import type { AppDeps } from './deps.js'
+import { problemBody, toProblem } from './problem.js'
+import { inputRoutes } from './routes/inputs.js'
+import { metaRoutes } from './routes/meta.js'
+import { sessionRoutes } from './routes/sessions.js'
+import { checkRequest, redactUrl, selectProtocol } from './security.js'
+import { Connection } from './ws/connection.js'
+
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>
+
+/**
+ * The HTTP + WebSocket application, without listening: tests drive it with
+ * inject/injectWS or listen on port 0; src/main.ts composes the real one.
+ */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.limits.bodyBytes,
+    requestTimeout: 0, // ?wait=true holds a request for a whole run; the socket timeout below bounds idle ones
+    connectionTimeout: 60_000,
+    maxParamLength: 300,
+    disableRequestLogging: false,
+  }).withTypeProvider<ZodTypeProvider>()
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  // JSON only: text/plain is a preflight-free "simple" request a foreign page could send.
+  app.removeContentTypeParser('text/plain')
+
+  app.setErrorHandler((err, req, reply) => {
+    const problem = toProblem(err)
+    if (problem.internal) req.log.error({ err }, 'request failed')
+    void reply.status(problem.status).type('application/problem+json').send(problemBody(problem, redactUrl(req.url)))
+  })
+  app.setNotFoundHandler((req) => {
+    throw new ChronicleError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`)
+  })
+
+  // Before routing, body parsing and the WebSocket upgrade.
+  const policy = deps.security
+  app.addHook('onRequest', async (req) => checkRequest(req, policy))
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Chronicle', version: deps.version, description: 'See docs/API.md for the WebSocket protocol.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  })
+
+  const connections = new Set<Connection>()
+  await app.register(websocket, {
+    options: { maxPayload: deps.limits.frameBytes, handleProtocols: selectProtocol },
+    preClose(done) {
+      for (const c of connections) c.close('shutdown', 1001)
+      this.websocketServer.close(() => done())
+    },
+  })
+
+  const api = createApi(deps)
+  app.get('/ws', { websocket: true, schema: { hide: true } }, (socket) => {
+    if (connections.size >= deps.limits.maxConnections) {
+      socket.close(1013, 'too many connections')
+      return
+    }
+    const connection = new Connection(socket, deps, api)
+    connections.add(connection)
+    socket.on('close', () => connections.delete(connection))
+  })
+
+  metaRoutes(app, deps)
+  sessionRoutes(app, api)
+  inputRoutes(app, api, deps)
+  return app
+}

@@ -1,0 +1,93 @@
+import type { Logger } from 'pino'
+import type { InputPart } from '../events/catalogue.js'
+import type { StoredEvent } from '../events/envelope.js'
+import type { IdSource } from '../events/ids.js'
+import type { EventStore } from '../events/store.js'
+import type { Message, Part, Session } from '../projections/model.js'
+import type { ResolvedLimits } from '../config.js'
+
+/**
+ * What the HTTP/WebSocket layer needs from the rest of Chronicle. The
+ * composition root (src/main.ts) adapts the runtime, time travel and
+ * permission modules to these ports; a port left undefined answers
+ * NOT_IMPLEMENTED so every route exists whatever has been wired.
+ */
+
+export interface SubmitInput {
+  readonly inputId?: string
+  readonly parts: readonly InputPart[]
+  readonly agent?: string
+  readonly model?: string
+  readonly delivery?: 'steer' | 'queue'
+  readonly noReply?: boolean
+}
+
+export interface SubmitResult {
+  readonly inputId: string
+  readonly seq: number
+  readonly duplicate: boolean
+}
+
+export interface RuntimePort {
+  /** makes the input durable (FULL) and wakes the session's run; resolves once durable */
+  submit(sessionId: string, input: SubmitInput): Promise<SubmitResult>
+  cancel(sessionId: string): Promise<{ cancelled: boolean }>
+  /** resolves when the session has no run in progress and nothing waiting in its inbox */
+  idle(sessionId: string): Promise<void>
+  /** brings every run to a safe point */
+  stop(): Promise<void>
+}
+
+export interface StateAt {
+  readonly session: Session
+  readonly messages: readonly Message[]
+  readonly parts: readonly Part[]
+  readonly seq: number
+}
+
+export interface HistoryPage {
+  readonly events: readonly (StoredEvent & { inherited?: boolean })[]
+  readonly next?: number
+}
+
+export interface ModelContext {
+  readonly system: unknown
+  readonly messages: unknown
+  readonly tools: unknown
+  readonly digest: string
+}
+
+export interface TimeTravelPort {
+  stateAt(sessionId: string, at?: number): StateAt
+  history(sessionId: string, opts: { after?: number; before?: number; limit?: number }): HistoryPage
+  fork(sessionId: string, at: number, opts: { title?: string }): Session
+}
+
+export interface PermissionPort {
+  reply(sessionId: string, requestId: string, reply: 'once' | 'always' | 'reject', message?: string): Promise<void> | void
+  revoke(sessionId: string, ruleId: string): Promise<void> | void
+}
+
+export interface AppDeps {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly logger: Logger
+  readonly security: {
+    readonly token: string
+    /** host names (without port) a Host header may carry; loopback names are always allowed */
+    readonly allowedHosts: readonly string[]
+    /** extra origins a browser page may come from (exact `scheme://host:port`) */
+    readonly allowedOrigins: readonly string[]
+  }
+  readonly limits: ResolvedLimits
+  /** defaults for session.create */
+  readonly defaults: { readonly directory: string; readonly agent: string; readonly model: string | null }
+  readonly version: string
+  readonly runtime?: RuntimePort
+  readonly timeTravel?: Partial<TimeTravelPort>
+  readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
+  readonly permissions?: PermissionPort
+  readonly compact?: (sessionId: string) => Promise<void> | void
+  /** agents that session.create accepts */
+  readonly agents?: ReadonlySet<string>
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod'
+import { Params, type Api } from '../api.js'
+import type { App } from '../app.js'
+
+/** Session lifecycle and time travel over HTTP: each route maps onto one protocol command. */
+
+const Id = z.object({ id: z.string().min(1).max(200) })
+const AtQuery = z.object({ at: z.coerce.number().int().nonnegative().optional() })
+
+export function sessionRoutes(app: App, api: Api): void {
+  app.post(
+    '/sessions',
+    { schema: { summary: 'session.create', tags: ['sessions'], body: Params['session.create'].optional() } },
+    async (req, reply) => reply.status(201).send(await api['session.create'](req.body ?? {})),
+  )
+  app.get(
+    '/sessions',
+    { schema: { summary: 'session.list', tags: ['sessions'], querystring: Params['session.list'] } },
+    async (req) => api['session.list'](req.query),
+  )
+  app.get('/sessions/:id', { schema: { summary: 'session.get', tags: ['sessions'], params: Id } }, async (req) =>
+    api['session.get']({ session: req.params.id }),
+  )
+  app.delete('/sessions/:id', { schema: { summary: 'session.archive', tags: ['sessions'], params: Id } }, async (req) =>
+    api['session.archive']({ session: req.params.id }),
+  )
+  app.post(
+    '/sessions/:id/fork',
+    { schema: { summary: 'session.fork', tags: ['time travel'], params: Id, body: Params['session.fork'].omit({ session: true }) } },
+    async (req, reply) => reply.status(201).send(await api['session.fork']({ session: req.params.id, ...req.body })),
+  )
+  app.get(
+    '/sessions/:id/state',
+    { schema: { summary: 'session.state', tags: ['time travel'], params: Id, querystring: AtQuery } },
+    async (req) => api['session.state']({ session: req.params.id, ...req.query }),
+  )
+  app.get(
+    '/sessions/:id/context',
+    { schema: { summary: 'session.context', tags: ['time travel'], params: Id, querystring: AtQuery } },
+    async (req) => api['session.context']({ session: req.params.id, ...req.query }),
+  )
+  app.get(
+    '/sessions/:id/events',
+    {
+      schema: {
+        summary: 'session.history',
+        tags: ['time travel'],
+        params: Id,
+        querystring: Params['session.history'].omit({ session: true }),
+      },
+    },
+    async (req) => api['session.history']({ session: req.params.id, ...req.query }),
+  )
+  app.post('/sessions/:id/compact', { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } }, async (req) =>
+    api['session.compact']({ session: req.params.id }),
+  )
+}

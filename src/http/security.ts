@@ -1,0 +1,102 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyRequest } from 'fastify'
+import { ChronicleError } from '../events/errors.js'
+import { isLoopback } from '../config.js'
+
+/**
+ * The checks every request passes before any handler (and before a
+ * WebSocket upgrade): Host (DNS rebinding), Origin (cross-site pages) and
+ * the bearer token. Done in an onRequest hook — it works for real sockets
+ * and for injectWS alike (verifyClient hangs injectWS).
+ */
+
+export const TOKEN_PROTOCOL_PREFIX = 'chronicle.token.'
+export const PROTOCOL = 'chronicle.v1'
+
+export interface SecurityPolicy {
+  readonly token: string
+  readonly allowedHosts: readonly string[]
+  readonly allowedOrigins: readonly string[]
+}
+
+/** Paths that need no token. */
+const PUBLIC = new Set(['/health'])
+
+export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): void {
+  const host = hostnameOf(req.headers.host)
+  if (host === undefined || !(isLoopback(host) || policy.allowedHosts.includes(host))) {
+    throw new ChronicleError('FORBIDDEN', 'this Host is not served here')
+  }
+  const origin = req.headers.origin
+  if (origin !== undefined && !originAllowed(origin, req.headers.host as string, policy)) {
+    throw new ChronicleError('FORBIDDEN', 'cross-origin requests are not allowed')
+  }
+  const path = req.url.split('?')[0] ?? ''
+  if (PUBLIC.has(path)) return
+  const presented = presentedToken(req)
+  if (presented === undefined || !same(presented, policy.token)) {
+    throw new ChronicleError('UNAUTHORIZED', presented === undefined ? 'a token is required' : 'wrong token')
+  }
+}
+
+/** The token from, in order: Authorization: Bearer, the `chronicle.token.<t>` subprotocol, `?token=`. */
+export function presentedToken(req: FastifyRequest): string | undefined {
+  const auth = req.headers.authorization
+  if (auth !== undefined) {
+    const match = /^Bearer\s+(\S+)$/i.exec(auth)
+    return match?.[1] ?? ''
+  }
+  const protocols = req.headers['sec-websocket-protocol']
+  if (protocols !== undefined) {
+    const entry = protocols.split(',').map((p) => p.trim()).find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX))
+    if (entry !== undefined) return entry.slice(TOKEN_PROTOCOL_PREFIX.length)
+  }
+  const query = req.url.indexOf('?')
+  if (query >= 0) {
+    const token = new URLSearchParams(req.url.slice(query + 1)).get('token')
+    if (token !== null) return token
+  }
+  return undefined
+}
+
+function same(a: string, b: string): boolean {
+  // Hashing first makes the comparison constant-time whatever the lengths.
+  const ha = createHash('sha256').update(a).digest()
+  const hb = createHash('sha256').update(b).digest()
+  return timingSafeEqual(ha, hb)
+}
+
+function hostnameOf(host: string | undefined): string | undefined {
+  if (!host) return undefined
+  try {
+    const url = new URL(`http://${host}`)
+    if (url.username || url.password || url.pathname !== '/') return undefined
+    return url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  } catch {
+    return undefined
+  }
+}
+
+/** Same origin as the Host we answer on (loopback or allowed), or explicitly allowed. */
+function originAllowed(origin: string, host: string, policy: SecurityPolicy): boolean {
+  if (policy.allowedOrigins.includes(origin)) return true
+  let url: URL
+  try {
+    url = new URL(origin)
+  } catch {
+    return false // "null", file://, garbage
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false
+  if (url.username || url.password) return false
+  return url.host.toLowerCase() === host.toLowerCase()
+}
+
+/** Answers the browser subprotocol handshake: `chronicle.v1` when offered. */
+export function selectProtocol(protocols: Set<string>): string | false {
+  return protocols.has(PROTOCOL) ? PROTOCOL : false
+}
+
+/** Replaces a `token` query parameter in a URL (for logs). */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[REDACTED]')
+}

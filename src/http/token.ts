@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/**
+ * The bearer token: given explicitly (CHRONICLE_TOKEN or the config file), or
+ * generated on first start (256 bits from the OS CSPRNG) and stored with
+ * 0600 permissions in the data directory, where local clients find it.
+ */
+
+export const TOKEN_FILE = 'token'
+
+export interface TokenInfo {
+  readonly token: string
+  /** where it is stored, when it came from the data dir */
+  readonly file: string | undefined
+  /** true on the start that generated it: the only time it is printed */
+  readonly generated: boolean
+}
+
+export function resolveToken(dataDir: string, explicit: string | undefined): TokenInfo {
+  if (explicit) return { token: explicit, file: undefined, generated: false }
+  const file = join(dataDir, TOKEN_FILE)
+  if (existsSync(file)) {
+    const token = readFileSync(file, 'utf8').trim()
+    if (token.length >= 16) return { token, file, generated: false }
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const token = randomBytes(32).toString('base64url')
+  writeFileSync(file, `${token}\n`, { mode: 0o600 })
+  chmodSync(file, 0o600) // mode is ignored when the file already existed
+  return { token, file, generated: true }
+}
+
+/** The token a local client uses: CHRONICLE_TOKEN, else the data dir's token file. */
+export function readClientToken(dataDir: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.CHRONICLE_TOKEN) return env.CHRONICLE_TOKEN
+  const file = join(dataDir, TOKEN_FILE)
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined
+}

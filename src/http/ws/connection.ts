@@ -1,0 +1,156 @@
+import type { RawData, WebSocket } from 'ws'
+import { z } from 'zod'
+import { EVENT_TYPES } from '../../events/catalogue.js'
+import { ChronicleError } from '../../events/errors.js'
+import { getSession } from '../../projections/read-model.js'
+import { isMethod, parseParams, type Api } from '../api.js'
+import type { AppDeps } from '../deps.js'
+import { errorBody, toProblem } from '../problem.js'
+import { closingFrame, errorFrame, heartbeatFrame, resultFrame, type RequestId } from './frames.js'
+import { SubscriptionPump } from './pump.js'
+
+/**
+ * One client connection speaking the protocol (PROTOCOL.md): commands with
+ * ids get exactly one reply each; subscriptions stream through pumps;
+ * heartbeats carry the head. Nothing a client sends can crash the
+ * connection: every failure becomes an error reply.
+ */
+
+const Envelope = z.object({
+  id: z.union([z.string().min(1).max(200), z.number().int()]),
+  method: z.string().min(1).max(100),
+  params: z.record(z.string(), z.unknown()).optional(),
+})
+
+const SubscribeParams = z.object({
+  sessions: z.union([z.literal('*'), z.array(z.string().min(1).max(200)).min(1).max(1000)]),
+  after: z.number().int().nonnegative().optional(),
+  types: z.array(z.enum(EVENT_TYPES as [string, ...string[]])).min(1).optional(),
+})
+const UnsubscribeParams = z.object({ sub: z.string().min(1) })
+const HelloParams = z.object({ protocol: z.literal(1) })
+
+const MAX_SUBSCRIPTIONS = 100
+
+export class Connection {
+  private readonly pumps = new Map<string, SubscriptionPump>()
+  private nextSub = 1
+  private readonly heartbeat: NodeJS.Timeout
+  private closing = false
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly deps: AppDeps,
+    private readonly api: Api,
+  ) {
+    // Listeners attach synchronously: frames that arrive before an await would be lost.
+    socket.on('message', (data, isBinary) => void this.onMessage(data, isBinary))
+    socket.on('close', () => this.dispose())
+    socket.on('error', () => this.dispose())
+    this.heartbeat = setInterval(() => this.send(heartbeatFrame(deps.store.head())), deps.limits.heartbeatMs)
+    this.heartbeat.unref()
+  }
+
+  /** Tells the client why it is being closed and from where to resume, then closes. */
+  close(reason: 'slow-consumer' | 'shutdown', code: number): void {
+    if (this.closing) return
+    this.closing = true
+    const cursors = Object.fromEntries([...this.pumps].map(([id, p]) => [id, p.cursor]))
+    const after = Math.min(...Object.values(cursors), this.deps.store.head())
+    for (const pump of this.pumps.values()) pump.stop()
+    this.send(closingFrame(reason, after, cursors))
+    this.socket.close(code, reason)
+    // A client that does not read would hold the close handshake open: cut it after a grace period.
+    setTimeout(() => this.socket.terminate(), 2000).unref()
+  }
+
+  private async onMessage(data: RawData, isBinary: boolean): Promise<void> {
+    if (isBinary) return this.send(errorFrame(null, { code: 'BAD_REQUEST', message: 'binary frames are not supported; send JSON text' }))
+    let json: unknown
+    try {
+      json = JSON.parse(data.toString())
+    } catch {
+      return this.send(errorFrame(null, { code: 'BAD_REQUEST', message: 'malformed JSON' }))
+    }
+    const envelope = Envelope.safeParse(json)
+    if (!envelope.success) {
+      const id = usableId(json)
+      return this.send(errorFrame(id, errorBody(toProblem(envelope.error))))
+    }
+    const { id, method, params } = envelope.data
+    try {
+      const result = await this.dispatch(method, params)
+      this.send(resultFrame(id, result))
+    } catch (err) {
+      const problem = toProblem(err)
+      if (problem.internal) this.deps.logger.error({ err, method }, 'command failed')
+      this.send(errorFrame(id, errorBody(problem)))
+    }
+  }
+
+  private async dispatch(method: string, params: unknown): Promise<unknown> {
+    switch (method) {
+      case 'hello':
+        HelloParams.parse(params ?? {})
+        return { protocol: 1, server: { version: this.deps.version }, head: this.deps.store.head() }
+      case 'subscribe':
+        return this.subscribe(SubscribeParams.parse(params ?? {}))
+      case 'unsubscribe': {
+        const { sub } = UnsubscribeParams.parse(params ?? {})
+        const pump = this.pumps.get(sub)
+        if (!pump) throw new ChronicleError('BAD_REQUEST', `no subscription ${sub} on this connection`)
+        pump.stop()
+        this.pumps.delete(sub)
+        return {}
+      }
+      default:
+        if (!isMethod(method)) throw new ChronicleError('UNKNOWN_METHOD', `unknown method ${method}`)
+        return (this.api[method] as (p: unknown) => unknown)(parseParams(method, params))
+    }
+  }
+
+  private subscribe(p: z.infer<typeof SubscribeParams>): { sub: string; head: number } {
+    const { store } = this.deps
+    store.flush()
+    if (this.pumps.size >= MAX_SUBSCRIPTIONS) throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
+    if (p.sessions !== '*') {
+      for (const id of p.sessions) if (!getSession(store.db, id)) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
+    }
+    const head = store.head()
+    const after = p.after ?? 0
+    if (after > head) throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
+    const id = `s${this.nextSub++}`
+    let pump: SubscriptionPump | undefined
+    const subscription = store.subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
+      onCaughtUp: (seq) => pump?.caughtUp(seq),
+    })
+    pump = new SubscriptionPump(id, this.socket, subscription, after, {
+      highWaterBytes: this.deps.limits.socketHighWaterBytes,
+      stallMs: this.deps.limits.slowConsumerMs,
+      onSlowConsumer: () => this.close('slow-consumer', 4008),
+    })
+    this.pumps.set(id, pump)
+    // The reply goes out first; the pump starts on the next turn, after it.
+    setImmediate(() => {
+      if (this.pumps.get(id) === pump) void pump.run().catch((err: unknown) => this.deps.logger.error({ err }, 'subscription failed'))
+    })
+    return { sub: id, head }
+  }
+
+  private send(frame: string): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(frame)
+  }
+
+  private dispose(): void {
+    clearInterval(this.heartbeat)
+    for (const pump of this.pumps.values()) pump.stop()
+    this.pumps.clear()
+  }
+}
+
+/** The id of a message whose envelope failed validation, when it still has a usable one. */
+function usableId(json: unknown): RequestId {
+  if (typeof json !== 'object' || json === null) return null
+  const id = (json as { id?: unknown }).id
+  return (typeof id === 'string' && id.length > 0 && id.length <= 200) || (typeof id === 'number' && Number.isInteger(id)) ? id : null
+}

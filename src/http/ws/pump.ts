@@ -1,0 +1,79 @@
+import type { WebSocket } from 'ws'
+import type { Subscription } from '../../events/subscription.js'
+import { caughtUpFrame, eventFrame } from './frames.js'
+
+/**
+ * Moves one subscription's events onto a socket, one at a time, and only
+ * while the socket's unsent bytes stay under a high-water mark. Nothing is
+ * buffered here: while the socket is full the Subscription holds at most its
+ * own bounded live tail and then falls back to the log (the log is the
+ * buffer). A socket that does not drain at all for `stallMs` is reported as
+ * a slow consumer with the cursor it can resume from.
+ */
+
+export interface PumpOptions {
+  readonly highWaterBytes: number
+  readonly stallMs: number
+  readonly onSlowConsumer: () => void
+}
+
+const POLL_MS = 5
+
+export class SubscriptionPump {
+  /** seq of the last event written to the socket: the client's resume cursor */
+  cursor: number
+  private stopped = false
+
+  constructor(
+    readonly id: string,
+    private readonly socket: WebSocket,
+    private readonly subscription: Subscription,
+    after: number,
+    private readonly options: PumpOptions,
+  ) {
+    this.cursor = after
+  }
+
+  /** Sends the caught-up marker; wire it to the Subscription's onCaughtUp. */
+  caughtUp(head: number): void {
+    if (!this.stopped && this.open()) this.socket.send(caughtUpFrame(this.id, head))
+  }
+
+  async run(): Promise<void> {
+    while (!this.stopped) {
+      if (!(await this.drained())) return
+      const next = await this.subscription.next()
+      if (next.done || this.stopped || !this.open()) return
+      this.socket.send(eventFrame(this.id, next.value))
+      this.cursor = next.value.seq
+    }
+  }
+
+  stop(): void {
+    this.stopped = true
+    this.subscription.close()
+  }
+
+  private open(): boolean {
+    return this.socket.readyState === this.socket.OPEN
+  }
+
+  /** Waits until the socket is under the high-water mark; false if it stalled or closed. */
+  private async drained(): Promise<boolean> {
+    let amount = this.socket.bufferedAmount
+    if (amount <= this.options.highWaterBytes) return true
+    let progressAt = Date.now()
+    while (!this.stopped && this.open()) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+      const now = this.socket.bufferedAmount
+      if (now <= this.options.highWaterBytes) return true
+      if (now < amount) progressAt = Date.now()
+      amount = now
+      if (Date.now() - progressAt > this.options.stallMs) {
+        this.options.onSlowConsumer()
+        return false
+      }
+    }
+    return false
+  }
+}
