@@ -1,0 +1,150 @@
+import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from 'node:child_process'
+import { existsSync, statSync } from 'node:fs'
+import { z } from 'zod'
+import { accessPath } from '../paths.js'
+import { scrubEnv } from '../scrub-env.js'
+import { defineTool, ToolFailure } from '../tool.js'
+import { truncateOutput } from '../truncate.js'
+
+export const DEFAULT_TIMEOUT_MS = 120_000
+export const MAX_TIMEOUT_MS = 600_000
+const PREVIEW_CHARS = 30_000
+const PROGRESS_EVERY_MS = 250
+
+const parameters = z.object({
+  command: z.string().min(1).describe('The shell command to run (bash syntax)'),
+  timeout: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TIMEOUT_MS)
+    .optional()
+    .describe(`Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, maximum ${MAX_TIMEOUT_MS}); on timeout the whole process group is killed`),
+  workdir: z.string().min(1).optional().describe('The directory to run in (default: the session directory); use this instead of `cd dir &&`'),
+  description: z.string().max(200).optional().describe('What the command does, in 5-10 words (shown to the user)'),
+})
+
+export interface BashToolDeps {
+  readonly dataDir: string
+  /** the environment commands start from, before scrubbing (default process.env) */
+  readonly env?: NodeJS.ProcessEnv
+  readonly shell?: string
+  /** grace between SIGTERM and SIGKILL of the process group */
+  readonly killGraceMs?: number
+  readonly spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess
+}
+
+/**
+ * bash: runs a command in its own process group (detached ⇒ setsid), with a
+ * scrubbed environment. Live output is reported as progress; on timeout or
+ * cancel the WHOLE group gets SIGTERM, then SIGKILL after a grace — killing
+ * only the shell would leave its children running.
+ */
+export function createBashTool(deps: BashToolDeps) {
+  const shell = deps.shell ?? (existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh')
+  const spawn = deps.spawn ?? nodeSpawn
+  const grace = deps.killGraceMs ?? 2000
+  return defineTool({
+    id: 'bash',
+    permission: 'bash',
+    description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.`,
+    parameters,
+    async execute(args, ctx) {
+      const cwd = args.workdir ? (await accessPath(ctx, args.workdir)).real : ctx.directory
+      if (!existsSync(cwd) || !statSync(cwd).isDirectory()) throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
+      await ctx.ask({ permission: 'bash', patterns: [args.command], metadata: { command: args.command, description: args.description } })
+      if (ctx.abort.aborted) throw new ToolFailure('aborted', 'The command was cancelled before it started.')
+
+      const timeout = args.timeout ?? DEFAULT_TIMEOUT_MS
+      const child = spawn(shell, ['-c', args.command], {
+        cwd,
+        env: scrubEnv(deps.env ?? process.env),
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let output = ''
+      let lastProgress = 0
+      let progressTimer: NodeJS.Timeout | undefined
+      const report = () => {
+        progressTimer = undefined
+        lastProgress = Date.now()
+        ctx.progress({ output: output.slice(-PREVIEW_CHARS), description: args.description ?? args.command })
+      }
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString('utf8')
+        if (progressTimer) return
+        const wait = Math.max(0, PROGRESS_EVERY_MS - (Date.now() - lastProgress))
+        progressTimer = setTimeout(report, wait)
+      }
+      child.stdout?.on('data', onData)
+      child.stderr?.on('data', onData)
+
+      let ended: 'timeout' | 'abort' | undefined
+      const killGroup = (why: 'timeout' | 'abort') => {
+        if (ended) return
+        ended = why
+        signalGroup(child, 'SIGTERM')
+        setTimeout(() => signalGroup(child, 'SIGKILL'), grace).unref()
+      }
+      const timer = setTimeout(() => killGroup('timeout'), timeout)
+      const onAbort = () => killGroup('abort')
+      ctx.abort.addEventListener('abort', onAbort, { once: true })
+
+      const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+        child.once('error', reject)
+        child.once('exit', (code, signal) => resolve({ code, signal }))
+      }).finally(() => {
+        clearTimeout(timer)
+        ctx.abort.removeEventListener('abort', onAbort)
+      })
+      // Descendants that outlived the shell may hold the pipes open: stop reading shortly after exit.
+      await drain(child, 200)
+      if (progressTimer) clearTimeout(progressTimer)
+      if (ended) signalGroup(child, 'SIGKILL') // whatever ignored SIGTERM goes now
+
+      const notes: string[] = []
+      if (ended === 'timeout') notes.push(`The command timed out after ${timeout} ms; its process group was killed.`)
+      if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
+      notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
+      const full = `${output}${output.endsWith('\n') || output === '' ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`
+      const truncated = truncateOutput(full, { dataDir: deps.dataDir, name: `bash_${ctx.callId}`, keep: 'tail' })
+      if (ended === 'abort') throw new ToolFailure('aborted', truncated.output)
+      return {
+        output: truncated.output,
+        title: args.description ?? args.command,
+        metadata: {
+          exitCode: exit.code,
+          ...(exit.signal && { signal: exit.signal }),
+          timedOut: ended === 'timeout',
+          pid: child.pid,
+          truncated: truncated.truncated,
+          ...(truncated.outputPath && { outputPath: truncated.outputPath }),
+        },
+      }
+    },
+  })
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return
+  try {
+    process.kill(-child.pid, signal)
+  } catch {
+    // the group is already gone
+  }
+}
+
+function drain(child: ChildProcess, ms: number): Promise<void> {
+  const streams = [child.stdout, child.stderr].filter((s) => s && !s.destroyed && !s.readableEnded)
+  if (streams.length === 0) return Promise.resolve()
+  return new Promise((resolve) => {
+    let open = streams.length
+    const done = () => {
+      clearTimeout(timer)
+      for (const s of streams) s?.destroy()
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    for (const s of streams) s?.once('close', () => --open === 0 && done())
+  })
+}

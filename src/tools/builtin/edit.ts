@@ -1,0 +1,74 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { z } from 'zod'
+import type { FileTimes } from '../file-times.js'
+import { accessPath } from '../paths.js'
+import { defineTool, ToolFailure } from '../tool.js'
+
+const parameters = z.object({
+  filePath: z.string().min(1).describe('The file to modify: absolute, or relative to the session directory'),
+  oldString: z
+    .string()
+    .describe('The exact text to replace, including whitespace and indentation. An empty string creates a new file with newString'),
+  newString: z.string().describe('The text to put in its place (must differ from oldString)'),
+  replaceAll: z.boolean().optional().describe('Replace every occurrence of oldString (default false: it must occur exactly once)'),
+})
+
+/** edit: exact string replacement in a file the session has read and that has not changed since. */
+export function createEditTool(deps: { fileTimes: FileTimes }) {
+  return defineTool({
+    id: 'edit',
+    permission: 'edit',
+    description:
+      'Replaces exact text in a file. oldString must match the file exactly and occur once (add surrounding lines to make it unique), unless replaceAll is true. You must read the file in this session first; if it changed since, read it again.',
+    parameters,
+    async execute(args, ctx) {
+      if (args.oldString === args.newString) {
+        throw new ToolFailure('invalid', 'oldString and newString are identical; there is nothing to change.')
+      }
+      const path = await accessPath(ctx, args.filePath)
+      if (args.oldString === '') {
+        if (existsSync(path.real)) {
+          throw new ToolFailure('failed', `${path.display} already exists; give the text to replace in oldString.`)
+        }
+        await ctx.ask({ permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'edit' } })
+        mkdirSync(dirname(path.real), { recursive: true })
+        writeFileSync(path.real, args.newString)
+        deps.fileTimes.record(ctx.sessionId, path.real)
+        return { output: `Created ${path.display}.`, title: path.display, metadata: { filePath: path.real, replacements: 0 } }
+      }
+      if (!existsSync(path.real)) throw new ToolFailure('failed', `File not found: ${path.display}`)
+      deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
+      const content = readFileSync(path.real, 'utf8')
+      const count = occurrences(content, args.oldString)
+      if (count === 0) {
+        throw new ToolFailure('failed', `oldString was not found in ${path.display}. It must match exactly, including whitespace; read the file again if unsure.`)
+      }
+      if (count > 1 && !args.replaceAll) {
+        throw new ToolFailure(
+          'failed',
+          `oldString occurs ${count} times in ${path.display}. Add surrounding lines to make it unique, or set replaceAll to true.`,
+        )
+      }
+      await ctx.ask({
+        permission: 'edit',
+        patterns: [path.display],
+        metadata: { filePath: path.real, tool: 'edit', replacements: count },
+      })
+      const next = args.replaceAll ? content.split(args.oldString).join(args.newString) : content.replace(args.oldString, () => args.newString)
+      writeFileSync(path.real, next)
+      deps.fileTimes.record(ctx.sessionId, path.real)
+      return {
+        output: `Edited ${path.display}: ${count} replacement${count === 1 ? '' : 's'}.`,
+        title: path.display,
+        metadata: { filePath: path.real, replacements: count },
+      }
+    },
+  })
+}
+
+function occurrences(text: string, needle: string): number {
+  let count = 0
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) count++
+  return count
+}

@@ -1,0 +1,42 @@
+import { statSync } from 'node:fs'
+import { z } from 'zod'
+import { accessPath } from '../paths.js'
+import { defineTool, ToolFailure } from '../tool.js'
+import { DEFAULT_IGNORES, globToRegExp, walk } from '../walk.js'
+
+const LIMIT = 100
+
+const parameters = z.object({
+  pattern: z.string().min(1).describe('The glob to match file paths against, e.g. "**/*.ts" or "src/**/index.{js,ts}"'),
+  path: z.string().min(1).optional().describe('The directory to search in (default: the session directory)'),
+})
+
+/** glob: files whose path matches a glob, newest first, at most 100. */
+export function createGlobTool() {
+  return defineTool({
+    id: 'glob',
+    permission: 'glob',
+    description: `Finds files by glob pattern (e.g. "**/*.ts"). Returns absolute paths, most recently modified first, at most ${LIMIT}. Skips ${DEFAULT_IGNORES.slice(0, 3).join(', ')} and similar directories.`,
+    parameters,
+    async execute(args, ctx) {
+      const root = await accessPath(ctx, args.path ?? '.')
+      if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory()) throw new ToolFailure('failed', `Not a directory: ${root.display}`)
+      await ctx.ask({ permission: 'glob', patterns: [args.pattern], metadata: { path: root.real } })
+      const re = globToRegExp(args.pattern)
+      const found: { path: string; mtime: number }[] = []
+      for (const e of walk(root.real, { ignore: (_rel, name, isDir) => isDir && DEFAULT_IGNORES.includes(name) })) {
+        if (ctx.abort.aborted) throw new ToolFailure('aborted', 'glob was cancelled')
+        if (!e.dirent.isFile() || !re.test(e.relative)) continue
+        found.push({ path: e.path, mtime: statSync(e.path, { throwIfNoEntry: false })?.mtimeMs ?? 0 })
+      }
+      found.sort((a, b) => b.mtime - a.mtime)
+      const shown = found.slice(0, LIMIT)
+      const more = found.length > LIMIT ? `\n(${found.length - LIMIT} more results not shown; use a narrower pattern or path.)` : ''
+      return {
+        output: shown.length ? shown.map((f) => f.path).join('\n') + more : 'No files found',
+        title: args.pattern,
+        metadata: { count: found.length, truncated: found.length > LIMIT },
+      }
+    },
+  })
+}

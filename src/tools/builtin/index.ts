@@ -1,0 +1,44 @@
+import type { ChildProcess, SpawnOptions } from 'node:child_process'
+import { createFileTimes, type FileTimes } from '../file-times.js'
+import type { Tool } from '../tool.js'
+import { createBashTool } from './bash.js'
+import { createEditTool } from './edit.js'
+import { createGlobTool } from './glob.js'
+import { createGrepTool } from './grep.js'
+import { createListTool } from './list.js'
+import { createReadTool } from './read.js'
+import { createTodoWriteTool, type TodoItem } from './todowrite.js'
+import { createWriteTool } from './write.js'
+
+export interface BuiltinToolDeps {
+  /** saved tool outputs go under <dataDir>/tool-output */
+  readonly dataDir: string
+  /** records todo.updated for the session (the runtime appends it) */
+  readonly updateTodos: (sessionId: string, items: TodoItem[]) => Promise<void> | void
+  readonly fileTimes?: FileTimes
+  readonly env?: NodeJS.ProcessEnv
+  readonly killGraceMs?: number
+  readonly spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess
+}
+
+/** The built-in tools, in the order models see them (the task tool belongs to the runtime). */
+export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
+  const fileTimes = deps.fileTimes ?? createFileTimes()
+  return [
+    createBashTool({
+      dataDir: deps.dataDir,
+      ...(deps.env && { env: deps.env }),
+      ...(deps.killGraceMs !== undefined && { killGraceMs: deps.killGraceMs }),
+      ...(deps.spawn && { spawn: deps.spawn }),
+    }),
+    createReadTool({ dataDir: deps.dataDir, fileTimes }),
+    createGlobTool(),
+    createGrepTool(),
+    createListTool(),
+    createEditTool({ fileTimes }),
+    createWriteTool({ fileTimes }),
+    createTodoWriteTool({ updateTodos: deps.updateTodos }),
+  ] as Tool[]
+}
+
+export type { TodoItem }

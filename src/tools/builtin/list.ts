@@ -1,0 +1,44 @@
+import { statSync } from 'node:fs'
+import { z } from 'zod'
+import { accessPath } from '../paths.js'
+import { defineTool, ToolFailure } from '../tool.js'
+import { DEFAULT_IGNORES, globToRegExp, walk } from '../walk.js'
+
+const LIMIT = 1000
+
+const parameters = z.object({
+  path: z.string().min(1).optional().describe('The directory to list (default: the session directory)'),
+  ignore: z.array(z.string().min(1)).optional().describe('Globs of paths to leave out, e.g. ["*.log", "tmp/**"]'),
+})
+
+/** list: the directory tree, indented, directories first-class, at most 1000 entries. */
+export function createListTool() {
+  return defineTool({
+    id: 'list',
+    permission: 'list',
+    description: `Lists a directory tree (indented; directories end with "/"), at most ${LIMIT} entries. Dependency and VCS directories such as node_modules and .git are left out; pass ignore globs to leave out more.`,
+    parameters,
+    async execute(args, ctx) {
+      const root = await accessPath(ctx, args.path ?? '.')
+      if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory()) throw new ToolFailure('failed', `Not a directory: ${root.display}`)
+      await ctx.ask({ permission: 'list', patterns: [root.display], metadata: { path: root.real } })
+      const ignores = (args.ignore ?? []).map(globToRegExp)
+      const lines: string[] = [`${root.real}/`]
+      let count = 0
+      let truncated = false
+      for (const e of walk(root.real, {
+        limit: LIMIT + 1,
+        ignore: (rel, name, isDir) => (isDir && DEFAULT_IGNORES.includes(name)) || ignores.some((re) => re.test(rel)),
+      })) {
+        if (++count > LIMIT) {
+          truncated = true
+          break
+        }
+        const depth = e.relative.split('/').length
+        lines.push(`${'  '.repeat(depth)}${e.dirent.name}${e.dirent.isDirectory() ? '/' : ''}`)
+      }
+      if (truncated) lines.push(`(more than ${LIMIT} entries; list a subdirectory or add ignore globs)`)
+      return { output: lines.join('\n'), title: root.display, metadata: { count: Math.min(count, LIMIT), truncated } }
+    },
+  })
+}

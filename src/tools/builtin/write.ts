@@ -1,0 +1,37 @@
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { z } from 'zod'
+import type { FileTimes } from '../file-times.js'
+import { accessPath } from '../paths.js'
+import { defineTool, ToolFailure } from '../tool.js'
+
+const parameters = z.object({
+  filePath: z.string().min(1).describe('The file to write: absolute, or relative to the session directory'),
+  content: z.string().describe('The complete new content of the file'),
+})
+
+/** write: creates or overwrites a file. Overwriting needs a read of the current content first. */
+export function createWriteTool(deps: { fileTimes: FileTimes }) {
+  return defineTool({
+    id: 'write',
+    permission: 'edit',
+    description:
+      'Writes a file with the given content, creating parent directories. To overwrite an existing file you must have read it in this session (and it must not have changed since). Prefer edit for changes to existing files.',
+    parameters,
+    async execute(args, ctx) {
+      const path = await accessPath(ctx, args.filePath)
+      const exists = existsSync(path.real)
+      if (exists && statSync(path.real).isDirectory()) throw new ToolFailure('failed', `${path.display} is a directory`)
+      if (exists) deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
+      await ctx.ask({ permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'write' } })
+      mkdirSync(dirname(path.real), { recursive: true })
+      writeFileSync(path.real, args.content)
+      deps.fileTimes.record(ctx.sessionId, path.real)
+      return {
+        output: `${exists ? 'Overwrote' : 'Created'} ${path.display} (${Buffer.byteLength(args.content)} bytes).`,
+        title: path.display,
+        metadata: { filePath: path.real, created: !exists },
+      }
+    },
+  })
+}

@@ -1,0 +1,69 @@
+import { realpathSync } from 'node:fs'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import type { ToolContext } from './tool.js'
+
+/**
+ * Workspace confinement (DESIGN §8, SECURITY §2.11). A path resolves against
+ * the session directory, then to its real path: symlinks resolved, and for a
+ * path that does not exist yet, the real path of its nearest existing
+ * ancestor plus the rest. It is inside when that real path equals the real
+ * root or starts with the root plus a separator — so `/work-evil` is not
+ * inside `/work`, and a symlink inside pointing outside is outside.
+ */
+export interface ResolvedPath {
+  /** the real path (what the tool must operate on) */
+  readonly real: string
+  readonly inside: boolean
+  /** relative to the session directory when inside, else the real path */
+  readonly display: string
+}
+
+export function resolveInWorkspace(directory: string, filePath: string): ResolvedPath {
+  const root = realpathNearest(directory)
+  const real = realpathNearest(isAbsolute(filePath) ? resolve(filePath) : resolve(directory, filePath))
+  const inside = isWithin(root, real)
+  return { real, inside, display: inside ? relative(root, real) || '.' : real }
+}
+
+export function isWithin(root: string, candidate: string): boolean {
+  return candidate === root || candidate.startsWith(root.endsWith(sep) ? root : root + sep)
+}
+
+/** realpath of the nearest existing ancestor, with the missing tail re-attached. */
+export function realpathNearest(path: string): string {
+  const missing: string[] = []
+  let current = resolve(path)
+  for (;;) {
+    try {
+      return join(realpathSync(current), ...missing.reverse())
+    } catch {
+      const parent = dirname(current)
+      if (parent === current) return resolve(path)
+      missing.push(basename(current))
+      current = parent
+    }
+  }
+}
+
+export interface AccessOptions {
+  /** extra roots that need no external_directory permission (e.g. the saved tool-output directory) */
+  readonly trusted?: readonly string[]
+}
+
+/**
+ * Resolves a tool's path argument and, when it is outside the session
+ * directory, asks `external_directory` for its directory (pattern `<dir>/*`).
+ */
+export async function accessPath(ctx: ToolContext, filePath: string, options: AccessOptions = {}): Promise<ResolvedPath> {
+  const resolved = resolveInWorkspace(ctx.directory, filePath)
+  if (resolved.inside) return resolved
+  if (options.trusted?.some((t) => isWithin(realpathNearest(t), resolved.real))) return resolved
+  const dir = dirname(resolved.real)
+  await ctx.ask({
+    permission: 'external_directory',
+    patterns: [resolved.real],
+    always: [join(dir, '*')],
+    metadata: { filePath: resolved.real },
+  })
+  return resolved
+}

@@ -1,0 +1,47 @@
+import type { PermissionRule } from '../events/catalogue.js'
+import type { EventStore } from '../events/store.js'
+import { getSession } from '../projections/read-model.js'
+import type { AgentDefinition } from './agents.js'
+import { deniesEverything } from './permission/evaluate.js'
+import type { Tool, ToolRegistry } from './tool.js'
+
+/** Anything that contributes tools that may change over time (the MCP manager). */
+export interface ToolSource {
+  tools(): readonly Tool[]
+}
+
+export interface ToolRegistryDeps {
+  readonly agents: ReadonlyMap<string, AgentDefinition>
+  /** built-in tools (see createBuiltinTools) */
+  readonly tools: readonly Tool[]
+  readonly mcp?: ToolSource
+  /** where the session's configured rules are read from; without it only agent rules hide tools */
+  readonly store?: EventStore
+}
+
+/**
+ * The tools offered to an agent in a session, recomputed every step: built-ins
+ * then MCP tools (a name clash keeps the built-in), minus those whose agent
+ * and session rules deny everything for their permission. Durable approvals
+ * never un-hide a tool: they cannot override a configured deny.
+ */
+export function createToolRegistry(deps: ToolRegistryDeps): ToolRegistry & { all(): readonly Tool[] } {
+  const all = (): Tool[] => {
+    const seen = new Set<string>()
+    const out: Tool[] = []
+    for (const tool of [...deps.tools, ...(deps.mcp?.tools() ?? [])]) {
+      if (seen.has(tool.id)) continue
+      seen.add(tool.id)
+      out.push(tool)
+    }
+    return out
+  }
+  return {
+    all,
+    tools({ sessionId, agent }) {
+      const agentRules = deps.agents.get(agent)?.rules ?? []
+      const sessionRules: readonly PermissionRule[] = deps.store ? (getSession(deps.store.db, sessionId)?.rules ?? []) : []
+      return all().filter((tool) => !deniesEverything(tool.permission ?? tool.id, agentRules, sessionRules))
+    },
+  }
+}
