@@ -57,6 +57,49 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    name: 'snapshot cache for time travel',
+    // A derived cache, never the source of truth: each row is the entities a
+    // session's events changed between base_version and version (see
+    // src/projections/snapshots.ts). Deleting every row changes no answer.
+    sql: `
+      CREATE TABLE snapshots (
+        session_id   TEXT    NOT NULL,
+        version      INTEGER NOT NULL,
+        seq          INTEGER NOT NULL,
+        base_version INTEGER NOT NULL,
+        format       TEXT    NOT NULL,
+        data         TEXT    NOT NULL,
+        PRIMARY KEY (session_id, version)
+      );
+    `,
+  },
+  {
+    version: 3,
+    name: 'streamed part text in slices',
+    // A streaming part's text grows one delta at a time; rewriting the whole
+    // text on every flush made a delta cost grow with its part. The text now
+    // lives in slices of about 1 KiB (src/projections/part-rows.ts): a flush
+    // rewrites the last slice and adds new ones. A rowid table, so a slice
+    // stays on its page instead of overflowing. Existing text moves into
+    // slice 0 (slices may have any length; readers concatenate them by n).
+    sql: `
+      CREATE TABLE part_text (
+        session_id TEXT    NOT NULL,
+        part_id    TEXT    NOT NULL,
+        n          INTEGER NOT NULL,
+        start      INTEGER NOT NULL,
+        text       TEXT    NOT NULL,
+        UNIQUE (session_id, part_id, n)
+      );
+      INSERT INTO part_text (session_id, part_id, n, start, text)
+        SELECT session_id, id, 0, 0, COALESCE(data ->> '$.text', data ->> '$.rawInput') FROM parts
+        WHERE data ->> '$.type' IN ('text', 'reasoning', 'tool') AND COALESCE(data ->> '$.text', data ->> '$.rawInput', '') <> '';
+      UPDATE parts SET data = json_set(data, CASE WHEN data ->> '$.type' = 'tool' THEN '$.rawInput' ELSE '$.text' END, '')
+        WHERE data ->> '$.type' IN ('text', 'reasoning', 'tool');
+    `,
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -23,6 +23,8 @@ export interface AppendOptions {
   /** `full` fsyncs the commit: for facts acknowledged to a client */
   readonly durability?: Durability
   readonly meta: EventMeta
+  /** the commit time to record instead of now, in ms (an import keeps the original times) */
+  readonly at?: number
 }
 
 /** Called inside the append transaction with the events just inserted; throwing rolls the append back. */
@@ -42,7 +44,7 @@ interface PendingAppend {
   reject(err: unknown): void
 }
 
-interface EventRow {
+export interface EventRow {
   seq: number
   session_id: string
   version: number
@@ -197,6 +199,8 @@ export class EventStore {
         }
         const stored: StoredEvent[] = []
         const meta = JSON.stringify(options.meta)
+        const itemAt = options.at ?? at
+        const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
         for (const e of events) {
           version++
           if ((version === 1) !== FIRST_TYPES.has(e.type)) {
@@ -208,7 +212,7 @@ export class EventStore {
             )
           }
           const data = JSON.stringify(e.data)
-          const { lastInsertRowid } = this.stmt.insert.run(sessionId, version, e.type, CURRENT_SCHEMA_VERSION, data, meta, at)
+          const { lastInsertRowid } = this.stmt.insert.run(sessionId, version, e.type, CURRENT_SCHEMA_VERSION, data, meta, itemAt)
           stored.push({
             seq: Number(lastInsertRowid),
             sessionId,
@@ -217,7 +221,7 @@ export class EventStore {
             schemaVersion: CURRENT_SCHEMA_VERSION,
             data: e.data,
             meta: options.meta,
-            at: atIso,
+            at: itemAtIso,
           } as StoredEvent)
         }
         versions.set(sessionId, version)
@@ -350,7 +354,8 @@ function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
   })
 }
 
-function toEvent(row: EventRow): StoredEvent {
+/** A row of the events table as a StoredEvent (for queries outside the store, e.g. time travel). */
+export function toEvent(row: EventRow): StoredEvent {
   if (!KNOWN_TYPES.has(row.type)) {
     throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`)
   }

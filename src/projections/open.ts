@@ -1,9 +1,10 @@
 import { EventStore, type StoreOptions } from '../events/store.js'
-import { foldSession, type InheritFn } from './fold.js'
+import type { InheritFn } from './fold.js'
 import { createProjector } from './projector.js'
+import { configureTimeTravel, snapshotInherit, type TimeTravelOptions } from './time-travel.js'
 
-export interface OpenOptions extends Omit<StoreOptions, 'project'> {
-  /** how a fork's inherited state is resolved; defaults to folding the parent's log */
+export interface OpenOptions extends Omit<StoreOptions, 'project'>, TimeTravelOptions {
+  /** how a fork's inherited state is resolved; defaults to time travel with the snapshot cache */
   readonly inherit?: (store: EventStore) => InheritFn
 }
 
@@ -13,6 +14,7 @@ export function openStore(path: string, options: OpenOptions = {}): EventStore {
     throw new Error('store not ready')
   }
   const store = EventStore.open(path, { ...options, project: createProjector((from) => inherit(from)) })
-  inherit = options.inherit ? options.inherit(store) : (from) => foldSession(store, from.sessionId, from.seq)
+  if (options.snapshotEvery !== undefined) configureTimeTravel(store, { snapshotEvery: options.snapshotEvery })
+  inherit = options.inherit ? options.inherit(store) : snapshotInherit(store)
   return store
 }

@@ -1,0 +1,74 @@
+import type { ChronicleEvent, ToolErrorKind } from '../events/catalogue.js'
+import type { SessionView } from '../projections/model.js'
+
+/**
+ * Settlement: the events that close whatever a session had in flight, so
+ * that nothing is left half-open. A pure decide over the view — fork uses it
+ * (kind `aborted`, "forked while running") and crash recovery can reuse it
+ * (kind `interrupted`, keeping permission requests and the run).
+ *
+ * Order: parts (by id) — open text/reasoning ended, pending/running tools
+ * failed, unfinished subtasks finished `cancelled`; then pending permission
+ * requests rejected; a requested or running compaction failed; open
+ * assistant messages completed with an error; the run finished `cancelled`.
+ * Undelivered inputs are not touched: they stay queued, as the log says.
+ */
+export interface SettleReason {
+  readonly kind: Extract<ToolErrorKind, 'aborted' | 'interrupted'>
+  readonly message: string
+  /** reject pending permission requests (fork) or leave them to be re-offered (recovery) */
+  readonly rejectPermissions: boolean
+  /** finish an in-flight run `cancelled` (fork) or leave it to be resumed (recovery) */
+  readonly finishRun: boolean
+}
+
+export const FORK_SETTLEMENT: SettleReason = {
+  kind: 'aborted',
+  message: 'forked while running',
+  rejectPermissions: true,
+  finishRun: true,
+}
+
+const SUBTASK_SUFFIX = ':subtask'
+
+export function settleInFlight(view: SessionView, reason: SettleReason): ChronicleEvent[] {
+  const events: ChronicleEvent[] = []
+  const error = { kind: reason.kind, message: reason.message }
+  for (const part of [...view.parts.values()].sort(byId)) {
+    if ((part.type === 'text' || part.type === 'reasoning') && !part.ended) {
+      events.push({ type: part.type === 'text' ? 'text.ended' : 'reasoning.ended', data: { partId: part.id } })
+    } else if (part.type === 'tool' && (part.state === 'pending' || part.state === 'running')) {
+      events.push({ type: 'tool.failed', data: { partId: part.id, error } })
+    } else if (part.type === 'subtask' && part.outcome === undefined && part.id.endsWith(SUBTASK_SUFFIX)) {
+      const { callId, childSessionId } = part
+      const partId = part.id.slice(0, -SUBTASK_SUFFIX.length)
+      events.push({ type: 'subtask.finished', data: { partId, callId, childSessionId, outcome: 'cancelled' } })
+    }
+  }
+  const session = view.session
+  if (reason.rejectPermissions) {
+    for (const request of session?.pendingPermissions ?? []) {
+      events.push({
+        type: 'permission.replied',
+        data: { requestId: request.requestId, reply: 'reject', message: `${reason.message}: the request was closed unanswered` },
+      })
+    }
+  }
+  const compaction = session?.compaction
+  if (compaction && (compaction.status === 'requested' || compaction.status === 'running')) {
+    events.push({ type: 'compaction.failed', data: { compactionId: compaction.compactionId, error: reason.message } })
+  }
+  for (const message of [...view.messages.values()].sort(byId)) {
+    if (message.role === 'assistant' && message.completedAt === undefined) {
+      events.push({ type: 'message.completed', data: { messageId: message.id, error } })
+    }
+  }
+  if (reason.finishRun && session?.run) {
+    events.push({ type: 'run.finished', data: { runId: session.run.runId, outcome: 'cancelled', error } })
+  }
+  return events
+}
+
+function byId(a: { id: string }, b: { id: string }): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+}

@@ -1,0 +1,81 @@
+import type { StoredEvent } from '../events/envelope.js'
+import { ChronicleError } from '../events/errors.js'
+import type { EventStore } from '../events/store.js'
+import { eventsByVersion, lineage, type Segment, versionAtOrBefore } from './lineage.js'
+
+/**
+ * A session's history, paged by seq (keyset, both directions). For a fork it
+ * is the parent's history up to the fork point (recursively), then its own
+ * events; inherited events carry `inherited: true`. A page is always in
+ * ascending seq order.
+ *
+ * - `after` (default 0): events with seq > after, oldest first; `next` is the
+ *   `after` of the following page.
+ * - `before` alone: the newest events with seq < before; `next` is the
+ *   `before` of the previous (older) page.
+ * - both: the events between them, paged forward from `after`.
+ *
+ * Cost: one index range per segment (a seq bound becomes a version bound by
+ * binary search), never a scan from the session's start.
+ */
+export type HistoryEvent = StoredEvent & { readonly inherited?: true }
+
+export interface HistoryPage {
+  readonly events: HistoryEvent[]
+  /** the cursor for the next page in the same direction; absent at the end */
+  readonly next?: number
+}
+
+export interface HistoryQuery {
+  readonly after?: number
+  readonly before?: number
+  readonly limit?: number
+}
+
+export const DEFAULT_HISTORY_LIMIT = 200
+export const MAX_HISTORY_LIMIT = 5000
+
+export function history(store: EventStore, sessionId: string, query: HistoryQuery = {}): HistoryPage {
+  const limit = query.limit ?? DEFAULT_HISTORY_LIMIT
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_HISTORY_LIMIT) {
+    throw new ChronicleError('BAD_REQUEST', `limit must be an integer from 1 to ${MAX_HISTORY_LIMIT}`)
+  }
+  for (const [name, value] of [['after', query.after], ['before', query.before]] as const) {
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
+      throw new ChronicleError('BAD_REQUEST', `${name} must be a non-negative integer seq`)
+    }
+  }
+  store.flush()
+  const segments = lineage(store, sessionId)
+  const backward = query.before !== undefined && query.after === undefined
+  const lo = query.after ?? 0 // exclusive
+  const hi = query.before === undefined ? Number.MAX_SAFE_INTEGER : query.before - 1 // inclusive
+  const events: HistoryEvent[] = []
+  for (const segment of backward ? [...segments].reverse() : segments) {
+    const wanted = limit + 1 - events.length // one extra tells whether there is a next page
+    if (wanted <= 0) break
+    for (const event of range(store, segment, lo, hi, backward, wanted)) {
+      events.push(segment.sessionId === sessionId ? event : { ...event, inherited: true })
+    }
+  }
+  const more = events.length > limit
+  const page = events.slice(0, limit)
+  if (backward) page.reverse()
+  const edge = backward ? page[0] : page[page.length - 1]
+  return { events: page, ...(more && edge && { next: edge.seq }) }
+}
+
+/** The segment's events with lo < seq <= hi, at most `limit`, in the given direction. */
+function* range(store: EventStore, segment: Segment, lo: number, hi: number, backward: boolean, limit: number) {
+  const from = Math.max(lo, segment.firstSeq - 1)
+  const to = Math.min(hi, segment.upTo)
+  if (from >= to) return
+  const max = store.version(segment.sessionId)
+  const afterVersion = versionAtOrBefore(store.db, segment.sessionId, from, max)
+  const upToVersion = versionAtOrBefore(store.db, segment.sessionId, to, max)
+  let n = 0
+  for (const event of eventsByVersion(store.db, segment.sessionId, afterVersion, upToVersion, backward ? 'backward' : 'forward', Math.min(limit, 1000))) {
+    yield event
+    if (++n >= limit) return
+  }
+}

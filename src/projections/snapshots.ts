@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto'
+import type Database from 'better-sqlite3'
+import { apply, evolve } from './evolve.js'
+import { rekey } from './fold.js'
+import type { Message, Part, Session, SessionView } from './model.js'
+
+/**
+ * The snapshot cache behind time travel: a derived table, never the source
+ * of truth. Each row is a *delta*: the session object plus every message and
+ * part that the session's events with base_version < version <= version
+ * changed, with their values right after `version`. The rows of a session
+ * chain from base 0 (empty view, or for a fork the inherited view) upwards;
+ * merging the chain up to row r and folding the events after it gives the
+ * state at any later event.
+ *
+ * Deltas rather than full copies keep the table linear in the log: a full
+ * view every K events would grow with the square of the session's length.
+ * Rows are never updated (the log is immutable, so a row stays true); a row
+ * written by an older evolve is recognised by `format` and dropped.
+ */
+
+/** Changes when the projection code changes, so a snapshot from older code is never used. */
+export const SNAPSHOT_FORMAT = createHash('sha256')
+  .update(`${evolve.toString()}\n${apply.toString()}\n${rekey.toString()}`)
+  .digest('hex')
+  .slice(0, 16)
+
+export interface ChainRow {
+  readonly version: number
+  readonly seq: number
+  readonly baseVersion: number
+}
+
+interface Delta {
+  readonly session: Session
+  readonly messages: readonly Message[]
+  readonly parts: readonly Part[]
+}
+
+export class SnapshotCache {
+  private readonly stmt
+
+  constructor(readonly db: Database.Database) {
+    // A cache written by other projection code is wrong for this code: drop it.
+    db.prepare('DELETE FROM snapshots WHERE format <> ?').run(SNAPSHOT_FORMAT)
+    this.stmt = {
+      chain: db.prepare(
+        'SELECT version, seq, base_version AS baseVersion, data FROM snapshots WHERE session_id = ? AND version <= ? ORDER BY version',
+      ),
+      rows: db.prepare(
+        'SELECT version, seq, base_version AS baseVersion FROM snapshots WHERE session_id = ? AND version <= ? ORDER BY version',
+      ),
+      tail: db.prepare('SELECT MAX(version) FROM snapshots WHERE session_id = ?').pluck(),
+      insert: db.prepare(
+        `INSERT OR IGNORE INTO snapshots (session_id, version, seq, base_version, format, data) VALUES (?, ?, ?, ?, '${SNAPSHOT_FORMAT}', ?)`,
+      ),
+    }
+  }
+
+  /**
+   * Merges the unbroken chain of rows up to `version` into `view` (in place)
+   * and returns the last row used, or undefined when there is none. A gap
+   * (a row whose base is not the previous row) ends the chain: what follows
+   * is folded from the log instead.
+   */
+  mergeInto(view: SessionView, sessionId: string, version: number): ChainRow | undefined {
+    let last: ChainRow | undefined
+    for (const row of this.stmt.chain.iterate(sessionId, version) as Iterable<ChainRow & { data: string }>) {
+      if (row.baseVersion !== (last?.version ?? 0)) break
+      const delta = JSON.parse(row.data) as Delta
+      view.session = delta.session
+      for (const m of delta.messages) view.messages.set(m.id, m)
+      for (const p of delta.parts) view.parts.set(p.id, p)
+      last = { version: row.version, seq: row.seq, baseVersion: row.baseVersion }
+    }
+    return last
+  }
+
+  /** The unbroken chain's last row at or below `version` (without reading the data). */
+  chainEnd(sessionId: string, version: number): ChainRow | undefined {
+    let last: ChainRow | undefined
+    for (const row of this.stmt.rows.iterate(sessionId, version) as Iterable<ChainRow>) {
+      if (row.baseVersion !== (last?.version ?? 0)) break
+      last = row
+    }
+    return last
+  }
+
+  /** The highest version with a row (0 when none): new rows are only ever added after it. */
+  tail(sessionId: string): number {
+    return (this.stmt.tail.get(sessionId) as number | null) ?? 0
+  }
+
+  /** Records the entities changed since `baseVersion`, as they are in `view` right after event (version, seq). */
+  write(sessionId: string, row: ChainRow, view: SessionView, changed: { messages: Set<string>; parts: Set<string> }): void {
+    const delta: Delta = {
+      session: view.session as Session,
+      messages: [...changed.messages].map((id) => view.messages.get(id) as Message),
+      parts: [...changed.parts].map((id) => view.parts.get(id) as Part),
+    }
+    this.stmt.insert.run(sessionId, row.version, row.seq, row.baseVersion, JSON.stringify(delta))
+  }
+}
+
+const caches = new WeakMap<Database.Database, SnapshotCache>()
+
+/** The snapshot cache of a database connection (one per connection). */
+export function snapshotCache(db: Database.Database): SnapshotCache {
+  let cache = caches.get(db)
+  if (!cache) {
+    cache = new SnapshotCache(db)
+    caches.set(db, cache)
+  }
+  return cache
+}

@@ -1,0 +1,127 @@
+import type { EventStore } from '../events/store.js'
+import { apply, evolve } from './evolve.js'
+import { type InheritFn, inheritedView } from './fold.js'
+import { eventsByVersion, firstEvent, type Located, locate } from './lineage.js'
+import { emptyView, type Message, type Part, type Session, type SessionView } from './model.js'
+import { snapshotCache } from './snapshots.js'
+
+/**
+ * Time travel: a session exactly as it was right after any event of its
+ * history — mid-stream too — by the same evolve the live projection runs.
+ *
+ * Cost is bounded by the snapshot cache (snapshots.ts): merge the session's
+ * chain of delta rows up to the event, then fold at most `snapshotEvery`
+ * events from the log. Folding writes the rows it passes, so the cache fills
+ * itself; it is never required — with the table empty the answer is the same,
+ * only slower.
+ */
+
+export const DEFAULT_SNAPSHOT_EVERY = 1000
+
+export interface TimeTravelOptions {
+  /** while folding, record a snapshot row every this many of a session's events (0: never write) */
+  readonly snapshotEvery?: number
+}
+
+// Per-store defaults set by openStore (a store is a connection; nothing global).
+const configured = new WeakMap<EventStore, TimeTravelOptions>()
+
+/** Sets the store's time-travel defaults (openStore does this with its options). */
+export function configureTimeTravel(store: EventStore, options: TimeTravelOptions): void {
+  configured.set(store, options)
+}
+
+function every(store: EventStore, options: TimeTravelOptions): number {
+  return options.snapshotEvery ?? configured.get(store)?.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY
+}
+
+export interface SessionState {
+  readonly session: Session
+  /** ordered by id, like the stored read models */
+  readonly messages: Message[]
+  readonly parts: Part[]
+  /** the event the state is right after */
+  readonly seq: number
+}
+
+/**
+ * The session's state right after event `seq` (default: its latest event).
+ * `seq` must be an event of the session's history: its own, or for a fork an
+ * inherited one — then the answer is the ancestor's state at that event (the
+ * fork did not exist yet). Otherwise SEQ_OUT_OF_RANGE; unknown session:
+ * SESSION_NOT_FOUND.
+ */
+export function stateAt(store: EventStore, sessionId: string, seq?: number, options: TimeTravelOptions = {}): SessionState {
+  if (seq === undefined) store.flush()
+  const at = locate(store, sessionId, seq)
+  const view = ownViewAt(store, at, options)
+  return {
+    session: view.session as Session,
+    messages: byId(view.messages),
+    parts: byId(view.parts),
+    seq: at.seq,
+  }
+}
+
+/**
+ * stateAt as a SessionView (maps). The view may be shared with a cache: treat
+ * it as read-only (fold.rekey copies it).
+ */
+export function viewAt(store: EventStore, sessionId: string, seq?: number, options: TimeTravelOptions = {}): SessionView {
+  return ownViewAt(store, locate(store, sessionId, seq), options)
+}
+
+/** How openStore resolves a fork's inherited state: snapshot-accelerated, so a fork costs the same at any log length. */
+export function snapshotInherit(store: EventStore, options: TimeTravelOptions = {}): InheritFn {
+  return (from) => viewAt(store, from.sessionId, from.seq, options)
+}
+
+/** Brings a session's snapshot chain up to date (e.g. after a long run), so the next stateAt or fork is fast. */
+export function ensureSnapshots(store: EventStore, sessionId: string, options: TimeTravelOptions = {}): void {
+  viewAt(store, sessionId, undefined, options)
+}
+
+// The state at an event never changes (the log is immutable), so the last
+// answer can be reused — fork computes it, then the projector asks again.
+// Only answers computed outside a transaction are kept: a rolled-back
+// transaction may have held events whose seqs get reused.
+const recent = new WeakMap<EventStore, { sessionId: string; seq: number; view: SessionView }>()
+
+function ownViewAt(store: EventStore, at: Located, options: TimeTravelOptions): SessionView {
+  const hit = recent.get(store)
+  if (hit && hit.sessionId === at.sessionId && hit.seq === at.seq) return hit.view
+  const view = foldWithSnapshots(store, at, options)
+  if (!store.db.inTransaction) recent.set(store, { sessionId: at.sessionId, seq: at.seq, view })
+  return view
+}
+
+function foldWithSnapshots(store: EventStore, at: Located, options: TimeTravelOptions): SessionView {
+  const { sessionId, version } = at
+  const cache = snapshotCache(store.db)
+  const k = every(store, options)
+  const first = firstEvent(store, sessionId)
+  const view =
+    first.type === 'session.forked' ? inheritedView((from) => viewAt(store, from.sessionId, from.seq, options), first) : emptyView()
+  let base = cache.mergeInto(view, sessionId, version)?.version ?? 0
+  // New rows go only at the end of the chain, so the chain never branches.
+  const writing = k > 0 && base === cache.tail(sessionId)
+  const changed = { messages: new Set<string>(), parts: new Set<string>() }
+  for (const event of eventsByVersion(store.db, sessionId, base, version)) {
+    const changes = evolve(view, event)
+    apply(view, changes)
+    if (!writing) continue
+    for (const m of changes.messages ?? []) changed.messages.add(m.id)
+    for (const p of changes.parts ?? []) changed.parts.add(p.id)
+    if (event.version - base >= k) {
+      cache.write(sessionId, { version: event.version, seq: event.seq, baseVersion: base }, view, changed)
+      base = event.version
+      changed.messages.clear()
+      changed.parts.clear()
+    }
+  }
+  return view
+}
+
+function byId<T extends { id: string }>(map: Map<string, T>): T[] {
+  return [...map.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}

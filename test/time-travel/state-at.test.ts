@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { isChronicleError } from '../../src/events/errors.js'
+import type { EventStore } from '../../src/events/store.js'
+import { openStore } from '../../src/projections/open.js'
+import { loadView } from '../../src/projections/read-model.js'
+import { SNAPSHOT_FORMAT } from '../../src/projections/snapshots.js'
+import { stateAt } from '../../src/projections/time-travel.js'
+import { asState, json, plainStateAt, snapshotRows } from './helpers.js'
+import { recordSession } from './recorded.js'
+
+const stores: EventStore[] = []
+function open(path = ':memory:', snapshotEvery = 4): EventStore {
+  const store = openStore(path, { snapshotEvery })
+  stores.push(store)
+  return store
+}
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close()
+})
+
+function expectCode(fn: () => unknown, code: string, message?: RegExp): void {
+  try {
+    fn()
+  } catch (err) {
+    expect(isChronicleError(err) && err.code).toBe(code)
+    if (message) expect((err as Error).message).toMatch(message)
+    return
+  }
+  throw new Error(`expected ${code}`)
+}
+
+describe('stateAt', () => {
+  it('equals the plain fold of the log right after every event, and writes snapshot rows on the way', () => {
+    const store = open()
+    const seqs = recordSession(store)
+    for (const seq of seqs) expect(json(stateAt(store, 'ses_rec', seq))).toEqual(plainStateAt(store, 'ses_rec', seq))
+    expect(snapshotRows(store)).toBe(Math.floor(seqs.length / 4))
+  })
+
+  it('shows a half-streamed text part half-written and a called tool running', () => {
+    const store = open()
+    const seqs = recordSession(store)
+    const at = (type: string, pred: (data: Record<string, unknown>) => boolean) =>
+      seqs.find((s) => {
+        const e = store.get(s)
+        return e?.type === type && pred(e.data as Record<string, unknown>)
+      }) as number
+    const midText = stateAt(store, 'ses_rec', at('text.delta', (d) => d.text === 'look at '))
+    expect(midText.parts.find((p) => p.id === 'prt_t1')).toMatchObject({ type: 'text', text: 'Let me look at ', ended: false })
+    expect(midText.session.status).toBe('busy')
+    const waiting = stateAt(store, 'ses_rec', at('permission.requested', (d) => d.requestId === 'per_1'))
+    expect(waiting.parts.find((p) => p.id === 'prt_c2')).toMatchObject({ type: 'tool', state: 'running', input: { command: 'rm -rf build' } })
+    expect(waiting.session.status).toBe('waiting')
+    expect(waiting.session.pendingPermissions.map((p) => p.requestId)).toEqual(['per_1'])
+  })
+
+  it('without a seq is the current read model', () => {
+    const store = open()
+    const seqs = recordSession(store)
+    const now = stateAt(store, 'ses_rec')
+    expect(now.seq).toBe(seqs[seqs.length - 1])
+    expect(json(now)).toEqual(asState(loadView(store.db, 'ses_rec'), now.seq))
+  })
+
+  it('gives the same answers after the snapshot table is emptied, or has a hole in a chain', () => {
+    const store = open()
+    const seqs = recordSession(store)
+    const before = seqs.map((seq) => json(stateAt(store, 'ses_rec', seq)))
+    expect(snapshotRows(store)).toBeGreaterThan(3)
+    store.db.prepare('DELETE FROM snapshots WHERE version = 8').run()
+    expect(seqs.map((seq) => json(stateAt(store, 'ses_rec', seq, { snapshotEvery: 0 })))).toEqual(before)
+    store.db.exec('DELETE FROM snapshots')
+    expect(seqs.map((seq) => json(stateAt(store, 'ses_rec', seq, { snapshotEvery: 0 })))).toEqual(before)
+    expect(snapshotRows(store)).toBe(0)
+  })
+
+  it('drops snapshot rows written by another projection format when a store opens', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chronicle-tt-'))
+    try {
+      const path = join(dir, 'log.db')
+      const first = open(path)
+      recordSession(first)
+      stateAt(first, 'ses_rec')
+      first.db.prepare("INSERT INTO snapshots VALUES ('ses_rec', 999, 999, 0, 'older', 'garbage')").run()
+      first.close()
+      const second = open(path)
+      stateAt(second, 'ses_rec') // would throw on the garbage row if it were read
+      const formats = second.db.prepare('SELECT DISTINCT format FROM snapshots').pluck().all()
+      expect(formats).toEqual([SNAPSHOT_FORMAT])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a seq that is not an event of the session’s history', () => {
+    const store = open()
+    const seqs = recordSession(store)
+    store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    const other = store.head()
+    expectCode(() => stateAt(store, 'ses_rec', other), 'SEQ_OUT_OF_RANGE', new RegExp(`seq ${other} is not an event of session ses_rec's history`))
+    expectCode(() => stateAt(store, 'ses_rec', other + 1), 'SEQ_OUT_OF_RANGE')
+    expectCode(() => stateAt(store, 'ses_rec', 0), 'SEQ_OUT_OF_RANGE')
+    expectCode(() => stateAt(store, 'ses_rec', 1.5), 'SEQ_OUT_OF_RANGE')
+    expectCode(() => stateAt(store, 'ses_other', seqs[0] as number), 'SEQ_OUT_OF_RANGE')
+    expectCode(() => stateAt(store, 'ses_nope', 1), 'SESSION_NOT_FOUND')
+    expectCode(() => stateAt(store, 'ses_nope'), 'SESSION_NOT_FOUND')
+  })
+})
