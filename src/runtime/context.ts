@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto'
+import { z } from 'zod'
+import type { EventStore } from '../events/store.js'
+import { ChronicleError } from '../events/errors.js'
+import { foldSession } from '../projections/fold.js'
+import type { Message, SessionView } from '../projections/model.js'
+import { loadView } from '../projections/read-model.js'
+import { DEFAULT_AGENTS, type AgentDefinition } from '../tools/agents.js'
+import type { Tool, ToolRegistry } from '../tools/tool.js'
+import { toChatMessages, type ChatMessage } from './history.js'
+import type { ModelRequest, ToolSpec } from './model.js'
+import { buildSystemPrompt, defaultEnvironment, type SystemEnvironment } from './system-prompt.js'
+
+/**
+ * Compiles what the model is sent for one step (seed 000, "编译模型工作包"):
+ * system prompt, the history as chat messages, and the tools the agent may
+ * use — plus the sha256 digest of that exact request.
+ */
+
+export interface ContextDeps {
+  readonly agents: ReadonlyMap<string, AgentDefinition>
+  readonly tools: ToolRegistry
+  readonly environment?: () => SystemEnvironment
+}
+
+export interface CompiledContext extends ModelRequest {
+  readonly digest: string
+  readonly agent: AgentDefinition
+  /** the tool implementations behind `tools`, by name */
+  readonly toolset: ReadonlyMap<string, Tool>
+}
+
+export const MAX_STEPS_NOTE =
+  '<system-reminder>\nCRITICAL - MAXIMUM STEPS REACHED. Tools are disabled for this step. ' +
+  'Respond with text only: summarise what you did, what remains, and your answer so far.\n</system-reminder>'
+
+/** The latest user message of a view, if any. */
+export function latestUser(view: SessionView): Message | undefined {
+  let latest: Message | undefined
+  for (const m of view.messages.values()) if (m.role === 'user' && (!latest || m.id > latest.id)) latest = m
+  return latest
+}
+
+/** The agent the session's latest user message asked for (else the session's own). */
+export function agentFor(view: SessionView, agents: ReadonlyMap<string, AgentDefinition>): AgentDefinition {
+  const name = latestUser(view)?.agent ?? view.session?.agent ?? 'build'
+  const agent = agents.get(name)
+  if (!agent) throw new ChronicleError('UNKNOWN_AGENT', `unknown agent ${name}`)
+  return agent
+}
+
+const schemas = new WeakMap<Tool, Record<string, unknown>>()
+
+export function toolSpec(tool: Tool): ToolSpec {
+  let parameters = schemas.get(tool)
+  if (!parameters) {
+    parameters = z.toJSONSchema(tool.parameters, { io: 'input' }) as Record<string, unknown>
+    delete parameters.$schema
+    schemas.set(tool, parameters)
+  }
+  return { name: tool.id, description: tool.description, parameters }
+}
+
+export async function compileView(view: SessionView, deps: ContextDeps, opts: { lastStep?: boolean } = {}): Promise<CompiledContext> {
+  const session = view.session
+  if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no session')
+  const agent = agentFor(view, deps.agents)
+  const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name })
+  const toolset = new Map(offered.map((t) => [t.id, t]))
+  const system = buildSystemPrompt(agent, session.directory, (deps.environment ?? defaultEnvironment)())
+  const messages: ChatMessage[] = toChatMessages(view)
+  if (opts.lastStep) messages.push({ role: 'user', content: [{ type: 'text', text: MAX_STEPS_NOTE }] })
+  const tools = offered.map(toolSpec)
+  const toolChoice = opts.lastStep ? 'none' : 'auto'
+  const digest = digestOf({ system, messages, tools, toolChoice })
+  return { system, messages, tools, toolChoice, digest, agent, toolset }
+}
+
+export function digestOf(request: ModelRequest): string {
+  return createHash('sha256').update(JSON.stringify(request)).digest('hex')
+}
+
+/**
+ * What the model would be sent for the session's next step — now, or as of
+ * event `seq` (time travel when src/projections/time-travel.ts provides
+ * stateAt, else a fold of the log up to seq).
+ */
+export async function compileContext(
+  store: EventStore,
+  sessionId: string,
+  seq?: number,
+  deps: ContextDeps = { agents: new Map(DEFAULT_AGENTS.map((a) => [a.name, a])), tools: { tools: () => [] } },
+): Promise<CompiledContext> {
+  let view: SessionView
+  if (seq === undefined) {
+    store.flush()
+    view = loadView(store.db, sessionId)
+    if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  } else {
+    view = await stateAt(store, sessionId, seq)
+  }
+  return compileView(view, deps)
+}
+
+type StateAt = (store: EventStore, sessionId: string, seq: number) => SessionView | Promise<SessionView>
+
+async function stateAt(store: EventStore, sessionId: string, seq: number): Promise<SessionView> {
+  const path = '../projections/time-travel.js'
+  const mod = (await import(path).catch(() => undefined)) as { stateAt?: StateAt } | undefined
+  // Without time travel, folding the log is the reference semantics.
+  if (typeof mod?.stateAt === 'function') return await mod.stateAt(store, sessionId, seq)
+  return foldSession(store, sessionId, seq)
+}

@@ -1,0 +1,90 @@
+import type { RunOutcome } from '../events/catalogue.js'
+import { CANCELLED, SHUTDOWN } from './loop.js'
+
+/**
+ * The run coordinator: at most one run per session, sessions concurrent.
+ * A wake-up while a session runs is not a second run: the run picks new
+ * steering input up at its next step, and whatever is still pending when it
+ * ends starts one follow-up run. Cancel aborts the running run; stop aborts
+ * every run for shutdown and waits for them to reach a safe point.
+ */
+
+export type RunFn = (sessionId: string, signal: AbortSignal) => Promise<RunOutcome | 'shutdown'>
+
+interface Active {
+  controller: AbortController
+  /** woken after a cancel: pending input may run again */
+  wokenAfterCancel: boolean
+  readonly done: Promise<void>
+}
+
+export class RunCoordinator {
+  private readonly active = new Map<string, Active>()
+  private stopping = false
+
+  constructor(
+    private readonly run: RunFn,
+    /** the first pending inbox entry, if any (read from the session) */
+    private readonly pending: (sessionId: string) => string | undefined,
+    private readonly onError: (sessionId: string, err: unknown) => void = () => {},
+  ) {}
+
+  wake(sessionId: string): void {
+    if (this.stopping) return
+    const entry = this.active.get(sessionId)
+    if (entry) {
+      entry.wokenAfterCancel = true
+      return
+    }
+    if (this.pending(sessionId) === undefined) return
+    const controller = new AbortController()
+    const created: Active = { controller, wokenAfterCancel: false, done: Promise.resolve() }
+    this.active.set(sessionId, created)
+    Object.assign(created, { done: this.drain(sessionId, created) })
+  }
+
+  private async drain(sessionId: string, entry: Active): Promise<void> {
+    try {
+      for (;;) {
+        const head = this.pending(sessionId)
+        if (this.stopping || head === undefined) return
+        const outcome = await this.run(sessionId, entry.controller.signal)
+        if (outcome === 'shutdown') return
+        if (outcome === 'cancelled') {
+          if (!entry.wokenAfterCancel) return // parked input waits for the next wake
+          entry.controller = new AbortController()
+          entry.wokenAfterCancel = false
+        }
+        if (this.pending(sessionId) === head) return // nothing was delivered: never spin
+      }
+    } catch (err) {
+      this.onError(sessionId, err)
+    } finally {
+      this.active.delete(sessionId)
+    }
+  }
+
+  isRunning(sessionId: string): boolean {
+    return this.active.has(sessionId)
+  }
+
+  /** Aborts the session's run (its loop ends it `cancelled`). False when none runs here. */
+  cancel(sessionId: string): boolean {
+    const entry = this.active.get(sessionId)
+    if (!entry) return false
+    entry.wokenAfterCancel = false
+    entry.controller.abort(CANCELLED)
+    return true
+  }
+
+  /** Resolves when the session has no run and nothing that would start one. */
+  async idle(sessionId: string): Promise<void> {
+    for (let entry = this.active.get(sessionId); entry; entry = this.active.get(sessionId)) await entry.done
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    for (const entry of this.active.values()) entry.controller.abort(SHUTDOWN)
+    await Promise.all([...this.active.values()].map((e) => e.done))
+  }
+}

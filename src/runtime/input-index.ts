@@ -1,0 +1,40 @@
+import type { EventStore } from '../events/store.js'
+import type { PriorAcceptance } from '../commands/input.js'
+
+/**
+ * Where each session's inputIds were accepted: built from the log on first
+ * use (one scan per session per process), then kept current by store.onCommit
+ * — so an idempotent resubmission costs O(1), however long the session.
+ * Derived from the log only; dropping it changes no answer.
+ */
+export class InputIndex {
+  private readonly sessions = new Map<string, Map<string, PriorAcceptance>>()
+  private readonly unsubscribe: () => void
+
+  constructor(private readonly store: EventStore) {
+    this.unsubscribe = store.onCommit((events) => {
+      for (const e of events) {
+        if (e.type !== 'input.accepted') continue
+        this.sessions.get(e.sessionId)?.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
+      }
+    })
+  }
+
+  find(sessionId: string, inputId: string): PriorAcceptance | undefined {
+    let ids = this.sessions.get(sessionId)
+    if (!ids) {
+      this.store.flush()
+      ids = new Map()
+      for (const e of this.store.iterateSession(sessionId)) {
+        if (e.type === 'input.accepted') ids.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
+      }
+      this.sessions.set(sessionId, ids)
+    }
+    return ids.get(inputId)
+  }
+
+  close(): void {
+    this.unsubscribe()
+    this.sessions.clear()
+  }
+}

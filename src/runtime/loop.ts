@@ -1,0 +1,156 @@
+import type { ChronicleEvent, RunOutcome } from '../events/catalogue.js'
+import type { IdSource } from '../events/ids.js'
+import type { EventStore } from '../events/store.js'
+import type { Message, SessionView } from '../projections/model.js'
+import type { AgentDefinition } from '../tools/agents.js'
+import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
+import { compileView, latestUser } from './context.js'
+import type { ModelResolver } from './model.js'
+import { Recorder } from './recorder.js'
+import type { RetryPolicy } from './retry.js'
+import type { SessionViews } from './session-cache.js'
+import { runModelStep } from './step.js'
+import type { SystemEnvironment } from './system-prompt.js'
+import { executeCalls } from './tool-exec.js'
+
+/**
+ * The agent loop (seeds 000/004, DESIGN §6). One run: deliver pending input,
+ * then step — re-read the session, decide stop or continue, create the
+ * assistant message, compile, one model call, record, execute tools — until
+ * the stop rule holds, the step budget is spent, the run is cancelled, or
+ * something fails. Every decision reads the session as the log has it.
+ */
+
+export interface LoopDeps {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly views: SessionViews
+  readonly models: ModelResolver
+  readonly tools: ToolRegistry
+  readonly permissions: PermissionGate
+  readonly agents: ReadonlyMap<string, AgentDefinition>
+  readonly retry: RetryPolicy
+  /** overrides every agent's step budget (tests, benchmarks) */
+  readonly maxSteps?: number
+  readonly environment?: () => SystemEnvironment
+}
+
+/** Abort reasons: a user's cancel ends the run `cancelled`; shutdown leaves it for recovery. */
+export const CANCELLED = 'cancelled'
+export const SHUTDOWN = 'shutdown'
+
+/** Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart). */
+export async function runLoop(deps: LoopDeps, sessionId: string, signal: AbortSignal): Promise<RunOutcome | 'shutdown'> {
+  const runId = deps.ids.next('run')
+  const recorder = new Recorder(deps.store, sessionId)
+  const meta = { actor: 'runtime' as const, run: runId }
+  recorder.append([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
+
+  const finish = async (outcome: RunOutcome, error?: { kind: string; message: string }): Promise<RunOutcome | 'shutdown'> => {
+    await recorder.settle().catch(() => undefined)
+    if (signal.reason === SHUTDOWN) return 'shutdown'
+    recorder.append([{ type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }], meta, 'full')
+    return outcome
+  }
+
+  try {
+    let step = 0
+    let first = true
+    for (;;) {
+      if (signal.aborted) return await finish('cancelled')
+      let view = deps.views.read(sessionId)
+      const delivered = deliver(view, first, deps.ids)
+      if (delivered.length > 0) {
+        recorder.append(delivered, meta)
+        if (!first) step = 0 // new user input renews the step budget
+        view = deps.views.read(sessionId)
+      }
+      first = false
+
+      if (answered(view)) {
+        if (view.session?.inbox.some((i) => i.delivery === 'steer')) continue // arrived during the last step
+        return await finish('idle')
+      }
+      const user = latestUser(view) as Message // answered() is true without one
+      const maxSteps = budget(deps, view)
+      if (step >= maxSteps) return await finish('max_steps')
+      const context = await compileView(view, deps, { lastStep: step + 1 >= maxSteps })
+      const model = deps.models.resolve(user.model ?? view.session?.model ?? null)
+      if (!model) {
+        return await finish('error', {
+          kind: 'NO_MODEL_CONFIGURED',
+          message: 'No model is configured: set CHRONICLE_MODEL (openai:<id>, compatible:<id> or scripted:<file>) or pass a model with the input.',
+        })
+      }
+      step++
+
+      const messageId = deps.ids.next('msg')
+      recorder.emit(
+        { type: 'message.created', data: { messageId, role: 'assistant', parentId: user.id, agent: context.agent.name, model: model.spec } },
+        meta,
+      )
+      const outcome = await runModelStep({ recorder, ids: deps.ids, runId, messageId, step, model, context, signal, retry: deps.retry })
+      if (outcome.status === 'aborted') return await finish('cancelled')
+      if (outcome.status === 'error') return await finish('error', { kind: outcome.failure.kind, message: outcome.failure.message })
+      if (outcome.calls.length > 0) {
+        await recorder.settle()
+        await executeCalls(outcome.calls, {
+          recorder,
+          runId,
+          sessionId,
+          messageId,
+          agent: context.agent.name,
+          directory: view.session?.directory ?? '.',
+          toolset: context.toolset,
+          permissions: deps.permissions,
+          signal,
+          view: deps.views.read(sessionId),
+        })
+      }
+    }
+  } catch (err) {
+    return await finish('failed', { kind: 'INTERNAL', message: err instanceof Error ? err.message : String(err) })
+  }
+}
+
+function budget(deps: LoopDeps, view: SessionView): number {
+  if (deps.maxSteps !== undefined) return deps.maxSteps
+  const name = latestUser(view)?.agent ?? view.session?.agent ?? ''
+  return deps.agents.get(name)?.maxSteps ?? 50
+}
+
+/**
+ * Inbox entries to deliver now. At the start of a run: every steer and the
+ * first queued input, in order. Mid-run (a step boundary): steers only —
+ * they reach the model as steering; queued inputs wait for the next run.
+ */
+function deliver(view: SessionView, first: boolean, ids: IdSource): ChronicleEvent[] {
+  const out: ChronicleEvent[] = []
+  let queued = false
+  for (const input of view.session?.inbox ?? []) {
+    if (input.delivery === 'queue') {
+      if (!first || queued) continue
+      queued = true
+    }
+    const messageId = ids.next('msg')
+    const partIds = input.parts.map(() => ids.next('prt'))
+    out.push({ type: 'input.delivered', data: { inputId: input.inputId, messageId, partIds, ...(!first && { steered: true }) } })
+  }
+  return out
+}
+
+/**
+ * The stop rule (seed 004): the latest assistant message answers the latest
+ * user message, is complete, finished for a reason other than tool calls,
+ * and has no tool call whose result the model has not yet seen.
+ */
+export function answered(view: SessionView): boolean {
+  const user = latestUser(view)
+  if (!user) return true
+  let assistant: Message | undefined
+  for (const m of view.messages.values()) if (m.role === 'assistant' && (!assistant || m.id > assistant.id)) assistant = m
+  if (!assistant || assistant.parentId !== user.id || assistant.id < user.id || !assistant.completedAt) return false
+  if (assistant.finish === 'tool-calls') return false
+  for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
+  return true
+}

@@ -1,0 +1,175 @@
+import { APICallError } from '@ai-sdk/provider'
+import { jsonSchema, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai'
+import type { Usage } from '../events/catalogue.js'
+import type { ChatMessage } from './history.js'
+
+/**
+ * The model adapter: the one module (with providers.ts and scripted-model.ts)
+ * that speaks the AI SDK. One call = one model step: `streamText` with tools
+ * that have no `execute` (the runtime executes them) and `maxRetries: 0`
+ * (retries are the runtime's, recorded as step.retried). Every fullStream part
+ * becomes a neutral `StepPart` the step recorder turns into events.
+ */
+
+export type { LanguageModel }
+
+/** A model the runtime can call, with the configuration string it came from. */
+export interface ModelHandle {
+  readonly spec: string
+  readonly model: LanguageModel
+}
+
+/** Resolves configuration strings (`openai:<id>`, `compatible:<id>`, `scripted:<file>`) to models. */
+export interface ModelResolver {
+  /** throws ChronicleError UNKNOWN_MODEL when `spec` cannot name a model */
+  validate(spec: string): void
+  /** the model for `spec`, or the configured default when null; undefined when none is configured */
+  resolve(spec: string | null): ModelHandle | undefined
+}
+
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  /** JSON schema of the arguments */
+  readonly parameters: Record<string, unknown>
+}
+
+/** Exactly what is sent to the model; its digest is step.started's contextDigest. */
+export interface ModelRequest {
+  readonly system: string
+  readonly messages: readonly ChatMessage[]
+  readonly tools: readonly ToolSpec[]
+  readonly toolChoice: 'auto' | 'none'
+}
+
+export interface ModelFailure {
+  readonly kind: 'rate_limited' | 'server' | 'network' | 'context_overflow' | 'provider'
+  readonly message: string
+  readonly retryable: boolean
+  readonly status?: number
+  /** from retry-after-ms / retry-after */
+  readonly retryAfterMs?: number
+}
+
+export type StepPart =
+  | { type: 'text-start' | 'reasoning-start'; id: string }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string }
+  | { type: 'text-end' | 'reasoning-end'; id: string }
+  | { type: 'tool-input-start'; callId: string; tool: string }
+  | { type: 'tool-input-delta'; callId: string; delta: string }
+  | { type: 'tool-call'; callId: string; tool: string; input: unknown; rawInput: string }
+  | { type: 'finish'; finishReason: string; usage: Usage }
+  | { type: 'error'; failure: ModelFailure }
+  | { type: 'aborted' }
+
+/** Streams one model step. Never throws for model or HTTP failures: they arrive as an `error` part. */
+export async function* streamModelStep(handle: ModelHandle, request: ModelRequest, signal: AbortSignal): AsyncGenerator<StepPart> {
+  const tools: ToolSet = {}
+  for (const t of request.tools) {
+    tools[t.name] = { description: t.description, inputSchema: jsonSchema(t.parameters) }
+  }
+  let failed: unknown
+  try {
+    const result = streamText({
+      model: handle.model,
+      system: request.system,
+      // ChatMessage is a structural subset of ModelMessage.
+      messages: request.messages as ModelMessage[],
+      ...(request.tools.length > 0 && { tools, toolChoice: request.toolChoice }),
+      maxRetries: 0,
+      abortSignal: signal,
+      onError: ({ error }) => {
+        failed = error
+      },
+    })
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case 'text-start':
+        case 'reasoning-start':
+        case 'text-end':
+        case 'reasoning-end':
+          yield { type: part.type, id: part.id }
+          break
+        case 'text-delta':
+        case 'reasoning-delta':
+          if (part.text.length > 0) yield { type: part.type, id: part.id, text: part.text }
+          break
+        case 'tool-input-start':
+          yield { type: 'tool-input-start', callId: part.id, tool: part.toolName }
+          break
+        case 'tool-input-delta':
+          yield { type: 'tool-input-delta', callId: part.id, delta: part.delta }
+          break
+        case 'tool-call': {
+          const input: unknown = part.input
+          const rawInput = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+          yield { type: 'tool-call', callId: part.toolCallId, tool: part.toolName, input, rawInput }
+          break
+        }
+        case 'finish-step':
+          yield { type: 'finish', finishReason: part.finishReason, usage: usageOf(part.usage) }
+          break
+        case 'error':
+          yield { type: 'error', failure: classify(part.error) }
+          break
+        case 'abort':
+          yield { type: 'aborted' }
+          break
+        default:
+          // start, start-step, finish, tool-error (invalid calls are judged by the runtime), sources, raw…
+          break
+      }
+    }
+  } catch (err) {
+    if (signal.aborted) yield { type: 'aborted' }
+    else yield { type: 'error', failure: classify(failed ?? err) }
+  }
+}
+
+function usageOf(u: {
+  inputTokens?: number | undefined
+  outputTokens?: number | undefined
+  reasoningTokens?: number | undefined
+  cachedInputTokens?: number | undefined
+}): Usage {
+  const out: { -readonly [K in keyof Usage]: Usage[K] } = {}
+  if (u.inputTokens !== undefined) out.inputTokens = u.inputTokens
+  if (u.outputTokens !== undefined) out.outputTokens = u.outputTokens
+  if (u.reasoningTokens !== undefined) out.reasoningTokens = u.reasoningTokens
+  if (u.cachedInputTokens !== undefined) out.cachedInputTokens = u.cachedInputTokens
+  return out
+}
+
+const OVERFLOW = /context[_ ]length|maximum context|context window|too many tokens|prompt is too long/i
+
+/** Maps any provider error to a failure the retry policy can judge. */
+export function classify(err: unknown): ModelFailure {
+  const message = err instanceof Error ? err.message : String(err)
+  if (APICallError.isInstance(err)) {
+    const status = err.statusCode
+    const headers = err.responseHeaders ?? {}
+    const retryAfterMs = retryAfter(headers)
+    const base = { message, ...(status !== undefined && { status }), ...(retryAfterMs !== undefined && { retryAfterMs }) }
+    if (OVERFLOW.test(message) || OVERFLOW.test(err.responseBody ?? '')) return { ...base, kind: 'context_overflow', retryable: false }
+    if (status === 429) return { ...base, kind: 'rate_limited', retryable: true }
+    if (status !== undefined && status >= 500) return { ...base, kind: 'server', retryable: true }
+    if (status === undefined) return { ...base, kind: 'network', retryable: true }
+    return { ...base, kind: 'provider', retryable: err.isRetryable }
+  }
+  if (OVERFLOW.test(message)) return { kind: 'context_overflow', message, retryable: false }
+  const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined
+  if (err instanceof TypeError || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|fetch failed|socket hang up/i.test(`${message} ${cause?.code ?? ''}`)) {
+    return { kind: 'network', message, retryable: true }
+  }
+  return { kind: 'provider', message, retryable: false }
+}
+
+function retryAfter(headers: Record<string, string | undefined>): number | undefined {
+  const ms = headers['retry-after-ms']
+  if (ms !== undefined && Number.isFinite(Number(ms))) return Math.max(0, Number(ms))
+  const s = headers['retry-after']
+  if (s === undefined) return undefined
+  if (Number.isFinite(Number(s))) return Math.max(0, Number(s) * 1000)
+  const date = Date.parse(s)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}

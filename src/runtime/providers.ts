@@ -1,0 +1,89 @@
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { createOpenAI } from '@ai-sdk/openai'
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
+import { ChronicleError } from '../events/errors.js'
+import type { LanguageModel, ModelHandle, ModelResolver } from './model.js'
+import { createScriptedModel, loadScript } from './scripted-model.js'
+
+/**
+ * Providers from configuration strings (DESIGN §6, §10):
+ *   openai:<model>      OpenAI Responses API (@ai-sdk/openai)
+ *   compatible:<model>  any OpenAI-compatible chat-completions server at `baseURL` (Ollama, vLLM, llama.cpp)
+ *   scripted:<file>     the deterministic scripted model playing a JSON script
+ */
+
+export interface ProviderConfig {
+  /** the model used when neither the input nor the session names one (CHRONICLE_MODEL) */
+  readonly defaultModel?: string | null
+  /** for compatible: (CHRONICLE_BASE_URL), and openai: when openaiBaseURL is unset */
+  readonly baseURL?: string
+  readonly apiKey?: string
+  readonly openaiBaseURL?: string
+  readonly openaiApiKey?: string
+  /** for scripted: paths */
+  readonly cwd?: string
+}
+
+export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ProviderConfig {
+  return {
+    defaultModel: env.CHRONICLE_MODEL || null,
+    ...(env.CHRONICLE_BASE_URL && { baseURL: env.CHRONICLE_BASE_URL }),
+    ...(env.CHRONICLE_API_KEY && { apiKey: env.CHRONICLE_API_KEY }),
+    ...(env.OPENAI_BASE_URL && { openaiBaseURL: env.OPENAI_BASE_URL }),
+    ...(env.OPENAI_API_KEY && { openaiApiKey: env.OPENAI_API_KEY }),
+  }
+}
+
+export function createModelResolver(config: ProviderConfig = {}): ModelResolver {
+  const cache = new Map<string, ModelHandle>()
+
+  const build = (spec: string): LanguageModel => {
+    const colon = spec.indexOf(':')
+    const kind = colon < 0 ? '' : spec.slice(0, colon)
+    const id = spec.slice(colon + 1)
+    if (!id) throw new ChronicleError('UNKNOWN_MODEL', `model "${spec}" has no id after the provider`)
+    switch (kind) {
+      case 'openai':
+        return createOpenAI({
+          apiKey: config.openaiApiKey ?? config.apiKey ?? 'unset',
+          ...((config.openaiBaseURL ?? config.baseURL) && { baseURL: config.openaiBaseURL ?? config.baseURL }),
+        })(id)
+      case 'compatible':
+        if (!config.baseURL) throw new ChronicleError('UNKNOWN_MODEL', `model "${spec}" needs a base URL (CHRONICLE_BASE_URL)`)
+        return createOpenAICompatible({ name: 'compatible', baseURL: config.baseURL, apiKey: config.apiKey ?? 'unset', includeUsage: true }).chatModel(id)
+      case 'scripted': {
+        const file = resolve(config.cwd ?? process.cwd(), id)
+        if (!existsSync(file)) throw new ChronicleError('UNKNOWN_MODEL', `scripted model file not found: ${file}`)
+        return createScriptedModel(loadScript(file), id)
+      }
+      default:
+        throw new ChronicleError('UNKNOWN_MODEL', `unknown model "${spec}": expected openai:<id>, compatible:<id> or scripted:<file>`)
+    }
+  }
+
+  const handle = (spec: string): ModelHandle => {
+    let h = cache.get(spec)
+    if (!h) {
+      h = { spec, model: build(spec) }
+      cache.set(spec, h)
+    }
+    return h
+  }
+
+  return {
+    validate(spec) {
+      handle(spec)
+    },
+    resolve(spec) {
+      const chosen = spec ?? config.defaultModel ?? null
+      return chosen ? handle(chosen) : undefined
+    },
+  }
+}
+
+/** A resolver that answers every spec (and the default) with one model: for tests and benchmarks. */
+export function fixedModelResolver(model: LanguageModel, spec = 'fixed:model'): ModelResolver {
+  const h = { spec, model }
+  return { validate() {}, resolve: () => h }
+}

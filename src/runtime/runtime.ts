@@ -1,0 +1,168 @@
+import { checkInput, decideSubmit, DEFAULT_MAX_INPUT_BYTES, type SubmitCommand } from '../commands/input.js'
+import { decideCancel } from '../commands/run.js'
+import type { InputPart } from '../events/catalogue.js'
+import { ChronicleError } from '../events/errors.js'
+import type { IdSource } from '../events/ids.js'
+import type { EventStore } from '../events/store.js'
+import { getSession } from '../projections/read-model.js'
+import type { AgentDefinition } from '../tools/agents.js'
+import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
+import { compileContext, type CompiledContext } from './context.js'
+import { RunCoordinator } from './coordinator.js'
+import { InputIndex } from './input-index.js'
+import { runLoop } from './loop.js'
+import type { ModelResolver } from './model.js'
+import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
+import { SessionViews } from './session-cache.js'
+import type { SystemEnvironment } from './system-prompt.js'
+
+/**
+ * The agent runtime (DESIGN §6) — what the server uses:
+ *
+ *   const runtime = createRuntime({ store, ids, models, tools, permissions, agents, log?, limits? })
+ *   runtime.submit(sessionId, { inputId?, parts, agent?, model?, delivery?, noReply? })
+ *       → { inputId, seq, duplicate }   input.accepted is committed (FULL) before this returns;
+ *                                        then the session is woken. Throws ChronicleError
+ *                                        EMPTY_INPUT, PAYLOAD_TOO_LARGE, UNKNOWN_AGENT, UNKNOWN_MODEL,
+ *                                        INPUT_CONFLICT, SESSION_NOT_FOUND, SESSION_ARCHIVED (nothing appended).
+ *   runtime.cancel(sessionId) → { cancelled }   appends run.cancel.requested (FULL) and aborts the run
+ *   runtime.wake(sessionId)       starts a run if input is pending (e.g. after recovery)
+ *   runtime.idle(sessionId)       resolves when no run is active and nothing is pending
+ *   runtime.isRunning(sessionId)
+ *   runtime.context(sessionId, seq?) → { system, messages, tools, toolChoice, digest, … } (what the model sees)
+ *   runtime.stop()                aborts every run at a safe point (runs stay open for recovery), flushes
+ *
+ * Model and tool failures never throw out of a run: they end it with events.
+ */
+
+export interface RuntimeLimits {
+  /** largest accepted input, in bytes of its parts' JSON (PAYLOAD_TOO_LARGE above) */
+  readonly maxInputBytes?: number
+  /** overrides every agent's step budget */
+  readonly maxSteps?: number
+  readonly retry?: Partial<RetryPolicy>
+}
+
+export interface RuntimeLog {
+  error(obj: object, msg?: string): void
+}
+
+export interface RuntimeDeps {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly models: ModelResolver
+  readonly tools: ToolRegistry
+  readonly permissions: PermissionGate
+  readonly agents: ReadonlyMap<string, AgentDefinition>
+  readonly log?: RuntimeLog
+  readonly limits?: RuntimeLimits
+  /** platform and date told to the model; injectable for reproducible requests */
+  readonly environment?: () => SystemEnvironment
+}
+
+export interface SubmitInput {
+  /** client-chosen id that makes the submission idempotent; generated when absent */
+  readonly inputId?: string
+  readonly parts: readonly InputPart[]
+  readonly agent?: string
+  readonly model?: string
+  readonly delivery?: 'steer' | 'queue'
+  readonly noReply?: boolean
+}
+
+export interface SubmitResult {
+  readonly inputId: string
+  readonly seq: number
+  readonly duplicate: boolean
+}
+
+export interface Runtime {
+  submit(sessionId: string, input: SubmitInput): SubmitResult
+  cancel(sessionId: string): { cancelled: boolean }
+  wake(sessionId: string): void
+  idle(sessionId: string): Promise<void>
+  isRunning(sessionId: string): boolean
+  context(sessionId: string, seq?: number): Promise<CompiledContext>
+  stop(): Promise<void>
+}
+
+export function createRuntime(deps: RuntimeDeps): Runtime {
+  const { store, ids, agents, models } = deps
+  const views = new SessionViews(store)
+  const inputs = new InputIndex(store)
+  const retry = { ...DEFAULT_RETRY, ...deps.limits?.retry }
+  const loopDeps = {
+    store,
+    ids,
+    views,
+    models,
+    tools: deps.tools,
+    permissions: deps.permissions,
+    agents,
+    retry,
+    ...(deps.limits?.maxSteps !== undefined && { maxSteps: deps.limits.maxSteps }),
+    ...(deps.environment && { environment: deps.environment }),
+  }
+  const coordinator = new RunCoordinator(
+    (sessionId, signal) => runLoop(loopDeps, sessionId, signal),
+    (sessionId) => {
+      store.flush()
+      return getSession(store.db, sessionId)?.inbox[0]?.inputId
+    },
+    (sessionId, err) => deps.log?.error({ err, sessionId }, 'run coordinator failed'),
+  )
+
+  return {
+    submit(sessionId, input) {
+      const command: SubmitCommand = {
+        inputId: input.inputId ?? ids.next('in'),
+        parts: input.parts,
+        ...(input.agent !== undefined && { agent: input.agent }),
+        ...(input.model !== undefined && { model: input.model }),
+        ...(input.delivery !== undefined && { delivery: input.delivery }),
+        ...(input.noReply !== undefined && { noReply: input.noReply }),
+      }
+      checkInput(command, deps.limits?.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES)
+      if (command.agent !== undefined && !agents.has(command.agent)) {
+        throw new ChronicleError('UNKNOWN_AGENT', `unknown agent "${command.agent}"; known: ${[...agents.keys()].join(', ')}`)
+      }
+      if (command.model !== undefined) models.validate(command.model)
+      store.flush()
+      const session = getSession(store.db, sessionId)
+      const prior = input.inputId === undefined || !session ? undefined : inputs.find(sessionId, command.inputId)
+      const decision = decideSubmit(command, session, prior)
+      if (decision.duplicate) return { inputId: command.inputId, seq: decision.seq, duplicate: true }
+      const [accepted] = store.append(sessionId, decision.events, {
+        expectedVersion: session?.version ?? 0,
+        durability: 'full',
+        meta: { actor: 'user', input: command.inputId },
+      })
+      if (!accepted) throw new ChronicleError('INTERNAL', 'input.accepted was not appended')
+      if (!command.noReply) coordinator.wake(sessionId)
+      return { inputId: command.inputId, seq: accepted.seq, duplicate: false }
+    },
+
+    cancel(sessionId) {
+      store.flush()
+      const session = getSession(store.db, sessionId)
+      const events = decideCancel(session, sessionId)
+      if (events.length > 0) {
+        store.append(sessionId, events, { expectedVersion: session?.version ?? 0, durability: 'full', meta: { actor: 'user' } })
+      }
+      const aborted = coordinator.cancel(sessionId)
+      return { cancelled: events.length > 0 || aborted }
+    },
+
+    wake: (sessionId) => coordinator.wake(sessionId),
+    idle: (sessionId) => coordinator.idle(sessionId),
+    isRunning: (sessionId) => coordinator.isRunning(sessionId),
+    context: (sessionId, seq) => compileContext(store, sessionId, seq, loopDeps),
+
+    async stop() {
+      await coordinator.stop()
+      store.flush()
+      views.close()
+      inputs.close()
+    },
+  }
+}

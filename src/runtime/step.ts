@@ -1,0 +1,174 @@
+import type { Usage } from '../events/catalogue.js'
+import type { IdSource } from '../events/ids.js'
+import type { CompiledContext } from './context.js'
+import { streamModelStep, type ModelFailure, type ModelHandle } from './model.js'
+import type { Recorder } from './recorder.js'
+import { retryDelay, sleep, type RetryPolicy } from './retry.js'
+
+/**
+ * One model step, recorded: step.started, every streamed part as its event,
+ * step.finished and message.completed. Retryable failures before any output
+ * are retried with backoff (step.retried); nothing here throws for a model
+ * failure — the outcome says what happened.
+ */
+
+export interface StreamedCall {
+  readonly partId: string
+  readonly callId: string
+  readonly tool: string
+  readonly rawInput: string
+  /** the parsed input, or the raw string when the model's JSON did not parse */
+  readonly input: unknown
+}
+
+export type StepOutcome =
+  | { readonly status: 'done'; readonly finishReason: string; readonly calls: readonly StreamedCall[] }
+  | { readonly status: 'error'; readonly failure: ModelFailure }
+  | { readonly status: 'aborted' }
+
+export interface StepInput {
+  readonly recorder: Recorder
+  readonly ids: IdSource
+  readonly runId: string
+  readonly messageId: string
+  readonly step: number
+  readonly model: ModelHandle
+  readonly context: CompiledContext
+  readonly signal: AbortSignal
+  readonly retry: RetryPolicy
+}
+
+export async function runModelStep(input: StepInput): Promise<StepOutcome> {
+  const { recorder, ids, messageId, signal } = input
+  const model = { actor: 'model' as const, run: input.runId }
+  for (let attempt = 0; ; attempt++) {
+    recorder.emit(
+      { type: 'step.started', data: { messageId, partId: ids.next('prt'), step: input.step, contextDigest: input.context.digest } },
+      model,
+    )
+    const open = new Map<string, string>() // stream id → text/reasoning partId
+    const tools = new Map<string, { partId: string; tool: string; raw: string }>()
+    const calls: StreamedCall[] = []
+    let finish: { finishReason: string; usage: Usage } | undefined
+    let failure: ModelFailure | undefined
+    let aborted = false
+    let streamed = false
+
+    for await (const part of streamModelStep(input.model, input.context, signal)) {
+      switch (part.type) {
+        case 'text-start':
+        case 'reasoning-start': {
+          const partId = ids.next('prt')
+          open.set(part.id, partId)
+          recorder.emit({ type: part.type === 'text-start' ? 'text.started' : 'reasoning.started', data: { messageId, partId } }, model)
+          break
+        }
+        case 'text-delta':
+        case 'reasoning-delta': {
+          const partId = open.get(part.id)
+          if (!partId) break
+          streamed = true
+          recorder.emit({ type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta', data: { partId, text: part.text } }, model)
+          break
+        }
+        case 'text-end':
+        case 'reasoning-end': {
+          const partId = open.get(part.id)
+          if (!partId) break
+          open.delete(part.id)
+          recorder.emit({ type: part.type === 'text-end' ? 'text.ended' : 'reasoning.ended', data: { partId } }, model)
+          break
+        }
+        case 'tool-input-start': {
+          streamed = true
+          const partId = ids.next('prt')
+          tools.set(part.callId, { partId, tool: part.tool, raw: '' })
+          recorder.emit({ type: 'tool.input.started', data: { messageId, partId, callId: part.callId, tool: part.tool } }, model)
+          break
+        }
+        case 'tool-input-delta': {
+          const t = tools.get(part.callId)
+          if (!t || part.delta.length === 0) break
+          t.raw += part.delta
+          recorder.emit({ type: 'tool.input.delta', data: { partId: t.partId, delta: part.delta } }, model)
+          break
+        }
+        case 'tool-call': {
+          streamed = true
+          let t = tools.get(part.callId)
+          if (!t) {
+            // The provider sent the call whole, without streaming its input.
+            t = { partId: ids.next('prt'), tool: part.tool, raw: part.rawInput }
+            tools.set(part.callId, t)
+            recorder.emit(
+              [
+                { type: 'tool.input.started', data: { messageId, partId: t.partId, callId: part.callId, tool: part.tool } },
+                { type: 'tool.input.delta', data: { partId: t.partId, delta: part.rawInput } },
+              ],
+              model,
+            )
+          }
+          calls.push({ partId: t.partId, callId: part.callId, tool: part.tool, rawInput: t.raw || part.rawInput, input: part.input })
+          break
+        }
+        case 'finish':
+          finish = { finishReason: part.finishReason, usage: part.usage }
+          break
+        case 'error':
+          failure ??= part.failure
+          break
+        case 'aborted':
+          aborted = true
+          break
+      }
+    }
+    if (signal.aborted) aborted = true
+    // Text and reasoning streamed so far are kept: close what the stream left open.
+    for (const partId of open.values()) recorder.emit({ type: 'text.ended', data: { partId } }, model)
+
+    if (!aborted && failure && !streamed && failure.retryable && attempt < input.retry.maxRetries) {
+      const delayMs = retryDelay(attempt + 1, failure, input.retry)
+      recorder.emit({ type: 'step.retried', data: { messageId, attempt: attempt + 1, delayMs, error: failure.message } }, model)
+      await recorder.settle()
+      await sleep(delayMs, signal)
+      if (signal.aborted) return finishStep(input, { status: 'aborted' }, undefined)
+      continue
+    }
+
+    // Calls that will not run (input incomplete, or the run was cancelled) fail now: every call gets a result.
+    const complete = new Set(calls.map((c) => c.callId))
+    const unfinished = [...tools.entries()].filter(([callId]) => aborted || !complete.has(callId)).map(([, t]) => t.partId)
+    const kind = aborted ? 'aborted' : 'failed'
+    for (const partId of unfinished) {
+      recorder.emit({ type: 'tool.failed', data: { partId, error: { kind, message: 'the model stopped before the call was complete' } } }, model)
+    }
+
+    const outcome: StepOutcome = aborted
+      ? { status: 'aborted' }
+      : failure
+        ? { status: 'error', failure }
+        : { status: 'done', finishReason: finish?.finishReason ?? 'other', calls }
+    return finishStep(input, outcome, finish)
+  }
+}
+
+function finishStep(input: StepInput, outcome: StepOutcome, finish: { finishReason: string; usage: Usage } | undefined): StepOutcome {
+  const { recorder, messageId } = input
+  const meta = { actor: 'runtime' as const, run: input.runId }
+  const finishReason = outcome.status === 'done' ? outcome.finishReason : outcome.status === 'aborted' ? 'aborted' : 'error'
+  const usage = finish?.usage ?? {}
+  const error =
+    outcome.status === 'aborted'
+      ? { kind: 'aborted', message: 'the run was cancelled' }
+      : outcome.status === 'error'
+        ? { kind: outcome.failure.kind, message: outcome.failure.message }
+        : undefined
+  recorder.emit(
+    [
+      { type: 'step.finished', data: { messageId, partId: input.ids.next('prt'), finishReason, usage } },
+      { type: 'message.completed', data: { messageId, finish: finishReason, usage, ...(error && { error }) } },
+    ],
+    meta,
+  )
+  return outcome
+}

@@ -1,0 +1,153 @@
+import { z } from 'zod'
+import type { ToolErrorKind } from '../events/catalogue.js'
+import type { SessionView, ToolPart } from '../projections/model.js'
+import { ToolFailure, type PermissionGate, type Tool, type ToolContext } from '../tools/tool.js'
+import type { Recorder } from './recorder.js'
+import type { StreamedCall } from './step.js'
+
+/**
+ * Executes the tool calls of one step, in order. Arguments are validated
+ * with the tool's zod schema before anything runs; an unknown tool or bad
+ * arguments fail as `invalid` with a message the model can act on. The same
+ * tool with the same input three times in a row asks the `doom_loop`
+ * permission first. Every call ends in tool.completed or tool.failed.
+ */
+
+export const DOOM_LOOP_THRESHOLD = 3
+
+export interface ExecuteInput {
+  readonly recorder: Recorder
+  readonly runId: string
+  readonly sessionId: string
+  readonly messageId: string
+  readonly agent: string
+  readonly directory: string
+  readonly toolset: ReadonlyMap<string, Tool>
+  readonly permissions: PermissionGate
+  readonly signal: AbortSignal
+  /** the session after the step: the doom-loop check reads its tool history */
+  readonly view: SessionView
+}
+
+export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
+  for (const call of calls) await executeCall(call, input)
+}
+
+async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<void> {
+  const { recorder, signal } = input
+  const meta = { actor: 'tool' as const, run: input.runId, call: call.callId }
+  const fail = async (kind: ToolErrorKind, message: string) => {
+    recorder.emit({ type: 'tool.failed', data: { partId: call.partId, error: { kind, message } } }, meta, 'full')
+    await recorder.settle()
+  }
+  if (signal.aborted) return fail('aborted', 'the run was cancelled before the tool ran')
+
+  const tool = input.toolset.get(call.tool)
+  if (!tool) {
+    const known = [...input.toolset.keys()].join(', ') || 'none'
+    return fail('invalid', `Unknown tool "${call.tool}". Available tools: ${known}. Call one of those instead.`)
+  }
+  let args: unknown
+  try {
+    args = typeof call.input === 'string' ? JSON.parse(call.rawInput || '{}') : call.input
+  } catch (err) {
+    return fail('invalid', `The arguments for ${call.tool} are not valid JSON (${(err as Error).message}). Send a JSON object matching the tool's schema.`)
+  }
+  const parsed = tool.parameters.safeParse(args)
+  if (!parsed.success) {
+    return fail('invalid', `Invalid arguments for ${call.tool}:\n${z.prettifyError(parsed.error)}\nFix the arguments and call ${call.tool} again.`)
+  }
+
+  const scope = {
+    sessionId: input.sessionId,
+    agent: input.agent,
+    messageId: input.messageId,
+    callId: call.callId,
+    partId: call.partId,
+    abort: signal,
+  }
+  try {
+    if (isDoomLoop(input.view, call, parsed.data)) {
+      await input.permissions.ask(scope, { permission: 'doom_loop', patterns: [call.tool], metadata: { tool: call.tool, input: parsed.data } })
+    }
+  } catch (err) {
+    return fail(failureKind(err, signal, 'denied'), messageOf(err))
+  }
+
+  recorder.emit(
+    { type: 'tool.called', data: { messageId: input.messageId, partId: call.partId, callId: call.callId, tool: call.tool, input: parsed.data } },
+    meta,
+  )
+  const ctx: ToolContext = {
+    sessionId: input.sessionId,
+    messageId: input.messageId,
+    callId: call.callId,
+    partId: call.partId,
+    agent: input.agent,
+    directory: input.directory,
+    abort: signal,
+    progress: (metadata) => recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata } }, meta),
+    ask: (request) => input.permissions.ask(scope, request),
+  }
+  try {
+    const result = await untilAborted(tool.execute(parsed.data, ctx), signal)
+    recorder.emit(
+      {
+        type: 'tool.completed',
+        data: {
+          partId: call.partId,
+          output: result.output,
+          ...(result.title !== undefined && { title: result.title }),
+          ...(result.metadata && { metadata: result.metadata }),
+          ...(result.attachments && { attachments: [...result.attachments] }),
+        },
+      },
+      meta,
+      'full',
+    )
+    await recorder.settle()
+  } catch (err) {
+    return fail(failureKind(err, signal, 'failed'), messageOf(err))
+  }
+}
+
+/** The last DOOM_LOOP_THRESHOLD - 1 calls before this one were the same tool with the same input. */
+function isDoomLoop(view: SessionView, call: StreamedCall, args: unknown): boolean {
+  const key = JSON.stringify(args)
+  const earlier = [...view.parts.values()]
+    .filter((p): p is ToolPart => p.type === 'tool' && p.id < call.partId)
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .slice(-(DOOM_LOOP_THRESHOLD - 1))
+  return (
+    earlier.length === DOOM_LOOP_THRESHOLD - 1 &&
+    earlier.every((p) => p.tool === call.tool && p.input !== undefined && JSON.stringify(p.input) === key)
+  )
+}
+
+function failureKind(err: unknown, signal: AbortSignal, otherwise: ToolErrorKind): ToolErrorKind {
+  if (signal.aborted) return 'aborted'
+  return err instanceof ToolFailure ? err.kind : otherwise
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
+/** A tool that ignores its abort signal still stops the run promptly. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new ToolFailure('aborted', 'the run was cancelled'))
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new ToolFailure('aborted', 'the run was cancelled'))
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(e)
+      },
+    )
+  })
+}

@@ -1,0 +1,123 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { z } from 'zod'
+import { execute } from '../../src/commands/execute.js'
+import { decideSession } from '../../src/commands/session.js'
+import type { StoredEvent } from '../../src/events/envelope.js'
+import { sequentialIds, type IdSource } from '../../src/events/ids.js'
+import type { EventStore } from '../../src/events/store.js'
+import { openStore } from '../../src/projections/open.js'
+import { DEFAULT_AGENTS, resolveAgents, type AgentDefinition } from '../../src/tools/agents.js'
+import { createPermissionGate } from '../../src/tools/permission/gate.js'
+import { createToolRegistry } from '../../src/tools/registry.js'
+import { createLookupTool } from '../../src/tools/lookup.js'
+import { defineTool, ToolFailure, type PermissionGate, type Tool } from '../../src/tools/tool.js'
+import type { LanguageModel } from '../../src/runtime/model.js'
+import { createModelResolver, fixedModelResolver } from '../../src/runtime/providers.js'
+import { createRuntime, type Runtime, type RuntimeDeps } from '../../src/runtime/runtime.js'
+
+/** Tools the runtime tests use: a lookup, a slow tool that honours abort, a tool that throws. */
+export function testTools(): Tool[] {
+  const lookup = createLookupTool({ resolve: (q) => `result for ${q}` })
+  const slow = defineTool({
+    id: 'slow',
+    description: 'Waits for the given milliseconds, then returns.',
+    parameters: z.object({ ms: z.number().int().nonnegative() }),
+    execute: (args, ctx) =>
+      new Promise((resolve, reject) => {
+        ctx.progress({ waiting: args.ms })
+        const timer = setTimeout(() => resolve({ output: `waited ${args.ms}ms` }), args.ms)
+        ctx.abort.addEventListener('abort', () => {
+          clearTimeout(timer)
+          reject(new ToolFailure('aborted', 'slow tool aborted'))
+        })
+      }),
+  })
+  const broken = defineTool({
+    id: 'broken',
+    description: 'Always fails.',
+    parameters: z.object({}),
+    async execute(): Promise<{ output: string }> {
+      throw new Error('disk on fire')
+    },
+  })
+  return [lookup, slow, broken]
+}
+
+export interface Harness {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly runtime: Runtime
+  readonly agents: Map<string, AgentDefinition>
+  readonly directory: string
+  session(opts?: { model?: string | null; agent?: string }): string
+  events(sessionId: string): StoredEvent[]
+  types(sessionId: string, opts?: { deltas?: boolean }): string[]
+  close(): Promise<void>
+}
+
+export interface HarnessOptions {
+  readonly model?: LanguageModel
+  readonly models?: RuntimeDeps['models']
+  readonly tools?: Tool[]
+  readonly permissions?: PermissionGate
+  readonly agents?: Partial<AgentDefinition>[]
+  readonly limits?: RuntimeDeps['limits']
+}
+
+/** A real store (SQLite :memory:), real registry and permission gate, a temp session directory. */
+export function harness(options: HarnessOptions = {}): Harness {
+  const store = openStore(':memory:')
+  const ids = sequentialIds()
+  const agents = resolveAgents(options.agents ?? [])
+  const directory = mkdtempSync(join(tmpdir(), 'chronicle-runtime-'))
+  const tools = createToolRegistry({ agents, tools: options.tools ?? testTools(), store })
+  const permissions = options.permissions ?? createPermissionGate({ store, ids, agents })
+  const models = options.models ?? (options.model ? fixedModelResolver(options.model, 'mock:model') : createModelResolver({}))
+  const runtime = createRuntime({
+    store,
+    ids,
+    models,
+    tools,
+    permissions,
+    agents,
+    limits: { retry: { initialMs: 5, maxMs: 50 }, ...options.limits },
+    environment: () => ({ platform: 'test', date: '2026-01-01' }),
+  })
+  return {
+    store,
+    ids,
+    runtime,
+    agents,
+    directory,
+    session(opts = {}) {
+      const id = ids.next('ses')
+      const command = { type: 'create' as const, directory, agent: opts.agent ?? 'build', model: opts.model === undefined ? 'mock:model' : opts.model }
+      execute(store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
+      return id
+    },
+    events: (sessionId) => (store.flush(), store.readSession(sessionId)),
+    types(sessionId, opts = {}) {
+      store.flush()
+      const all = store.readSession(sessionId).map((e) => e.type)
+      return opts.deltas === false ? collapse(all) : all
+    },
+    async close() {
+      await runtime.stop()
+      store.close()
+    },
+  }
+}
+
+const DELTAS = new Set(['text.delta', 'reasoning.delta', 'tool.input.delta'])
+
+/** Runs of the same delta type collapsed to one entry: traces independent of chunking. */
+export function collapse(types: readonly string[]): string[] {
+  const out: string[] = []
+  for (const t of types) if (!(DELTAS.has(t) && out[out.length - 1] === t)) out.push(t)
+  return out
+}
+
+export const text = (t: string) => [{ type: 'text' as const, text: t }]
+export { DEFAULT_AGENTS }
