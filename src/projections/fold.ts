@@ -45,7 +45,14 @@ export function foldFrom(reader: EventReader, sessionId: string, upTo: number | 
     first = false
     apply(view, evolve(view, event))
   }
-  if (view.session === null) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  if (view.session === null) {
+    // upTo lies before a fork's first event: it is in the inherited prefix, whose state is the ancestor's.
+    const start = reader.readSession(sessionId, { limit: 1 })[0]
+    if (start?.type === 'session.forked' && upTo !== undefined && upTo <= start.data.from.seq) {
+      return inherit({ sessionId: start.data.from.sessionId, seq: upTo })
+    }
+    throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  }
   return view
 }
 
