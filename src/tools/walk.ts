@@ -12,34 +12,35 @@ export interface WalkEntry {
 }
 
 /**
- * Depth-first walk that does not follow symlinked directories (so a link
+ * Depth-first, pre-order walk in name order that does not follow symlinked directories (so a link
  * cannot lead a search outside the root), stopping after `limit` entries.
  */
-export function* walk(root: string, opts: { ignore?: (relative: string, name: string, isDir: boolean) => boolean; limit?: number } = {}): Generator<WalkEntry> {
+export function* walk(
+  root: string,
+  opts: { ignore?: (relative: string, name: string, isDir: boolean) => boolean; limit?: number } = {},
+): Generator<WalkEntry> {
   const limit = opts.limit ?? 100_000
   let seen = 0
-  const stack = [root]
-  while (stack.length > 0) {
-    const dir = stack.pop() as string
+  function* visit(dir: string): Generator<WalkEntry, boolean> {
     let entries: Dirent[]
     try {
       entries = readdirSync(dir, { withFileTypes: true })
     } catch {
-      continue
+      return true
     }
-    entries.sort((a, b) => (a.name < b.name ? 1 : -1)) // popped in name order
-    const dirs: string[] = []
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     for (const dirent of entries) {
       const path = join(dir, dirent.name)
       const rel = relative(root, path).split(sep).join('/')
       const isDir = dirent.isDirectory()
       if (opts.ignore?.(rel, dirent.name, isDir)) continue
-      if (++seen > limit) return
+      if (++seen > limit) return false
       yield { path, relative: rel, dirent }
-      if (isDir) dirs.push(path)
+      if (isDir && !(yield* visit(path))) return false
     }
-    stack.push(...dirs)
+    return true
   }
+  yield* visit(root)
 }
 
 /**

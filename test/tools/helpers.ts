@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { decideSession } from '../../src/commands/session.js'
 import { execute } from '../../src/commands/execute.js'
-import type { PermissionRule } from '../../src/events/catalogue.js'
+import type { DataOf, PermissionRule } from '../../src/events/catalogue.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
@@ -24,6 +24,8 @@ export interface Fixture {
   readonly gate: ReturnType<typeof createPermissionGate>
   readonly ids: ReturnType<typeof sequentialIds>
   events(types?: readonly string[]): StoredEvent[]
+  /** the data of every permission.requested so far */
+  requested(): DataOf<'permission.requested'>[]
   ctx(overrides?: Partial<ToolContext> & { agent?: string }): ToolContext & { progressed: Record<string, unknown>[] }
 }
 
@@ -47,6 +49,8 @@ export function fixture(opts: { directory: string; agent?: string; rules?: Permi
     gate,
     ids,
     events: (types) => store.readSession(sessionId).filter((e) => !types || types.includes(e.type)),
+    requested: () =>
+      store.readSession(sessionId).flatMap((e) => (e.type === 'permission.requested' ? [e.data] : [])),
     ctx(overrides = {}) {
       const progressed: Record<string, unknown>[] = []
       const abort = overrides.abort ?? new AbortController().signal

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from 'node:child_process'
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { z } from 'zod'
 import { accessPath } from '../paths.js'
 import { scrubEnv } from '../scrub-env.js'
@@ -99,8 +99,14 @@ export function createBashTool(deps: BashToolDeps) {
       })
       // Descendants that outlived the shell may hold the pipes open: stop reading shortly after exit.
       await drain(child, 200)
-      if (progressTimer) clearTimeout(progressTimer)
-      if (ended) signalGroup(child, 'SIGKILL') // whatever ignored SIGTERM goes now
+      if (progressTimer) {
+        clearTimeout(progressTimer)
+        report() // the live view gets the final output before the result
+      }
+      if (ended) {
+        signalGroup(child, 'SIGKILL') // whatever ignored SIGTERM goes now
+        await groupGone(child, 1000)
+      }
 
       const notes: string[] = []
       if (ended === 'timeout') notes.push(`The command timed out after ${timeout} ms; its process group was killed.`)
@@ -132,6 +138,42 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   } catch {
     // the group is already gone
   }
+}
+
+/**
+ * Waits (bounded) until no live process of the group is left, so the caller
+ * never sees survivors. Zombies do not count: they are dead, merely unreaped
+ * (in containers PID 1 may reap late).
+ */
+async function groupGone(child: ChildProcess, ms: number): Promise<void> {
+  const pgid = child.pid
+  if (pgid === undefined) return
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline && groupAlive(pgid)) await new Promise((r) => setTimeout(r, 10))
+}
+
+function groupAlive(pgid: number): boolean {
+  if (process.platform !== 'linux') {
+    try {
+      process.kill(-pgid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+    } catch {
+      continue
+    }
+    // pid (comm) state ppid pgrp …; comm may contain spaces, so parse after the last ')'
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true
+  }
+  return false
 }
 
 function drain(child: ChildProcess, ms: number): Promise<void> {
