@@ -109,9 +109,9 @@ export function importSessions(store: EventStore, jsonl: string): ImportReport {
     const parsed = Line.safeParse(json)
     if (!parsed.success) throw bad(index, `not an event line: ${z.prettifyError(parsed.error)}`)
     const line = parsed.data
-    const event = renumber({ type: line.type, data: line.data } as ChronicleEvent, seqs, index)
     const key = `${line.sessionId}\n${line.at}\n${JSON.stringify(line.meta)}`
-    if (group && group.key !== key) flush()
+    if (group && group.key !== key) flush() // before renumbering: the fork point may be in the group
+    const event = renumber({ type: line.type, data: line.data } as ChronicleEvent, seqs, index)
     const version = versions.get(line.sessionId) ?? store.version(line.sessionId)
     if (line.version <= version) {
       flush()
