@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import type { EventStore } from '../events/store.js'
 import { ChronicleError } from '../events/errors.js'
-import { foldSession } from '../projections/fold.js'
 import type { Message, SessionView } from '../projections/model.js'
 import { loadView } from '../projections/read-model.js'
+import { viewAt } from '../projections/time-travel.js'
 import { DEFAULT_AGENTS, type AgentDefinition } from '../tools/agents.js'
 import type { Tool, ToolRegistry } from '../tools/tool.js'
 import { toChatMessages, type ChatMessage } from './history.js'
@@ -82,8 +82,7 @@ export function digestOf(request: ModelRequest): string {
 
 /**
  * What the model would be sent for the session's next step — now, or as of
- * event `seq` (time travel when src/projections/time-travel.ts provides
- * stateAt, else a fold of the log up to seq).
+ * event `seq` (time travel: the session exactly as it was after that event).
  */
 export async function compileContext(
   store: EventStore,
@@ -97,17 +96,7 @@ export async function compileContext(
     view = loadView(store.db, sessionId)
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   } else {
-    view = await stateAt(store, sessionId, seq)
+    view = viewAt(store, sessionId, seq)
   }
   return compileView(view, deps)
-}
-
-type StateAt = (store: EventStore, sessionId: string, seq: number) => SessionView | Promise<SessionView>
-
-async function stateAt(store: EventStore, sessionId: string, seq: number): Promise<SessionView> {
-  const path = '../projections/time-travel.js'
-  const mod = (await import(path).catch(() => undefined)) as { stateAt?: StateAt } | undefined
-  // Without time travel, folding the log is the reference semantics.
-  if (typeof mod?.stateAt === 'function') return await mod.stateAt(store, sessionId, seq)
-  return foldSession(store, sessionId, seq)
 }

@@ -45,6 +45,8 @@ export class RunCoordinator {
 
   private async drain(sessionId: string, entry: Active): Promise<void> {
     try {
+      // Start on a later turn: submit returns first, and inputs sent together start one run.
+      await new Promise((resolve) => setImmediate(resolve))
       for (;;) {
         const head = this.pending(sessionId)
         if (this.stopping || head === undefined) return

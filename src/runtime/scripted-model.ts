@@ -24,6 +24,7 @@ import {
  *         "reasoning": "…", "text": "…",
  *         "toolCalls": [{ "id": "call_1", "name": "lookup", "input": {"query": "x"} }],   // or "rawInput": "{bad"
  *         "finish": "stop",              // default: tool-calls when there are calls, else stop
+ *                                        // (with tool choice none the calls are dropped, an explicit finish kept)
  *         "usage": { "input": 10, "output": 5 },
  *         "error": { "status": 429, "message": "slow down", "retryAfterMs": 10 },     // or { "kind": "context_overflow" }
  *         "delayMs": 5 }
@@ -151,7 +152,9 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
         })
       }
       if (reply.error) throw scriptedError(reply.error)
-      return { stream: play(reply, script, options.abortSignal) }
+      // Like a real model, it makes no tool calls when tool choice is none (the finish reason stays as scripted).
+      const played = options.toolChoice?.type === 'none' ? { ...reply, toolCalls: [] } : reply
+      return { stream: play(played, script, options.abortSignal) }
     },
   }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { execute } from '../../src/commands/execute.js'
+import { decidePermission } from '../../src/commands/permission.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { sequentialIds, type IdSource } from '../../src/events/ids.js'
@@ -121,3 +122,22 @@ export function collapse(types: readonly string[]): string[] {
 
 export const text = (t: string) => [{ type: 'text' as const, text: t }]
 export { DEFAULT_AGENTS }
+
+/** Answers every permission request of the store with `reply` (as a user would, through the decider). */
+export function autoReply(h: Harness, reply: 'once' | 'always' | 'reject', message?: string): string[] {
+  const asked: string[] = []
+  h.store.onCommit((events) => {
+    for (const e of events) {
+      if (e.type !== 'permission.requested') continue
+      asked.push(e.data.permission)
+      const { requestId } = e.data
+      setImmediate(() =>
+        execute(h.store, e.sessionId, (s) => decidePermission({ type: 'reply', requestId, reply, ...(message && { message }) }, s, e.sessionId, h.ids), {
+          meta: { actor: 'user' },
+          durability: 'full',
+        }),
+      )
+    }
+  })
+  return asked
+}

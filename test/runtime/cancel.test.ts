@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { EventType } from '../../src/events/catalogue.js'
+import { createScriptedModel } from '../../src/runtime/scripted-model.js'
+import { harness, text, type Harness } from './helpers.js'
+
+function when(h: Harness, type: EventType, count = 1): Promise<void> {
+  let seen = 0
+  return new Promise((resolve) => {
+    const off = h.store.onCommit((events) => {
+      seen += events.filter((e) => e.type === type).length
+      if (seen >= count) {
+        off()
+        resolve()
+      }
+    })
+  })
+}
+
+describe('cancellation', () => {
+  let h: Harness
+  afterEach(() => h.close())
+
+  it('mid-stream: the model call is aborted, the text streamed so far is kept, the run ends cancelled', async () => {
+    const model = createScriptedModel({ chunkSize: 4, delayMs: 5, steps: [{ text: 'a long answer that streams slowly, chunk by chunk, for a while' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('talk') })
+    await when(h, 'text.delta', 3)
+    expect(h.runtime.cancel(id)).toEqual({ cancelled: true })
+    await h.runtime.idle(id)
+
+    // Deltas are left out: how many land before the abort depends on timing.
+    expect(h.types(id).filter((t) => t !== 'text.delta')).toEqual([
+      'session.created',
+      'input.accepted',
+      'run.started',
+      'input.delivered',
+      'message.created',
+      'step.started',
+      'text.started',
+      'run.cancel.requested',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
+    ])
+    const events = h.events(id)
+    const streamed = events.filter((e) => e.type === 'text.delta').map((e) => (e.data as { text: string }).text).join('')
+    expect(streamed.length).toBeGreaterThanOrEqual(12)
+    expect(streamed.length).toBeLessThan(60)
+    expect(events.find((e) => e.type === 'message.completed')?.data).toMatchObject({ error: { kind: 'aborted' } })
+    expect(events.at(-1)?.data).toEqual({ runId: expect.any(String), outcome: 'cancelled' })
+    expect(h.runtime.cancel(id)).toEqual({ cancelled: false }) // nothing left to cancel
+  })
+
+  it('mid-tool: the running tool gets the abort signal, fails as aborted, the run ends cancelled', async () => {
+    const model = createScriptedModel({
+      steps: [
+        { when: { afterToolResult: false, turn: 0 }, toolCalls: [{ id: 'c1', name: 'slow', input: { ms: 10_000 } }] },
+        { when: { turn: 1 }, text: 'fresh start' },
+      ],
+    })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('wait a long time') })
+    await when(h, 'tool.progressed')
+    const started = Date.now()
+    h.runtime.cancel(id)
+    await h.runtime.idle(id)
+    expect(Date.now() - started).toBeLessThan(5000) // did not wait for the tool's 10 s
+
+    expect(h.types(id).slice(-5)).toEqual(['tool.called', 'tool.progressed', 'run.cancel.requested', 'tool.failed', 'run.finished'])
+    const events = h.events(id)
+    expect(events.find((e) => e.type === 'tool.failed')?.data).toMatchObject({ error: { kind: 'aborted' } })
+    expect(events.at(-1)?.data).toMatchObject({ outcome: 'cancelled' })
+
+    // The next run sends the aborted call with a synthetic error result: every call has its result.
+    h.runtime.submit(id, { parts: text('never mind') })
+    await h.runtime.idle(id)
+    const prompt = model.calls[1]?.prompt ?? []
+    expect(prompt.slice(2, 4)).toEqual([
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'slow', input: { ms: 10_000 } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'slow', output: { type: 'error-text', value: 'Error (aborted): the run was cancelled' } }] },
+    ])
+  })
+})
+
+describe('concurrency', () => {
+  let h: Harness
+  afterEach(() => h.close())
+
+  it('two sessions progress at the same time while each stays serial', async () => {
+    const model = createScriptedModel({ chunkSize: 4, delayMs: 2, steps: [{ when: {}, text: 'sixteen chars...x' }] })
+    h = harness({ model })
+    const a = h.session()
+    const b = h.session()
+    h.runtime.submit(a, { parts: text('a1') })
+    h.runtime.submit(b, { parts: text('b1') })
+    await new Promise((r) => setTimeout(r, 5))
+    h.runtime.submit(a, { parts: text('a2'), delivery: 'queue' })
+    await Promise.all([h.runtime.idle(a), h.runtime.idle(b)])
+
+    h.store.flush()
+    const all = h.store.readAll(0, 10_000)
+    const deltas = all.filter((e) => e.type === 'text.delta').map((e) => e.sessionId)
+    // Interleaved: B streamed while A was streaming (not all of A's deltas, then all of B's).
+    const firstB = deltas.indexOf(b)
+    const lastA = deltas.lastIndexOf(a)
+    expect(firstB).toBeLessThan(lastA)
+    expect(deltas.slice(0, firstB + 1).includes(a)).toBe(true)
+    // Serial within each session: runs never overlap.
+    for (const id of [a, b]) {
+      const brackets = all.filter((e) => e.sessionId === id && (e.type === 'run.started' || e.type === 'run.finished')).map((e) => e.type)
+      expect(brackets).toEqual(id === a ? ['run.started', 'run.finished', 'run.started', 'run.finished'] : ['run.started', 'run.finished'])
+    }
+  })
+})

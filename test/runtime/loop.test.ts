@@ -1,0 +1,185 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { createScriptedModel } from '../../src/runtime/scripted-model.js'
+import { createModelResolver } from '../../src/runtime/providers.js'
+import { autoReply, collapse, harness, text, type Harness } from './helpers.js'
+
+const data = (h: Harness, id: string, type: string) => h.events(id).filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
+
+describe('the agent loop', () => {
+  let h: Harness
+  afterEach(() => h.close())
+
+  it('invalid tool arguments fail as invalid with a message the model can act on, and the model corrects itself', async () => {
+    const model = createScriptedModel({
+      steps: [
+        { toolCalls: [{ id: 'c1', name: 'lookup', input: { query: 42 } }] },
+        { toolCalls: [{ id: 'c2', name: 'lookup', input: { query: 'rome' } }] },
+        { text: 'Rome.' },
+      ],
+    })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('rome?') })
+    await h.runtime.idle(id)
+
+    const failed = data(h, id, 'tool.failed')
+    expect(failed).toHaveLength(1)
+    expect(failed[0]?.error).toMatchObject({ kind: 'invalid', message: expect.stringContaining('Invalid arguments for lookup') })
+    expect(data(h, id, 'tool.called').map((d) => d.input)).toEqual([{ query: 'rome' }]) // the invalid call never ran
+    expect(data(h, id, 'tool.completed').map((d) => d.output)).toEqual(['result for rome'])
+    // The second request showed the model its mistake under its own call id.
+    const tool = model.calls[1]?.prompt.at(-1)
+    expect(tool).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c1', output: { type: 'error-text', value: expect.stringContaining('Fix the arguments') } }] })
+    expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
+  })
+
+  it('arguments that are not JSON are invalid too', async () => {
+    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'lookup', rawInput: '{"query": ' }] }, { text: 'sorry' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    expect(data(h, id, 'tool.failed')[0]?.error).toMatchObject({ kind: 'invalid' })
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
+  })
+
+  it('an unknown tool fails as invalid, naming the tools that exist', async () => {
+    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'teleport', input: {} }] }, { text: 'ok' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('beam me up') })
+    await h.runtime.idle(id)
+    expect(collapse(h.types(id))).toEqual([
+      'session.created',
+      'input.accepted',
+      'run.started',
+      'input.delivered',
+      'message.created',
+      'step.started',
+      'tool.input.started',
+      'tool.input.delta',
+      'step.finished',
+      'message.completed',
+      'tool.failed',
+      'message.created',
+      'step.started',
+      'text.started',
+      'text.delta',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
+    ])
+    expect(data(h, id, 'tool.failed')[0]?.error).toEqual({
+      kind: 'invalid',
+      message: 'Unknown tool "teleport". Available tools: lookup, slow, broken. Call one of those instead.',
+    })
+  })
+
+  it('a tool that throws fails as failed; the run goes on', async () => {
+    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'broken', input: {} }] }, { text: 'it broke' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('try') })
+    await h.runtime.idle(id)
+    expect(data(h, id, 'tool.failed')[0]?.error).toEqual({ kind: 'failed', message: 'disk on fire' })
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
+  })
+
+  it('max steps: the last step has tools off and a note asking for text; still not done → max_steps', async () => {
+    // A model that keeps finishing with tool-calls, even when tools are off.
+    const model = createScriptedModel({ steps: [{ when: {}, toolCalls: [{ name: 'lookup', input: { query: 'again' } }], finish: 'tool-calls' }] })
+    h = harness({ model, limits: { maxSteps: 2 } })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('loop forever') })
+    await h.runtime.idle(id)
+    expect(model.calls).toHaveLength(2)
+    expect(model.calls[0]?.toolChoice).toBe('auto')
+    expect(model.calls[1]?.toolChoice).toBe('none')
+    const note = model.calls[1]?.prompt.at(-1)
+    expect(note).toMatchObject({ role: 'user', content: [{ type: 'text', text: expect.stringContaining('MAXIMUM STEPS REACHED') }] })
+    expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'max_steps' }])
+  })
+
+  it('max steps: a text answer on the last step ends the run idle', async () => {
+    const model = createScriptedModel({
+      steps: [{ toolCalls: [{ name: 'lookup', input: { query: 'a' } }] }, { text: 'summary' }],
+    })
+    h = harness({ model, limits: { maxSteps: 2 } })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
+  })
+
+  it('doom loop: the third identical call asks the doom_loop permission; a reject fails the call as denied', async () => {
+    const same = { when: { afterToolResult: true }, toolCalls: [{ name: 'lookup', input: { query: 'same' } }] }
+    const model = createScriptedModel({
+      steps: [
+        { when: { afterToolResult: false }, toolCalls: [{ name: 'lookup', input: { query: 'same' } }] },
+        { ...same, times: 2 },
+        { when: { afterToolResult: true }, text: 'giving up' },
+      ],
+    })
+    h = harness({ model })
+    const asked = autoReply(h, 'reject', 'stop looping')
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    expect(asked).toEqual(['doom_loop'])
+    expect(data(h, id, 'permission.requested')[0]).toMatchObject({ permission: 'doom_loop', patterns: ['lookup'] })
+    expect(data(h, id, 'tool.completed')).toHaveLength(2)
+    expect(data(h, id, 'tool.failed').map((d) => d.error)).toEqual([{ kind: 'denied', message: 'stop looping' }])
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
+  })
+
+  it('doom loop: allowing once lets the third call run', async () => {
+    const scripted = createScriptedModel({
+      steps: [
+        { toolCalls: [{ name: 'lookup', input: { query: 'x' } }] },
+        { toolCalls: [{ name: 'lookup', input: { query: 'x' } }] },
+        { toolCalls: [{ name: 'lookup', input: { query: 'x' } }] },
+        { text: 'done' },
+      ],
+    })
+    h = harness({ model: scripted })
+    const asked = autoReply(h, 'once')
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    expect(asked).toEqual(['doom_loop'])
+    expect(data(h, id, 'tool.completed')).toHaveLength(3)
+  })
+
+  it('with no model configured the run ends with a NO_MODEL_CONFIGURED error', async () => {
+    h = harness({ models: createModelResolver({}) })
+    const id = h.session({ model: null })
+    h.runtime.submit(id, { parts: text('hello?') })
+    await h.runtime.idle(id)
+    expect(h.types(id)).toEqual(['session.created', 'input.accepted', 'run.started', 'input.delivered', 'run.finished'])
+    expect(data(h, id, 'run.finished')[0]).toEqual({
+      runId: expect.any(String),
+      outcome: 'error',
+      error: { kind: 'NO_MODEL_CONFIGURED', message: expect.stringContaining('CHRONICLE_MODEL') },
+    })
+  })
+
+  it('a non-retryable model error ends the run with the error; text and messages stay consistent', async () => {
+    const model = createScriptedModel({ steps: [{ error: { kind: 'context_overflow' } }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('a very long story') })
+    await h.runtime.idle(id)
+    expect(collapse(h.types(id)).slice(4)).toEqual(['message.created', 'step.started', 'step.finished', 'message.completed', 'run.finished'])
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'error', error: { kind: 'context_overflow' } })
+  })
+
+  it('reasoning streams as its own part before the text', async () => {
+    const model = createScriptedModel({ chunkSize: 100, steps: [{ reasoning: 'think', text: 'answer' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('q') })
+    await h.runtime.idle(id)
+    expect(h.types(id).slice(6, 12)).toEqual(['reasoning.started', 'reasoning.delta', 'reasoning.ended', 'text.started', 'text.delta', 'text.ended'])
+  })
+})
