@@ -1,0 +1,72 @@
+import { z } from 'zod'
+import { defineTool, type Tool, ToolFailure } from '../tool.js'
+import { truncateOutput } from '../truncate.js'
+import { mcpToolName } from './config.js'
+import { type McpCallResult, normalizeResult } from './normalize.js'
+
+/** A tool as an MCP server lists it. */
+export interface McpToolDefinition {
+  readonly name: string
+  readonly description?: string
+  readonly inputSchema: Record<string, unknown>
+}
+
+export interface McpCallOptions {
+  readonly signal: AbortSignal
+  readonly timeout: number
+  readonly onprogress: (p: { progress: number; total?: number; message?: string }) => void
+}
+
+export type McpCall = (name: string, args: Record<string, unknown>, options: McpCallOptions) => Promise<McpCallResult>
+
+/**
+ * An MCP tool as a Chronicle tool: named `<server>_<tool>`, governed by the
+ * permission of that same name (asked before every call), its JSON Schema
+ * turned into zod so the runtime validates arguments like any built-in.
+ */
+export function createMcpTool(
+  server: string,
+  def: McpToolDefinition,
+  call: McpCall,
+  opts: { callTimeoutMs: number; dataDir?: string },
+): Tool {
+  const id = mcpToolName(server, def.name)
+  return defineTool({
+    id,
+    permission: id,
+    description: def.description?.trim() || `The ${def.name} tool of the ${server} MCP server.`,
+    parameters: parametersOf(def.inputSchema),
+    async execute(args, ctx) {
+      await ctx.ask({ permission: id, patterns: ['*'], always: ['*'], metadata: { server, tool: def.name } })
+      let result: McpCallResult
+      try {
+        result = await call(def.name, (args ?? {}) as Record<string, unknown>, {
+          signal: ctx.abort,
+          timeout: opts.callTimeoutMs,
+          onprogress: (p) => ctx.progress({ progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message }) }),
+        })
+      } catch (err) {
+        if (ctx.abort.aborted) throw new ToolFailure('aborted', `The ${id} call was cancelled.`)
+        throw new ToolFailure('failed', `The MCP server "${server}" failed during ${def.name}: ${(err as Error).message}`)
+      }
+      const normalized = normalizeResult(result)
+      if (!opts.dataDir) return normalized
+      const truncated = truncateOutput(normalized.output, { dataDir: opts.dataDir, name: `mcp_${ctx.callId}` })
+      return {
+        ...normalized,
+        output: truncated.output,
+        ...(truncated.truncated && { metadata: { truncated: true, outputPath: truncated.outputPath } }),
+      }
+    },
+  })
+}
+
+/** The server's JSON Schema as zod (objects only); a schema zod cannot read accepts any object. */
+function parametersOf(inputSchema: Record<string, unknown>): z.ZodType {
+  const { $schema: _ignored, ...schema } = inputSchema
+  try {
+    return z.fromJSONSchema({ ...schema, type: 'object' } as Parameters<typeof z.fromJSONSchema>[0])
+  } catch {
+    return z.looseObject({})
+  }
+}
