@@ -273,3 +273,17 @@ describe('permission gate with the real store', () => {
     await f.gate.ask(planScope, { permission: 'edit', patterns: ['.chronicle/plans/p.md'] })
   })
 })
+
+describe('what "always" approves for bash', () => {
+  it('is each sub-command prefix by arity', async () => {
+    const { defaultAlways } = await import('../../src/tools/permission/gate.js')
+    const always = (command: string) => defaultAlways({ permission: 'bash', patterns: [command] })
+    expect(always('echo one')).toEqual(['echo *'])
+    expect(always('ls -la /tmp')).toEqual(['ls *'])
+    expect(always('git clean -fd')).toEqual(['git clean *'])
+    expect(always('git -C x status')).toEqual(['git *'])
+    expect(always('npm run build -- --watch')).toEqual(['npm run build *'])
+    expect(always('git fetch && git status -s')).toEqual(['git fetch *', 'git status *'])
+    expect(defaultAlways({ permission: 'edit', patterns: ['src/a.ts'] })).toEqual(['src/a.ts'])
+  })
+})
