@@ -14,6 +14,17 @@ import { Connection } from './ws/connection.js'
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>
 
+export interface RouteInfo {
+  readonly method: string
+  readonly url: string
+}
+const registered = new WeakMap<object, RouteInfo[]>()
+
+/** Every route the app serves (the security test walks this list so no route can skip auth). */
+export function routesOf(app: App): readonly RouteInfo[] {
+  return registered.get(app) ?? []
+}
+
 /**
  * The HTTP + WebSocket application, without listening: tests drive it with
  * inject/injectWS or listen on port 0; src/main.ts composes the real one.
@@ -24,9 +35,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     bodyLimit: deps.limits.bodyBytes,
     requestTimeout: 0, // ?wait=true holds a request for a whole run; the socket timeout below bounds idle ones
     connectionTimeout: 60_000,
-    maxParamLength: 300,
-    disableRequestLogging: false,
+    routerOptions: { maxParamLength: 300 },
   }).withTypeProvider<ZodTypeProvider>()
+  const routes: RouteInfo[] = []
+  registered.set(app, routes)
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url })
+  })
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
   // JSON only: text/plain is a preflight-free "simple" request a foreign page could send.
@@ -40,10 +55,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setNotFoundHandler((req) => {
     throw new ChronicleError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`)
   })
-
-  // Before routing, body parsing and the WebSocket upgrade.
-  const policy = deps.security
-  app.addHook('onRequest', async (req) => checkRequest(req, policy))
 
   await app.register(swagger, {
     openapi: {
@@ -59,9 +70,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     options: { maxPayload: deps.limits.frameBytes, handleProtocols: selectProtocol },
     preClose(done) {
       for (const c of connections) c.close('shutdown', 1001)
-      this.websocketServer.close(() => done())
+      // Not waiting for the clients: each socket is cut after a short grace if its peer does not answer the close.
+      this.websocketServer.close()
+      done()
     },
   })
+
+  // Before routing, body parsing and the WebSocket upgrade. Added after the websocket plugin so its own
+  // onRequest hook has marked upgrade requests: a refused upgrade's socket is then destroyed, not left open.
+  const policy = deps.security
+  app.addHook('onRequest', async (req) => checkRequest(req, policy))
 
   const api = createApi(deps)
   app.get('/ws', { websocket: true, schema: { hide: true } }, (socket) => {

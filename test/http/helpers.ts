@@ -1,0 +1,130 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import WebSocket from 'ws'
+import { loadConfig, type ChronicleConfig } from '../../src/config.js'
+import { createChronicle, type Chronicle } from '../../src/main.js'
+
+/** A real Chronicle in a temp data dir, logs captured in memory. */
+export interface TestServer {
+  readonly chronicle: Chronicle
+  readonly dir: string
+  readonly url: string
+  readonly wsUrl: string
+  readonly token: string
+  readonly logs: string[]
+  close(): Promise<void>
+}
+
+export async function startServer(
+  env: Record<string, string> = {},
+  opts: { listen?: boolean; config?: Partial<ChronicleConfig> } = {},
+): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'chronicle-http-'))
+  const logs: string[] = []
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk))
+      done()
+    },
+  })
+  const base = loadConfig({ env: { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', ...env }, cwd: dir })
+  const config = { ...base, ...opts.config }
+  const chronicle = await createChronicle(config, { logDestination: sink, directory: dir })
+  const url = opts.listen === false ? 'http://localhost' : await chronicle.start()
+  return {
+    chronicle,
+    dir,
+    url,
+    wsUrl: `${url.replace(/^http/, 'ws')}/ws`,
+    token: chronicle.token.token,
+    logs,
+    async close() {
+      await chronicle.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+export type Frame = Record<string, unknown> & { type?: string; id?: string | number | null }
+
+/** A real `ws` client that records every frame and answers `call` with the reply to its id. */
+export class Client {
+  readonly frames: Frame[] = []
+  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = []
+  private n = 0
+  closed: { code: number; reason: string } | undefined
+  /** resolves with the close code */
+  readonly whenClosed: Promise<number>
+
+  constructor(readonly ws: WebSocket) {
+    this.whenClosed = new Promise((resolve) => ws.once('close', (code) => resolve(code)))
+    ws.on('message', (data) => this.onFrame(JSON.parse(String(data)) as Frame))
+    ws.on('close', (code, reason) => {
+      this.closed = { code, reason: String(reason) }
+      for (const w of this.waiters) w.resolve({ type: '__closed', code })
+      this.waiters = []
+    })
+  }
+
+  static async connect(url: string, token: string | undefined, options: WebSocket.ClientOptions = {}): Promise<Client> {
+    const ws = new WebSocket(url, {
+      ...options,
+      headers: { ...(token !== undefined && { authorization: `Bearer ${token}` }), ...options.headers },
+    })
+    const client = new Client(ws)
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve())
+      ws.once('error', reject)
+      ws.once('unexpected-response', (req, res) => {
+        req.destroy()
+        reject(new Error(`Unexpected server response: ${res.statusCode}`))
+      })
+    })
+    return client
+  }
+
+  private onFrame(frame: Frame): void {
+    this.frames.push(frame)
+    const i = this.waiters.findIndex((w) => w.match(frame))
+    if (i >= 0) {
+      const [w] = this.waiters.splice(i, 1)
+      w?.resolve(frame)
+    }
+  }
+
+  /** The next frame matching (looking at frames already received first). */
+  wait(match: (f: Frame) => boolean, timeoutMs = 10_000): Promise<Frame> {
+    const seen = this.frames.find(match)
+    if (seen) return Promise.resolve(seen)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for a frame; got ${JSON.stringify(this.frames.slice(-5))}`)), timeoutMs)
+      this.waiters.push({
+        match,
+        resolve: (f) => {
+          clearTimeout(timer)
+          resolve(f)
+        },
+      })
+    })
+  }
+
+  send(raw: string | Buffer): void {
+    this.ws.send(raw)
+  }
+
+  async call(method: string, params?: unknown): Promise<Frame> {
+    const id = `c${++this.n}`
+    this.ws.send(JSON.stringify({ id, method, ...(params !== undefined && { params }) }))
+    return this.wait((f) => f.id === id)
+  }
+
+  events(sub?: string): (Frame & { seq: number; version: number; session: string })[] {
+    return this.frames.filter((f) => f.type === 'event' && (sub === undefined || f.sub === sub)) as never
+  }
+
+  close(): void {
+    this.ws.terminate()
+  }
+}
