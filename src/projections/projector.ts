@@ -4,118 +4,192 @@ import type { ProjectHook } from '../events/store.js'
 import { apply, evolve } from './evolve.js'
 import { inheritedView, type InheritFn } from './fold.js'
 import type { Message, Part, Session, SessionView } from './model.js'
+import { createPartWriter, fromRow, PART_COLUMNS, type PartRow, type PartWriter } from './part-rows.js'
 
 /**
  * The live projection: runs inside the append transaction, folds the batch
  * with evolve, and writes each changed entity once per batch (a streaming
- * part is rewritten per flush, not per delta). Entities are loaded from the
- * read-model tables on first touch, so memory is bounded by the batch.
+ * part is rewritten per flush, not per delta).
+ *
+ * Views of recently written sessions stay cached between batches, so a
+ * streaming part is not re-read and re-parsed on every flush. A cached view
+ * is used only when its session version is exactly the one before the
+ * event's: a rolled-back batch, a rebuild or a write through another
+ * connection all make it miss, and the view is loaded from the tables again.
+ * Memory is bounded: at most `cacheSessions` sessions, each holding only the
+ * entities its latest batches touched; anything else reads through.
  */
-export function createProjector(inherit: InheritFn): ProjectHook {
+export interface ProjectorOptions {
+  readonly cacheSessions?: number
+}
+
+const ENTITIES_PER_SESSION = 64
+
+export function createProjector(inherit: InheritFn, options: ProjectorOptions = {}): ProjectHook {
+  const cache = new ViewCache(options.cacheSessions ?? 256)
   return (db, events) => {
-    const writer = new BatchWriter(db)
-    for (const event of events) writer.apply(event, inherit)
+    const writer = new BatchWriter(db, cache, inherit)
+    for (const event of events) writer.apply(event)
     writer.write()
   }
 }
 
+interface Dirty {
+  readonly messages: Set<string>
+  /** changed parts, each with its value before this batch (undefined: new) */
+  readonly parts: Map<string, Part | undefined>
+}
+
 class BatchWriter {
   private readonly views = new Map<string, SessionView>()
-  private readonly dirty = new Map<string, { messages: Set<string>; parts: Set<string> }>()
-  private readonly stmt
+  private readonly dirty = new Map<string, Dirty>()
+  private readonly stmt: Statements
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    private readonly cache: ViewCache,
+    private readonly inherit: InheritFn,
+  ) {
     this.stmt = statements(db)
   }
 
-  apply(event: StoredEvent, inherit: InheritFn): void {
-    let view = this.views.get(event.sessionId)
+  apply(event: StoredEvent): void {
     let dirty = this.dirty.get(event.sessionId)
     if (!dirty) {
-      dirty = { messages: new Set(), parts: new Set() }
+      dirty = { messages: new Set(), parts: new Map() }
       this.dirty.set(event.sessionId, dirty)
     }
+    let view = this.views.get(event.sessionId)
     if (event.type === 'session.forked') {
       // The child's read model starts as a copy of the parent's state at the fork point.
-      view = inheritedView(inherit, event)
+      view = inheritedView(this.inherit, event)
       for (const id of view.messages.keys()) dirty.messages.add(id)
-      for (const id of view.parts.keys()) dirty.parts.add(id)
+      for (const id of view.parts.keys()) dirty.parts.set(id, undefined)
     } else if (!view) {
-      view = this.load(event.sessionId)
+      const cached = this.cache.take(event.sessionId)
+      view = cached && cached.session?.version === event.version - 1 ? cached : this.load(event.sessionId)
     }
     this.views.set(event.sessionId, view)
     const changes = evolve(view, event)
+    for (const p of changes.parts ?? []) if (!dirty.parts.has(p.id)) dirty.parts.set(p.id, view.parts.get(p.id))
     apply(view, changes)
     for (const m of changes.messages ?? []) dirty.messages.add(m.id)
-    for (const p of changes.parts ?? []) dirty.parts.add(p.id)
   }
 
   write(): void {
     for (const [sessionId, view] of this.views) {
       const session = view.session as Session
       this.stmt.session.run(session.id, session.parent?.sessionId ?? null, session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session))
-      const dirty = this.dirty.get(sessionId)
-      for (const id of dirty?.messages ?? []) {
-        this.stmt.message.run(sessionId, id, JSON.stringify(view.messages.get(id) as Message))
+      const dirty = this.dirty.get(sessionId) as Dirty
+      const messages = new ReadThroughMap<Message>(this.stmt.getMessage, sessionId)
+      const parts = new ReadThroughMap<Part>(this.stmt.getPart, sessionId)
+      for (const id of dirty.messages) {
+        const message = view.messages.get(id) as Message
+        this.stmt.message.run(sessionId, id, JSON.stringify(message))
+        if (messages.size < ENTITIES_PER_SESSION) messages.seed(id, message)
       }
-      for (const id of dirty?.parts ?? []) {
+      for (const [id, prior] of dirty.parts) {
         const part = view.parts.get(id) as Part
-        this.stmt.part.run(sessionId, id, part.messageId, JSON.stringify(part))
+        this.stmt.parts.write(sessionId, part, prior)
+        if (parts.size < ENTITIES_PER_SESSION) parts.seed(id, part)
       }
+      // Cache what this batch touched (bounded), on top of what the view already held.
+      const keep = (into: ReadThroughMap<Message | Part>, from: Map<string, Message | Part>) => {
+        if (from instanceof ReadThroughMap) for (const [id, v] of from.cached()) if (into.size < ENTITIES_PER_SESSION) into.seed(id, v)
+      }
+      keep(messages, view.messages)
+      keep(parts, view.parts)
+      this.cache.put(sessionId, { session, messages, parts })
     }
   }
 
   /** A view whose maps read through to the tables on a miss. */
   private load(sessionId: string): SessionView {
     const row = this.stmt.getSession.get(sessionId) as string | undefined
-    const { getMessage, getPart } = this.stmt
     return {
       session: row === undefined ? null : (JSON.parse(row) as Session),
-      messages: new ReadThroughMap<Message>((id) => getMessage.get(sessionId, id) as string | undefined),
-      parts: new ReadThroughMap<Part>((id) => getPart.get(sessionId, id) as string | undefined),
+      messages: new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
+      parts: new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
     }
   }
 }
 
+/** A map that loads an entity row from its table on a miss (the loaded value then stays). */
 class ReadThroughMap<V> extends Map<string, V> {
-  constructor(private readonly fetch: (id: string) => string | undefined) {
+  constructor(
+    private readonly fetch: (sessionId: string, id: string) => V | undefined,
+    private readonly sessionId: string,
+  ) {
     super()
   }
   override get(id: string): V | undefined {
-    if (super.has(id)) return super.get(id)
-    const row = this.fetch(id)
-    if (row === undefined) return undefined
-    const value = JSON.parse(row) as V
-    super.set(id, value)
+    const hit = super.get(id)
+    if (hit !== undefined) return hit
+    const value = this.fetch(this.sessionId, id)
+    if (value !== undefined) super.set(id, value)
     return value
+  }
+  seed(id: string, value: V): void {
+    super.set(id, value)
+  }
+  cached(): IterableIterator<[string, V]> {
+    return super.entries()
   }
 }
 
-const cache = new WeakMap<Database.Database, ReturnType<typeof prepare>>()
-function statements(db: Database.Database) {
-  let s = cache.get(db)
+/** Least-recently-written sessions are forgotten first. */
+class ViewCache {
+  private readonly views = new Map<string, SessionView>()
+  constructor(private readonly capacity: number) {}
+
+  /** Removes and returns the cached view: the batch owns it until it puts it back. */
+  take(sessionId: string): SessionView | undefined {
+    const view = this.views.get(sessionId)
+    this.views.delete(sessionId)
+    return view
+  }
+
+  put(sessionId: string, view: SessionView): void {
+    this.views.delete(sessionId)
+    this.views.set(sessionId, view)
+    if (this.views.size > this.capacity) {
+      const oldest = this.views.keys().next().value
+      if (oldest !== undefined) this.views.delete(oldest)
+    }
+  }
+}
+
+type Statements = ReturnType<typeof prepare>
+const prepared = new WeakMap<Database.Database, Statements>()
+function statements(db: Database.Database): Statements {
+  let s = prepared.get(db)
   if (!s) {
     s = prepare(db)
-    cache.set(db, s)
+    prepared.set(db, s)
   }
   return s
 }
 
 function prepare(db: Database.Database) {
+  const message = db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck()
+  const part = db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.id = ?`)
   return {
     getSession: db.prepare('SELECT data FROM sessions WHERE id = ?').pluck(),
-    getMessage: db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck(),
-    getPart: db.prepare('SELECT data FROM parts WHERE session_id = ? AND id = ?').pluck(),
+    getMessage: (sessionId: string, id: string): Message | undefined => {
+      const row = message.get(sessionId, id) as string | undefined
+      return row === undefined ? undefined : (JSON.parse(row) as Message)
+    },
+    getPart: (sessionId: string, id: string): Part | undefined => {
+      const row = part.get(sessionId, id) as PartRow | undefined
+      return row && fromRow(row)
+    },
+    parts: createPartWriter(db) as PartWriter,
     session: db.prepare(
       `INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET archived = excluded.archived, updated_at = excluded.updated_at, data = excluded.data`,
     ),
     message: db.prepare(
       `INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)
-       ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data`,
-    ),
-    part: db.prepare(
-      `INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)
        ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data`,
     ),
   }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
+import { fromRow, PART_COLUMNS, type PartRow } from './part-rows.js'
 
 /**
  * Queries over the stored read models. Nothing here writes: only the
@@ -26,10 +27,10 @@ export function getMessages(db: Database.Database, sessionId: string): Message[]
 export function getParts(db: Database.Database, sessionId: string, messageId?: string): Part[] {
   const rows = (
     messageId === undefined
-      ? db.prepare('SELECT data FROM parts WHERE session_id = ? ORDER BY id').pluck().all(sessionId)
-      : db.prepare('SELECT data FROM parts WHERE session_id = ? AND message_id = ? ORDER BY id').pluck().all(sessionId, messageId)
-  ) as string[]
-  return rows.map((r) => JSON.parse(r) as Part)
+      ? db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
+      : db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`).all(sessionId, messageId)
+  ) as PartRow[]
+  return rows.map(fromRow)
 }
 
 /** The stored read model of one session as a view (what verify compares with a fresh fold). */

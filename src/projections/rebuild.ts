@@ -3,6 +3,7 @@ import { foldSession, type InheritFn } from './fold.js'
 import { apply, evolve } from './evolve.js'
 import { inheritedView } from './fold.js'
 import { emptyView, type SessionView } from './model.js'
+import { createPartWriter } from './part-rows.js'
 
 export interface RebuildReport {
   readonly sessions: number
@@ -26,11 +27,11 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
   const insert = {
     session: db.prepare('INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, ?, ?, ?, ?)'),
     message: db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)'),
-    part: db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)'),
   }
+  const parts = createPartWriter(db)
   let events = 0
   db.transaction(() => {
-    db.exec('DELETE FROM parts; DELETE FROM messages; DELETE FROM sessions;')
+    db.exec('DELETE FROM part_text; DELETE FROM parts; DELETE FROM messages; DELETE FROM sessions;')
     ids.forEach((sessionId, i) => {
       let view: SessionView = emptyView()
       let first = true
@@ -43,7 +44,7 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
       const s = view.session
       if (s) insert.session.run(s.id, s.parent?.sessionId ?? null, s.archived ? 1 : 0, s.updatedAt, JSON.stringify(s))
       for (const m of view.messages.values()) insert.message.run(sessionId, m.id, JSON.stringify(m))
-      for (const p of view.parts.values()) insert.part.run(sessionId, p.id, p.messageId, JSON.stringify(p))
+      for (const p of view.parts.values()) parts.write(sessionId, p, undefined)
       options.progress?.(i + 1, ids.length)
     })
   }).immediate()

@@ -1,0 +1,181 @@
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { ChronicleEvent } from '../src/events/catalogue.js'
+import type { EventMeta } from '../src/events/envelope.js'
+import { migrate } from '../src/events/schema.js'
+import type { EventStore } from '../src/events/store.js'
+import { foldSession } from '../src/projections/fold.js'
+import { openStore } from '../src/projections/open.js'
+import { rebuild } from '../src/projections/rebuild.js'
+
+/**
+ * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2]`
+ *
+ * Streaming load: `producers` sessions stream text concurrently, each through
+ * `parts` text parts of `deltas` deltas of ~60 bytes, via the real batching
+ * appender with the inline projection. Each producer enqueues `per-tick`
+ * deltas and then awaits the last one (a provider chunk carrying a few
+ * deltas), so one tick commits about producers × per-tick events.
+ * The raw baseline inserts the very same rows with plain better-sqlite3 into
+ * an identical events table (same migrations), 100 per transaction, no
+ * projection. Every figure is the median over `runs` fresh databases.
+ */
+
+interface Config {
+  runs: number
+  producers: number
+  parts: number
+  deltas: number
+  perTick: number
+}
+
+interface Row {
+  session_id: string
+  version: number
+  type: string
+  data: string
+  meta: string
+}
+
+const DELTA = 'the quick brown fox jumps over the lazy dog; stream chunk #' // 60 bytes with the counter
+
+export default async function (args: string[]): Promise<object> {
+  const cfg: Config = {
+    runs: flag(args, '--runs', 5),
+    producers: flag(args, '--producers', 50),
+    parts: flag(args, '--parts', 4),
+    deltas: flag(args, '--deltas', 200),
+    perTick: flag(args, '--per-tick', 2),
+  }
+  const results: Record<string, number>[] = []
+  for (let i = 0; i < cfg.runs; i++) results.push(await runOnce(cfg))
+  const keys = Object.keys(results[0] ?? {})
+  const median = Object.fromEntries(keys.map((k) => [k, round(medianOf(results.map((r) => r[k] as number)))]))
+  return {
+    ...median,
+    config: cfg,
+    runs: results.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)]))),
+  }
+}
+
+async function runOnce(cfg: Config): Promise<Record<string, number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
+  try {
+    const store = openStore(join(dir, 'store.db'))
+    const meta: EventMeta = { actor: 'model', run: 'run_bench' }
+    const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
+    for (const id of sessions) {
+      store.append(id, [
+        { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
+        { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
+      ], { meta: { actor: 'runtime' } })
+    }
+    let deltas = 0
+    const commits: number[] = []
+    const off = store.onCommit((events) => commits.push(events.length))
+    const started = performance.now()
+    await Promise.all(sessions.map((id) => produce(store, id, cfg, meta).then((n) => (deltas += n))))
+    const appendMs = performance.now() - started
+    off()
+    const appended = commits.reduce((a, b) => a + b, 0)
+
+    const rows = store.db.prepare('SELECT session_id, version, type, data, meta FROM events ORDER BY seq').all() as Row[]
+    const rawMs = rawInsert(join(dir, 'raw.db'), rows)
+
+    const total = store.head()
+    const rebuildMs = rebuild(store).ms
+
+    let t = performance.now()
+    let read = 0
+    for (const _ of store.iterateAll(0)) read++
+    const readMs = performance.now() - t
+
+    t = performance.now()
+    let folded = 0
+    for (const id of sessions) folded += foldSession(store, id).session?.version ?? 0
+    const foldMs = performance.now() - t
+
+    store.db.pragma('wal_checkpoint(TRUNCATE)')
+    const bytes = statSync(join(dir, 'store.db')).size
+    store.close()
+
+    const appendEventsPerSec = (appended / appendMs) * 1000
+    const rawInsertEventsPerSec = (rows.length / rawMs) * 1000
+    return {
+      appendEventsPerSec,
+      rawInsertEventsPerSec,
+      appendRatio: appendEventsPerSec / rawInsertEventsPerSec,
+      rebuildEventsPerSec: (total / rebuildMs) * 1000,
+      readEventsPerSec: (read / readMs) * 1000,
+      foldEventsPerSec: (folded / foldMs) * 1000,
+      bytesPerEvent: bytes / total,
+      events: total,
+      deltas,
+      meanEventsPerCommit: appended / commits.length,
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** One producer: `parts` text parts in one assistant message, streamed delta by delta. */
+async function produce(store: EventStore, sessionId: string, cfg: Config, meta: EventMeta): Promise<number> {
+  const messageId = `msg_${sessionId}`
+  await store.enqueue(sessionId, [
+    { type: 'message.created', data: { messageId, role: 'assistant', agent: 'build', model: 'scripted:bench' } },
+  ], { meta })
+  let n = 0
+  for (let p = 0; p < cfg.parts; p++) {
+    const partId = `prt_${sessionId}_${p}`
+    await store.enqueue(sessionId, [{ type: 'text.started', data: { messageId, partId } }], { meta })
+    let last: Promise<unknown> = Promise.resolve()
+    for (let d = 0; d < cfg.deltas; d++) {
+      const event: ChronicleEvent = { type: 'text.delta', data: { partId, text: DELTA + String(d).padStart(4, '0') } }
+      last = store.enqueue(sessionId, [event], { meta })
+      n++
+      if ((d + 1) % cfg.perTick === 0) await last
+    }
+    await last
+    await store.enqueue(sessionId, [{ type: 'text.ended', data: { partId } }], { meta })
+  }
+  return n
+}
+
+/** The same rows through plain prepared INSERTs, 100 per BEGIN IMMEDIATE transaction. */
+function rawInsert(path: string, rows: readonly Row[]): number {
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  migrate(db)
+  const insert = db.prepare(
+    'INSERT INTO events (session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, 1, ?, ?, ?)',
+  )
+  const batch = db.transaction((slice: readonly Row[]) => {
+    const at = Date.now()
+    for (const r of slice) insert.run(r.session_id, r.version, r.type, r.data, r.meta, at)
+  })
+  const started = performance.now()
+  for (let i = 0; i < rows.length; i += 100) batch.immediate(rows.slice(i, i + 100))
+  const ms = performance.now() - started
+  db.close()
+  return ms
+}
+
+function flag(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(name)
+  const value = i >= 0 ? Number(args[i + 1]) : fallback
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`)
+  return value
+}
+
+function medianOf(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2
+}
+
+function round(x: number): number {
+  return x >= 100 ? Math.round(x) : Math.round(x * 100) / 100
+}

@@ -1,0 +1,117 @@
+import type Database from 'better-sqlite3'
+import type { Part } from './model.js'
+
+/**
+ * How parts are stored. A streamed string — a text or reasoning part's
+ * `text`, a tool part's `rawInput` — grows by one delta at a time, so it is
+ * kept out of the part's JSON row, in fixed-size slices (`part_text`): a
+ * flush rewrites only the last slice or two instead of the whole text, and
+ * the cost of a delta does not grow with the length of its part. The part
+ * row holds the field as '' (keeping the key order) and is rewritten only
+ * when something other than the streamed string changes.
+ *
+ * Readers never see the split: PART_SELECT and fromRow put the text back.
+ */
+
+/** A new slice holds about this many UTF-16 units (never splitting a surrogate pair). */
+export const SLICE = 1024
+
+export type StreamedField = 'text' | 'rawInput'
+
+export function streamedField(part: Part): StreamedField | undefined {
+  if (part.type === 'text' || part.type === 'reasoning') return 'text'
+  if (part.type === 'tool') return 'rawInput'
+  return undefined
+}
+
+/** Columns `data, text` of parts: the JSON row and the streamed string reassembled from its slices. */
+export const PART_COLUMNS = `p.data AS data, (SELECT group_concat(t.text, '' ORDER BY t.n) FROM part_text t
+  WHERE t.session_id = p.session_id AND t.part_id = p.id) AS text`
+
+export interface PartRow {
+  readonly data: string
+  readonly text: string | null
+}
+
+export function fromRow(row: PartRow): Part {
+  const part = JSON.parse(row.data) as Part
+  const field = streamedField(part)
+  if (field && row.text !== null) (part as unknown as Record<string, string>)[field] = row.text
+  return part
+}
+
+export interface PartWriter {
+  /**
+   * Stores `part`. `prior` is the part as stored before (undefined: not
+   * stored yet); when only the streamed string grew, only its last slice is
+   * rewritten and new ones added.
+   */
+  write(sessionId: string, part: Part, prior: Part | undefined): void
+}
+
+export function createPartWriter(db: Database.Database): PartWriter {
+  const stmt = {
+    part: db.prepare(
+      `INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_id, id) DO UPDATE SET message_id = excluded.message_id, data = excluded.data`,
+    ),
+    last: db.prepare('SELECT n, start FROM part_text WHERE session_id = ? AND part_id = ? ORDER BY n DESC LIMIT 1'),
+    slice: db.prepare(
+      `INSERT INTO part_text (session_id, part_id, n, start, text) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (session_id, part_id, n) DO UPDATE SET start = excluded.start, text = excluded.text`,
+    ),
+    drop: db.prepare('DELETE FROM part_text WHERE session_id = ? AND part_id = ?'),
+  }
+  return {
+    write(sessionId, part, prior) {
+      const field = streamedField(part)
+      if (!field) {
+        stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify(part))
+        return
+      }
+      const value = (part as unknown as Record<string, string>)[field] ?? ''
+      const before = prior && streamedField(prior) === field ? ((prior as unknown as Record<string, string>)[field] ?? '') : undefined
+      const sliced = before !== undefined && wellFormed(before)
+      if (!wellFormed(value)) {
+        // A lone surrogate would not survive SQLite's UTF-8 text: keep this one in its (escaped) JSON row.
+        stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify(part))
+        if (sliced) stmt.drop.run(sessionId, part.id)
+        return
+      }
+      if (!sliced || !sameApartFrom(part, prior as Part, field)) {
+        stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify({ ...part, [field]: '' }))
+      }
+      let n = 0
+      let start = 0
+      if (sliced && value.length >= before.length && value.startsWith(before)) {
+        if (value.length === before.length) return
+        const last = stmt.last.get(sessionId, part.id) as { n: number; start: number } | undefined
+        if (last) ({ n, start } = last)
+      } else if (prior !== undefined) {
+        stmt.drop.run(sessionId, part.id)
+      }
+      while (start < value.length) {
+        let end = Math.min(start + SLICE, value.length)
+        const code = value.charCodeAt(end - 1)
+        if (end < value.length && code >= 0xd800 && code <= 0xdbff) end--
+        stmt.slice.run(sessionId, part.id, n, start, value.slice(start, end))
+        n++
+        start = end
+      }
+    },
+  }
+}
+
+function wellFormed(s: string): boolean {
+  return (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+}
+
+/** True when the two parts differ at most in `field` (shallow: the projection makes new objects for what it changes). */
+function sameApartFrom(a: Part, b: Part, field: StreamedField): boolean {
+  const x = a as unknown as Record<string, unknown>
+  const y = b as unknown as Record<string, unknown>
+  const keys = Object.keys(x)
+  if (keys.length !== Object.keys(y).length) return false
+  for (const k of keys) if (k !== field && x[k] !== y[k]) return false
+  return true
+}
