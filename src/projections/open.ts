@@ -1,11 +1,14 @@
 import { EventStore, type StoreOptions } from '../events/store.js'
 import type { InheritFn } from './fold.js'
 import { createProjector } from './projector.js'
+import { maintainSnapshots } from './snapshot-maintainer.js'
 import { configureTimeTravel, snapshotInherit, type TimeTravelOptions } from './time-travel.js'
 
 export interface OpenOptions extends Omit<StoreOptions, 'project'>, TimeTravelOptions {
   /** how a fork's inherited state is resolved; defaults to time travel with the snapshot cache */
   readonly inherit?: (store: EventStore) => InheritFn
+  /** extend snapshot chains in the background after commits (default true); otherwise only stateAt extends them */
+  readonly snapshotOnCommit?: boolean
 }
 
 /** An event store whose appends keep the Session / Message / Part read models up to date. */
@@ -16,5 +19,8 @@ export function openStore(path: string, options: OpenOptions = {}): EventStore {
   const store = EventStore.open(path, { ...options, project: createProjector((from) => inherit(from)) })
   if (options.snapshotEvery !== undefined) configureTimeTravel(store, { snapshotEvery: options.snapshotEvery })
   inherit = options.inherit ? options.inherit(store) : snapshotInherit(store)
+  if (options.snapshotOnCommit !== false) {
+    maintainSnapshots(store, options.snapshotEvery === undefined ? {} : { every: options.snapshotEvery })
+  }
   return store
 }

@@ -1,9 +1,8 @@
 import type { EventStore } from '../events/store.js'
-import { apply, evolve } from './evolve.js'
-import { type InheritFn, inheritedView } from './fold.js'
-import { eventsByVersion, firstEvent, type Located, locate } from './lineage.js'
-import { emptyView, type Message, type Part, type Session, type SessionView } from './model.js'
-import { snapshotCache } from './snapshots.js'
+import type { InheritFn } from './fold.js'
+import { type Located, locate } from './lineage.js'
+import type { Message, Part, Session, SessionView } from './model.js'
+import { SnapshotFold } from './snapshot-fold.js'
 
 /**
  * Time travel: a session exactly as it was right after any event of its
@@ -96,30 +95,8 @@ function ownViewAt(store: EventStore, at: Located, options: TimeTravelOptions): 
 }
 
 function foldWithSnapshots(store: EventStore, at: Located, options: TimeTravelOptions): SessionView {
-  const { sessionId, version } = at
-  const cache = snapshotCache(store.db)
-  const k = every(store, options)
-  const first = firstEvent(store, sessionId)
-  const view =
-    first.type === 'session.forked' ? inheritedView((from) => viewAt(store, from.sessionId, from.seq, options), first) : emptyView()
-  let base = cache.mergeInto(view, sessionId, version)?.version ?? 0
-  // New rows go only at the end of the chain, so the chain never branches.
-  const writing = k > 0 && base === cache.tail(sessionId)
-  const changed = { messages: new Set<string>(), parts: new Set<string>() }
-  for (const event of eventsByVersion(store.db, sessionId, base, version)) {
-    const changes = evolve(view, event)
-    apply(view, changes)
-    if (!writing) continue
-    for (const m of changes.messages ?? []) changed.messages.add(m.id)
-    for (const p of changes.parts ?? []) changed.parts.add(p.id)
-    if (event.version - base >= k) {
-      cache.write(sessionId, { version: event.version, seq: event.seq, baseVersion: base }, view, changed)
-      base = event.version
-      changed.messages.clear()
-      changed.parts.clear()
-    }
-  }
-  return view
+  const inherit: InheritFn = (from) => viewAt(store, from.sessionId, from.seq, options)
+  return new SnapshotFold(store, at.sessionId, at.version, every(store, options), inherit).advance(at.version)
 }
 
 function byId<T extends { id: string }>(map: Map<string, T>): T[] {

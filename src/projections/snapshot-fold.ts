@@ -1,0 +1,63 @@
+import type { EventStore } from '../events/store.js'
+import { apply, evolve } from './evolve.js'
+import { type InheritFn, inheritedView } from './fold.js'
+import { eventsByVersion, firstEvent } from './lineage.js'
+import { emptyView, type SessionView } from './model.js'
+import { snapshotCache } from './snapshots.js'
+
+/**
+ * A fold of one session's own events that starts from the snapshot chain and
+ * extends it: every `every` events past the chain's last row it records a
+ * new row (the entities changed since). It can be advanced again later, so
+ * a background maintainer folds each event once, not once per row.
+ */
+export class SnapshotFold {
+  readonly view: SessionView
+  /** the version the view is at */
+  version: number
+  /** the version of the chain's last row (0: none) */
+  private base: number
+  private readonly changed = { messages: new Set<string>(), parts: new Set<string>() }
+  /** whether this fold may append rows: only at the chain's end, so the chain never branches */
+  private readonly writing: boolean
+
+  constructor(
+    private readonly store: EventStore,
+    readonly sessionId: string,
+    upToVersion: number,
+    private readonly every: number,
+    inherit: InheritFn,
+  ) {
+    const cache = snapshotCache(store.db)
+    const first = firstEvent(store, sessionId)
+    this.view = first.type === 'session.forked' ? inheritedView(inherit, first) : emptyView()
+    this.base = cache.mergeInto(this.view, sessionId, upToVersion)?.version ?? 0
+    this.version = this.base
+    this.writing = every > 0 && this.base === cache.tail(sessionId)
+  }
+
+  /** Folds the session's events up to `version`, recording rows on the way. */
+  advance(version: number): SessionView {
+    const cache = snapshotCache(this.store.db)
+    for (const event of eventsByVersion(this.store.db, this.sessionId, this.version, version)) {
+      const changes = evolve(this.view, event)
+      apply(this.view, changes)
+      this.version = event.version
+      if (!this.writing) continue
+      for (const m of changes.messages ?? []) this.changed.messages.add(m.id)
+      for (const p of changes.parts ?? []) this.changed.parts.add(p.id)
+      if (event.version - this.base >= this.every) {
+        cache.write(this.sessionId, { version: event.version, seq: event.seq, baseVersion: this.base }, this.view, this.changed)
+        this.base = event.version
+        this.changed.messages.clear()
+        this.changed.parts.clear()
+      }
+    }
+    return this.view
+  }
+
+  /** Still the end of the chain (nobody else added rows), so advancing it stays correct. */
+  isChainEnd(): boolean {
+    return this.writing && snapshotCache(this.store.db).tail(this.sessionId) === this.base
+  }
+}
