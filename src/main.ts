@@ -7,11 +7,21 @@ import { createIdSource, type IdSource } from './events/ids.js'
 import type { EventStore } from './events/store.js'
 import { execute } from './commands/execute.js'
 import { decidePermission } from './commands/permission.js'
+import { fork } from './commands/fork.js'
+import { history } from './projections/history.js'
 import { openStore } from './projections/open.js'
-import { resolveAgents } from './tools/agents.js'
+import { stateAt } from './projections/time-travel.js'
+import type { ModelResolver } from './runtime/model.js'
+import { createModelResolver } from './runtime/providers.js'
+import { createRuntime } from './runtime/runtime.js'
+import { resolveAgents, type AgentDefinition } from './tools/agents.js'
+import { createBuiltinTools } from './tools/builtin/index.js'
+import { createMcpManager } from './tools/mcp/manager.js'
+import { createPermissionGate } from './tools/permission/gate.js'
+import { createToolRegistry } from './tools/registry.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { buildApp, type App } from './http/app.js'
-import type { AppDeps, PermissionPort, RuntimePort } from './http/deps.js'
+import type { AppDeps, PermissionPort, RuntimePort, TimeTravelPort } from './http/deps.js'
 import { createLogger } from './http/logger.js'
 import { resolveToken, type TokenInfo } from './http/token.js'
 
@@ -27,6 +37,8 @@ export interface ChronicleOptions {
   readonly ids?: IdSource
   /** default directory for new sessions; default the process's cwd */
   readonly directory?: string
+  /** replaces the configured providers (tests inject a mock or scripted model here) */
+  readonly models?: ModelResolver
 }
 
 export interface Chronicle {
@@ -59,7 +71,52 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   })
   const store = openStore(join(config.dataDir, 'chronicle.db'))
   const ids = options.ids ?? createIdSource()
-  const agents = resolveAgents(config.agents)
+  const directory = options.directory ?? process.cwd()
+  // Configured global rules come after each agent's own: last match wins.
+  const agents = new Map<string, AgentDefinition>(
+    [...resolveAgents(config.agents)].map(([name, a]) => [name, { ...a, rules: [...a.rules, ...config.rules] }]),
+  )
+  const gate = createPermissionGate({ store, ids, agents })
+  const mcp = createMcpManager(config.mcp, {
+    directory,
+    dataDir: config.dataDir,
+    onStatus: (status) => logger.info({ mcp: status }, 'mcp server status'),
+  })
+  const tools = createToolRegistry({
+    agents,
+    store,
+    mcp,
+    tools: createBuiltinTools({
+      dataDir: config.dataDir,
+      updateTodos: (sessionId, items) =>
+        store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } }).then(() => undefined),
+    }),
+  })
+  const models =
+    options.models ??
+    createModelResolver({
+      defaultModel: config.model ?? null,
+      ...(config.provider.baseURL && { baseURL: config.provider.baseURL }),
+      ...(config.provider.apiKey && { apiKey: config.provider.apiKey }),
+      ...(config.provider.openaiBaseURL && { openaiBaseURL: config.provider.openaiBaseURL }),
+      ...(config.provider.openaiApiKey && { openaiApiKey: config.provider.openaiApiKey }),
+    })
+  const runtime = createRuntime({
+    store,
+    ids,
+    models,
+    tools,
+    permissions: gate,
+    agents,
+    log: logger,
+    limits: { maxInputBytes: config.limits.inputBytes },
+  })
+  const runtimePort: RuntimePort = {
+    submit: async (sessionId, input) => runtime.submit(sessionId, input),
+    cancel: async (sessionId) => runtime.cancel(sessionId),
+    idle: (sessionId) => runtime.idle(sessionId),
+    stop: () => runtime.stop(),
+  }
 
   const permissions: PermissionPort = {
     reply(sessionId, requestId, reply, message) {
@@ -72,7 +129,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       execute(store, sessionId, (s) => decidePermission({ type: 'revoke', ruleId }, s, sessionId, ids), { meta: { actor: 'user' }, durability: 'full' })
     },
   }
-  const runtime = undefined as RuntimePort | undefined
+  const timeTravel: TimeTravelPort = {
+    stateAt: (sessionId, at) => stateAt(store, sessionId, at),
+    history: (sessionId, query) => history(store, sessionId, query),
+    fork: (sessionId, at, opts) => fork(store, ids, sessionId, at, { ...(opts.title && { title: opts.title }) }),
+  }
 
   const deps: AppDeps = {
     store,
@@ -80,11 +141,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     logger,
     security: { token: token.token, allowedHosts: allowedHosts(config), allowedOrigins: config.allowedOrigins },
     limits: config.limits,
-    defaults: { directory: options.directory ?? process.cwd(), agent: 'build', model: config.model ?? null },
+    defaults: { directory, agent: 'build', model: config.model ?? null },
     version: VERSION,
     agents: new Set(agents.keys()),
     permissions,
-    ...(runtime && { runtime }),
+    runtime: runtimePort,
+    timeTravel,
+    context: (sessionId, at) => runtime.context(sessionId, at),
   }
   const app = await buildApp(deps)
 
@@ -96,6 +159,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     logger,
     token,
     async start() {
+      void mcp.start() // never rejects: a failing server is a status, and the HTTP side need not wait
       await app.listen({ host: config.host, port: config.port })
       const address = app.server.address()
       const port = typeof address === 'object' && address ? address.port : config.port
@@ -105,8 +169,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     stop() {
       stopping ??= (async () => {
         const closing = app.close() // stops accepting; sockets get `closing {reason: shutdown}`
-        await deps.runtime?.stop() // runs reach a safe point, so waiting requests can finish
+        await runtime.stop() // runs reach a safe point (left open for recovery), so waiting requests can finish
         await closing
+        await mcp.close()
+        gate.close()
         store.flush()
         store.close()
         logger.flush()

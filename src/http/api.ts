@@ -111,10 +111,6 @@ export function createApi(deps: AppDeps): Api {
       return {}
     },
     async 'input.submit'(p) {
-      const bytes = p.parts.reduce((n, part) => n + (part.type === 'text' ? Buffer.byteLength(part.text) : 0), 0)
-      if (bytes > deps.limits.inputBytes) {
-        throw new ChronicleError('PAYLOAD_TOO_LARGE', `input text is ${bytes} bytes; the limit is ${deps.limits.inputBytes}`)
-      }
       const { session: id, ...input } = p
       session(id)
       return runtime().submit(id, input)
