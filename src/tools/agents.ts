@@ -14,6 +14,13 @@ export interface AgentDefinition {
   readonly rules: readonly PermissionRule[]
 }
 
+/** Rules every default agent starts from: reading .env files asks (they often hold secrets). */
+const SECRETS_ASK: readonly PermissionRule[] = [
+  { permission: 'read', pattern: '*.env', action: 'ask' },
+  { permission: 'read', pattern: '*.env.*', action: 'ask' },
+  { permission: 'read', pattern: '*.env.example', action: 'allow' },
+]
+
 const BASE_PROMPT = `You are Chronicle, a coding agent working in the user's project directory.
 Use the tools to read, search, edit and run commands. Be concise; prefer doing over describing.`
 
@@ -26,6 +33,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
     maxSteps: 50,
     rules: [
       { permission: '*', pattern: '*', action: 'allow' },
+      ...SECRETS_ASK,
       { permission: 'bash', pattern: '*', action: 'ask' },
       { permission: 'edit', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
@@ -40,6 +48,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
     maxSteps: 50,
     rules: [
       { permission: '*', pattern: '*', action: 'allow' },
+      ...SECRETS_ASK,
       { permission: 'edit', pattern: '*', action: 'deny' },
       { permission: 'edit', pattern: '.chronicle/plans/*', action: 'allow' },
       { permission: 'bash', pattern: '*', action: 'ask' },
@@ -55,6 +64,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
     maxSteps: 30,
     rules: [
       { permission: '*', pattern: '*', action: 'allow' },
+      ...SECRETS_ASK,
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },
       { permission: 'task', pattern: '*', action: 'deny' },
@@ -62,13 +72,27 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
   },
 ]
 
-/** The agents in effect: defaults, with configured agents replacing or extending them by name. */
-export function resolveAgents(configured: readonly Partial<AgentDefinition>[] = []): Map<string, AgentDefinition> {
-  const agents = new Map(DEFAULT_AGENTS.map((a) => [a.name, a]))
+/**
+ * The agents in effect: defaults, with configured agents replacing or
+ * extending them by name. Rule order (last match wins): the agent's own
+ * rules, then `globalRules` (the config file's `permission`), then the
+ * agent's configured rules — so per-agent configuration has the last word.
+ */
+export function resolveAgents(
+  configured: readonly Partial<AgentDefinition>[] = [],
+  globalRules: readonly PermissionRule[] = [],
+): Map<string, AgentDefinition> {
+  const agents = new Map<string, AgentDefinition>(DEFAULT_AGENTS.map((a) => [a.name, { ...a, rules: [...a.rules, ...globalRules] }]))
   for (const c of configured) {
     if (!c.name) continue
-    const base = agents.get(c.name) ?? { ...(DEFAULT_AGENTS[0] as AgentDefinition), name: c.name, mode: 'all' as const }
-    agents.set(c.name, { ...base, ...c, rules: [...base.rules, ...(c.rules ?? [])] } as AgentDefinition)
+    const base = agents.get(c.name) ?? {
+      ...(DEFAULT_AGENTS[0] as AgentDefinition),
+      name: c.name,
+      mode: 'all' as const,
+      rules: [...(DEFAULT_AGENTS[0] as AgentDefinition).rules, ...globalRules],
+    }
+    const defined = Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined))
+    agents.set(c.name, { ...base, ...defined, rules: [...base.rules, ...(c.rules ?? [])] } as AgentDefinition)
   }
   return agents
 }
