@@ -1,0 +1,219 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { execute } from '../src/commands/execute.js'
+import { fork } from '../src/commands/fork.js'
+import { decideSession } from '../src/commands/session.js'
+import { createIdSource } from '../src/events/ids.js'
+import type { EventStore } from '../src/events/store.js'
+import { openStore } from '../src/projections/open.js'
+import { loadView } from '../src/projections/read-model.js'
+import { viewAt } from '../src/projections/time-travel.js'
+import { toChatMessages } from '../src/runtime/history.js'
+import { fixedModelResolver } from '../src/runtime/providers.js'
+import { createRuntime, type Runtime } from '../src/runtime/runtime.js'
+import { createScriptedModel, type ScriptReply, type ScriptRequest } from '../src/runtime/scripted-model.js'
+import { resolveAgents } from '../src/tools/agents.js'
+import { createLookupTool } from '../src/tools/lookup.js'
+import { createPermissionGate } from '../src/tools/permission/gate.js'
+import { createToolRegistry } from '../src/tools/registry.js'
+
+/**
+ * `npm run bench -- conversation [N…]` — bench/CONVERSATION.md through the
+ * real runtime: the scripted model streams tool arguments and answers in
+ * 16-character deltas (one event each), `lookup` is a real registered tool,
+ * every event goes through the real store with its projections, on a file.
+ *
+ * A turn = submit + wait for idle: user message → assistant tool call →
+ * tool result → assistant answer. Addressable history points are events
+ * (every event is a seq one can read the state at). Fork: Chronicle forks at
+ * an event and cannot rewrite an answer in place, so each fork is taken at
+ * the event that ends turn m and the extra turn runs there (the spec's
+ * stated fallback).
+ */
+
+const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua '
+
+export function text(tag: string, n: number): string {
+  let s = `[${tag}] `
+  while (s.length < n) s += LOREM
+  return s.slice(0, n)
+}
+
+/** The deterministic agent: a lookup first, then the answer. */
+function reply(request: ScriptRequest): ScriptReply {
+  const m = /^\[(\S+) turn (\d+)\]/.exec(request.lastUserText)
+  const tag = m ? `${m[1]}-${m[2]}` : 'unknown'
+  if (!request.afterToolResult) {
+    return { toolCalls: [{ id: `call-${tag}`, name: 'lookup', input: { query: text(`query ${tag}`, 200) } }], usage: { input: 10, output: 10 } }
+  }
+  return { text: text(`answer ${tag}`, 500), usage: { input: 10, output: 10 } }
+}
+
+interface Setup {
+  store: EventStore
+  runtime: Runtime
+  sessionId: string
+  dir: string
+  path: string
+  ids: ReturnType<typeof createIdSource>
+}
+
+function setup(): Setup {
+  delete process.env.CHRONICLE_SCRIPT_LOG
+  const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-conv-'))
+  const path = join(dir, 'chronicle.db')
+  const store = openStore(path)
+  const ids = createIdSource()
+  const agents = resolveAgents()
+  const lookup = createLookupTool({ resolve: (_q, callId) => text(`result ${callId}`, 1000) })
+  const runtime = createRuntime({
+    store,
+    ids,
+    models: fixedModelResolver(createScriptedModel({ chunkSize: 16, respond: reply }), 'scripted:conversation'),
+    tools: createToolRegistry({ agents, tools: [lookup], store }),
+    permissions: createPermissionGate({ store, ids, agents }),
+    agents,
+    environment: () => ({ platform: 'bench', date: '2026-01-01' }),
+  })
+  const sessionId = ids.next('ses')
+  const create = { type: 'create' as const, directory: dir, agent: 'build', model: 'scripted:conversation' }
+  execute(store, sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
+  return { store, runtime, sessionId, dir, path, ids }
+}
+
+async function turn(runtime: Runtime, sessionId: string, kind: string, t: number): Promise<{ ms: number; cpuMs: number }> {
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  runtime.submit(sessionId, { inputId: `h-${kind}-${t}`, parts: [{ type: 'text', text: text(`${kind} turn ${t}`, 100) }] })
+  await runtime.idle(sessionId)
+  const used = process.cpuUsage(cpu)
+  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000 }
+}
+
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1)
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? 0 : s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2
+}
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d
+const chatLength = (store: EventStore, sessionId: string, seq?: number) =>
+  toChatMessages(seq === undefined ? loadView(store.db, sessionId) : viewAt(store, sessionId, seq)).length
+
+async function measure(n: number): Promise<Record<string, unknown>> {
+  const { store, runtime, sessionId, dir, path, ids } = setup()
+  const m = Math.floor(n / 2)
+  const turns: { ms: number; cpuMs: number }[] = []
+  let midSeq = 0
+  const wallStart = performance.now()
+  const cpuStart = process.cpuUsage()
+  for (let t = 0; t < n; t++) {
+    turns.push(await turn(runtime, sessionId, 'user', t))
+    if (t === m - 1) {
+      store.flush()
+      midSeq = store.head()
+    }
+  }
+  const totalWallMs = performance.now() - wallStart
+  const cpuUsed = process.cpuUsage(cpuStart)
+
+  store.flush()
+  store.db.pragma('wal_checkpoint(TRUNCATE)')
+  const size = (p: string) => {
+    try {
+      return statSync(p).size
+    } catch {
+      return 0
+    }
+  }
+  const dbBytes = size(path) + size(`${path}-wal`)
+  const events = store.version(sessionId)
+
+  let t0 = performance.now()
+  let listed = 0
+  for (const _ of store.iterateSession(sessionId)) listed++
+  const historyListMs = performance.now() - t0
+
+  const stateSamples: number[] = []
+  let midMessages = 0
+  for (let i = 0; i < 5; i++) {
+    t0 = performance.now()
+    const view = viewAt(store, sessionId, midSeq)
+    stateSamples.push(performance.now() - t0)
+    midMessages = toChatMessages(view).length
+  }
+
+  const forkSamples: number[] = []
+  const forkTurnSamples: number[] = []
+  const forkChecks: boolean[] = []
+  for (let k = 0; k < 3; k++) {
+    t0 = performance.now()
+    const child = fork(store, ids, sessionId, midSeq, { title: `fork${k}` })
+    forkSamples.push(performance.now() - t0)
+    forkTurnSamples.push((await turn(runtime, child.id, `fork${k}`, m)).ms)
+    forkChecks.push(chatLength(store, child.id) === 4 * m + 4)
+  }
+  const originalHolds4N = chatLength(store, sessionId) === 4 * n
+
+  await runtime.stop()
+  store.close()
+  if (!process.env.KEEP_BENCH_DB) rmSync(dir, { recursive: true, force: true })
+  else console.log(path)
+
+  const tenth = Math.max(1, Math.floor(n / 10))
+  const first = turns.slice(0, tenth)
+  const last = turns.slice(-tenth)
+  return {
+    n,
+    totalWallMs: round(totalWallMs, 1),
+    totalCpuMs: round((cpuUsed.user + cpuUsed.system) / 1000, 1),
+    meanTurnMsFirst10pct: round(mean(first.map((x) => x.ms))),
+    meanTurnMsLast10pct: round(mean(last.map((x) => x.ms))),
+    turnGrowth: round(mean(last.map((x) => x.ms)) / mean(first.map((x) => x.ms))),
+    meanTurnCpuMsFirst10pct: round(mean(first.map((x) => x.cpuMs))),
+    meanTurnCpuMsLast10pct: round(mean(last.map((x) => x.cpuMs))),
+    medianTurnMs: round(median(turns.map((x) => x.ms))),
+    firstTurnMs: round(turns[0]?.ms ?? 0),
+    lastTurnMs: round(turns.at(-1)?.ms ?? 0),
+    dbBytes,
+    bytesPerMessage: round(dbBytes / (4 * n), 1),
+    dbBytesOverPayload: round(dbBytes / (1800 * n)),
+    events,
+    eventsPerTurn: round(events / n, 1),
+    historyPoint: 'one event (state is materialized at any event by stateAt)',
+    historyListMs: round(historyListMs),
+    historyListReturns: `events only (${listed})`,
+    stateAtMidMs: round(median(stateSamples)),
+    stateAtMidFirstMs: round(stateSamples[0] ?? 0),
+    stateAtMidMessages: midMessages,
+    stateAtMidHolds4m: midMessages === 4 * m,
+    forkMs: round(median(forkSamples)),
+    forkSamplesMs: forkSamples.map((x) => round(x)),
+    forkTurnMs: round(median(forkTurnSamples)),
+    forkTurnSamplesMs: forkTurnSamples.map((x) => round(x)),
+    forkNote: 'fork at the event ending turn m, then one extra turn (no in-place edit of the answer)',
+    forksHold4mPlus4: forkChecks.every(Boolean),
+    originalHolds4N,
+  }
+}
+
+export default async function conversation(args: string[]): Promise<object> {
+  const ns = args.length > 0 ? args.map(Number).filter((x) => Number.isInteger(x) && x > 0) : [50, 100, 200, 1000]
+  const results: Record<string, unknown>[] = []
+  for (const n of ns) {
+    const r = await measure(n)
+    console.log(JSON.stringify(r))
+    results.push(r)
+  }
+  const largest = results.at(-1)
+  const summary = {
+    maxBytesPerMessage: Math.max(...results.map((r) => r.bytesPerMessage as number)),
+    turnGrowthAtLargestN: largest?.turnGrowth,
+    largestN: largest?.n,
+    targets: { turnGrowthMax: 1.5, bytesPerMessageMax: 3000 },
+    checksPass: results.every((r) => r.forksHold4mPlus4 && r.originalHolds4N && r.stateAtMidHolds4m),
+  }
+  console.log(JSON.stringify(summary))
+  return { results, summary }
+}
