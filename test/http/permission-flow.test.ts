@@ -1,0 +1,125 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { Client, startServer, type TestServer } from './helpers.js'
+
+/**
+ * prompt → permission request over WebSocket → reply → completion, through
+ * the real runtime, the scripted model, the permission gate and the bash tool.
+ */
+
+let server: TestServer | undefined
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+})
+
+const script = {
+  chunkSize: 64,
+  steps: [
+    { when: { afterToolResult: false }, toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo from-bash', description: 'say hi' } }] },
+    { when: { afterToolResult: true }, text: 'The command printed from-bash.' },
+  ],
+}
+
+async function serverWithScript(): Promise<TestServer> {
+  const { mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const file = join(mkdtempSync(join(tmpdir(), 'chronicle-script-')), 'script.json')
+  writeFileSync(file, JSON.stringify(script))
+  return startServer({ CHRONICLE_MODEL: `scripted:${file}`, CHRONICLE_LOG_LEVEL: 'warn' })
+}
+
+async function promptUntilPermission(s: TestServer, c: Client) {
+  const created = await c.call('session.create', { directory: s.dir })
+  const session = (created.result as { session: { id: string } }).session.id
+  await c.call('subscribe', { sessions: [session], after: 0 })
+  const submitted = await c.call('input.submit', { session, inputId: 'in_client_1', parts: [{ type: 'text', text: 'run echo' }] })
+  expect(submitted.result).toMatchObject({ inputId: 'in_client_1', duplicate: false })
+  const requested = await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'permission.requested')
+  const data = (requested.event as { data: { requestId: string; permission: string; patterns: string[] } }).data
+  expect(data).toMatchObject({ permission: 'bash', patterns: ['echo from-bash'] })
+  return { session, requestId: data.requestId }
+}
+
+const types = (c: Client) => c.events().map((e) => (e.event as { type: string }).type)
+
+describe('permission over WebSocket', () => {
+  it('a reply of once lets the call run and the run completes', async () => {
+    server = await serverWithScript()
+    const c = await Client.connect(server.wsUrl, server.token)
+    const { session, requestId } = await promptUntilPermission(server, c)
+    const reply = await c.call('permission.reply', { session, requestId, reply: 'once' })
+    expect(reply.result).toEqual({})
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
+    // deltas and shell progress depend on chunking; everything else is the exact trace
+    const seq = types(c).filter((t) => !t.endsWith('.delta') && t !== 'tool.progressed')
+    expect(seq).toEqual([
+      'session.created',
+      'input.accepted',
+      'run.started',
+      'input.delivered',
+      'message.created',
+      'step.started',
+      'tool.input.started',
+      'step.finished',
+      'message.completed',
+      'tool.called',
+      'permission.requested',
+      'permission.replied',
+      'tool.completed',
+      'message.created',
+      'step.started',
+      'text.started',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
+    ])
+    const completed = c.events().find((e) => (e.event as { type: string }).type === 'tool.completed')
+    expect((completed?.event as { data: { output: string } }).data.output).toContain('from-bash')
+    const finished = c.events().at(-1)?.event as { data: { outcome: string } }
+    expect(finished.data.outcome).toBe('idle')
+    // a second reply to the same request is a typed error
+    expect((await c.call('permission.reply', { session, requestId, reply: 'once' })).error).toMatchObject({ code: 'PERMISSION_REQUEST_NOT_FOUND' })
+    c.close()
+  })
+
+  it('always adds a rule that is listed over WebSocket and HTTP, and can be revoked', async () => {
+    server = await serverWithScript()
+    const c = await Client.connect(server.wsUrl, server.token)
+    const { session, requestId } = await promptUntilPermission(server, c)
+    await c.call('permission.reply', { session, requestId, reply: 'always' })
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
+    const rules = (await c.call('permission.rules', { session })).result as { rules: { ruleId: string; permission: string }[] }
+    expect(rules.rules).toHaveLength(1)
+    expect(rules.rules[0]).toMatchObject({ permission: 'bash', action: 'allow' })
+    const ruleId = rules.rules[0]?.ruleId as string
+    // over HTTP too: the same rules, then the revoke
+    const headers = { authorization: `Bearer ${server.token}` }
+    const listed = await server.chronicle.app.inject({ url: `/sessions/${session}/rules`, headers })
+    expect(listed.json()).toEqual(rules)
+    const revoked = await server.chronicle.app.inject({ method: 'DELETE', url: `/sessions/${session}/rules/${ruleId}`, headers })
+    expect(revoked.statusCode).toBe(200)
+    expect(((await c.call('permission.rules', { session })).result as { rules: unknown[] }).rules).toEqual([])
+    expect(types(c).filter((t) => t.startsWith('permission.'))).toEqual([
+      'permission.requested',
+      'permission.replied',
+      'permission.rule.added',
+      'permission.rule.removed',
+    ])
+    c.close()
+  })
+
+  it('reject fails the tool call as denied with the user message', async () => {
+    server = await serverWithScript()
+    const c = await Client.connect(server.wsUrl, server.token)
+    const { session, requestId } = await promptUntilPermission(server, c)
+    await c.call('permission.reply', { session, requestId, reply: 'reject', message: 'not now' })
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
+    const failed = c.events().find((e) => (e.event as { type: string }).type === 'tool.failed')
+    expect((failed?.event as { data: { error: { kind: string; message: string } } }).data.error).toMatchObject({ kind: 'denied' })
+    expect((failed?.event as { data: { error: { message: string } } }).data.error.message).toContain('not now')
+    c.close()
+  })
+})
