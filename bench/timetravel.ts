@@ -77,6 +77,17 @@ export default async function timetravel(args: string[]): Promise<object> {
       forkMs[String(size)] = median(times)
     }
 
+    // A long log but a small state: a fork early in the big session costs what a fork of a short one does.
+    const early: number[] = []
+    for (let i = 0; i < 7; i++) {
+      const seq = large.seqs[Math.floor(rng() * 1000)] as number
+      t = performance.now()
+      const child = fork(store, ids, large.id, seq)
+      store.append(child.id, [input(ids.next('in'))], { expectedVersion: child.version, durability: 'full', meta: { actor: 'user' } })
+      early.push(performance.now() - t)
+    }
+    const headState = stateAt(store, large.id)
+
     const before = sizesOf(store)
     const childEvents: number[] = []
     for (let i = 0; i < forks; i++) {
@@ -112,6 +123,8 @@ export default async function timetravel(args: string[]): Promise<object> {
       snapshotBytes: snapshots.bytes,
       forkMs: Object.fromEntries(Object.entries(forkMs).map(([k, v]) => [k, round(v)])),
       forkGrowth: round((forkMs[String(big)] as number) / (forkMs['1000'] as number)),
+      forkEarlyIn100kMs: round(median(early)),
+      stateAtHead: { messages: headState.messages.length, parts: headState.parts.length, jsonBytes: JSON.stringify(headState).length },
       forkLogBytes: Math.round((after.events - before.events) / forks),
       forkLogPayloadBytes: Math.round(after.payload - before.payload) / forks,
       forkDbBytes: Math.round((after.db - before.db) / forks),
@@ -120,6 +133,7 @@ export default async function timetravel(args: string[]): Promise<object> {
       historyPageMs: round(percentile(pageTimes, 0.5)),
       historyPageP99Ms: round(percentile(pageTimes, 0.99)),
       historyForkPageMs: round(percentile(forkPageTimes, 0.5)),
+      rssMb: Math.round(process.memoryUsage().rss / 1e6),
     }
   } finally {
     store.close()
@@ -194,7 +208,7 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
       }
       const text = id('prt')
       push({ type: 'text.started', data: { messageId: msg, partId: text } })
-      for (let i = int(40, 200); i > 0; i--) push({ type: 'text.delta', data: { partId: text, text: word() } })
+      for (let i = int(80, 320); i > 0; i--) push({ type: 'text.delta', data: { partId: text, text: word() } })
       push({ type: 'text.ended', data: { partId: text } })
       const last = step === steps
       for (let c = last ? 0 : int(1, 2); c > 0; c--) {

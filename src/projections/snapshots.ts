@@ -41,14 +41,17 @@ export class SnapshotCache {
   private readonly stmt
 
   constructor(readonly db: Database.Database) {
-    // A cache written by other projection code is wrong for this code: drop it.
+    // A cache written by other projection code is wrong for this code: drop it
+    // (and never read it, should this delete be rolled back with a transaction).
     db.prepare('DELETE FROM snapshots WHERE format <> ?').run(SNAPSHOT_FORMAT)
     this.stmt = {
       chain: db.prepare(
-        'SELECT version, seq, base_version AS baseVersion, data FROM snapshots WHERE session_id = ? AND version <= ? ORDER BY version',
+        `SELECT version, seq, base_version AS baseVersion, data FROM snapshots
+         WHERE session_id = ? AND version <= ? AND format = '${SNAPSHOT_FORMAT}' ORDER BY version`,
       ),
       rows: db.prepare(
-        'SELECT version, seq, base_version AS baseVersion FROM snapshots WHERE session_id = ? AND version <= ? ORDER BY version',
+        `SELECT version, seq, base_version AS baseVersion FROM snapshots
+         WHERE session_id = ? AND version <= ? AND format = '${SNAPSHOT_FORMAT}' ORDER BY version`,
       ),
       tail: db.prepare('SELECT MAX(version) FROM snapshots WHERE session_id = ?').pluck(),
       insert: db.prepare(
