@@ -126,6 +126,27 @@ describe('MCP client against the reference servers', () => {
     expect(image.attachments?.map((a) => [a.type, a.mediaType])).toEqual([['image', 'image/png']])
   })
 
+  it('a remote URL that only speaks the legacy HTTP+SSE transport falls back to SSE', async () => {
+    const ssePort = await freePort()
+    const sse = spawn(process.execPath, [EVERYTHING, 'sse'], { env: { ...process.env, PORT: String(ssePort) }, stdio: ['ignore', 'ignore', 'pipe'] })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('sse server did not start')), 15_000)
+        sse.stderr?.on('data', (d: Buffer) => {
+          if (/listening|running on port/i.test(d.toString())) {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+      })
+      const m = await setup([{ name: 'legacy', type: 'remote', url: `http://127.0.0.1:${ssePort}/sse`, headers: {} }])
+      expect(m.status()).toMatchObject([{ name: 'legacy', state: 'connected', transport: 'sse' }])
+      expect((await run(byId(m.tools(), 'legacy_echo'), { message: 'old school' }, f)).output).toBe('Echo: old school')
+    } finally {
+      sse.kill('SIGKILL')
+    }
+  })
+
   it('server-filesystem over stdio: reads inside its root; an isError result is a failed call the model sees', async () => {
     tmp = tempDir()
     writeFileSync(join(tmp.dir, 'hello.txt'), 'hello from disk')
@@ -200,12 +221,12 @@ describe('MCP client against the reference servers', () => {
         { name: 'crashy', type: 'local', command: [process.execPath, '-e', 'console.error("boom: bad config"); process.exit(3)'], environment: {} },
         { name: 'ok', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} },
       ],
-      { connectTimeoutMs: 3000 },
+      { connectTimeoutMs: 2000 },
     )
     await manager.start()
     const status = Object.fromEntries(manager.status().map((s) => [s.name, s]))
     expect(status['missing']).toMatchObject({ state: 'failed', tools: 0 })
-    expect(status['silent']).toMatchObject({ state: 'failed', error: 'connecting timed out after 3000 ms' })
+    expect(status['silent']).toMatchObject({ state: 'failed', error: 'connecting timed out after 2000 ms' })
     expect(status['crashy']).toMatchObject({ state: 'failed', error: expect.stringContaining('boom: bad config') })
     expect(status['ok']).toMatchObject({ state: 'connected' })
     expect(manager.tools().every((t) => t.id.startsWith('ok_'))).toBe(true)
