@@ -56,12 +56,34 @@ export function createPartWriter(db: Database.Database): PartWriter {
        ON CONFLICT (session_id, id) DO UPDATE SET message_id = excluded.message_id, data = excluded.data`,
     ),
     last: db.prepare('SELECT n, start FROM part_text WHERE session_id = ? AND part_id = ? ORDER BY n DESC LIMIT 1'),
-    slice: db.prepare(
-      `INSERT INTO part_text (session_id, part_id, n, start, text) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (session_id, part_id, n) DO UPDATE SET start = excluded.start, text = excluded.text`,
-    ),
+    insert: db.prepare('INSERT INTO part_text (session_id, part_id, n, start, text) VALUES (?, ?, ?, ?, ?)'),
+    update: db.prepare('UPDATE part_text SET start = ?, text = ? WHERE session_id = ? AND part_id = ? AND n = ?'),
     drop: db.prepare('DELETE FROM part_text WHERE session_id = ? AND part_id = ?'),
   }
+  // Where the last slice of each part written through this writer starts, keyed by
+  // the very object written: a part loaded from the tables again (after a
+  // rollback, a rebuild, another connection) is a new object and looks it up.
+  const layouts = new WeakMap<Part, Slice>()
+
+  const slices = (sessionId: string, part: Part, value: string, from: Slice | undefined) => {
+    let { n, start } = from ?? { n: 0, start: 0 }
+    let existing = from !== undefined
+    let last: Slice | undefined = from
+    while (start < value.length) {
+      let end = Math.min(start + SLICE, value.length)
+      const code = value.charCodeAt(end - 1)
+      if (end < value.length && code >= 0xd800 && code <= 0xdbff) end--
+      const text = value.slice(start, end)
+      if (existing) stmt.update.run(start, text, sessionId, part.id, n)
+      else stmt.insert.run(sessionId, part.id, n, start, text)
+      existing = false
+      last = { n, start }
+      n++
+      start = end
+    }
+    if (last) layouts.set(part, last)
+  }
+
   return {
     write(sessionId, part, prior) {
       const field = streamedField(part)
@@ -81,25 +103,25 @@ export function createPartWriter(db: Database.Database): PartWriter {
       if (!sliced || !sameApartFrom(part, prior as Part, field)) {
         stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify({ ...part, [field]: '' }))
       }
-      let n = 0
-      let start = 0
-      if (sliced && value.length >= before.length && value.startsWith(before)) {
-        if (value.length === before.length) return
-        const last = stmt.last.get(sessionId, part.id) as { n: number; start: number } | undefined
-        if (last) ({ n, start } = last)
-      } else if (prior !== undefined) {
-        stmt.drop.run(sessionId, part.id)
+      // (slice + === : startsWith walks a freshly concatenated string char by char)
+      if (sliced && value.length >= before.length && value.slice(0, before.length) === before) {
+        const layout = layouts.get(prior as Part) ?? (stmt.last.get(sessionId, part.id) as Slice | undefined)
+        if (value.length === before.length) {
+          if (layout) layouts.set(part, layout)
+          return
+        }
+        slices(sessionId, part, value, layout)
+        return
       }
-      while (start < value.length) {
-        let end = Math.min(start + SLICE, value.length)
-        const code = value.charCodeAt(end - 1)
-        if (end < value.length && code >= 0xd800 && code <= 0xdbff) end--
-        stmt.slice.run(sessionId, part.id, n, start, value.slice(start, end))
-        n++
-        start = end
-      }
+      if (prior !== undefined) stmt.drop.run(sessionId, part.id)
+      slices(sessionId, part, value, undefined)
     },
   }
+}
+
+interface Slice {
+  readonly n: number
+  readonly start: number
 }
 
 function wellFormed(s: string): boolean {
