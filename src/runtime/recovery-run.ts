@@ -1,0 +1,117 @@
+import type { ChronicleEvent, DataOf } from '../events/catalogue.js'
+import type { EventStore } from '../events/store.js'
+import type { ToolPart } from '../projections/model.js'
+import { DEFAULT_REJECT_MESSAGE } from '../tools/permission/gate.js'
+import { CANCELLED, runLoop, type LoopDeps } from './loop.js'
+import { INTERRUPTED_MESSAGE } from './recovery.js'
+import type { RunOutcome } from '../events/catalogue.js'
+
+/**
+ * Continuing a run recovery marked `run.resumed`. Before the loop takes its
+ * next step, calls that were parked on a permission request when the server
+ * died are settled by the user's answer to the re-offered request — the run
+ * waits for it (the session stays `waiting`), exactly as it waited before:
+ *
+ *   reject       → tool.failed {denied, the user's message}  (as without a crash)
+ *   once/always  → tool.failed {interrupted, PARKED_APPROVED}: the call is not
+ *                  run now (calls are never re-run automatically); the model
+ *                  sees the approval and may call again — `always` added its
+ *                  rule so that call passes, `once` is asked again.
+ *
+ * The model therefore never sees a call without exactly one result. A cancel
+ * while waiting closes the requests and fails the calls `aborted`; a shutdown
+ * leaves everything for the next recovery.
+ */
+
+export const PARKED_APPROVED = (reply: string) =>
+  `interrupted by a server restart while it waited for permission; permission was granted (${reply}) after the restart, ` +
+  'but the call did not run: calls are never re-run automatically. Call the tool again if it is still needed.'
+
+type Reply = DataOf<'permission.replied'>
+
+export async function continueRun(deps: LoopDeps, sessionId: string, signal: AbortSignal, runId: string): Promise<RunOutcome | 'shutdown'> {
+  await settleParkedCalls(deps, sessionId, signal, runId)
+  return runLoop(deps, sessionId, signal, { runId })
+}
+
+async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: AbortSignal, runId: string): Promise<void> {
+  const { store } = deps
+  const replies = new Map<string, Reply>()
+  let wake: () => void = () => {}
+  const unsubscribe = store.onCommit((events) => {
+    for (const e of events) {
+      if (e.sessionId !== sessionId || e.type !== 'permission.replied') continue
+      replies.set(e.data.requestId, e.data)
+      wake()
+    }
+  })
+  const onAbort = () => wake()
+  signal.addEventListener('abort', onAbort)
+  try {
+    for (;;) {
+      const view = deps.views.read(sessionId)
+      const open = [...view.parts.values()].filter(
+        (p): p is ToolPart => p.type === 'tool' && (p.state === 'pending' || p.state === 'running'),
+      )
+      if (open.length === 0) return
+      const pending = view.session?.pendingPermissions ?? []
+      const meta = { actor: 'runtime' as const, run: runId }
+      if (signal.aborted) {
+        if (signal.reason !== CANCELLED) return // shutdown: the next recovery sees the same state
+        const events: ChronicleEvent[] = [
+          ...pending.map((r): ChronicleEvent => ({
+            type: 'permission.replied',
+            data: { requestId: r.requestId, reply: 'reject', message: 'cancelled: the tool call was aborted' },
+          })),
+          ...open.map((p): ChronicleEvent => ({
+            type: 'tool.failed',
+            data: { partId: p.id, error: { kind: 'aborted', message: 'the run was cancelled while the call waited for permission' } },
+          })),
+        ]
+        store.append(sessionId, events, { durability: 'full', meta })
+        return
+      }
+      const settled: ChronicleEvent[] = []
+      for (const part of open) {
+        const request = pending.find((r) => r.partId === part.id)
+        if (request) continue // still waiting for the user
+        const reply = replyFor(store, sessionId, part.id, replies)
+        const error = !reply
+          ? { kind: 'interrupted' as const, message: INTERRUPTED_MESSAGE }
+          : reply.reply === 'reject'
+            ? { kind: 'denied' as const, message: reply.message || DEFAULT_REJECT_MESSAGE }
+            : { kind: 'interrupted' as const, message: PARKED_APPROVED(reply.reply) }
+        settled.push({ type: 'tool.failed', data: { partId: part.id, error } })
+      }
+      if (settled.length > 0) {
+        store.append(sessionId, settled, { durability: 'full', meta })
+        continue
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve
+      })
+    }
+  } finally {
+    wake = () => {}
+    signal.removeEventListener('abort', onAbort)
+    unsubscribe()
+  }
+}
+
+/** The reply to the latest request a part made: seen live, or looked up in the session's log. */
+function replyFor(store: EventStore, sessionId: string, partId: string, seen: Map<string, Reply>): Reply | undefined {
+  const requestId = store.db
+    .prepare(
+      "SELECT data ->> '$.requestId' FROM events WHERE session_id = ? AND type = 'permission.requested' AND data ->> '$.partId' = ? ORDER BY seq DESC LIMIT 1",
+    )
+    .pluck()
+    .get(sessionId, partId) as string | undefined
+  if (requestId === undefined) return undefined
+  const live = seen.get(requestId)
+  if (live) return live
+  const data = store.db
+    .prepare("SELECT data FROM events WHERE session_id = ? AND type = 'permission.replied' AND data ->> '$.requestId' = ? ORDER BY seq LIMIT 1")
+    .pluck()
+    .get(sessionId, requestId) as string | undefined
+  return data === undefined ? undefined : (JSON.parse(data) as Reply)
+}

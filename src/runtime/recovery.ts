@@ -1,0 +1,139 @@
+import type { ChronicleEvent } from '../events/catalogue.js'
+import type { EventStore } from '../events/store.js'
+import { settleInFlight, type SettleReason } from '../commands/settle.js'
+import type { SessionView } from '../projections/model.js'
+import { loadView } from '../projections/read-model.js'
+
+/**
+ * Crash recovery on start (DESIGN §7, docs/RECOVERY.md): at-least-once
+ * continuation of the runs a restart cut off. `run.started` without
+ * `run.finished` is the durable marker; the sessions read model holds it as
+ * `Session.run`, so finding unfinished runs is one scan of the sessions table,
+ * never of the log.
+ *
+ * For each unfinished run, one append (decided purely from the session's view):
+ * open text/reasoning ended, pending/running tool calls `tool.failed
+ * {interrupted}` (never re-executed), a requested/running compaction failed,
+ * open assistant messages closed with the same error, then
+ *   - user asked to cancel      → `run.finished {cancelled}` (never resumed);
+ *   - a sub-agent's child run   → `run.finished {failed}` (its parent's task call was interrupted);
+ *   - attempts > resume budget  → `run.finished {failed}`;
+ *   - otherwise                 → `run.resumed {runId, attempt}`, and the caller continues the loop.
+ *
+ * A call parked on a permission request is the one exception to "fail every
+ * open call": it had not passed its permission check, so it did not run. Its
+ * request stays pending (re-offered to clients) and the resumed run settles
+ * the call by the user's answer (src/runtime/recovery-run.ts). When the run is
+ * not resumed, its pending requests are closed and the call failed.
+ *
+ * Sessions with no run but undelivered input (a crash between `input.accepted`
+ * and `run.started`) are woken, unless their last run was cancelled: input a
+ * cancel parked waits for the next wake, as it would have without the crash.
+ */
+
+export const INTERRUPTED_MESSAGE = 'interrupted by a server restart; it may have partially executed; its outcome is unknown'
+export const DEFAULT_RESUME_BUDGET = 3
+
+const KEEP_PERMISSIONS: SettleReason = { kind: 'interrupted', message: INTERRUPTED_MESSAGE, rejectPermissions: false, finishRun: false }
+const CLOSE_ALL: SettleReason = { kind: 'interrupted', message: INTERRUPTED_MESSAGE, rejectPermissions: true, finishRun: false }
+
+export type RecoveryAction =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'deliver' }
+  | { readonly kind: 'resumed'; readonly runId: string; readonly attempt: number }
+  | { readonly kind: 'cancelled' | 'failed'; readonly runId: string }
+
+export interface RecoveryDecision {
+  readonly events: ChronicleEvent[]
+  readonly action: RecoveryAction
+}
+
+/** The pure half: what recovery appends for one session, and what to do next. */
+export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUME_BUDGET): RecoveryDecision {
+  const session = view.session
+  if (!session) return { events: [], action: { kind: 'none' } }
+  const run = session.run
+  if (!run) {
+    const deliver = session.inbox.length > 0 && session.lastRun?.outcome !== 'cancelled' && !session.archived
+    return { events: [], action: { kind: deliver ? 'deliver' : 'none' } }
+  }
+  const { runId } = run
+  const finish = (outcome: 'cancelled' | 'failed', error: { kind: string; message: string }): RecoveryDecision => ({
+    events: [...settleInFlight(view, CLOSE_ALL), { type: 'run.finished', data: { runId, outcome, error } }],
+    action: { kind: outcome, runId },
+  })
+  if (run.cancelRequested) return finish('cancelled', { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` })
+  if (session.parent) {
+    return finish('failed', { kind: 'PARENT_INTERRUPTED', message: "not resumed: the parent's task call was interrupted by a server restart" })
+  }
+  const attempt = run.attempt + 1
+  if (attempt > budget) {
+    return finish('failed', {
+      kind: 'RESUME_BUDGET_EXHAUSTED',
+      message: `interrupted by ${attempt} server restarts; not resumed again (resume budget ${budget})`,
+    })
+  }
+  const parked = new Set(session.pendingPermissions.flatMap((p) => (p.partId ? [p.partId] : [])))
+  const settle = settleInFlight(view, KEEP_PERMISSIONS).filter((e) => !(e.type === 'tool.failed' && parked.has(e.data.partId)))
+  return { events: [...settle, { type: 'run.resumed', data: { runId, attempt } }], action: { kind: 'resumed', runId, attempt } }
+}
+
+export interface RecoveryReport {
+  readonly resumed: { readonly sessionId: string; readonly runId: string; readonly attempt: number }[]
+  readonly cancelled: string[]
+  readonly failed: string[]
+  /** sessions with undelivered input and no run: to wake */
+  readonly deliver: string[]
+  readonly ms: number
+}
+
+/** Sessions whose read model says a run is open or input waits: no log scan. */
+export function unfinishedSessions(store: EventStore): string[] {
+  store.flush()
+  return store.db
+    .prepare("SELECT id FROM sessions WHERE data ->> '$.run' IS NOT NULL OR json_array_length(data, '$.inbox') > 0 ORDER BY id")
+    .pluck()
+    .all() as string[]
+}
+
+/**
+ * Settles every unfinished run (synchronously, before the server listens) and
+ * reports what to continue. Each session's events commit in one transaction
+ * with expectedVersion; the last commit is FULL, which hardens the others.
+ */
+export function recoverSessions(store: EventStore, options: { readonly budget?: number } = {}): RecoveryReport {
+  const started = performance.now()
+  const budget = options.budget ?? DEFAULT_RESUME_BUDGET
+  const report: RecoveryReport = { resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 }
+  const plans: { sessionId: string; version: number; decision: RecoveryDecision }[] = []
+  for (const sessionId of unfinishedSessions(store)) {
+    const view = loadView(store.db, sessionId)
+    if (!view.session) continue
+    plans.push({ sessionId, version: view.session.version, decision: decideRecovery(view, budget) })
+  }
+  const writes = plans.filter((p) => p.decision.events.length > 0)
+  writes.forEach(({ sessionId, version, decision }, i) => {
+    const runId = 'runId' in decision.action ? decision.action.runId : undefined
+    store.append(sessionId, decision.events, {
+      expectedVersion: version,
+      durability: i === writes.length - 1 ? 'full' : 'normal',
+      meta: { actor: 'recovery', ...(runId && { run: runId }) },
+    })
+  })
+  for (const { sessionId, decision } of plans) {
+    const a = decision.action
+    if (a.kind === 'resumed') report.resumed.push({ sessionId, runId: a.runId, attempt: a.attempt })
+    else if (a.kind === 'cancelled') report.cancelled.push(sessionId)
+    else if (a.kind === 'failed') report.failed.push(sessionId)
+    else if (a.kind === 'deliver') report.deliver.push(sessionId)
+  }
+  return { ...report, ms: Math.round(performance.now() - started) }
+}
+
+/** The resume budget: CHRONICLE_RESUME_BUDGET when set (a non-negative integer), else 3. */
+export function resumeBudgetFrom(env: NodeJS.ProcessEnv): number {
+  const raw = env['CHRONICLE_RESUME_BUDGET']
+  if (raw === undefined || raw === '') return DEFAULT_RESUME_BUDGET
+  const n = Number(raw)
+  return Number.isInteger(n) && n >= 0 ? n : DEFAULT_RESUME_BUDGET
+}
