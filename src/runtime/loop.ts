@@ -39,12 +39,21 @@ export interface LoopDeps {
 export const CANCELLED = 'cancelled'
 export const SHUTDOWN = 'shutdown'
 
-/** Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart). */
-export async function runLoop(deps: LoopDeps, sessionId: string, signal: AbortSignal): Promise<RunOutcome | 'shutdown'> {
-  const runId = deps.ids.next('run')
+/**
+ * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart).
+ * `resume` continues a run recovery settled and marked `run.resumed` (src/runtime/recovery.ts):
+ * same runId, no second run.started.
+ */
+export async function runLoop(
+  deps: LoopDeps,
+  sessionId: string,
+  signal: AbortSignal,
+  resume?: { readonly runId: string },
+): Promise<RunOutcome | 'shutdown'> {
+  const runId = resume?.runId ?? deps.ids.next('run')
   const recorder = new Recorder(deps.store, sessionId)
   const meta = { actor: 'runtime' as const, run: runId }
-  recorder.append([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
+  if (!resume) recorder.append([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
 
   const finish = async (outcome: RunOutcome, error?: { kind: string; message: string }): Promise<RunOutcome | 'shutdown'> => {
     await recorder.settle().catch(() => undefined)
@@ -150,6 +159,7 @@ export function answered(view: SessionView): boolean {
   let assistant: Message | undefined
   for (const m of view.messages.values()) if (m.role === 'assistant' && (!assistant || m.id > assistant.id)) assistant = m
   if (!assistant || assistant.parentId !== user.id || assistant.id < user.id || !assistant.completedAt) return false
+  if (assistant.error?.kind === 'interrupted') return false // cut off by a restart: recovery resumes it
   if (assistant.finish === 'tool-calls') return false
   for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
   return true
