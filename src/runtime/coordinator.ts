@@ -9,7 +9,12 @@ import { CANCELLED, SHUTDOWN } from './loop.js'
  * every run for shutdown and waits for them to reach a safe point.
  */
 
-export type RunFn = (sessionId: string, signal: AbortSignal) => Promise<RunOutcome | 'shutdown'>
+/** `resume` is set for a run recovery continues after a restart (same runId). */
+export type RunFn = (sessionId: string, signal: AbortSignal, resume?: ResumedRun) => Promise<RunOutcome | 'shutdown'>
+
+export interface ResumedRun {
+  readonly runId: string
+}
 
 interface Active {
   controller: AbortController
@@ -43,14 +48,23 @@ export class RunCoordinator {
     Object.assign(created, { done: this.drain(sessionId, created) })
   }
 
-  private async drain(sessionId: string, entry: Active): Promise<void> {
+  /** Continues a run that recovery marked `run.resumed`, even with nothing pending; then like wake. */
+  resume(sessionId: string, run: ResumedRun): void {
+    if (this.stopping || this.active.has(sessionId)) return
+    const created: Active = { controller: new AbortController(), wokenAfterCancel: false, done: Promise.resolve() }
+    this.active.set(sessionId, created)
+    Object.assign(created, { done: this.drain(sessionId, created, run) })
+  }
+
+  private async drain(sessionId: string, entry: Active, resume?: ResumedRun): Promise<void> {
     try {
       // Start on a later turn: submit returns first, and inputs sent together start one run.
       await new Promise((resolve) => setImmediate(resolve))
       for (;;) {
         const head = this.pending(sessionId)
-        if (this.stopping || head === undefined) return
-        const outcome = await this.run(sessionId, entry.controller.signal)
+        if (this.stopping || (head === undefined && !resume)) return
+        const outcome = await this.run(sessionId, entry.controller.signal, resume)
+        resume = undefined
         if (outcome === 'shutdown') return
         if (outcome === 'cancelled') {
           if (!entry.wokenAfterCancel) return // parked input waits for the next wake
