@@ -11,6 +11,7 @@ import { compileContext, type CompiledContext } from './context.js'
 import { RunCoordinator } from './coordinator.js'
 import { InputIndex } from './input-index.js'
 import { runLoop } from './loop.js'
+import { continueRun } from './recovery-run.js'
 import type { ModelResolver } from './model.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
 import { SessionViews } from './session-cache.js'
@@ -27,6 +28,7 @@ import type { SystemEnvironment } from './system-prompt.js'
  *                                        INPUT_CONFLICT, SESSION_NOT_FOUND, SESSION_ARCHIVED (nothing appended).
  *   runtime.cancel(sessionId) → { cancelled }   appends run.cancel.requested (FULL) and aborts the run
  *   runtime.wake(sessionId)       starts a run if input is pending (e.g. after recovery)
+ *   runtime.resume(sessionId, runId)  continues a run recovery marked run.resumed (src/runtime/recovery.ts)
  *   runtime.idle(sessionId)       resolves when no run is active and nothing is pending
  *   runtime.isRunning(sessionId)
  *   runtime.context(sessionId, seq?) → { system, messages, tools, toolChoice, digest, … } (what the model sees)
@@ -80,6 +82,7 @@ export interface Runtime {
   submit(sessionId: string, input: SubmitInput): SubmitResult
   cancel(sessionId: string): { cancelled: boolean }
   wake(sessionId: string): void
+  resume(sessionId: string, runId: string): void
   idle(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
   context(sessionId: string, seq?: number): Promise<CompiledContext>
@@ -104,7 +107,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.environment && { environment: deps.environment }),
   }
   const coordinator = new RunCoordinator(
-    (sessionId, signal) => runLoop(loopDeps, sessionId, signal),
+    (sessionId, signal, resume) => (resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal)),
     (sessionId) => {
       store.flush()
       return getSession(store.db, sessionId)?.inbox[0]?.inputId
@@ -154,6 +157,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     wake: (sessionId) => coordinator.wake(sessionId),
+    resume: (sessionId, runId) => coordinator.resume(sessionId, { runId }),
     idle: (sessionId) => coordinator.idle(sessionId),
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
     context: (sessionId, seq) => compileContext(store, sessionId, seq, loopDeps),
