@@ -14,6 +14,7 @@ import { stateAt } from './projections/time-travel.js'
 import type { ModelResolver } from './runtime/model.js'
 import { createModelResolver } from './runtime/providers.js'
 import { createRuntime } from './runtime/runtime.js'
+import { recoverSessions, resumeBudgetFrom, type RecoveryReport } from './runtime/recovery.js'
 import { resolveAgents, type AgentDefinition } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { createMcpManager } from './tools/mcp/manager.js'
@@ -39,6 +40,8 @@ export interface ChronicleOptions {
   readonly directory?: string
   /** replaces the configured providers (tests inject a mock or scripted model here) */
   readonly models?: ModelResolver
+  /** restarts a run may survive before it ends failed; default CHRONICLE_RESUME_BUDGET or 3 */
+  readonly resumeBudget?: number
 }
 
 export interface Chronicle {
@@ -47,8 +50,10 @@ export interface Chronicle {
   readonly app: App
   readonly logger: Logger
   readonly token: TokenInfo
-  /** listens; resolves with the base URL */
+  /** recovers unfinished runs (settled before listening, continued after), then listens; resolves with the base URL */
   start(): Promise<string>
+  /** what the last start() recovered */
+  readonly recovery: RecoveryReport | undefined
   /** stop accepting, bring runs to a safe point, flush the appender, close the database */
   stop(): Promise<void>
 }
@@ -152,15 +157,27 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const app = await buildApp(deps)
 
   let stopping: Promise<void> | undefined
+  let recovery: RecoveryReport | undefined
   return {
     config,
     store,
     app,
     logger,
     token,
+    get recovery() {
+      return recovery
+    },
     async start() {
       void mcp.start() // never rejects: a failing server is a status, and the HTTP side need not wait
+      // Crash recovery (DESIGN §7): settle before anyone can connect; continue the runs once listening.
+      recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       await app.listen({ host: config.host, port: config.port })
+      for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
+      for (const sessionId of recovery.deliver) runtime.wake(sessionId)
+      const { resumed, cancelled, failed, deliver, ms } = recovery
+      if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {
+        logger.info({ resumed: resumed.length, cancelled: cancelled.length, failed: failed.length, woken: deliver.length, ms }, 'recovered unfinished runs')
+      }
       const address = app.server.address()
       const port = typeof address === 'object' && address ? address.port : config.port
       const host = config.host.includes(':') ? `[${config.host}]` : config.host
