@@ -29,14 +29,22 @@ export type ChatMessage =
 export const STEER_PREFIX = '<system-reminder>\nThe user sent the following message:\n'
 export const STEER_SUFFIX = '\n\nPlease address this message and continue with your tasks.\n</system-reminder>'
 
+export const SUMMARY_PREFIX =
+  '<system-reminder>\nThe earlier part of this conversation was compacted. This is a summary written for you to continue from; ' +
+  'it is not a new request from the user.\n<summary>\n'
+export const SUMMARY_SUFFIX = '\n</summary>\n</system-reminder>'
+
 /** The messages of a view the model should see, oldest first (after the latest completed compaction). */
 export function visibleMessages(view: SessionView): Message[] {
-  const all = [...view.messages.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const c = view.session?.compaction
-  if (c?.status !== 'completed' || !c.summaryMessageId) return all
+  const c = view.session?.compaction?.applied
+  // Summaries other than the applied one (in flight, failed, superseded) are never replayed.
+  const all = [...view.messages.values()]
+    .filter((m) => !m.summary || m.id === c?.summaryMessageId)
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  if (!c) return all
   const summary = all.find((m) => m.id === c.summaryMessageId)
   const tail = c.tailStartMessageId
-  const kept = all.filter((m) => m.id !== c.summaryMessageId && (m.id > c.summaryMessageId! || (tail !== undefined && m.id >= tail)))
+  const kept = all.filter((m) => m.id !== c.summaryMessageId && (m.id > c.summaryMessageId || (tail !== undefined && m.id >= tail)))
   return summary ? [summary, ...kept] : kept
 }
 
@@ -58,6 +66,12 @@ export function toChatMessages(view: SessionView): ChatMessage[] {
   const seenCalls = new Set<string>()
   for (const message of visibleMessages(view)) {
     const own = parts.get(message.id) ?? []
+    if (message.summary) {
+    // The summary stands in for the compacted head; sent as user context so the request still starts with the user.
+    const text = own.map((p) => (p.type === 'text' ? p.text : '')).join('')
+      out.push({ role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}${text}${SUMMARY_SUFFIX}` }] })
+      continue
+    }
     if (message.role === 'user') {
       const content = userContent(own, message.steered === true)
       if (content.length > 0) out.push({ role: 'user', content })

@@ -18,6 +18,7 @@ import {
  *   {
  *     "chunkSize": 16, "delayMs": 0,
  *     "record": "requests.jsonl",        // or env CHRONICLE_SCRIPT_LOG: every request, one JSON line
+ *     "uniqueCallIds": true,             // fresh tool call ids (default call_scripted_<i>)
  *     "steps": [
  *       { "when": { "turn": 0, "afterToolResult": false, "userContains": "weather", "call": 0 },
  *         "times": 1,                    // uses before the step is spent (default: 1 without `when`, unlimited with)
@@ -82,6 +83,8 @@ export interface Script {
   readonly chunkSize?: number
   readonly delayMs?: number
   readonly record?: string
+  /** give each tool call a fresh id, as real providers do (default: call_scripted_<i>) */
+  readonly uniqueCallIds?: boolean
 }
 
 export interface RecordedCall {
@@ -201,7 +204,11 @@ function chunks(text: string, size: number): string[] {
   return out
 }
 
-function parts(reply: ScriptReply, size: number): LanguageModelV3StreamPart[] {
+let freshIds = 0
+/** Unique across restarts of the process too: time-prefixed. */
+const freshCallId = (): string => `call_${Date.now().toString(36)}${(freshIds++).toString(36)}`
+
+function parts(reply: ScriptReply, size: number, fresh?: () => string): LanguageModelV3StreamPart[] {
   const out: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }]
   if (reply.reasoning) {
     out.push({ type: 'reasoning-start', id: 'r0' })
@@ -214,7 +221,7 @@ function parts(reply: ScriptReply, size: number): LanguageModelV3StreamPart[] {
     out.push({ type: 'text-end', id: 't0' })
   }
   ;(reply.toolCalls ?? []).forEach((c, i) => {
-    const id = c.id ?? `call_scripted_${i}`
+    const id = c.id ?? fresh?.() ?? `call_scripted_${i}`
     const input = c.rawInput ?? JSON.stringify(c.input ?? {})
     out.push({ type: 'tool-input-start', id, toolName: c.name })
     for (const delta of chunks(input, size)) out.push({ type: 'tool-input-delta', id, delta })
@@ -234,7 +241,7 @@ function parts(reply: ScriptReply, size: number): LanguageModelV3StreamPart[] {
 }
 
 function play(reply: ScriptReply, script: Script, signal: AbortSignal | undefined): ReadableStream<LanguageModelV3StreamPart> {
-  const queue = parts(reply, script.chunkSize ?? 16)
+  const queue = parts(reply, script.chunkSize ?? 16, script.uniqueCallIds ? freshCallId : undefined)
   const delay = reply.delayMs ?? script.delayMs ?? 0
   let i = 0
   return new ReadableStream({

@@ -4,6 +4,7 @@ import type { CompiledContext } from './context.js'
 import { streamModelStep, type ModelFailure, type ModelHandle } from './model.js'
 import type { Recorder } from './recorder.js'
 import { retryDelay, sleep, type RetryPolicy } from './retry.js'
+import { completeUsage } from './tokens.js'
 
 /**
  * One model step, recorded: step.started, every streamed part as its event,
@@ -53,6 +54,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     let failure: ModelFailure | undefined
     let aborted = false
     let streamed = false
+    let produced = 0 // output characters: the usage estimate when the provider reports none
 
     for await (const part of streamModelStep(input.model, input.context, signal)) {
       switch (part.type) {
@@ -68,6 +70,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           const partId = open.get(part.id)
           if (!partId) break
           streamed = true
+          produced += part.text.length
           recorder.emit({ type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta', data: { partId, text: part.text } }, model)
           break
         }
@@ -90,6 +93,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           const t = tools.get(part.callId)
           if (!t || part.delta.length === 0) break
           t.raw += part.delta
+          produced += part.delta.length
           recorder.emit({ type: 'tool.input.delta', data: { partId: t.partId, delta: part.delta } }, model)
           break
         }
@@ -148,7 +152,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
       : failure
         ? { status: 'error', failure }
         : { status: 'done', finishReason: finish?.finishReason ?? 'other', calls }
-    return finishStep(input, outcome, finish)
+    return finishStep(input, outcome, finish && { ...finish, usage: completeUsage(finish.usage, input.context, produced) })
   }
 }
 
