@@ -1,0 +1,84 @@
+import { UsageError, parseArgs } from './cli/args.js'
+import { chat } from './cli/chat.js'
+import { ApiError } from './cli/client.js'
+import { demo } from './cli/demo.js'
+import { exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
+import { events, forkCommand, sessions, show } from './cli/remote.js'
+import { serve } from './cli/serve.js'
+import { isChronicleError } from './events/errors.js'
+
+/** `chronicle <command>`: the server and its terminal clients. */
+
+const USAGE = `usage: chronicle <command> [options]
+
+  serve [--config file] [--host h] [--port p]   run the server (default 127.0.0.1:4780)
+  chat [session] [--directory d] [--agent a]    interactive session over WebSocket
+  sessions [--archived]                         list sessions
+  show <session> [--at seq]                     transcript (at a seq: as it was then)
+  events <session> [--after seq] [--follow]     the event log; --follow keeps streaming
+  fork <session> --at seq [--title t]           fork a session at an event
+  export <session> [--out file]                 session history as JSONL
+  import <file>                                 import an export (server stopped)
+  rebuild                                       re-project read models from the log (server stopped)
+  verify                                        compare read models with the log; exit 1 on differences
+  demo                                          a scripted session, time travel and a fork; no API key
+
+Client commands find the server at CHRONICLE_URL (default http://127.0.0.1:4780) with the token
+from CHRONICLE_TOKEN or the data directory (CHRONICLE_DATA_DIR, default ./.chronicle).`
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv
+  const args = parseArgs(rest)
+  const out = (line: string) => void process.stdout.write(`${line}\n`)
+  const write = (text: string) => void process.stdout.write(text)
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(args, out)
+      case 'chat':
+        return await chat(args, { input: process.stdin, output: process.stdout })
+      case 'sessions':
+        return await sessions(args, out)
+      case 'show':
+        return await show(args, out)
+      case 'events':
+        return await events(args, out)
+      case 'fork':
+        return await forkCommand(args, out)
+      case 'export':
+        return await exportCommand(args, out)
+      case 'import':
+        return await importCommand(args, out)
+      case 'rebuild':
+        return await rebuildCommand(args, out)
+      case 'verify':
+        return await verifyCommand(args, out)
+      case 'demo':
+        return await demo(out, write)
+      case undefined:
+      case 'help':
+      case '--help':
+        out(USAGE)
+        return command === undefined ? 2 : 0
+      default:
+        throw new UsageError(`unknown command ${command}`)
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`chronicle: ${err.message}\n\n${USAGE}\n`)
+      return 2
+    }
+    if (err instanceof ApiError || isChronicleError(err)) {
+      process.stderr.write(`chronicle: ${err.message}\n`)
+      return 1
+    }
+    throw err
+  }
+}
+
+const invoked = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href
+if (invoked || process.env.CHRONICLE_CLI === '1') {
+  const code = await main(process.argv.slice(2))
+  // Let stdout drain, then exit (open handles such as stdin would otherwise keep the process alive).
+  process.stdout.write('', () => process.exit(code))
+}

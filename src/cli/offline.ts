@@ -1,0 +1,105 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import type { EventStore } from '../events/store.js'
+import { exportLines, importSessions } from '../projections/export.js'
+import { openStore } from '../projections/open.js'
+import { rebuild } from '../projections/rebuild.js'
+import { verify } from '../projections/verify.js'
+import { flag, UsageError, type Args } from './args.js'
+import { dataDirOf, dbPathOf, serverInfo } from './client.js'
+
+/**
+ * Commands that work on the data directory's database directly: export,
+ * import, rebuild, verify. Writers refuse while a server answers, because
+ * the server is the log's one writer.
+ */
+
+type Out = (line: string) => void
+
+function open(): EventStore {
+  const path = dbPathOf(dataDirOf())
+  if (!existsSync(path)) throw new UsageError(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
+  return openStore(path, { snapshotOnCommit: false })
+}
+
+async function refuseIfServing(args: Args): Promise<void> {
+  if (args.flags.has('force')) return
+  const { url } = serverInfo()
+  const up = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) }).then((r) => r.ok, () => false)
+  if (up) throw new UsageError(`a server is running at ${url}: stop it first (it is the log's only writer), or pass --force`)
+}
+
+/** `progress 12/40 sessions` on one rewritten stderr line. */
+function progress(label: string, err: NodeJS.WritableStream = process.stderr) {
+  let last = 0
+  return (done: number, total: number) => {
+    const now = Date.now()
+    if (done !== total && now - last < 100) return
+    last = now
+    err.write(`\r${label} ${done}/${total}${done === total ? '\n' : ''}`)
+  }
+}
+
+export async function exportCommand(args: Args, out: Out): Promise<number> {
+  const id = args.positionals[0]
+  if (!id) throw new UsageError('export needs a session id')
+  const store = open()
+  try {
+    const lines = [...exportLines(store, id)]
+    const file = flag(args, 'out')
+    if (file) {
+      writeFileSync(file, `${lines.join('\n')}\n`)
+      process.stderr.write(`exported ${lines.length - 1} events of ${id} to ${file}\n`)
+    } else for (const l of lines) out(l)
+    return 0
+  } finally {
+    store.close()
+  }
+}
+
+export async function importCommand(args: Args, out: Out): Promise<number> {
+  const file = args.positionals[0]
+  if (!file) throw new UsageError('import needs a file (JSONL from `chronicle export`)')
+  await refuseIfServing(args)
+  const text = readFileSync(file, 'utf8')
+  const store = open()
+  try {
+    const lines = text.split('\n').filter((l) => l.trim() !== '').length
+    process.stderr.write(`importing ${lines} lines from ${file}…\n`)
+    const report = importSessions(store, text)
+    out(`imported ${report.exported.join(', ')}: ${report.appended} events appended, ${report.sessions.length} sessions touched`)
+    const check = verify(store, { progress: progress('verifying') })
+    if (check.differences.length > 0) {
+      out(`verify found ${check.differences.length} differences after import`)
+      return 1
+    }
+    return 0
+  } finally {
+    store.close()
+  }
+}
+
+export async function rebuildCommand(args: Args, out: Out): Promise<number> {
+  await refuseIfServing(args)
+  const store = open()
+  try {
+    const report = rebuild(store, { progress: progress('rebuilding sessions') })
+    out(`rebuilt ${report.sessions} sessions from ${report.events} events in ${Math.round(report.ms)} ms`)
+    return 0
+  } finally {
+    store.close()
+  }
+}
+
+export async function verifyCommand(_args: Args, out: Out): Promise<number> {
+  const store = open()
+  try {
+    const report = verify(store, { progress: progress('verifying sessions') })
+    for (const d of report.differences.slice(0, 50)) {
+      out(`DIFF ${d.sessionId} ${d.entity} ${d.id}\n  stored:   ${JSON.stringify(d.stored)}\n  expected: ${JSON.stringify(d.expected)}`)
+    }
+    out(`${report.sessions} sessions checked, ${report.differences.length} differences`)
+    return report.differences.length === 0 ? 0 : 1
+  } finally {
+    store.close()
+  }
+}

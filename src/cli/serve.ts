@@ -1,0 +1,45 @@
+import pino from 'pino'
+import { loadConfig } from '../config.js'
+import { createChronicle, VERSION } from '../main.js'
+import { flag, type Args } from './args.js'
+
+/**
+ * `chronicle serve [--config file] [--host h] [--port p]`: runs the server
+ * until SIGINT/SIGTERM, then shuts down gracefully. Prints one line on
+ * start (URL and where the token is); logs go to stderr.
+ */
+export async function serve(args: Args, out: (line: string) => void): Promise<number> {
+  const env = { ...process.env }
+  const host = flag(args, 'host')
+  const port = flag(args, 'port')
+  if (host) env.CHRONICLE_HOST = host
+  if (port) env.CHRONICLE_PORT = port
+  const configPath = flag(args, 'config')
+  const config = loadConfig({ env, ...(configPath && { configPath }) })
+  const chronicle = await createChronicle(config, { logDestination: pino.destination({ dest: 2, sync: false }) })
+  const url = await chronicle.start()
+  const { token } = chronicle
+  const where = token.file === undefined ? 'token from CHRONICLE_TOKEN' : token.generated ? `token (shown once) ${token.token} stored in ${token.file}` : `token in ${token.file}`
+  out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
+
+  return new Promise((resolve) => {
+    let signals = 0
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (++signals > 1) {
+        process.stderr.write(`${signal} again: exiting without a clean shutdown\n`)
+        resolve(1)
+        return
+      }
+      chronicle.logger.info({ signal }, 'shutting down')
+      chronicle.stop().then(
+        () => resolve(0),
+        (err: unknown) => {
+          process.stderr.write(`shutdown failed: ${String(err)}\n`)
+          resolve(1)
+        },
+      )
+    }
+    process.on('SIGINT', shutdown)
+    process.on('SIGTERM', shutdown)
+  })
+}
