@@ -2,7 +2,7 @@ import type { EventStore } from '../events/store.js'
 import { apply, evolve } from './evolve.js'
 import { type InheritFn, inheritedView } from './fold.js'
 import { eventsByVersion, firstEvent } from './lineage.js'
-import { emptyView, type SessionView } from './model.js'
+import { emptyView, type Part, type SessionView } from './model.js'
 import { snapshotCache } from './snapshots.js'
 
 /**
@@ -18,6 +18,8 @@ export class SnapshotFold {
   /** the version of the chain's last row (0: none) */
   private base: number
   private readonly changed = { messages: new Set<string>(), parts: new Set<string>() }
+  /** the changed parts' values at `base` (for storing only what a streamed string grew by) */
+  private readonly prior = new Map<string, Part>()
   /** whether this fold may append rows: only at the chain's end, so the chain never branches */
   private readonly writing: boolean
 
@@ -41,16 +43,22 @@ export class SnapshotFold {
     const cache = snapshotCache(this.store.db)
     for (const event of eventsByVersion(this.store.db, this.sessionId, this.version, version)) {
       const changes = evolve(this.view, event)
+      if (this.writing) {
+        for (const p of changes.parts ?? []) {
+          const before = this.view.parts.get(p.id)
+          if (!this.changed.parts.has(p.id) && before) this.prior.set(p.id, before)
+          this.changed.parts.add(p.id)
+        }
+        for (const m of changes.messages ?? []) this.changed.messages.add(m.id)
+      }
       apply(this.view, changes)
       this.version = event.version
-      if (!this.writing) continue
-      for (const m of changes.messages ?? []) this.changed.messages.add(m.id)
-      for (const p of changes.parts ?? []) this.changed.parts.add(p.id)
-      if (event.version - this.base >= this.every) {
-        cache.write(this.sessionId, { version: event.version, seq: event.seq, baseVersion: this.base }, this.view, this.changed)
+      if (this.writing && event.version - this.base >= this.every) {
+        cache.write(this.sessionId, { version: event.version, seq: event.seq, baseVersion: this.base }, this.view, this.changed, this.prior)
         this.base = event.version
         this.changed.messages.clear()
         this.changed.parts.clear()
+        this.prior.clear()
       }
     }
     return this.view

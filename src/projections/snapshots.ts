@@ -17,11 +17,16 @@ import type { Message, Part, Session, SessionView } from './model.js'
  * view every K events would grow with the square of the session's length.
  * Rows are never updated (the log is immutable, so a row stays true); a row
  * written by an older evolve is recognised by `format` and dropped.
+ *
+ * A part still streaming when a row is written appears in several rows; its
+ * streamed string (a text's `text`, a tool's `rawInput`) is then stored as
+ * `[prefixLength, part-with-only-the-new-suffix]`, so a long part costs its
+ * length once, not once per row it spans.
  */
 
 /** Changes when the projection code changes, so a snapshot from older code is never used. */
 export const SNAPSHOT_FORMAT = createHash('sha256')
-  .update(`${evolve.toString()}\n${apply.toString()}\n${rekey.toString()}`)
+  .update(`delta-2\n${evolve.toString()}\n${apply.toString()}\n${rekey.toString()}`)
   .digest('hex')
   .slice(0, 16)
 
@@ -31,11 +36,20 @@ export interface ChainRow {
   readonly baseVersion: number
 }
 
+/** A part as a row stores it: whole, or as the suffix of its streamed string after `prefixLength` units. */
+type StoredPart = Part | readonly [prefixLength: number, part: Part]
+
 interface Delta {
   readonly session: Session
   readonly messages: readonly Message[]
-  readonly parts: readonly Part[]
+  readonly parts: readonly StoredPart[]
 }
+
+type Streamed = 'text' | 'rawInput'
+function streamed(part: Part): Streamed | undefined {
+  return part.type === 'text' || part.type === 'reasoning' ? 'text' : part.type === 'tool' ? 'rawInput' : undefined
+}
+const field = (part: Part, name: Streamed): string => (part as unknown as Record<Streamed, string>)[name]
 
 export class SnapshotCache {
   private readonly stmt
@@ -71,20 +85,12 @@ export class SnapshotCache {
     for (const row of this.stmt.chain.iterate(sessionId, version) as Iterable<ChainRow & { data: string }>) {
       if (row.baseVersion !== (last?.version ?? 0)) break
       const delta = JSON.parse(row.data) as Delta
+      const parts = delta.parts.map((p) => (Array.isArray(p) ? appended(view, p as readonly [number, Part]) : (p as Part)))
+      if (parts.includes(undefined)) break // a suffix that does not fit: treat as the chain's end
       view.session = delta.session
       for (const m of delta.messages) view.messages.set(m.id, m)
-      for (const p of delta.parts) view.parts.set(p.id, p)
+      for (const p of parts as Part[]) view.parts.set(p.id, p)
       last = { version: row.version, seq: row.seq, baseVersion: row.baseVersion }
-    }
-    return last
-  }
-
-  /** The unbroken chain's last row at or below `version` (without reading the data). */
-  chainEnd(sessionId: string, version: number): ChainRow | undefined {
-    let last: ChainRow | undefined
-    for (const row of this.stmt.rows.iterate(sessionId, version) as Iterable<ChainRow>) {
-      if (row.baseVersion !== (last?.version ?? 0)) break
-      last = row
     }
     return last
   }
@@ -94,15 +100,41 @@ export class SnapshotCache {
     return (this.stmt.tail.get(sessionId) as number | null) ?? 0
   }
 
-  /** Records the entities changed since `baseVersion`, as they are in `view` right after event (version, seq). */
-  write(sessionId: string, row: ChainRow, view: SessionView, changed: { messages: Set<string>; parts: Set<string> }): void {
+  /**
+   * Records the entities changed since `baseVersion`, as they are in `view`
+   * right after event (version, seq). `prior` holds the parts' values at
+   * `baseVersion`, for storing a streamed string's growth only.
+   */
+  write(
+    sessionId: string,
+    row: ChainRow,
+    view: SessionView,
+    changed: { messages: Set<string>; parts: Set<string> },
+    prior: ReadonlyMap<string, Part>,
+  ): void {
     const delta: Delta = {
       session: view.session as Session,
       messages: [...changed.messages].map((id) => view.messages.get(id) as Message),
-      parts: [...changed.parts].map((id) => view.parts.get(id) as Part),
+      parts: [...changed.parts].map((id) => storedPart(view.parts.get(id) as Part, prior.get(id))),
     }
     this.stmt.insert.run(sessionId, row.version, row.seq, row.baseVersion, JSON.stringify(delta))
   }
+}
+
+function storedPart(part: Part, before: Part | undefined): StoredPart {
+  const name = streamed(part)
+  if (!name || !before || before.type !== part.type) return part
+  const was = field(before, name)
+  const now = field(part, name)
+  if (was.length === 0 || !now.startsWith(was)) return part
+  return [was.length, { ...part, [name]: now.slice(was.length) }]
+}
+
+function appended(view: SessionView, [prefixLength, part]: readonly [number, Part]): Part | undefined {
+  const name = streamed(part)
+  const before = view.parts.get(part.id)
+  if (!name || !before || before.type !== part.type || field(before, name).length !== prefixLength) return undefined
+  return { ...part, [name]: field(before, name) + field(part, name) } as Part
 }
 
 const caches = new WeakMap<Database.Database, SnapshotCache>()

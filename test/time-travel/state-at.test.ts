@@ -6,7 +6,8 @@ import { isChronicleError } from '../../src/events/errors.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { loadView } from '../../src/projections/read-model.js'
-import { SNAPSHOT_FORMAT } from '../../src/projections/snapshots.js'
+import { emptyView } from '../../src/projections/model.js'
+import { SNAPSHOT_FORMAT, snapshotCache } from '../../src/projections/snapshots.js'
 import { stateAt } from '../../src/projections/time-travel.js'
 import { asState, json, plainStateAt, snapshotRows } from './helpers.js'
 import { recordSession } from './recorded.js'
@@ -75,6 +76,27 @@ describe('stateAt', () => {
     store.db.exec('DELETE FROM snapshots')
     expect(seqs.map((seq) => json(stateAt(store, 'ses_rec', seq, { snapshotEvery: 0 })))).toEqual(before)
     expect(snapshotRows(store)).toBe(0)
+  })
+
+  it('stores a part streaming across many rows once (only the growth per row), and ignores a suffix that does not fit', () => {
+    const store = open(':memory:', 10)
+    const meta = { meta: { actor: 'model' as const } }
+    store.append('ses_long', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], meta)
+    store.append('ses_long', [{ type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }], meta)
+    store.append('ses_long', [{ type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }], meta)
+    const seqs: number[] = []
+    for (let i = 0; i < 200; i++) {
+      seqs.push(...store.append('ses_long', [{ type: 'text.delta', data: { partId: 'prt_1', text: `${String(i).padStart(3, '0')}${'x'.repeat(97)}` } }], meta).map((e) => e.seq))
+    }
+    stateAt(store, 'ses_long')
+    const bytes = store.db.prepare('SELECT SUM(LENGTH(data)) FROM snapshots').pluck().get() as number
+    expect(snapshotRows(store)).toBe(20)
+    expect(bytes).toBeLessThan(20_000 + 20 * 1500) // the text once, plus a session object per row; whole copies would be ~200 KB
+    for (const seq of seqs) expect(json(stateAt(store, 'ses_long', seq))).toEqual(plainStateAt(store, 'ses_long', seq))
+    const row = store.db.prepare('SELECT data FROM snapshots WHERE version = 100').pluck().get() as string
+    store.db.prepare('UPDATE snapshots SET data = ? WHERE version = 100').run(row.replace(/\[\d+,/, '[5,'))
+    expect(snapshotCache(store.db).mergeInto(emptyView(), 'ses_long', 200)?.version).toBe(90)
+    for (const seq of seqs) expect(json(stateAt(store, 'ses_long', seq, { snapshotEvery: 0 }))).toEqual(plainStateAt(store, 'ses_long', seq))
   })
 
   it('drops snapshot rows written by another projection format when a store opens', () => {
