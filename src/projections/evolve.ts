@@ -258,14 +258,20 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'compaction.requested':
       return {
         session: touch({
-          compaction: { compactionId: event.data.compactionId, reason: event.data.reason, status: 'requested' },
+          compaction: {
+            compactionId: event.data.compactionId,
+            reason: event.data.reason,
+            status: 'requested',
+            ...(session.compaction?.applied && { applied: session.compaction.applied }),
+          },
         }),
       }
     case 'compaction.started':
       return { session: touch({ compaction: compaction(session, event.data.compactionId, { status: 'running' }) }) }
     case 'compaction.completed': {
       const { compactionId, summaryMessageId, tailStartMessageId } = event.data
-      const patch = { status: 'completed' as const, summaryMessageId, ...(tailStartMessageId && { tailStartMessageId }) }
+      const applied = { summaryMessageId, ...(tailStartMessageId && { tailStartMessageId }) }
+      const patch = { status: 'completed' as const, ...applied, applied }
       return { session: touch({ compaction: compaction(session, compactionId, patch) }) }
     }
     case 'compaction.failed':
@@ -334,7 +340,10 @@ function created(event: StoredEvent<Extract<ChronicleEvent, { type: 'session.cre
 
 function compaction(session: Session, compactionId: string, patch: Partial<NonNullable<Session['compaction']>>) {
   const current = session.compaction
-  const base = current && current.compactionId === compactionId ? current : { compactionId, reason: 'auto', status: 'requested' as const }
+  const base =
+    current && current.compactionId === compactionId
+      ? current
+      : { compactionId, reason: 'auto', status: 'requested' as const, ...(current?.applied && { applied: current.applied }) }
   return { ...base, ...patch }
 }
 

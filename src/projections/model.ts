@@ -74,6 +74,8 @@ export interface Session {
     readonly status: 'requested' | 'running' | 'completed' | 'failed'
     readonly summaryMessageId?: string
     readonly tailStartMessageId?: string
+    /** the latest completed compaction — where the model context starts — kept while a later one runs or fails */
+    readonly applied?: { readonly summaryMessageId: string; readonly tailStartMessageId?: string }
   } | null
   readonly archived: boolean
   readonly createdAt: string
