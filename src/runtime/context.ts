@@ -10,6 +10,7 @@ import type { Tool, ToolRegistry } from '../tools/tool.js'
 import { toChatMessages, type ChatMessage } from './history.js'
 import type { ModelRequest, ToolSpec } from './model.js'
 import { buildSystemPrompt, defaultEnvironment, type SystemEnvironment } from './system-prompt.js'
+import { chainDigest, chainOf, type Transcript } from './transcript.js'
 
 /**
  * Compiles what the model is sent for one step (seed 000, "编译模型工作包"):
@@ -42,8 +43,9 @@ export function latestUser(view: SessionView): Message | undefined {
 }
 
 /** The agent the session's latest user message asked for (else the session's own). */
-export function agentFor(view: SessionView, agents: ReadonlyMap<string, AgentDefinition>): AgentDefinition {
-  const name = latestUser(view)?.agent ?? view.session?.agent ?? 'build'
+export function agentFor(view: SessionView, agents: ReadonlyMap<string, AgentDefinition>, transcript?: Transcript): AgentDefinition {
+  const user = transcript ? transcript.latest('user') : latestUser(view)
+  const name = user?.agent ?? view.session?.agent ?? 'build'
   const agent = agents.get(name)
   if (!agent) throw new ChronicleError('UNKNOWN_AGENT', `unknown agent ${name}`)
   return agent
@@ -61,23 +63,50 @@ export function toolSpec(tool: Tool): ToolSpec {
   return { name: tool.id, description: tool.description, parameters }
 }
 
-export async function compileView(view: SessionView, deps: ContextDeps, opts: { lastStep?: boolean } = {}): Promise<CompiledContext> {
+export interface CompileOptions {
+  /** the last step of the budget: tools off, and a note asking for a text answer */
+  readonly lastStep?: boolean
+  /** the view's maintained transcript (the runtime's); without it the history is converted afresh */
+  readonly transcript?: Transcript
+}
+
+export async function compileView(view: SessionView, deps: ContextDeps, opts: CompileOptions = {}): Promise<CompiledContext> {
   const session = view.session
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no session')
-  const agent = agentFor(view, deps.agents)
+  const agent = agentFor(view, deps.agents, opts.transcript)
   const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name })
   const toolset = new Map(offered.map((t) => [t.id, t]))
   const system = buildSystemPrompt(agent, session.directory, (deps.environment ?? defaultEnvironment)())
-  const messages: ChatMessage[] = toChatMessages(view)
-  if (opts.lastStep) messages.push({ role: 'user', content: [{ type: 'text', text: MAX_STEPS_NOTE }] })
+  let messages: ChatMessage[]
+  let chain: string
+  if (opts.transcript) ({ messages, chain } = opts.transcript.chat())
+  else {
+    messages = toChatMessages(view)
+    chain = chainOf(messages)
+  }
+  if (opts.lastStep) {
+    const note: ChatMessage = { role: 'user', content: [{ type: 'text', text: MAX_STEPS_NOTE }] }
+    messages.push(note)
+    chain = chainDigest(chain, note)
+  }
   const tools = offered.map(toolSpec)
   const toolChoice = opts.lastStep ? 'none' : 'auto'
-  const digest = digestOf({ system, messages, tools, toolChoice })
+  const digest = requestDigest(system, tools, toolChoice, chain)
   return { system, messages, tools, toolChoice, digest, agent, toolset }
 }
 
+/**
+ * The contextDigest of a request: sha256 over the system prompt, the tools,
+ * the tool choice and the digest chain of the messages (each message's JSON
+ * hashed onto the previous) — equal requests, equal digests, and a long
+ * history's chain is extended, not rehashed, step after step.
+ */
 export function digestOf(request: ModelRequest): string {
-  return createHash('sha256').update(JSON.stringify(request)).digest('hex')
+  return requestDigest(request.system, request.tools, request.toolChoice, chainOf(request.messages))
+}
+
+function requestDigest(system: string, tools: readonly ToolSpec[], toolChoice: string, chain: string): string {
+  return createHash('sha256').update(JSON.stringify({ system, tools, toolChoice, messages: chain })).digest('hex')
 }
 
 /**

@@ -64,32 +64,40 @@ export function toChatMessages(view: SessionView): ChatMessage[] {
   const parts = partsByMessage(view)
   const out: ChatMessage[] = []
   const seenCalls = new Set<string>()
-  for (const message of visibleMessages(view)) {
-    const own = parts.get(message.id) ?? []
-    if (message.summary) {
+  for (const message of visibleMessages(view)) out.push(...messageToChat(message, parts.get(message.id) ?? [], seenCalls).chat)
+  return out
+}
+
+/**
+ * One message (its parts in id order) as chat messages: a user message, or
+ * an assistant message followed by the results of its calls. Call ids in
+ * `seenCalls` are dropped; the ones this message adds are returned.
+ */
+export function messageToChat(message: Message, own: readonly Part[], seenCalls: Set<string>): { chat: ChatMessage[]; calls: string[] } {
+  if (message.summary) {
     // The summary stands in for the compacted head; sent as user context so the request still starts with the user.
     const text = own.map((p) => (p.type === 'text' ? p.text : '')).join('')
-      out.push({ role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}${text}${SUMMARY_SUFFIX}` }] })
-      continue
-    }
-    if (message.role === 'user') {
-      const content = userContent(own, message.steered === true)
-      if (content.length > 0) out.push({ role: 'user', content })
-      continue
-    }
-    const content: ChatAssistantPart[] = []
-    const results: ChatToolResult[] = []
-    for (const p of own) {
-      if (p.type === 'text' && p.text.length > 0) content.push({ type: 'text', text: p.text })
-      if (p.type !== 'tool' || seenCalls.has(p.callId)) continue
-      seenCalls.add(p.callId)
-      content.push({ type: 'tool-call', toolCallId: p.callId, toolName: p.tool, input: toolInput(p) })
-      results.push({ type: 'tool-result', toolCallId: p.callId, toolName: p.tool, output: toolOutput(p) })
-    }
-    if (content.length > 0) out.push({ role: 'assistant', content })
-    if (results.length > 0) out.push({ role: 'tool', content: results })
+    return { chat: [{ role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}${text}${SUMMARY_SUFFIX}` }] }], calls: [] }
   }
-  return out
+  if (message.role === 'user') {
+    const content = userContent(own, message.steered === true)
+    return { chat: content.length > 0 ? [{ role: 'user', content }] : [], calls: [] }
+  }
+  const chat: ChatMessage[] = []
+  const content: ChatAssistantPart[] = []
+  const results: ChatToolResult[] = []
+  const calls: string[] = []
+  for (const p of own) {
+    if (p.type === 'text' && p.text.length > 0) content.push({ type: 'text', text: p.text })
+    if (p.type !== 'tool' || seenCalls.has(p.callId)) continue
+    seenCalls.add(p.callId)
+    calls.push(p.callId)
+    content.push({ type: 'tool-call', toolCallId: p.callId, toolName: p.tool, input: toolInput(p) })
+    results.push({ type: 'tool-result', toolCallId: p.callId, toolName: p.tool, output: toolOutput(p) })
+  }
+  if (content.length > 0) chat.push({ role: 'assistant', content })
+  if (results.length > 0) chat.push({ role: 'tool', content: results })
+  return { chat, calls }
 }
 
 function userContent(parts: readonly Part[], steered: boolean): ChatUserPart[] {

@@ -10,6 +10,7 @@ import { Recorder } from './recorder.js'
 import type { RetryPolicy } from './retry.js'
 import type { SessionViews } from './session-cache.js'
 import { runModelStep } from './step.js'
+import type { Transcript } from './transcript.js'
 import type { SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
 
@@ -67,23 +68,23 @@ export async function runLoop(
     let first = true
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
-      let view = deps.views.read(sessionId)
+      let { view, transcript } = deps.views.state(sessionId)
       const delivered = deliver(view, first, deps.ids)
       if (delivered.length > 0) {
         recorder.append(delivered, meta)
         if (!first) step = 0 // new user input renews the step budget
-        view = deps.views.read(sessionId)
+        ;({ view, transcript } = deps.views.state(sessionId))
       }
       first = false
 
-      if (answered(view)) {
+      if (isAnswered(transcript)) {
         if (view.session?.inbox.some((i) => i.delivery === 'steer')) continue // arrived during the last step
         return await finish('idle')
       }
-      const user = latestUser(view) as Message // answered() is true without one
-      const maxSteps = budget(deps, view)
+      const user = transcript.latest('user') as Message // answered without one
+      const maxSteps = budget(deps, view, user)
       if (step >= maxSteps) return await finish('max_steps')
-      const context = await compileView(view, deps, { lastStep: step + 1 >= maxSteps })
+      const context = await compileView(view, deps, { lastStep: step + 1 >= maxSteps, transcript })
       const model = deps.models.resolve(user.model ?? view.session?.model ?? null)
       if (!model) {
         return await finish('error', {
@@ -113,7 +114,7 @@ export async function runLoop(
           toolset: context.toolset,
           permissions: deps.permissions,
           signal,
-          view: deps.views.read(sessionId),
+          transcript: deps.views.state(sessionId).transcript,
         })
       }
     }
@@ -122,9 +123,9 @@ export async function runLoop(
   }
 }
 
-function budget(deps: LoopDeps, view: SessionView): number {
+function budget(deps: LoopDeps, view: SessionView, user: Message): number {
   if (deps.maxSteps !== undefined) return deps.maxSteps
-  const name = latestUser(view)?.agent ?? view.session?.agent ?? ''
+  const name = user.agent ?? view.session?.agent ?? ''
   return deps.agents.get(name)?.maxSteps ?? 50
 }
 
@@ -163,4 +164,15 @@ export function answered(view: SessionView): boolean {
   if (assistant.finish === 'tool-calls') return false
   for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
   return true
+}
+
+/** `answered` over the maintained transcript: O(1) however long the session. */
+function isAnswered(transcript: Transcript): boolean {
+  const user = transcript.latest('user')
+  if (!user) return true
+  const assistant = transcript.latest('assistant')
+  if (!assistant || assistant.parentId !== user.id || assistant.id < user.id || !assistant.completedAt) return false
+  if (assistant.error?.kind === 'interrupted') return false // cut off by a restart: recovery resumes it
+  if (assistant.finish === 'tool-calls') return false
+  return !transcript.partsOf(assistant.id).some((p) => p.type === 'tool')
 }

@@ -3,6 +3,7 @@ import { ChronicleError } from '../events/errors.js'
 import { apply, evolve } from '../projections/evolve.js'
 import type { SessionView } from '../projections/model.js'
 import { loadView } from '../projections/read-model.js'
+import { Transcript } from './transcript.js'
 
 /**
  * The loop's view of a session, re-read at every step: the stored read model
@@ -11,8 +12,14 @@ import { loadView } from '../projections/read-model.js'
  * step costs O(new events), not O(history). Nothing here is decided from
  * memory the log does not hold.
  */
+export interface SessionState {
+  readonly view: SessionView
+  /** the history as chat messages, maintained from the same changes */
+  readonly transcript: Transcript
+}
+
 export class SessionViews {
-  private readonly views = new Map<string, SessionView>()
+  private readonly views = new Map<string, SessionState>()
   private readonly unsubscribe: () => void
 
   constructor(
@@ -21,10 +28,12 @@ export class SessionViews {
   ) {
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) {
-        const view = this.views.get(e.sessionId)
-        if (!view) continue
+        const state = this.views.get(e.sessionId)
+        if (!state) continue
         try {
-          apply(view, evolve(view, e))
+          const changes = evolve(state.view, e)
+          apply(state.view, changes)
+          state.transcript.apply(changes)
         } catch {
           this.views.delete(e.sessionId) // reload from the read model on next read
         }
@@ -34,21 +43,27 @@ export class SessionViews {
 
   /** The session's current state, including everything queued before this call. */
   read(sessionId: string): SessionView {
+    return this.state(sessionId).view
+  }
+
+  /** The view and its transcript, including everything queued before this call. */
+  state(sessionId: string): SessionState {
     this.store.flush()
-    let view = this.views.get(sessionId)
-    if (view) {
+    let state = this.views.get(sessionId)
+    if (state) {
       this.views.delete(sessionId) // re-inserted below: most recently used last
     } else {
-      view = loadView(this.store.db, sessionId)
+      const view = loadView(this.store.db, sessionId)
       if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+      state = { view, transcript: new Transcript(view) }
     }
-    this.views.set(sessionId, view)
+    this.views.set(sessionId, state)
     while (this.views.size > this.capacity) {
       const oldest = this.views.keys().next().value
       if (oldest === undefined) break
       this.views.delete(oldest)
     }
-    return view
+    return state
   }
 
   forget(sessionId: string): void {

@@ -1,9 +1,9 @@
 import { z } from 'zod'
 import type { ToolErrorKind } from '../events/catalogue.js'
-import type { SessionView, ToolPart } from '../projections/model.js'
 import { ToolFailure, type PermissionGate, type Tool, type ToolContext } from '../tools/tool.js'
 import type { Recorder } from './recorder.js'
 import type { StreamedCall } from './step.js'
+import type { Transcript } from './transcript.js'
 
 /**
  * Executes the tool calls of one step, in order. Arguments are validated
@@ -25,8 +25,8 @@ export interface ExecuteInput {
   readonly toolset: ReadonlyMap<string, Tool>
   readonly permissions: PermissionGate
   readonly signal: AbortSignal
-  /** the session after the step: the doom-loop check reads its tool history */
-  readonly view: SessionView
+  /** the session's history after the step: the doom-loop check reads its latest tool calls */
+  readonly transcript: Transcript
 }
 
 export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
@@ -67,7 +67,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: signal,
   }
   try {
-    if (isDoomLoop(input.view, call, parsed.data)) {
+    if (isDoomLoop(input.transcript, call, parsed.data)) {
       await input.permissions.ask(scope, { permission: 'doom_loop', patterns: [call.tool], metadata: { tool: call.tool, input: parsed.data } })
     }
   } catch (err) {
@@ -112,12 +112,9 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
 }
 
 /** The last DOOM_LOOP_THRESHOLD - 1 calls before this one were the same tool with the same input. */
-function isDoomLoop(view: SessionView, call: StreamedCall, args: unknown): boolean {
+function isDoomLoop(transcript: Transcript, call: StreamedCall, args: unknown): boolean {
   const key = JSON.stringify(args)
-  const earlier = [...view.parts.values()]
-    .filter((p): p is ToolPart => p.type === 'tool' && p.id < call.partId)
-    .sort((a, b) => (a.id < b.id ? -1 : 1))
-    .slice(-(DOOM_LOOP_THRESHOLD - 1))
+  const earlier = transcript.toolPartsBefore(call.partId, DOOM_LOOP_THRESHOLD - 1)
   return (
     earlier.length === DOOM_LOOP_THRESHOLD - 1 &&
     earlier.every((p) => p.tool === call.tool && p.input !== undefined && JSON.stringify(p.input) === key)
