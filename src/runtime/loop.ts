@@ -10,6 +10,8 @@ import { Recorder } from './recorder.js'
 import type { RetryPolicy } from './retry.js'
 import type { SessionViews } from './session-cache.js'
 import { runModelStep } from './step.js'
+import { RunCompaction } from './compaction.js'
+import type { CompactionConfig } from './compaction-config.js'
 import type { Transcript } from './transcript.js'
 import type { SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
@@ -34,6 +36,8 @@ export interface LoopDeps {
   /** overrides every agent's step budget (tests, benchmarks) */
   readonly maxSteps?: number
   readonly environment?: () => SystemEnvironment
+  /** context compaction (src/runtime/compaction.ts); without it there is none */
+  readonly compaction?: CompactionConfig
 }
 
 /** Abort reasons: a user's cancel ends the run `cancelled`; shutdown leaves it for recovery. */
@@ -66,6 +70,7 @@ export async function runLoop(
   try {
     let step = 0
     let first = true
+    const compaction = deps.compaction && new RunCompaction({ ...deps, config: deps.compaction }, { recorder, runId, sessionId, signal })
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
       let { view, transcript } = deps.views.state(sessionId)
@@ -76,6 +81,7 @@ export async function runLoop(
         ;({ view, transcript } = deps.views.state(sessionId))
       }
       first = false
+      if (compaction && (await compaction.pending(view))) continue // a requested (manual) compaction runs first
 
       if (isAnswered(transcript)) {
         if (view.session?.inbox.some((i) => i.delivery === 'steer')) continue // arrived during the last step
@@ -92,6 +98,7 @@ export async function runLoop(
           message: 'No model is configured: set CHRONICLE_MODEL (openai:<id>, compatible:<id> or scripted:<file>) or pass a model with the input.',
         })
       }
+      if (compaction && (await compaction.beforeStep(view, context, model))) continue // compacted: recompile
       step++
 
       const messageId = deps.ids.next('msg')
@@ -101,6 +108,12 @@ export async function runLoop(
       )
       const outcome = await runModelStep({ recorder, ids: deps.ids, runId, messageId, step, model, context, signal, retry: deps.retry })
       if (outcome.status === 'aborted') return await finish('cancelled')
+      if (outcome.status === 'error' && outcome.failure.kind === 'context_overflow' && compaction) {
+        const verdict = await compaction.overflow(step, model)
+        if (!verdict.retry) return await finish('error', verdict.error)
+        step-- // compacted: the same step again
+        continue
+      }
       if (outcome.status === 'error') return await finish('error', { kind: outcome.failure.kind, message: outcome.failure.message })
       if (outcome.calls.length > 0) {
         await recorder.settle()
