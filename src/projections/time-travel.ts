@@ -80,6 +80,21 @@ export function ensureSnapshots(store: EventStore, sessionId: string, options: T
   viewAt(store, sessionId, undefined, options)
 }
 
+/**
+ * Drops the snapshot cache and derives it again from the log, for every
+ * session with at least `snapshotEvery` events (the cache is never needed
+ * for a correct answer; this only makes the next answers fast again).
+ */
+export function rebuildSnapshots(store: EventStore, options: TimeTravelOptions = {}): { sessions: number; rows: number } {
+  store.flush()
+  const k = every(store, options)
+  store.db.exec('DELETE FROM snapshots')
+  recent.delete(store)
+  const ids = store.db.prepare('SELECT session_id FROM events WHERE version = ?').pluck().all(Math.max(k, 1)) as string[]
+  if (k > 0) for (const id of ids) ensureSnapshots(store, id, options)
+  return { sessions: ids.length, rows: store.db.prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number }
+}
+
 // The state at an event never changes (the log is immutable), so the last
 // answer can be reused — fork computes it, then the projector asks again.
 // Only answers computed outside a transaction are kept: a rolled-back

@@ -8,7 +8,7 @@ import { openStore } from '../../src/projections/open.js'
 import { loadView } from '../../src/projections/read-model.js'
 import { emptyView } from '../../src/projections/model.js'
 import { SNAPSHOT_FORMAT, snapshotCache } from '../../src/projections/snapshots.js'
-import { stateAt } from '../../src/projections/time-travel.js'
+import { rebuildSnapshots, stateAt } from '../../src/projections/time-travel.js'
 import { asState, json, plainStateAt, snapshotRows } from './helpers.js'
 import { recordSession } from './recorded.js'
 
@@ -97,6 +97,17 @@ describe('stateAt', () => {
     store.db.prepare('UPDATE snapshots SET data = ? WHERE version = 100').run(row.replace(/\[\d+,/, '[5,'))
     expect(snapshotCache(store.db).mergeInto(emptyView(), 'ses_long', 200)?.version).toBe(90)
     for (const seq of seqs) expect(json(stateAt(store, 'ses_long', seq, { snapshotEvery: 0 }))).toEqual(plainStateAt(store, 'ses_long', seq))
+  })
+
+  it('rebuilds the snapshot cache from the log to the same rows', () => {
+    const store = open()
+    recordSession(store)
+    store.append('ses_short', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    stateAt(store, 'ses_rec')
+    const rows = () => store.db.prepare('SELECT session_id, version, seq, base_version, data FROM snapshots ORDER BY session_id, version').all()
+    const before = rows()
+    expect(rebuildSnapshots(store)).toEqual({ sessions: 1, rows: before.length })
+    expect(rows()).toEqual(before)
   })
 
   it('drops snapshot rows written by another projection format when a store opens', () => {
