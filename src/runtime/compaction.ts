@@ -1,5 +1,5 @@
 import type { IdSource } from '../events/ids.js'
-import type { SessionView } from '../projections/model.js'
+import type { Message, SessionView } from '../projections/model.js'
 import { latestUser, digestOf, type CompiledContext } from './context.js'
 import { budgetFor, type CompactionConfig } from './compaction-config.js'
 import { COMPACTION_AGENT, COMPACTION_SYSTEM, compactionRequestText } from './compaction-prompt.js'
@@ -166,10 +166,11 @@ export class RunCompaction {
     private readonly scope: RunScope,
   ) {}
 
-  /** Performs the compaction the session has pending (status `requested`), if any. */
-  async pending(view: SessionView, answered: boolean): Promise<boolean> {
+  /** Performs the compaction the session has pending (status `requested`), if any; true when it ran. */
+  async pending(view: SessionView): Promise<boolean> {
     const c = view.session?.compaction
     if (c?.status !== 'requested') return false
+    const answered = answersLatestUser(view)
     await compact(this.deps, this.scope, { reason: c.reason as CompactRequest['reason'], compactionId: c.compactionId, answered })
     return true
   }
@@ -210,7 +211,7 @@ export class RunCompaction {
     }
     this.overflowStep = step
     const result = await compact(this.deps, this.scope, { reason: 'overflow', answered: false, model })
-    if (result.status === 'completed') return { retry: true }
+    if (result.status === 'completed' || result.aborted) return { retry: true } // aborted: the loop ends the run cancelled
     return { retry: false, error: { kind: 'CONTEXT_OVERFLOW', message: `The request exceeds the model context window and compaction failed: ${result.error}` } }
   }
 }
@@ -220,5 +221,20 @@ function nothingSinceSummary(view: SessionView): boolean {
   const applied = view.session?.compaction?.applied
   if (!applied) return false
   for (const m of view.messages.values()) if (m.id > applied.summaryMessageId && !m.summary) return false
+  return true
+}
+
+/**
+ * Whether the session's latest user message already has its final answer
+ * (the loop's stop rule, on the view): a manual compaction of an idle session
+ * keeps it answered, so the run that performed it ends without a model step.
+ */
+export function answersLatestUser(view: SessionView): boolean {
+  const user = latestUser(view)
+  if (!user) return true
+  let assistant: Message | undefined
+  for (const m of view.messages.values()) if (m.role === 'assistant' && !m.summary && (!assistant || m.id > assistant.id)) assistant = m
+  if (!assistant || assistant.parentId !== user.id || !assistant.completedAt || assistant.finish === 'tool-calls') return false
+  for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
   return true
 }
