@@ -11,6 +11,12 @@ import { renderTranscript, type StateView } from './render.js'
  * (y / n / a = always), and Ctrl-C cancels the running run (twice: quit).
  */
 export async function chat(args: Args, io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }): Promise<number> {
+  // Read stdin from the start: lines typed (or piped) while connecting are kept, not lost.
+  const rl = createInterface({ input: io.input, output: io.output, terminal: Boolean((io.input as { isTTY?: boolean }).isTTY) })
+  const early: string[] = []
+  let onLine: (line: string) => void = (line) => void early.push(line)
+  rl.on('line', (line) => onLine(line))
+  const ended = new Promise<number>((resolve) => rl.on('close', () => resolve(0)))
   const client = await WsClient.connect(serverInfo())
   const write = (text: string) => void io.output.write(text)
   let sessionId = args.positionals[0]
@@ -30,7 +36,6 @@ export async function chat(args: Args, io: { input: NodeJS.ReadableStream; outpu
   const session = sessionId
   const state = await client.call<StateView>('session.state', { session })
 
-  const rl = createInterface({ input: io.input, output: io.output, terminal: Boolean((io.input as { isTTY?: boolean }).isTTY) })
   let running = false
   const permissions: { requestId: string; permission: string; patterns: string[] }[] = []
   const prompt = () => {
@@ -54,10 +59,7 @@ export async function chat(args: Args, io: { input: NodeJS.ReadableStream; outpu
     if (event.type === 'run.started') running = true
     renderer.handle({ seq: frame.seq as number, type: event.type, data: event.data })
   }
-  const closed = new Promise<number>((resolve) => {
-    client.onClose = () => resolve(0)
-    rl.on('close', () => resolve(0))
-  })
+  const closed = Promise.race([ended, new Promise<number>((resolve) => (client.onClose = () => resolve(0)))])
   // Live from here on; pending permission requests of a resumed session are asked again.
   await client.call('subscribe', { sessions: [session], after: state.seq })
   for (const p of state.session.pendingPermissions) renderer.handle({ seq: p.seq, type: 'permission.requested', data: { ...p } })
@@ -76,7 +78,7 @@ export async function chat(args: Args, io: { input: NodeJS.ReadableStream; outpu
   rl.on('SIGINT', onInterrupt)
   process.on('SIGINT', onInterrupt)
 
-  rl.on('line', (line) => {
+  onLine = (line) => {
     const text = line.trim()
     const request = permissions[0]
     if (request) {
@@ -98,7 +100,8 @@ export async function chat(args: Args, io: { input: NodeJS.ReadableStream; outpu
       write(`${err.message}\n`)
       prompt()
     })
-  })
+  }
+  for (const line of early.splice(0)) onLine(line)
 
   const code = await closed
   process.removeListener('SIGINT', onInterrupt)

@@ -1,0 +1,107 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { run, runToEnd, type Proc } from './helpers.js'
+
+/** The `chronicle` CLI as a user runs it: real processes, a real server, a real data directory. */
+
+let dir: string
+let data: string
+let env: Record<string, string>
+let server: Proc
+let url: string
+
+const SCRIPT = {
+  chunkSize: 32,
+  steps: [
+    { when: { afterToolResult: false, userContains: 'echo' }, toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo cli-ok', description: 'echo' } }] },
+    { when: { afterToolResult: true }, text: 'The command printed cli-ok.' },
+  ],
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'chronicle-cli-'))
+  data = join(dir, 'data')
+  writeFileSync(join(dir, 'script.json'), JSON.stringify(SCRIPT))
+  env = { CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`, CHRONICLE_LOG_LEVEL: 'warn' }
+  server = run(['serve'], env, dir)
+  const [, found] = await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
+  url = found as string
+  env = { ...env, CHRONICLE_URL: url }
+})
+
+afterAll(async () => {
+  server.child.kill('SIGTERM')
+  await server.exited
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('chronicle serve', () => {
+  it('prints one line with the URL and the token, stored 0600 in the data dir, shown only on the first start', () => {
+    const token = readFileSync(join(data, 'token'), 'utf8').trim()
+    expect(server.stdout.trim().split('\n')).toEqual([`Chronicle 0.1.0 listening on ${url} — token (shown once) ${token} stored in ${join(data, 'token')}`])
+    expect(statSync(join(data, 'token')).mode & 0o777).toBe(0o600)
+  })
+
+  it('refuses a non-loopback bind without an explicit token', async () => {
+    const res = await runToEnd(['serve'], { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_HOST: '0.0.0.0', CHRONICLE_PORT: '0' })
+    expect(res.code).toBe(1)
+    expect(res.stderr).toContain('refusing to listen on 0.0.0.0')
+  })
+})
+
+describe('client commands', () => {
+  it('chat: streams, asks permission, answers y, prints the answer; then sessions, show, events, fork', async () => {
+    const chat = run(['chat', '--directory', dir], env, dir)
+    const [, session] = await chat.waitFor(/session (ses_\w+)/)
+    chat.child.stdin.write('please echo something\n')
+    await chat.waitFor(/\? allow bash echo cli-ok — \[y\]es \/ \[n\]o \/ \[a\]lways: /)
+    expect(chat.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — running')
+    chat.child.stdin.write('y\n')
+    await chat.waitFor(/The command printed cli-ok\.\n/)
+    expect(chat.stdout).toContain('✓ bash — completed: cli-ok')
+    chat.child.stdin.end()
+    expect(await chat.exited).toBe(0)
+
+    const sessions = await runToEnd(['sessions'], env)
+    expect(sessions.code).toBe(0)
+    expect(sessions.stdout).toMatch(new RegExp(`^${session}  idle `))
+
+    const events = await runToEnd(['events', session as string], env)
+    const lines = events.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^1 {2}\S+ {2}session\.created/)
+    const completed = lines.find((l) => / tool\.completed /.test(l)) as string
+    const seq = Number(completed.trim().split(/\s+/)[0])
+
+    const show = await runToEnd(['show', session as string, '--at', String(seq)], env)
+    expect(show.stdout).toContain(`at seq ${seq}`)
+    expect(show.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — completed: cli-ok')
+    expect(show.stdout).not.toContain('The command printed cli-ok.')
+
+    const fork = await runToEnd(['fork', session as string, '--at', String(seq)], env)
+    expect(fork.stdout).toMatch(new RegExp(`^forked ${session} at seq ${seq} → ses_\\w+\\n$`))
+
+    const missing = await runToEnd(['show', 'ses_nope'], env)
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toBe('chronicle: SESSION_NOT_FOUND: no session ses_nope\n')
+  })
+
+  it('a wrong token is a clear error', async () => {
+    const res = await runToEnd(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
+    expect(res.code).toBe(1)
+    expect(res.stderr).toContain('UNAUTHORIZED')
+  })
+})
+
+describe('offline commands', () => {
+  it('verify passes on a healthy log; rebuild refuses while the server runs', async () => {
+    const verify = await runToEnd(['verify'], env)
+    expect(verify.code).toBe(0)
+    expect(verify.stdout).toMatch(/^\d+ sessions checked, 0 differences\n$/)
+    expect(verify.stderr).toMatch(/verifying sessions \d+\/\d+\n$/)
+    const rebuild = await runToEnd(['rebuild'], env)
+    expect(rebuild.code).toBe(2)
+    expect(rebuild.stderr).toContain('a server is running')
+  })
+})
