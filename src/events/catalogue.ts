@@ -197,7 +197,8 @@ export const ToolCalled = event('tool.called', {
   partId: id,
   callId: z.string(),
   tool: z.string(),
-  input: z.unknown(),
+  // optional: a call whose arguments were absent is stored without the key (JSON drops undefined)
+  input: z.unknown().optional(),
 })
 /** tools (via ctx.progress). Live metadata of a running tool, e.g. shell output so far. */
 export const ToolProgressed = event('tool.progressed', { partId: id, metadata: z.record(z.string(), z.unknown()) })

@@ -108,13 +108,17 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
     (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
   )
   let count = 0
+  const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck()
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue
-    db.transaction(() => {
+    const ran = db.transaction(() => {
+      // Another connection may have applied it since we looked: check under the write lock.
+      if (isApplied.get(m.version)) return false
       db.exec(m.sql)
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now())
+      return true
     }).immediate()
-    count++
+    if (ran) count++
   }
   return count
 }

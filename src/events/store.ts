@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3'
 import { z } from 'zod'
-import { ChronicleEvent, CURRENT_SCHEMA_VERSION, EVENT_TYPES } from './catalogue.js'
+import { ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { ChronicleError } from './errors.js'
 import { migrate } from './schema.js'
@@ -55,7 +55,8 @@ export interface EventRow {
   at: number
 }
 
-const KNOWN_TYPES = new Set<string>(EVENT_TYPES)
+/** Each type's data schema, for checking rows as they are read. */
+const DATA_SCHEMAS = new Map<string, z.ZodType>(ChronicleEvent.options.map((o) => [o.shape.type.value, o.shape.data]))
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
 export class EventStore {
@@ -65,6 +66,8 @@ export class EventStore {
   private readonly listeners = new Set<CommitListener>()
   private queue: PendingAppend[] = []
   private flushScheduled = false
+  private publishing = false
+  private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
   private closed = false
 
@@ -72,7 +75,9 @@ export class EventStore {
     insert: Database.Statement
     version: Database.Statement
     sessionAfter: Database.Statement
+    sessionFrom: Database.Statement
     sessionBefore: Database.Statement
+    filtered: Database.Statement
     allAfter: Database.Statement
     head: Database.Statement
     bySeq: Database.Statement
@@ -91,7 +96,10 @@ export class EventStore {
       sessionAfter: db.prepare(
         'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY version LIMIT ?',
       ),
+      // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
+      sessionFrom: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND seq <= ? ORDER BY version LIMIT ?'),
       sessionBefore: db.prepare('SELECT * FROM events WHERE session_id = ? AND seq < ? ORDER BY version DESC LIMIT ?'),
+      filtered: db.prepare('SELECT * FROM events WHERE session_id IN (SELECT value FROM json_each(?)) AND seq > ? ORDER BY seq LIMIT ?'),
       allAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
       head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
       bySeq: db.prepare('SELECT * FROM events WHERE seq = ?'),
@@ -102,9 +110,9 @@ export class EventStore {
   /** Opens (or creates) a store file with the pragmas the log relies on. */
   static open(path: string, options: StoreOptions = {}): EventStore {
     const db = new Database(path)
+    db.pragma('busy_timeout = 5000') // first: switching to WAL needs a lock another connection may hold
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
-    db.pragma('busy_timeout = 5000')
     db.pragma('cache_size = -64000')
     db.pragma('temp_store = MEMORY')
     return new EventStore(db, options)
@@ -146,6 +154,7 @@ export class EventStore {
       return Promise.reject(err)
     }
     if (validated.length === 0) return Promise.resolve([])
+    if (this.closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
       this.queue.push({ sessionId, events: validated, options, resolve, reject })
       if (!this.flushScheduled) {
@@ -231,12 +240,15 @@ export class EventStore {
       this.project?.(this.db, all)
       return { out, all }
     })
-    if (full) this.db.pragma('synchronous = FULL')
+    // The level cannot change inside a transaction; an append nested in a caller's
+    // transaction is made durable by that transaction's own commit.
+    const sync = full && !this.db.inTransaction
+    if (sync) this.db.pragma('synchronous = FULL')
     let result: { out: StoredEvent[][]; all: StoredEvent[] }
     try {
       result = write.immediate()
     } finally {
-      if (full) this.db.pragma('synchronous = NORMAL')
+      if (sync) this.db.pragma('synchronous = NORMAL')
     }
     const last = result.all[result.all.length - 1]
     if (last) this.headSeq = last.seq
@@ -246,12 +258,23 @@ export class EventStore {
 
   private publish(events: readonly StoredEvent[]): void {
     if (events.length === 0) return
-    for (const listener of this.listeners) {
-      try {
-        listener(events)
-      } catch {
-        // A listener's failure is its own; the commit stands and others still hear of it.
+    this.unpublished.push(events)
+    // A listener that appends re-enters here: its commit is queued behind the
+    // one being delivered, so every listener hears every commit in seq order.
+    if (this.publishing) return
+    this.publishing = true
+    try {
+      for (let batch = this.unpublished.shift(); batch; batch = this.unpublished.shift()) {
+        for (const listener of this.listeners) {
+          try {
+            listener(batch)
+          } catch {
+            // A listener's failure is its own; the commit stands and others still hear of it.
+          }
+        }
       }
+    } finally {
+      this.publishing = false
     }
   }
 
@@ -279,13 +302,14 @@ export class EventStore {
 
   /** Iterates one session's events in keyset pages, never holding more than a page. */
   *iterateSession(sessionId: string, opts: { after?: number; upTo?: number; pageSize?: number } = {}): Generator<StoredEvent> {
-    let cursor = opts.after ?? 0
     const pageSize = opts.pageSize ?? 1000
+    const upTo = opts.upTo ?? Number.MAX_SAFE_INTEGER
+    let page = this.readSession(sessionId, { after: opts.after ?? 0, upTo, limit: pageSize })
     for (;;) {
-      const page = this.readSession(sessionId, { after: cursor, upTo: opts.upTo, limit: pageSize })
       yield* page
       if (page.length < pageSize) return
-      cursor = (page[page.length - 1] as StoredEvent).seq
+      const version = (page[page.length - 1] as StoredEvent).version
+      page = (this.stmt.sessionFrom.all(sessionId, version, upTo, pageSize) as EventRow[]).map(toEvent)
     }
   }
 
@@ -309,11 +333,7 @@ export class EventStore {
   readFiltered(sessions: readonly string[] | '*', after: number, limit: number): StoredEvent[] {
     if (sessions === '*') return this.readAll(after, limit)
     if (sessions.length === 1) return this.readSession(sessions[0] as string, { after, limit })
-    const marks = sessions.map(() => '?').join(',')
-    const rows = this.db
-      .prepare(`SELECT * FROM events WHERE session_id IN (${marks}) AND seq > ? ORDER BY seq LIMIT ?`)
-      .all(...sessions, after, limit) as EventRow[]
-    return rows.map(toEvent)
+    return (this.stmt.filtered.all(JSON.stringify(sessions), after, limit) as EventRow[]).map(toEvent)
   }
 
   /** The event at a seq, or undefined. */
@@ -338,8 +358,12 @@ export class EventStore {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')
+    if (this.closed) throw closedError()
   }
+}
+
+function closedError(): ChronicleError {
+  return new ChronicleError('INTERNAL', 'the event store is closed')
 }
 
 function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
@@ -356,11 +380,12 @@ function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
 
 /** A row of the events table as a StoredEvent (for queries outside the store, e.g. time travel). */
 export function toEvent(row: EventRow): StoredEvent {
-  if (!KNOWN_TYPES.has(row.type)) {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`)
+  const schema = DATA_SCHEMAS.get(row.type)
+  if (!schema) {
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`, { seq: row.seq })
   }
   if (row.schema_version > CURRENT_SCHEMA_VERSION) {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has schema version ${row.schema_version}, newer than this server`)
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has schema version ${row.schema_version}, newer than this server`, { seq: row.seq })
   }
   let data: unknown
   let meta: EventMeta
@@ -368,7 +393,11 @@ export function toEvent(row: EventRow): StoredEvent {
     data = JSON.parse(row.data)
     meta = JSON.parse(row.meta) as EventMeta
   } catch {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has a corrupt JSON body`)
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has a corrupt JSON body`, { seq: row.seq })
+  }
+  // Cheap (a fraction of a microsecond): a row that no longer fits its schema is named, not folded into nonsense.
+  if (!schema.safeParse(data).success || meta === null || typeof meta !== 'object') {
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} (${row.type}) does not match its schema`, { seq: row.seq })
   }
   return {
     seq: row.seq,
@@ -378,6 +407,17 @@ export function toEvent(row: EventRow): StoredEvent {
     schemaVersion: row.schema_version,
     data,
     meta,
-    at: new Date(row.at).toISOString(),
+    at: isoTime(row.at),
   } as StoredEvent
+}
+
+/** Rows of one commit share a time: format it once. */
+let lastAt = Number.NaN
+let lastIso = ''
+function isoTime(at: number): string {
+  if (at !== lastAt) {
+    lastIso = new Date(at).toISOString()
+    lastAt = at
+  }
+  return lastIso
 }

@@ -55,7 +55,7 @@ describe('projections over random valid histories', () => {
           expect(tables(store.db)).toEqual(live)
         })
       }),
-      { numRuns: 60 },
+      { numRuns: 60, endOnFailure: true },
     )
   })
 
