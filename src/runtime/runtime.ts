@@ -1,5 +1,7 @@
 import { checkInput, decideSubmit, DEFAULT_MAX_INPUT_BYTES, type SubmitCommand } from '../commands/input.js'
 import { decideCancel } from '../commands/run.js'
+import { requestCompaction, type CompactRequested } from '../commands/compact.js'
+import { compactionConfig, type CompactionConfig } from './compaction-config.js'
 import type { InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
@@ -31,6 +33,8 @@ import type { SystemEnvironment } from './system-prompt.js'
  *   runtime.resume(sessionId, runId)  continues a run recovery marked run.resumed (src/runtime/recovery.ts)
  *   runtime.idle(sessionId)       resolves when no run is active and nothing is pending
  *   runtime.isRunning(sessionId)
+ *   runtime.compact(sessionId) → { compactionId, seq, duplicate }   appends compaction.requested {manual} (FULL);
+ *                                 the session's run performs it (one starts when idle) — src/runtime/compaction.ts
  *   runtime.context(sessionId, seq?) → { system, messages, tools, toolChoice, digest, … } (what the model sees)
  *   runtime.stop()                aborts every run at a safe point (runs stay open for recovery), flushes
  *
@@ -60,6 +64,8 @@ export interface RuntimeDeps {
   readonly limits?: RuntimeLimits
   /** platform and date told to the model; injectable for reproducible requests */
   readonly environment?: () => SystemEnvironment
+  /** context compaction; absent: none (the composition root always configures it) */
+  readonly compaction?: Partial<CompactionConfig>
 }
 
 export interface SubmitInput {
@@ -85,6 +91,7 @@ export interface Runtime {
   resume(sessionId: string, runId: string): void
   idle(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
+  compact(sessionId: string): CompactRequested
   context(sessionId: string, seq?: number): Promise<CompiledContext>
   stop(): Promise<void>
 }
@@ -105,12 +112,15 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     retry,
     ...(deps.limits?.maxSteps !== undefined && { maxSteps: deps.limits.maxSteps }),
     ...(deps.environment && { environment: deps.environment }),
+    ...(deps.compaction && { compaction: compactionConfig(deps.compaction) }),
   }
   const coordinator = new RunCoordinator(
     (sessionId, signal, resume) => (resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal)),
     (sessionId) => {
       store.flush()
-      return getSession(store.db, sessionId)?.inbox[0]?.inputId
+      const session = getSession(store.db, sessionId)
+      // A requested compaction is pending work too: a run performs it.
+      return session?.inbox[0]?.inputId ?? (session?.compaction?.status === 'requested' ? session.compaction.compactionId : undefined)
     },
     (sessionId, err) => deps.log?.error({ err, sessionId }, 'run coordinator failed'),
   )
@@ -160,6 +170,11 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     resume: (sessionId, runId) => coordinator.resume(sessionId, { runId }),
     idle: (sessionId) => coordinator.idle(sessionId),
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
+    compact(sessionId) {
+      const requested = requestCompaction(store, ids, sessionId)
+      coordinator.wake(sessionId)
+      return requested
+    },
     context: (sessionId, seq) => compileContext(store, sessionId, seq, loopDeps),
 
     async stop() {
