@@ -42,6 +42,8 @@ export interface StepInput {
 export async function runModelStep(input: StepInput): Promise<StepOutcome> {
   const { recorder, ids, messageId, signal } = input
   const model = { actor: 'model' as const, run: input.runId }
+  // Deltas are most of a session's events: their meta is just the actor (the run is the one open around them).
+  const delta = { actor: 'model' as const }
   for (let attempt = 0; ; attempt++) {
     recorder.emit(
       { type: 'step.started', data: { messageId, partId: ids.next('prt'), step: input.step, contextDigest: input.context.digest } },
@@ -71,7 +73,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           if (!partId) break
           streamed = true
           produced += part.text.length
-          recorder.emit({ type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta', data: { partId, text: part.text } }, model)
+          recorder.emit({ type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta', data: { partId, text: part.text } }, delta)
           break
         }
         case 'text-end':
@@ -94,7 +96,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           if (!t || part.delta.length === 0) break
           t.raw += part.delta
           produced += part.delta.length
-          recorder.emit({ type: 'tool.input.delta', data: { partId: t.partId, delta: part.delta } }, model)
+          recorder.emit({ type: 'tool.input.delta', data: { partId: t.partId, delta: part.delta } }, delta)
           break
         }
         case 'tool-call': {
