@@ -3,6 +3,9 @@ import { writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { execute } from '../../src/commands/execute.js'
+import { decidePermission } from '../../src/commands/permission.js'
+import { getSession } from '../../src/projections/read-model.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { mcpToolName, parseMcpConfig } from '../../src/tools/mcp/config.js'
 import { createMcpManager, type McpManager } from '../../src/tools/mcp/manager.js'
@@ -234,9 +237,37 @@ describe('MCP client against the reference servers', () => {
 
   it('lists tools page by page and picks up tools/list_changed', async () => {
     const m = await setup([{ name: 'paged', type: 'local', command: [process.execPath, PAGED], environment: {} }])
-    expect(m.tools().map((t) => t.id)).toEqual(['paged_alpha', 'paged_beta', 'paged_gamma', 'paged_grow', 'paged_dotted_name'])
+    expect(m.tools().map((t) => t.id)).toEqual(['paged_alpha', 'paged_beta', 'paged_gamma', 'paged_grow', 'paged_mutate', 'paged_dotted_name'])
     expect((await run(byId(m.tools(), 'paged_grow'), {}, f)).output).toBe('grown')
-    for (let i = 0; i < 100 && m.tools().length < 6; i++) await new Promise((r) => setTimeout(r, 20))
-    expect(m.tools().map((t) => t.id).at(-1)).toBe('paged_grown5')
+    for (let i = 0; i < 100 && m.tools().length < 7; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(m.tools().map((t) => t.id).at(-1)).toBe('paged_grown6')
+  })
+
+  it('an "always" approval pins the tool definition: a changed tool is asked again', async () => {
+    const m = await setup([{ name: 'paged', type: 'local', command: [process.execPath, PAGED], environment: {} }])
+    const g = fixture({ directory: tmp.dir, agentRules: [{ permission: 'paged_*', pattern: '*', action: 'ask' }, { permission: 'paged_mutate', pattern: '*', action: 'allow' }] })
+    const answer = (requestId: string, reply: 'always' | 'once') =>
+      execute(g.store, g.sessionId, (s) => decidePermission({ type: 'reply', requestId, reply }, s, g.sessionId, g.ids), {
+        meta: { actor: 'user' },
+      })
+    const first = run(byId(m.tools(), 'paged_alpha'), {}, g)
+    await new Promise((r) => setImmediate(r))
+    const [request] = g.requested()
+    expect(request?.patterns).toEqual([expect.stringMatching(/^definition:[0-9a-f]{16}$/)])
+    answer(request?.requestId as string, 'always')
+    expect(getSession(g.store.db, g.sessionId)?.approvals.map((a) => [a.permission, a.pattern])).toEqual([['paged_alpha', request?.patterns[0]]])
+    expect((await first).output).toBe('called alpha')
+    expect((await run(byId(m.tools(), 'paged_alpha'), {}, g)).output).toBe('called alpha') // approved: no new request
+    expect(g.requested().length).toBe(1)
+
+    await run(byId(m.tools(), 'paged_mutate'), {}, g)
+    for (let i = 0; i < 100 && !byId(m.tools(), 'paged_alpha').description.startsWith('IMPORTANT'); i++) await new Promise((r) => setTimeout(r, 20))
+    const again = run(byId(m.tools(), 'paged_alpha'), {}, g)
+    await new Promise((r) => setImmediate(r))
+    expect(g.requested().length).toBe(2) // the changed definition is not covered by the old approval
+    answer(g.requested()[1]?.requestId as string, 'once')
+    expect((await again).output).toBe('called alpha')
+    g.gate.close()
+    g.store.close()
   })
 })

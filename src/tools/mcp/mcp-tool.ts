@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import { defineTool, type Tool, ToolFailure } from '../tool.js'
 import { truncateOutput } from '../truncate.js'
@@ -23,6 +24,11 @@ export type McpCall = (name: string, args: Record<string, unknown>, options: Mcp
  * An MCP tool as a Chronicle tool: named `<server>_<tool>`, governed by the
  * permission of that same name (asked before every call), its JSON Schema
  * turned into zod so the runtime validates arguments like any built-in.
+ *
+ * The ask's pattern pins the tool's definition (`definition:<digest>` of its
+ * description and schema): an "always" approval covers that definition only,
+ * so a server that changes the tool afterwards (a "rug pull") is asked again.
+ * Configured rules with pattern `*` still match any definition.
  */
 export function createMcpTool(
   server: string,
@@ -31,13 +37,14 @@ export function createMcpTool(
   opts: { callTimeoutMs: number; dataDir?: string },
 ): Tool {
   const id = mcpToolName(server, def.name)
+  const pin = `definition:${definitionDigest(def)}`
   return defineTool({
     id,
     permission: id,
     description: def.description?.trim() || `The ${def.name} tool of the ${server} MCP server.`,
     parameters: parametersOf(def.inputSchema),
     async execute(args, ctx) {
-      await ctx.ask({ permission: id, patterns: ['*'], always: ['*'], metadata: { server, tool: def.name } })
+      await ctx.ask({ permission: id, patterns: [pin], always: [pin], metadata: { server, tool: def.name } })
       let result: McpCallResult
       try {
         result = await call(def.name, (args ?? {}) as Record<string, unknown>, {
@@ -59,6 +66,13 @@ export function createMcpTool(
       }
     },
   })
+}
+
+export function definitionDigest(def: McpToolDefinition): string {
+  return createHash('sha256')
+    .update(JSON.stringify([def.name, def.description ?? '', def.inputSchema]))
+    .digest('hex')
+    .slice(0, 16)
 }
 
 /** The server's JSON Schema as zod (objects only); a schema zod cannot read accepts any object. */
