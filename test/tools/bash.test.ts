@@ -1,8 +1,8 @@
 import { type ChildProcess, execFileSync, spawn, type SpawnOptions } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createBashTool } from '../../src/tools/builtin/bash.js'
+import { createBashTool, outsidePaths } from '../../src/tools/builtin/bash.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
 
 const allow = (permission: string, pattern: string) => ({ permission, pattern, action: 'allow' as const })
@@ -152,6 +152,21 @@ describe('bash tool', () => {
     expect(result.output).toContain('\n3000\n')
     expect(result.output).not.toMatch(/^1$/m)
     expect(readFileSync(path, 'utf8').split('\n').slice(0, 3)).toEqual(['1', '2', '3'])
+  })
+
+  it('file commands with paths outside the session directory need external_directory; paths inside do not', async () => {
+    const work = join(tmp.dir, 'work')
+    mkdirSync(work)
+    writeFileSync(join(work, 'inside.txt'), 'inside\n')
+    const g = fixture({ directory: work, agentRules: [allow('bash', '*'), deny('external_directory', '*')] })
+    for (const command of ['cat ../secret.txt', `cat ${tmp.dir}/secret.txt`, 'cd /etc && ls', 'echo hi && rm -rf ~/x', 'ls ../work-evil']) {
+      await expect(tool().execute({ command }, g.ctx()), command).rejects.toMatchObject({ kind: 'denied' })
+    }
+    expect(spawned).toEqual([])
+    expect((await tool().execute({ command: 'cat ./inside.txt && ls sub/../' }, g.ctx())).output).toContain('inside\n')
+    expect(outsidePaths('cp a.txt /tmp/b.txt; echo /not/a/file/arg', work, work)).toEqual(['/tmp/b.txt'])
+    g.gate.close()
+    g.store.close()
   })
 
   it('a workdir outside the session directory needs external_directory', async () => {

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { z } from 'zod'
-import { accessPath } from '../paths.js'
+import { dirname, isAbsolute, join } from 'node:path'
+import { accessPath, resolveInWorkspace } from '../paths.js'
+import { shellWords, splitShellCommand } from '../permission/shell-split.js'
 import { scrubEnv } from '../scrub-env.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { truncateOutput } from '../truncate.js'
@@ -52,6 +54,15 @@ export function createBashTool(deps: BashToolDeps) {
     async execute(args, ctx) {
       const cwd = args.workdir ? (await accessPath(ctx, args.workdir)).real : ctx.directory
       if (!existsSync(cwd) || !statSync(cwd).isDirectory()) throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
+      const outside = outsidePaths(args.command, cwd, ctx.directory)
+      if (outside.length > 0) {
+        await ctx.ask({
+          permission: 'external_directory',
+          patterns: outside,
+          always: [...new Set(outside.map((p) => join(dirname(p), '*')))],
+          metadata: { command: args.command },
+        })
+      }
       await ctx.ask({ permission: 'bash', patterns: [args.command], metadata: { command: args.command, description: args.description } })
       if (ctx.abort.aborted) throw new ToolFailure('aborted', 'The command was cancelled before it started.')
 
@@ -129,6 +140,36 @@ export function createBashTool(deps: BashToolDeps) {
       }
     },
   })
+}
+
+/** Programs whose path arguments we check against the workspace (OpenCode scans the same kind). */
+const FILE_COMMANDS = new Set([
+  'cd', 'ls', 'cat', 'head', 'tail', 'less', 'more', 'rm', 'rmdir', 'cp', 'mv', 'mkdir', 'touch', 'chmod', 'chown', 'ln',
+  'tee', 'find', 'grep', 'rg', 'sed', 'awk', 'diff', 'tar', 'zip', 'unzip', 'source', '.',
+])
+
+/**
+ * Path-like arguments (containing `/`, or starting with `..` or `~`) of file
+ * commands that resolve outside the session directory. A best effort: the
+ * command still needs the bash permission, and rules remain the boundary.
+ */
+export function outsidePaths(command: string, cwd: string, directory: string): string[] {
+  const home = process.env['HOME'] ?? '/'
+  const out = new Set<string>()
+  for (const sub of splitShellCommand(command).commands) {
+    const words = shellWords(sub)
+    if (!words) continue
+    const start = words.findIndex((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w))
+    const program = (words[start] ?? '').split('/').at(-1) ?? ''
+    if (!FILE_COMMANDS.has(program)) continue
+    for (const word of words.slice(start + 1)) {
+      if (word.startsWith('-') || !(word.includes('/') || word.startsWith('..') || word.startsWith('~'))) continue
+      const path = word.startsWith('~') ? join(home, word.slice(1)) : word
+      const resolved = resolveInWorkspace(directory, isAbsolute(path) ? path : join(cwd, path))
+      if (!resolved.inside) out.add(resolved.real)
+    }
+  }
+  return [...out]
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
