@@ -115,6 +115,22 @@ describe('permission gate with the real store', () => {
     expect(f.events().map((e) => e.type)).toEqual(['session.created'])
   })
 
+  it('no sub-command limit: 60 chained no-ops and then a denied command is still denied', async () => {
+    f = fixture({ directory: '/w', rules: [allow('bash', '*'), deny('bash', 'git clean *')] })
+    const command = `${Array.from({ length: 60 }, () => 'true').join(' && ')} && git clean -fd`
+    await expect(f.gate.ask(scope(f), { permission: 'bash', patterns: [command] })).rejects.toMatchObject({ kind: 'denied' })
+  })
+
+  it('shell built-ins are commands too: `export X=…; git status` is not covered by `git *`', async () => {
+    f = fixture({ directory: '/w', rules: [allow('bash', 'git *')] })
+    const ac = new AbortController()
+    const p = f.gate.ask(scope(f, ac.signal), { permission: 'bash', patterns: ['export GIT_SSH_COMMAND=evil; git status'] })
+    expect(await settled(p)).toBe('pending')
+    ac.abort()
+    await expect(p).rejects.toMatchObject({ kind: 'aborted' })
+    await f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] })
+  })
+
   it('an allowed prefix does not auto-allow a chained command it does not cover', async () => {
     f = fixture({ directory: '/w', rules: [allow('bash', 'git *')] })
     const ac = new AbortController()
