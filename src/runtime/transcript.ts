@@ -52,12 +52,13 @@ export class Transcript {
       this.position.set(m.id, this.entries.length)
       this.entries.push({ message: m, parts: new Map((byMessage.get(m.id) ?? []).map((p) => [p.id, p])) })
     }
-    this.compacted = view.session?.compaction?.status === 'completed'
+    // Any compaction (even a failed one) leaves summary messages only visibleMessages knows to hide.
+    this.compacted = view.session?.compaction != null
   }
 
   /** Folds what one event changed (called after the view itself was updated). */
   apply(changes: Changes): void {
-    if (changes.session) this.compacted = changes.session.compaction?.status === 'completed'
+    if (changes.session) this.compacted = changes.session.compaction != null
     for (const m of changes.messages ?? []) {
       const at = this.position.get(m.id)
       if (at !== undefined) {
