@@ -37,7 +37,7 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
   private live = false
   private caughtUpOnce = false
   private buffer: StoredEvent[] = []
-  private wake: (() => void) | null = null
+  private waiters: (() => void)[] = []
   private closed = false
   private readonly unsubscribe: () => void
   private readonly sessions: ReadonlySet<string> | null
@@ -56,7 +56,8 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
     this.sessions = filter.sessions === '*' ? null : new Set(filter.sessions)
     this.types = filter.types ? new Set(filter.types) : null
     this.maxBuffer = options.maxBuffer ?? 1000
-    this.pageSize = options.pageSize ?? 500
+    // A catch-up page is held in the buffer too: never more than maxBuffer of it.
+    this.pageSize = Math.max(1, Math.min(options.pageSize ?? 500, this.maxBuffer))
     this.unsubscribe = source.onCommit((events) => this.onCommit(events))
   }
 
@@ -85,7 +86,7 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
         this.catchUp()
         continue
       }
-      await new Promise<void>((resolve) => (this.wake = resolve))
+      await new Promise<void>((resolve) => this.waiters.push(resolve))
     }
   }
 
@@ -139,8 +140,8 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
   }
 
   private signal(): void {
-    const wake = this.wake
-    this.wake = null
-    wake?.()
+    const waiters = this.waiters
+    this.waiters = []
+    for (const wake of waiters) wake()
   }
 }
