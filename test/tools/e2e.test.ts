@@ -4,6 +4,7 @@ import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+import { createMcpManager } from '../../src/tools/mcp/manager.js'
 import { autoReply, collapse, harness, type Harness, text } from '../runtime/helpers.js'
 
 /**
@@ -96,5 +97,34 @@ describe('permission replies end to end', () => {
     ])
     const outputs = h.events(id).flatMap((e) => (e.type === 'tool.completed' ? [e.data.output] : []))
     expect(outputs).toEqual(['one\n<bash_metadata>\nexit code: 0\n</bash_metadata>', 'two\n<bash_metadata>\nexit code: 0\n</bash_metadata>'])
+  })
+})
+
+describe('an MCP server dying mid-call, end to end', () => {
+  it('the call is recorded tool.failed {failed}, the model is told, and the run completes', async () => {
+    const everything = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
+    const mcp = createMcpManager([{ name: 'ev', type: 'local', command: [process.execPath, everything, 'stdio'], environment: {} }])
+    await mcp.start()
+    const model = mockModel(toolCall('c1', 'ev_trigger-long-running-operation', { duration: 20, steps: 40 }), answer('The server went away.'))
+    const h = harness({ model, tools: [...mcp.tools()], agents: [{ name: 'build', rules: [{ permission: 'ev_*', pattern: '*', action: 'allow' }] }] })
+    try {
+      const id = h.session()
+      const pid = mcp.status()[0]?.pid as number
+      h.store.onCommit((events) => {
+        if (events.some((e) => e.type === 'tool.progressed')) process.kill(pid, 'SIGKILL') // first progress: it is running
+      })
+      h.runtime.submit(id, { parts: text('run the long operation') })
+      await h.runtime.idle(id)
+      const toolEvents = collapse(h.types(id)).filter((t) => t.startsWith('tool.') && t !== 'tool.progressed')
+      expect(toolEvents).toEqual(['tool.input.started', 'tool.input.delta', 'tool.called', 'tool.failed'])
+      const failed = h.events(id).find((e) => e.type === 'tool.failed')
+      expect(failed?.data).toMatchObject({ error: { kind: 'failed', message: expect.stringMatching(/^The MCP server "ev" failed during trigger-long-running-operation/) } })
+      expect(model.doStreamCalls[1]?.prompt.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c1' }] })
+      expect(h.events(id).at(-1)).toMatchObject({ type: 'run.finished', data: { outcome: 'idle' } })
+      expect(mcp.status()[0]).toMatchObject({ state: 'failed' })
+    } finally {
+      await h.close()
+      await mcp.close()
+    }
   })
 })
