@@ -59,3 +59,30 @@ describe('splitShellCommand', () => {
     expect(split('echo `x').complete).toBe(false)
   })
 })
+
+describe('splitShellCommand (property)', () => {
+  it('finds every simple command however they are chained, grouped or substituted', async () => {
+    const fc = await import('fast-check')
+    const word = fc.stringMatching(/^[a-z][a-z0-9._-]{0,6}$/)
+    const simple = fc.array(word, { minLength: 1, maxLength: 4 }).map((w) => w.join(' '))
+    const op = fc.constantFrom(' && ', ' || ', '; ', ' | ', ' & ', '\n')
+    const wrap = fc.constantFrom(
+      (c: string) => c,
+      (c: string) => `(${c})`,
+      (c: string) => `echo $(${c})`,
+      (c: string) => `echo \`${c}\``,
+      (c: string) => `echo "x $(${c}) y"`,
+      (c: string) => `bash -c '${c}'`,
+      (c: string) => `{ ${c}; }`,
+    )
+    fc.assert(
+      fc.property(fc.array(fc.tuple(simple, wrap, op), { minLength: 1, maxLength: 6 }), (parts) => {
+        const command = parts.map(([c, w], i) => w(c) + (i < parts.length - 1 ? (parts[i]?.[2] ?? '; ') : '')).join('')
+        const { commands, complete } = splitShellCommand(command)
+        expect(complete).toBe(true)
+        for (const [c] of parts) expect(commands).toContain(c)
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
