@@ -128,6 +128,12 @@ async function measure(n: number): Promise<Record<string, unknown>> {
     }
   }
   const dbBytes = size(path) + size(`${path}-wal`)
+  // Where the bytes are, per table or index (SQLite's dbstat), in bytes per turn.
+  const perTurn = Object.fromEntries(
+    (store.db.prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC').all() as { name: string; bytes: number }[])
+      .filter((r) => r.bytes > 4096 * 2)
+      .map((r) => [r.name, Math.round(r.bytes / n)]),
+  )
   const events = store.version(sessionId)
 
   let t0 = performance.now()
@@ -179,6 +185,7 @@ async function measure(n: number): Promise<Record<string, unknown>> {
     dbBytes,
     bytesPerMessage: round(dbBytes / (4 * n), 1),
     dbBytesOverPayload: round(dbBytes / (1800 * n)),
+    bytesPerTurnByTable: perTurn,
     events,
     eventsPerTurn: round(events / n, 1),
     historyPoint: 'one event (state is materialized at any event by stateAt)',

@@ -4,6 +4,7 @@ import type { EventStore } from '../events/store.js'
 import type { Message, SessionView } from '../projections/model.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
+import { SHUTDOWN } from './abort-reasons.js'
 import { compileView, latestUser } from './context.js'
 import type { ModelResolver } from './model.js'
 import { Recorder } from './recorder.js'
@@ -40,9 +41,7 @@ export interface LoopDeps {
   readonly compaction?: CompactionConfig
 }
 
-/** Abort reasons: a user's cancel ends the run `cancelled`; shutdown leaves it for recovery. */
-export const CANCELLED = 'cancelled'
-export const SHUTDOWN = 'shutdown'
+export { CANCELLED, SHUTDOWN } from './abort-reasons.js'
 
 /**
  * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart).

@@ -1,5 +1,6 @@
 import type { Usage } from '../events/catalogue.js'
 import type { IdSource } from '../events/ids.js'
+import { abortError } from './abort-reasons.js'
 import type { CompiledContext } from './context.js'
 import { streamModelStep, type ModelFailure, type ModelHandle } from './model.js'
 import type { Recorder } from './recorder.js'
@@ -144,10 +145,8 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     // Calls that will not run (input incomplete, or the run was cancelled) fail now: every call gets a result.
     const complete = new Set(calls.map((c) => c.callId))
     const unfinished = [...tools.entries()].filter(([callId]) => aborted || !complete.has(callId)).map(([, t]) => t.partId)
-    const kind = aborted ? 'aborted' : 'failed'
-    for (const partId of unfinished) {
-      recorder.emit({ type: 'tool.failed', data: { partId, error: { kind, message: 'the model stopped before the call was complete' } } }, model)
-    }
+    const error = aborted ? abortError(signal) : { kind: 'failed' as const, message: 'the model stopped before the call was complete' }
+    for (const partId of unfinished) recorder.emit({ type: 'tool.failed', data: { partId, error } }, model)
 
     const outcome: StepOutcome = aborted
       ? { status: 'aborted' }
@@ -165,7 +164,7 @@ function finishStep(input: StepInput, outcome: StepOutcome, finish: { finishReas
   const usage = finish?.usage ?? {}
   const error =
     outcome.status === 'aborted'
-      ? { kind: 'aborted', message: 'the run was cancelled' }
+      ? abortError(input.signal)
       : outcome.status === 'error'
         ? { kind: outcome.failure.kind, message: outcome.failure.message }
         : undefined

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import type { ToolErrorKind } from '../events/catalogue.js'
 import { ToolFailure, type PermissionGate, type Tool, type ToolContext } from '../tools/tool.js'
+import { abortError } from './abort-reasons.js'
 import type { Recorder } from './recorder.js'
 import type { StreamedCall } from './step.js'
 import type { Transcript } from './transcript.js'
@@ -40,7 +41,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     recorder.emit({ type: 'tool.failed', data: { partId: call.partId, error: { kind, message } } }, meta, 'full')
     await recorder.settle()
   }
-  if (signal.aborted) return fail('aborted', 'the run was cancelled before the tool ran')
+  if (signal.aborted) return fail(abortError(signal).kind, 'the run stopped before the tool ran')
 
   const tool = input.toolset.get(call.tool)
   if (!tool) {
@@ -122,7 +123,7 @@ function isDoomLoop(transcript: Transcript, call: StreamedCall, args: unknown): 
 }
 
 function failureKind(err: unknown, signal: AbortSignal, otherwise: ToolErrorKind): ToolErrorKind {
-  if (signal.aborted) return 'aborted'
+  if (signal.aborted) return abortError(signal).kind
   return err instanceof ToolFailure ? err.kind : otherwise
 }
 
@@ -132,9 +133,10 @@ function messageOf(err: unknown): string {
 
 /** A tool that ignores its abort signal still stops the run promptly. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new ToolFailure('aborted', 'the run was cancelled'))
+  const stopped = () => new ToolFailure(abortError(signal).kind, abortError(signal).message)
+  if (signal.aborted) return Promise.reject(stopped())
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new ToolFailure('aborted', 'the run was cancelled'))
+    const onAbort = () => reject(stopped())
     signal.addEventListener('abort', onAbort, { once: true })
     work.then(
       (v) => {

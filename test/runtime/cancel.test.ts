@@ -115,3 +115,32 @@ describe('concurrency', () => {
     }
   })
 })
+
+describe('stop (shutdown)', () => {
+  let h: Harness
+  afterEach(() => h.close())
+
+  it('brings a running tool to a safe point and leaves the run open for recovery', async () => {
+    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'slow', input: { ms: 10_000 } }] }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('long job') })
+    await when(h, 'tool.progressed')
+    await h.runtime.stop()
+
+    expect(h.types(id).slice(-3)).toEqual(['tool.called', 'tool.progressed', 'tool.failed'])
+    expect(h.events(id).at(-1)?.data).toMatchObject({ error: { kind: 'interrupted' } })
+    expect(h.types(id)).not.toContain('run.finished') // recovery resumes it after the restart
+  })
+
+  it('cuts a stream off as interrupted, not cancelled', async () => {
+    const model = createScriptedModel({ chunkSize: 2, delayMs: 5, steps: [{ text: 'streaming for quite a while…' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('talk') })
+    await when(h, 'text.delta', 2)
+    await h.runtime.stop()
+    expect(h.types(id).filter((t) => t !== 'text.delta').slice(-4)).toEqual(['text.started', 'text.ended', 'step.finished', 'message.completed'])
+    expect(h.events(id).at(-1)?.data).toMatchObject({ error: { kind: 'interrupted' } })
+  })
+})
