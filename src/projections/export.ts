@@ -116,6 +116,7 @@ export function importSessions(store: EventStore, jsonl: string): ImportReport {
     if (line.version <= version) {
       flush()
       seqs.set(line.seq, existing(store, line, event, index))
+      versions.set(line.sessionId, version)
       return
     }
     if (line.version !== version + 1) throw bad(index, `session ${line.sessionId} jumps from version ${version} to ${line.version}`)
