@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { z } from 'zod'
 import { dirname, isAbsolute, join } from 'node:path'
 import { accessPath, resolveInWorkspace } from '../paths.js'
+import { drain, groupGone, signalGroup } from './process-group.js'
 import { shellWords, splitShellCommand } from '../permission/shell-split.js'
 import { scrubEnv } from '../scrub-env.js'
 import { defineTool, ToolFailure } from '../tool.js'
@@ -172,62 +173,3 @@ export function outsidePaths(command: string, cwd: string, directory: string): s
   return [...out]
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return
-  try {
-    process.kill(-child.pid, signal)
-  } catch {
-    // the group is already gone
-  }
-}
-
-/**
- * Waits (bounded) until no live process of the group is left, so the caller
- * never sees survivors. Zombies do not count: they are dead, merely unreaped
- * (in containers PID 1 may reap late).
- */
-async function groupGone(child: ChildProcess, ms: number): Promise<void> {
-  const pgid = child.pid
-  if (pgid === undefined) return
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline && groupAlive(pgid)) await new Promise((r) => setTimeout(r, 10))
-}
-
-function groupAlive(pgid: number): boolean {
-  if (process.platform !== 'linux') {
-    try {
-      process.kill(-pgid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    let stat: string
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
-    } catch {
-      continue
-    }
-    // pid (comm) state ppid pgrp …; comm may contain spaces, so parse after the last ')'
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true
-  }
-  return false
-}
-
-function drain(child: ChildProcess, ms: number): Promise<void> {
-  const streams = [child.stdout, child.stderr].filter((s) => s && !s.destroyed && !s.readableEnded)
-  if (streams.length === 0) return Promise.resolve()
-  return new Promise((resolve) => {
-    let open = streams.length
-    const done = () => {
-      clearTimeout(timer)
-      for (const s of streams) s?.destroy()
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    for (const s of streams) s?.once('close', () => --open === 0 && done())
-  })
-}

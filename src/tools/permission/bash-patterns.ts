@@ -1,0 +1,48 @@
+import type { PermissionAsk } from '../tool.js'
+import { splitShellCommand } from './shell-split.js'
+
+/** bash patterns are commands: every sub-command of a compound command is checked. */
+export function expandPatterns(request: PermissionAsk): { patterns: string[]; complete: boolean } {
+  if (request.permission !== 'bash') return { patterns: [...request.patterns], complete: true }
+  const patterns: string[] = []
+  let complete = true
+  for (const command of request.patterns) {
+    const split = splitShellCommand(command)
+    complete &&= split.complete
+    patterns.push(...split.commands)
+    // Unparseable text is also checked whole, so a deny on it still applies.
+    if (!split.complete) patterns.push(command.replace(/\s+/g, ' ').trim())
+  }
+  return { patterns: [...new Set(patterns)], complete }
+}
+
+/**
+ * What "always" approves when the tool did not say: for bash, each
+ * sub-command's prefix by arity (OpenCode's BashArity), e.g. `git clean *`
+ * for `git clean -fd`, `npm run *` → `npm run build *`, `ls *` for `ls -la`.
+ */
+export function defaultAlways(request: PermissionAsk): readonly string[] {
+  if (request.permission !== 'bash') return request.patterns
+  const prefixes = expandPatterns(request).patterns.map((command) => {
+    const words = command.split(' ')
+    const program = (words[0] ?? '').split('/').at(-1) ?? ''
+    let arity = ARITY[program] ?? 1
+    if (arity === 2 && (words[1] === 'run' || words[1] === 'exec') && RUNNERS.has(program)) arity = 3
+    const head: string[] = []
+    for (const w of words.slice(0, arity)) {
+      if (head.length > 0 && w.startsWith('-')) break // flags are not part of the prefix
+      head.push(w)
+    }
+    return `${head.join(' ')} *`
+  })
+  return [...new Set(prefixes)]
+}
+
+/** How many leading words name the action: programs whose first argument is a subcommand. */
+const ARITY: Record<string, number> = Object.fromEntries(
+  ['git', 'npm', 'pnpm', 'yarn', 'bun', 'deno', 'cargo', 'go', 'docker', 'podman', 'kubectl', 'helm', 'gh', 'pip', 'pip3',
+    'poetry', 'uv', 'apt', 'apt-get', 'brew', 'systemctl', 'terraform', 'dotnet', 'mvn', 'gradle', 'composer', 'rustup']
+    .map((p) => [p, 2]),
+)
+const RUNNERS = new Set(['npm', 'pnpm', 'yarn', 'bun', 'deno', 'uv', 'poetry'])
+
