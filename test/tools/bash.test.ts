@@ -147,7 +147,7 @@ describe('bash tool', () => {
     const result = await tool().execute({ command: 'seq 1 3000' }, f.ctx())
     const path = result.metadata?.['outputPath'] as string
     expect(result.metadata?.['truncated']).toBe(true)
-    expect(path).toBe(join(tmp.dir, 'data', 'tool-output', 'bash_call_1.txt'))
+    expect(path).toBe(join(tmp.dir, 'data', 'tool-output', 'bash_prt_1.txt'))
     expect(result.output).toContain(`The full output is saved at ${path}`)
     expect(result.output).toContain('\n3000\n')
     expect(result.output).not.toMatch(/^1$/m)

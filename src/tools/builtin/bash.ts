@@ -125,7 +125,7 @@ export function createBashTool(deps: BashToolDeps) {
       if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
       notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
       const full = `${output}${output.endsWith('\n') || output === '' ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`
-      const truncated = truncateOutput(full, { dataDir: deps.dataDir, name: `bash_${ctx.callId}`, keep: 'tail' })
+      const truncated = truncateOutput(full, { dataDir: deps.dataDir, name: `bash_${ctx.partId}`, keep: 'tail' })
       if (ended === 'abort') throw new ToolFailure('aborted', truncated.output)
       return {
         output: truncated.output,
