@@ -1,0 +1,134 @@
+import type { PermissionRule, RunOutcome } from '../events/catalogue.js'
+import type { IdSource } from '../events/ids.js'
+import type { EventStore } from '../events/store.js'
+import type { Session } from '../projections/model.js'
+import { getMessages, getParts, getSession } from '../projections/read-model.js'
+import type { AgentDefinition } from '../tools/agents.js'
+import type { SubtaskRequest, SubtaskResult } from '../tools/builtin/task.js'
+import { ToolFailure } from '../tools/tool.js'
+import { SHUTDOWN } from './loop.js'
+
+/**
+ * Sub-agents (seed 000 "子 Agent", DESIGN §6): the task tool's child session.
+ *
+ *   parent: tool.called {task} → subtask.started {partId, callId, childSessionId}
+ *   child:  session.created {parent: {sessionId, callId}, rules} → input.accepted {prompt} → its own run …
+ *   parent: subtask.finished {outcome} → tool.completed {<task_result>} | tool.failed
+ *
+ * The child's rules are the intersection with the parent's: every deny rule
+ * of the parent's agent and session (which include its own ancestors') is
+ * appended after the child agent's rules, so last-match-wins can only make
+ * the child stricter; at the depth limit `task` is denied too. The child
+ * works in the parent's directory. Cancelling the parent cancels the child;
+ * a shutdown does not (both runs are left for recovery).
+ */
+
+/** What the sub-agent machinery needs of the runtime (bound late: the runtime needs the tools first). */
+export interface ChildRuntime {
+  submit(sessionId: string, input: { inputId?: string; parts: { type: 'text'; text: string }[]; agent?: string; delivery?: 'queue' | 'steer' }): unknown
+  cancel(sessionId: string): unknown
+  idle(sessionId: string): Promise<void>
+}
+
+export interface SubagentDeps {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly agents: ReadonlyMap<string, AgentDefinition>
+  readonly runtime: () => ChildRuntime
+  /** how deep sub-agents may nest; 1 (default): children cannot start children */
+  readonly maxDepth?: number
+}
+
+export const DEFAULT_MAX_DEPTH = 1
+
+/** How many parents a session has. */
+export function depthOf(store: EventStore, sessionId: string): number {
+  let depth = 0
+  for (let s = getSession(store.db, sessionId); s?.parent; s = getSession(store.db, s.parent.sessionId)) depth++
+  return depth
+}
+
+/** The child's session rules: the parent's denies (agent, then session), and `task` denied at the depth limit. */
+export function childRules(parentAgent: AgentDefinition | undefined, parent: Session, atDepthLimit: boolean): PermissionRule[] {
+  const denies = [...(parentAgent?.rules ?? []), ...parent.rules].filter((r) => r.action === 'deny')
+  const unique = new Map(denies.map((r) => [`${r.permission}\u0000${r.pattern}`, r]))
+  return [...unique.values(), ...(atDepthLimit ? [{ permission: 'task', pattern: '*', action: 'deny' as const }] : [])]
+}
+
+export interface Subagents {
+  run(request: SubtaskRequest): Promise<SubtaskResult>
+  /** children some task call in this process is waiting for */
+  readonly awaited: ReadonlySet<string>
+}
+
+export function createSubagents(deps: SubagentDeps): Subagents {
+  const { store, ids } = deps
+  const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH
+  const awaited = new Set<string>()
+
+  async function run({ description, prompt, agent, ctx }: SubtaskRequest): Promise<SubtaskResult> {
+    store.flush()
+    const parent = getSession(store.db, ctx.sessionId)
+    if (!parent) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
+    const depth = depthOf(store, ctx.sessionId) + 1
+    if (depth > maxDepth) {
+      throw new ToolFailure('denied', `Sub-agents cannot start sub-agents here (nesting limit ${maxDepth}). Do the task yourself.`)
+    }
+    const childSessionId = ids.next('ses')
+    const meta = { actor: 'tool' as const, call: ctx.callId }
+    store.append(
+      childSessionId,
+      [
+        {
+          type: 'session.created',
+          data: {
+            directory: parent.directory,
+            agent,
+            model: parent.model,
+            title: `${description} (@${agent} subagent)`,
+            parent: { sessionId: ctx.sessionId, callId: ctx.callId },
+            rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
+          },
+        },
+      ],
+      { expectedVersion: 0, meta },
+    )
+    store.append(ctx.sessionId, [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }], { meta })
+
+    const runtime = deps.runtime()
+    const onAbort = () => {
+      if (ctx.abort.reason !== SHUTDOWN) runtime.cancel(childSessionId) // a shutdown leaves the child for recovery
+    }
+    awaited.add(childSessionId)
+    try {
+      ctx.abort.addEventListener('abort', onAbort, { once: true })
+      runtime.submit(childSessionId, { parts: [{ type: 'text', text: prompt }], agent })
+      if (ctx.abort.aborted) onAbort()
+      await runtime.idle(childSessionId)
+    } finally {
+      ctx.abort.removeEventListener('abort', onAbort)
+      awaited.delete(childSessionId)
+    }
+    store.flush()
+    const child = getSession(store.db, childSessionId)
+    if (ctx.abort.reason === SHUTDOWN || child?.run) {
+      throw new ToolFailure('interrupted', `the server stopped while the sub-agent session ${childSessionId} was running`)
+    }
+    const outcome: RunOutcome = child?.lastRun?.outcome ?? 'failed'
+    store.append(ctx.sessionId, [{ type: 'subtask.finished', data: { partId: ctx.partId, callId: ctx.callId, childSessionId, outcome } }], { meta })
+    return { childSessionId, outcome, text: finalText(store, childSessionId), ...(child?.lastRun?.error && { error: child.lastRun.error }) }
+  }
+
+  return { run, awaited }
+}
+
+/** The text of the child's last assistant message (compaction summaries aside). */
+export function finalText(store: EventStore, sessionId: string): string {
+  const messages = getMessages(store.db, sessionId).filter((m) => m.role === 'assistant' && !m.summary)
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const parts = getParts(store.db, sessionId, messages[i]!.id)
+    const text = parts.map((p) => (p.type === 'text' ? p.text : '')).join('').trim()
+    if (text) return text
+  }
+  return ''
+}

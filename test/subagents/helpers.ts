@@ -1,0 +1,119 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { z } from 'zod'
+import { execute } from '../../src/commands/execute.js'
+import { decideSession } from '../../src/commands/session.js'
+import type { StoredEvent } from '../../src/events/envelope.js'
+import { sequentialIds, type IdSource } from '../../src/events/ids.js'
+import type { EventStore } from '../../src/events/store.js'
+import { openStore } from '../../src/projections/open.js'
+import { fixedModelResolver } from '../../src/runtime/providers.js'
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
+import { createScriptedModel, type ScriptStep, type ScriptedModel } from '../../src/runtime/scripted-model.js'
+import { createSubagents, type Subagents } from '../../src/runtime/subagent.js'
+import { resolveAgents, type AgentDefinition } from '../../src/tools/agents.js'
+import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+import { createTaskTool } from '../../src/tools/builtin/task.js'
+import { createLookupTool } from '../../src/tools/lookup.js'
+import { createPermissionGate, type PermissionGateHandle } from '../../src/tools/permission/gate.js'
+import { createToolRegistry } from '../../src/tools/registry.js'
+import { defineTool, ToolFailure } from '../../src/tools/tool.js'
+
+/** Waits for the given milliseconds unless aborted: a tool to cancel in the middle of. */
+const slow = defineTool({
+  id: 'slow',
+  description: 'Waits for the given milliseconds, then returns.',
+  parameters: z.object({ ms: z.number().int().nonnegative() }),
+  execute: (args, ctx) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve({ output: `waited ${args.ms}ms` }), args.ms)
+      ctx.abort.addEventListener('abort', () => {
+        clearTimeout(timer)
+        reject(new ToolFailure('aborted', 'slow tool aborted'))
+      })
+    }),
+})
+
+export interface SubagentHarness {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly runtime: Runtime
+  readonly model: ScriptedModel
+  readonly gate: PermissionGateHandle
+  readonly subagents: Subagents
+  readonly agents: Map<string, AgentDefinition>
+  readonly directory: string
+  session(agent?: string): string
+  events(sessionId: string): StoredEvent[]
+  /** the child sessions of a session, from its subtask.started events */
+  children(sessionId: string): string[]
+  close(): Promise<void>
+}
+
+/** The real runtime, registry (built-in tools + lookup + slow + task) and gate over SQLite :memory:; one scripted model for parent and children. */
+export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
+  const store = openStore(':memory:')
+  const ids = sequentialIds()
+  const agents = resolveAgents([])
+  const directory = mkdtempSync(join(tmpdir(), 'chronicle-subagents-'))
+  const dataDir = mkdtempSync(join(tmpdir(), 'chronicle-subagents-data-'))
+  let runtime: Runtime | undefined
+  const subagents = createSubagents({ store, ids, agents, runtime: () => runtime as Runtime })
+  const builtins = createBuiltinTools({ dataDir, updateTodos: () => undefined })
+  const tools = createToolRegistry({
+    agents,
+    store,
+    tools: [...builtins, createLookupTool({ resolve: (q) => `result for ${q}` }), slow, createTaskTool({ agents, run: (r) => subagents.run(r) })],
+  })
+  const gate = createPermissionGate({ store, ids, agents })
+  const model = createScriptedModel({ chunkSize: 64, steps })
+  runtime = createRuntime({
+    store,
+    ids,
+    models: fixedModelResolver(model, 'mock:model'),
+    tools,
+    permissions: gate,
+    agents,
+    limits: { retry: { initialMs: 1, maxMs: 5 } },
+    environment: () => ({ platform: 'test', date: '2026-01-01' }),
+  })
+  const events = (sessionId: string) => (store.flush(), store.readSession(sessionId))
+  return {
+    store,
+    ids,
+    runtime,
+    model,
+    gate,
+    subagents,
+    agents,
+    directory,
+    session(agent = 'build') {
+      const id = ids.next('ses')
+      execute(store, id, (s) => decideSession({ type: 'create', directory, agent, model: 'mock:model' }, s, id), { meta: { actor: 'user' } })
+      return id
+    },
+    events,
+    children: (sessionId) => events(sessionId).flatMap((e) => (e.type === 'subtask.started' ? [e.data.childSessionId] : [])),
+    async close() {
+      await (runtime as Runtime).stop()
+      gate.close()
+      store.close()
+    },
+  }
+}
+
+export const dataOf = (events: StoredEvent[], type: string) => events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
+
+export const task = (id: string, prompt: string, subagent_type = 'general') => ({
+  toolCalls: [{ id, name: 'task', input: { description: 'delegated work', prompt, subagent_type } }],
+})
+
+/** Polls until `check` holds (the child runs concurrently with the test). */
+export async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
