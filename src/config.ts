@@ -46,6 +46,17 @@ const ModelInfo = z.object({
   /** USD per million tokens */
   inputPrice: z.number().nonnegative().optional(),
   outputPrice: z.number().nonnegative().optional(),
+  /** tokens kept free below the window before compaction (default min(20k, 15% of the window)) */
+  reserved: z.number().int().nonnegative().optional(),
+})
+
+/** Context compaction (docs/COMPACTION.md). `auto: false` turns off automatic and overflow compaction; manual still works. */
+const CompactionSettings = z.object({
+  auto: z.boolean().optional(),
+  reserved: z.number().int().nonnegative().optional(),
+  tail: z.number().int().positive().optional(),
+  maxShrinks: z.number().int().nonnegative().max(10).optional(),
+  defaultContextWindow: z.number().int().positive().optional(),
 })
 
 const AgentConfig = z.object({
@@ -92,6 +103,7 @@ export const FileConfig = z
     /** permission rules added after every agent's own (last match wins) */
     permission: z.array(PermissionRule).optional(),
     limits: Limits.optional(),
+    compaction: CompactionSettings.optional(),
     allowedOrigins: z.array(z.string()).optional(),
     allowedHosts: z.array(z.string()).optional(),
   })
@@ -126,6 +138,7 @@ export interface ChronicleConfig {
     readonly openaiBaseURL?: string
   }
   readonly models: Record<string, z.infer<typeof ModelInfo>>
+  readonly compaction: z.infer<typeof CompactionSettings>
   readonly mcp: readonly McpServerConfig[]
   readonly agents: readonly ({ name: string } & z.infer<typeof AgentConfig>)[]
   readonly rules: readonly PermissionRule[]
@@ -193,6 +206,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
       openaiBaseURL: env.OPENAI_BASE_URL ?? file.provider?.openai?.baseURL,
     }),
     models: file.models ?? {},
+    compaction: file.compaction ?? {},
     mcp: normalizeMcp(file),
     agents: Object.entries(file.agents ?? {}).map(([name, a]) => ({ name, ...a })),
     rules: file.permission ?? [],

@@ -44,6 +44,7 @@ export class SubscriptionPump {
       if (!(await this.drained())) return
       const next = await this.subscription.next()
       if (next.done || this.stopped || !this.open()) return
+      this.cork()
       this.socket.send(eventFrame(this.id, next.value))
       this.cursor = next.value.seq
     }
@@ -52,6 +53,18 @@ export class SubscriptionPump {
   stop(): void {
     this.stopped = true
     this.subscription.close()
+  }
+
+  /**
+   * Frames sent in one turn of the event loop leave in one write: the raw
+   * socket is corked on the first and uncorked on the next turn (at 50
+   * deltas/s per session, this saves a syscall per event).
+   */
+  private cork(): void {
+    const raw = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void; writableCorked: number } })._socket
+    if (!raw || raw.writableCorked > 0) return
+    raw.cork()
+    setImmediate(() => raw.uncork())
   }
 
   private open(): boolean {

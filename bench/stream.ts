@@ -1,0 +1,199 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import WebSocket from 'ws'
+
+/**
+ * `npm run bench -- stream [--sizes 25,50,100,200,400,800] [--deltas 250] [--budget-s 420]`
+ *
+ * A real server process (bin/chronicle.mjs serve) streams S sessions at once
+ * from the scripted model at ~50 text deltas/s each; every session has two
+ * WebSocket subscribers, each on its own connection. Per S it reports the
+ * delivered events/s, commit → receipt latency (the event's `at` is its
+ * commit time), lost and duplicated events against the log, and the
+ * server's peak RSS. S steps up until latencyP99Ms > 100 or the time budget
+ * is spent; maxSessionsHeld is the largest S with latencyP99Ms <= 100.
+ */
+
+interface Round {
+  sessions: number
+  subscribers: number
+  events: number
+  deliveredEventsPerSec: number
+  latencyP50Ms: number
+  latencyP99Ms: number
+  lost: number
+  duplicated: number
+  outOfOrder: number
+  serverRssMb: number
+  seconds: number
+}
+
+const DELTA_MS = 20 // 50 deltas per second per session
+const CHUNK = 8
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 && args[i + 1] ? (args[i + 1] as string) : fallback
+}
+
+export default async function (args: string[]): Promise<object> {
+  const sizes = option(args, 'sizes', '25,50,100,200,400,800').split(',').map(Number)
+  const deltas = Number(option(args, 'deltas', '250'))
+  const budgetMs = Number(option(args, 'budget-s', '420')) * 1000
+  const perSession = Number(option(args, 'subscribers', '2'))
+  const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-stream-'))
+  const data = join(dir, 'data')
+  const script = join(dir, 'script.json')
+  writeFileSync(script, JSON.stringify({ chunkSize: CHUNK, delayMs: DELTA_MS, steps: [{ when: { afterToolResult: false }, text: 'x'.repeat(CHUNK * deltas) }] }))
+  const { mkdirSync } = await import('node:fs')
+  mkdirSync(data, { recursive: true })
+  writeFileSync(join(data, 'chronicle.json'), JSON.stringify({ limits: { maxConnections: 10_000 } }))
+
+  const server = spawn(process.execPath, [join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'], {
+    env: { ...process.env, CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    server.stdout.on('data', (d: Buffer) => {
+      out += String(d)
+      const m = /listening on (http:\/\/\S+)/.exec(out)
+      if (m) resolve(m[1] as string)
+    })
+    server.once('exit', (code) => reject(new Error(`server exited ${code}`)))
+  })
+  const token = readFileSync(join(data, 'token'), 'utf8').trim()
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(url + path, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+    return (await res.json()) as T
+  }
+  const rss = () => {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))
+    return m ? Number(m[1]) / 1024 : 0
+  }
+
+  const rounds: Round[] = []
+  const started = Date.now()
+  try {
+    for (const S of sizes) {
+      if (Date.now() - started > budgetMs) break
+      const round = await playRound(S)
+      rounds.push(round)
+      process.stderr.write(`stream S=${S}: ${JSON.stringify(round)}\n`)
+      if (round.latencyP99Ms > 100 || round.lost > 0 || round.duplicated > 0) break
+    }
+  } finally {
+    server.kill('SIGTERM')
+    await new Promise((r) => server.once('exit', r))
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const held = rounds.filter((r) => r.latencyP99Ms <= 100 && r.lost === 0 && r.duplicated === 0)
+  const best = held.at(-1) ?? rounds[0]
+  return {
+    deltasPerSecondPerSession: 1000 / DELTA_MS,
+    deltasPerSession: deltas,
+    subscribersPerSession: perSession,
+    maxSessionsHeld: held.at(-1)?.sessions ?? 0,
+    ...(best && {
+      atMaxSessionsHeld: best,
+    }),
+    lost: rounds.reduce((n, r) => n + r.lost, 0),
+    duplicated: rounds.reduce((n, r) => n + r.duplicated, 0),
+    rounds,
+  }
+
+  async function waitIdle(id: string): Promise<void> {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 200))
+      const { session } = await api<{ session: { status: string; lastRun: unknown } }>('GET', `/sessions/${id}`)
+      if (session.status === 'idle' && session.lastRun) return
+    }
+  }
+
+  async function playRound(S: number): Promise<Round> {
+    const ids: string[] = []
+    const from = new Map<string, number>() // subscribe after the session's creation: every measured event is live
+    for (let i = 0; i < S; i++) {
+      const { session } = await api<{ session: { id: string; lastSeq: number } }>('POST', '/sessions', { title: `bench ${S}/${i}` })
+      ids.push(session.id)
+      from.set(session.id, session.lastSeq)
+    }
+    const latencies: number[] = []
+    const received = new Map<string, number[]>() // subscriber → seqs
+    const sockets: WebSocket[] = []
+    let events = 0
+    let peakRss = rss()
+    const done: Promise<void>[] = perSession === 0 ? ids.map((id) => waitIdle(id)) : []
+    for (const id of ids) {
+      for (let k = 0; k < perSession; k++) {
+        const key = `${id}#${k}`
+        const seqs: number[] = []
+        received.set(key, seqs)
+        const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } })
+        sockets.push(ws)
+        await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
+        done.push(
+          new Promise<void>((resolve) => {
+            ws.on('message', (raw) => {
+              const now = Date.now()
+              const f = JSON.parse(String(raw)) as { type?: string; seq?: number; event?: { type: string; at: string } }
+              if (f.type !== 'event' || !f.event) return
+              events++
+              seqs.push(f.seq as number)
+              latencies.push(now - Date.parse(f.event.at))
+              if (f.event.type === 'run.finished') resolve()
+            })
+          }),
+        )
+        ws.send(JSON.stringify({ id: 'sub', method: 'subscribe', params: { sessions: [id], after: from.get(id) } }))
+      }
+    }
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 250)
+    const t0 = Date.now()
+    await Promise.all(ids.map((id) => api('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'stream please' }] })))
+    await Promise.all(done)
+    const seconds = (Date.now() - t0) / 1000
+    clearInterval(sampler)
+    for (const ws of sockets) ws.terminate()
+
+    let lost = 0
+    let duplicated = 0
+    let outOfOrder = 0
+    for (const id of ids) {
+      const expected: number[] = []
+      let after = from.get(id) ?? 0
+      for (;;) {
+        const page = await api<{ events: { seq: number }[]; next?: number }>('GET', `/sessions/${id}/events?after=${after}&limit=5000`)
+        expected.push(...page.events.map((e) => e.seq))
+        if (page.next === undefined) break
+        after = page.next
+      }
+      for (let k = 0; k < perSession; k++) {
+        const got = received.get(`${id}#${k}`) ?? []
+        const unique = new Set(got)
+        duplicated += got.length - unique.size
+        lost += expected.filter((s) => !unique.has(s)).length
+        for (let i = 1; i < got.length; i++) if ((got[i] as number) <= (got[i - 1] as number)) outOfOrder++
+      }
+    }
+    latencies.sort((a, b) => a - b)
+    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0
+    return {
+      sessions: S,
+      subscribers: S * perSession,
+      events,
+      deliveredEventsPerSec: Math.round(events / seconds),
+      latencyP50Ms: pct(50),
+      latencyP99Ms: pct(99),
+      lost,
+      duplicated,
+      outOfOrder,
+      serverRssMb: Math.round(peakRss),
+      seconds: Math.round(seconds * 10) / 10,
+    }
+  }
+}
