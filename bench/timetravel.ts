@@ -10,7 +10,7 @@ import { openStore } from '../src/projections/open.js'
 import { ensureSnapshots, stateAt } from '../src/projections/time-travel.js'
 
 /**
- * `npm run bench -- timetravel [--events 100000] [--samples 200] [--forks 20]`
+ * `npm run bench -- timetravel [--events 100000] [--samples 200] [--forks 20] [--every 1000]`
  *
  * One database file holds sessions of 1k, 10k and `events` events with an
  * agent-like mix: turns of user input, assistant steps with reasoning and
@@ -35,8 +35,9 @@ export default async function timetravel(args: string[]): Promise<object> {
   const big = opt('events', 100_000)
   const samples = opt('samples', 200)
   const forks = opt('forks', 20)
+  const every = opt('every', 1000)
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-timetravel-'))
-  const store = openStore(join(dir, 'bench.db'))
+  const store = openStore(join(dir, 'bench.db'), { snapshotEvery: every })
   try {
     const ids = createIdSource()
     const sizes = [1_000, 10_000, big]
@@ -114,6 +115,7 @@ export default async function timetravel(args: string[]): Promise<object> {
 
     const snapshots = store.db.prepare('SELECT COUNT(*) AS rows, SUM(LENGTH(data)) AS bytes FROM snapshots').get() as { rows: number; bytes: number }
     return {
+      snapshotEvery: every,
       events: { sessions: sizes, bigSessionMessages: large.messages, buildMs: Math.round(large.ms), eventsTableBytes: after.events },
       stateAtP50Ms: round(percentile(stateTimes, 0.5)),
       stateAtP99Ms: round(percentile(stateTimes, 0.99)),
