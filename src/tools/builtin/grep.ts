@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { z } from 'zod'
 import { accessPath } from '../paths.js'
 import { defineTool, ToolFailure } from '../tool.js'
+import { truncateOutput } from '../truncate.js'
 import { DEFAULT_IGNORES, globToRegExp, walk } from '../walk.js'
 
 const LIMIT = 100
@@ -15,7 +16,7 @@ const parameters = z.object({
 })
 
 /** grep: lines matching a regex, grouped by file, at most 100 matches. */
-export function createGrepTool() {
+export function createGrepTool(deps: { dataDir?: string } = {}) {
   return defineTool({
     id: 'grep',
     permission: 'grep',
@@ -55,10 +56,13 @@ export function createGrepTool() {
         }
       }
       const more = total > LIMIT ? `\n(${total - LIMIT} more matches not shown; narrow the pattern, path or include.)` : ''
+      const text = matches.length ? matches.join('\n') + more : 'No matches found'
+      // 100 long lines can still exceed 50 KB: cap like every other output
+      const capped = deps.dataDir ? truncateOutput(text, { dataDir: deps.dataDir, name: `grep_${ctx.partId}` }) : { output: text, truncated: false }
       return {
-        output: matches.length ? matches.join('\n') + more : 'No matches found',
+        output: capped.output,
         title: args.pattern,
-        metadata: { matches: total, truncated: total > LIMIT },
+        metadata: { matches: total, truncated: total > LIMIT || capped.truncated },
       }
     },
   })

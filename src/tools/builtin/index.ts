@@ -33,7 +33,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
     }),
     createReadTool({ dataDir: deps.dataDir, fileTimes }),
     createGlobTool(),
-    createGrepTool(),
+    createGrepTool({ dataDir: deps.dataDir }),
     createListTool(),
     createEditTool({ fileTimes }),
     createWriteTool({ fileTimes }),
