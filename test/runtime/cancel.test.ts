@@ -90,13 +90,13 @@ describe('concurrency', () => {
   afterEach(() => h.close())
 
   it('two sessions progress at the same time while each stays serial', async () => {
-    const model = createScriptedModel({ chunkSize: 4, delayMs: 2, steps: [{ when: {}, text: 'sixteen chars...x' }] })
+    const model = createScriptedModel({ chunkSize: 2, delayMs: 2, steps: [{ when: {}, text: 'forty characters of text, streamed slowly' }] })
     h = harness({ model })
     const a = h.session()
     const b = h.session()
     h.runtime.submit(a, { parts: text('a1') })
     h.runtime.submit(b, { parts: text('b1') })
-    await new Promise((r) => setTimeout(r, 5))
+    await when(h, 'text.delta')
     h.runtime.submit(a, { parts: text('a2'), delivery: 'queue' })
     await Promise.all([h.runtime.idle(a), h.runtime.idle(b)])
 
