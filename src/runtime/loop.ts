@@ -1,4 +1,5 @@
 import type { ChronicleEvent, RunOutcome } from '../events/catalogue.js'
+import { isChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import type { Message, SessionView } from '../projections/model.js'
@@ -6,7 +7,7 @@ import type { AgentDefinition } from '../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
 import { SHUTDOWN } from './abort-reasons.js'
 import { compileView, latestUser } from './context.js'
-import type { ModelResolver } from './model.js'
+import type { ModelHandle, ModelResolver } from './model.js'
 import { Recorder } from './recorder.js'
 import type { RetryPolicy } from './retry.js'
 import type { SessionViews } from './session-cache.js'
@@ -90,7 +91,13 @@ export async function runLoop(
       const maxSteps = budget(deps, view, user)
       if (step >= maxSteps) return await finish('max_steps')
       const context = await compileView(view, deps, { lastStep: step + 1 >= maxSteps, transcript })
-      const model = deps.models.resolve(user.model ?? view.session?.model ?? null)
+      let model: ModelHandle | undefined
+      try {
+        model = deps.models.resolve(user.model ?? view.session?.model ?? null)
+      } catch (err) {
+        // e.g. a session created with a model this server cannot build (UNKNOWN_MODEL)
+        return await finish('error', { kind: isChronicleError(err) ? err.code : 'provider', message: err instanceof Error ? err.message : String(err) })
+      }
       if (!model) {
         return await finish('error', {
           kind: 'NO_MODEL_CONFIGURED',
@@ -131,7 +138,7 @@ export async function runLoop(
       }
     }
   } catch (err) {
-    return await finish('failed', { kind: 'INTERNAL', message: err instanceof Error ? err.message : String(err) })
+    return await finish('failed', { kind: isChronicleError(err) ? err.code : 'INTERNAL', message: err instanceof Error ? err.message : String(err) })
   }
 }
 

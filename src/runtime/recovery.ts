@@ -16,7 +16,8 @@ import { loadView } from '../projections/read-model.js'
  * {interrupted}` (never re-executed), a requested/running compaction failed,
  * open assistant messages closed with the same error, then
  *   - user asked to cancel      → `run.finished {cancelled}` (never resumed);
- *   - a sub-agent's child run   → `run.finished {failed}` (its parent's task call was interrupted);
+ *   - a sub-agent's child run is resumed like any other (its parent's task call was interrupted; the
+ *     parent learns the child's outcome from src/runtime/subagent-orphans.ts when the child finishes);
  *   - attempts > resume budget  → `run.finished {failed}`;
  *   - otherwise                 → `run.resumed {runId, attempt}`, and the caller continues the loop.
  *
@@ -63,9 +64,6 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
     action: { kind: outcome, runId },
   })
   if (run.cancelRequested) return finish('cancelled', { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` })
-  if (session.parent) {
-    return finish('failed', { kind: 'PARENT_INTERRUPTED', message: "not resumed: the parent's task call was interrupted by a server restart" })
-  }
   const attempt = run.attempt + 1
   if (attempt > budget) {
     return finish('failed', {

@@ -183,3 +183,16 @@ describe('the agent loop', () => {
     expect(h.types(id).slice(6, 12)).toEqual(['reasoning.started', 'reasoning.delta', 'reasoning.ended', 'text.started', 'text.delta', 'text.ended'])
   })
 })
+
+describe('the agent loop: configuration errors', () => {
+  let h: Harness
+  afterEach(() => h.close())
+
+  it('a session whose model cannot be built ends its run with UNKNOWN_MODEL; the runtime keeps serving', async () => {
+    h = harness({ models: createModelResolver({}) })
+    const id = h.session({ model: 'martian:gpt' })
+    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.idle(id)
+    expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'error', error: { kind: 'UNKNOWN_MODEL', message: expect.any(String) } }])
+  })
+})
