@@ -1,0 +1,160 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, posix, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+
+/**
+ * Dependencies point one way (DESIGN §1):
+ *
+ *   events ← projections ← commands ← runtime → tools;  http uses them; nothing imports http
+ *
+ * This test reads every import under src/ (static, type-only, re-exports,
+ * dynamic) and fails on any that points the wrong way, or on any module
+ * other than the model adapter reaching for the AI SDK.
+ */
+
+interface SourceFile {
+  /** repository-relative, with forward slashes: `src/events/store.ts` */
+  readonly path: string
+  readonly source: string
+}
+
+/** What each layer (the folder under src/) must not import. */
+const FORBIDDEN: Record<string, readonly string[]> = {
+  events: ['projections', 'commands', 'runtime', 'tools', 'http', 'cli', 'main', 'config'],
+  projections: ['commands', 'runtime', 'tools', 'http', 'cli', 'main'],
+  commands: ['runtime', 'tools', 'http', 'cli', 'main'],
+  runtime: ['http', 'cli', 'main'],
+  tools: ['runtime', 'http', 'cli', 'main'],
+}
+
+/** Only the composition root may wire the HTTP layer in (besides http itself). */
+const HTTP_IMPORTERS = /^src\/(http\/|main\.ts$|cli\.ts$|cli\/)/
+
+/** The model adapter and the provider / scripted-model files next to it: the only users of the AI SDK. */
+const AI_SDK_USERS = /^src\/runtime\/(model|providers?|scripted-model)[\w.-]*\.ts$/
+const AI_SDK = /^(ai|@ai-sdk\/[\w.-]+)(\/.*)?$/
+
+function importsOf(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+  const found: string[] = []
+  const patterns = [
+    /\b(?:import|export)\s[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]/g, // import x from, import type {…} from, export * from
+    /\bimport\s*['"]([^'"]+)['"]/g, // import 'side-effect'
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g, // import('dynamic')
+    /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ]
+  for (const pattern of patterns) for (const m of code.matchAll(pattern)) found.push(m[1] as string)
+  return found
+}
+
+/** The layer of a src path: `src/events/store.ts` → events, `src/main.ts` → main, `src/cli.ts` → cli. */
+function layerOf(path: string): string | undefined {
+  const m = /^src\/([^/]+?)(?:\.ts)?(?:\/|$)/.exec(path)
+  return m?.[1]
+}
+
+function violations(files: readonly SourceFile[]): string[] {
+  const out: string[] = []
+  for (const file of files) {
+    const from = layerOf(file.path)
+    for (const spec of importsOf(file.source)) {
+      if (AI_SDK.test(spec)) {
+        if (!AI_SDK_USERS.test(file.path)) out.push(`${file.path} imports '${spec}': only the model adapter (src/runtime/model*.ts) may use the AI SDK`)
+        continue
+      }
+      if (!spec.startsWith('.')) continue
+      const target = posix.normalize(posix.join(posix.dirname(file.path), spec)).replace(/\.js$/, '.ts')
+      const to = layerOf(target)
+      if (!to || to === from) continue
+      if (from && FORBIDDEN[from]?.includes(to)) out.push(`${file.path} imports ${target}: ${from} must not depend on ${to}`)
+      else if (to === 'http' && !HTTP_IMPORTERS.test(file.path)) out.push(`${file.path} imports ${target}: only the composition root (src/main.ts, src/cli*) may import http`)
+    }
+  }
+  return out
+}
+
+function sourceTree(root: string): SourceFile[] {
+  const files: SourceFile[] = []
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, entry.name)
+      if (entry.isDirectory()) walk(full)
+      else if (/\.(ts|mts|js|mjs)$/.test(entry.name)) files.push({ path: relative(root, full).split('\\').join('/'), source: readFileSync(full, 'utf8') })
+    }
+  }
+  walk(join(root, 'src'))
+  return files
+}
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+
+describe('dependency direction', () => {
+  it('holds for every file under src/', () => {
+    const files = sourceTree(root)
+    expect(files.length).toBeGreaterThan(20)
+    expect(violations(files)).toEqual([])
+  })
+})
+
+describe('the import checker', () => {
+  const check = (path: string, source: string) => violations([{ path, source }])
+
+  it('finds every kind of import and ignores comments', () => {
+    const source = [
+      "import a from './a.js'",
+      "import type { B } from '../b.js'",
+      "import {\n  c,\n  d,\n} from '../c/d.js'",
+      "export * from './e.js'",
+      "export { f } from './f.js'",
+      "import './side-effect.js'",
+      "const g = await import('./g.js')",
+      "// import x from './commented.js'",
+      "/* import y from './block.js' */",
+      "const s = 'not an import from here'",
+    ].join('\n')
+    expect(importsOf(source)).toEqual(['./a.js', '../b.js', '../c/d.js', './e.js', './f.js', './side-effect.js', './g.js'])
+  })
+
+  it('rejects an import against the layering', () => {
+    expect(check('src/events/store.ts', "import { fold } from '../projections/fold.js'")).toEqual([
+      "src/events/store.ts imports src/projections/fold.ts: events must not depend on projections",
+    ])
+    expect(check('src/projections/x.ts', "import type { Runtime } from '../runtime/runtime.js'")).toEqual([
+      'src/projections/x.ts imports src/runtime/runtime.ts: projections must not depend on runtime',
+    ])
+    expect(check('src/commands/x.ts', "const t = await import('../tools/tool.js')")).toEqual([
+      'src/commands/x.ts imports src/tools/tool.ts: commands must not depend on tools',
+    ])
+    expect(check('src/tools/builtin/x.ts', "export * from '../../runtime/loop.js'")).toEqual([
+      'src/tools/builtin/x.ts imports src/runtime/loop.ts: tools must not depend on runtime',
+    ])
+  })
+
+  it('lets only the composition root import http', () => {
+    expect(check('src/runtime/loop.ts', "import { buildApp } from '../http/app.js'")).toEqual([
+      'src/runtime/loop.ts imports src/http/app.ts: runtime must not depend on http',
+    ])
+    expect(check('src/config.ts', "import { x } from './http/deps.js'")).toEqual([
+      'src/config.ts imports src/http/deps.ts: only the composition root (src/main.ts, src/cli*) may import http',
+    ])
+    expect(check('src/main.ts', "import { buildApp } from './http/app.js'")).toEqual([])
+    expect(check('src/cli.ts', "import { buildApp } from './http/app.js'")).toEqual([])
+    expect(check('src/cli/serve.ts', "import { buildApp } from '../http/app.js'")).toEqual([])
+    expect(check('src/http/routes/x.ts', "import { api } from '../api.js'")).toEqual([])
+  })
+
+  it('lets only the model adapter use the AI SDK', () => {
+    const ai = "import { streamText } from 'ai'\nimport type { LanguageModelV3 } from '@ai-sdk/provider'\nimport { MockLanguageModelV3 } from 'ai/test'"
+    expect(check('src/runtime/loop.ts', ai)).toEqual([
+      "src/runtime/loop.ts imports 'ai': only the model adapter (src/runtime/model*.ts) may use the AI SDK",
+      "src/runtime/loop.ts imports '@ai-sdk/provider': only the model adapter (src/runtime/model*.ts) may use the AI SDK",
+      "src/runtime/loop.ts imports 'ai/test': only the model adapter (src/runtime/model*.ts) may use the AI SDK",
+    ])
+    expect(check('src/tools/x.ts', "import { tool } from 'ai'")).toHaveLength(1)
+    for (const path of ['src/runtime/model.ts', 'src/runtime/model-stream.ts', 'src/runtime/providers.ts', 'src/runtime/scripted-model.ts']) {
+      expect(check(path, ai)).toEqual([])
+    }
+    expect(check('src/runtime/loop.ts', "import { z } from 'zod'\nimport x from 'aim'\nimport y from 'ai-thing'")).toEqual([])
+  })
+})
