@@ -11,7 +11,10 @@ export class InputIndex {
   private readonly sessions = new Map<string, Map<string, PriorAcceptance>>()
   private readonly unsubscribe: () => void
 
-  constructor(private readonly store: EventStore) {
+  constructor(
+    private readonly store: EventStore,
+    private readonly capacity = 256,
+  ) {
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) {
         if (e.type !== 'input.accepted') continue
@@ -29,6 +32,10 @@ export class InputIndex {
         if (e.type === 'input.accepted') ids.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
       }
       this.sessions.set(sessionId, ids)
+      if (this.sessions.size > this.capacity) {
+        const oldest = this.sessions.keys().next().value
+        if (oldest !== undefined) this.sessions.delete(oldest) // rebuilt from the log if needed again
+      }
     }
     return ids.get(inputId)
   }
