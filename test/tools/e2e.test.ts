@@ -50,13 +50,30 @@ describe('permission replies end to end', () => {
     await h.runtime.idle(id)
 
     expect(existsSync(join(h.directory, 'notes.txt'))).toBe(false)
-    expect(collapse(h.types(id)).filter((t) => t.startsWith('tool.') || t.startsWith('permission.'))).toEqual([
+    // the trace in docs/TOOLS.md ("ask → reject")
+    expect(collapse(h.types(id))).toEqual([
+      'session.created',
+      'input.accepted',
+      'run.started',
+      'input.delivered',
+      'message.created',
+      'step.started',
       'tool.input.started',
       'tool.input.delta',
+      'step.finished',
+      'message.completed',
       'tool.called',
       'permission.requested',
       'permission.replied',
       'tool.failed',
+      'message.created',
+      'step.started',
+      'text.started',
+      'text.delta',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
     ])
     const failed = h.events(id).find((e) => e.type === 'tool.failed')
     expect(failed?.data).toMatchObject({ error: { kind: 'denied', message: 'Do not create files; answer in chat.' } })
