@@ -45,6 +45,8 @@ export interface SubagentHarness {
   readonly agents: Map<string, AgentDefinition>
   readonly directory: string
   session(agent?: string): string
+  /** a new runtime over the same store, tools and gate (after `runtime.stop()`: a restart) */
+  restart(): Runtime
   events(sessionId: string): StoredEvent[]
   /** the child sessions of a session, from its subtask.started events */
   children(sessionId: string): string[]
@@ -68,21 +70,29 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
   })
   const gate = createPermissionGate({ store, ids, agents })
   const model = createScriptedModel({ chunkSize: 64, steps })
-  runtime = createRuntime({
-    store,
-    ids,
-    models: fixedModelResolver(model, 'mock:model'),
-    tools,
-    permissions: gate,
-    agents,
-    limits: { retry: { initialMs: 1, maxMs: 5 } },
-    environment: () => ({ platform: 'test', date: '2026-01-01' }),
-  })
+  const start = () =>
+    createRuntime({
+      store,
+      ids,
+      models: fixedModelResolver(model, 'mock:model'),
+      tools,
+      permissions: gate,
+      agents,
+      limits: { retry: { initialMs: 1, maxMs: 5 } },
+      environment: () => ({ platform: 'test', date: '2026-01-01' }),
+    })
+  runtime = start()
   const events = (sessionId: string) => (store.flush(), store.readSession(sessionId))
   return {
     store,
     ids,
-    runtime,
+    get runtime() {
+      return runtime as Runtime
+    },
+    restart() {
+      runtime = start()
+      return runtime
+    },
     model,
     gate,
     subagents,

@@ -1,0 +1,89 @@
+import type { EventStore } from '../events/store.js'
+import type { SubtaskPart } from '../projections/model.js'
+import { getParts, getSession } from '../projections/read-model.js'
+import { finalText, type ChildRuntime, type Subagents } from './subagent.js'
+
+/**
+ * Children nobody waits for any more. A restart interrupts the parent's task
+ * call (recovery: tool.failed {interrupted}) while the child is an ordinary
+ * session that can be resumed or continued. When such a child finishes a run,
+ * its parent learns the outcome the way a background sub-agent reports
+ * (seed 000 "后台子 Agent"): `subtask.finished` in the parent, then a queued
+ * system-reminder input carrying the child's final text, which wakes the
+ * parent's loop. The input id `subtask:<child>` makes the report idempotent.
+ */
+
+export interface OrphanDeps {
+  readonly store: EventStore
+  readonly subagents: Pick<Subagents, 'awaited'>
+  readonly runtime: () => Pick<ChildRuntime, 'submit'>
+  readonly log?: { error(obj: object, msg?: string): void }
+}
+
+export interface OrphanWatcher {
+  /** reports every finished child whose parent has not heard of it (call after recovery) */
+  sweep(): number
+  close(): void
+}
+
+export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
+  const { store } = deps
+  const reported = store.db.prepare(
+    "SELECT 1 FROM events WHERE session_id = ? AND type = 'input.accepted' AND json_extract(data, '$.inputId') = ? LIMIT 1",
+  )
+  const report = (childId: string): boolean => {
+    if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
+    store.flush()
+    const child = getSession(store.db, childId)
+    if (!child?.parent || child.run || !child.lastRun) return false
+    const parentId = child.parent.sessionId
+    const parts = getParts(store.db, parentId)
+    const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
+    if (!link) return false
+    const partId = link.id.replace(/:subtask$/, '')
+    // Only a task call a restart cut off: one that returned already gave the parent its result.
+    const call = parts.find((p) => p.id === partId)
+    if (call?.type !== 'tool' || call.state !== 'error' || call.error?.kind !== 'interrupted') return false
+    const inputId = `subtask:${childId}`
+    if (reported.get(parentId, inputId) !== undefined) return false
+    const { outcome } = child.lastRun
+    // Recovery settled the link as cancelled; the child's real outcome is recorded over it.
+    if (link.outcome !== outcome) {
+      store.append(parentId, [{ type: 'subtask.finished', data: { partId, callId: link.callId, childSessionId: childId, outcome } }], {
+        meta: { actor: 'runtime', call: link.callId },
+      })
+    }
+    const error = child.lastRun.error ? `\nError: ${child.lastRun.error.kind}: ${child.lastRun.error.message}` : ''
+    const text =
+      `<system-reminder>\nThe sub-agent session ${childId} ("${child.title}") whose task call was interrupted has finished: ${outcome}.${error}\n` +
+      `<task_result>\n${finalText(store, childId)}\n</task_result>\n</system-reminder>`
+    deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' })
+    return true
+  }
+  const safely = (childId: string) => {
+    try {
+      report(childId)
+    } catch (err) {
+      deps.log?.error({ err, sessionId: childId }, 'reporting a finished sub-agent to its parent failed')
+    }
+  }
+  const unsubscribe = store.onCommit((events) => {
+    for (const e of events) if (e.type === 'run.finished') setImmediate(safely, e.sessionId) // outside the commit
+  })
+  return {
+    sweep() {
+      store.flush()
+      const children = store.db.prepare('SELECT id FROM sessions WHERE parent_id IS NOT NULL').pluck().all() as string[]
+      let n = 0
+      for (const id of children) {
+        try {
+          if (report(id)) n++
+        } catch (err) {
+          deps.log?.error({ err, sessionId: id }, 'reporting a finished sub-agent to its parent failed')
+        }
+      }
+      return n
+    },
+    close: unsubscribe,
+  }
+}

@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { recoverSessions } from '../../src/runtime/recovery.js'
+import { watchOrphanedSubtasks, type OrphanWatcher } from '../../src/runtime/subagent-orphans.js'
+import { dataOf, subagentHarness, task, until, type SubagentHarness } from './helpers.js'
+
+const PARENT = 'delegate please'
+
+describe('a sub-agent across a restart', () => {
+  let h: SubagentHarness
+  let watcher: OrphanWatcher | undefined
+  afterEach(async () => {
+    watcher?.close()
+    await h.close()
+  })
+
+  it('the child resumes as a normal session and its outcome reaches the waiting parent as a queued report', async () => {
+    h = subagentHarness([
+      { when: { userContains: PARENT, afterToolResult: false }, ...task('c_task', 'CHILD: wait, then answer') },
+      { when: { userContains: 'CHILD:', afterToolResult: false }, toolCalls: [{ id: 'c_slow', name: 'slow', input: { ms: 20_000 } }] },
+      { when: { userContains: 'CHILD:', afterToolResult: true }, text: 'child answer after restart' },
+      { when: { userContains: 'whose task call was interrupted' }, text: 'parent got the child result' },
+      { when: { userContains: PARENT, afterToolResult: true }, text: 'the task was interrupted; waiting for its report' },
+    ])
+    const id = h.session()
+    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await until(() => h.children(id).length > 0 && h.events(h.children(id)[0]!).some((e) => e.type === 'tool.called'))
+    const childId = h.children(id)[0]!
+
+    await h.runtime.stop() // the server goes down: both runs stay open
+    expect(h.store.readSession(childId).map((e) => e.type)).not.toContain('run.cancel.requested') // a shutdown is no cancel
+
+    const recovery = recoverSessions(h.store)
+    expect(recovery.resumed.map((r) => r.sessionId).sort()).toEqual([id, childId].sort())
+    const runtime = h.restart()
+    watcher = watchOrphanedSubtasks({ store: h.store, subagents: h.subagents, runtime: () => runtime })
+    expect(watcher.sweep()).toBe(0) // the child is still running
+    for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
+
+    await until(() => dataOf(h.events(id), 'run.finished').length === 2)
+    await runtime.idle(id)
+
+    const child = h.events(childId)
+    expect(child.map((e) => e.type)).toContain('run.resumed')
+    expect(dataOf(child, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
+
+    const parent = h.events(id)
+    // Recovery settled the link as cancelled; the watcher records the child's real outcome over it.
+    expect(dataOf(parent, 'subtask.finished').map((d) => d.outcome)).toEqual(['cancelled', 'idle'])
+    expect(dataOf(parent, 'tool.failed')[0]).toMatchObject({ error: { kind: 'interrupted' } })
+    const report = parent.find((e) => e.type === 'input.accepted' && e.data.inputId === `subtask:${childId}`)
+    expect(report?.data).toMatchObject({ delivery: 'queue' })
+    const reportText = JSON.stringify(report?.data)
+    expect(reportText).toContain('<task_result>\\nchild answer after restart\\n</task_result>')
+    // The parent's loop ran again with the report and answered it.
+    expect(JSON.stringify(h.model.calls.at(-1)!.prompt)).toContain('child answer after restart')
+    expect(dataOf(parent, 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
+    expect(watcher.sweep()).toBe(0) // reported once
+  })
+})
