@@ -13,7 +13,10 @@ import { openStore } from './projections/open.js'
 import { stateAt } from './projections/time-travel.js'
 import type { ModelResolver } from './runtime/model.js'
 import { createModelResolver } from './runtime/providers.js'
-import { createRuntime } from './runtime/runtime.js'
+import { createRuntime, type Runtime } from './runtime/runtime.js'
+import { createSubagents } from './runtime/subagent.js'
+import { watchOrphanedSubtasks } from './runtime/subagent-orphans.js'
+import { createTaskTool } from './tools/builtin/task.js'
 import { recoverSessions, resumeBudgetFrom, type RecoveryReport } from './runtime/recovery.js'
 import { resolveAgents, type AgentDefinition } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
@@ -91,11 +94,14 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     agents,
     store,
     mcp,
-    tools: createBuiltinTools({
-      dataDir: config.dataDir,
-      updateTodos: (sessionId, items) =>
-        store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } }).then(() => undefined),
-    }),
+    tools: [
+      ...createBuiltinTools({
+        dataDir: config.dataDir,
+        updateTodos: (sessionId, items) =>
+          store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } }).then(() => undefined),
+      }),
+      createTaskTool({ agents, run: (request) => subagents.run(request) }),
+    ],
   })
   const models =
     options.models ??
@@ -115,7 +121,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     agents,
     log: logger,
     limits: { maxInputBytes: config.limits.inputBytes },
+    compaction: { ...config.compaction, models: config.models },
   })
+  // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
+  const subagents = createSubagents({ store, ids, agents, runtime: (): Runtime => runtime })
+  const orphans = watchOrphanedSubtasks({ store, subagents, runtime: () => runtime, log: logger })
   const runtimePort: RuntimePort = {
     submit: async (sessionId, input) => runtime.submit(sessionId, input),
     cancel: async (sessionId) => runtime.cancel(sessionId),
@@ -153,6 +163,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     runtime: runtimePort,
     timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
+    compact: (sessionId) => {
+      runtime.compact(sessionId)
+    },
   }
   const app = await buildApp(deps)
 
@@ -174,6 +187,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       await app.listen({ host: config.host, port: config.port })
       for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
       for (const sessionId of recovery.deliver) runtime.wake(sessionId)
+      orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {
         logger.info({ resumed: resumed.length, cancelled: cancelled.length, failed: failed.length, woken: deliver.length, ms }, 'recovered unfinished runs')
@@ -190,6 +204,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         await closing
         await mcp.close()
         gate.close()
+        orphans.close()
         store.flush()
         store.close()
         logger.flush()

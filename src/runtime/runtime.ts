@@ -9,12 +9,12 @@ import type { EventStore } from '../events/store.js'
 import { getSession } from '../projections/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
-import { compileContext, type CompiledContext } from './context.js'
+import { compileContext } from './context.js'
 import { RunCoordinator } from './coordinator.js'
 import { InputIndex } from './input-index.js'
 import { runLoop } from './loop.js'
 import { continueRun } from './recovery-run.js'
-import type { ModelResolver } from './model.js'
+import type { ModelRequest, ModelResolver } from './model.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
 import { SessionViews } from './session-cache.js'
 import type { SystemEnvironment } from './system-prompt.js'
@@ -84,6 +84,12 @@ export interface SubmitResult {
   readonly duplicate: boolean
 }
 
+/** What the model is (or was, at `seq`) sent for the session's next step: plain JSON. */
+export interface ModelContext extends ModelRequest {
+  readonly digest: string
+  readonly agent: string
+}
+
 export interface Runtime {
   submit(sessionId: string, input: SubmitInput): SubmitResult
   cancel(sessionId: string): { cancelled: boolean }
@@ -92,7 +98,7 @@ export interface Runtime {
   idle(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
   compact(sessionId: string): CompactRequested
-  context(sessionId: string, seq?: number): Promise<CompiledContext>
+  context(sessionId: string, seq?: number): Promise<ModelContext>
   stop(): Promise<void>
 }
 
@@ -175,7 +181,10 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       coordinator.wake(sessionId)
       return requested
     },
-    context: (sessionId, seq) => compileContext(store, sessionId, seq, loopDeps),
+    async context(sessionId, seq) {
+      const { system, messages, tools, toolChoice, digest, agent } = await compileContext(store, sessionId, seq, loopDeps)
+      return { system, messages, tools, toolChoice, digest, agent: agent.name }
+    },
 
     async stop() {
       await coordinator.stop()
