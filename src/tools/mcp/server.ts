@@ -20,6 +20,7 @@ export interface McpServerStatus {
   readonly error?: string
   /** the child process of a stdio server */
   readonly pid?: number
+  /** when the state last changed */
   readonly at: string
 }
 
@@ -60,12 +61,13 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
   let stdio: StdioClientTransport | undefined
   let stderr = ''
   let closing = false
+  let changedAt = new Date().toISOString()
 
   const status = (): McpServerStatus => ({
     name: config.name,
     state,
     tools: tools.length,
-    at: new Date().toISOString(),
+    at: changedAt,
     ...(transportKind && { transport: transportKind }),
     ...(error && { error }),
     ...(stdio?.pid != null && { pid: stdio.pid }),
@@ -73,6 +75,7 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
   const set = (next: McpServerState, err?: string) => {
     state = next
     error = err
+    changedAt = new Date().toISOString()
     if (next !== 'connected') tools = []
     opts.onStatus?.(status())
   }
