@@ -1,8 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
+import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp/config.js'
+
+export type { McpServerConfig }
 
 /**
  * Configuration (DESIGN §10): environment variables, optionally overridden by
@@ -10,35 +13,6 @@ import { ChronicleError } from './events/errors.js'
  * Everything is validated with zod; a bad file is a clear error naming the
  * offending paths, never a crash deep inside the server.
  */
-
-const McpLocal = z.object({
-  type: z.literal('local'),
-  command: z.array(z.string().min(1)).min(1),
-  environment: z.record(z.string(), z.string()).optional(),
-  enabled: z.boolean().optional(),
-  timeout: z.number().int().positive().optional(),
-})
-const McpRemote = z.object({
-  type: z.literal('remote'),
-  url: z.url(),
-  headers: z.record(z.string(), z.string()).optional(),
-  enabled: z.boolean().optional(),
-  timeout: z.number().int().positive().optional(),
-})
-/** The Claude Desktop / Cursor shape, accepted so users can paste what they have. */
-const McpDesktop = z.union([
-  z.object({
-    command: z.string().min(1),
-    args: z.array(z.string()).optional(),
-    env: z.record(z.string(), z.string()).optional(),
-    type: z.literal('stdio').optional(),
-  }),
-  z.object({
-    url: z.url(),
-    headers: z.record(z.string(), z.string()).optional(),
-    type: z.enum(['http', 'sse', 'streamable-http']).optional(),
-  }),
-])
 
 const ModelInfo = z.object({
   contextWindow: z.number().int().positive().optional(),
@@ -97,8 +71,9 @@ export const FileConfig = z
       })
       .optional(),
     models: z.record(z.string(), ModelInfo).optional(),
-    mcp: z.record(z.string(), z.discriminatedUnion('type', [McpLocal, McpRemote])).optional(),
-    mcpServers: z.record(z.string(), McpDesktop).optional(),
+    /** OpenCode's shape and the Claude Desktop / Cursor shape, as the tools' MCP module reads them */
+    mcp: McpConfigFile.shape.mcp,
+    mcpServers: McpConfigFile.shape.mcpServers,
     agents: z.record(z.string(), AgentConfig).optional(),
     /** permission rules added after every agent's own (last match wins) */
     permission: z.array(PermissionRule).optional(),
@@ -109,10 +84,6 @@ export const FileConfig = z
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
-
-export type McpServerConfig =
-  | { readonly name: string; readonly type: 'local'; readonly command: readonly string[]; readonly environment: Record<string, string>; readonly timeout?: number }
-  | { readonly name: string; readonly type: 'remote'; readonly url: string; readonly headers: Record<string, string>; readonly timeout?: number }
 
 export interface ResolvedLimits {
   readonly bodyBytes: number
@@ -247,26 +218,11 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z
 
 /** Both MCP shapes become one list the tools' MCP module consumes. */
 function normalizeMcp(file: FileConfig): McpServerConfig[] {
-  const out: McpServerConfig[] = []
-  for (const [name, s] of Object.entries(file.mcp ?? {})) {
-    if (s.enabled === false) continue
-    out.push(
-      s.type === 'local'
-        ? { name, type: 'local', command: s.command, environment: s.environment ?? {}, ...(s.timeout && { timeout: s.timeout }) }
-        : { name, type: 'remote', url: s.url, headers: s.headers ?? {}, ...(s.timeout && { timeout: s.timeout }) },
-    )
+  try {
+    return parseMcpConfig({ mcp: file.mcp, mcpServers: file.mcpServers })
+  } catch (err) {
+    throw new ChronicleError('BAD_REQUEST', (err as Error).message)
   }
-  for (const [name, s] of Object.entries(file.mcpServers ?? {})) {
-    if (out.some((o) => o.name === name)) {
-      throw new ChronicleError('BAD_REQUEST', `MCP server "${name}" is configured twice (mcp and mcpServers)`)
-    }
-    out.push(
-      'command' in s
-        ? { name, type: 'local', command: [s.command, ...(s.args ?? [])], environment: s.env ?? {} }
-        : { name, type: 'remote', url: s.url, headers: s.headers ?? {} },
-    )
-  }
-  return out
 }
 
 function compact<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
@@ -277,9 +233,4 @@ function compact<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Ex
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase()
   return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::ffff:127.0.0.1'
-}
-
-export function resolveDataPath(config: ChronicleConfig, ...parts: string[]): string {
-  const joined = join(...parts)
-  return isAbsolute(joined) ? joined : join(config.dataDir, joined)
 }

@@ -1,0 +1,98 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js'
+
+/** Configuration: environment variables (DESIGN §10), overridden by a validated chronicle.json. */
+
+const dir = () => mkdtempSync(join(tmpdir(), 'chronicle-config-'))
+
+describe('loadConfig', () => {
+  it('has defaults that need nothing set', () => {
+    const cwd = dir()
+    const config = loadConfig({ env: {}, cwd })
+    expect(config).toMatchObject({
+      dataDir: join(cwd, '.chronicle'),
+      host: '127.0.0.1',
+      port: 4780,
+      token: undefined,
+      model: undefined,
+      logLevel: 'info',
+      mcp: [],
+      limits: DEFAULT_LIMITS,
+      configFile: undefined,
+    })
+  })
+
+  it('reads the environment contract', () => {
+    const config = loadConfig({
+      cwd: '/srv',
+      env: {
+        CHRONICLE_DATA_DIR: 'data',
+        CHRONICLE_HOST: '::1',
+        CHRONICLE_PORT: '0',
+        CHRONICLE_TOKEN: 'a-long-enough-token',
+        CHRONICLE_MODEL: 'compatible:qwen',
+        CHRONICLE_BASE_URL: 'http://127.0.0.1:11434/v1',
+        CHRONICLE_API_KEY: 'k1',
+        OPENAI_API_KEY: 'k2',
+        OPENAI_BASE_URL: 'http://127.0.0.1:9999/v1',
+        CHRONICLE_LOG_LEVEL: 'debug',
+        CHRONICLE_EMPTY: '',
+      },
+    })
+    expect(config).toMatchObject({
+      dataDir: '/srv/data',
+      host: '::1',
+      port: 0,
+      token: 'a-long-enough-token',
+      model: 'compatible:qwen',
+      provider: { baseURL: 'http://127.0.0.1:11434/v1', apiKey: 'k1', openaiApiKey: 'k2', openaiBaseURL: 'http://127.0.0.1:9999/v1' },
+      logLevel: 'debug',
+    })
+  })
+
+  it('takes chronicle.json from the data dir: both MCP shapes, agents, rules and limits', () => {
+    const data = dir()
+    writeFileSync(
+      join(data, 'chronicle.json'),
+      JSON.stringify({
+        model: 'scripted:demo.json',
+        mcp: {
+          everything: { type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
+          off: { type: 'local', command: ['x'], enabled: false },
+          docs: { type: 'remote', url: 'http://127.0.0.1:3001/mcp' },
+        },
+        mcpServers: { fs: { command: 'npx', args: ['@modelcontextprotocol/server-filesystem', '/srv/repo'], env: { B: '2' } } },
+        agents: { review: { description: 'reviewer', rules: [{ permission: 'edit', pattern: '*', action: 'deny' }] } },
+        permission: [{ permission: 'bash', pattern: 'git status*', action: 'allow' }],
+        limits: { frameBytes: 2048 },
+      }),
+    )
+    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: data, CHRONICLE_MODEL: 'openai:gpt-4.1' } })
+    expect(config.configFile).toBe(join(data, 'chronicle.json'))
+    expect(config.model).toBe('openai:gpt-4.1') // the environment wins
+    expect(config.mcp).toEqual([
+      { name: 'everything', type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
+      { name: 'docs', type: 'remote', url: 'http://127.0.0.1:3001/mcp', headers: {} },
+      { name: 'fs', type: 'local', command: ['npx', '@modelcontextprotocol/server-filesystem', '/srv/repo'], environment: { B: '2' } },
+    ])
+    expect(config.agents).toEqual([{ name: 'review', description: 'reviewer', rules: [{ permission: 'edit', pattern: '*', action: 'deny' }] }])
+    expect(config.rules).toEqual([{ permission: 'bash', pattern: 'git status*', action: 'allow' }])
+    expect(config.limits).toEqual({ ...DEFAULT_LIMITS, frameBytes: 2048 })
+  })
+
+  it('reports a bad file with the offending paths', () => {
+    const data = dir()
+    const file = join(data, 'custom.json')
+    writeFileSync(file, JSON.stringify({ port: 'x', mcp: { a: { type: 'local', command: [] } }, surprise: true }))
+    expect(() => loadConfig({ env: {}, configPath: file })).toThrow(
+      new RegExp(`invalid config file ${file}:[\\s\\S]*port: [\\s\\S]*mcp\\.a\\.command: [\\s\\S]*Unrecognized key: "surprise"`),
+    )
+    writeFileSync(file, '{ not json')
+    expect(() => loadConfig({ env: {}, configPath: file })).toThrow(/is not valid JSON/)
+    expect(() => loadConfig({ env: { CHRONICLE_PORT: '99999' } })).toThrow(/invalid environment:\n {2}- CHRONICLE_PORT:/)
+    expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'short' } })).toThrow(/CHRONICLE_TOKEN must be at least 16 characters/)
+  })
+})
