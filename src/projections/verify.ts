@@ -25,10 +25,11 @@ export function verify(store: EventStore, options: { progress?: Progress } = {})
   const { db } = store
   const fromLog = db.prepare('SELECT session_id FROM events WHERE version = 1 ORDER BY seq').pluck().all() as string[]
   const stored = db.prepare('SELECT id FROM sessions').pluck().all() as string[]
+  const logged = new Set(fromLog)
   const ids = [...new Set([...fromLog, ...stored])]
   const differences: Difference[] = []
   ids.forEach((sessionId, i) => {
-    const expected = fromLog.includes(sessionId) ? foldSession(store, sessionId) : null
+    const expected = logged.has(sessionId) ? foldSession(store, sessionId) : null
     differences.push(...diffViews(sessionId, loadView(db, sessionId), expected))
     options.progress?.(i + 1, ids.length)
   })
@@ -37,7 +38,8 @@ export function verify(store: EventStore, options: { progress?: Progress } = {})
 
 export function diffViews(sessionId: string, stored: SessionView, expected: SessionView | null): Difference[] {
   const out: Difference[] = []
-  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+  // As JSON (what is stored), key order aside: a row's keys may come out in another order than a fresh object's.
+  const same = (a: unknown, b: unknown) => canonical(a) === canonical(b)
   const exp = expected ?? { session: null, messages: new Map(), parts: new Map() }
   if (!same(stored.session, exp.session)) {
     out.push({ sessionId, entity: 'session', id: sessionId, stored: stored.session ?? undefined, expected: exp.session ?? undefined })
@@ -50,4 +52,12 @@ export function diffViews(sessionId: string, stored: SessionView, expected: Sess
   compare('message', stored.messages, exp.messages)
   compare('part', stored.parts, exp.parts)
   return out
+}
+
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  ) ?? 'undefined'
 }

@@ -95,3 +95,19 @@ describe('projections over random valid histories', () => {
     )
   })
 })
+
+describe('verify', () => {
+  it('ignores the order of keys in a stored row but not a changed value', () => {
+    const store = openStore(':memory:')
+    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    const row = store.db.prepare('SELECT data FROM sessions').pluck().get() as string
+    const reordered = Object.fromEntries(Object.entries(JSON.parse(row) as Record<string, unknown>).reverse())
+    store.db.prepare('UPDATE sessions SET data = ?').run(JSON.stringify(reordered))
+    expect(verify(store).differences).toEqual([])
+    store.db.prepare('UPDATE sessions SET data = ?').run(JSON.stringify({ ...reordered, status: 'busy' }))
+    expect(verify(store).differences).toEqual([{ sessionId: 'ses_a', entity: 'session', id: 'ses_a', stored: expect.objectContaining({ status: 'busy' }), expected: expect.objectContaining({ status: 'idle' }) }])
+    store.db.prepare("DELETE FROM sessions").run()
+    expect(verify(store).differences.map((d) => [d.entity, d.stored, typeof d.expected])).toEqual([['session', undefined, 'object']])
+    store.close()
+  })
+})
