@@ -163,9 +163,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     runtime: runtimePort,
     timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
-    compact: (sessionId) => {
-      runtime.compact(sessionId)
-    },
+    compact: (sessionId) => runtime.compact(sessionId),
   }
   const app = await buildApp(deps)
 

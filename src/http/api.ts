@@ -167,8 +167,7 @@ export function createApi(deps: AppDeps): Api {
     async 'session.compact'(p) {
       session(p.session)
       const compact = deps.compact ?? missing('compaction')
-      await compact(p.session)
-      return {}
+      return (await compact(p.session)) ?? {}
     },
   }
 }

@@ -87,7 +87,8 @@ export interface AppDeps {
   readonly timeTravel?: Partial<TimeTravelPort>
   readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
   readonly permissions?: PermissionPort
-  readonly compact?: (sessionId: string) => Promise<void> | void
+  /** requests a manual compaction; answers what was requested (e.g. {compactionId, seq, duplicate}) */
+  readonly compact?: (sessionId: string) => Promise<object | void> | object | void
   /** agents that session.create accepts */
   readonly agents?: ReadonlySet<string>
 }
