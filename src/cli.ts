@@ -1,5 +1,6 @@
 import { UsageError, parseArgs } from './cli/args.js'
 import { chat } from './cli/chat.js'
+import { compactCommand } from './cli/compact.js'
 import { ApiError } from './cli/client.js'
 import { demo } from './cli/demo.js'
 import { exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
@@ -17,6 +18,7 @@ const USAGE = `usage: chronicle <command> [options]
   show <session> [--at seq]                     transcript (at a seq: as it was then)
   events <session> [--after seq] [--follow]     the event log; --follow keeps streaming
   fork <session> --at seq [--title t]           fork a session at an event
+  compact <session> [--no-wait]                 summarise the session's older history now (context compaction)
   export <session> [--out file]                 session history as JSONL
   import <file>                                 import an export (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
@@ -45,6 +47,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await events(args, out)
       case 'fork':
         return await forkCommand(args, out)
+      case 'compact':
+        return await compactCommand(args, out)
       case 'export':
         return await exportCommand(args, out)
       case 'import':
