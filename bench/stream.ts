@@ -51,7 +51,9 @@ export default async function (args: string[]): Promise<object> {
   mkdirSync(data, { recursive: true })
   writeFileSync(join(data, 'chronicle.json'), JSON.stringify({ limits: { maxConnections: 10_000 } }))
 
-  const server = spawn(process.execPath, [join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'], {
+  // e.g. CHRONICLE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server
+  const nodeArgs = (process.env.CHRONICLE_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const server = spawn(process.execPath, [...nodeArgs, join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'], {
     env: { ...process.env, CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
