@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/export.js'
 import { openStore } from '../projections/open.js'
@@ -15,9 +15,13 @@ import { dataDirOf, dbPathOf, serverInfo } from './client.js'
 
 type Out = (line: string) => void
 
-function open(): EventStore {
-  const path = dbPathOf(dataDirOf())
-  if (!existsSync(path)) throw new UsageError(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
+function open(create = false): EventStore {
+  const dataDir = dataDirOf()
+  const path = dbPathOf(dataDir)
+  if (!existsSync(path)) {
+    if (!create) throw new UsageError(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  }
   return openStore(path, { snapshotOnCommit: false })
 }
 
@@ -61,7 +65,7 @@ export async function importCommand(args: Args, out: Out): Promise<number> {
   if (!file) throw new UsageError('import needs a file (JSONL from `chronicle export`)')
   await refuseIfServing(args)
   const text = readFileSync(file, 'utf8')
-  const store = open()
+  const store = open(true)
   try {
     const lines = text.split('\n').filter((l) => l.trim() !== '').length
     process.stderr.write(`importing ${lines} lines from ${file}…\n`)

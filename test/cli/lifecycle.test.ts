@@ -1,0 +1,73 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { run, runToEnd } from './helpers.js'
+
+/** Graceful shutdown mid-run, then the offline commands on the data it left: verify, export, import, rebuild. */
+
+const dir = mkdtempSync(join(tmpdir(), 'chronicle-life-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('shutdown and offline commands', () => {
+  it('SIGTERM during a run exits cleanly; the log verifies, exports, imports elsewhere and rebuilds', async () => {
+    const script = join(dir, 'script.json')
+    // quick answers, except "slow", which streams for ~20 s
+    writeFileSync(
+      script,
+      JSON.stringify({
+        chunkSize: 4,
+        steps: [
+          { when: { userContains: 'slow' }, delayMs: 100, text: 'z'.repeat(800) },
+          { when: { afterToolResult: false }, text: 'A quick answer.' },
+        ],
+      }),
+    )
+    const data = join(dir, 'data')
+    const env = { CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' }
+    const server = run(['serve'], env, dir)
+    const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+    const token = readFileSync(join(data, 'token'), 'utf8').trim()
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      })
+      return (await res.json()) as Record<string, any>
+    }
+    const quick = (await call('POST', '/sessions', { directory: dir })).session.id as string
+    expect((await call('POST', `/sessions/${quick}/inputs?wait=true`, { parts: [{ type: 'text', text: 'hi' }] })).text).toBe('A quick answer.')
+    const slow = (await call('POST', '/sessions', { directory: dir })).session.id as string
+    await call('POST', `/sessions/${slow}/inputs`, { parts: [{ type: 'text', text: 'be slow' }] })
+    for (let i = 0; i < 100; i++) {
+      const events = await call('GET', `/sessions/${slow}/events?limit=5000`)
+      if ((events.events as { type: string }[]).some((e) => e.type === 'text.delta')) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    const stoppedAt = Date.now()
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toBe(0)
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000) // it did not wait for the 20 s run
+
+    const verify = await runToEnd(['verify'], { CHRONICLE_DATA_DIR: data })
+    expect([verify.code, verify.stdout]).toEqual([0, '2 sessions checked, 0 differences\n'])
+
+    const file = join(dir, 'quick.jsonl')
+    const exported = await runToEnd(['export', quick, '--out', file], { CHRONICLE_DATA_DIR: data })
+    expect(exported.code).toBe(0)
+    const lines = readFileSync(file, 'utf8').trim().split('\n')
+    expect(JSON.parse(lines[0] as string)).toEqual({ chronicle: 'session-export', format: 1, sessionId: quick })
+
+    const other = { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_URL: 'http://127.0.0.1:1' }
+    const imported = await runToEnd(['import', file], other)
+    expect(imported.code).toBe(0)
+    expect(imported.stdout).toBe(`imported ${quick}: ${lines.length - 1} events appended, 1 sessions touched\n`)
+    expect(imported.stderr).toContain('verifying 1/1')
+
+    const rebuilt = await runToEnd(['rebuild'], other)
+    expect(rebuilt.code).toBe(0)
+    expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${lines.length - 1} events in \\d+ ms\\n$`))
+    expect(rebuilt.stderr).toContain('rebuilding sessions 1/1')
+  })
+})
