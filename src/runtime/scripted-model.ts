@@ -172,15 +172,26 @@ function matches(when: ScriptMatch | undefined, r: ScriptRequest): boolean {
 }
 
 function describe(prompt: LanguageModelV3Prompt, call: number): ScriptRequest {
-  let turn = -1
   let lastUserText = ''
-  for (const m of prompt) {
-    if (m.role !== 'user') continue
-    turn++
+  for (let i = prompt.length - 1; i >= 0; i--) {
+    const m = prompt[i]
+    if (m?.role !== 'user') continue
     lastUserText = m.content.map((p) => (p.type === 'text' ? p.text : '')).join('')
+    break
   }
   const last = prompt[prompt.length - 1]
-  return { call, turn: Math.max(turn, 0), afterToolResult: last?.role === 'tool', lastUserText, prompt }
+  let turn: number | undefined
+  return {
+    call,
+    // counted on demand: a long conversation's benchmark script never asks
+    get turn() {
+      turn ??= Math.max(prompt.filter((m) => m.role === 'user').length - 1, 0)
+      return turn
+    },
+    afterToolResult: last?.role === 'tool',
+    lastUserText,
+    prompt,
+  }
 }
 
 function scriptedError(e: NonNullable<ScriptReply['error']>): APICallError {

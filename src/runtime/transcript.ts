@@ -19,6 +19,8 @@ interface Entry {
   chat?: ChatMessage[]
   calls?: string[]
   chain?: string
+  /** the length of the flat chat list after this entry */
+  end?: number
 }
 
 /** Digest chain over chat messages: sha256(previous ‖ JSON of the message). */
@@ -38,6 +40,7 @@ export class Transcript {
   /** entries before this position have valid caches */
   private valid = 0
   private readonly seenCalls = new Set<string>()
+  private readonly flat: ChatMessage[] = []
   private compacted = false
 
   constructor(private readonly view: SessionView) {
@@ -82,18 +85,22 @@ export class Transcript {
       const messages = toChatMessages(this.view)
       return { messages, chain: chainOf(messages) }
     }
-    for (let i = this.valid; i < this.entries.length; i++) {
+    // `flat` holds the chat messages of the valid entries: cut it back to the first stale one, then extend.
+    const from = this.valid
+    this.flat.length = from === 0 ? 0 : ((this.entries[from - 1] as Entry).end ?? 0)
+    for (let i = from; i < this.entries.length; i++) {
       const entry = this.entries[i] as Entry
       const own = [...entry.parts.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       const { chat, calls } = messageToChat(entry.message, own, this.seenCalls)
       let chain = i === 0 ? '' : ((this.entries[i - 1] as Entry).chain ?? '')
-      for (const m of chat) chain = chainDigest(chain, m)
-      Object.assign(entry, { chat, calls, chain })
+      for (const m of chat) {
+        chain = chainDigest(chain, m)
+        this.flat.push(m)
+      }
+      Object.assign(entry, { chat, calls, chain, end: this.flat.length })
     }
     this.valid = this.entries.length
-    const messages: ChatMessage[] = []
-    for (const e of this.entries) for (const m of e.chat ?? []) messages.push(m)
-    return { messages, chain: this.entries.at(-1)?.chain ?? '' }
+    return { messages: this.flat.slice(), chain: this.entries.at(-1)?.chain ?? '' }
   }
 
   latest(role: 'user' | 'assistant'): Message | undefined {
