@@ -76,13 +76,15 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     const commits: number[] = []
     const off = store.onCommit((events) => commits.push(events.length))
     const started = performance.now()
+    const cpu0 = process.cpuUsage()
     await Promise.all(sessions.map((id) => produce(store, id, cfg, meta).then((n) => (deltas += n))))
     const appendMs = performance.now() - started
+    const appendCpuMs = cpuTime(cpu0)
     off()
     const appended = commits.reduce((a, b) => a + b, 0)
 
     const rows = store.db.prepare('SELECT session_id, version, type, data, meta FROM events ORDER BY seq').all() as Row[]
-    const rawMs = rawInsert(join(dir, 'raw.db'), rows)
+    const raw = rawInsert(join(dir, 'raw.db'), rows)
 
     const total = store.head()
     const rebuildMs = rebuild(store).ms
@@ -102,7 +104,8 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     store.close()
 
     const appendEventsPerSec = (appended / appendMs) * 1000
-    const rawInsertEventsPerSec = (rows.length / rawMs) * 1000
+    const rawInsertEventsPerSec = (rows.length / raw.ms) * 1000
+    const perSec = (n: number, ms: number) => (n / ms) * 1000
     return {
       appendEventsPerSec,
       rawInsertEventsPerSec,
@@ -111,6 +114,10 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
       readEventsPerSec: (read / readMs) * 1000,
       foldEventsPerSec: (folded / foldMs) * 1000,
       bytesPerEvent: bytes / total,
+      // The same two phases by CPU time of this process: steadier on a shared machine.
+      appendCpuEventsPerSec: perSec(appended, appendCpuMs),
+      rawInsertCpuEventsPerSec: perSec(rows.length, raw.cpuMs),
+      appendRatioCpu: perSec(appended, appendCpuMs) / perSec(rows.length, raw.cpuMs),
       events: total,
       deltas,
       meanEventsPerCommit: appended / commits.length,
@@ -144,7 +151,7 @@ async function produce(store: EventStore, sessionId: string, cfg: Config, meta: 
 }
 
 /** The same rows through plain prepared INSERTs, 100 per BEGIN IMMEDIATE transaction. */
-function rawInsert(path: string, rows: readonly Row[]): number {
+function rawInsert(path: string, rows: readonly Row[]): { ms: number; cpuMs: number } {
   const db = new Database(path)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
@@ -157,11 +164,19 @@ function rawInsert(path: string, rows: readonly Row[]): number {
     for (const r of slice) insert.run(r.session_id, r.version, r.type, r.data, r.meta, at)
   })
   const started = performance.now()
+  const cpu0 = process.cpuUsage()
   for (let i = 0; i < rows.length; i += 100) batch.immediate(rows.slice(i, i + 100))
   const ms = performance.now() - started
+  const cpuMs = cpuTime(cpu0)
   db.close()
-  return ms
+  return { ms, cpuMs }
 }
+
+function cpuTime(since: NodeJS.CpuUsage): number {
+  const { user, system } = process.cpuUsage(since)
+  return (user + system) / 1000
+}
+
 
 function flag(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(name)
