@@ -140,9 +140,13 @@ describe('time travel', () => {
     expect(forked.json()).toMatchObject({ session: { title: 'the fork', forkedFrom: { sessionId: id, seq: completed }, status: 'idle' } })
   })
 
-  it('compaction answers NOT_IMPLEMENTED until its module is wired', async () => {
-    const id = await create()
-    expect((await inject('POST', `/sessions/${id}/compact`)).json()).toMatchObject({ status: 501, code: 'NOT_IMPLEMENTED' })
+  it('compact requests a manual compaction and answers what was requested', async () => {
+    const id = await create({ model: scriptSpec })
+    await inject('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'say hi' }] })
+    const res = await inject('POST', `/sessions/${id}/compact`)
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ compactionId: expect.stringMatching(/^cmp_/), seq: expect.any(Number), duplicate: false })
+    expect((await inject('POST', '/sessions/ses_nope/compact')).json()).toMatchObject({ status: 404, code: 'SESSION_NOT_FOUND' })
   })
 
   it('serves an OpenAPI document listing the routes', async () => {
