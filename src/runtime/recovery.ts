@@ -28,8 +28,9 @@ import { loadView } from '../projections/read-model.js'
  * not resumed, its pending requests are closed and the call failed.
  *
  * Sessions with no run but undelivered input (a crash between `input.accepted`
- * and `run.started`) are woken, unless their last run was cancelled: input a
- * cancel parked waits for the next wake, as it would have without the crash.
+ * and `run.started`), or whose run recovery ended `failed`, are woken — unless
+ * the run was cancelled: input a cancel parked waits for the next wake, as it
+ * would have without the crash.
  */
 
 export const INTERRUPTED_MESSAGE = 'interrupted by a server restart; it may have partially executed; its outcome is unknown'
@@ -103,11 +104,12 @@ export function recoverSessions(store: EventStore, options: { readonly budget?: 
   const started = performance.now()
   const budget = options.budget ?? DEFAULT_RESUME_BUDGET
   const report: RecoveryReport = { resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 }
-  const plans: { sessionId: string; version: number; decision: RecoveryDecision }[] = []
+  const plans: { sessionId: string; version: number; waiting: boolean; decision: RecoveryDecision }[] = []
   for (const sessionId of unfinishedSessions(store)) {
     const view = loadView(store.db, sessionId)
     if (!view.session) continue
-    plans.push({ sessionId, version: view.session.version, decision: decideRecovery(view, budget) })
+    const waiting = view.session.inbox.length > 0 && !view.session.archived
+    plans.push({ sessionId, version: view.session.version, waiting, decision: decideRecovery(view, budget) })
   }
   const writes = plans.filter((p) => p.decision.events.length > 0)
   writes.forEach(({ sessionId, version, decision }, i) => {
@@ -118,11 +120,13 @@ export function recoverSessions(store: EventStore, options: { readonly budget?: 
       meta: { actor: 'recovery', ...(runId && { run: runId }) },
     })
   })
-  for (const { sessionId, decision } of plans) {
+  for (const { sessionId, waiting, decision } of plans) {
     const a = decision.action
     if (a.kind === 'resumed') report.resumed.push({ sessionId, runId: a.runId, attempt: a.attempt })
     else if (a.kind === 'cancelled') report.cancelled.push(sessionId)
     else if (a.kind === 'failed') report.failed.push(sessionId)
+    // Input that waited behind a run recovery ended `failed` starts the next run, as it would have.
+    if (a.kind === 'failed' && waiting) report.deliver.push(sessionId)
     else if (a.kind === 'deliver') report.deliver.push(sessionId)
   }
   return { ...report, ms: Math.round(performance.now() - started) }

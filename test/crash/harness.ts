@@ -1,0 +1,331 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { checkDataDir, type Acked, type CheckResult } from './checks.js'
+import { Rng } from './rng.js'
+import { startServer, type ServerProcess } from './server-process.js'
+import { CrashClient, type WireEvent } from './ws-client.js'
+
+/**
+ * The kill -9 fault-injection harness (issue #6, SECURITY.md R-A/R-D/R-F).
+ *
+ *   npm run test:crash -- --iterations 500 --seed 7
+ *
+ * Each iteration starts the real server process (scripted model: long
+ * streams, a slow bash job that appends to a marker file, a bash call that
+ * needs permission), reconnects a real WebSocket client from its cursor,
+ * submits inputs with ids (recording every acknowledgement), resends some,
+ * cancels some runs, answers permission requests (re-offered ones included),
+ * and SIGKILLs the server at a seeded point: right after an input is
+ * acknowledged, mid-stream, mid-tool, during a permission wait, or at a
+ * random instant. After the last iteration it restarts once more, lets every
+ * session settle, shuts down cleanly and checks the data directory
+ * (test/crash/checks.ts). The last line printed is the summary; the exit code
+ * is non-zero on any violation.
+ */
+
+export interface CrashOptions {
+  readonly iterations: number
+  readonly seed: number
+  readonly sessions?: number
+  /** progress lines (default: none) */
+  readonly log?: (line: string) => void
+  /** keep the temp directory (its path is logged) */
+  readonly keep?: boolean
+}
+
+export interface CrashResult extends CheckResult {
+  readonly iterations: number
+  readonly kills: number
+  readonly acked: number
+  readonly reoffered: number
+  readonly reofferedAnswered: number
+  readonly killPoints: Record<string, number>
+}
+
+const TOKEN = 'crash-harness-token-0123456789abcdef'
+const SCRIPT = fileURLToPath(new URL('./fixtures/script.json', import.meta.url))
+const SCENARIOS = ['#story', '#work', '#work', '#permit'] as const
+const KILL_POINTS = ['after-accept', 'mid-stream', 'mid-tool', 'permission-wait', 'random-instant'] as const
+type KillPoint = (typeof KILL_POINTS)[number]
+
+export async function runCrash(options: CrashOptions): Promise<CrashResult> {
+  const log = options.log ?? (() => {})
+  const rng = new Rng(options.seed) // the workload's choices
+  const plan = new Rng(options.seed ^ 0x5bd1e995) // where each iteration is killed: independent of timing
+  const root = mkdtempSync(join(tmpdir(), 'chronicle-crash-'))
+  const dataDir = join(root, 'data')
+  const requestLog = join(root, 'requests.jsonl')
+  mkdirSync(dataDir, { recursive: true })
+  // bash is allowed except `touch ask…`, which asks: that is where permission waits come from.
+  writeFileSync(
+    join(dataDir, 'chronicle.json'),
+    JSON.stringify({
+      permission: [
+        { permission: 'bash', pattern: '*', action: 'allow' },
+        { permission: 'bash', pattern: 'touch ask*', action: 'ask' },
+      ],
+    }),
+  )
+  const env = {
+    CHRONICLE_DATA_DIR: dataDir,
+    CHRONICLE_PORT: '0',
+    CHRONICLE_HOST: '127.0.0.1',
+    CHRONICLE_TOKEN: TOKEN,
+    CHRONICLE_MODEL: `scripted:${SCRIPT}`,
+    CHRONICLE_SCRIPT_LOG: requestLog,
+    CHRONICLE_LOG_LEVEL: 'warn',
+  }
+  log(`crash: data in ${root}`)
+
+  const sessions: { id: string; dir: string }[] = []
+  const acked: Acked[] = []
+  const sentParts = new Map<string, { sessionId: string; parts: unknown[]; delivery: string }>()
+  const pending = new Map<string, { sessionId: string; requestId: string }>() // open permission requests, from events
+  const running = new Set<string>() // sessions with an open run, from events
+  const violations: string[] = []
+  const killPoints: Record<string, number> = {}
+  let cursor = 0
+  let gaps = 0
+  let duplicates = 0
+  let kills = 0
+  let reoffered = 0
+  let reofferedAnswered = 0
+  let inputCounter = 0
+
+  const track = (e: WireEvent) => {
+    if (e.event.type === 'run.started' || e.event.type === 'run.resumed') running.add(e.session)
+    else if (e.event.type === 'run.finished') running.delete(e.session)
+    else if (e.event.type === 'permission.requested') {
+      const requestId = String(e.event.data['requestId'])
+      pending.set(requestId, { sessionId: e.session, requestId })
+    } else if (e.event.type === 'permission.replied') pending.delete(String(e.event.data['requestId']))
+  }
+
+  /** Answers a permission request; a request that is still open must be answerable. */
+  const answer = async (client: CrashClient, req: { sessionId: string; requestId: string }, reply: string, strict: boolean) => {
+    const r = await client.call('permission.reply', { session: req.sessionId, requestId: req.requestId, reply })
+    if (!r) return false // the connection died: not answered
+    if (r.error) {
+      // Already closed by another reply (a reject closes every request of the session) or a cancel: fine.
+      if (strict && pending.has(req.requestId)) violations.push(`re-offered ${req.requestId} could not be answered: ${r.error.code}`)
+      return false
+    }
+    return true
+  }
+
+  try {
+    for (let iteration = 0; iteration < options.iterations; iteration++) {
+      const server = await startServer(env)
+      const point: KillPoint = plan.pick(KILL_POINTS)
+      killPoints[point] = (killPoints[point] ?? 0) + 1
+      let killed = false
+      const kill = () => {
+        if (killed) return
+        killed = true
+        server.child.kill('SIGKILL')
+      }
+      const streamAfter = plan.int(1, 40)
+      const toolDelay = plan.int(0, 300)
+      const waitDelay = plan.int(0, 150)
+      const fallbackMs = point === 'random-instant' ? plan.int(50, 1500) : plan.int(1500, 3000)
+      let deltas = 0
+      const onEvent = (e: WireEvent) => {
+        track(e)
+        if (killed) return
+        const t = e.event.type
+        if (point === 'mid-stream' && (t === 'text.delta' || t === 'reasoning.delta') && ++deltas >= streamAfter) kill()
+        if (point === 'mid-tool' && t === 'tool.called') setTimeout(kill, toolDelay)
+        if (point === 'permission-wait' && t === 'permission.requested') setTimeout(kill, waitDelay)
+      }
+      const client = await CrashClient.connect(server.url, TOKEN, cursor, onEvent)
+      await client.subscribeAll()
+      // Requests still open after the restart are re-offered: each must be answerable.
+      // Usually answered at once; sometimes late, so that a kill can also land while a request is re-offered.
+      const reoffers = [...pending.values()]
+      reoffered += reoffers.length
+      const answerNow = rng.chance(0.7)
+      for (const req of reoffers) {
+        const reply = rng.pick(['once', 'once', 'always', 'reject'])
+        const send = () => answer(client, req, reply, true).then((ok) => void (ok && reofferedAnswered++))
+        if (answerNow) await send()
+        else setTimeout(() => void (killed || send()), rng.int(0, 400))
+      }
+      const fallback = setTimeout(kill, fallbackMs)
+
+      await drive(client, () => killed, {
+        rng,
+        sessions,
+        root,
+        acked,
+        sentParts,
+        pending,
+        running,
+        violations,
+        nextInput: () => `in_${options.seed}_${++inputCounter}`,
+        onAck: () => {
+          if (point === 'after-accept') kill()
+        },
+        answer,
+      })
+      clearTimeout(fallback)
+      kill()
+      await server.exited
+      await client.closed
+      gaps += client.gaps
+      duplicates += client.duplicates
+      cursor = client.cursor
+      kills++
+      log(`crash: iteration ${iteration + 1} killed at ${point}; recovered ${JSON.stringify(server.recovered)}; cursor ${cursor}`)
+    }
+
+    // Last start: recovery, then let every session settle, answering what asks; then a clean shutdown.
+    const server = await startServer(env)
+    const client = await CrashClient.connect(server.url, TOKEN, cursor, track)
+    await client.subscribeAll()
+    await settleAll(client, sessions, pending, answer, violations)
+    await server.kill('SIGTERM')
+    await client.closed
+    gaps += client.gaps
+    duplicates += client.duplicates
+    log(`crash: final start recovered ${JSON.stringify(server.recovered)}; cursor ${client.cursor}`)
+  } finally {
+    if (!options.keep) process.on('exit', () => rmSync(root, { recursive: true, force: true }))
+  }
+
+  const checks = checkDataDir({ dbPath: join(dataDir, 'chronicle.db'), requestLog, acked, sessions })
+  if (gaps > 0) violations.push(`clients saw ${gaps} gaps in seq across reconnects`)
+  if (duplicates > 0) violations.push(`clients saw ${duplicates} duplicate events across reconnects`)
+  const result: CrashResult = {
+    ...checks,
+    gaps: checks.gaps + gaps + duplicates,
+    violations: [...violations, ...checks.violations],
+    iterations: options.iterations,
+    kills,
+    acked: acked.length,
+    reoffered,
+    reofferedAnswered,
+    killPoints,
+  }
+  if (!options.keep) rmSync(root, { recursive: true, force: true })
+  return result
+}
+
+interface DriveContext {
+  readonly rng: Rng
+  readonly sessions: { id: string; dir: string }[]
+  readonly root: string
+  readonly acked: Acked[]
+  readonly sentParts: Map<string, { sessionId: string; parts: unknown[]; delivery: string }>
+  readonly pending: Map<string, { sessionId: string; requestId: string }>
+  readonly running: ReadonlySet<string>
+  readonly violations: string[]
+  nextInput(): string
+  onAck(): void
+  answer(client: CrashClient, req: { sessionId: string; requestId: string }, reply: string, strict: boolean): Promise<boolean>
+}
+
+/** The client's workload until the server is killed: create, submit, resend, cancel, reply. */
+async function drive(client: CrashClient, killed: () => boolean, c: DriveContext): Promise<void> {
+  const { rng } = c
+  const answered = new Set<string>()
+  while (!killed()) {
+    if (c.sessions.length < 3 || (c.sessions.length < 6 && rng.chance(0.03))) {
+      const dir = join(c.root, 'work', `s${c.sessions.length}`)
+      mkdirSync(dir, { recursive: true })
+      const r = await client.call('session.create', { directory: dir, title: `crash ${c.sessions.length}` })
+      if (!r) break
+      const session = r.result?.['session'] as { id: string } | undefined
+      if (!session) throw new Error(`session.create failed: ${JSON.stringify(r.error)}`)
+      c.sessions.push({ id: session.id, dir })
+      continue
+    }
+    for (const req of c.pending.values()) {
+      if (answered.has(req.requestId)) continue
+      answered.add(req.requestId)
+      setTimeout(() => void c.answer(client, req, rng.pick(['once', 'once', 'once', 'always', 'reject']), false), rng.int(20, 500))
+    }
+    const roll = rng.next()
+    if (roll < 0.1 && c.acked.length > 0) {
+      // An idempotent retry: same id, same content → the original acknowledgement, nothing appended.
+      const prior = rng.pick(c.acked)
+      const sent = c.sentParts.get(prior.inputId)
+      if (sent) {
+        const r = await client.call('input.submit', { session: sent.sessionId, inputId: prior.inputId, parts: sent.parts, delivery: sent.delivery })
+        if (r?.result && (r.result['duplicate'] !== true || r.result['seq'] !== prior.seq)) {
+          c.violations.push(`resent ${prior.inputId}: ${JSON.stringify(r.result)} (first acknowledged at ${prior.seq})`)
+        }
+      }
+    } else if (roll < 0.18 && c.running.size > 0) {
+      // The user stops a run: it ends cancelled and must never be resumed by a restart.
+      await client.call('run.cancel', { session: rng.pick([...c.running]) })
+    } else {
+      const session = rng.pick(c.sessions)
+      const inputId = c.nextInput()
+      const parts = [{ type: 'text', text: `${rng.pick(SCENARIOS)} ${inputId}` }]
+      const delivery = rng.chance(0.5) ? 'queue' : 'steer'
+      c.sentParts.set(inputId, { sessionId: session.id, parts, delivery })
+      const r = await client.call('input.submit', { session: session.id, inputId, parts, delivery })
+      if (r?.result) {
+        c.acked.push({ inputId, sessionId: session.id, seq: r.result['seq'] as number })
+        c.onAck()
+      } else if (r?.error) c.violations.push(`submit ${inputId} refused: ${r.error.code} ${r.error.message}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, rng.int(20, 350)))
+  }
+}
+
+/** Waits until every session is idle with nothing pending, answering permission requests `once`. */
+async function settleAll(
+  client: CrashClient,
+  sessions: readonly { id: string }[],
+  pending: Map<string, { sessionId: string; requestId: string }>,
+  answer: DriveContext['answer'],
+  violations: string[],
+): Promise<void> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    for (const req of [...pending.values()]) await answer(client, req, 'once', false)
+    let busy = 0
+    for (const { id } of sessions) {
+      const r = await client.call('session.get', { session: id })
+      const s = r?.result?.['session'] as { run: unknown; status: string; pendingPermissions: unknown[] } | undefined
+      if (!s || s.run !== null || s.status !== 'idle' || s.pendingPermissions.length > 0) busy++
+    }
+    if (busy === 0) return
+    if (Date.now() > deadline) {
+      violations.push(`${busy} sessions still busy 60 s after the last restart`)
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+export function summaryLine(r: CrashResult): string {
+  return `crash: iterations=${r.iterations} kills=${r.kills} lostInputs=${r.lostInputs} duplicateInputs=${r.duplicateInputs} gaps=${r.gaps} danglingTools=${r.danglingTools} verifyFailures=${r.verifyFailures}`
+}
+
+function arg(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`)
+  const v = i >= 0 ? Number(args[i + 1]) : fallback
+  if (!Number.isInteger(v) || v < 0) throw new Error(`--${name} must be a non-negative integer`)
+  return v
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const args = process.argv.slice(2)
+  const iterations = arg(args, 'iterations', 50)
+  const seed = arg(args, 'seed', Date.now() % 1_000_000)
+  const started = Date.now()
+  const result = await runCrash({ iterations, seed, log: (l) => console.log(l), keep: args.includes('--keep') })
+  for (const v of result.violations) console.log(`crash: VIOLATION ${v}`)
+  console.log(
+    `crash: seed=${seed} acked=${result.acked} requests=${result.requests} resumeRequests=${result.resumeRequests} resumedRuns=${result.resumedRuns} ` +
+      `interruptedTools=${result.interruptedTools} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
+      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
+  )
+  console.log(summaryLine(result))
+  process.exit(result.violations.length > 0 ? 1 : 0)
+}
+
