@@ -102,7 +102,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'run.resumed':
       return {
         session: touch({
-          status: 'busy',
+          // a resumed run whose calls still wait on re-offered permission requests is waiting, not busy
+          status: session.pendingPermissions.length > 0 ? 'waiting' : 'busy',
           run: { runId: event.data.runId, attempt: event.data.attempt, cancelRequested: session.run?.cancelRequested ?? false },
         }),
       }
