@@ -15,6 +15,7 @@ let url: string
 const SCRIPT = {
   chunkSize: 32,
   steps: [
+    { when: { userContains: 'slowly' }, delayMs: 50, text: 'z'.repeat(32 * 200) },
     { when: { afterToolResult: false, userContains: 'echo' }, toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo cli-ok', description: 'echo' } }] },
     { when: { afterToolResult: true }, text: 'The command printed cli-ok.' },
   ],
@@ -85,6 +86,18 @@ describe('client commands', () => {
     const missing = await runToEnd(['show', 'ses_nope'], env)
     expect(missing.code).toBe(1)
     expect(missing.stderr).toBe('chronicle: SESSION_NOT_FOUND: no session ses_nope\n')
+  })
+
+  it('chat: Ctrl-C cancels the running run, and the session stays usable', async () => {
+    const chat = run(['chat', '--directory', dir], env, dir)
+    await chat.waitFor(/session (ses_\w+)/)
+    chat.child.stdin.write('answer slowly\n')
+    await chat.waitFor(/< assistant[^\n]*\nzzzz/)
+    chat.child.kill('SIGINT')
+    await chat.waitFor(/\(cancelling — Ctrl-C again to quit\)/)
+    await chat.waitFor(/\(run cancelled\)\n> $/)
+    chat.child.stdin.write('/quit\n')
+    expect(await chat.exited).toBe(0)
   })
 
   it('a wrong token is a clear error', async () => {
