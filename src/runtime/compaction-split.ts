@@ -73,24 +73,37 @@ const render = (entries: readonly Entry[]) => entries.map((e) => `${e.label}: ${
  * last resort every entry is cut. Never empty when there is history.
  */
 export function fitTranscript(entries: readonly Entry[], target: number): { text: string; tokens: number; omitted: number } {
-  let list = entries.map((e) => ({ ...e }))
-  const size = () => estimateTokens(render(list))
+  const list = entries.map((e) => ({ ...e }))
+  // Sizes are kept as a running character count: fitting a long head stays linear.
+  const width = (e: Entry) => e.label.length + 2 + e.text.length + 2
+  let chars = list.reduce((n, e) => n + width(e), 0)
+  const fits = () => Math.ceil(chars / 4) <= target
+  const cut = (e: Entry, cap: number, note: string) => {
+    if (e.text.length <= cap) return
+    chars -= width(e)
+    e.text = `${e.text.slice(0, cap)} … [${note}]`
+    chars += width(e)
+  }
   for (const cap of [8000, 2000, 400]) {
-    if (size() <= target) break
-    for (const e of list) if (e.kind === 'result' && e.text.length > cap) e.text = `${e.text.slice(0, cap)} … [${e.text.length - cap} characters cut]`
+    if (fits()) break
+    for (const e of list) if (e.kind === 'result') cut(e, cap, `${e.text.length - cap} characters cut`)
   }
   let omitted = 0
-  while (size() > target && list.length > 1) {
-    const i = list.findIndex((e) => e.kind !== 'summary')
-    if (i < 0 || i === list.length - 1) break
-    list.splice(i, 1)
-    omitted++
+  const keep: Entry[] = []
+  for (const [i, e] of list.entries()) {
+    // Drop the oldest entries (never a previous summary, never the last one) until the rest fits.
+    if (!fits() && e.kind !== 'summary' && i < list.length - 1) {
+      chars -= width(e)
+      omitted++
+      continue
+    }
+    keep.push(e)
   }
-  if (size() > target) {
-    const cap = Math.max(200, Math.floor((target * 4) / Math.max(1, list.length)) - 40)
-    for (const e of list) if (e.text.length > cap) e.text = `${e.text.slice(0, cap)} … [cut]`
+  if (!fits()) {
+    const cap = Math.max(200, Math.floor((target * 4) / Math.max(1, keep.length)) - 40)
+    for (const e of keep) cut(e, cap, 'cut')
   }
-  const body = render(list)
+  const body = render(keep)
   const text = omitted > 0 ? `[… ${omitted} earlier entries omitted to fit the compaction request …]\n\n${body}` : body
   return { text, tokens: estimateTokens(text), omitted }
 }
