@@ -11,7 +11,7 @@ import { openStore } from '../src/projections/open.js'
 import { rebuild } from '../src/projections/rebuild.js'
 
 /**
- * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2]`
+ * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2] [--sweep]`
  *
  * Streaming load: `producers` sessions stream text concurrently, each through
  * `parts` text parts of `deltas` deltas of ~60 bytes, via the real batching
@@ -53,8 +53,21 @@ export default async function (args: string[]): Promise<object> {
   for (let i = 0; i < cfg.runs; i++) results.push(await runOnce(cfg))
   const keys = Object.keys(results[0] ?? {})
   const median = Object.fromEntries(keys.map((k) => [k, round(medianOf(results.map((r) => r[k] as number)))]))
+  // --sweep: how the ratio moves with the number of deltas each part gets per flush.
+  const sweep: Record<string, { appendRatio: number; appendRatioCpu: number }> = {}
+  if (args.includes('--sweep')) {
+    for (const perTick of [1, 2, 4, 8]) {
+      const runs: Record<string, number>[] = []
+      for (let i = 0; i < cfg.runs; i++) runs.push(await runOnce({ ...cfg, perTick }))
+      sweep[`perTick${perTick}`] = {
+        appendRatio: round(medianOf(runs.map((r) => r.appendRatio as number))),
+        appendRatioCpu: round(medianOf(runs.map((r) => r.appendRatioCpu as number))),
+      }
+    }
+  }
   return {
     ...median,
+    ...(args.includes('--sweep') && { sweep }),
     config: cfg,
     runs: results.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)]))),
   }

@@ -43,6 +43,8 @@ interface Dirty {
 class BatchWriter {
   private readonly views = new Map<string, SessionView>()
   private readonly dirty = new Map<string, Dirty>()
+  /** sessions whose row this batch creates (the others are updated in place) */
+  private readonly fresh = new Set<string>()
   private readonly stmt: Statements
 
   constructor(
@@ -69,6 +71,7 @@ class BatchWriter {
       const cached = this.cache.take(event.sessionId)
       view = cached && cached.session?.version === event.version - 1 ? cached : this.load(event.sessionId)
     }
+    if (view.session === null || event.type === 'session.forked') this.fresh.add(event.sessionId)
     this.views.set(event.sessionId, view)
     const changes = evolve(view, event)
     for (const p of changes.parts ?? []) if (!dirty.parts.has(p.id)) dirty.parts.set(p.id, view.parts.get(p.id))
@@ -79,7 +82,11 @@ class BatchWriter {
   write(): void {
     for (const [sessionId, view] of this.views) {
       const session = view.session as Session
-      this.stmt.session.run(session.id, session.parent?.sessionId ?? null, session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session))
+      if (this.fresh.has(sessionId)) {
+        this.stmt.session.run(session.id, session.parent?.sessionId ?? null, session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session))
+      } else {
+        this.stmt.sessionUpdate.run(session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session), session.id)
+      }
       const dirty = this.dirty.get(sessionId) as Dirty
       const messages = new ReadThroughMap<Message>(this.stmt.getMessage, sessionId)
       const parts = new ReadThroughMap<Part>(this.stmt.getPart, sessionId)
@@ -186,8 +193,9 @@ function prepare(db: Database.Database) {
     parts: createPartWriter(db) as PartWriter,
     session: db.prepare(
       `INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET archived = excluded.archived, updated_at = excluded.updated_at, data = excluded.data`,
+       ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, archived = excluded.archived, updated_at = excluded.updated_at, data = excluded.data`,
     ),
+    sessionUpdate: db.prepare('UPDATE sessions SET archived = ?, updated_at = ?, data = ? WHERE id = ?'),
     message: db.prepare(
       `INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)
        ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data`,
