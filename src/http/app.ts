@@ -33,8 +33,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.limits.bodyBytes,
-    requestTimeout: 0, // ?wait=true holds a request for a whole run; the socket timeout below bounds idle ones
-    connectionTimeout: 60_000,
+    // Time to receive a whole request (slowloris); a ?wait=true response may then take as long as the run.
+    requestTimeout: 30_000,
     routerOptions: { maxParamLength: 300 },
   }).withTypeProvider<ZodTypeProvider>()
   const routes: RouteInfo[] = []
@@ -79,7 +79,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Before routing, body parsing and the WebSocket upgrade. Added after the websocket plugin so its own
   // onRequest hook has marked upgrade requests: a refused upgrade's socket is then destroyed, not left open.
   const policy = deps.security
-  app.addHook('onRequest', async (req) => checkRequest(req, policy))
+  app.addHook('onRequest', async (req) => {
+    try {
+      checkRequest(req, policy)
+    } catch (err) {
+      // Refusals are logged (never the token): an exposed server should not be probed unseen.
+      req.log.warn({ url: redactUrl(req.url), origin: req.headers.origin, host: req.headers.host, code: (err as ChronicleError).code }, 'request refused')
+      throw err
+    }
+  })
 
   const api = createApi(deps)
   app.get('/ws', { websocket: true, schema: { hide: true } }, (socket) => {

@@ -154,6 +154,20 @@ describe('limits', () => {
   })
 })
 
+describe('flooding', () => {
+  it('a burst of commands past the per-second cap gets RATE_LIMITED replies, one per id, and the socket stays open', async () => {
+    const c = await Client.connect(server.wsUrl, server.token)
+    for (let i = 0; i < 600; i++) c.send(JSON.stringify({ id: i, method: 'hello', params: { protocol: 1 } }))
+    for (let i = 0; i < 50 && c.frames.filter((f) => typeof f.id === 'number').length < 600; i++) await new Promise((r) => setTimeout(r, 20))
+    const replies = c.frames.filter((f) => typeof f.id === 'number')
+    expect(replies.map((f) => f.id as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 600 }, (_, i) => i))
+    const limited = replies.filter((f) => (f.error as { code?: string } | undefined)?.code === 'RATE_LIMITED')
+    expect(limited.length).toBeGreaterThanOrEqual(100)
+    expect(c.closed).toBeUndefined()
+    c.close()
+  })
+})
+
 describe('binding', () => {
   it('refuses a non-loopback address without an explicit token', async () => {
     const config = loadConfig({ env: { CHRONICLE_DATA_DIR: `${server.dir}/other`, CHRONICLE_HOST: '0.0.0.0', CHRONICLE_PORT: '0' } })
@@ -180,6 +194,7 @@ describe('logs', () => {
     await new Promise((r) => setTimeout(r, 50))
     const text = server.logs.join('')
     expect(text).toContain('/sessions?token=[REDACTED]')
+    expect(text).toContain('"msg":"request refused"')
     expect(text).toContain('model call failed')
     expect(text).not.toContain(server.token)
     expect(text).not.toContain(API_KEY)

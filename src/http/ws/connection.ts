@@ -31,12 +31,15 @@ const UnsubscribeParams = z.object({ sub: z.string().min(1) })
 const HelloParams = z.object({ protocol: z.literal(1) })
 
 const MAX_SUBSCRIPTIONS = 100
+/** commands per second per connection; more are answered RATE_LIMITED without being run */
+const MAX_COMMANDS_PER_SECOND = 500
 
 export class Connection {
   private readonly pumps = new Map<string, SubscriptionPump>()
   private nextSub = 1
   private readonly heartbeat: NodeJS.Timeout
   private closing = false
+  private window = { start: 0, count: 0 }
 
   constructor(
     private readonly socket: WebSocket,
@@ -78,6 +81,11 @@ export class Connection {
       return this.send(errorFrame(id, errorBody(toProblem(envelope.error))))
     }
     const { id, method, params } = envelope.data
+    const now = Date.now()
+    if (now - this.window.start >= 1000) this.window = { start: now, count: 0 }
+    if (++this.window.count > MAX_COMMANDS_PER_SECOND) {
+      return this.send(errorFrame(id, { code: 'RATE_LIMITED', message: `more than ${MAX_COMMANDS_PER_SECOND} commands per second` }))
+    }
     try {
       const result = await this.dispatch(method, params)
       this.send(resultFrame(id, result))
