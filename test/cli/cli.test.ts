@@ -4,6 +4,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { run, runToEnd, type Proc } from './helpers.js'
 
+/** Real processes start in these tests: a generous timeout for a loaded 2-core CI machine. */
+const SLOW = 90_000
+
 /** The `chronicle` CLI as a user runs it: real processes, a real server, a real data directory. */
 
 let dir: string
@@ -30,7 +33,7 @@ beforeAll(async () => {
   const [, found] = await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
   url = found as string
   env = { ...env, CHRONICLE_URL: url }
-})
+}, SLOW)
 
 afterAll(async () => {
   server.child.kill('SIGTERM')
@@ -49,7 +52,7 @@ describe('chronicle serve', () => {
     const res = await runToEnd(['serve'], { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_HOST: '0.0.0.0', CHRONICLE_PORT: '0' })
     expect(res.code).toBe(1)
     expect(res.stderr).toContain('refusing to listen on 0.0.0.0')
-  })
+  }, SLOW)
 })
 
 describe('client commands', () => {
@@ -86,7 +89,7 @@ describe('client commands', () => {
     const missing = await runToEnd(['show', 'ses_nope'], env)
     expect(missing.code).toBe(1)
     expect(missing.stderr).toBe('chronicle: SESSION_NOT_FOUND: no session ses_nope\n')
-  })
+  }, SLOW)
 
   it('chat: Ctrl-C cancels the running run, and the session stays usable', async () => {
     const chat = run(['chat', '--directory', dir], env, dir)
@@ -98,13 +101,13 @@ describe('client commands', () => {
     await chat.waitFor(/\(run cancelled\)\n> $/)
     chat.child.stdin.write('/quit\n')
     expect(await chat.exited).toBe(0)
-  })
+  }, SLOW)
 
   it('a wrong token is a clear error', async () => {
     const res = await runToEnd(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
     expect(res.code).toBe(1)
     expect(res.stderr).toContain('UNAUTHORIZED')
-  })
+  }, SLOW)
 })
 
 describe('offline commands', () => {
@@ -116,7 +119,7 @@ describe('offline commands', () => {
     const rebuild = await runToEnd(['rebuild'], env)
     expect(rebuild.code).toBe(2)
     expect(rebuild.stderr).toContain('a server is running')
-  })
+  }, SLOW)
 })
 
 describe('chronicle demo', () => {
@@ -133,5 +136,5 @@ describe('chronicle demo', () => {
     expect(out).toContain('> user: Say it shorter.\n< assistant')
     expect(out).toContain('  Everything is an event.')
     expect(out).toMatch(/the original is untouched: 3 messages, last seq \d+\n$/)
-  })
+  }, SLOW)
 })

@@ -4,6 +4,9 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { run, runToEnd } from './helpers.js'
 
+/** Real processes start in these tests: a generous timeout for a loaded 2-core CI machine. */
+const SLOW = 90_000
+
 /** Graceful shutdown mid-run, then the offline commands on the data it left: verify, export, import, rebuild. */
 
 const dir = mkdtempSync(join(tmpdir(), 'chronicle-life-'))
@@ -69,5 +72,5 @@ describe('shutdown and offline commands', () => {
     expect(rebuilt.code).toBe(0)
     expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${lines.length - 1} events in \\d+ ms\\n$`))
     expect(rebuilt.stderr).toContain('rebuilding sessions 1/1')
-  })
+  }, SLOW)
 })
