@@ -17,7 +17,18 @@ export async function serve(args: Args, out: (line: string) => void): Promise<nu
   const configPath = flag(args, 'config')
   const config = loadConfig({ env, ...(configPath && { configPath }) })
   const chronicle = await createChronicle(config, { logDestination: pino.destination({ dest: 2, sync: false }) })
-  const url = await chronicle.start()
+  let url: string
+  try {
+    url = await chronicle.start()
+  } catch (err) {
+    await chronicle.stop()
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      process.stderr.write(`chronicle: cannot listen on ${config.host}:${config.port} (${code})\n`)
+      return 1
+    }
+    throw err
+  }
   const { token } = chronicle
   const where = token.file === undefined ? 'token from CHRONICLE_TOKEN' : token.generated ? `token (shown once) ${token.token} stored in ${token.file}` : `token in ${token.file}`
   out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
