@@ -180,6 +180,10 @@ async function measure(n: number): Promise<Record<string, unknown>> {
     meanTurnCpuMsFirst10pct: round(mean(first.map((x) => x.cpuMs))),
     meanTurnCpuMsLast10pct: round(mean(last.map((x) => x.cpuMs))),
     medianTurnMs: round(median(turns.map((x) => x.ms))),
+    // growth shape: mean CPU ms per turn in each tenth of the conversation
+    meanTurnCpuMsByTenth: Array.from({ length: Math.min(10, n) }, (_, i) =>
+      round(mean(turns.slice(Math.floor((i * n) / 10), Math.floor(((i + 1) * n) / 10)).map((x) => x.cpuMs))),
+    ),
     firstTurnMs: round(turns[0]?.ms ?? 0),
     lastTurnMs: round(turns.at(-1)?.ms ?? 0),
     dbBytes,

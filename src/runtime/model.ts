@@ -1,5 +1,5 @@
-import { APICallError } from '@ai-sdk/provider'
-import { jsonSchema, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai'
+import { APICallError, type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3Prompt } from '@ai-sdk/provider'
+import { jsonSchema, streamText, wrapLanguageModel, type ModelMessage, type ToolSet } from 'ai'
 import type { Usage } from '../events/catalogue.js'
 import type { ChatMessage } from './history.js'
 
@@ -11,7 +11,7 @@ import type { ChatMessage } from './history.js'
  * becomes a neutral `StepPart` the step recorder turns into events.
  */
 
-export type { LanguageModel }
+export type LanguageModel = LanguageModelV3
 
 /** A model the runtime can call, with the configuration string it came from. */
 export interface ModelHandle {
@@ -68,20 +68,23 @@ export async function* streamModelStep(handle: ModelHandle, request: ModelReques
   for (const t of request.tools) {
     tools[t.name] = { description: t.description, inputSchema: jsonSchema(t.parameters) }
   }
-  // ChatMessage is a structural subset of ModelMessage.
-  const messages = request.messages as ModelMessage[]
+  // The prompt the provider receives is the whole history, each message
+  // converted once (see providerPrompt). streamText itself is handed only
+  // the newest message: given the whole list it would re-validate (zod) and
+  // re-convert every message on every call — O(history) per step, measured
+  // as the only cost that grows with a long conversation.
+  const prompt = providerPrompt(request)
+  const model = wrapLanguageModel({
+    model: handle.model,
+    middleware: { specificationVersion: 'v3', transformParams: async ({ params }) => ({ ...params, prompt }) },
+  })
   let failed: unknown
   try {
     const result = streamText({
-      model: handle.model,
+      model,
       system: request.system,
-      // streamText re-validates `messages` with zod on every call: O(history),
-      // about 30 µs a message (measured), the largest cost of a long session.
-      // The history is built by our own typed conversion, so only the newest
-      // message goes through that check and prepareStep supplies the whole
-      // list (the SDK still converts it and checks every call has a result).
-      messages: messages.slice(-1),
-      prepareStep: () => ({ messages }),
+      // ChatMessage is a structural subset of ModelMessage.
+      messages: (request.messages as ModelMessage[]).slice(-1),
       ...(request.tools.length > 0 && { tools, toolChoice: request.toolChoice }),
       maxRetries: 0,
       abortSignal: signal,
@@ -179,4 +182,53 @@ function retryAfter(headers: Record<string, string | undefined>): number | undef
   if (Number.isFinite(Number(s))) return Math.max(0, Number(s) * 1000)
   const date = Date.parse(s)
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+const converted = new WeakMap<ChatMessage, LanguageModelV3Message>()
+
+/**
+ * The provider-level prompt: system, then every chat message in the V3 form
+ * streamText would produce for it (text, file, tool-call, tool-result parts).
+ * Chat messages are reused across steps by the transcript, so each is
+ * converted once.
+ */
+export function providerPrompt(request: ModelRequest): LanguageModelV3Prompt {
+  const prompt: LanguageModelV3Message[] = [{ role: 'system', content: request.system }]
+  for (const m of request.messages) {
+    let v3 = converted.get(m)
+    if (!v3) {
+      v3 = toProviderMessage(m)
+      converted.set(m, v3)
+    }
+    prompt.push(v3)
+  }
+  return prompt
+}
+
+function toProviderMessage(m: ChatMessage): LanguageModelV3Message {
+  switch (m.role) {
+    case 'user':
+      return {
+        role: 'user',
+        content: m.content.map((p) => {
+          if (p.type === 'text') return { type: 'text', text: p.text }
+          const comma = p.data.indexOf(',')
+          // a data URL becomes its base64 payload, as the SDK does
+          const data = p.data.startsWith('data:') && comma > 0 ? p.data.slice(comma + 1) : new URL(p.data)
+          return { type: 'file', data, mediaType: p.mediaType, ...(p.filename && { filename: p.filename }) }
+        }),
+      }
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: m.content.map((p) =>
+          p.type === 'text' ? { type: 'text', text: p.text } : { type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input },
+        ),
+      }
+    case 'tool':
+      return {
+        role: 'tool',
+        content: m.content.map((r) => ({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: r.output })),
+      }
+  }
 }
