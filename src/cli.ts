@@ -28,11 +28,21 @@ const USAGE = `usage: chronicle <command> [options]
 Client commands find the server at CHRONICLE_URL (default http://127.0.0.1:4780) with the token
 from CHRONICLE_TOKEN or the data directory (CHRONICLE_DATA_DIR, default ./.chronicle).`
 
-export async function main(argv: readonly string[]): Promise<number> {
+export interface CliIo {
+  readonly write: (text: string) => void
+  readonly error: (text: string) => void
+}
+
+const processIo: CliIo = {
+  write: (text) => void process.stdout.write(text),
+  error: (text) => void process.stderr.write(text),
+}
+
+export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   const [command, ...rest] = argv
   const args = parseArgs(rest)
-  const out = (line: string) => void process.stdout.write(`${line}\n`)
-  const write = (text: string) => void process.stdout.write(text)
+  const write = io.write
+  const out = (line: string) => write(`${line}\n`)
   try {
     switch (command) {
       case 'serve':
@@ -69,11 +79,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`chronicle: ${err.message}\n\n${USAGE}\n`)
+      io.error(`chronicle: ${err.message}\n\n${USAGE}\n`)
       return 2
     }
     if (err instanceof ApiError || isChronicleError(err)) {
-      process.stderr.write(`chronicle: ${err.message}\n`)
+      io.error(`chronicle: ${err.message}\n`)
       return 1
     }
     throw err

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { run, runToEnd, type Proc } from './helpers.js'
+import { run, runInProcess, runToEnd, type Proc } from './helpers.js'
 
 /** Real processes start in these tests: a generous timeout for a loaded 2-core CI machine. */
 const SLOW = 90_000
@@ -68,25 +68,25 @@ describe('client commands', () => {
     chat.child.stdin.end()
     expect(await chat.exited).toBe(0)
 
-    const sessions = await runToEnd(['sessions'], env)
+    const sessions = await runInProcess(['sessions'], env)
     expect(sessions.code).toBe(0)
     expect(sessions.stdout).toMatch(new RegExp(`^${session}  idle `))
 
-    const events = await runToEnd(['events', session as string], env)
+    const events = await runInProcess(['events', session as string], env)
     const lines = events.stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^1 {2}\S+ {2}session\.created/)
     const completed = lines.find((l) => / tool\.completed /.test(l)) as string
     const seq = Number(completed.trim().split(/\s+/)[0])
 
-    const show = await runToEnd(['show', session as string, '--at', String(seq)], env)
+    const show = await runInProcess(['show', session as string, '--at', String(seq)], env)
     expect(show.stdout).toContain(`at seq ${seq}`)
     expect(show.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — completed: cli-ok')
     expect(show.stdout).not.toContain('The command printed cli-ok.')
 
-    const fork = await runToEnd(['fork', session as string, '--at', String(seq)], env)
+    const fork = await runInProcess(['fork', session as string, '--at', String(seq)], env)
     expect(fork.stdout).toMatch(new RegExp(`^forked ${session} at seq ${seq} → ses_\\w+\\n$`))
 
-    const missing = await runToEnd(['show', 'ses_nope'], env)
+    const missing = await runInProcess(['show', 'ses_nope'], env)
     expect(missing.code).toBe(1)
     expect(missing.stderr).toBe('chronicle: SESSION_NOT_FOUND: no session ses_nope\n')
   }, SLOW)
@@ -104,7 +104,7 @@ describe('client commands', () => {
   }, SLOW)
 
   it('a wrong token is a clear error', async () => {
-    const res = await runToEnd(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
+    const res = await runInProcess(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
     expect(res.code).toBe(1)
     expect(res.stderr).toContain('UNAUTHORIZED')
   }, SLOW)
@@ -119,22 +119,5 @@ describe('offline commands', () => {
     const rebuild = await runToEnd(['rebuild'], env)
     expect(rebuild.code).toBe(2)
     expect(rebuild.stderr).toContain('a server is running')
-  }, SLOW)
-})
-
-describe('chronicle demo', () => {
-  it('plays a scripted session, shows it at an earlier seq and forks there, with no API key', async () => {
-    const res = await runToEnd(['demo'], { CHRONICLE_LOG_LEVEL: 'warn' })
-    expect(res.code).toBe(0)
-    const out = res.stdout
-    expect(out).toMatch(/^demo server on http:\/\/127\.0\.0\.1:\d+ \(scripted model/)
-    expect(out).toContain('> user: What does notes.txt say?')
-    expect(out).toContain('⚙ read {"filePath":"notes.txt"} — running')
-    expect(out).toContain('✓ read — completed')
-    expect(out).toMatch(/── the same session at seq (\d+) \(the file was read; the answer not yet written\) ──\n# demo: read a file \(ses_\w+\) at seq \1 — busy/)
-    expect(out).toMatch(/── forked at seq \d+ → ses_\w+; the fork goes its own way ──/)
-    expect(out).toContain('> user: Say it shorter.\n< assistant')
-    expect(out).toContain('  Everything is an event.')
-    expect(out).toMatch(/the original is untouched: 3 messages, last seq \d+\n$/)
   }, SLOW)
 })

@@ -53,3 +53,21 @@ export async function runToEnd(args: string[], env: Record<string, string>): Pro
   const code = await p.exited
   return { code, stdout: p.stdout, stderr: p.stderr }
 }
+
+/** Runs a client command in this process (as the bin would), capturing its output; env is applied for the call. */
+export async function runInProcess(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { main } = await import('../../src/cli.js')
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
+  Object.assign(process.env, env)
+  let stdout = ''
+  let stderr = ''
+  try {
+    const code = await main(args, { write: (t) => void (stdout += t), error: (t) => void (stderr += t) })
+    return { code, stdout, stderr }
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  }
+}
