@@ -101,6 +101,13 @@ describe('automatic compaction', () => {
     const before = requested.seq - 1
 
     const past = stateAt(h.store, id, before)
+    const now = stateAt(h.store, id)
+    // Exactly the messages that existed then, as they are now: the head is still in the log.
+    const then = new Set(
+      events.filter((e) => e.seq < requested.seq && (e.type === 'message.created' || e.type === 'input.delivered')).map((e) => (e.data as { messageId: string }).messageId),
+    )
+    const existing = now.messages.filter((m) => then.has(m.id))
+    expect(past.messages).toEqual(existing)
     expect(past.messages.filter((m) => m.role === 'user')).toHaveLength(3)
     expect(past.messages.some((m) => m.summary)).toBe(false)
     const pastContext = await h.runtime.context(id, before)
@@ -115,8 +122,8 @@ describe('automatic compaction', () => {
       expect(context.digest).toBe((started.data as { contextDigest: string }).contextDigest)
     }
     // Now: summary then tail.
-    const now = await h.runtime.context(id)
-    expect(now.messages[0]).toMatchObject({ role: 'user', content: [{ type: 'text', text: expect.stringContaining(SUMMARY_PREFIX) }] })
-    expect(h.model.calls[4]!.prompt.length).toBe(now.messages.length - 1 + 1) // system + all but the answer to three
+    const current = await h.runtime.context(id)
+    expect(current.messages[0]).toMatchObject({ role: 'user', content: [{ type: 'text', text: expect.stringContaining(SUMMARY_PREFIX) }] })
+    expect(h.model.calls[4]!.prompt.length).toBe(current.messages.length - 1 + 1) // system + all but the answer to three
   })
 })

@@ -64,6 +64,9 @@ describe('manual compaction', () => {
     const events = h.events(id)
     expect(dataOf(events, 'compaction.completed')).toHaveLength(1)
     expect(dataOf(events, 'compaction.failed')).toEqual([{ compactionId: expect.any(String), error: expect.stringContaining('bad request') }])
+    // The second compaction summarised from the first summary on (it updates the checkpoint).
+    const second = shape(h.model.calls.at(-1)!.prompt)[1]!.text
+    expect(second).toMatch(/^<transcript>\n\[Previous summary\]: SUMMARY: first\n\n\[User\]: three\n\n\[Assistant\]: a3\n<\/transcript>/)
     const context = await h.runtime.context(id)
     expect(context.messages[0]).toMatchObject({ role: 'user', content: [{ text: `${SUMMARY_PREFIX}SUMMARY: first${SUMMARY_SUFFIX}` }] })
     expect(JSON.stringify(context.messages)).not.toContain('"one"')
