@@ -82,6 +82,8 @@ export class EventStore {
     head: Database.Statement
     bySeq: Database.Statement
   }
+  /** Made once: better-sqlite3 builds several wrapper functions per transaction() call. */
+  private readonly write: Database.Transaction<(batch: readonly PendingAppend[], at: number, atIso: string) => { out: StoredEvent[][]; all: StoredEvent[] }>
 
   constructor(db: Database.Database, options: StoreOptions = {}) {
     this.db = db
@@ -104,6 +106,7 @@ export class EventStore {
       head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
       bySeq: db.prepare('SELECT * FROM events WHERE seq = ?'),
     }
+    this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) => this.insertBatch(batch, at, atIso))
     this.headSeq = (this.stmt.head.get() as number | null) ?? 0
   }
 
@@ -193,60 +196,13 @@ export class EventStore {
     const full = batch.some((b) => b.options.durability === 'full')
     const at = this.now()
     const atIso = new Date(at).toISOString()
-    const write = this.db.transaction(() => {
-      const versions = new Map<string, number>()
-      const out: StoredEvent[][] = []
-      const all: StoredEvent[] = []
-      for (const { sessionId, events, options } of batch) {
-        let version = versions.get(sessionId) ?? this.version(sessionId)
-        if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
-          throw new ChronicleError(
-            'VERSION_CONFLICT',
-            `session ${sessionId} is at version ${version}, expected ${options.expectedVersion}`,
-            { sessionId, actual: version, expected: options.expectedVersion },
-          )
-        }
-        const stored: StoredEvent[] = []
-        const meta = JSON.stringify(options.meta)
-        const itemAt = options.at ?? at
-        const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
-        for (const e of events) {
-          version++
-          if ((version === 1) !== FIRST_TYPES.has(e.type)) {
-            throw new ChronicleError(
-              version === 1 ? 'SESSION_NOT_FOUND' : 'INVALID_EVENT',
-              version === 1
-                ? `no session ${sessionId}`
-                : `${e.type} can only start a session; ${sessionId} already exists`,
-            )
-          }
-          const data = JSON.stringify(e.data)
-          const { lastInsertRowid } = this.stmt.insert.run(sessionId, version, e.type, CURRENT_SCHEMA_VERSION, data, meta, itemAt)
-          stored.push({
-            seq: Number(lastInsertRowid),
-            sessionId,
-            version,
-            type: e.type,
-            schemaVersion: CURRENT_SCHEMA_VERSION,
-            data: e.data,
-            meta: options.meta,
-            at: itemAtIso,
-          } as StoredEvent)
-        }
-        versions.set(sessionId, version)
-        out.push(stored)
-        all.push(...stored)
-      }
-      this.project?.(this.db, all)
-      return { out, all }
-    })
     // The level cannot change inside a transaction; an append nested in a caller's
     // transaction is made durable by that transaction's own commit.
     const sync = full && !this.db.inTransaction
     if (sync) this.db.pragma('synchronous = FULL')
     let result: { out: StoredEvent[][]; all: StoredEvent[] }
     try {
-      result = write.immediate()
+      result = this.write.immediate(batch, at, atIso)
     } finally {
       if (sync) this.db.pragma('synchronous = NORMAL')
     }
@@ -254,6 +210,55 @@ export class EventStore {
     if (last) this.headSeq = last.seq
     this.publish(result.all)
     return result.out
+  }
+
+  /** The body of one append transaction: version checks, inserts, then the projection. */
+  private insertBatch(batch: readonly PendingAppend[], at: number, atIso: string): { out: StoredEvent[][]; all: StoredEvent[] } {
+    const versions = new Map<string, number>()
+    const out: StoredEvent[][] = []
+    const all: StoredEvent[] = []
+    for (const { sessionId, events, options } of batch) {
+      let version = versions.get(sessionId) ?? this.version(sessionId)
+      if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
+        throw new ChronicleError(
+          'VERSION_CONFLICT',
+          `session ${sessionId} is at version ${version}, expected ${options.expectedVersion}`,
+          { sessionId, actual: version, expected: options.expectedVersion },
+        )
+      }
+      const stored: StoredEvent[] = []
+      const meta = JSON.stringify(options.meta)
+      const itemAt = options.at ?? at
+      const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
+      for (const e of events) {
+        version++
+        if ((version === 1) !== FIRST_TYPES.has(e.type)) {
+          throw new ChronicleError(
+            version === 1 ? 'SESSION_NOT_FOUND' : 'INVALID_EVENT',
+            version === 1
+              ? `no session ${sessionId}`
+              : `${e.type} can only start a session; ${sessionId} already exists`,
+          )
+        }
+        const data = JSON.stringify(e.data)
+        const { lastInsertRowid } = this.stmt.insert.run(sessionId, version, e.type, CURRENT_SCHEMA_VERSION, data, meta, itemAt)
+        stored.push({
+          seq: Number(lastInsertRowid),
+          sessionId,
+          version,
+          type: e.type,
+          schemaVersion: CURRENT_SCHEMA_VERSION,
+          data: e.data,
+          meta: options.meta,
+          at: itemAtIso,
+        } as StoredEvent)
+      }
+      versions.set(sessionId, version)
+      out.push(stored)
+      all.push(...stored)
+    }
+    this.project?.(this.db, all)
+    return { out, all }
   }
 
   private publish(events: readonly StoredEvent[]): void {

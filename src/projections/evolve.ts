@@ -21,23 +21,6 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
   if (session === null) {
     throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) precedes its session's creation`)
   }
-  const touch = (patch: Partial<Session> = {}): Session => ({
-    ...session,
-    ...patch,
-    updatedAt: event.at,
-    lastSeq: event.seq,
-    version: event.version,
-  })
-  const part = <P extends Part>(partId: string, type: P['type'] | P['type'][]): P => {
-    const found = view.parts.get(partId)
-    const types = Array.isArray(type) ? type : [type]
-    if (!found || !types.includes(found.type)) {
-      throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) names unknown ${types.join('/')} part ${partId}`)
-    }
-    return found as P
-  }
-  const base = (messageId: string, partId: string) => ({ id: partId, sessionId: session.id, messageId })
-
   switch (event.type) {
     case 'session.forked':
       return {
@@ -55,17 +38,17 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         },
       }
     case 'session.renamed':
-      return { session: touch({ title: event.data.title }) }
+      return { session: touch(session, event, { title: event.data.title }) }
     case 'session.archived':
-      return { session: touch({ archived: true }) }
+      return { session: touch(session, event, { archived: true }) }
     case 'session.rules.changed':
-      return { session: touch({ rules: event.data.rules }) }
+      return { session: touch(session, event, { rules: event.data.rules }) }
 
     case 'input.accepted': {
       const { inputId, parts, agent, model, delivery, noReply } = event.data
-      if (noReply) return { session: touch() }
+      if (noReply) return { session: touch(session, event) }
       const pending = { inputId, seq: event.seq, parts, delivery, ...(agent && { agent }), ...(model && { model }) }
-      return { session: touch({ inbox: [...session.inbox, pending] }) }
+      return { session: touch(session, event, { inbox: [...session.inbox, pending] }) }
     }
     case 'input.delivered': {
       const { inputId, messageId, partIds, steered } = event.data
@@ -85,11 +68,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         const partId = partIds[i]
         if (partId === undefined) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} lacks a part id for part ${i}`)
         return p.type === 'text'
-          ? { ...base(messageId, partId), type: 'text', text: p.text, ended: true }
-          : { ...base(messageId, partId), ...p, type: 'file' }
+          ? { ...base(session, messageId, partId), type: 'text', text: p.text, ended: true }
+          : { ...base(session, messageId, partId), ...p, type: 'file' }
       })
       return {
-        session: touch({ inbox: session.inbox.filter((i) => i.inputId !== inputId) }),
+        session: touch(session, event, { inbox: session.inbox.filter((i) => i.inputId !== inputId) }),
         messages: [message],
         parts,
       }
@@ -97,22 +80,22 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
     case 'run.started':
       return {
-        session: touch({ status: 'busy', run: { runId: event.data.runId, attempt: 0, cancelRequested: false }, retry: null }),
+        session: touch(session, event, { status: 'busy', run: { runId: event.data.runId, attempt: 0, cancelRequested: false }, retry: null }),
       }
     case 'run.resumed':
       return {
-        session: touch({
+        session: touch(session, event, {
           // a resumed run whose calls still wait on re-offered permission requests is waiting, not busy
           status: session.pendingPermissions.length > 0 ? 'waiting' : 'busy',
           run: { runId: event.data.runId, attempt: event.data.attempt, cancelRequested: session.run?.cancelRequested ?? false },
         }),
       }
     case 'run.cancel.requested':
-      return { session: touch(session.run ? { run: { ...session.run, cancelRequested: true } } : {}) }
+      return { session: touch(session, event, session.run ? { run: { ...session.run, cancelRequested: true } } : {}) }
     case 'run.finished': {
       const { runId, outcome, error } = event.data
       return {
-        session: touch({
+        session: touch(session, event, {
           status: 'idle',
           run: null,
           retry: null,
@@ -133,14 +116,14 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ...(parentId !== undefined && { parentId }),
         ...(summary && { summary }),
       }
-      return { session: touch(), messages: [message] }
+      return { session: touch(session, event), messages: [message] }
     }
     case 'message.completed': {
       const { messageId, finish, usage, cost, error } = event.data
       const message = view.messages.get(messageId)
       if (!message) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} completes unknown message ${messageId}`)
       return {
-        session: touch({ totals: addTotals(session.totals, usage, cost) }),
+        session: touch(session, event, { totals: addTotals(session.totals, usage, cost) }),
         messages: [
           {
             ...message,
@@ -157,49 +140,49 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'step.started': {
       const { messageId, partId, step, contextDigest } = event.data
       return {
-        session: touch(session.status === 'retrying' ? { status: 'busy', retry: null } : {}),
-        parts: [{ ...base(messageId, partId), type: 'step-start', step, contextDigest }],
+        session: touch(session, event, session.status === 'retrying' ? { status: 'busy', retry: null } : {}),
+        parts: [{ ...base(session, messageId, partId), type: 'step-start', step, contextDigest }],
       }
     }
     case 'step.finished': {
       const { messageId, partId, finishReason, usage } = event.data
-      return { session: touch(), parts: [{ ...base(messageId, partId), type: 'step-finish', finishReason, usage }] }
+      return { session: touch(session, event), parts: [{ ...base(session, messageId, partId), type: 'step-finish', finishReason, usage }] }
     }
     case 'step.retried': {
       const { attempt, delayMs, error } = event.data
-      return { session: touch({ status: 'retrying', retry: { attempt, delayMs, error } }) }
+      return { session: touch(session, event, { status: 'retrying', retry: { attempt, delayMs, error } }) }
     }
 
     case 'text.started':
     case 'reasoning.started': {
       const type = event.type === 'text.started' ? 'text' : 'reasoning'
-      return { session: touch(), parts: [{ ...base(event.data.messageId, event.data.partId), type, text: '', ended: false }] }
+      return { session: touch(session, event), parts: [{ ...base(session, event.data.messageId, event.data.partId), type, text: '', ended: false }] }
     }
     case 'text.delta':
     case 'reasoning.delta': {
-      const p = part<Extract<Part, { type: 'text' | 'reasoning' }>>(event.data.partId, ['text', 'reasoning'])
-      return { session: touch(), parts: [{ ...p, text: p.text + event.data.text }] }
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
+      return { session: touch(session, event), parts: [{ ...p, text: p.text + event.data.text }] }
     }
     case 'text.ended':
     case 'reasoning.ended': {
-      const p = part<Extract<Part, { type: 'text' | 'reasoning' }>>(event.data.partId, ['text', 'reasoning'])
-      return { session: touch(), parts: [{ ...p, ended: true }] }
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
+      return { session: touch(session, event), parts: [{ ...p, ended: true }] }
     }
 
     case 'tool.input.started': {
       const { messageId, partId, callId, tool } = event.data
-      const p: ToolPart = { ...base(messageId, partId), type: 'tool', callId, tool, state: 'pending', rawInput: '' }
-      return { session: touch(), parts: [p] }
+      const p: ToolPart = { ...base(session, messageId, partId), type: 'tool', callId, tool, state: 'pending', rawInput: '' }
+      return { session: touch(session, event), parts: [p] }
     }
     case 'tool.input.delta': {
-      const p = part<ToolPart>(event.data.partId, 'tool')
-      return { session: touch(), parts: [{ ...p, rawInput: p.rawInput + event.data.delta }] }
+      const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
+      return { session: touch(session, event), parts: [{ ...p, rawInput: p.rawInput + event.data.delta }] }
     }
     case 'tool.called': {
       const { messageId, partId, callId, tool, input } = event.data
       const prior = view.parts.get(partId)
       const p: ToolPart = {
-        ...base(messageId, partId),
+        ...base(session, messageId, partId),
         type: 'tool',
         callId,
         tool,
@@ -208,15 +191,15 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         input,
         startedAt: event.at,
       }
-      return { session: touch(), parts: [p] }
+      return { session: touch(session, event), parts: [p] }
     }
     case 'tool.progressed': {
-      const p = part<ToolPart>(event.data.partId, 'tool')
-      return { session: touch(), parts: [{ ...p, metadata: { ...p.metadata, ...event.data.metadata } }] }
+      const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
+      return { session: touch(session, event), parts: [{ ...p, metadata: { ...p.metadata, ...event.data.metadata } }] }
     }
     case 'tool.completed': {
       const { partId, output, title, metadata, attachments } = event.data
-      const p = part<ToolPart>(partId, 'tool')
+      const p = partOf<ToolPart>(view, event, partId, 'tool')
       const done: ToolPart = {
         ...p,
         state: 'completed',
@@ -226,11 +209,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ...(metadata && { metadata: { ...p.metadata, ...metadata } }),
         ...(attachments && { attachments }),
       }
-      return { session: touch(), parts: [done] }
+      return { session: touch(session, event), parts: [done] }
     }
     case 'tool.failed': {
-      const p = part<ToolPart>(event.data.partId, 'tool')
-      return { session: touch(), parts: [{ ...p, state: 'error', error: event.data.error, endedAt: event.at }] }
+      const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
+      return { session: touch(session, event), parts: [{ ...p, state: 'error', error: event.data.error, endedAt: event.at }] }
     }
 
     case 'permission.requested': {
@@ -244,21 +227,21 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ...(callId !== undefined && { callId }),
         ...(metadata && { metadata }),
       }
-      return { session: touch({ status: 'waiting', pendingPermissions: [...session.pendingPermissions, pending] }) }
+      return { session: touch(session, event, { status: 'waiting', pendingPermissions: [...session.pendingPermissions, pending] }) }
     }
     case 'permission.replied': {
       const pendingPermissions = session.pendingPermissions.filter((p) => p.requestId !== event.data.requestId)
       const status = pendingPermissions.length > 0 ? 'waiting' : session.run ? 'busy' : 'idle'
-      return { session: touch({ pendingPermissions, status }) }
+      return { session: touch(session, event, { pendingPermissions, status }) }
     }
     case 'permission.rule.added':
-      return { session: touch({ approvals: [...session.approvals, { ruleId: event.data.ruleId, ...event.data.rule }] }) }
+      return { session: touch(session, event, { approvals: [...session.approvals, { ruleId: event.data.ruleId, ...event.data.rule }] }) }
     case 'permission.rule.removed':
-      return { session: touch({ approvals: session.approvals.filter((r) => r.ruleId !== event.data.ruleId) }) }
+      return { session: touch(session, event, { approvals: session.approvals.filter((r) => r.ruleId !== event.data.ruleId) }) }
 
     case 'compaction.requested':
       return {
-        session: touch({
+        session: touch(session, event, {
           compaction: {
             compactionId: event.data.compactionId,
             reason: event.data.reason,
@@ -268,15 +251,15 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         }),
       }
     case 'compaction.started':
-      return { session: touch({ compaction: compaction(session, event.data.compactionId, { status: 'running' }) }) }
+      return { session: touch(session, event, { compaction: compaction(session, event.data.compactionId, { status: 'running' }) }) }
     case 'compaction.completed': {
       const { compactionId, summaryMessageId, tailStartMessageId } = event.data
       const applied = { summaryMessageId, ...(tailStartMessageId && { tailStartMessageId }) }
       const patch = { status: 'completed' as const, ...applied, applied }
-      return { session: touch({ compaction: compaction(session, compactionId, patch) }) }
+      return { session: touch(session, event, { compaction: compaction(session, compactionId, patch) }) }
     }
     case 'compaction.failed':
-      return { session: touch({ compaction: compaction(session, event.data.compactionId, { status: 'failed' }) }) }
+      return { session: touch(session, event, { compaction: compaction(session, event.data.compactionId, { status: 'failed' }) }) }
 
     case 'subtask.started': {
       const { partId, callId, childSessionId } = event.data
@@ -284,23 +267,45 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const messageId = owner?.messageId ?? ''
       const subtaskPartId = `${partId}:subtask`
       return {
-        session: touch(),
-        parts: [{ ...base(messageId, subtaskPartId), type: 'subtask', callId, childSessionId }],
+        session: touch(session, event),
+        parts: [{ ...base(session, messageId, subtaskPartId), type: 'subtask', callId, childSessionId }],
       }
     }
     case 'subtask.finished': {
-      const p = part<Extract<Part, { type: 'subtask' }>>(`${event.data.partId}:subtask`, 'subtask')
-      return { session: touch(), parts: [{ ...p, outcome: event.data.outcome }] }
+      const p = partOf<Extract<Part, { type: 'subtask' }>>(view, event, `${event.data.partId}:subtask`, 'subtask')
+      return { session: touch(session, event), parts: [{ ...p, outcome: event.data.outcome }] }
     }
 
     case 'todo.updated':
-      return { session: touch({ todos: event.data.items }) }
+      return { session: touch(session, event, { todos: event.data.items }) }
 
     default: {
       const unknown: never = event
       throw new ChronicleError('CORRUPT_EVENT', `unknown event type at seq ${(unknown as StoredEvent).seq}`)
     }
   }
+}
+
+// Module-level helpers rather than closures inside evolve: under tsx (esbuild keepNames)
+// every closure created per call costs a defineProperty, which made evolve ~20x slower.
+
+/** The session after an event that changed `patch` (and always its version, seq and time). */
+function touch(session: Session, event: StoredEvent, patch: Partial<Session> = {}): Session {
+  return { ...session, ...patch, updatedAt: event.at, lastSeq: event.seq, version: event.version }
+}
+
+/** The part an event names, which must exist with one of the given types. */
+function partOf<P extends Part>(view: SessionView, event: StoredEvent, partId: string, type: P['type'] | P['type'][]): P {
+  const found = view.parts.get(partId)
+  const types = Array.isArray(type) ? type : [type]
+  if (!found || !types.includes(found.type)) {
+    throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) names unknown ${types.join('/')} part ${partId}`)
+  }
+  return found as P
+}
+
+function base(session: Session, messageId: string, partId: string) {
+  return { id: partId, sessionId: session.id, messageId }
 }
 
 /** Folds a Changes into a view in place (the fold driver's half of evolve). */

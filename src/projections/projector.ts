@@ -101,9 +101,6 @@ class BatchWriter {
         if (parts.size < ENTITIES_PER_SESSION) parts.seed(id, part)
       }
       // Cache what this batch touched (bounded), on top of what the view already held.
-      const keep = (into: ReadThroughMap<Message | Part>, from: Map<string, Message | Part>) => {
-        if (from instanceof ReadThroughMap) for (const [id, v] of from.cached()) if (into.size < ENTITIES_PER_SESSION) into.seed(id, v)
-      }
       keep(messages, view.messages)
       keep(parts, view.parts)
       this.cache.put(sessionId, { session, messages, parts })
@@ -119,6 +116,10 @@ class BatchWriter {
       parts: new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
     }
   }
+}
+
+function keep<V>(into: ReadThroughMap<V>, from: Map<string, V>): void {
+  if (from instanceof ReadThroughMap) for (const [id, v] of from.cached()) if (into.size < ENTITIES_PER_SESSION) into.seed(id, v as V)
 }
 
 /** A map that loads an entity row from its table on a miss (the loaded value then stays). */
