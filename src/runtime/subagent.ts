@@ -1,7 +1,7 @@
 import type { PermissionRule, RunOutcome } from '../events/catalogue.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
-import type { Session } from '../projections/model.js'
+import type { Message, Session } from '../projections/model.js'
 import { getMessages, getParts, getSession } from '../projections/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { SubtaskRequest, SubtaskResult } from '../tools/builtin/task.js'
@@ -84,7 +84,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
           data: {
             directory: parent.directory,
             agent,
-            model: parent.model,
+            model: modelOf(store, ctx.sessionId, ctx.messageId) ?? parent.model,
             title: `${description} (@${agent} subagent)`,
             parent: { sessionId: ctx.sessionId, callId: ctx.callId },
             rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
@@ -131,4 +131,10 @@ export function finalText(store: EventStore, sessionId: string): string {
     if (text) return text
   }
   return ''
+}
+
+/** The model the parent's calling step used (its assistant message's), so the child runs on the same one. */
+function modelOf(store: EventStore, sessionId: string, messageId: string): string | null | undefined {
+  const row = store.db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck().get(sessionId, messageId) as string | undefined
+  return row === undefined ? undefined : (JSON.parse(row) as Message).model
 }

@@ -39,7 +39,7 @@ describe('sub-agents through the task tool', () => {
     const events = h.events(childId!)
     expect(events[0]).toMatchObject({
       type: 'session.created',
-      data: { agent: 'general', directory: h.directory, parent: { sessionId: id, callId: 'c_task' }, title: 'delegated work (@general subagent)' },
+      data: { agent: 'general', model: 'mock:model', directory: h.directory, parent: { sessionId: id, callId: 'c_task' }, title: 'delegated work (@general subagent)' },
     })
     expect(dataOf(events, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
     // It started from the task prompt alone, not from the parent's history.
