@@ -70,7 +70,7 @@ async function take(s: Subscriber, n: number): Promise<void> {
 /** Fails fast instead of hanging when an event that exists is never handed over. */
 function within<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} never arrived`)), 2000)))
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} never arrived`)), 10_000)))
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }
 
