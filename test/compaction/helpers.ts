@@ -33,12 +33,16 @@ export interface CompactionHarness {
 
 export const SPEC = 'mock:model'
 
-export function compactionHarness(steps: ScriptStep[], compaction: Partial<CompactionConfig>): CompactionHarness {
+export function compactionHarness(
+  steps: ScriptStep[],
+  compaction: Partial<CompactionConfig>,
+  opts: { lookup?: (query: string) => string | Promise<string> } = {},
+): CompactionHarness {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const agents = resolveAgents([{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }])
   const directory = mkdtempSync(join(tmpdir(), 'chronicle-compaction-'))
-  const tools = createToolRegistry({ agents, tools: [createLookupTool({ resolve: (q) => `result for ${q}` })], store })
+  const tools = createToolRegistry({ agents, tools: [createLookupTool({ resolve: opts.lookup ?? ((q) => `result for ${q}`) })], store })
   const model = createScriptedModel({ chunkSize: 64, steps })
   const runtime = createRuntime({
     store,

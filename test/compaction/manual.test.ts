@@ -80,6 +80,53 @@ describe('manual compaction', () => {
     ])
   })
 
+  it('during a run: performed at the next step boundary, and the run carries on', async () => {
+    let release: () => void = () => {}
+    const toolRunning = new Promise<void>((started) => {
+      h = compactionHarness(
+        [{ when: TRANSCRIPT, text: 'SUMMARY: said hello' }, { text: 'hi' }, { toolCalls: [{ id: 'c1', name: 'lookup', input: { query: 'q' } }] }, { text: 'done' }],
+        {},
+        { lookup: (q) => new Promise((resolve) => ((release = () => resolve(`result for ${q}`)), started())) },
+      )
+    })
+    const id = h.session()
+    await h.turn(id, 'hello')
+    h.runtime.submit(id, { parts: [{ type: 'text', text: 'go' }] })
+    await toolRunning
+    h.runtime.compact(id)
+    release()
+    await h.runtime.idle(id)
+
+    const types = h.types(id).filter((t) => !t.endsWith('.delta'))
+    const from = types.indexOf('compaction.requested')
+    expect(types.slice(from)).toEqual([
+      'compaction.requested', // while the tool ran
+      'tool.completed',
+      'compaction.started', // at the step boundary
+      'message.created',
+      'step.started',
+      'text.started',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'compaction.completed',
+      'message.created', // the run goes on with the answer
+      'step.started',
+      'text.started',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
+    ])
+    expect(dataOf(h.events(id), 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
+    expect(shape(h.model.calls.at(-1)!.prompt).slice(1)).toEqual([
+      { role: 'user', text: `${SUMMARY_PREFIX}SUMMARY: said hello${SUMMARY_SUFFIX}` },
+      { role: 'user', text: 'go' },
+      { role: 'assistant', text: 'call:lookup' },
+      { role: 'tool', text: 'result' },
+    ])
+  })
+
   it('an unknown session is an error and appends nothing', () => {
     h = compactionHarness([], {})
     expect(() => h.runtime.compact('ses_missing')).toThrow(expect.objectContaining({ code: 'SESSION_NOT_FOUND' }))
