@@ -74,7 +74,7 @@ export class EventStore {
   private readonly stmt: {
     insert: Database.Statement
     version: Database.Statement
-    sessionAfter: Database.Statement
+    seqAt: Database.Statement
     sessionFrom: Database.Statement
     sessionBefore: Database.Statement
     filtered: Database.Statement
@@ -95,12 +95,10 @@ export class EventStore {
         'INSERT INTO events (session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
       version: db.prepare('SELECT MAX(version) AS v FROM events WHERE session_id = ?').pluck(),
-      sessionAfter: db.prepare(
-        'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY version LIMIT ?',
-      ),
+      seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
-      sessionFrom: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND seq <= ? ORDER BY version LIMIT ?'),
-      sessionBefore: db.prepare('SELECT * FROM events WHERE session_id = ? AND seq < ? ORDER BY version DESC LIMIT ?'),
+      sessionFrom: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?'),
+      sessionBefore: db.prepare('SELECT * FROM events WHERE session_id = ? AND version <= ? ORDER BY version DESC LIMIT ?'),
       filtered: db.prepare('SELECT * FROM events WHERE session_id IN (SELECT value FROM json_each(?)) AND seq > ? ORDER BY seq LIMIT ?'),
       allAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
       head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
@@ -291,30 +289,44 @@ export class EventStore {
 
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
   readSession(sessionId: string, opts: { after?: number; upTo?: number; limit?: number } = {}): StoredEvent[] {
-    const rows = this.stmt.sessionAfter.all(
-      sessionId,
-      opts.after ?? 0,
-      opts.upTo ?? Number.MAX_SAFE_INTEGER,
-      opts.limit ?? -1,
-    ) as EventRow[]
-    return rows.map(toEvent)
+    const after = opts.after ?? 0
+    const from = after > 0 ? this.versionAt(sessionId, after) : 0
+    const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.versionAt(sessionId, opts.upTo)
+    return (this.stmt.sessionFrom.all(sessionId, from, to, opts.limit ?? -1) as EventRow[]).map(toEvent)
   }
 
   /** One session's own events with seq < before, newest first, at most `limit`. */
   readSessionBackward(sessionId: string, before: number, limit: number): StoredEvent[] {
-    return (this.stmt.sessionBefore.all(sessionId, before, limit) as EventRow[]).map(toEvent)
+    return (this.stmt.sessionBefore.all(sessionId, this.versionAt(sessionId, before - 1), limit) as EventRow[]).map(toEvent)
+  }
+
+  /**
+   * The session's version as of a global seq: its last event with seq <= `seq`
+   * (0 if none). Versions and seqs grow together within a session, so this is
+   * a binary search of point lookups on the (session, version) index — paging
+   * by seq deep into a long session costs O(log n), not a scan from its start.
+   */
+  versionAt(sessionId: string, seq: number): number {
+    let lo = 0
+    let hi = this.version(sessionId)
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2)
+      if ((this.stmt.seqAt.get(sessionId, mid) as number) <= seq) lo = mid
+      else hi = mid - 1
+    }
+    return lo
   }
 
   /** Iterates one session's events in keyset pages, never holding more than a page. */
   *iterateSession(sessionId: string, opts: { after?: number; upTo?: number; pageSize?: number } = {}): Generator<StoredEvent> {
     const pageSize = opts.pageSize ?? 1000
-    const upTo = opts.upTo ?? Number.MAX_SAFE_INTEGER
-    let page = this.readSession(sessionId, { after: opts.after ?? 0, upTo, limit: pageSize })
+    const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.versionAt(sessionId, opts.upTo)
+    let from = opts.after ? this.versionAt(sessionId, opts.after) : 0
     for (;;) {
+      const page = (this.stmt.sessionFrom.all(sessionId, from, to, pageSize) as EventRow[]).map(toEvent)
       yield* page
       if (page.length < pageSize) return
-      const version = (page[page.length - 1] as StoredEvent).version
-      page = (this.stmt.sessionFrom.all(sessionId, version, upTo, pageSize) as EventRow[]).map(toEvent)
+      from = (page[page.length - 1] as StoredEvent).version
     }
   }
 

@@ -309,5 +309,25 @@ describe('reads', () => {
     expect(seqs(store.readFiltered(['ses_b', 'ses_x'], 4, 10))).toEqual([6, 8, 10, 12])
     expect(store.get(4)?.sessionId).toBe('ses_b')
     expect(store.get(99)).toBeUndefined()
+    // Cursors that are another session's seqs, or beyond the head, work the same.
+    expect(seqs(store.readSession('ses_a', { after: 6, upTo: 10 }))).toEqual([7, 9])
+    expect(seqs(store.readSession('ses_a', { after: 11 }))).toEqual([])
+    expect(seqs(store.readSession('ses_a', { upTo: 0 }))).toEqual([])
+    expect(seqs(store.readSessionBackward('ses_a', 100, 3))).toEqual([11, 9, 7])
+    expect(seqs(store.readSessionBackward('ses_a', 1, 3))).toEqual([])
+    expect([store.versionAt('ses_a', 0), store.versionAt('ses_a', 6), store.versionAt('ses_a', 7), store.versionAt('ses_a', 999), store.versionAt('ses_x', 5)]).toEqual([0, 3, 4, 6, 0])
+  })
+
+  it('page a long session by seq with every cursor, forwards and backwards', () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created()], { meta: userMeta })
+    store.append('ses_b', [created()], { meta: userMeta })
+    for (let i = 0; i < 300; i++) store.append(i % 3 ? 'ses_a' : 'ses_b', [renamed(`t${i}`)], { meta: userMeta })
+    const all = store.readSession('ses_a').map((e) => e.seq)
+    for (let cursor = 0; cursor <= store.head() + 1; cursor += 7) {
+      expect(store.readSession('ses_a', { after: cursor, limit: 5 }).map((e) => e.seq)).toEqual(all.filter((s) => s > cursor).slice(0, 5))
+      expect(store.readSessionBackward('ses_a', cursor, 5).map((e) => e.seq)).toEqual(all.filter((s) => s < cursor).reverse().slice(0, 5))
+      expect([...store.iterateSession('ses_a', { after: cursor, upTo: cursor + 50, pageSize: 4 })].map((e) => e.seq)).toEqual(all.filter((s) => s > cursor && s <= cursor + 50))
+    }
   })
 })
