@@ -49,21 +49,19 @@ export async function events(args: Args, out: Out): Promise<number> {
     after = page.next
   }
   if (!args.flags.has('follow')) return 0
+  const interrupted = new Promise<number>((resolve) => process.once('SIGINT', () => resolve(0)))
   // History came over HTTP; from its last seq on, the WebSocket subscription continues without a gap.
   const ws = await WsClient.connect(serverInfo())
+  const closed = new Promise<number>((resolve) => (ws.onClose = () => resolve(1)))
   ws.onFrame = (frame) => {
     if (frame.type !== 'event') return
     const e = frame.event as { type: string; data: Record<string, unknown>; at: string }
     out(renderEventLine({ seq: frame.seq as number, version: frame.version as number, ...e }))
   }
   await ws.call('subscribe', { sessions: [id], after })
-  return new Promise((resolve) => {
-    ws.onClose = () => resolve(0)
-    process.once('SIGINT', () => {
-      ws.close()
-      resolve(0)
-    })
-  })
+  const code = await Promise.race([interrupted, closed])
+  ws.close()
+  return code
 }
 
 export async function forkCommand(args: Args, out: Out): Promise<number> {

@@ -89,6 +89,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   })
 
+  // Requests waiting for a run (?wait=true) must not hold a shutdown open: they are answered 202 when it begins.
+  const closing = new AbortController()
+  app.addHook('preClose', (done) => {
+    closing.abort()
+    done()
+  })
+
   const api = createApi(deps)
   app.get('/ws', { websocket: true, schema: { hide: true } }, (socket) => {
     if (connections.size >= deps.limits.maxConnections) {
@@ -102,6 +109,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   metaRoutes(app, deps)
   sessionRoutes(app, api)
-  inputRoutes(app, api, deps)
+  inputRoutes(app, api, deps, closing.signal)
   return app
 }

@@ -103,6 +103,26 @@ describe('client commands', () => {
     expect(await chat.exited).toBe(0)
   }, SLOW)
 
+  it('events --follow prints the history, then live events with no gap, until Ctrl-C', async () => {
+    const token = readFileSync(join(data, 'token'), 'utf8').trim()
+    const post = (path: string, body: unknown) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+        (r) => r.json() as Promise<Record<string, any>>,
+      )
+    const session = (await post('/sessions', { directory: dir })).session.id as string
+    const follow = run(['events', session, '--follow'], env, dir)
+    await follow.waitFor(/^\s+\d+ {2}\S+ {2}session\.created/m)
+    await post(`/sessions/${session}/inputs`, { parts: [{ type: 'text', text: 'please echo' }] })
+    await follow.waitFor(/ permission\.requested /)
+    follow.child.kill('SIGINT')
+    expect(await follow.exited).toBe(0)
+    const types = follow.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/)[2])
+    expect(types.slice(0, 4)).toEqual(['session.created', 'input.accepted', 'run.started', 'input.delivered'])
+    const seqs = follow.stdout.trim().split('\n').map((l) => Number(l.trim().split(/\s+/)[0]))
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+    expect(new Set(seqs).size).toBe(seqs.length)
+  }, SLOW)
+
   it('a wrong token is a clear error', async () => {
     const res = await runInProcess(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
     expect(res.code).toBe(1)

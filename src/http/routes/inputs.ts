@@ -8,13 +8,14 @@ import type { AppDeps } from '../deps.js'
 
 const Id = z.object({ id: z.string().min(1).max(200) })
 
-export function inputRoutes(app: App, api: Api, deps: AppDeps): void {
+export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSignal): void {
   app.post(
     '/sessions/:id/inputs',
     {
       schema: {
         summary: 'input.submit',
-        description: 'Accepts an input (202, once durable). With ?wait=true, answers when the run ends with the final assistant message.',
+        description:
+          'Accepts an input (202, once durable). With ?wait=true, answers when the run ends with the final assistant message (200), or 202 if the server shuts down first.',
         tags: ['inputs'],
         params: Id,
         querystring: z.object({ wait: z.enum(['true', 'false']).optional() }),
@@ -27,8 +28,10 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps): void {
         seq: number
         duplicate: boolean
       }
-      if (req.query.wait !== 'true' || req.body.noReply) return reply.status(202).send(accepted)
-      await deps.runtime?.idle(req.params.id)
+      if (req.query.wait !== 'true' || req.body.noReply || closing.aborted) return reply.status(202).send(accepted)
+      const shutdown = new Promise<void>((resolve) => closing.addEventListener('abort', () => resolve(), { once: true }))
+      await Promise.race([deps.runtime?.idle(req.params.id), shutdown])
+      if (closing.aborted) return reply.status(202).send(accepted) // the run continues after a restart (recovery)
       return reply.status(200).send({ ...accepted, ...finalAnswer(deps, req.params.id) })
     },
   )
