@@ -129,7 +129,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
       const streamAfter = plan.int(1, 40)
       const toolDelay = plan.int(0, 300)
       const waitDelay = plan.int(0, 150)
-      const fallbackMs = point === 'random-instant' ? plan.int(50, 1500) : plan.int(1500, 3000)
+      const fallbackMs = point === 'random-instant' ? plan.int(50, 1000) : plan.int(700, 1600)
       let deltas = 0
       const onEvent = (e: WireEvent) => {
         track(e)
@@ -272,7 +272,7 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
         c.onAck()
       } else if (r?.error) c.violations.push(`submit ${inputId} refused: ${r.error.code} ${r.error.message}`)
     }
-    await new Promise((resolve) => setTimeout(resolve, rng.int(20, 350)))
+    await new Promise((resolve) => setTimeout(resolve, rng.int(20, 250)))
   }
 }
 
