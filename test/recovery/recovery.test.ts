@@ -41,7 +41,10 @@ function crashed(x: Harness, sessionId: string, events: ChronicleEvent[]): void 
   x.store.append(sessionId, events, { meta: { actor: 'runtime', run: 'run_A' } })
 }
 
-/** A run mid-way: input delivered, an assistant message that made a call the call (state given by `tool`). */
+/**
+ * A run mid-way: input delivered, an assistant message that made a call (its state given by `tool`).
+ * Ids sort before the runtime's sequential ones, as the time-ordered ids of earlier events would.
+ */
 function midRun(tool: 'running' | 'pending'): ChronicleEvent[] {
   const callEvents: ChronicleEvent[] = [
     { type: 'tool.input.started', data: { messageId: 'msg_000000A', partId: 'prt_000000b', callId: 'call_1', tool: 'slow' } },
