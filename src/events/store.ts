@@ -1,10 +1,13 @@
 import Database from 'better-sqlite3'
-import { z } from 'zod'
-import { ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
+import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
+import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { ChronicleError } from './errors.js'
 import { migrate } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
+
+// Row decoding lives in rows.ts; re-exported for the readers that query events directly.
+export { toEvent, type EventRow } from './rows.js'
 
 /**
  * The event store: one SQLite file, one writer connection, append-only.
@@ -44,19 +47,7 @@ interface PendingAppend {
   reject(err: unknown): void
 }
 
-export interface EventRow {
-  seq: number
-  session_id: string
-  version: number
-  type: string
-  schema_version: number
-  data: string
-  meta: string
-  at: number
-}
 
-/** Each type's data schema, for checking rows as they are read. */
-const DATA_SCHEMAS = new Map<string, z.ZodType>(ChronicleEvent.options.map((o) => [o.shape.type.value, o.shape.data]))
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
 export class EventStore {
@@ -381,60 +372,4 @@ export class EventStore {
 
 function closedError(): ChronicleError {
   return new ChronicleError('INTERNAL', 'the event store is closed')
-}
-
-function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
-  return events.map((e, i) => {
-    const parsed = ChronicleEvent.safeParse(e)
-    if (!parsed.success) {
-      throw new ChronicleError('INVALID_EVENT', `event ${i} (${String((e as { type?: unknown })?.type)}) fails its schema: ${z.prettifyError(parsed.error)}`, {
-        issues: parsed.error.issues.map((x) => ({ path: x.path.join('.'), message: x.message })),
-      })
-    }
-    return parsed.data
-  })
-}
-
-/** A row of the events table as a StoredEvent (for queries outside the store, e.g. time travel). */
-export function toEvent(row: EventRow): StoredEvent {
-  const schema = DATA_SCHEMAS.get(row.type)
-  if (!schema) {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`, { seq: row.seq })
-  }
-  if (row.schema_version > CURRENT_SCHEMA_VERSION) {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has schema version ${row.schema_version}, newer than this server`, { seq: row.seq })
-  }
-  let data: unknown
-  let meta: EventMeta
-  try {
-    data = JSON.parse(row.data)
-    meta = JSON.parse(row.meta) as EventMeta
-  } catch {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has a corrupt JSON body`, { seq: row.seq })
-  }
-  // Cheap (a fraction of a microsecond): a row that no longer fits its schema is named, not folded into nonsense.
-  if (!schema.safeParse(data).success || meta === null || typeof meta !== 'object') {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} (${row.type}) does not match its schema`, { seq: row.seq })
-  }
-  return {
-    seq: row.seq,
-    sessionId: row.session_id,
-    version: row.version,
-    type: row.type,
-    schemaVersion: row.schema_version,
-    data,
-    meta,
-    at: isoTime(row.at),
-  } as StoredEvent
-}
-
-/** Rows of one commit share a time: format it once. */
-let lastAt = Number.NaN
-let lastIso = ''
-function isoTime(at: number): string {
-  if (at !== lastAt) {
-    lastIso = new Date(at).toISOString()
-    lastAt = at
-  }
-  return lastIso
 }
