@@ -25,13 +25,21 @@ const DATA_SCHEMAS = new Map<string, z.ZodType>(ChronicleEvent.options.map((o) =
 
 export function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
   return events.map((e, i) => {
-    const parsed = ChronicleEvent.safeParse(e)
-    if (!parsed.success) {
-      throw new ChronicleError('INVALID_EVENT', `event ${i} (${String((e as { type?: unknown })?.type)}) fails its schema: ${z.prettifyError(parsed.error)}`, {
-        issues: parsed.error.issues.map((x) => ({ path: x.path.join('.'), message: x.message })),
+    const type = (e as { type?: unknown } | null)?.type
+    // The type's own data schema: a third of the cost of parsing against the whole union.
+    const schema = typeof type === 'string' ? DATA_SCHEMAS.get(type) : undefined
+    if (!schema) {
+      throw new ChronicleError('INVALID_EVENT', `event ${i} (${String(type)}) fails its schema: unknown event type`, {
+        issues: [{ path: 'type', message: `unknown event type ${JSON.stringify(type)}` }],
       })
     }
-    return parsed.data
+    const parsed = schema.safeParse((e as { data?: unknown }).data)
+    if (!parsed.success) {
+      throw new ChronicleError('INVALID_EVENT', `event ${i} (${type}) fails its schema: ${z.prettifyError(parsed.error)}`, {
+        issues: parsed.error.issues.map((x) => ({ path: ['data', ...x.path].join('.'), message: x.message })),
+      })
+    }
+    return { type, data: parsed.data } as ChronicleEvent
   })
 }
 
