@@ -122,4 +122,23 @@ describe('permission over WebSocket', () => {
     expect((failed?.event as { data: { error: { message: string } } }).data.error.message).toContain('not now')
     c.close()
   })
+
+  it('a shutdown answers a ?wait=true request parked on a permission with 202, and completes', async () => {
+    server = await serverWithScript()
+    const c = await Client.connect(server.wsUrl, server.token)
+    const created = await c.call('session.create', { directory: server.dir })
+    const session = (created.result as { session: { id: string } }).session.id
+    await c.call('subscribe', { sessions: [session], after: 0 })
+    const waiting = fetch(`${server.url}/sessions/${session}/inputs?wait=true`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ inputId: 'in_wait', parts: [{ type: 'text', text: 'run echo' }] }),
+    })
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'permission.requested')
+    await server.chronicle.stop()
+    const res = await waiting
+    expect(res.status).toBe(202)
+    expect(await res.json()).toMatchObject({ inputId: 'in_wait', duplicate: false })
+    c.close()
+  })
 })

@@ -31,7 +31,8 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
       if (req.query.wait !== 'true' || req.body.noReply || closing.aborted) return reply.status(202).send(accepted)
       const shutdown = new Promise<void>((resolve) => closing.addEventListener('abort', () => resolve(), { once: true }))
       await Promise.race([deps.runtime?.idle(req.params.id), shutdown])
-      if (closing.aborted) return reply.status(202).send(accepted) // the run continues after a restart (recovery)
+      // The run continues after a restart (recovery); closing the connection lets the shutdown finish now.
+      if (closing.aborted) return reply.status(202).header('connection', 'close').send(accepted)
       return reply.status(200).send({ ...accepted, ...finalAnswer(deps, req.params.id) })
     },
   )
