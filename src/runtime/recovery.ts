@@ -139,3 +139,22 @@ export function resumeBudgetFrom(env: NodeJS.ProcessEnv): number {
   const n = Number(raw)
   return Number.isInteger(n) && n >= 0 ? n : DEFAULT_RESUME_BUDGET
 }
+
+/**
+ * Continues what recovery reported, one session per event-loop turn, so that a
+ * server that resumes a hundred runs still answers its first requests at once.
+ */
+export async function continueRecovered(
+  report: RecoveryReport,
+  runtime: { resume(sessionId: string, runId: string): void; wake(sessionId: string): void },
+): Promise<void> {
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+  for (const r of report.resumed) {
+    await turn()
+    runtime.resume(r.sessionId, r.runId)
+  }
+  for (const sessionId of report.deliver) {
+    await turn()
+    runtime.wake(sessionId)
+  }
+}
