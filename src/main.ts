@@ -17,7 +17,7 @@ import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createSubagents } from './runtime/subagent.js'
 import { watchOrphanedSubtasks } from './runtime/subagent-orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
-import { recoverSessions, resumeBudgetFrom, type RecoveryReport } from './runtime/recovery.js'
+import { continueRecovered, recoverSessions, resumeBudgetFrom, type RecoveryReport } from './runtime/recovery.js'
 import { resolveAgents, type AgentDefinition } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { createMcpManager } from './tools/mcp/manager.js'
@@ -183,8 +183,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       // Crash recovery (DESIGN §7): settle before anyone can connect; continue the runs once listening.
       recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       await app.listen({ host: config.host, port: config.port })
-      for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
-      for (const sessionId of recovery.deliver) runtime.wake(sessionId)
+      void continueRecovered(recovery, runtime)
       orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {
