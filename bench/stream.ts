@@ -81,19 +81,25 @@ export default async function (args: string[]): Promise<object> {
   const rounds: Round[] = []
   const started = Date.now()
   try {
+    // Warm-up (JIT, lazy modules, first writes); not reported.
+    await playRound(5)
+    let misses = 0
     for (const S of sizes) {
       if (Date.now() - started > budgetMs) break
       const round = await playRound(S)
       rounds.push(round)
       process.stderr.write(`stream S=${S}: ${JSON.stringify(round)}\n`)
-      if (round.latencyP99Ms > 100 || round.lost > 0 || round.duplicated > 0) break
+      if (round.lost > 0 || round.duplicated > 0) break
+      // Two sizes in a row over budget end the climb (one miss can be noise on a shared machine).
+      misses = round.latencyP99Ms > 100 ? misses + 1 : 0
+      if (misses === 2) break
     }
   } finally {
     server.kill('SIGTERM')
     await new Promise((r) => server.once('exit', r))
     rmSync(dir, { recursive: true, force: true })
   }
-  const held = rounds.filter((r) => r.latencyP99Ms <= 100 && r.lost === 0 && r.duplicated === 0)
+  const held = rounds.filter((r) => r.latencyP99Ms <= 100 && r.lost === 0 && r.duplicated === 0).sort((a, b) => a.sessions - b.sessions)
   const best = held.at(-1) ?? rounds[0]
   return {
     deltasPerSecondPerSession: 1000 / DELTA_MS,
@@ -156,7 +162,13 @@ export default async function (args: string[]): Promise<object> {
     }
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 250)
     const t0 = Date.now()
-    await Promise.all(ids.map((id) => api('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'stream please' }] })))
+    // Sessions start spread over one second, as users would, rather than in one synchronized burst.
+    await Promise.all(
+      ids.map(async (id, i) => {
+        await new Promise((r) => setTimeout(r, (i * 1000) / S))
+        await api('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'stream please' }] })
+      }),
+    )
     await Promise.all(done)
     const seconds = (Date.now() - t0) / 1000
     clearInterval(sampler)

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify'
@@ -91,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // Requests waiting for a run (?wait=true) must not hold a shutdown open: they are answered 202 when it begins.
   const closing = new AbortController()
+  setMaxListeners(0, closing.signal) // one listener per waiting request, removed when it is answered
   app.addHook('preClose', (done) => {
     closing.abort()
     done()

@@ -29,8 +29,16 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
         duplicate: boolean
       }
       if (req.query.wait !== 'true' || req.body.noReply || closing.aborted) return reply.status(202).send(accepted)
-      const shutdown = new Promise<void>((resolve) => closing.addEventListener('abort', () => resolve(), { once: true }))
-      await Promise.race([deps.runtime?.idle(req.params.id), shutdown])
+      let onShutdown = () => {}
+      const shutdown = new Promise<void>((resolve) => {
+        onShutdown = resolve
+        closing.addEventListener('abort', onShutdown, { once: true })
+      })
+      try {
+        await Promise.race([deps.runtime?.idle(req.params.id), shutdown])
+      } finally {
+        closing.removeEventListener('abort', onShutdown) // many requests may wait at once: no listener leak
+      }
       // The run continues after a restart (recovery); closing the connection lets the shutdown finish now.
       if (closing.aborted) return reply.status(202).header('connection', 'close').send(accepted)
       return reply.status(200).send({ ...accepted, ...finalAnswer(deps, req.params.id) })
