@@ -31,7 +31,10 @@ export interface AppendOptions {
 }
 
 /** Called inside the append transaction with the events just inserted; throwing rolls the append back. */
-export type ProjectHook = (db: Database.Database, events: readonly StoredEvent[]) => void
+export type ProjectHook = ((db: Database.Database, events: readonly StoredEvent[]) => void) & {
+  /** forget any state cached between appends (the read-model tables were rewritten behind the hook) */
+  reset?: () => void
+}
 export type CommitListener = (events: readonly StoredEvent[]) => void
 
 export interface StoreOptions {
@@ -270,6 +273,11 @@ export class EventStore {
     } finally {
       this.publishing = false
     }
+  }
+
+  /** Tells the projection that its tables were rewritten (rebuild): it must not trust what it cached. */
+  resetProjection(): void {
+    this.project?.reset?.()
   }
 
   /** Hears of every commit, after it is durable, in seq order. Returns the unsubscribe function. */

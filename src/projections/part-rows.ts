@@ -74,8 +74,8 @@ export function createPartWriter(db: Database.Database): PartWriter {
       const code = value.charCodeAt(end - 1)
       if (end < value.length && code >= 0xd800 && code <= 0xdbff) end--
       const text = value.slice(start, end)
-      if (existing) stmt.update.run(start, text, sessionId, part.id, n)
-      else stmt.insert.run(sessionId, part.id, n, start, text)
+      // A slice the layout says exists but does not (the table was rewritten behind us) is inserted.
+      if (!existing || stmt.update.run(start, text, sessionId, part.id, n).changes === 0) stmt.insert.run(sessionId, part.id, n, start, text)
       existing = false
       last = { n, start }
       n++

@@ -27,11 +27,15 @@ const ENTITIES_PER_SESSION = 64
 
 export function createProjector(inherit: InheritFn, options: ProjectorOptions = {}): ProjectHook {
   const cache = new ViewCache(options.cacheSessions ?? 256)
-  return (db, events) => {
+  const project: ProjectHook = (db, events) => {
     const writer = new BatchWriter(db, cache, inherit)
     for (const event of events) writer.apply(event)
     writer.write()
   }
+  // After a rebuild the cached views still hold the right state, but a part's
+  // text slices may be cut differently: drop them and read the tables again.
+  project.reset = () => cache.clear()
+  return project
 }
 
 interface Dirty {
@@ -149,6 +153,10 @@ class ReadThroughMap<V> extends Map<string, V> {
 class ViewCache {
   private readonly views = new Map<string, SessionView>()
   constructor(private readonly capacity: number) {}
+
+  clear(): void {
+    this.views.clear()
+  }
 
   /** Removes and returns the cached view: the batch owns it until it puts it back. */
   take(sessionId: string): SessionView | undefined {

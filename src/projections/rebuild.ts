@@ -48,5 +48,6 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
       options.progress?.(i + 1, ids.length)
     })
   }).immediate()
+  store.resetProjection()
   return { sessions: ids.length, events, ms: performance.now() - started }
 }

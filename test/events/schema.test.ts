@@ -5,6 +5,7 @@ import { MIGRATIONS, migrate, schemaVersion, type Migration } from '../../src/ev
 import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { getParts } from '../../src/projections/read-model.js'
+import { rebuild } from '../../src/projections/rebuild.js'
 import { verify } from '../../src/projections/verify.js'
 import { created, tempDirs, userMeta } from './fixtures/store.js'
 
@@ -98,5 +99,30 @@ describe('schema migrations', () => {
     expect(getParts(reopened.db, 'ses_a')[0]).toMatchObject({ text: 'a'.repeat(5000) + 'b'.repeat(3000) })
     expect(verify(reopened).differences).toEqual([])
     reopened.close()
+  })
+})
+
+describe('a live store after rebuild', () => {
+  it('keeps appending to a part whose old single-slice text it re-cut, across a rebuild', () => {
+    const path = join(dirs.make(), 'rebuilt.db')
+    const old = openStore(path)
+    old.append('ses_a', [created(), { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }, { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }, { type: 'text.delta', data: { partId: 'prt_1', text: 'a'.repeat(3000) } }], { meta: userMeta })
+    // As migration 3 leaves text stored by older code: all of it in slice 0.
+    old.db.exec("DELETE FROM part_text; INSERT INTO part_text (session_id, part_id, n, start, text) VALUES ('ses_a', 'prt_1', 0, 0, '" + 'a'.repeat(3000) + "')")
+    old.close()
+    const store = openStore(path)
+    store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'b' } }], { meta: userMeta })
+    rebuild(store)
+    store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'c'.repeat(2000) } }], { meta: userMeta })
+    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ text: `${'a'.repeat(3000)}b${'c'.repeat(2000)}` })
+    expect(store.db.prepare('SELECT n, start, length(text) AS length FROM part_text ORDER BY n').all()).toEqual([
+      { n: 0, start: 0, length: 1024 },
+      { n: 1, start: 1024, length: 1024 },
+      { n: 2, start: 2048, length: 1024 },
+      { n: 3, start: 3072, length: 1024 },
+      { n: 4, start: 4096, length: 905 },
+    ])
+    expect(verify(store).differences).toEqual([])
+    store.close()
   })
 })
