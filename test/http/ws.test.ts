@@ -131,6 +131,15 @@ describe('WebSocket protocol', () => {
     expect(beat).toEqual({ type: 'heartbeat', head: 2 })
   })
 
+  it('pings with each heartbeat and cuts a peer that answers none (half-open connection)', async () => {
+    const live = await connect()
+    const silent = await Client.connect(server.wsUrl, server.token, { autoPong: false })
+    clients.push(silent)
+    expect(await silent.whenClosed).toBe(1006)
+    await live.wait((f) => f.type === 'heartbeat' && live.frames.filter((x) => x.type === 'heartbeat').length >= 3)
+    expect(live.closed).toBeUndefined()
+  })
+
   it('on shutdown tells each client to resume from its cursor', async () => {
     const c = await connect()
     const session = await createSession(c)

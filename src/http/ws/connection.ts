@@ -40,6 +40,7 @@ export class Connection {
   private readonly heartbeat: NodeJS.Timeout
   private closing = false
   private window = { start: 0, count: 0 }
+  private alive = true
 
   constructor(
     private readonly socket: WebSocket,
@@ -50,8 +51,20 @@ export class Connection {
     socket.on('message', (data, isBinary) => void this.onMessage(data, isBinary))
     socket.on('close', () => this.dispose())
     socket.on('error', () => this.dispose())
-    this.heartbeat = setInterval(() => this.send(heartbeatFrame(deps.store.head())), deps.limits.heartbeatMs)
+    socket.on('pong', () => (this.alive = true))
+    this.heartbeat = setInterval(() => this.beat(), deps.limits.heartbeatMs)
     this.heartbeat.unref()
+  }
+
+  /** The heartbeat frame, plus a ping: a peer that answered no ping since the last beat is gone (half-open TCP). */
+  private beat(): void {
+    if (!this.alive) {
+      this.socket.terminate()
+      return
+    }
+    this.alive = false
+    this.send(heartbeatFrame(this.deps.store.head()))
+    if (this.socket.readyState === this.socket.OPEN) this.socket.ping()
   }
 
   /** Tells the client why it is being closed and from where to resume, then closes. */
