@@ -51,6 +51,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setErrorHandler((err, req, reply) => {
     const problem = toProblem(err)
     if (problem.internal) req.log.error({ err }, 'request failed')
+    if (problem.status === 401) void reply.header('www-authenticate', 'Bearer realm="chronicle"')
     void reply.status(problem.status).type('application/problem+json').send(problemBody(problem, redactUrl(req.url)))
   })
   app.setNotFoundHandler((req) => {

@@ -60,6 +60,7 @@ describe('authentication', () => {
         })
         expect([route, res.statusCode, res.headers['content-type']]).toEqual([route, 401, 'application/problem+json; charset=utf-8'])
         expect(res.json()).toMatchObject({ code: 'UNAUTHORIZED', status: 401 })
+        expect(res.headers['www-authenticate']).toBe('Bearer realm="chronicle"')
       }
     }
     expect(server.chronicle.store.head()).toBe(head)
