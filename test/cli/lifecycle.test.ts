@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { run, runToEnd } from './helpers.js'
 
@@ -72,5 +73,14 @@ describe('shutdown and offline commands', () => {
     expect(rebuilt.code).toBe(0)
     expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${lines.length - 1} events in \\d+ ms\\n$`))
     expect(rebuilt.stderr).toContain('rebuilding sessions 1/1')
+
+    // a read model that drifted from the log: verify says where, and exits 1
+    const db = new Database(join(dir, 'other', 'chronicle.db'))
+    db.prepare("UPDATE sessions SET data = json_set(data, '$.title', 'tampered') WHERE id = ?").run(quick)
+    db.close()
+    const drifted = await runToEnd(['verify'], other)
+    expect(drifted.code).toBe(1)
+    expect(drifted.stdout).toContain(`DIFF ${quick} session ${quick}`)
+    expect(drifted.stdout).toMatch(/1 sessions checked, 1 differences\n$/)
   }, SLOW)
 })
