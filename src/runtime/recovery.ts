@@ -13,7 +13,8 @@ import { loadView } from '../projections/read-model.js'
  *
  * For each unfinished run, one append (decided purely from the session's view):
  * open text/reasoning ended, pending/running tool calls `tool.failed
- * {interrupted}` (never re-executed), a requested/running compaction failed,
+ * {interrupted}` (never re-executed), a running compaction failed (one only
+ * requested stays requested: the resumed run performs it),
  * open assistant messages closed with the same error, then
  *   - user asked to cancel      → `run.finished {cancelled}` (never resumed);
  *   - a sub-agent's child run is resumed like any other (its parent's task call was interrupted; the
@@ -56,7 +57,9 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
   if (!session) return { events: [], action: { kind: 'none' } }
   const run = session.run
   if (!run) {
-    const deliver = session.inbox.length > 0 && session.lastRun?.outcome !== 'cancelled' && !session.archived
+    // a requested (not started) compaction is pending work too: a run performs it
+    const work = session.inbox.length > 0 || session.compaction?.status === 'requested'
+    const deliver = work && session.lastRun?.outcome !== 'cancelled' && !session.archived
     return { events: [], action: { kind: deliver ? 'deliver' : 'none' } }
   }
   const { runId } = run
@@ -73,7 +76,11 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
     })
   }
   const parked = new Set(session.pendingPermissions.flatMap((p) => (p.partId ? [p.partId] : [])))
-  const settle = settleInFlight(view, KEEP_PERMISSIONS).filter((e) => !(e.type === 'tool.failed' && parked.has(e.data.partId)))
+  // Kept for the resumed run: calls parked on a re-offered request, and a compaction requested but not started.
+  const requested = session.compaction?.status === 'requested'
+  const settle = settleInFlight(view, KEEP_PERMISSIONS).filter(
+    (e) => !(e.type === 'tool.failed' && parked.has(e.data.partId)) && !(e.type === 'compaction.failed' && requested),
+  )
   return { events: [...settle, { type: 'run.resumed', data: { runId, attempt } }], action: { kind: 'resumed', runId, attempt } }
 }
 
@@ -90,7 +97,9 @@ export interface RecoveryReport {
 export function unfinishedSessions(store: EventStore): string[] {
   store.flush()
   return store.db
-    .prepare("SELECT id FROM sessions WHERE data ->> '$.run' IS NOT NULL OR json_array_length(data, '$.inbox') > 0 ORDER BY id")
+    .prepare(
+      "SELECT id FROM sessions WHERE data ->> '$.run' IS NOT NULL OR json_array_length(data, '$.inbox') > 0 OR data ->> '$.compaction.status' = 'requested' ORDER BY id",
+    )
     .pluck()
     .all() as string[]
 }

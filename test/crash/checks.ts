@@ -32,6 +32,7 @@ export interface CheckResult {
   danglingTools: number
   verifyFailures: number
   interruptedTools: number
+  interruptedCompactions: number
   requests: number
   resumeRequests: number
   resumedRuns: number
@@ -50,6 +51,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
     danglingTools: 0,
     verifyFailures: 0,
     interruptedTools: 0,
+    interruptedCompactions: 0,
     requests: 0,
     resumeRequests: 0,
     resumedRuns: 0,
@@ -119,6 +121,21 @@ export function checkDataDir(input: CheckInput): CheckResult {
         r.danglingTools++
         fail(`tool call ${p} in ${s} has ${n} terminal events`)
       }
+    }
+
+    // Every started compaction ended exactly once (completed, or failed — by recovery when cut off).
+    for (const c of db
+      .prepare(
+        `SELECT s.session_id AS s, s.data ->> '$.compactionId' AS id,
+           (SELECT COUNT(*) FROM events t WHERE t.session_id = s.session_id AND t.type IN ('compaction.completed', 'compaction.failed')
+              AND t.data ->> '$.compactionId' = s.data ->> '$.compactionId') AS ends,
+           (SELECT COUNT(*) FROM events t WHERE t.session_id = s.session_id AND t.type = 'compaction.failed' AND t.data ->> '$.error' LIKE 'interrupted by a server restart%'
+              AND t.data ->> '$.compactionId' = s.data ->> '$.compactionId') AS interrupted
+         FROM events s WHERE s.type = 'compaction.started'`,
+      )
+      .all() as { s: string; id: string; ends: number; interrupted: number }[]) {
+      r.interruptedCompactions += c.interrupted
+      if (c.ends !== 1) fail(`compaction ${c.id} in ${c.s} ended ${c.ends} times`)
     }
 
     // Runs: resumed within budget, cancelled ones never resumed after the cancel.

@@ -18,8 +18,8 @@ import { CrashClient, type WireEvent } from './ws-client.js'
  * submits inputs with ids (recording every acknowledgement), resends some,
  * cancels some runs, answers permission requests (re-offered ones included),
  * and SIGKILLs the server at a seeded point: right after an input is
- * acknowledged, mid-stream, mid-tool, during a permission wait, or at a
- * random instant. After the last iteration it restarts once more, lets every
+ * acknowledged, mid-stream, mid-tool, during a permission wait, during a
+ * compaction, or at a random instant. After the last iteration it restarts once more, lets every
  * session settle, shuts down cleanly and checks the data directory
  * (test/crash/checks.ts). The last line printed is the summary; the exit code
  * is non-zero on any violation.
@@ -47,7 +47,7 @@ export interface CrashResult extends CheckResult {
 const TOKEN = 'crash-harness-token-0123456789abcdef'
 const SCRIPT = fileURLToPath(new URL('./fixtures/script.json', import.meta.url))
 const SCENARIOS = ['#story', '#work', '#work', '#permit'] as const
-const KILL_POINTS = ['after-accept', 'mid-stream', 'mid-tool', 'permission-wait', 'random-instant'] as const
+const KILL_POINTS = ['after-accept', 'mid-stream', 'mid-tool', 'permission-wait', 'compaction', 'random-instant'] as const
 type KillPoint = (typeof KILL_POINTS)[number]
 
 export async function runCrash(options: CrashOptions): Promise<CrashResult> {
@@ -138,6 +138,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         if (point === 'mid-stream' && (t === 'text.delta' || t === 'reasoning.delta') && ++deltas >= streamAfter) kill()
         if (point === 'mid-tool' && t === 'tool.called') setTimeout(kill, toolDelay)
         if (point === 'permission-wait' && t === 'permission.requested') setTimeout(kill, waitDelay)
+        if (point === 'compaction' && t === 'compaction.started') setTimeout(kill, waitDelay)
       }
       const client = await CrashClient.connect(server.url, TOKEN, cursor, onEvent)
       await client.subscribeAll()
@@ -153,6 +154,9 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         else setTimeout(() => void (killed || send()), rng.int(0, 400))
       }
       const fallback = setTimeout(kill, fallbackMs)
+      if (point === 'compaction' && sessions.length > 0) {
+        await client.call('session.compact', { session: plan.pick(sessions).id }) // the kill lands once it has started
+      }
 
       await drive(client, () => killed, {
         rng,
@@ -257,7 +261,10 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
           c.violations.push(`resent ${prior.inputId}: ${JSON.stringify(r.result)} (first acknowledged at ${prior.seq})`)
         }
       }
-    } else if (roll < 0.18 && c.running.size > 0) {
+    } else if (roll < 0.16) {
+      // A manual compaction: the session's run summarises (a kill point of its own).
+      await client.call('session.compact', { session: rng.pick(c.sessions).id })
+    } else if (roll < 0.24 && c.running.size > 0) {
       // The user stops a run: it ends cancelled and must never be resumed by a restart.
       await client.call('run.cancel', { session: rng.pick([...c.running]) })
     } else {
@@ -322,7 +329,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   for (const v of result.violations) console.log(`crash: VIOLATION ${v}`)
   console.log(
     `crash: seed=${seed} acked=${result.acked} requests=${result.requests} resumeRequests=${result.resumeRequests} resumedRuns=${result.resumedRuns} ` +
-      `interruptedTools=${result.interruptedTools} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
+      `interruptedTools=${result.interruptedTools} interruptedCompactions=${result.interruptedCompactions} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
       `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))

@@ -182,6 +182,27 @@ describe('recovery on start', () => {
     expect(getSession(h.store.db, s)).toMatchObject({ status: 'idle', run: null, pendingPermissions: [] })
   })
 
+  it('a running compaction fails; one only requested stays requested for the resumed run to perform', () => {
+    const { h } = setup()
+    const running = h.session()
+    crashed(h, running, [
+      ...midRun('running'),
+      { type: 'tool.completed', data: { partId: 'prt_000000b', output: 'ok' } },
+      { type: 'compaction.requested', data: { compactionId: 'cmp_1', reason: 'auto' } },
+      { type: 'compaction.started', data: { compactionId: 'cmp_1' } },
+    ])
+    const requested = h.session()
+    crashed(h, requested, [...midRun('running'), { type: 'compaction.requested', data: { compactionId: 'cmp_2', reason: 'manual' } }])
+    const head = h.store.head()
+    recoverSessions(h.store)
+    expect(h.events(running).filter((e) => e.seq > head).map((e) => [e.type, e.data])).toEqual([
+      ['compaction.failed', { compactionId: 'cmp_1', error: INTERRUPTED_MESSAGE }],
+      ['run.resumed', { runId: 'run_A', attempt: 1 }],
+    ])
+    expect(h.events(requested).filter((e) => e.seq > head).map((e) => e.type)).toEqual(['tool.failed', 'run.resumed'])
+    expect(getSession(h.store.db, requested)?.compaction?.status).toBe('requested')
+  })
+
   it('finds unfinished runs from the sessions read model: finished and idle sessions are untouched', () => {
     const { h } = setup()
     const idle = h.session()
