@@ -147,6 +147,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
       const reoffers = [...pending.values()]
       reoffered += reoffers.length
       const answerNow = rng.chance(0.7)
+      const answered = new Set(reoffers.map((r) => r.requestId)) // answered here, not again by the workload
       for (const req of reoffers) {
         const reply = rng.pick(['once', 'once', 'always', 'reject'])
         const send = () => answer(client, req, reply, true).then((ok) => void (ok && reofferedAnswered++))
@@ -167,6 +168,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         pending,
         running,
         violations,
+        answered,
         nextInput: () => `in_${options.seed}_${++inputCounter}`,
         onAck: () => {
           if (point === 'after-accept') kill()
@@ -225,6 +227,8 @@ interface DriveContext {
   readonly pending: Map<string, { sessionId: string; requestId: string }>
   readonly running: ReadonlySet<string>
   readonly violations: string[]
+  /** requests already being answered */
+  readonly answered: Set<string>
   nextInput(): string
   onAck(): void
   answer(client: CrashClient, req: { sessionId: string; requestId: string }, reply: string, strict: boolean): Promise<boolean>
@@ -232,8 +236,7 @@ interface DriveContext {
 
 /** The client's workload until the server is killed: create, submit, resend, cancel, reply. */
 async function drive(client: CrashClient, killed: () => boolean, c: DriveContext): Promise<void> {
-  const { rng } = c
-  const answered = new Set<string>()
+  const { rng, answered } = c
   while (!killed()) {
     if (c.sessions.length < 3 || (c.sessions.length < 6 && rng.chance(0.03))) {
       const dir = join(c.root, 'work', `s${c.sessions.length}`)
