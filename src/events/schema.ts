@@ -100,6 +100,37 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE data ->> '$.type' IN ('text', 'reasoning', 'tool');
     `,
   },
+  {
+    version: 4,
+    name: 'parts and messages as rowid tables',
+    // Part rows run to a few KiB (a tool's input and output). In a WITHOUT
+    // ROWID b-tree a row that large spills and leaves pages half empty
+    // (SQLite advises rowid tables for rows over ~1/20 of a page); a rowid
+    // table with a UNIQUE (session_id, id) index packs them, and ON CONFLICT
+    // (session_id, id) and the keyed reads keep working unchanged.
+    sql: `
+      CREATE TABLE parts_rowid (
+        session_id TEXT NOT NULL,
+        id         TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        data       TEXT NOT NULL,
+        UNIQUE (session_id, id)
+      );
+      INSERT INTO parts_rowid (session_id, id, message_id, data) SELECT session_id, id, message_id, data FROM parts ORDER BY session_id, id;
+      DROP TABLE parts;
+      ALTER TABLE parts_rowid RENAME TO parts;
+
+      CREATE TABLE messages_rowid (
+        session_id TEXT NOT NULL,
+        id         TEXT NOT NULL,
+        data       TEXT NOT NULL,
+        UNIQUE (session_id, id)
+      );
+      INSERT INTO messages_rowid (session_id, id, data) SELECT session_id, id, data FROM messages ORDER BY session_id, id;
+      DROP TABLE messages;
+      ALTER TABLE messages_rowid RENAME TO messages;
+    `,
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import type Database from 'better-sqlite3'
 import { apply, evolve } from './evolve.js'
 import { rekey } from './fold.js'
@@ -22,7 +23,13 @@ import type { Message, Part, Session, SessionView } from './model.js'
  * streamed string (a text's `text`, a tool's `rawInput`) is then stored as
  * `[prefixLength, part-with-only-the-new-suffix]`, so a long part costs its
  * length once, not once per row it spans.
+ *
+ * A row's JSON over COMPRESS_FROM bytes is stored deflated, as a BLOB (the
+ * storage class tells the two apart): rows repeat keys, ids and text, and
+ * deflate shrinks them several times over. Small rows stay plain JSON, where
+ * deflate would save little.
  */
+const COMPRESS_FROM = 4096
 
 /** Changes when the projection code changes, so a snapshot from older code is never used. */
 export const SNAPSHOT_FORMAT = createHash('sha256')
@@ -82,9 +89,10 @@ export class SnapshotCache {
    */
   mergeInto(view: SessionView, sessionId: string, version: number): ChainRow | undefined {
     let last: ChainRow | undefined
-    for (const row of this.stmt.chain.iterate(sessionId, version) as Iterable<ChainRow & { data: string }>) {
+    for (const row of this.stmt.chain.iterate(sessionId, version) as Iterable<ChainRow & { data: string | Buffer }>) {
       if (row.baseVersion !== (last?.version ?? 0)) break
-      const delta = JSON.parse(row.data) as Delta
+      const delta = decode(row.data)
+      if (!delta) break // an unreadable row ends the chain: the log answers from there
       const parts = delta.parts.map((p) => (Array.isArray(p) ? appended(view, p as readonly [number, Part]) : (p as Part)))
       if (parts.includes(undefined)) break // a suffix that does not fit: treat as the chain's end
       view.session = delta.session
@@ -117,7 +125,16 @@ export class SnapshotCache {
       messages: [...changed.messages].map((id) => view.messages.get(id) as Message),
       parts: [...changed.parts].map((id) => storedPart(view.parts.get(id) as Part, prior.get(id))),
     }
-    this.stmt.insert.run(sessionId, row.version, row.seq, row.baseVersion, JSON.stringify(delta))
+    const json = JSON.stringify(delta)
+    this.stmt.insert.run(sessionId, row.version, row.seq, row.baseVersion, json.length < COMPRESS_FROM ? json : deflateRawSync(json))
+  }
+}
+
+function decode(data: string | Buffer): Delta | undefined {
+  try {
+    return JSON.parse(typeof data === 'string' ? data : inflateRawSync(data).toString()) as Delta
+  } catch {
+    return undefined
   }
 }
 
