@@ -131,6 +131,70 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE messages_rowid RENAME TO messages;
     `,
   },
+  {
+    version: 5,
+    name: 'compact event rows',
+    // Most events are small deltas, and their session id, type and meta
+    // (repeated on every row and, for the session, in the unique index) cost
+    // more than their data. Rows now live in `event_log` with those three
+    // interned as small integers; `events` is a view with the old columns, so
+    // every query (and StoredEvent) reads as before. Inserting into the view
+    // interns through its trigger; the store writes `event_log` directly.
+    sql: `
+      CREATE TABLE streams (
+        id         INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE
+      );
+      CREATE TABLE event_types (
+        id   INTEGER PRIMARY KEY,
+        type TEXT NOT NULL UNIQUE
+      );
+      CREATE TABLE event_metas (
+        id   INTEGER PRIMARY KEY,
+        meta TEXT NOT NULL UNIQUE
+      );
+      CREATE TABLE event_log (
+        seq            INTEGER PRIMARY KEY,
+        stream         INTEGER NOT NULL,
+        version        INTEGER NOT NULL,
+        type           INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL,
+        data           TEXT    NOT NULL,
+        meta           INTEGER NOT NULL,
+        at             INTEGER NOT NULL,
+        UNIQUE (stream, version)
+      );
+      INSERT OR IGNORE INTO streams (session_id) SELECT session_id FROM events ORDER BY seq;
+      INSERT OR IGNORE INTO event_types (type) SELECT type FROM events ORDER BY seq;
+      INSERT OR IGNORE INTO event_metas (meta) SELECT meta FROM events ORDER BY seq;
+      INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at)
+        SELECT e.seq, s.id, e.version, t.id, e.schema_version, e.data, m.id, e.at FROM events e
+        JOIN streams s ON s.session_id = e.session_id JOIN event_types t ON t.type = e.type JOIN event_metas m ON m.meta = e.meta
+        ORDER BY e.seq;
+      DROP TABLE events;
+      CREATE TRIGGER event_log_no_update BEFORE UPDATE ON event_log
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER event_log_no_delete BEFORE DELETE ON event_log
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+
+      CREATE VIEW events (seq, session_id, version, type, schema_version, data, meta, at) AS
+        SELECT l.seq, s.session_id, l.version, t.type, l.schema_version, l.data, m.meta, l.at FROM event_log l
+        JOIN streams s ON s.id = l.stream JOIN event_types t ON t.id = l.type JOIN event_metas m ON m.id = l.meta;
+      CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN
+        INSERT OR IGNORE INTO streams (session_id) VALUES (NEW.session_id);
+        INSERT OR IGNORE INTO event_types (type) VALUES (NEW.type);
+        INSERT OR IGNORE INTO event_metas (meta) VALUES (NEW.meta);
+        INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (NEW.seq,
+          (SELECT id FROM streams WHERE session_id = NEW.session_id), NEW.version,
+          (SELECT id FROM event_types WHERE type = NEW.type), NEW.schema_version, NEW.data,
+          (SELECT id FROM event_metas WHERE meta = NEW.meta), NEW.at);
+      END;
+      CREATE TRIGGER events_no_update INSTEAD OF UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER events_no_delete INSTEAD OF DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+    `,
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -3,6 +3,7 @@ import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { ChronicleError } from './errors.js'
+import { Interned } from './interned.js'
 import { migrate } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
 
@@ -76,6 +77,8 @@ export class EventStore {
     head: Database.Statement
     bySeq: Database.Statement
   }
+  /** session ids, types and metas as the integers event_log stores (schema migration 5) */
+  private readonly interned: { stream: Interned; type: Interned; meta: Interned }
   /** Made once: better-sqlite3 builds several wrapper functions per transaction() call. */
   private readonly write: Database.Transaction<(batch: readonly PendingAppend[], at: number, atIso: string) => { out: StoredEvent[][]; all: StoredEvent[] }>
 
@@ -85,10 +88,11 @@ export class EventStore {
     this.now = options.now ?? Date.now
     migrate(db)
     this.stmt = {
+      // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
       insert: db.prepare(
-        'INSERT INTO events (session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
-      version: db.prepare('SELECT MAX(version) AS v FROM events WHERE session_id = ?').pluck(),
+      version: db.prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)').pluck(),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
       sessionFrom: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?'),
@@ -97,6 +101,11 @@ export class EventStore {
       allAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
       head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
       bySeq: db.prepare('SELECT * FROM events WHERE seq = ?'),
+    }
+    this.interned = {
+      stream: new Interned(db, 'streams', 'session_id', 4096),
+      type: new Interned(db, 'event_types', 'type', 1024),
+      meta: new Interned(db, 'event_metas', 'meta', 1024),
     }
     this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) => this.insertBatch(batch, at, atIso))
     this.headSeq = (this.stmt.head.get() as number | null) ?? 0
@@ -190,18 +199,31 @@ export class EventStore {
     const atIso = new Date(at).toISOString()
     // The level cannot change inside a transaction; an append nested in a caller's
     // transaction is made durable by that transaction's own commit.
-    const sync = full && !this.db.inTransaction
+    const nested = this.db.inTransaction
+    const sync = full && !nested
     if (sync) this.db.pragma('synchronous = FULL')
     let result: { out: StoredEvent[][]; all: StoredEvent[] }
     try {
       result = this.write.immediate(batch, at, atIso)
+    } catch (err) {
+      this.settleInterned(false)
+      throw err
     } finally {
       if (sync) this.db.pragma('synchronous = NORMAL')
     }
+    // Inside a caller's transaction the ids are not committed yet: that caller may still roll back.
+    this.settleInterned(!nested)
     const last = result.all[result.all.length - 1]
     if (last) this.headSeq = last.seq
     this.publish(result.all)
     return result.out
+  }
+
+  private settleInterned(committed: boolean): void {
+    for (const table of Object.values(this.interned)) {
+      if (committed) table.commit()
+      else table.rollback()
+    }
   }
 
   /** The body of one append transaction: version checks, inserts, then the projection. */
@@ -219,7 +241,8 @@ export class EventStore {
         )
       }
       const stored: StoredEvent[] = []
-      const meta = JSON.stringify(options.meta)
+      const stream = this.interned.stream.id(sessionId)
+      const meta = this.interned.meta.id(JSON.stringify(options.meta))
       const itemAt = options.at ?? at
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       for (const e of events) {
@@ -233,7 +256,7 @@ export class EventStore {
           )
         }
         const data = JSON.stringify(e.data)
-        const { lastInsertRowid } = this.stmt.insert.run(sessionId, version, e.type, CURRENT_SCHEMA_VERSION, data, meta, itemAt)
+        const { lastInsertRowid } = this.stmt.insert.run(stream, version, this.interned.type.id(e.type), CURRENT_SCHEMA_VERSION, data, meta, itemAt)
         stored.push({
           seq: Number(lastInsertRowid),
           sessionId,

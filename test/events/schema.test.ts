@@ -25,7 +25,7 @@ describe('schema migrations', () => {
     expect(migrate(db)).toBe(MIGRATIONS.length)
     expect(recorded(db)).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })))
     expect(schemaVersion(db)).toBe(MIGRATIONS.length)
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') ORDER BY name").pluck().all()
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') ORDER BY name").pluck().all()
     expect(tables).toEqual(expect.arrayContaining(['events', 'events_no_delete', 'events_no_update', 'messages', 'part_text', 'parts', 'schema_migrations', 'sessions']))
     const appliedAt = db.prepare('SELECT applied_at FROM schema_migrations').pluck().all()
     expect(migrate(db)).toBe(0)
@@ -49,7 +49,7 @@ describe('schema migrations', () => {
     const db = new Database(':memory:')
     migrate(db)
     const broken: Migration = { version: MIGRATIONS.length + 1, name: 'broken', sql: 'CREATE TABLE half (x); CREATE TABLE events (y);' }
-    expect(() => migrate(db, [...MIGRATIONS, broken])).toThrow('table events already exists')
+    expect(() => migrate(db, [...MIGRATIONS, broken])).toThrow('events already exists')
     expect(schemaVersion(db)).toBe(MIGRATIONS.length)
     expect(db.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'half'").pluck().get()).toBe(0)
     const fixed: Migration = { ...broken, name: 'fixed', sql: 'CREATE TABLE half (x);' }

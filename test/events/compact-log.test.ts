@@ -1,0 +1,92 @@
+import Database from 'better-sqlite3'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { MIGRATIONS, migrate } from '../../src/events/schema.js'
+import { EventStore } from '../../src/events/store.js'
+import { created, delta, modelMeta, renamed, tempDirs, userMeta } from './fixtures/store.js'
+
+/**
+ * Migration 5 stores events in event_log with the session id, type and meta
+ * interned as integers; `events` is a view with the original columns. These
+ * pin that nothing a reader sees changes, and that an interned id never
+ * outlives the transaction that made it.
+ */
+
+const dirs = tempDirs()
+afterEach(() => dirs.cleanup())
+
+const events = (store: EventStore) => store.readAll(0, 10_000)
+
+describe('the compact event log', () => {
+  it('5 carries every event of an older file over unchanged, seqs included', () => {
+    const path = join(dirs.make(), 'old.db')
+    const db = new Database(path)
+    migrate(db, MIGRATIONS.slice(0, 4))
+    const insert = db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)')
+    insert.run(3, 'ses_a', 1, 'session.created', '{"directory":"/r","agent":"build","model":null}', '{"actor":"user"}', 1000)
+    insert.run(7, 'ses_b', 1, 'session.created', '{"directory":"/s","agent":"build","model":null}', '{"actor":"user"}', 2000)
+    insert.run(9, 'ses_a', 2, 'session.renamed', '{"title":"t"}', '{"actor":"model","run":"run_1"}', 3000)
+    db.close()
+    const store = EventStore.open(path)
+    expect(events(store).map((e) => [e.seq, e.sessionId, e.version, e.type, e.data, e.meta, e.at])).toEqual([
+      [3, 'ses_a', 1, 'session.created', { directory: '/r', agent: 'build', model: null }, { actor: 'user' }, new Date(1000).toISOString()],
+      [7, 'ses_b', 1, 'session.created', { directory: '/s', agent: 'build', model: null }, { actor: 'user' }, new Date(2000).toISOString()],
+      [9, 'ses_a', 2, 'session.renamed', { title: 't' }, { actor: 'model', run: 'run_1' }, new Date(3000).toISOString()],
+    ])
+    expect(store.append('ses_a', [renamed('u')], { meta: userMeta }).map((e) => [e.seq, e.version])).toEqual([[10, 3]])
+    expect(store.db.prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(2)
+    store.close()
+  })
+
+  it('stores each session id, type and meta once, however many events repeat it', () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created()], { meta: userMeta })
+    store.append('ses_a', [renamed('x'), renamed('y'), renamed('z')], { meta: modelMeta })
+    store.append('ses_b', [created(), renamed('x')], { meta: modelMeta })
+    const count = (table: string) => store.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get()
+    expect([count('event_log'), count('streams'), count('event_types'), count('event_metas')]).toEqual([6, 2, 2, 2])
+    expect(events(store).map((e) => [e.sessionId, e.type, e.meta])).toEqual([
+      ['ses_a', 'session.created', userMeta],
+      ['ses_a', 'session.renamed', modelMeta],
+      ['ses_a', 'session.renamed', modelMeta],
+      ['ses_a', 'session.renamed', modelMeta],
+      ['ses_b', 'session.created', modelMeta],
+      ['ses_b', 'session.renamed', modelMeta],
+    ])
+  })
+
+  it('forgets the ids a rolled-back batch made: the retry stores them again', async () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created()], { meta: userMeta })
+    // The batch interns a new session, type and meta, then fails on the conflict and rolls
+    // back; each append is retried alone, and ses_b's must not reuse the vanished ids.
+    const meta = { actor: 'runtime' as const, run: 'run_9' }
+    const fresh = store.enqueue('ses_b', [created(), delta('prt_1', 'hi')], { meta })
+    const conflicting = store.enqueue('ses_a', [renamed('x')], { meta: userMeta, expectedVersion: 5 })
+    store.flush()
+    await expect(conflicting).rejects.toMatchObject({ code: 'VERSION_CONFLICT' })
+    expect((await fresh).map((e) => [e.seq, e.version])).toEqual([[2, 1], [3, 2]])
+    expect(events(store).map((e) => [e.seq, e.sessionId, e.type, e.meta])).toEqual([
+      [1, 'ses_a', 'session.created', userMeta],
+      [2, 'ses_b', 'session.created', meta],
+      [3, 'ses_b', 'text.delta', meta],
+    ])
+  })
+
+  it('does not remember ids made inside a caller\'s transaction that the caller rolls back', () => {
+    const store = EventStore.open(':memory:')
+    const meta = { actor: 'user' as const, request: 'req_1' }
+    const caller = store.db.transaction(() => {
+      store.append('ses_c', [created(), renamed('c')], { meta })
+      throw new Error('the caller fails')
+    })
+    expect(() => caller()).toThrow('the caller fails')
+    expect(store.version('ses_c')).toBe(0)
+    expect(store.db.prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(0)
+    store.append('ses_c', [created(), renamed('c')], { meta })
+    expect(events(store).map((e) => [e.sessionId, e.version, e.type, e.meta])).toEqual([
+      ['ses_c', 1, 'session.created', meta],
+      ['ses_c', 2, 'session.renamed', meta],
+    ])
+  })
+})
