@@ -6,6 +6,7 @@ import { getSession } from '../../projections/read-model.js'
 import { isMethod, parseParams, type Api } from '../api.js'
 import type { AppDeps } from '../deps.js'
 import { errorBody, toProblem } from '../problem.js'
+import { fanoutOf } from './fanout.js'
 import { closingFrame, errorFrame, heartbeatFrame, resultFrame, type RequestId } from './frames.js'
 import { SubscriptionPump } from './pump.js'
 
@@ -142,7 +143,7 @@ export class Connection {
     if (after > head) throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
     const id = `s${this.nextSub++}`
     let pump: SubscriptionPump | undefined
-    const subscription = store.subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
+    const subscription = fanoutOf(store).subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
       onCaughtUp: (seq) => pump?.caughtUp(seq),
     })
     pump = new SubscriptionPump(id, this.socket, subscription, after, {
