@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import type { Part } from './model.js'
 
 /**
@@ -10,8 +11,16 @@ import type { Part } from './model.js'
  * row holds the field as '' (keeping the key order) and is rewritten only
  * when something other than the streamed string changes.
  *
- * Readers never see the split: PART_SELECT and fromRow put the text back.
+ * The JSON row leaves out what its columns already say (id, sessionId and
+ * messageId, when they equal them), and a row of COMPRESS_FROM bytes or more
+ * (a tool's input and output) is stored deflated, as a BLOB — the storage
+ * class tells the two apart. Rows written by older code (whole JSON) read the
+ * same.
+ *
+ * Readers never see the split: PART_COLUMNS and fromRow put it all back.
  */
+
+const COMPRESS_FROM = 1024
 
 /** A new slice holds about this many UTF-16 units (never splitting a surrogate pair). */
 export const SLICE = 1024
@@ -25,16 +34,21 @@ export function streamedField(part: Part): StreamedField | undefined {
 }
 
 /** Columns `data, text` of parts: the JSON row and the streamed string reassembled from its slices. */
-export const PART_COLUMNS = `p.data AS data, (SELECT group_concat(t.text, '' ORDER BY t.n) FROM part_text t
+export const PART_COLUMNS = `p.session_id AS sessionId, p.id AS id, p.message_id AS messageId, p.data AS data, (SELECT group_concat(t.text, '' ORDER BY t.n) FROM part_text t
   WHERE t.session_id = p.session_id AND t.part_id = p.id) AS text`
 
 export interface PartRow {
-  readonly data: string
+  readonly sessionId: string
+  readonly id: string
+  readonly messageId: string
+  readonly data: string | Buffer
   readonly text: string | null
 }
 
 export function fromRow(row: PartRow): Part {
-  const part = JSON.parse(row.data) as Part
+  const stored = JSON.parse(typeof row.data === 'string' ? row.data : inflateRawSync(row.data).toString()) as Partial<Part>
+  // Key order as the projection makes them; a key the row kept (it differed from its column) wins.
+  const part = { id: row.id, sessionId: row.sessionId, messageId: row.messageId, ...stored } as Part
   const field = streamedField(part)
   if (field && row.text !== null) (part as unknown as Record<string, string>)[field] = row.text
   return part
@@ -47,6 +61,14 @@ export interface PartWriter {
    * rewritten and new ones added.
    */
   write(sessionId: string, part: Part, prior: Part | undefined): void
+}
+
+/** The stored form of a part: without the keys its columns hold, deflated when large. */
+export function encodePart(sessionId: string, part: Part): string | Buffer {
+  // id and messageId are the row's own columns; sessionId too, unless the part says otherwise.
+  const { id: _id, sessionId: session, messageId: _message, ...rest } = part
+  const json = JSON.stringify(session === sessionId ? rest : { sessionId: session, ...rest })
+  return json.length < COMPRESS_FROM ? json : deflateRawSync(json)
 }
 
 export function createPartWriter(db: Database.Database): PartWriter {
@@ -88,7 +110,7 @@ export function createPartWriter(db: Database.Database): PartWriter {
     write(sessionId, part, prior) {
       const field = streamedField(part)
       if (!field) {
-        stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify(part))
+        stmt.part.run(sessionId, part.id, part.messageId, encodePart(sessionId, part))
         return
       }
       const value = (part as unknown as Record<string, string>)[field] ?? ''
@@ -96,12 +118,12 @@ export function createPartWriter(db: Database.Database): PartWriter {
       const sliced = before !== undefined && wellFormed(before)
       if (!wellFormed(value)) {
         // A lone surrogate would not survive SQLite's UTF-8 text: keep this one in its (escaped) JSON row.
-        stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify(part))
+        stmt.part.run(sessionId, part.id, part.messageId, encodePart(sessionId, part))
         if (sliced) stmt.drop.run(sessionId, part.id)
         return
       }
       if (!sliced || !sameApartFrom(part, prior as Part, field)) {
-        stmt.part.run(sessionId, part.id, part.messageId, JSON.stringify({ ...part, [field]: '' }))
+        stmt.part.run(sessionId, part.id, part.messageId, encodePart(sessionId, { ...part, [field]: '' } as Part))
       }
       // (slice + === : startsWith walks a freshly concatenated string char by char)
       if (sliced && value.length >= before.length && value.slice(0, before.length) === before) {
