@@ -38,6 +38,7 @@ interface Row {
   type: number
   data: string
   meta: number
+  part: number | null
 }
 
 const DELTA = 'the quick brown fox jumps over the lazy dog; stream chunk #' // 60 bytes with the counter
@@ -97,7 +98,7 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     off()
     const appended = commits.reduce((a, b) => a + b, 0)
 
-    const rows = store.db.prepare('SELECT stream, version, type, data, meta FROM event_log ORDER BY seq').all() as Row[]
+    const rows = store.db.prepare('SELECT stream, version, type, data, meta, part FROM event_log ORDER BY seq').all() as Row[]
     const raw = rawInsert(join(dir, 'raw.db'), rows)
 
     const total = store.head()
@@ -171,11 +172,11 @@ function rawInsert(path: string, rows: readonly Row[]): { ms: number; cpuMs: num
   db.pragma('synchronous = NORMAL')
   migrate(db)
   const insert = db.prepare(
-    'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, 1, ?, ?, ?)',
+    'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, 1, ?, ?, ?, ?)',
   )
   const batch = db.transaction((slice: readonly Row[]) => {
     const at = Date.now()
-    for (const r of slice) insert.run(r.stream, r.version, r.type, r.data, r.meta, at)
+    for (const r of slice) insert.run(r.stream, r.version, r.type, r.data, r.meta, at, r.part)
   })
   const started = performance.now()
   const cpu0 = process.cpuUsage()

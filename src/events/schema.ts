@@ -195,6 +195,40 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
     `,
   },
+  {
+    version: 6,
+    name: 'part ids interned in event rows',
+    // A streamed delta's data is mostly its partId. An event whose data starts
+    // with a plain partId stores that id as an integer (event_parts) and only
+    // the rest of its JSON; the events view puts the id back, byte for byte.
+    sql: `
+      CREATE TABLE event_parts (
+        id      INTEGER PRIMARY KEY,
+        part_id TEXT NOT NULL UNIQUE
+      );
+      ALTER TABLE event_log ADD COLUMN part INTEGER;
+      DROP VIEW events;
+      CREATE VIEW events (seq, session_id, version, type, schema_version, data, meta, at) AS
+        SELECT l.seq, s.session_id, l.version, t.type, l.schema_version,
+          CASE WHEN l.part IS NULL THEN l.data ELSE '{"partId":"' || p.part_id || '"' || l.data END, m.meta, l.at
+        FROM event_log l
+        JOIN streams s ON s.id = l.stream JOIN event_types t ON t.id = l.type JOIN event_metas m ON m.id = l.meta
+        LEFT JOIN event_parts p ON p.id = l.part;
+      CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN
+        INSERT OR IGNORE INTO streams (session_id) VALUES (NEW.session_id);
+        INSERT OR IGNORE INTO event_types (type) VALUES (NEW.type);
+        INSERT OR IGNORE INTO event_metas (meta) VALUES (NEW.meta);
+        INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (NEW.seq,
+          (SELECT id FROM streams WHERE session_id = NEW.session_id), NEW.version,
+          (SELECT id FROM event_types WHERE type = NEW.type), NEW.schema_version, NEW.data,
+          (SELECT id FROM event_metas WHERE meta = NEW.meta), NEW.at);
+      END;
+      CREATE TRIGGER events_no_update INSTEAD OF UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER events_no_delete INSTEAD OF DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+    `,
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

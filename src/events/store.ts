@@ -78,7 +78,7 @@ export class EventStore {
     bySeq: Database.Statement
   }
   /** session ids, types and metas as the integers event_log stores (schema migration 5) */
-  private readonly interned: { stream: Interned; type: Interned; meta: Interned }
+  private readonly interned: { stream: Interned; type: Interned; meta: Interned; part: Interned }
   /** Made once: better-sqlite3 builds several wrapper functions per transaction() call. */
   private readonly write: Database.Transaction<(batch: readonly PendingAppend[], at: number, atIso: string) => { out: StoredEvent[][]; all: StoredEvent[] }>
 
@@ -90,7 +90,7 @@ export class EventStore {
     this.stmt = {
       // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
       insert: db.prepare(
-        'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       version: db.prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)').pluck(),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
@@ -106,6 +106,7 @@ export class EventStore {
       stream: new Interned(db, 'streams', 'session_id', 4096),
       type: new Interned(db, 'event_types', 'type', 1024),
       meta: new Interned(db, 'event_metas', 'meta', 1024),
+      part: new Interned(db, 'event_parts', 'part_id', 4096),
     }
     this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) => this.insertBatch(batch, at, atIso))
     this.headSeq = (this.stmt.head.get() as number | null) ?? 0
@@ -219,6 +220,17 @@ export class EventStore {
     return result.out
   }
 
+  /** The event's data as stored: a leading plain partId becomes an interned id (schema migration 6). */
+  private compact(e: ChronicleEvent): [data: string, part: number | null] {
+    const json = JSON.stringify(e.data)
+    const partId = (e.data as { partId?: unknown }).partId
+    if (typeof partId !== 'string') return [json, null]
+    const prefix = `{"partId":"${partId}"`
+    // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly.
+    if (!json.startsWith(prefix) || JSON.stringify(partId).length !== partId.length + 2) return [json, null]
+    return [json.slice(prefix.length), this.interned.part.id(partId)]
+  }
+
   private settleInterned(committed: boolean): void {
     for (const table of Object.values(this.interned)) {
       if (committed) table.commit()
@@ -255,8 +267,8 @@ export class EventStore {
               : `${e.type} can only start a session; ${sessionId} already exists`,
           )
         }
-        const data = JSON.stringify(e.data)
-        const { lastInsertRowid } = this.stmt.insert.run(stream, version, this.interned.type.id(e.type), CURRENT_SCHEMA_VERSION, data, meta, itemAt)
+        const [data, part] = this.compact(e)
+        const { lastInsertRowid } = this.stmt.insert.run(stream, version, this.interned.type.id(e.type), CURRENT_SCHEMA_VERSION, data, meta, itemAt, part)
         stored.push({
           seq: Number(lastInsertRowid),
           sessionId,

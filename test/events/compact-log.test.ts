@@ -89,4 +89,32 @@ describe('the compact event log', () => {
       ['ses_c', 2, 'session.renamed', meta],
     ])
   })
+
+  it('6 stores a leading plain partId as an integer and gives the same JSON back, byte for byte', () => {
+    const store = EventStore.open(':memory:')
+    const quoted = 'prt_"q"\\é'
+    const written = [
+      created(),
+      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+      { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
+      delta('prt_1', 'hello'),
+      delta('prt_1', ' world'),
+      delta(quoted, 'x'),
+      { type: 'text.ended', data: { partId: 'prt_1' } },
+    ] as const
+    store.append('ses_a', [...written], { meta: userMeta })
+    const stored = store.db.prepare('SELECT part, data FROM event_log ORDER BY seq').all()
+    expect(stored).toEqual([
+      { part: null, data: JSON.stringify(written[0].data) },
+      { part: null, data: JSON.stringify(written[1].data) },
+      { part: null, data: JSON.stringify(written[2].data) }, // partId is not its first key
+      { part: 1, data: ',"text":"hello"}' },
+      { part: 1, data: ',"text":" world"}' },
+      { part: null, data: JSON.stringify(written[5].data) }, // an id JSON escapes stays whole
+      { part: 1, data: '}' },
+    ])
+    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(written.map((e) => JSON.stringify(e.data)))
+    expect(store.db.prepare("SELECT COUNT(*) FROM events WHERE data ->> '$.partId' = 'prt_1'").pluck().get()).toBe(4)
+    expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
+  })
 })
