@@ -5,10 +5,9 @@ import type { Part } from './model.js'
 /**
  * How parts are stored. A streamed string — a text or reasoning part's
  * `text`, a tool part's `rawInput` — grows by one delta at a time, so it is
- * kept out of the part's JSON row, in slices (`part_text`): a flush appends
- * a slice with the text it added instead of rewriting the text, so the cost
- * of a delta does not grow with the length of its part, and once the part's
- * row changes (it ended) its small slices are re-cut into SLICE-sized ones. The part
+ * kept out of the part's JSON row, in fixed-size slices (`part_text`): a
+ * flush rewrites only the last slice or two instead of the whole text, and
+ * the cost of a delta does not grow with the length of its part. The part
  * row holds the field as '' (keeping the key order) and is rewritten only
  * when something other than the streamed string changes.
  *
@@ -88,9 +87,9 @@ export function createPartWriter(db: Database.Database): PartWriter {
   // rollback, a rebuild, another connection) is a new object and looks it up.
   const layouts = new WeakMap<Part, Slice>()
 
-  /** Writes `value` from `from` on, in slices; `existing`: the first slice is in the table already. */
-  const slices = (sessionId: string, part: Part, value: string, from: Slice | undefined, existing = from !== undefined) => {
+  const slices = (sessionId: string, part: Part, value: string, from: Slice | undefined) => {
     let { n, start } = from ?? { n: 0, start: 0 }
+    let existing = from !== undefined
     let last: Slice | undefined = from
     while (start < value.length) {
       let end = Math.min(start + SLICE, value.length)
@@ -123,31 +122,18 @@ export function createPartWriter(db: Database.Database): PartWriter {
         if (sliced) stmt.drop.run(sessionId, part.id)
         return
       }
-      const rowChanged = !sliced || !sameApartFrom(part, prior as Part, field)
-      if (rowChanged) {
+      if (!sliced || !sameApartFrom(part, prior as Part, field)) {
         stmt.part.run(sessionId, part.id, part.messageId, encodePart(sessionId, { ...part, [field]: '' } as Part))
       }
       // (slice + === : startsWith walks a freshly concatenated string char by char)
       if (sliced && value.length >= before.length && value.slice(0, before.length) === before) {
         const layout = layouts.get(prior as Part) ?? (stmt.last.get(sessionId, part.id) as Slice | undefined)
-        // While a part streams, each flush only appends a slice with its new text: no
-        // earlier row is rewritten, so a commit dirties the table's last page, not one
-        // page per streaming part. When the part's row changes anyway (it ended, its
-        // state moved on), slices smaller than needed are re-cut into full ones, once.
-        const fragmented = layout !== undefined && layout.n + 1 > Math.ceil(value.length / SLICE)
-        if (rowChanged && fragmented) {
-          stmt.drop.run(sessionId, part.id)
-          slices(sessionId, part, value, undefined)
-          return
-        }
         if (value.length === before.length) {
           if (layout) layouts.set(part, layout)
           return
         }
-        if (layout || before.length === 0) {
-          slices(sessionId, part, value, { n: (layout?.n ?? -1) + 1, start: before.length }, false)
-          return
-        }
+        slices(sessionId, part, value, layout)
+        return
       }
       if (prior !== undefined) stmt.drop.run(sessionId, part.id)
       slices(sessionId, part, value, undefined)

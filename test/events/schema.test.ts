@@ -116,12 +116,11 @@ describe('a live store after rebuild', () => {
     store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'c'.repeat(2000) } }], { meta: userMeta })
     expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ text: `${'a'.repeat(3000)}b${'c'.repeat(2000)}` })
     expect(store.db.prepare('SELECT n, start, length(text) AS length FROM part_text ORDER BY n').all()).toEqual([
-      // the rebuild's cut (3001 units), then the appended text in slices of its own
       { n: 0, start: 0, length: 1024 },
       { n: 1, start: 1024, length: 1024 },
-      { n: 2, start: 2048, length: 953 },
-      { n: 3, start: 3001, length: 1024 },
-      { n: 4, start: 4025, length: 976 },
+      { n: 2, start: 2048, length: 1024 },
+      { n: 3, start: 3072, length: 1024 },
+      { n: 4, start: 4096, length: 905 },
     ])
     expect(verify(store).differences).toEqual([])
     store.close()

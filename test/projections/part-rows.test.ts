@@ -58,27 +58,4 @@ describe('part rows', () => {
     expect(verify(store).differences).toEqual([])
     store.close()
   })
-
-  it('append a slice per flush while a part streams, and re-cut them into full slices when it ends', () => {
-    const store = openStore(':memory:')
-    const meta = { meta: { actor: 'model' as const } }
-    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
-    store.append('ses_a', [
-      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
-      { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
-    ], meta)
-    for (const text of ['ab', 'cd', 'ef']) store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text } }], meta)
-    const slices = () => store.db.prepare('SELECT n, start, text FROM part_text ORDER BY n').all()
-    expect(slices()).toEqual([
-      { n: 0, start: 0, text: 'ab' },
-      { n: 1, start: 2, text: 'cd' },
-      { n: 2, start: 4, text: 'ef' },
-    ])
-    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ text: 'abcdef' })
-    store.append('ses_a', [{ type: 'text.ended', data: { partId: 'prt_1' } }], meta)
-    expect(slices()).toEqual([{ n: 0, start: 0, text: 'abcdef' }])
-    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ text: 'abcdef', ended: true })
-    expect(verify(store).differences).toEqual([])
-    store.close()
-  })
 })
