@@ -27,6 +27,8 @@ interface Round {
   duplicated: number
   outOfOrder: number
   serverRssMb: number
+  /** server CPU (user + system) over the round divided by the text deltas streamed */
+  serverCpuUsPerDelta: number
   seconds: number
 }
 
@@ -72,6 +74,11 @@ export default async function (args: string[]): Promise<object> {
     const res = await fetch(url + path, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
     return (await res.json()) as T
+  }
+  // user + system CPU of the server process, in ms (/proc/<pid>/stat fields 14 and 15, in clock ticks)
+  const serverCpuMs = () => {
+    const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
   }
   const rss = () => {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))
@@ -162,6 +169,7 @@ export default async function (args: string[]): Promise<object> {
     }
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 250)
     const t0 = Date.now()
+    const cpu0 = serverCpuMs()
     // Sessions start spread over one second, as users would, rather than in one synchronized burst.
     await Promise.all(
       ids.map(async (id, i) => {
@@ -171,6 +179,7 @@ export default async function (args: string[]): Promise<object> {
     )
     await Promise.all(done)
     const seconds = (Date.now() - t0) / 1000
+    const cpuMs = serverCpuMs() - cpu0
     clearInterval(sampler)
     for (const ws of sockets) ws.terminate()
 
@@ -207,6 +216,7 @@ export default async function (args: string[]): Promise<object> {
       duplicated,
       outOfOrder,
       serverRssMb: Math.round(peakRss),
+      serverCpuUsPerDelta: Math.round((cpuMs * 1000) / (S * deltas)),
       seconds: Math.round(seconds * 10) / 10,
     }
   }

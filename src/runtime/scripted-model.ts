@@ -110,7 +110,6 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
   let count = 0
   const calls: RecordedCall[] = []
   const record = script.record ?? process.env.CHRONICLE_SCRIPT_LOG
-  const clocks = new Clocks()
   const keepCalls = script.respond === undefined // benchmarks play thousands of calls: record only to file
 
   const choose = (request: ScriptRequest): ScriptReply | undefined => {
@@ -158,7 +157,7 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
       if (reply.error) throw scriptedError(reply.error)
       // Like a real model, it makes no tool calls when tool choice is none (the finish reason stays as scripted).
       const played = options.toolChoice?.type === 'none' ? { ...reply, toolCalls: [] } : reply
-      return { stream: play(played, script, clocks, options.abortSignal) }
+      return { stream: play(played, script, options.abortSignal) }
     },
   }
 }
@@ -252,93 +251,36 @@ function parts(reply: ScriptReply, size: number, fresh?: () => string): Language
   return out
 }
 
-function play(reply: ScriptReply, script: Script, clocks: Clocks, signal: AbortSignal | undefined): ReadableStream<LanguageModelV3StreamPart> {
+function play(reply: ScriptReply, script: Script, signal: AbortSignal | undefined): ReadableStream<LanguageModelV3StreamPart> {
   const queue = parts(reply, script.chunkSize ?? 16, script.uniqueCallIds ? freshCallId : undefined)
   const delay = reply.delayMs ?? script.delayMs ?? 0
-  const clock = delay > 0 ? clocks.of(delay) : undefined
   let i = 0
-  let waiting: (() => void) | undefined
-  // One abort listener per stream (not per chunk): it wakes the chunk waiting for the clock.
-  const onAbort = () => {
-    if (!waiting) return
-    clock?.cancel(waiting)
-    waiting()
-  }
-  signal?.addEventListener('abort', onAbort, { once: true })
-  const fail = (controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
-    signal?.removeEventListener('abort', onAbort)
-    controller.error(signal?.reason ?? new DOMException('aborted', 'AbortError'))
-  }
   return new ReadableStream({
     async pull(controller) {
-      if (signal?.aborted) return fail(controller)
-      if (i > 0 && clock) {
-        await new Promise<void>((resolve) => {
-          waiting = resolve
-          clock.wait(resolve)
-        })
-        waiting = undefined
+      if (signal?.aborted) {
+        controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
+        return
       }
-      if (signal?.aborted) return fail(controller)
+      if (i > 0 && delay > 0) await sleep(delay, signal)
+      if (signal?.aborted) {
+        controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
+        return
+      }
       const next = queue[i++]
       if (next) controller.enqueue(next)
-      else {
-        signal?.removeEventListener('abort', onAbort)
-        controller.close()
-      }
-    },
-    cancel() {
-      signal?.removeEventListener('abort', onAbort)
-      if (waiting) clock?.cancel(waiting)
+      else controller.close()
     },
   })
 }
 
-/**
- * Paced chunks wait for a clock shared by every stream of the model with the
- * same delay — one timer for all sessions rather than one per chunk per
- * session. The pace is the same: a chunk is released on each tick.
- */
-class Clock {
-  private waiters = new Set<() => void>()
-  private timer: NodeJS.Timeout | undefined
-
-  constructor(private readonly periodMs: number) {}
-
-  wait(wake: () => void): void {
-    this.waiters.add(wake)
-    this.timer ??= setInterval(() => this.tick(), this.periodMs)
-  }
-
-  cancel(wake: () => void): void {
-    this.waiters.delete(wake)
-    this.stopIfIdle()
-  }
-
-  private tick(): void {
-    const due = this.waiters
-    // The woken streams ask again within microtasks: the timer stops only after a tick with nobody waiting.
-    if (due.size === 0) return this.stopIfIdle()
-    this.waiters = new Set()
-    for (const wake of due) wake()
-  }
-
-  private stopIfIdle(): void {
-    if (this.waiters.size > 0 || !this.timer) return
-    clearInterval(this.timer)
-    this.timer = undefined
-  }
-}
-
-class Clocks {
-  private readonly byPeriod = new Map<number, Clock>()
-
-  of(periodMs: number): Clock {
-    let clock = this.byPeriod.get(periodMs)
-    if (!clock) {
-      clock = new Clock(periodMs)
-      this.byPeriod.set(periodMs, clock)
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((res) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      res()
     }
-    return clock
-  }
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

@@ -41,7 +41,8 @@ export class SubscriptionPump {
 
   async run(): Promise<void> {
     while (!this.stopped) {
-      if (!(await this.drained())) return
+      // Only a full socket costs an await: the common case sends straight on.
+      if (this.socket.bufferedAmount > this.options.highWaterBytes && !(await this.drained())) return
       const next = await this.subscription.next()
       if (next.done || this.stopped || !this.open()) return
       this.cork()
@@ -56,15 +57,17 @@ export class SubscriptionPump {
   }
 
   /**
-   * Frames sent in one turn of the event loop leave in one write: the raw
-   * socket is corked on the first and uncorked on the next turn (at 50
-   * deltas/s per session, this saves a syscall per event).
+   * Frames of one commit leave in one write: the raw socket is corked on the
+   * first and uncorked once the promise jobs the commit set off have run
+   * (process.nextTick runs after the microtask queue drains). Not on the next
+   * turn of the event loop: that would hold the frames behind whatever timers
+   * and I/O that turn brings, adding that to every event's latency.
    */
   private cork(): void {
     const raw = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void; writableCorked: number } })._socket
     if (!raw || raw.writableCorked > 0) return
     raw.cork()
-    setImmediate(() => raw.uncork())
+    process.nextTick(() => raw.uncork())
   }
 
   private open(): boolean {
