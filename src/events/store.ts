@@ -69,6 +69,7 @@ export class EventStore {
   private readonly stmt: {
     insert: Database.Statement
     version: Database.Statement
+    streamVersion: Database.Statement
     seqAt: Database.Statement
     sessionFrom: Database.Statement
     sessionBefore: Database.Statement
@@ -93,6 +94,7 @@ export class EventStore {
         'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       version: db.prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)').pluck(),
+      streamVersion: db.prepare('SELECT MAX(version) FROM event_log WHERE stream = ?').pluck(),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
       sessionFrom: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?'),
@@ -244,7 +246,8 @@ export class EventStore {
     const out: StoredEvent[][] = []
     const all: StoredEvent[] = []
     for (const { sessionId, events, options } of batch) {
-      let version = versions.get(sessionId) ?? this.version(sessionId)
+      const stream = this.interned.stream.id(sessionId)
+      let version = versions.get(sessionId) ?? (this.stmt.streamVersion.get(stream) as number | null) ?? 0
       if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
         throw new ChronicleError(
           'VERSION_CONFLICT',
@@ -253,7 +256,6 @@ export class EventStore {
         )
       }
       const stored: StoredEvent[] = []
-      const stream = this.interned.stream.id(sessionId)
       const meta = this.interned.meta.id(JSON.stringify(options.meta))
       const itemAt = options.at ?? at
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()

@@ -92,21 +92,11 @@ class BatchWriter {
         this.stmt.sessionUpdate.run(session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session), session.id)
       }
       const dirty = this.dirty.get(sessionId) as Dirty
-      const messages = new ReadThroughMap<Message>(this.stmt.getMessage, sessionId)
-      const parts = new ReadThroughMap<Part>(this.stmt.getPart, sessionId)
-      for (const id of dirty.messages) {
-        const message = view.messages.get(id) as Message
-        this.stmt.message.run(sessionId, id, JSON.stringify(message))
-        if (messages.size < ENTITIES_PER_SESSION) messages.seed(id, message)
-      }
-      for (const [id, prior] of dirty.parts) {
-        const part = view.parts.get(id) as Part
-        this.stmt.parts.write(sessionId, part, prior)
-        if (parts.size < ENTITIES_PER_SESSION) parts.seed(id, part)
-      }
+      for (const id of dirty.messages) this.stmt.message.run(sessionId, id, JSON.stringify(view.messages.get(id) as Message))
+      for (const [id, prior] of dirty.parts) this.stmt.parts.write(sessionId, view.parts.get(id) as Part, prior)
       // Cache what this batch touched (bounded), on top of what the view already held.
-      keep(messages, view.messages)
-      keep(parts, view.parts)
+      const messages = bounded(view.messages, dirty.messages, () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId))
+      const parts = bounded(view.parts, dirty.parts.keys(), () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId))
       this.cache.put(sessionId, { session, messages, parts })
     }
   }
@@ -122,8 +112,24 @@ class BatchWriter {
   }
 }
 
-function keep<V>(into: ReadThroughMap<V>, from: Map<string, V>): void {
-  if (from instanceof ReadThroughMap) for (const [id, v] of from.cached()) if (into.size < ENTITIES_PER_SESSION) into.seed(id, v as V)
+/**
+ * The view's entity map as the cache keeps it: at most ENTITIES_PER_SESSION
+ * entries, the ones this batch touched among them (moved to the end, so the
+ * least recently written go first). A read-through map from an earlier batch
+ * is trimmed in place; any other (a fork's inherited view) is replaced.
+ */
+function bounded<V>(from: Map<string, V>, touched: Iterable<string>, fresh: () => ReadThroughMap<V>): ReadThroughMap<V> {
+  const into = from instanceof ReadThroughMap ? (from as ReadThroughMap<V>) : fresh()
+  for (const id of touched) {
+    const value = from.get(id) as V
+    into.delete(id)
+    into.seed(id, value)
+  }
+  for (const id of into.keys()) {
+    if (into.size <= ENTITIES_PER_SESSION) break
+    into.delete(id)
+  }
+  return into
 }
 
 /** A map that loads an entity row from its table on a miss (the loaded value then stays). */
@@ -143,9 +149,6 @@ class ReadThroughMap<V> extends Map<string, V> {
   }
   seed(id: string, value: V): void {
     super.set(id, value)
-  }
-  cached(): IterableIterator<[string, V]> {
-    return super.entries()
   }
 }
 
