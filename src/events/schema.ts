@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 
 /**
  * Versioned schema migrations. Each runs once, in order, inside one
@@ -229,9 +230,62 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
     `,
   },
+  {
+    version: 7,
+    name: 'large event data deflated',
+    // A tool's output or input is most of a turn's log bytes. Data from
+    // DEFLATE_FROM characters is stored deflated (a BLOB: the storage class
+    // tells the two apart); the view inflates it through chronicle_inflate,
+    // which registerFunctions defines on every connection migrate() opens, so
+    // every reader (json_extract included) still sees the JSON byte for byte.
+    sql: `
+      DROP VIEW events;
+      CREATE VIEW events (seq, session_id, version, type, schema_version, data, meta, at) AS
+        SELECT l.seq, s.session_id, l.version, t.type, l.schema_version,
+          CASE WHEN l.part IS NULL THEN
+            CASE WHEN typeof(l.data) = 'blob' THEN chronicle_inflate(l.data) ELSE l.data END
+          ELSE '{"partId":"' || p.part_id || '"' ||
+            CASE WHEN typeof(l.data) = 'blob' THEN chronicle_inflate(l.data) ELSE l.data END
+          END, m.meta, l.at
+        FROM event_log l
+        JOIN streams s ON s.id = l.stream JOIN event_types t ON t.id = l.type JOIN event_metas m ON m.id = l.meta
+        LEFT JOIN event_parts p ON p.id = l.part;
+      CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN
+        INSERT OR IGNORE INTO streams (session_id) VALUES (NEW.session_id);
+        INSERT OR IGNORE INTO event_types (type) VALUES (NEW.type);
+        INSERT OR IGNORE INTO event_metas (meta) VALUES (NEW.meta);
+        INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (NEW.seq,
+          (SELECT id FROM streams WHERE session_id = NEW.session_id), NEW.version,
+          (SELECT id FROM event_types WHERE type = NEW.type), NEW.schema_version, NEW.data,
+          (SELECT id FROM event_metas WHERE meta = NEW.meta), NEW.at);
+      END;
+      CREATE TRIGGER events_no_update INSTEAD OF UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER events_no_delete INSTEAD OF DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+    `,
+  },
 ]
 
+/** Event data this long or longer is stored deflated when that is smaller (migration 7). */
+export const DEFLATE_FROM = 256
+
+/** `json` as event_log stores it: itself, or deflated when long and smaller so. */
+export function deflated(json: string): string | Buffer {
+  if (json.length < DEFLATE_FROM) return json
+  const packed = deflateRawSync(json)
+  return packed.length < Buffer.byteLength(json) ? packed : json
+}
+
+/** SQL functions the schema's views call; defined per connection, before any query. */
+export function registerFunctions(db: Database.Database): void {
+  db.function('chronicle_inflate', { deterministic: true }, (data: unknown) =>
+    Buffer.isBuffer(data) ? inflateRawSync(data).toString() : data,
+  )
+}
+
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
+  registerFunctions(db)
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
   const applied = new Set(
     (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),

@@ -4,7 +4,7 @@ import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { ChronicleError } from './errors.js'
 import { Interned } from './interned.js'
-import { migrate } from './schema.js'
+import { deflated, migrate } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
 
 // Row decoding lives in rows.ts; re-exported for the readers that query events directly.
@@ -222,15 +222,20 @@ export class EventStore {
     return result.out
   }
 
-  /** The event's data as stored: a leading plain partId becomes an interned id (schema migration 6). */
-  private compact(e: ChronicleEvent): [data: string, part: number | null] {
+  /**
+   * The event's data as stored: a leading plain partId becomes an interned id
+   * (schema migration 6), and the rest, from DEFLATE_FROM characters, is
+   * stored deflated as a BLOB when that is smaller (migration 7).
+   */
+  private compact(e: ChronicleEvent): [data: string | Buffer, part: number | null] {
     const json = JSON.stringify(e.data)
     const partId = (e.data as { partId?: unknown }).partId
-    if (typeof partId !== 'string') return [json, null]
-    const prefix = `{"partId":"${partId}"`
+    const prefix = typeof partId === 'string' ? `{"partId":"${partId}"` : undefined
     // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly.
-    if (!json.startsWith(prefix) || JSON.stringify(partId).length !== partId.length + 2) return [json, null]
-    return [json.slice(prefix.length), this.interned.part.id(partId)]
+    if (prefix === undefined || !json.startsWith(prefix) || JSON.stringify(partId).length !== (partId as string).length + 2) {
+      return [deflated(json), null]
+    }
+    return [deflated(json.slice(prefix.length)), this.interned.part.id(partId as string)]
   }
 
   private settleInterned(committed: boolean): void {

@@ -117,4 +117,28 @@ describe('the compact event log', () => {
     expect(store.db.prepare("SELECT COUNT(*) FROM events WHERE data ->> '$.partId' = 'prt_1'").pluck().get()).toBe(4)
     expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
   })
+
+  it('7 stores data of DEFLATE_FROM characters or more deflated, and every reader gets the JSON back byte for byte', () => {
+    const store = EventStore.open(':memory:')
+    const output = 'lorem ipsum é ✓ '.repeat(40)
+    const written = [
+      created(),
+      { type: 'session.renamed', data: { title: 'ab'.repeat(200) } },
+      { type: 'tool.completed', data: { partId: 'prt_1', output, title: 't' } },
+      { type: 'tool.completed', data: { partId: 'prt_2', output: 'short' } },
+    ] as const
+    store.append('ses_a', [...written], { meta: userMeta })
+    const stored = store.db.prepare('SELECT part, typeof(data) AS kind FROM event_log ORDER BY seq').all()
+    expect(stored).toEqual([
+      { part: null, kind: 'text' },
+      { part: null, kind: 'blob' },
+      { part: 1, kind: 'blob' }, // the rest after the interned partId is what is deflated
+      { part: 2, kind: 'text' },
+    ])
+    const blobs = store.db.prepare("SELECT SUM(length(data)) FROM event_log WHERE typeof(data) = 'blob'").pluck().get() as number
+    expect(blobs).toBeLessThan(JSON.stringify(written[1].data).length)
+    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(written.map((e) => JSON.stringify(e.data)))
+    expect(store.db.prepare("SELECT data ->> '$.output' FROM events WHERE type = 'tool.completed' ORDER BY seq").pluck().all()).toEqual([output, 'short'])
+    expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
+  })
 })

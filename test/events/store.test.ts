@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { ChronicleError } from '../../src/events/errors.js'
 import { EventStore } from '../../src/events/store.js'
+import { registerFunctions } from '../../src/events/schema.js'
 import { openStore } from '../../src/projections/open.js'
 import { getParts, getSession } from '../../src/projections/read-model.js'
 import { count, created, delta, modelMeta, renamed, tempDirs, userMeta } from './fixtures/store.js'
@@ -250,6 +251,7 @@ describe('commit notifications', () => {
     const path = join(dirs.make(), 'n.db')
     const store = EventStore.open(path)
     const reader = new Database(path, { readonly: true })
+    registerFunctions(reader) // the events view inflates large data through it (migration 7)
     const visible: number[] = []
     store.onCommit((events) => {
       for (const e of events) visible.push(reader.prepare('SELECT COUNT(*) FROM events WHERE seq = ?').pluck().get(e.seq) as number)
