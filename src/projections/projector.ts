@@ -4,6 +4,7 @@ import type { ProjectHook } from '../events/store.js'
 import { apply, evolve } from './evolve.js'
 import { inheritedView, type InheritFn } from './fold.js'
 import type { Message, Part, Session, SessionView } from './model.js'
+import { messageFromRow, messageRow } from './message-rows.js'
 import { createPartWriter, fromRow, PART_COLUMNS, type PartRow, type PartWriter } from './part-rows.js'
 
 /**
@@ -92,7 +93,7 @@ class BatchWriter {
         this.stmt.sessionUpdate.run(session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session), session.id)
       }
       const dirty = this.dirty.get(sessionId) as Dirty
-      for (const id of dirty.messages) this.stmt.message.run(sessionId, id, JSON.stringify(view.messages.get(id) as Message))
+      for (const id of dirty.messages) this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message))
       for (const [id, prior] of dirty.parts) this.stmt.parts.write(sessionId, view.parts.get(id) as Part, prior)
       // Cache what this batch touched (bounded), on top of what the view already held.
       const messages = bounded(view.messages, dirty.messages, () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId))
@@ -196,7 +197,7 @@ function prepare(db: Database.Database) {
     getSession: db.prepare('SELECT data FROM sessions WHERE id = ?').pluck(),
     getMessage: (sessionId: string, id: string): Message | undefined => {
       const row = message.get(sessionId, id) as string | undefined
-      return row === undefined ? undefined : (JSON.parse(row) as Message)
+      return row === undefined ? undefined : messageFromRow(sessionId, id, row)
     },
     getPart: (sessionId: string, id: string): Part | undefined => {
       const row = part.get(sessionId, id) as PartRow | undefined

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
+import { messageFromRow } from './message-rows.js'
 import { fromRow, PART_COLUMNS, type PartRow } from './part-rows.js'
 
 /**
@@ -20,8 +21,8 @@ export function requireSession(db: Database.Database, sessionId: string): Sessio
 }
 
 export function getMessages(db: Database.Database, sessionId: string): Message[] {
-  const rows = db.prepare('SELECT data FROM messages WHERE session_id = ? ORDER BY id').pluck().all(sessionId) as string[]
-  return rows.map((r) => JSON.parse(r) as Message)
+  const rows = db.prepare('SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
+  return rows.map((r) => messageFromRow(sessionId, r.id, r.data))
 }
 
 export function getParts(db: Database.Database, sessionId: string, messageId?: string): Part[] {

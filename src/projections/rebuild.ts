@@ -3,6 +3,7 @@ import { foldSession, type InheritFn } from './fold.js'
 import { apply, evolve } from './evolve.js'
 import { inheritedView } from './fold.js'
 import { emptyView, type SessionView } from './model.js'
+import { messageRow } from './message-rows.js'
 import { createPartWriter } from './part-rows.js'
 
 export interface RebuildReport {
@@ -43,7 +44,7 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
       }
       const s = view.session
       if (s) insert.session.run(s.id, s.parent?.sessionId ?? null, s.archived ? 1 : 0, s.updatedAt, JSON.stringify(s))
-      for (const m of view.messages.values()) insert.message.run(sessionId, m.id, JSON.stringify(m))
+      for (const m of view.messages.values()) insert.message.run(sessionId, m.id, messageRow(sessionId, m.id, m))
       for (const p of view.parts.values()) parts.write(sessionId, p, undefined)
       options.progress?.(i + 1, ids.length)
     })
