@@ -9,18 +9,21 @@ import type { Part } from './model.js'
  * flush rewrites only the last slice or two instead of the whole text, and
  * the cost of a delta does not grow with the length of its part. The part
  * row holds the field as '' (keeping the key order) and is rewritten only
- * when something other than the streamed string changes.
+ * when something other than the streamed string changes. Once the string is
+ * complete (the text ended, the tool's input is in) the part is settled: the
+ * string goes back into the row and its slices are deleted.
  *
  * The JSON row leaves out what its columns already say (id, sessionId and
  * messageId, when they equal them), and a row of COMPRESS_FROM bytes or more
- * (a tool's input and output) is stored deflated, as a BLOB — the storage
+ * (a tool's input and output, a settled text) is stored deflated when that
+ * is smaller, as a BLOB — the storage
  * class tells the two apart. Rows written by older code (whole JSON) read the
  * same.
  *
  * Readers never see the split: PART_COLUMNS and fromRow put it all back.
  */
 
-const COMPRESS_FROM = 1024
+const COMPRESS_FROM = 256
 
 /** A new slice holds about this many UTF-16 units (never splitting a surrogate pair). */
 export const SLICE = 1024
@@ -68,7 +71,9 @@ export function encodePart(sessionId: string, part: Part): string | Buffer {
   // id and messageId are the row's own columns; sessionId too, unless the part says otherwise.
   const { id: _id, sessionId: session, messageId: _message, ...rest } = part
   const json = JSON.stringify(session === sessionId ? rest : { sessionId: session, ...rest })
-  return json.length < COMPRESS_FROM ? json : deflateRawSync(json)
+  if (json.length < COMPRESS_FROM) return json
+  const packed = deflateRawSync(json)
+  return packed.length < Buffer.byteLength(json) ? packed : json
 }
 
 export function createPartWriter(db: Database.Database): PartWriter {
@@ -114,14 +119,15 @@ export function createPartWriter(db: Database.Database): PartWriter {
         return
       }
       const value = (part as unknown as Record<string, string>)[field] ?? ''
-      const before = prior && streamedField(prior) === field ? ((prior as unknown as Record<string, string>)[field] ?? '') : undefined
-      const sliced = before !== undefined && wellFormed(before)
-      if (!wellFormed(value)) {
-        // A lone surrogate would not survive SQLite's UTF-8 text: keep this one in its (escaped) JSON row.
+      if (settled(part) || !wellFormed(value)) {
+        // A settled part's string grows no more: it goes back into the row (deflated when large) and
+        // its slices go. A lone surrogate would not survive SQLite's UTF-8 text: kept in the (escaped) JSON row.
         stmt.part.run(sessionId, part.id, part.messageId, encodePart(sessionId, part))
-        if (sliced) stmt.drop.run(sessionId, part.id)
+        stmt.drop.run(sessionId, part.id)
         return
       }
+      const before = prior && streamedField(prior) === field && !settled(prior) ? ((prior as unknown as Record<string, string>)[field] ?? '') : undefined
+      const sliced = before !== undefined && wellFormed(before)
       if (!sliced || !sameApartFrom(part, prior as Part, field)) {
         stmt.part.run(sessionId, part.id, part.messageId, encodePart(sessionId, { ...part, [field]: '' } as Part))
       }
@@ -139,6 +145,11 @@ export function createPartWriter(db: Database.Database): PartWriter {
       slices(sessionId, part, value, undefined)
     },
   }
+}
+
+/** A part whose streamed string is complete: a text that ended, a tool whose input is in. */
+function settled(part: Part): boolean {
+  return part.type === 'tool' ? part.state !== 'pending' : (part.type === 'text' || part.type === 'reasoning') && part.ended
 }
 
 interface Slice {

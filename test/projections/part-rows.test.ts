@@ -58,4 +58,27 @@ describe('part rows', () => {
     expect(verify(store).differences).toEqual([])
     store.close()
   })
+
+  it('move a settled text back into its row: no slices are left, and what is read is the text streamed', () => {
+    const store = openStore(':memory:')
+    const meta = { meta: { actor: 'model' as const } }
+    const slices = () => store.db.prepare("SELECT COUNT(*) FROM part_text WHERE part_id = 'prt_1'").pluck().get()
+    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    const chunk = 'lorem ipsum dolor sit amet é ✓ '.repeat(3)
+    store.append('ses_a', [
+      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+      { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
+    ], meta)
+    for (let i = 0; i < 40; i++) store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: chunk } }], meta)
+    expect(slices()).toBeGreaterThan(1)
+    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ type: 'text', text: chunk.repeat(40), ended: false })
+    store.append('ses_a', [{ type: 'text.ended', data: { partId: 'prt_1' } }], meta)
+    expect(slices()).toBe(0)
+    expect(Buffer.isBuffer(store.db.prepare("SELECT data FROM parts WHERE id = 'prt_1'").pluck().get())).toBe(true)
+    expect(JSON.stringify(getParts(store.db, 'ses_a')[0])).toBe(
+      JSON.stringify({ id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'text', text: chunk.repeat(40), ended: true }),
+    )
+    expect(verify(store).differences).toEqual([])
+    store.close()
+  })
 })
