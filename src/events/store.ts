@@ -118,6 +118,11 @@ export class EventStore {
   static open(path: string, options: StoreOptions = {}): EventStore {
     const db = new Database(path)
     db.pragma('busy_timeout = 5000') // first: switching to WAL needs a lock another connection may hold
+    // Only takes effect on a new file (before WAL writes its header). Every
+    // table and index costs at least one page however few rows it holds (the
+    // schema has ~25): 2 KiB halves that floor for small sessions, and with
+    // large rows deflated it costs long ones ~2% (bench conversation, N=1000).
+    db.pragma('page_size = 2048')
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
     db.pragma('cache_size = -64000')
