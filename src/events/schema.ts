@@ -265,6 +265,50 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
     `,
   },
+  {
+    version: 8,
+    name: 'event metas looked up by their tail',
+    // Nearly every run makes a few metas of its own (its run id, a call id), and
+    // the UNIQUE index repeated each whole meta. They are found instead by an
+    // index on their last 10 characters (where the run, call or input id ends)
+    // and compared whole; the store and the view's trigger add a meta only when
+    // that finds none, inside the write transaction.
+    sql: `
+      DROP VIEW events;
+      CREATE TABLE event_metas_v8 (
+        id   INTEGER PRIMARY KEY,
+        meta TEXT NOT NULL
+      );
+      INSERT INTO event_metas_v8 (id, meta) SELECT id, meta FROM event_metas ORDER BY id;
+      DROP TABLE event_metas;
+      ALTER TABLE event_metas_v8 RENAME TO event_metas;
+      CREATE INDEX event_metas_by_tail ON event_metas (substr(meta, -10));
+      CREATE VIEW events (seq, session_id, version, type, schema_version, data, meta, at) AS
+        SELECT l.seq, s.session_id, l.version, t.type, l.schema_version,
+          CASE WHEN l.part IS NULL THEN
+            CASE WHEN typeof(l.data) = 'blob' THEN chronicle_inflate(l.data) ELSE l.data END
+          ELSE '{"partId":"' || p.part_id || '"' ||
+            CASE WHEN typeof(l.data) = 'blob' THEN chronicle_inflate(l.data) ELSE l.data END
+          END, m.meta, l.at
+        FROM event_log l
+        JOIN streams s ON s.id = l.stream JOIN event_types t ON t.id = l.type JOIN event_metas m ON m.id = l.meta
+        LEFT JOIN event_parts p ON p.id = l.part;
+      CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN
+        INSERT OR IGNORE INTO streams (session_id) VALUES (NEW.session_id);
+        INSERT OR IGNORE INTO event_types (type) VALUES (NEW.type);
+        INSERT INTO event_metas (meta) SELECT NEW.meta
+          WHERE NOT EXISTS (SELECT 1 FROM event_metas WHERE substr(meta, -10) = substr(NEW.meta, -10) AND meta = NEW.meta);
+        INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (NEW.seq,
+          (SELECT id FROM streams WHERE session_id = NEW.session_id), NEW.version,
+          (SELECT id FROM event_types WHERE type = NEW.type), NEW.schema_version, NEW.data,
+          (SELECT id FROM event_metas WHERE substr(meta, -10) = substr(NEW.meta, -10) AND meta = NEW.meta), NEW.at);
+      END;
+      CREATE TRIGGER events_no_update INSTEAD OF UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER events_no_delete INSTEAD OF DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

@@ -107,7 +107,7 @@ export class EventStore {
     this.interned = {
       stream: new Interned(db, 'streams', 'session_id', 4096),
       type: new Interned(db, 'event_types', 'type', 1024),
-      meta: new Interned(db, 'event_metas', 'meta', 1024),
+      meta: new Interned(db, 'event_metas', 'meta', 1024, 'substr(meta, -10)'), // migration 8
       part: new Interned(db, 'event_parts', 'part_id', 4096),
     }
     this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) => this.insertBatch(batch, at, atIso))

@@ -141,4 +141,35 @@ describe('the compact event log', () => {
     expect(store.db.prepare("SELECT data ->> '$.output' FROM events WHERE type = 'tool.completed' ORDER BY seq").pluck().all()).toEqual([output, 'short'])
     expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
   })
+
+  it('8 keeps each meta once, found by its tail, in files that had them and for the view trigger alike', () => {
+    const path = join(dirs.make(), 'metas.db')
+    const db = new Database(path)
+    migrate(db, MIGRATIONS.slice(0, 7))
+    const insert = db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)')
+    insert.run(1, 'ses_a', 1, 'session.created', '{"directory":"/r","agent":"build","model":null}', '{"actor":"user"}', 1000)
+    insert.run(2, 'ses_a', 2, 'session.renamed', '{"title":"t"}', '{"actor":"model","run":"run_1"}', 2000)
+    db.close()
+    const store = EventStore.open(path)
+    const metas = () => store.db.prepare('SELECT id, meta FROM event_metas ORDER BY id').all()
+    expect(metas()).toEqual([{ id: 1, meta: '{"actor":"user"}' }, { id: 2, meta: '{"actor":"model","run":"run_1"}' }])
+    // same tail as run_1's model meta, different meta: a new row
+    store.append('ses_a', [renamed('u')], { meta: { actor: 'runtime', run: 'run_1' } })
+    store.append('ses_a', [renamed('v')], { meta: modelMeta })
+    store.db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)')
+      .run(9, 'ses_a', 5, 'session.renamed', '{"title":"w"}', '{"actor":"runtime","run":"run_1"}', 3000)
+    expect(metas()).toEqual([
+      { id: 1, meta: '{"actor":"user"}' },
+      { id: 2, meta: '{"actor":"model","run":"run_1"}' },
+      { id: 3, meta: '{"actor":"runtime","run":"run_1"}' },
+    ])
+    expect(events(store).map((e) => [e.version, e.meta])).toEqual([
+      [1, { actor: 'user' }],
+      [2, { actor: 'model', run: 'run_1' }],
+      [3, { actor: 'runtime', run: 'run_1' }],
+      [4, { actor: 'model', run: 'run_1' }],
+      [5, { actor: 'runtime', run: 'run_1' }],
+    ])
+    store.close()
+  })
 })
