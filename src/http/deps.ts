@@ -1,10 +1,10 @@
 import type { Logger } from 'pino'
-import type { InputPart } from '../events/catalogue.js'
 import type { StoredEvent } from '../events/envelope.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import type { Message, Part, Session } from '../projections/model.js'
 import type { ResolvedLimits } from '../config.js'
+import type { SubmitInput, SubmitResult } from '../runtime/runtime.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. The
@@ -13,20 +13,8 @@ import type { ResolvedLimits } from '../config.js'
  * NOT_IMPLEMENTED so every route exists whatever has been wired.
  */
 
-export interface SubmitInput {
-  readonly inputId?: string
-  readonly parts: readonly InputPart[]
-  readonly agent?: string
-  readonly model?: string
-  readonly delivery?: 'steer' | 'queue'
-  readonly noReply?: boolean
-}
-
-export interface SubmitResult {
-  readonly inputId: string
-  readonly seq: number
-  readonly duplicate: boolean
-}
+/** The submit shapes are the runtime's own: the port only makes submit awaitable. */
+export type { SubmitInput, SubmitResult }
 
 export interface RuntimePort {
   /** makes the input durable (FULL) and wakes the session's run; resolves once durable */
