@@ -16,6 +16,7 @@ import { createLookupTool } from '../../src/tools/lookup.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { createPermissionGate } from '../../src/tools/permission/gate.js'
 import { createToolRegistry } from '../../src/tools/registry.js'
+import { collapse } from '../runtime/helpers.js'
 
 /** A real runtime over SQLite :memory: with compaction configured and a scripted model named `mock:model`. */
 export interface CompactionHarness {
@@ -77,13 +78,6 @@ export function compactionHarness(
       store.close()
     },
   }
-}
-
-const DELTAS = new Set(['text.delta', 'reasoning.delta', 'tool.input.delta'])
-export function collapse(types: readonly string[]): string[] {
-  const out: string[] = []
-  for (const t of types) if (!(DELTAS.has(t) && out[out.length - 1] === t)) out.push(t)
-  return out
 }
 
 /** A prompt as role + concatenated text, the form assertions read best in. */
