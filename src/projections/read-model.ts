@@ -20,6 +20,11 @@ export function requireSession(db: Database.Database, sessionId: string): Sessio
   return session
 }
 
+export function getMessage(db: Database.Database, sessionId: string, messageId: string): Message | undefined {
+  const data = db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck().get(sessionId, messageId) as string | undefined
+  return data === undefined ? undefined : messageFromRow(sessionId, messageId, data)
+}
+
 export function getMessages(db: Database.Database, sessionId: string): Message[] {
   const rows = db.prepare('SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
   return rows.map((r) => messageFromRow(sessionId, r.id, r.data))

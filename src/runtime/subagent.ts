@@ -1,8 +1,8 @@
 import type { PermissionRule, RunOutcome } from '../events/catalogue.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
-import type { Message, Session } from '../projections/model.js'
-import { getMessages, getParts, getSession } from '../projections/read-model.js'
+import type { Session } from '../projections/model.js'
+import { getMessage, getMessages, getParts, getSession } from '../projections/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { SubtaskRequest, SubtaskResult } from '../tools/builtin/task.js'
 import { ToolFailure } from '../tools/tool.js'
@@ -135,6 +135,5 @@ export function finalText(store: EventStore, sessionId: string): string {
 
 /** The model the parent's calling step used (its assistant message's), so the child runs on the same one. */
 function modelOf(store: EventStore, sessionId: string, messageId: string): string | null | undefined {
-  const row = store.db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck().get(sessionId, messageId) as string | undefined
-  return row === undefined ? undefined : (JSON.parse(row) as Message).model
+  return getMessage(store.db, sessionId, messageId)?.model
 }
