@@ -149,7 +149,7 @@ function sizesOf(store: EventStore) {
   return {
     // the log: event_log and its lookup tables (schema migrations 5-6; 'events' is a view)
     events: pages(['event_log', 'sqlite_autoindex_event_log_1', 'streams', 'sqlite_autoindex_streams_1', 'event_types', 'sqlite_autoindex_event_types_1', 'event_metas', 'sqlite_autoindex_event_metas_1', 'event_metas_by_tail', 'event_parts', 'sqlite_autoindex_event_parts_1']),
-    readModels: pages(['sessions', 'messages', 'parts', 'part_text', 'sessions_by_update', 'sqlite_autoindex_sessions_1', 'sqlite_autoindex_messages_1', 'sqlite_autoindex_parts_1', 'sqlite_autoindex_part_text_1']),
+    readModels: pages(['sessions', 'messages', 'parts', 'sqlite_autoindex_sessions_1', 'sqlite_autoindex_messages_1', 'sqlite_autoindex_parts_1']),
     db: (store.db.pragma('page_count', { simple: true }) as number) * (store.db.pragma('page_size', { simple: true }) as number),
     payload: store.db
       .prepare('SELECT COALESCE(SUM(LENGTH(data) + LENGTH(meta) + LENGTH(type) + LENGTH(session_id) + 24), 0) FROM events')

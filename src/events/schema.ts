@@ -309,6 +309,30 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
     `,
   },
+  {
+    version: 9,
+    name: 'streaming tails and session heads read from the log',
+    // A streamed delta changes only its part's growing string and the
+    // session's head (version, lastSeq, updatedAt), and the log already holds
+    // both: the head is the stream's last event, and a streaming part is its
+    // row (`through`: the session version the row was written at) plus its
+    // deltas after that version. So a delta writes nothing but its own event
+    // row (src/projections/part-rows.ts, session-rows.ts). Slices go back into
+    // their rows; every part still streaming is marked as written now.
+    sql: `
+      UPDATE parts SET data = json_set(chronicle_inflate(data),
+          CASE WHEN chronicle_inflate(data) ->> '$.type' = 'tool' THEN '$.rawInput' ELSE '$.text' END,
+          (SELECT group_concat(t.text, '' ORDER BY t.n) FROM part_text t WHERE t.session_id = parts.session_id AND t.part_id = parts.id))
+        WHERE EXISTS (SELECT 1 FROM part_text t WHERE t.session_id = parts.session_id AND t.part_id = parts.id);
+      DROP TABLE part_text;
+      ALTER TABLE parts ADD COLUMN through INTEGER;
+      UPDATE parts SET through = (SELECT MAX(l.version) FROM event_log l JOIN streams s ON s.id = l.stream WHERE s.session_id = parts.session_id)
+        WHERE (chronicle_inflate(data) ->> '$.type' IN ('text', 'reasoning') AND NOT (chronicle_inflate(data) ->> '$.ended'))
+           OR (chronicle_inflate(data) ->> '$.type' = 'tool' AND chronicle_inflate(data) ->> '$.state' = 'pending');
+      DROP INDEX sessions_by_update;
+      ALTER TABLE sessions DROP COLUMN updated_at;
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

@@ -52,6 +52,9 @@ interface PendingAppend {
 }
 
 
+/** Past this many remembered stream versions the store forgets them all (they are only a shortcut). */
+const STREAM_VERSIONS_KEPT = 10_000
+
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
 export class EventStore {
@@ -65,6 +68,15 @@ export class EventStore {
   private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
   private closed = false
+  /**
+   * Each stream's version as this connection last committed it, so an append
+   * need not look it up. Trusted only while no other connection has committed
+   * (PRAGMA data_version, read under the write lock). A write around the store
+   * on this connection can leave one stale: a failed append that used them
+   * forgets them and runs once more, looking versions up.
+   */
+  private readonly streamVersions = new Map<number, number>()
+  private dataVersion = -1
 
   private readonly stmt: {
     insert: Database.Statement
@@ -77,11 +89,12 @@ export class EventStore {
     allAfter: Database.Statement
     head: Database.Statement
     bySeq: Database.Statement
+    dataVersion: Database.Statement
   }
   /** session ids, types and metas as the integers event_log stores (schema migration 5) */
   private readonly interned: { stream: Interned; type: Interned; meta: Interned; part: Interned }
   /** Made once: better-sqlite3 builds several wrapper functions per transaction() call. */
-  private readonly write: Database.Transaction<(batch: readonly PendingAppend[], at: number, atIso: string) => { out: StoredEvent[][]; all: StoredEvent[] }>
+  private readonly write: Database.Transaction<(batch: readonly PendingAppend[], at: number, atIso: string) => ReturnType<EventStore['insertBatch']>>
 
   constructor(db: Database.Database, options: StoreOptions = {}) {
     this.db = db
@@ -103,6 +116,7 @@ export class EventStore {
       allAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
       head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
       bySeq: db.prepare('SELECT * FROM events WHERE seq = ?'),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
     }
     this.interned = {
       stream: new Interned(db, 'streams', 'session_id', 4096),
@@ -210,17 +224,23 @@ export class EventStore {
     const nested = this.db.inTransaction
     const sync = full && !nested
     if (sync) this.db.pragma('synchronous = FULL')
-    let result: { out: StoredEvent[][]; all: StoredEvent[] }
+    let result: { out: StoredEvent[][]; all: StoredEvent[]; versions: Map<number, number> }
+    const trusted = this.streamVersions.size > 0
     try {
       result = this.write.immediate(batch, at, atIso)
     } catch (err) {
       this.settleInterned(false)
+      this.streamVersions.clear()
+      // A remembered version may be stale (a write around the store on this connection): once more, looked up.
+      if (trusted) return this.commit(batch)
       throw err
     } finally {
       if (sync) this.db.pragma('synchronous = NORMAL')
     }
     // Inside a caller's transaction the ids are not committed yet: that caller may still roll back.
     this.settleInterned(!nested)
+    if (nested || this.streamVersions.size > STREAM_VERSIONS_KEPT) this.streamVersions.clear()
+    else for (const [stream, version] of result.versions) this.streamVersions.set(stream, version)
     const last = result.all[result.all.length - 1]
     if (last) this.headSeq = last.seq
     this.publish(result.all)
@@ -251,13 +271,18 @@ export class EventStore {
   }
 
   /** The body of one append transaction: version checks, inserts, then the projection. */
-  private insertBatch(batch: readonly PendingAppend[], at: number, atIso: string): { out: StoredEvent[][]; all: StoredEvent[] } {
-    const versions = new Map<string, number>()
+  private insertBatch(batch: readonly PendingAppend[], at: number, atIso: string) {
+    const dataVersion = this.stmt.dataVersion.get() as number
+    if (dataVersion !== this.dataVersion) {
+      this.streamVersions.clear()
+      this.dataVersion = dataVersion
+    }
+    const versions = new Map<number, number>()
     const out: StoredEvent[][] = []
     const all: StoredEvent[] = []
     for (const { sessionId, events, options } of batch) {
       const stream = this.interned.stream.id(sessionId)
-      let version = versions.get(sessionId) ?? (this.stmt.streamVersion.get(stream) as number | null) ?? 0
+      let version = versions.get(stream) ?? this.streamVersions.get(stream) ?? (this.stmt.streamVersion.get(stream) as number | null) ?? 0
       if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
         throw new ChronicleError(
           'VERSION_CONFLICT',
@@ -292,12 +317,12 @@ export class EventStore {
           at: itemAtIso,
         } as StoredEvent)
       }
-      versions.set(sessionId, version)
+      versions.set(stream, version)
       out.push(stored)
       all.push(...stored)
     }
     this.project?.(this.db, all)
-    return { out, all }
+    return { out, all, versions }
   }
 
   private publish(events: readonly StoredEvent[]): void {

@@ -159,10 +159,9 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event), parts: [{ ...base(session, event.data.messageId, event.data.partId), type, text: '', ended: false }] }
     }
     case 'text.delta':
-    case 'reasoning.delta': {
-      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
-      return { session: touch(session, event), parts: [{ ...p, text: p.text + event.data.text }] }
-    }
+    case 'reasoning.delta':
+    case 'tool.input.delta':
+      return { session: touch(session, event), parts: [grown(view, event) as Part] }
     case 'text.ended':
     case 'reasoning.ended': {
       const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
@@ -173,10 +172,6 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const { messageId, partId, callId, tool } = event.data
       const p: ToolPart = { ...base(session, messageId, partId), type: 'tool', callId, tool, state: 'pending', rawInput: '' }
       return { session: touch(session, event), parts: [p] }
-    }
-    case 'tool.input.delta': {
-      const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
-      return { session: touch(session, event), parts: [{ ...p, rawInput: p.rawInput + event.data.delta }] }
     }
     case 'tool.called': {
       const { messageId, partId, callId, tool, input } = event.data
@@ -292,6 +287,27 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 /** The session after an event that changed `patch` (and always its version, seq and time). */
 function touch(session: Session, event: StoredEvent, patch: Partial<Session> = {}): Session {
   return { ...session, ...patch, updatedAt: event.at, lastSeq: event.seq, version: event.version }
+}
+
+/**
+ * A streamed delta's part: the one it names with its string grown by the
+ * delta (undefined: the event is not a delta). Besides this a delta only
+ * moves its session's head, which the live projection reads from the log
+ * rather than storing (session-rows.ts, part-rows.ts).
+ */
+export function grown(view: SessionView, event: StoredEvent): Part | undefined {
+  switch (event.type) {
+    case 'text.delta':
+    case 'reasoning.delta': {
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
+      return { ...p, text: p.text + event.data.text }
+    }
+    case 'tool.input.delta': {
+      const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
+      return { ...p, rawInput: p.rawInput + event.data.delta }
+    }
+  }
+  return undefined
 }
 
 /** The part an event names, which must exist with one of the given types. */

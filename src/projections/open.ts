@@ -1,10 +1,10 @@
 import { EventStore, type StoreOptions } from '../events/store.js'
 import type { InheritFn } from './fold.js'
-import { createProjector } from './projector.js'
+import { createProjector, type ProjectorOptions } from './projector.js'
 import { maintainSnapshots } from './snapshot-maintainer.js'
 import { configureTimeTravel, snapshotInherit, type TimeTravelOptions } from './time-travel.js'
 
-export interface OpenOptions extends Omit<StoreOptions, 'project'>, TimeTravelOptions {
+export interface OpenOptions extends Omit<StoreOptions, 'project'>, TimeTravelOptions, ProjectorOptions {
   /** how a fork's inherited state is resolved; defaults to time travel with the snapshot cache */
   readonly inherit?: (store: EventStore) => InheritFn
   /** extend snapshot chains in the background after commits (default true); otherwise only stateAt extends them */
@@ -16,7 +16,7 @@ export function openStore(path: string, options: OpenOptions = {}): EventStore {
   let inherit: InheritFn = () => {
     throw new Error('store not ready')
   }
-  const store = EventStore.open(path, { ...options, project: createProjector((from) => inherit(from)) })
+  const store = EventStore.open(path, { ...options, project: createProjector((from) => inherit(from), options) })
   if (options.snapshotEvery !== undefined) configureTimeTravel(store, { snapshotEvery: options.snapshotEvery })
   inherit = options.inherit ? options.inherit(store) : snapshotInherit(store)
   if (options.snapshotOnCommit !== false) {

@@ -1,24 +1,29 @@
 import type Database from 'better-sqlite3'
 import type { StoredEvent } from '../events/envelope.js'
 import type { ProjectHook } from '../events/store.js'
-import { apply, evolve } from './evolve.js'
+import { apply, evolve, grown } from './evolve.js'
 import { inheritedView, type InheritFn } from './fold.js'
 import type { Message, Part, Session, SessionView } from './model.js'
 import { messageFromRow, messageRow } from './message-rows.js'
-import { createPartWriter, fromRow, PART_COLUMNS, type PartRow, type PartWriter } from './part-rows.js'
+import { createPartWriter, PART_COLUMNS, type PartRow, type PartWriter, withTails } from './part-rows.js'
+import { createSessionWriter, sessionReader, type SessionWriter } from './session-rows.js'
 
 /**
  * The live projection: runs inside the append transaction, folds the batch
- * with evolve, and writes each changed entity once per batch (a streaming
- * part is rewritten per flush, not per delta).
+ * with evolve, and writes each changed entity once per batch. A streamed
+ * delta writes nothing: it only grows its part's string and moves the
+ * session's head, and readers take both from the log (part-rows.ts,
+ * session-rows.ts). So a streaming session costs its event rows and nothing
+ * more until something else about it changes.
  *
  * Views of recently written sessions stay cached between batches, so a
- * streaming part is not re-read and re-parsed on every flush. A cached view
- * is used only when its session version is exactly the one before the
- * event's: a rolled-back batch, a rebuild or a write through another
- * connection all make it miss, and the view is loaded from the tables again.
- * Memory is bounded: at most `cacheSessions` sessions, each holding only the
- * entities its latest batches touched; anything else reads through.
+ * streaming part is not re-read on every flush. A cached view is used only
+ * when it is current at exactly the version before the event's: a
+ * rolled-back batch, a rebuild or a write through another connection all
+ * make it miss, and the view is loaded from the tables (and the log's
+ * tails) again. Memory is bounded: at most `cacheSessions` sessions, each
+ * holding only the entities its latest batches touched; anything else reads
+ * through.
  */
 export interface ProjectorOptions {
   readonly cacheSessions?: number
@@ -33,23 +38,29 @@ export function createProjector(inherit: InheritFn, options: ProjectorOptions = 
     for (const event of events) writer.apply(event)
     writer.write()
   }
-  // After a rebuild the cached views still hold the right state, but a part's
-  // text slices may be cut differently: drop them and read the tables again.
+  // After a rebuild the tables were rewritten behind the cached views: read them again.
   project.reset = () => cache.clear()
   return project
 }
 
-interface Dirty {
+/** What one batch did to one session. */
+interface Touched {
+  /** the version of the session's last event in the batch */
+  version: number
+  /** the batch creates the session's row (session.created, session.forked) */
+  created: boolean
+  /** something besides the head changed: the row is written */
+  changed: boolean
   readonly messages: Set<string>
-  /** changed parts, each with its value before this batch (undefined: new) */
-  readonly parts: Map<string, Part | undefined>
+  /** parts changed otherwise than by a delta: written */
+  readonly parts: Set<string>
+  /** parts only grown by deltas: kept cached, not written */
+  readonly grown: Set<string>
 }
 
 class BatchWriter {
   private readonly views = new Map<string, SessionView>()
-  private readonly dirty = new Map<string, Dirty>()
-  /** sessions whose row this batch creates (the others are updated in place) */
-  private readonly fresh = new Set<string>()
+  private readonly touched = new Map<string, Touched>()
   private readonly stmt: Statements
 
   constructor(
@@ -61,52 +72,59 @@ class BatchWriter {
   }
 
   apply(event: StoredEvent): void {
-    let dirty = this.dirty.get(event.sessionId)
-    if (!dirty) {
-      dirty = { messages: new Set(), parts: new Map() }
-      this.dirty.set(event.sessionId, dirty)
+    let touched = this.touched.get(event.sessionId)
+    if (!touched) {
+      touched = { version: 0, created: false, changed: false, messages: new Set(), parts: new Set(), grown: new Set() }
+      this.touched.set(event.sessionId, touched)
     }
     let view = this.views.get(event.sessionId)
     if (event.type === 'session.forked') {
       // The child's read model starts as a copy of the parent's state at the fork point.
       view = inheritedView(this.inherit, event)
-      for (const id of view.messages.keys()) dirty.messages.add(id)
-      for (const id of view.parts.keys()) dirty.parts.set(id, undefined)
+      for (const id of view.messages.keys()) touched.messages.add(id)
+      for (const id of view.parts.keys()) touched.parts.add(id)
+      touched.created = true
     } else if (!view) {
       const cached = this.cache.take(event.sessionId)
-      view = cached && cached.session?.version === event.version - 1 ? cached : this.load(event.sessionId)
+      view = cached && cached.version === event.version - 1 ? cached.view : this.load(event.sessionId)
+      // What the view does not hold yet is read as of before this batch, whose events are in the log already.
+      readThrough(view.messages, event.version - 1)
+      readThrough(view.parts, event.version - 1)
     }
-    if (view.session === null || event.type === 'session.forked') this.fresh.add(event.sessionId)
     this.views.set(event.sessionId, view)
+    touched.version = event.version
+    const part = view.session && grown(view, event)
+    if (part) {
+      view.parts.set(part.id, part)
+      touched.grown.add(part.id)
+      return
+    }
+    if (view.session === null) touched.created = true
     const changes = evolve(view, event)
-    for (const p of changes.parts ?? []) if (!dirty.parts.has(p.id)) dirty.parts.set(p.id, view.parts.get(p.id))
     apply(view, changes)
-    for (const m of changes.messages ?? []) dirty.messages.add(m.id)
+    touched.changed = true
+    for (const m of changes.messages ?? []) touched.messages.add(m.id)
+    for (const p of changes.parts ?? []) touched.parts.add(p.id)
   }
 
   write(): void {
     for (const [sessionId, view] of this.views) {
       const session = view.session as Session
-      if (this.fresh.has(sessionId)) {
-        this.stmt.session.run(session.id, session.parent?.sessionId ?? null, session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session))
-      } else {
-        this.stmt.sessionUpdate.run(session.archived ? 1 : 0, session.updatedAt, JSON.stringify(session), session.id)
-      }
-      const dirty = this.dirty.get(sessionId) as Dirty
-      for (const id of dirty.messages) this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message))
-      for (const [id, prior] of dirty.parts) this.stmt.parts.write(sessionId, view.parts.get(id) as Part, prior)
+      const touched = this.touched.get(sessionId) as Touched
+      if (touched.changed) this.stmt.sessions.write(session, touched.created)
+      for (const id of touched.messages) this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message))
+      for (const id of touched.parts) this.stmt.parts.write(sessionId, view.parts.get(id) as Part, touched.version)
       // Cache what this batch touched (bounded), on top of what the view already held.
-      const messages = bounded(view.messages, dirty.messages, () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId))
-      const parts = bounded(view.parts, dirty.parts.keys(), () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId))
-      this.cache.put(sessionId, { session, messages, parts })
+      const messages = bounded(view.messages, touched.messages, () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId))
+      const parts = bounded(view.parts, [...touched.parts, ...touched.grown], () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId))
+      this.cache.put(sessionId, { view: { session, messages, parts }, version: touched.version })
     }
   }
 
   /** A view whose maps read through to the tables on a miss. */
   private load(sessionId: string): SessionView {
-    const row = this.stmt.getSession.get(sessionId) as string | undefined
     return {
-      session: row === undefined ? null : (JSON.parse(row) as Session),
+      session: this.stmt.getSession(sessionId) ?? null,
       messages: new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
       parts: new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
     }
@@ -133,10 +151,18 @@ function bounded<V>(from: Map<string, V>, touched: Iterable<string>, fresh: () =
   return into
 }
 
-/** A map that loads an entity row from its table on a miss (the loaded value then stays). */
+function readThrough<V>(map: Map<string, V>, upTo: number): void {
+  if (map instanceof ReadThroughMap) map.upTo = upTo
+}
+
+/**
+ * A map that loads an entity from the tables on a miss (the loaded value then
+ * stays), as of session version `upTo`.
+ */
 class ReadThroughMap<V> extends Map<string, V> {
+  upTo = Number.MAX_SAFE_INTEGER
   constructor(
-    private readonly fetch: (sessionId: string, id: string) => V | undefined,
+    private readonly fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
     private readonly sessionId: string,
   ) {
     super()
@@ -144,7 +170,7 @@ class ReadThroughMap<V> extends Map<string, V> {
   override get(id: string): V | undefined {
     const hit = super.get(id)
     if (hit !== undefined) return hit
-    const value = this.fetch(this.sessionId, id)
+    const value = this.fetch(this.sessionId, id, this.upTo)
     if (value !== undefined) super.set(id, value)
     return value
   }
@@ -153,9 +179,15 @@ class ReadThroughMap<V> extends Map<string, V> {
   }
 }
 
+/** A session's view as the last batch left it, current at session version `version`. */
+interface Cached {
+  readonly view: SessionView
+  readonly version: number
+}
+
 /** Least-recently-written sessions are forgotten first. */
 class ViewCache {
-  private readonly views = new Map<string, SessionView>()
+  private readonly views = new Map<string, Cached>()
   constructor(private readonly capacity: number) {}
 
   clear(): void {
@@ -163,15 +195,15 @@ class ViewCache {
   }
 
   /** Removes and returns the cached view: the batch owns it until it puts it back. */
-  take(sessionId: string): SessionView | undefined {
+  take(sessionId: string): Cached | undefined {
     const view = this.views.get(sessionId)
     this.views.delete(sessionId)
     return view
   }
 
-  put(sessionId: string, view: SessionView): void {
+  put(sessionId: string, cached: Cached): void {
     this.views.delete(sessionId)
-    this.views.set(sessionId, view)
+    this.views.set(sessionId, cached)
     if (this.views.size > this.capacity) {
       const oldest = this.views.keys().next().value
       if (oldest !== undefined) this.views.delete(oldest)
@@ -194,21 +226,17 @@ function prepare(db: Database.Database) {
   const message = db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck()
   const part = db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.id = ?`)
   return {
-    getSession: db.prepare('SELECT data FROM sessions WHERE id = ?').pluck(),
+    getSession: sessionReader(db),
     getMessage: (sessionId: string, id: string): Message | undefined => {
       const row = message.get(sessionId, id) as string | undefined
       return row === undefined ? undefined : messageFromRow(sessionId, id, row)
     },
-    getPart: (sessionId: string, id: string): Part | undefined => {
+    getPart: (sessionId: string, id: string, upTo: number): Part | undefined => {
       const row = part.get(sessionId, id) as PartRow | undefined
-      return row && fromRow(row)
+      return row && withTails(db, sessionId, [row], upTo)[0]
     },
+    sessions: createSessionWriter(db) as SessionWriter,
     parts: createPartWriter(db) as PartWriter,
-    session: db.prepare(
-      `INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, archived = excluded.archived, updated_at = excluded.updated_at, data = excluded.data`,
-    ),
-    sessionUpdate: db.prepare('UPDATE sessions SET archived = ?, updated_at = ?, data = ? WHERE id = ?'),
     message: db.prepare(
       `INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)
        ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data`,

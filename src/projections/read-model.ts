@@ -2,7 +2,8 @@ import type Database from 'better-sqlite3'
 import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
 import { messageFromRow } from './message-rows.js'
-import { fromRow, PART_COLUMNS, type PartRow } from './part-rows.js'
+import { PART_COLUMNS, type PartRow, withTails } from './part-rows.js'
+import { SESSION_COLUMNS, SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
 
 /**
  * Queries over the stored read models. Nothing here writes: only the
@@ -10,8 +11,7 @@ import { fromRow, PART_COLUMNS, type PartRow } from './part-rows.js'
  */
 
 export function getSession(db: Database.Database, sessionId: string): Session | undefined {
-  const row = db.prepare('SELECT data FROM sessions WHERE id = ?').pluck().get(sessionId) as string | undefined
-  return row === undefined ? undefined : (JSON.parse(row) as Session)
+  return sessionReader(db)(sessionId)
 }
 
 export function requireSession(db: Database.Database, sessionId: string): Session {
@@ -36,7 +36,7 @@ export function getParts(db: Database.Database, sessionId: string, messageId?: s
       ? db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
       : db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`).all(sessionId, messageId)
   ) as PartRow[]
-  return rows.map(fromRow)
+  return withTails(db, sessionId, rows)
 }
 
 /** The stored read model of one session as a view (what verify compares with a fresh fold). */
@@ -53,40 +53,38 @@ export interface SessionPage {
   readonly cursor?: string
 }
 
-/** Sessions, most recently updated first, in keyset pages. The cursor is opaque. */
+/**
+ * Sessions, most recently active (latest event) first, in keyset pages. The
+ * cursor is opaque. Activity is the session's head in the log, so ordering
+ * looks up each session's last event: a point lookup per session.
+ */
 export function listSessions(
   db: Database.Database,
   opts: { cursor?: string; limit?: number; archived?: boolean } = {},
 ): SessionPage {
   const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500)
   const archived = opts.archived ? 1 : 0
-  let rows: { id: string; updated_at: string; data: string }[]
-  if (opts.cursor) {
-    const [updatedAt, id] = decodeCursor(opts.cursor)
-    rows = db
-      .prepare(
-        `SELECT id, updated_at, data FROM sessions WHERE archived = ? AND (updated_at, id) < (?, ?)
-         ORDER BY updated_at DESC, id DESC LIMIT ?`,
-      )
-      .all(archived, updatedAt, id, limit + 1) as typeof rows
-  } else {
-    rows = db
-      .prepare('SELECT id, updated_at, data FROM sessions WHERE archived = ? ORDER BY updated_at DESC, id DESC LIMIT ?')
-      .all(archived, limit + 1) as typeof rows
-  }
+  const [beforeSeq, beforeId] = opts.cursor ? decodeCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
+  const rows = db
+    .prepare(
+      `SELECT s.id AS id, ${SESSION_COLUMNS} FROM ${SESSION_FROM}
+       WHERE s.archived = ? AND (h.seq < ? OR (h.seq = ? AND s.id < ?))
+       ORDER BY h.seq DESC, s.id DESC LIMIT ?`,
+    )
+    .all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (SessionRow & { id: string })[]
   const more = rows.length > limit
   const page = rows.slice(0, limit)
   const last = page[page.length - 1]
   return {
-    sessions: page.map((r) => JSON.parse(r.data) as Session),
-    ...(more && last && { cursor: Buffer.from(JSON.stringify([last.updated_at, last.id])).toString('base64url') }),
+    sessions: page.map(sessionFromRow),
+    ...(more && last && { cursor: Buffer.from(JSON.stringify([last.seq, last.id])).toString('base64url') }),
   }
 }
 
-function decodeCursor(cursor: string): [string, string] {
+function decodeCursor(cursor: string): [number, string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown
-    if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string') return [value[0], value[1]]
+    if (Array.isArray(value) && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') return [value[0] as number, value[1]]
   } catch {
     // fall through to the error below
   }

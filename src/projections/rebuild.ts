@@ -5,6 +5,7 @@ import { inheritedView } from './fold.js'
 import { emptyView, type SessionView } from './model.js'
 import { messageRow } from './message-rows.js'
 import { createPartWriter } from './part-rows.js'
+import { createSessionWriter } from './session-rows.js'
 
 export interface RebuildReport {
   readonly sessions: number
@@ -25,14 +26,12 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
   store.flush()
   const inherit = options.inherit ?? ((from) => foldSession(store, from.sessionId, from.seq))
   const ids = db.prepare('SELECT session_id FROM events WHERE version = 1 ORDER BY seq').pluck().all() as string[]
-  const insert = {
-    session: db.prepare('INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, ?, ?, ?, ?)'),
-    message: db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)'),
-  }
+  const insertMessage = db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)')
+  const sessions = createSessionWriter(db)
   const parts = createPartWriter(db)
   let events = 0
   db.transaction(() => {
-    db.exec('DELETE FROM part_text; DELETE FROM parts; DELETE FROM messages; DELETE FROM sessions;')
+    db.exec('DELETE FROM parts; DELETE FROM messages; DELETE FROM sessions;')
     ids.forEach((sessionId, i) => {
       let view: SessionView = emptyView()
       let first = true
@@ -43,9 +42,11 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
         events++
       }
       const s = view.session
-      if (s) insert.session.run(s.id, s.parent?.sessionId ?? null, s.archived ? 1 : 0, s.updatedAt, JSON.stringify(s))
-      for (const m of view.messages.values()) insert.message.run(sessionId, m.id, messageRow(sessionId, m.id, m))
-      for (const p of view.parts.values()) parts.write(sessionId, p, undefined)
+      if (s) {
+        sessions.write(s, true)
+        for (const m of view.messages.values()) insertMessage.run(sessionId, m.id, messageRow(sessionId, m.id, m))
+        for (const p of view.parts.values()) parts.write(sessionId, p, s.version)
+      }
       options.progress?.(i + 1, ids.length)
     })
   }).immediate()

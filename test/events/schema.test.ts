@@ -4,10 +4,14 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { MIGRATIONS, migrate, schemaVersion, type Migration } from '../../src/events/schema.js'
 import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
-import { getParts } from '../../src/projections/read-model.js'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
+import type { Part } from '../../src/projections/model.js'
+import { messageRow } from '../../src/projections/message-rows.js'
+import { encodePart } from '../../src/projections/part-rows.js'
+import { getParts, loadView } from '../../src/projections/read-model.js'
 import { rebuild } from '../../src/projections/rebuild.js'
 import { verify } from '../../src/projections/verify.js'
-import { created, tempDirs, userMeta } from './fixtures/store.js'
+import { created, delta, tempDirs, userMeta } from './fixtures/store.js'
 
 const dirs = tempDirs()
 afterEach(() => dirs.cleanup())
@@ -26,7 +30,8 @@ describe('schema migrations', () => {
     expect(recorded(db)).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })))
     expect(schemaVersion(db)).toBe(MIGRATIONS.length)
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') ORDER BY name").pluck().all()
-    expect(tables).toEqual(expect.arrayContaining(['events', 'events_no_delete', 'events_no_update', 'messages', 'part_text', 'parts', 'schema_migrations', 'sessions']))
+    expect(tables).toEqual(expect.arrayContaining(['events', 'events_no_delete', 'events_no_update', 'messages', 'parts', 'schema_migrations', 'sessions']))
+    expect(tables).not.toContain('part_text')
     const appliedAt = db.prepare('SELECT applied_at FROM schema_migrations').pluck().all()
     expect(migrate(db)).toBe(0)
     db.close()
@@ -69,60 +74,71 @@ describe('schema migrations', () => {
     b.close()
   })
 
-  it('3 moves the text of parts stored by older code into slices, unchanged', () => {
+  it('read parts stored whole by older code unchanged, through every later migration', () => {
     const path = join(dirs.make(), 'old.db')
     const db = new Database(path)
     migrate(db, MIGRATIONS.slice(0, 2))
     const text = { id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'text', text: 'héllo 😀 '.repeat(300), ended: true }
-    const tool = { id: 'prt_2', sessionId: 'ses_a', messageId: 'msg_1', type: 'tool', callId: 'c', tool: 'read', state: 'pending', rawInput: '{"filePath":' }
+    const tool = { id: 'prt_2', sessionId: 'ses_a', messageId: 'msg_1', type: 'tool', callId: 'c', tool: 'read', state: 'completed', rawInput: '{"filePath":"a"}', input: { filePath: 'a' }, output: 'x' }
     const step = { id: 'prt_3', sessionId: 'ses_a', messageId: 'msg_1', type: 'step-start', step: 1, contextDigest: 'd' }
     const insert = db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
     for (const p of [text, tool, step]) insert.run('ses_a', p.id, 'msg_1', JSON.stringify(p))
     migrate(db)
     expect(getParts(db, 'ses_a')).toEqual([text, tool, step])
-    expect(db.prepare('SELECT part_id, n, start FROM part_text ORDER BY part_id').all()).toEqual([
-      { part_id: 'prt_1', n: 0, start: 0 },
-      { part_id: 'prt_2', n: 0, start: 0 },
-    ])
     db.close()
   })
 
-  it('3 leaves a store whose streaming parts keep growing correctly from an oversized slice', () => {
-    const path = join(dirs.make(), 'grow.db')
-    const store = openStore(path)
-    store.append('ses_a', [created(), { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }, { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }, { type: 'text.delta', data: { partId: 'prt_1', text: 'a'.repeat(5000) } }], { meta: userMeta })
-    // As migration 3 leaves old text: all of it in slice 0.
-    store.db.exec("DELETE FROM part_text; INSERT INTO part_text (session_id, part_id, n, start, text) VALUES ('ses_a', 'prt_1', 0, 0, '" + 'a'.repeat(5000) + "')")
-    store.close()
-    const reopened = openStore(path)
-    reopened.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'b'.repeat(3000) } }], { meta: userMeta })
-    expect(getParts(reopened.db, 'ses_a')[0]).toMatchObject({ text: 'a'.repeat(5000) + 'b'.repeat(3000) })
-    expect(verify(reopened).differences).toEqual([])
-    reopened.close()
-  })
-})
+  it('9 folds the slices of streaming parts back into their rows, and streaming goes on from the log', () => {
+    // The same history twice: once through today's store (the reference), once
+    // as a store at migration 8 whose read models are in the layout code of
+    // that time wrote (slices in part_text, an updated_at column).
+    const meta = { meta: userMeta }
+    const history: ChronicleEvent[] = [
+      created(),
+      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+      { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
+      { type: 'tool.input.started', data: { messageId: 'msg_1', partId: 'prt_2', callId: 'c1', tool: 'read' } },
+      delta('prt_1', 'a'.repeat(1500)),
+      { type: 'tool.input.delta', data: { partId: 'prt_2', delta: '{"filePath":' } },
+    ]
+    const reference = openStore(join(dirs.make(), 'reference.db'))
+    reference.append('ses_a', history, meta)
+    const view = loadView(reference.db, 'ses_a')
 
-describe('a live store after rebuild', () => {
-  it('keeps appending to a part whose old single-slice text it re-cut, across a rebuild', () => {
-    const path = join(dirs.make(), 'rebuilt.db')
-    const old = openStore(path)
-    old.append('ses_a', [created(), { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }, { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }, { type: 'text.delta', data: { partId: 'prt_1', text: 'a'.repeat(3000) } }], { meta: userMeta })
-    // As migration 3 leaves text stored by older code: all of it in slice 0.
-    old.db.exec("DELETE FROM part_text; INSERT INTO part_text (session_id, part_id, n, start, text) VALUES ('ses_a', 'prt_1', 0, 0, '" + 'a'.repeat(3000) + "')")
-    old.close()
+    const path = join(dirs.make(), 'v8.db')
+    const db = new Database(path)
+    migrate(db, MIGRATIONS.slice(0, 8))
+    const copy = db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    for (const e of reference.readSession('ses_a')) copy.run(e.seq, e.sessionId, e.version, e.type, e.schemaVersion, JSON.stringify(e.data), JSON.stringify(e.meta), Date.parse(e.at))
+    const session = view.session as NonNullable<typeof view.session>
+    db.prepare('INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, NULL, 0, ?, ?)').run('ses_a', session.updatedAt, JSON.stringify(session))
+    for (const m of view.messages.values()) db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)').run('ses_a', m.id, messageRow('ses_a', m.id, m))
+    const slice = db.prepare('INSERT INTO part_text (session_id, part_id, n, start, text) VALUES (?, ?, ?, ?, ?)')
+    for (const p of view.parts.values()) {
+      const field = p.type === 'tool' ? 'rawInput' : 'text'
+      const value = (p as unknown as Record<string, string>)[field] as string
+      db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)').run('ses_a', p.id, 'msg_1', encodePart('ses_a', { ...p, [field]: '' } as Part))
+      for (let n = 0; n * 1024 < value.length; n++) slice.run('ses_a', p.id, n, n * 1024, value.slice(n * 1024, (n + 1) * 1024))
+    }
+    db.close()
+
     const store = openStore(path)
-    store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'b' } }], { meta: userMeta })
-    rebuild(store)
-    store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'c'.repeat(2000) } }], { meta: userMeta })
-    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ text: `${'a'.repeat(3000)}b${'c'.repeat(2000)}` })
-    expect(store.db.prepare('SELECT n, start, length(text) AS length FROM part_text ORDER BY n').all()).toEqual([
-      { n: 0, start: 0, length: 1024 },
-      { n: 1, start: 1024, length: 1024 },
-      { n: 2, start: 2048, length: 1024 },
-      { n: 3, start: 3072, length: 1024 },
-      { n: 4, start: 4096, length: 905 },
+    expect(schemaVersion(store.db)).toBe(MIGRATIONS.length)
+    expect(loadView(store.db, 'ses_a')).toEqual(view)
+    expect(store.db.prepare('SELECT id, through FROM parts ORDER BY id').all()).toEqual([
+      { id: 'prt_1', through: 6 },
+      { id: 'prt_2', through: 6 },
     ])
+    const more: ChronicleEvent[] = [delta('prt_1', 'b'), { type: 'tool.input.delta', data: { partId: 'prt_2', delta: '"a"}' } }, { type: 'text.ended', data: { partId: 'prt_1' } }]
+    for (const s of [store, reference]) s.append('ses_a', more, meta)
+    // (the two appends commit a moment apart)
+    const timeless = (s: EventStore) => ({ ...loadView(s.db, 'ses_a'), session: { ...loadView(s.db, 'ses_a').session, updatedAt: '' } })
+    expect(timeless(store)).toEqual(timeless(reference))
+    expect(getParts(store.db, 'ses_a')).toMatchObject([{ text: `${'a'.repeat(1500)}b`, ended: true }, { rawInput: '{"filePath":"a"}' }])
     expect(verify(store).differences).toEqual([])
+    rebuild(store)
+    expect(timeless(store)).toEqual(timeless(reference))
     store.close()
+    reference.close()
   })
 })

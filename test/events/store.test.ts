@@ -147,6 +147,30 @@ function rawInsert(db: Database.Database, row: { version: number; type: string; 
   return db.prepare('SELECT MAX(seq) FROM events').pluck().get() as number
 }
 
+describe('the versions an append starts from', () => {
+  it('follow commits made through another connection', () => {
+    const path = join(dirs.make(), 'two.db')
+    const a = EventStore.open(path)
+    const b = EventStore.open(path)
+    a.append('ses_a', [created()], { meta: userMeta })
+    b.append('ses_a', [renamed('from b')], { meta: userMeta })
+    expect(a.append('ses_a', [renamed('from a')], { meta: userMeta }).map((e) => e.version)).toEqual([3])
+    expect(() => a.append('ses_a', [renamed('stale')], { meta: userMeta, expectedVersion: 2 })).toThrow(expect.objectContaining({ code: 'VERSION_CONFLICT' }))
+    a.close()
+    b.close()
+  })
+
+  it('survive a write around the store on its own connection: the next append still takes the next version', async () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created(), renamed('one')], { meta: userMeta })
+    rawInsert(store.db, { version: 3, type: 'session.renamed', data: '{"title":"around"}' })
+    expect(store.append('ses_a', [renamed('two')], { meta: userMeta, expectedVersion: 3 }).map((e) => e.version)).toEqual([4])
+    rawInsert(store.db, { version: 5, type: 'session.renamed', data: '{"title":"around again"}' })
+    expect((await store.enqueue('ses_a', [renamed('three')], { meta: userMeta })).map((e) => e.version)).toEqual([6])
+    expect(store.readSession('ses_a').map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6])
+  })
+})
+
 describe('reading a damaged log', () => {
   it.each([
     ['an unknown type', { type: 'session.exploded', data: '{}' }, 'has unknown type "session.exploded"'],

@@ -1,13 +1,17 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { openStore } from '../../src/projections/open.js'
 import type { Part } from '../../src/projections/model.js'
 import { createPartWriter, encodePart } from '../../src/projections/part-rows.js'
-import { getParts } from '../../src/projections/read-model.js'
+import { getParts, getSession } from '../../src/projections/read-model.js'
 import { verify } from '../../src/projections/verify.js'
 
 /**
  * How a part row is stored: without the keys its columns hold, deflated when
- * large; what getParts reads is the part as the projection made it.
+ * large, written when the part changes otherwise than by a streamed delta;
+ * what getParts reads is the part as the projection made it.
  */
 
 const tool = (output: string): Part =>
@@ -33,7 +37,7 @@ describe('part rows', () => {
     const small = { id: 'prt_3', sessionId: 'ses_a', messageId: 'msg_1', type: 'step-start', step: 1, contextDigest: 'd' } as Part
     const large = tool('y'.repeat(5000))
     const foreign = { ...small, id: 'prt_4', sessionId: 'ses_other' } as Part
-    for (const p of [large, small, foreign]) writer.write('ses_a', p, undefined)
+    for (const p of [large, small, foreign]) writer.write('ses_a', p, 1)
     store.db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)').run('ses_a', 'prt_5', 'msg_1', JSON.stringify({ ...small, id: 'prt_5' }))
     const parts = getParts(store.db, 'ses_a')
     expect(parts).toEqual([large, small, foreign, { ...small, id: 'prt_5' }])
@@ -59,26 +63,73 @@ describe('part rows', () => {
     store.close()
   })
 
-  it('move a settled text back into its row: no slices are left, and what is read is the text streamed', () => {
+  it('leave a streaming part\'s row as its start wrote it: the deltas are read from the log, and the end writes the whole text', () => {
     const store = openStore(':memory:')
     const meta = { meta: { actor: 'model' as const } }
-    const slices = () => store.db.prepare("SELECT COUNT(*) FROM part_text WHERE part_id = 'prt_1'").pluck().get()
+    const row = () => store.db.prepare("SELECT data, through FROM parts WHERE id = 'prt_1'").get() as { data: string | Buffer; through: number | null }
+    const sessionRow = () => store.db.prepare("SELECT data FROM sessions WHERE id = 'ses_a'").pluck().get()
     store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
     const chunk = 'lorem ipsum dolor sit amet é ✓ '.repeat(3)
     store.append('ses_a', [
       { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
       { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
     ], meta)
+    const started = row()
+    const session = sessionRow()
+    expect(started.through).toBe(3)
     for (let i = 0; i < 40; i++) store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: chunk } }], meta)
-    expect(slices()).toBeGreaterThan(1)
+    expect(row()).toEqual(started)
+    expect(sessionRow()).toBe(session)
     expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ type: 'text', text: chunk.repeat(40), ended: false })
+    expect(getSession(store.db, 'ses_a')).toMatchObject({ version: 43, lastSeq: 43 })
     store.append('ses_a', [{ type: 'text.ended', data: { partId: 'prt_1' } }], meta)
-    expect(slices()).toBe(0)
-    expect(Buffer.isBuffer(store.db.prepare("SELECT data FROM parts WHERE id = 'prt_1'").pluck().get())).toBe(true)
+    expect(row().through).toBeNull()
+    expect(Buffer.isBuffer(row().data)).toBe(true)
     expect(JSON.stringify(getParts(store.db, 'ses_a')[0])).toBe(
       JSON.stringify({ id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'text', text: chunk.repeat(40), ended: true }),
     )
     expect(verify(store).differences).toEqual([])
     store.close()
+  })
+
+  it('read a streaming tool input and text whole after a restart in the middle of both', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chronicle-parts-'))
+    try {
+      const path = join(dir, 'store.db')
+      const meta = { meta: { actor: 'model' as const } }
+      const first = openStore(path)
+      first.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+      first.append('ses_a', [
+        { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+        { type: 'reasoning.started', data: { messageId: 'msg_1', partId: 'prt_r' } },
+        { type: 'tool.input.started', data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup' } },
+        { type: 'reasoning.delta', data: { partId: 'prt_r', text: 'think ' } },
+        { type: 'tool.input.delta', data: { partId: 'prt_t', delta: '{"q":' } },
+      ], meta)
+      first.close()
+      const store = openStore(path)
+      store.append('ses_a', [{ type: 'reasoning.delta', data: { partId: 'prt_r', text: 'harder' } }], meta)
+      store.append('ses_a', [{ type: 'tool.input.delta', data: { partId: 'prt_t', delta: '"x"}' } }], meta)
+      expect(getParts(store.db, 'ses_a')).toMatchObject([
+        { id: 'prt_r', text: 'think harder', ended: false },
+        { id: 'prt_t', rawInput: '{"q":"x"}', state: 'pending' },
+      ])
+      expect(verify(store).differences).toEqual([])
+      // Ending them writes their rows from what the projection holds in memory.
+      store.append('ses_a', [
+        { type: 'reasoning.delta', data: { partId: 'prt_r', text: '!' } },
+        { type: 'reasoning.ended', data: { partId: 'prt_r' } },
+        { type: 'tool.called', data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup', input: { q: 'x' } } },
+      ], meta)
+      expect(store.db.prepare('SELECT COUNT(*) FROM parts WHERE through IS NOT NULL').pluck().get()).toBe(0)
+      expect(getParts(store.db, 'ses_a')).toMatchObject([
+        { id: 'prt_r', text: 'think harder!', ended: true },
+        { id: 'prt_t', rawInput: '{"q":"x"}', state: 'running' },
+      ])
+      expect(verify(store).differences).toEqual([])
+      store.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
