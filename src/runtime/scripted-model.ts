@@ -12,7 +12,8 @@ import {
  * The scripted model: a deterministic LanguageModelV3 (so it goes through the
  * same adapter as real providers) that plays a JSON script. Replies stream in
  * deltas of `chunkSize` characters — text, reasoning and tool arguments —
- * with usage, finish reasons, HTTP-like errors and per-chunk delays.
+ * with usage, finish reasons, HTTP-like errors and a pace (`delayMs` between
+ * chunks, kept on the model's own clock whatever the reader's speed).
  *
  * Script file (`scripted:<file>`):
  *   {
@@ -255,13 +256,22 @@ function play(reply: ScriptReply, script: Script, signal: AbortSignal | undefine
   const queue = parts(reply, script.chunkSize ?? 16, script.uniqueCallIds ? freshCallId : undefined)
   const delay = reply.delayMs ?? script.delayMs ?? 0
   let i = 0
+  // Chunks keep the model's own schedule, one every `delay` ms from the
+  // first, as a provider's do: a reader that falls behind finds the chunks it
+  // is late for ready at once (as in a socket's buffer), not postponed.
+  let due = 0
   return new ReadableStream({
     async pull(controller) {
       if (signal?.aborted) {
         controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
         return
       }
-      if (i > 0 && delay > 0) await sleep(delay, signal)
+      if (i === 0) due = performance.now()
+      else if (delay > 0) {
+        due += delay
+        const wait = due - performance.now()
+        if (wait > 0) await sleep(wait, signal)
+      }
       if (signal?.aborted) {
         controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
         return

@@ -119,6 +119,25 @@ describe('model adapter', () => {
   })
 })
 
+describe('the scripted model', () => {
+  it('keeps its own pace: a reader that falls behind finds the chunks it is late for ready at once', async () => {
+    const model = createScriptedModel({ chunkSize: 1, delayMs: 20, steps: [{ text: 'abcdefghijkl' }] })
+    const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }] })
+    const reader = stream.getReader()
+    const started = performance.now()
+    await reader.read() // stream-start, due at once
+    await new Promise((r) => setTimeout(r, 130)) // the reader stalls for ~6 chunks' worth
+    const arrivals: number[] = []
+    for (let part = await reader.read(); !part.done; part = await reader.read()) arrivals.push(performance.now() - started)
+    expect(arrivals).toHaveLength(15) // text-start, 12 deltas, text-end, finish
+    // The chunks due during the stall come together, not 20 ms apart…
+    const burst = arrivals.filter((t) => t - (arrivals[0] as number) < 10)
+    expect(burst.length).toBeGreaterThanOrEqual(5)
+    // …and none comes before its time on the model's clock.
+    arrivals.forEach((t, j) => expect(t).toBeGreaterThanOrEqual((j + 1) * 20 - 2))
+  })
+})
+
 describe('providers from configuration', () => {
   let h: Harness
   afterEach(() => h.close())
