@@ -3,7 +3,7 @@ import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
 import { messageFromRow } from './message-rows.js'
 import { PART_COLUMNS, type PartRow, withTails } from './part-rows.js'
-import { SESSION_COLUMNS, SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
+import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
 
 /**
  * Queries over the stored read models. Nothing here writes: only the
@@ -65,18 +65,20 @@ export function listSessions(
   const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500)
   const archived = opts.archived ? 1 : 0
   const [beforeSeq, beforeId] = opts.cursor ? decodeCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
-  const rows = db
+  // Order by keys alone, then read the page's rows: the sort then carries no JSON.
+  const keys = db
     .prepare(
-      `SELECT s.id AS id, ${SESSION_COLUMNS} FROM ${SESSION_FROM}
+      `SELECT s.id AS id, h.seq AS seq, h.version AS version, h.at AS at FROM ${SESSION_FROM}
        WHERE s.archived = ? AND (h.seq < ? OR (h.seq = ? AND s.id < ?))
        ORDER BY h.seq DESC, s.id DESC LIMIT ?`,
     )
-    .all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (SessionRow & { id: string })[]
-  const more = rows.length > limit
-  const page = rows.slice(0, limit)
+    .all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (Omit<SessionRow, 'data'> & { id: string })[]
+  const more = keys.length > limit
+  const page = keys.slice(0, limit)
   const last = page[page.length - 1]
+  const data = db.prepare('SELECT data FROM sessions WHERE id = ?').pluck()
   return {
-    sessions: page.map(sessionFromRow),
+    sessions: page.map((key) => sessionFromRow({ ...key, data: data.get(key.id) as string })),
     ...(more && last && { cursor: Buffer.from(JSON.stringify([last.seq, last.id])).toString('base64url') }),
   }
 }
