@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import type { Part } from './model.js'
+import { prepared } from './prepared.js'
 
 /**
  * How parts are stored. A streamed string — a text or reasoning part's
@@ -74,12 +75,11 @@ export function withTails(db: Database.Database, sessionId: string, rows: readon
     from = Math.min(from, row.through)
   })
   if (streaming.size === 0) return parts
-  const deltas = db
-    .prepare(
-      `SELECT version, type, data FROM events WHERE session_id = ? AND version > ? AND version <= ?
-       AND type IN ('text.delta', 'reasoning.delta', 'tool.input.delta') ORDER BY version`,
-    )
-    .all(sessionId, from, upTo) as { version: number; type: string; data: string }[]
+  const deltas = prepared(
+    db,
+    `SELECT version, type, data FROM events WHERE session_id = ? AND version > ? AND version <= ?
+     AND type IN ('text.delta', 'reasoning.delta', 'tool.input.delta') ORDER BY version`,
+  ).all(sessionId, from, upTo) as { version: number; type: string; data: string }[]
   for (const d of deltas) {
     const data = JSON.parse(d.data) as Record<string, string>
     const tail = streaming.get(data.partId as string)

@@ -3,6 +3,7 @@ import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
 import { messageFromRow } from './message-rows.js'
 import { PART_COLUMNS, type PartRow, withTails } from './part-rows.js'
+import { prepared } from './prepared.js'
 import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
 
 /**
@@ -21,20 +22,20 @@ export function requireSession(db: Database.Database, sessionId: string): Sessio
 }
 
 export function getMessage(db: Database.Database, sessionId: string, messageId: string): Message | undefined {
-  const data = db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck().get(sessionId, messageId) as string | undefined
+  const data = prepared(db, 'SELECT data FROM messages WHERE session_id = ? AND id = ?', true).get(sessionId, messageId) as string | undefined
   return data === undefined ? undefined : messageFromRow(sessionId, messageId, data)
 }
 
 export function getMessages(db: Database.Database, sessionId: string): Message[] {
-  const rows = db.prepare('SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
+  const rows = prepared(db, 'SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
   return rows.map((r) => messageFromRow(sessionId, r.id, r.data))
 }
 
 export function getParts(db: Database.Database, sessionId: string, messageId?: string): Part[] {
   const rows = (
     messageId === undefined
-      ? db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
-      : db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`).all(sessionId, messageId)
+      ? prepared(db, `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
+      : prepared(db, `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`).all(sessionId, messageId)
   ) as PartRow[]
   return withTails(db, sessionId, rows)
 }
@@ -66,17 +67,16 @@ export function listSessions(
   const archived = opts.archived ? 1 : 0
   const [beforeSeq, beforeId] = opts.cursor ? decodeCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
   // Order by keys alone, then read the page's rows: the sort then carries no JSON.
-  const keys = db
-    .prepare(
-      `SELECT s.id AS id, h.seq AS seq, h.version AS version, h.at AS at FROM ${SESSION_FROM}
+  const keys = prepared(
+    db,
+    `SELECT s.id AS id, h.seq AS seq, h.version AS version, h.at AS at FROM ${SESSION_FROM}
        WHERE s.archived = ? AND (h.seq < ? OR (h.seq = ? AND s.id < ?))
        ORDER BY h.seq DESC, s.id DESC LIMIT ?`,
-    )
-    .all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (Omit<SessionRow, 'data'> & { id: string })[]
+  ).all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (Omit<SessionRow, 'data'> & { id: string })[]
   const more = keys.length > limit
   const page = keys.slice(0, limit)
   const last = page[page.length - 1]
-  const data = db.prepare('SELECT data FROM sessions WHERE id = ?').pluck()
+  const data = prepared(db, 'SELECT data FROM sessions WHERE id = ?', true)
   return {
     sessions: page.map((key) => sessionFromRow({ ...key, data: data.get(key.id) as string })),
     ...(more && last && { cursor: Buffer.from(JSON.stringify([last.seq, last.id])).toString('base64url') }),
@@ -95,5 +95,5 @@ function decodeCursor(cursor: string): [number, string] {
 
 /** Ids of every session with a read model. */
 export function sessionIds(db: Database.Database): string[] {
-  return db.prepare('SELECT id FROM sessions ORDER BY id').pluck().all() as string[]
+  return prepared(db, 'SELECT id FROM sessions ORDER BY id', true).all() as string[]
 }

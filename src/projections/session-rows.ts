@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Session } from './model.js'
+import { prepared } from './prepared.js'
 
 /**
  * How session rows are stored. Every event moves its session's head —
@@ -36,7 +37,7 @@ export function sessionFromRow(row: SessionRow): Session {
 
 /** Reads one session (undefined: no row). */
 export function sessionReader(db: Database.Database): (sessionId: string) => Session | undefined {
-  const get = db.prepare(`SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} WHERE s.id = ?`)
+  const get = prepared(db, `SELECT ${SESSION_COLUMNS} FROM ${SESSION_FROM} WHERE s.id = ?`)
   return (sessionId) => {
     const row = get.get(sessionId) as SessionRow | undefined
     return row && sessionFromRow(row)
