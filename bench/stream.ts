@@ -21,10 +21,10 @@ import WebSocket from 'ws'
  * waiting, as in a socket's buffer). Commit → receipt latency alone would not
  * show a server falling behind, so each delta's lag behind that schedule is
  * measured too: receipt time − (the reply's first delta's commit time + j × 20
- * ms). maxSessionsHeld is the largest S with both
- * latencyP99Ms and scheduleLagP99Ms <= 100 (and nothing lost or duplicated);
- * deltasPerSecPerSession (median over sessions, first to last delta as a
- * subscriber saw them) shows the pace delivered.
+ * ms). maxSessionsHeld is the largest S with latencyP99Ms <= 100 and nothing
+ * lost or duplicated (the issue's measure); maxSessionsOnSchedule also asks
+ * scheduleLagP99Ms <= 100. deltasPerSecPerSession (median over sessions, first
+ * to last delta as a subscriber saw them) shows the pace delivered.
  */
 
 interface Round {
@@ -122,7 +122,7 @@ export default async function (args: string[]): Promise<object> {
       process.stderr.write(`stream S=${S}: ${JSON.stringify(round)}\n`)
       if (round.lost > 0 || round.duplicated > 0) break
       // Two sizes in a row over budget end the climb (one miss can be noise on a shared machine).
-      misses = holds(round) ? 0 : misses + 1
+      misses = holds(round) ? 0 : misses + 1 // the climb goes on while the issue's measure holds
       if (misses === 2) break
     }
   } finally {
@@ -131,6 +131,7 @@ export default async function (args: string[]): Promise<object> {
     rmSync(dir, { recursive: true, force: true })
   }
   const held = rounds.filter(holds).sort((a, b) => a.sessions - b.sessions)
+  const onSchedule = held.filter((r) => r.scheduleLagP99Ms <= 100)
   const best = held.at(-1) ?? rounds[0]
   return {
     deltasPerSecondPerSession: 1000 / DELTA_MS,
@@ -138,6 +139,7 @@ export default async function (args: string[]): Promise<object> {
     deltasPerSession: deltas,
     subscribersPerSession: perSession,
     maxSessionsHeld: held.at(-1)?.sessions ?? 0,
+    maxSessionsOnSchedule: onSchedule.at(-1)?.sessions ?? 0,
     ...(best && {
       atMaxSessionsHeld: best,
     }),
@@ -281,7 +283,7 @@ function startFlags(): string[] {
 }
 
 function holds(r: Round): boolean {
-  return r.latencyP99Ms <= 100 && r.scheduleLagP99Ms <= 100 && r.lost === 0 && r.duplicated === 0
+  return r.latencyP99Ms <= 100 && r.lost === 0 && r.duplicated === 0
 }
 
 function medianRate(times: ReadonlyMap<string, { first: number; last: number; n: number }>): number {
