@@ -52,6 +52,11 @@ interface PendingAppend {
 }
 
 
+/** Event data whose first key is a partId starts so (schema migration 6). */
+const PART_PREFIX = '{"partId":"'
+/** Characters JSON.stringify writes as they are: no quote, backslash, control character or surrogate. */
+const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
+
 /** Past this many remembered stream versions the store forgets them all (they are only a shortcut). */
 const STREAM_VERSIONS_KEPT = 10_000
 
@@ -255,12 +260,10 @@ export class EventStore {
   private compact(e: ChronicleEvent): [data: string | Buffer, part: number | null] {
     const json = JSON.stringify(e.data)
     const partId = (e.data as { partId?: unknown }).partId
-    const prefix = typeof partId === 'string' ? `{"partId":"${partId}"` : undefined
-    // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly.
-    if (prefix === undefined || !json.startsWith(prefix) || JSON.stringify(partId).length !== (partId as string).length + 2) {
-      return [deflated(json), null]
-    }
-    return [deflated(json.slice(prefix.length)), this.interned.part.id(partId as string)]
+    // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly;
+    // and only when it is the first key: the JSON then starts {"partId":"<id>".
+    if (typeof partId !== 'string' || !PLAIN.test(partId) || !json.startsWith(PART_PREFIX)) return [deflated(json), null]
+    return [deflated(json.slice(PART_PREFIX.length + partId.length + 1)), this.interned.part.id(partId)]
   }
 
   private settleInterned(committed: boolean): void {
