@@ -21,7 +21,8 @@ describe('cancellation', () => {
   afterEach(() => h.close())
 
   it('mid-stream: the model call is aborted, the text streamed so far is kept, the run ends cancelled', async () => {
-    const model = createScriptedModel({ chunkSize: 4, delayMs: 5, steps: [{ text: 'a long answer that streams slowly, chunk by chunk, for a while' }] })
+    const answer = 'a long answer that streams slowly, chunk by chunk, for a while. '.repeat(4)
+    const model = createScriptedModel({ chunkSize: 4, delayMs: 5, steps: [{ text: answer }] })
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('talk') })
@@ -47,7 +48,7 @@ describe('cancellation', () => {
     const events = h.events(id)
     const streamed = events.filter((e) => e.type === 'text.delta').map((e) => (e.data as { text: string }).text).join('')
     expect(streamed.length).toBeGreaterThanOrEqual(12)
-    expect(streamed.length).toBeLessThan(60)
+    expect(streamed.length).toBeLessThan(answer.length) // the model's 320 ms of streaming were cut short
     expect(events.find((e) => e.type === 'message.completed')?.data).toMatchObject({ error: { kind: 'aborted' } })
     expect(events.at(-1)?.data).toEqual({ runId: expect.any(String), outcome: 'cancelled' })
     expect(h.runtime.cancel(id)).toEqual({ cancelled: false }) // nothing left to cancel
