@@ -134,7 +134,7 @@ describe('stop (shutdown)', () => {
   })
 
   it('cuts a stream off as interrupted, not cancelled', async () => {
-    const model = createScriptedModel({ chunkSize: 2, delayMs: 5, steps: [{ text: 'streaming for quite a while…' }] })
+    const model = createScriptedModel({ chunkSize: 2, delayMs: 5, steps: [{ text: 'streaming for quite a while… '.repeat(8) }] }) // ~0.6 s of streaming
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('talk') })
