@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import type { StoredEvent } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import { type EventRow, type EventStore, toEvent } from '../events/store.js'
+import { perConnection } from './prepared.js'
 
 /**
  * A session's history as segments of the log: for a fork, its parent's
@@ -118,16 +119,7 @@ export function* eventsByVersion(
   }
 }
 
-type Statements = ReturnType<typeof prepare>
-const prepared = new WeakMap<Database.Database, Statements>()
-function statements(db: Database.Database): Statements {
-  let s = prepared.get(db)
-  if (!s) {
-    s = prepare(db)
-    prepared.set(db, s)
-  }
-  return s
-}
+const statements = perConnection(prepare)
 
 function prepare(db: Database.Database) {
   return {

@@ -8,11 +8,7 @@ import type Database from 'better-sqlite3'
  * statement busy for the next caller.
  */
 export function prepared(db: Database.Database, sql: string, pluck = false): Database.Statement {
-  let statements = cache.get(db)
-  if (!statements) {
-    statements = new Map()
-    cache.set(db, statements)
-  }
+  const statements = cache(db)
   const key = pluck ? `pluck:${sql}` : sql
   let statement = statements.get(key)
   if (!statement) {
@@ -23,4 +19,20 @@ export function prepared(db: Database.Database, sql: string, pluck = false): Dat
   return statement
 }
 
-const cache = new WeakMap<Database.Database, Map<string, Database.Statement>>()
+const cache = perConnection((): Map<string, Database.Statement> => new Map())
+
+/**
+ * `make(db)` once per connection, kept as long as the connection lives: for
+ * prepared statements and caches that belong to one connection.
+ */
+export function perConnection<T>(make: (db: Database.Database) => T): (db: Database.Database) => T {
+  const made = new WeakMap<Database.Database, T>()
+  return (db) => {
+    let value = made.get(db)
+    if (value === undefined) {
+      value = make(db)
+      made.set(db, value)
+    }
+    return value
+  }
+}

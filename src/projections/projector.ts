@@ -7,6 +7,7 @@ import type { Message, Part, Session, SessionView } from './model.js'
 import { messageFromRow, messageRow } from './message-rows.js'
 import { createPartWriter, PART_COLUMNS, type PartRow, type PartWriter, withTails } from './part-rows.js'
 import { createSessionWriter, sessionReader, type SessionWriter } from './session-rows.js'
+import { perConnection } from './prepared.js'
 
 /**
  * The live projection: runs inside the append transaction, folds the batch
@@ -212,15 +213,7 @@ class ViewCache {
 }
 
 type Statements = ReturnType<typeof prepare>
-const prepared = new WeakMap<Database.Database, Statements>()
-function statements(db: Database.Database): Statements {
-  let s = prepared.get(db)
-  if (!s) {
-    s = prepare(db)
-    prepared.set(db, s)
-  }
-  return s
-}
+const statements = perConnection(prepare)
 
 function prepare(db: Database.Database) {
   const message = db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck()

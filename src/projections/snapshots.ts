@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3'
 import { apply, evolve } from './evolve.js'
 import { rekey } from './fold.js'
 import type { Message, Part, Session, SessionView } from './model.js'
+import { perConnection } from './prepared.js'
 
 /**
  * The snapshot cache behind time travel: a derived table, never the source
@@ -154,14 +155,5 @@ function appended(view: SessionView, [prefixLength, part]: readonly [number, Par
   return { ...part, [name]: field(before, name) + field(part, name) } as Part
 }
 
-const caches = new WeakMap<Database.Database, SnapshotCache>()
-
 /** The snapshot cache of a database connection (one per connection). */
-export function snapshotCache(db: Database.Database): SnapshotCache {
-  let cache = caches.get(db)
-  if (!cache) {
-    cache = new SnapshotCache(db)
-    caches.set(db, cache)
-  }
-  return cache
-}
+export const snapshotCache = perConnection((db) => new SnapshotCache(db))
