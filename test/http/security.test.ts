@@ -159,7 +159,7 @@ describe('flooding', () => {
   it('a burst of commands past the per-second cap gets RATE_LIMITED replies, one per id, and the socket stays open', async () => {
     const c = await Client.connect(server.wsUrl, server.token)
     for (let i = 0; i < 600; i++) c.send(JSON.stringify({ id: i, method: 'hello', params: { protocol: 1 } }))
-    for (let i = 0; i < 50 && c.frames.filter((f) => typeof f.id === 'number').length < 600; i++) await new Promise((r) => setTimeout(r, 20))
+    for (let i = 0; i < 250 && c.frames.filter((f) => typeof f.id === 'number').length < 600; i++) await new Promise((r) => setTimeout(r, 20))
     const replies = c.frames.filter((f) => typeof f.id === 'number')
     expect(replies.map((f) => f.id as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 600 }, (_, i) => i))
     const limited = replies.filter((f) => (f.error as { code?: string } | undefined)?.code === 'RATE_LIMITED')
