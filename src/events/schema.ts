@@ -333,6 +333,22 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE sessions DROP COLUMN updated_at;
     `,
   },
+  {
+    version: 10,
+    name: 'lookup tables immutable',
+    // A logged event is its event_log row joined to the lookup tables (its
+    // session id, type, meta and partId): changing a row there rewrites every
+    // event that uses it. They only ever grow, as event_log does.
+    sql: ['streams', 'event_types', 'event_metas', 'event_parts']
+      .map(
+        (table) => `
+      CREATE TRIGGER ${table}_no_update BEFORE UPDATE ON ${table}
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER ${table}_no_delete BEFORE DELETE ON ${table}
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;`,
+      )
+      .join('\n'),
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

@@ -132,6 +132,17 @@ describe('the events table', () => {
     expect(store.readSession('ses_a').map((e) => e.type)).toEqual(['session.created'])
   })
 
+  it('refuses UPDATE and DELETE on the lookup tables an event is joined from', () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created(), { type: 'text.delta', data: { partId: 'prt_1', text: 'hi' } }], { meta: userMeta })
+    const before = store.readSession('ses_a')
+    for (const [table, column] of [['streams', 'session_id'], ['event_types', 'type'], ['event_metas', 'meta'], ['event_parts', 'part_id']]) {
+      expect(() => store.db.prepare(`UPDATE ${table} SET ${column} = 'rewritten'`).run(), table).toThrow('events are immutable: UPDATE is not allowed')
+      expect(() => store.db.prepare(`DELETE FROM ${table}`).run(), table).toThrow('events are immutable: DELETE is not allowed')
+    }
+    expect(store.readSession('ses_a')).toEqual(before)
+  })
+
   it('keeps (session, version) unique even for a raw insert', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta })
