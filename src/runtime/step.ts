@@ -50,7 +50,8 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
       { type: 'step.started', data: { messageId, partId: ids.next('prt'), step: input.step, contextDigest: input.context.digest } },
       model,
     )
-    const open = new Map<string, string>() // stream id → text/reasoning partId
+    // 'text:<stream id>' or 'reasoning:<stream id>' → its part (a provider may number both kinds from 0)
+    const open = new Map<string, { partId: string; kind: 'text' | 'reasoning' }>()
     const tools = new Map<string, { partId: string; tool: string; raw: string }>()
     const calls: StreamedCall[] = []
     let finish: { finishReason: string; usage: Usage } | undefined
@@ -64,25 +65,28 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
         case 'text-start':
         case 'reasoning-start': {
           const partId = ids.next('prt')
-          open.set(part.id, partId)
-          recorder.emit({ type: part.type === 'text-start' ? 'text.started' : 'reasoning.started', data: { messageId, partId } }, model)
+          const kind = part.type === 'text-start' ? 'text' : 'reasoning'
+          open.set(`${kind}:${part.id}`, { partId, kind })
+          recorder.emit({ type: `${kind}.started`, data: { messageId, partId } }, model)
           break
         }
         case 'text-delta':
         case 'reasoning-delta': {
-          const partId = open.get(part.id)
+          const kind = part.type === 'text-delta' ? 'text' : 'reasoning'
+          const partId = open.get(`${kind}:${part.id}`)?.partId
           if (!partId) break
           streamed = true
           produced += part.text.length
-          recorder.emit({ type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta', data: { partId, text: part.text } }, delta)
+          recorder.emit({ type: `${kind}.delta`, data: { partId, text: part.text } }, delta)
           break
         }
         case 'text-end':
         case 'reasoning-end': {
-          const partId = open.get(part.id)
-          if (!partId) break
-          open.delete(part.id)
-          recorder.emit({ type: part.type === 'text-end' ? 'text.ended' : 'reasoning.ended', data: { partId } }, model)
+          const key = `${part.type === 'text-end' ? 'text' : 'reasoning'}:${part.id}`
+          const started = open.get(key)
+          if (!started) break
+          open.delete(key)
+          recorder.emit({ type: `${started.kind}.ended`, data: { partId: started.partId } }, model)
           break
         }
         case 'tool-input-start': {
@@ -131,7 +135,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     }
     if (signal.aborted) aborted = true
     // Text and reasoning streamed so far are kept: close what the stream left open.
-    for (const partId of open.values()) recorder.emit({ type: 'text.ended', data: { partId } }, model)
+    for (const { partId, kind } of open.values()) recorder.emit({ type: `${kind}.ended`, data: { partId } }, model)
 
     if (!aborted && failure && !streamed && failure.retryable && attempt < input.retry.maxRetries) {
       const delayMs = retryDelay(attempt + 1, failure, input.retry)

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { EventType } from '../../src/events/catalogue.js'
+import { getParts } from '../../src/projections/read-model.js'
 import { createScriptedModel } from '../../src/runtime/scripted-model.js'
 import { harness, text, type Harness } from './helpers.js'
 
@@ -52,6 +53,19 @@ describe('cancellation', () => {
     expect(events.find((e) => e.type === 'message.completed')?.data).toMatchObject({ error: { kind: 'aborted' } })
     expect(events.at(-1)?.data).toEqual({ runId: expect.any(String), outcome: 'cancelled' })
     expect(h.runtime.cancel(id)).toEqual({ cancelled: false }) // nothing left to cancel
+  })
+
+  it('mid-reasoning: the open reasoning part is closed as reasoning, not as text', async () => {
+    const model = createScriptedModel({ chunkSize: 4, delayMs: 5, steps: [{ reasoning: 'thinking it over, step by step. '.repeat(8), text: 'done' }] })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('think') })
+    await when(h, 'reasoning.delta', 3)
+    h.runtime.cancel(id)
+    await h.runtime.idle(id)
+    const types = h.types(id).filter((t) => t !== 'reasoning.delta')
+    expect(types.slice(types.indexOf('reasoning.started'), types.indexOf('step.finished'))).toEqual(['reasoning.started', 'run.cancel.requested', 'reasoning.ended'])
+    expect(getParts(h.store.db, id).find((p) => p.type === 'reasoning')).toMatchObject({ ended: true })
   })
 
   it('mid-tool: the running tool gets the abort signal, fails as aborted, the run ends cancelled', async () => {
