@@ -80,10 +80,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const store = openStore(join(config.dataDir, 'chronicle.db'))
   const ids = options.ids ?? createIdSource()
   const directory = options.directory ?? process.cwd()
-  // Configured global rules come after each agent's own: last match wins.
-  const agents = new Map<string, AgentDefinition>(
-    [...resolveAgents(config.agents)].map(([name, a]) => [name, { ...a, rules: [...a.rules, ...config.rules] }]),
-  )
+  // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
+  const agents = resolveAgents(config.agents, config.rules)
   const gate = createPermissionGate({ store, ids, agents })
   const mcp = createMcpManager(config.mcp, {
     directory,

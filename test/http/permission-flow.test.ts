@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import type { ChronicleConfig } from '../../src/config.js'
 import { Client, startServer, type TestServer } from './helpers.js'
 
 /**
@@ -22,12 +23,12 @@ const script = {
   ],
 }
 
-async function serverWithScript(): Promise<TestServer> {
+async function serverWithScript(config?: Partial<ChronicleConfig>): Promise<TestServer> {
   const { mkdtempSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const file = join(mkdtempSync(join(tmpdir(), 'chronicle-script-')), 'script.json')
   writeFileSync(file, JSON.stringify(script))
-  return startServer({ CHRONICLE_MODEL: `scripted:${file}`, CHRONICLE_LOG_LEVEL: 'warn' })
+  return startServer({ CHRONICLE_MODEL: `scripted:${file}`, CHRONICLE_LOG_LEVEL: 'warn' }, config && { config })
 }
 
 async function promptUntilPermission(s: TestServer, c: Client) {
@@ -83,6 +84,27 @@ describe('permission over WebSocket', () => {
     // a second reply to the same request is a typed error
     expect((await c.call('permission.reply', { session, requestId, reply: 'once' })).error).toMatchObject({ code: 'PERMISSION_REQUEST_NOT_FOUND' })
     c.close()
+  })
+
+  it("configured rules: the config file's global rules, then the agent's own — the agent's have the last word", async () => {
+    server = await serverWithScript({
+      rules: [{ permission: 'bash', pattern: '*', action: 'deny' }],
+      agents: [{ name: 'build', rules: [{ permission: 'bash', pattern: 'echo *', action: 'allow' }] }],
+    })
+    const headers = { authorization: `Bearer ${server.token}` }
+    const created = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers, payload: { directory: server.dir } })
+    const session = created.json().session.id as string
+    const answered = await server.chronicle.app.inject({
+      method: 'POST',
+      url: `/sessions/${session}/inputs?wait=true`,
+      headers,
+      payload: { parts: [{ type: 'text', text: 'run echo' }] },
+    })
+    expect(answered.statusCode).toBe(200)
+    const history = await server.chronicle.app.inject({ url: `/sessions/${session}/events`, headers })
+    const events = history.json().events as { type: string; data: { output?: string } }[]
+    expect(events.map((e) => e.type)).not.toContain('permission.requested')
+    expect(events.find((e) => e.type === 'tool.completed')?.data.output).toContain('from-bash')
   })
 
   it('always adds a rule that is listed over WebSocket and HTTP, and can be revoked', async () => {
