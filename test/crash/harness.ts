@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { checkDataDir, type Acked, type CheckResult } from './checks.js'
 import { Rng } from './rng.js'
-import { startServer, type ServerProcess } from './server-process.js'
+import { startServer } from './server-process.js'
 import { CrashClient, type WireEvent } from './ws-client.js'
 
 /**
