@@ -203,4 +203,18 @@ describe('file tools', () => {
     expect(recorded).toEqual([['ses_test', todos]])
     expect(r.title).toBe('1 todos')
   })
+
+  it('todowrite asks its permission before it records anything: a deny rule stops it', async () => {
+    const g = fixture({ directory: tmp.dir, agentRules: [...allowAll, { permission: 'todowrite', pattern: '*', action: 'deny' }] })
+    try {
+      const recorded: unknown[] = []
+      const tool = createTodoWriteTool({ updateTodos: (sessionId, items) => void recorded.push([sessionId, items]) })
+      const todos = [{ content: 'write tests', status: 'pending' as const, priority: 'low' as const }]
+      await expect(tool.execute({ todos }, g.ctx())).rejects.toMatchObject({ kind: 'denied' })
+      expect(recorded).toEqual([])
+    } finally {
+      g.gate.close()
+      g.store.close()
+    }
+  })
 })

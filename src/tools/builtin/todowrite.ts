@@ -24,6 +24,8 @@ export function createTodoWriteTool(deps: { updateTodos: (sessionId: string, ite
       'Replaces the session todo list, to plan and track multi-step work. Send the whole list each time; mark items in_progress when starting and completed as soon as they are done.',
     parameters,
     async execute(args, ctx) {
+      // Allowed by every default agent; a rule can still make it ask or deny.
+      await ctx.ask({ permission: 'todowrite', patterns: ['*'], metadata: { count: args.todos.length } })
       await deps.updateTodos(ctx.sessionId, args.todos)
       const open = args.todos.filter((t) => t.status !== 'completed' && t.status !== 'cancelled').length
       return {
