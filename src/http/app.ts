@@ -47,6 +47,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setSerializerCompiler(serializerCompiler)
   // JSON only: text/plain is a preflight-free "simple" request a foreign page could send.
   app.removeContentTypeParser('text/plain')
+  // An empty JSON body is no body (fetch(url, {method: 'POST', headers}) sends one): the route's schema decides.
+  const json = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
+    body === '' ? done(null, undefined) : json(req, String(body), done),
+  )
 
   app.setErrorHandler((err, req, reply) => {
     const problem = toProblem(err)

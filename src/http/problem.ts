@@ -73,13 +73,14 @@ function pathOf(path: readonly PropertyKey[]): string {
   return path.map(String).join('.')
 }
 
-/** The problem+json body (INTERNAL errors carry no detail). */
+/** The problem+json body (an internal error is INTERNAL, with no detail, as on WebSocket). */
 export function problemBody(p: Problem, instance?: string): Record<string, unknown> {
+  const code = p.internal ? 'INTERNAL' : p.code
   return {
-    type: `https://chronicle.dev/errors/${p.code.toLowerCase().replaceAll('_', '-')}`,
-    title: p.code,
-    status: p.status,
-    code: p.code,
+    type: `https://chronicle.dev/errors/${code.toLowerCase().replaceAll('_', '-')}`,
+    title: code,
+    status: p.internal ? 500 : p.status,
+    code,
     detail: p.internal ? 'internal error' : p.message,
     ...(instance && { instance }),
     ...(!p.internal && p.details && { details: p.details }),

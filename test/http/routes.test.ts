@@ -56,6 +56,23 @@ describe('sessions', () => {
     expect(archived.sessions.find((s) => s.id === id)).toMatchObject({ archived: true })
   })
 
+  it('a request without a body is one with no parameters, with or without a JSON content type', async () => {
+    const bare = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers })
+    expect(bare.statusCode).toBe(201)
+    const json = { ...headers, 'content-type': 'application/json' }
+    const empty = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers: json, payload: '' })
+    expect(empty.statusCode).toBe(201)
+    const id = (empty.json() as { session: { id: string } }).session.id
+    expect((await server.chronicle.app.inject({ method: 'POST', url: `/sessions/${id}/cancel`, headers: json, payload: '' })).json()).toEqual({ cancelled: false })
+    // …but a route that needs a body still says so, and bad JSON is still refused
+    const noInput = await server.chronicle.app.inject({ method: 'POST', url: `/sessions/${id}/inputs`, headers: json, payload: '' })
+    expect(noInput.json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
+    const poisoned = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers: json, payload: '{"__proto__":{"admin":true}}' })
+    expect(poisoned.json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
+    const malformed = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers: json, payload: '{"title":' })
+    expect(malformed.json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
+  })
+
   it('refuses an unknown agent, a relative or missing directory, and unknown sessions', async () => {
     expect((await inject('POST', '/sessions', { agent: 'nobody' })).json()).toMatchObject({ status: 422, code: 'UNKNOWN_AGENT' })
     expect((await inject('POST', '/sessions', { directory: 'relative/dir' })).json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })

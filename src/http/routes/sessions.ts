@@ -10,7 +10,7 @@ const AtQuery = z.object({ at: z.coerce.number().int().nonnegative().optional() 
 export function sessionRoutes(app: App, api: Api): void {
   app.post(
     '/sessions',
-    { schema: { summary: 'session.create', tags: ['sessions'], body: Params['session.create'].optional() } },
+    { schema: { summary: 'session.create', tags: ['sessions'], body: Params['session.create'].nullish() } },
     async (req, reply) => reply.status(201).send(await api['session.create'](req.body ?? {})),
   )
   app.get(
