@@ -56,12 +56,23 @@ const Limits = z.object({
   heartbeatMs: z.number().int().positive().optional(),
 })
 
+/**
+ * A token is sent as a header, a query parameter and a WebSocket subprotocol
+ * (`chronicle.token.<token>`), where `/`, `=` or a space cannot appear: URL-safe
+ * characters only, as the generated one (base64url).
+ */
+const TokenText = (name: string) =>
+  z
+    .string()
+    .min(16, `${name} must be at least 16 characters`)
+    .regex(/^[A-Za-z0-9._~-]+$/, `${name} may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol); e.g. openssl rand -hex 32`)
+
 export const FileConfig = z
   .object({
     $schema: z.string().optional(),
     host: z.string().min(1).optional(),
     port: z.number().int().min(0).max(65535).optional(),
-    token: z.string().min(16).optional(),
+    token: TokenText('token').optional(),
     model: z.string().min(1).optional(),
     provider: z
       .object({
@@ -135,7 +146,7 @@ const Env = z.object({
   CHRONICLE_DATA_DIR: z.string().min(1).optional(),
   CHRONICLE_HOST: z.string().min(1).optional(),
   CHRONICLE_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  CHRONICLE_TOKEN: z.string().min(16, 'CHRONICLE_TOKEN must be at least 16 characters').optional(),
+  CHRONICLE_TOKEN: TokenText('CHRONICLE_TOKEN').optional(),
   CHRONICLE_MODEL: z.string().min(1).optional(),
   CHRONICLE_BASE_URL: z.url().optional(),
   CHRONICLE_API_KEY: z.string().optional(),

@@ -94,5 +94,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: {}, configPath: file })).toThrow(/is not valid JSON/)
     expect(() => loadConfig({ env: { CHRONICLE_PORT: '99999' } })).toThrow(/invalid environment:\n {2}- CHRONICLE_PORT:/)
     expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'short' } })).toThrow(/CHRONICLE_TOKEN must be at least 16 characters/)
+    // base64 (openssl rand -base64) has / + =, which a WebSocket subprotocol cannot carry
+    expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'q4/Zm9vYmFyYmF6cXV4+w==' } })).toThrow(/CHRONICLE_TOKEN may hold only letters, digits and - \. _ ~/)
+    expect(loadConfig({ env: { CHRONICLE_TOKEN: 'c0ffee-c0ffee_c0ffee.c0ffee~' } }).token).toBe('c0ffee-c0ffee_c0ffee.c0ffee~')
   })
 })
