@@ -177,15 +177,16 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
   const file = configFile ? readConfigFile(configFile) : {}
   return {
     dataDir,
-    host: env.CHRONICLE_HOST ?? file.host ?? '127.0.0.1',
-    port: env.CHRONICLE_PORT ?? file.port ?? 4780,
-    token: env.CHRONICLE_TOKEN ?? file.token,
-    model: env.CHRONICLE_MODEL ?? file.model,
+    // DESIGN §10: what the file sets overrides the environment.
+    host: file.host ?? env.CHRONICLE_HOST ?? '127.0.0.1',
+    port: file.port ?? env.CHRONICLE_PORT ?? 4780,
+    token: file.token ?? env.CHRONICLE_TOKEN,
+    model: file.model ?? env.CHRONICLE_MODEL,
     provider: compact({
-      baseURL: env.CHRONICLE_BASE_URL ?? file.provider?.baseURL,
-      apiKey: env.CHRONICLE_API_KEY ?? file.provider?.apiKey,
-      openaiApiKey: env.OPENAI_API_KEY ?? file.provider?.openai?.apiKey,
-      openaiBaseURL: env.OPENAI_BASE_URL ?? file.provider?.openai?.baseURL,
+      baseURL: file.provider?.baseURL ?? env.CHRONICLE_BASE_URL,
+      apiKey: file.provider?.apiKey ?? env.CHRONICLE_API_KEY,
+      openaiApiKey: file.provider?.openai?.apiKey ?? env.OPENAI_API_KEY,
+      openaiBaseURL: file.provider?.openai?.baseURL ?? env.OPENAI_BASE_URL,
     }),
     models: file.models ?? {},
     compaction: file.compaction ?? {},

@@ -70,9 +70,10 @@ describe('loadConfig', () => {
         limits: { frameBytes: 2048 },
       }),
     )
-    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: data, CHRONICLE_MODEL: 'openai:gpt-4.1' } })
+    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: data, CHRONICLE_MODEL: 'openai:gpt-4.1', CHRONICLE_PORT: '4999' } })
     expect(config.configFile).toBe(join(data, 'chronicle.json'))
-    expect(config.model).toBe('openai:gpt-4.1') // the environment wins
+    expect(config.model).toBe('scripted:demo.json') // what the file sets overrides the environment (DESIGN §10)…
+    expect(config.port).toBe(4999) // …and the environment supplies what it does not
     expect(config.mcp).toEqual([
       { name: 'everything', type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
       { name: 'docs', type: 'remote', url: 'http://127.0.0.1:3001/mcp', headers: {} },
