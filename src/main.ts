@@ -117,6 +117,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     tools,
     permissions: gate,
     agents,
+    serverInstructions: () => mcp.instructions(),
     log: logger,
     limits: { maxInputBytes: config.limits.inputBytes },
     compaction: { ...config.compaction, models: config.models },

@@ -9,7 +9,7 @@ import { DEFAULT_AGENTS, type AgentDefinition } from '../tools/agents.js'
 import type { Tool, ToolRegistry } from '../tools/tool.js'
 import { toChatMessages, type ChatMessage } from './history.js'
 import type { ModelRequest, ToolSpec } from './model.js'
-import { buildSystemPrompt, defaultEnvironment, type SystemEnvironment } from './system-prompt.js'
+import { buildSystemPrompt, defaultEnvironment, type ServerInstructions, type SystemEnvironment } from './system-prompt.js'
 import { chainDigest, chainOf, type Transcript } from './transcript.js'
 
 /**
@@ -22,6 +22,8 @@ export interface ContextDeps {
   readonly agents: ReadonlyMap<string, AgentDefinition>
   readonly tools: ToolRegistry
   readonly environment?: () => SystemEnvironment
+  /** the instructions of the MCP servers connected now */
+  readonly serverInstructions?: () => readonly ServerInstructions[]
 }
 
 export interface CompiledContext extends ModelRequest {
@@ -76,7 +78,7 @@ export async function compileView(view: SessionView, deps: ContextDeps, opts: Co
   const agent = agentFor(view, deps.agents, opts.transcript)
   const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name })
   const toolset = new Map(offered.map((t) => [t.id, t]))
-  const system = buildSystemPrompt(agent, session.directory, (deps.environment ?? defaultEnvironment)())
+  const system = buildSystemPrompt(agent, session.directory, (deps.environment ?? defaultEnvironment)(), deps.serverInstructions?.())
   let messages: ChatMessage[]
   let chain: string
   if (opts.transcript) ({ messages, chain } = opts.transcript.chat())

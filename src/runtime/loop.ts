@@ -15,7 +15,7 @@ import { runModelStep } from './step.js'
 import { RunCompaction } from './compaction.js'
 import type { CompactionConfig } from './compaction-config.js'
 import type { Transcript } from './transcript.js'
-import type { SystemEnvironment } from './system-prompt.js'
+import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
 
 /**
@@ -38,6 +38,8 @@ export interface LoopDeps {
   /** overrides every agent's step budget (tests, benchmarks) */
   readonly maxSteps?: number
   readonly environment?: () => SystemEnvironment
+  /** the instructions of the connected MCP servers, for the system prompt */
+  readonly serverInstructions?: () => readonly ServerInstructions[]
   /** context compaction (src/runtime/compaction.ts); without it there is none */
   readonly compaction?: CompactionConfig
 }

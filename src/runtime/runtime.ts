@@ -17,7 +17,7 @@ import { continueRun } from './recovery-run.js'
 import type { ModelRequest, ModelResolver } from './model.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.js'
 import { SessionViews } from './session-cache.js'
-import type { SystemEnvironment } from './system-prompt.js'
+import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 
 /**
  * The agent runtime (DESIGN §6) — what the server uses:
@@ -64,6 +64,8 @@ export interface RuntimeDeps {
   readonly limits?: RuntimeLimits
   /** platform and date told to the model; injectable for reproducible requests */
   readonly environment?: () => SystemEnvironment
+  /** the instructions of the connected MCP servers, for the system prompt */
+  readonly serverInstructions?: () => readonly ServerInstructions[]
   /** context compaction; absent: none (the composition root always configures it) */
   readonly compaction?: Partial<CompactionConfig>
 }
@@ -118,6 +120,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     retry,
     ...(deps.limits?.maxSteps !== undefined && { maxSteps: deps.limits.maxSteps }),
     ...(deps.environment && { environment: deps.environment }),
+    ...(deps.serverInstructions && { serverInstructions: deps.serverInstructions }),
     ...(deps.compaction && { compaction: compactionConfig(deps.compaction) }),
   }
   const coordinator = new RunCoordinator(

@@ -3,9 +3,10 @@ import { dirname, join, resolve } from 'node:path'
 import type { AgentDefinition } from '../tools/agents.js'
 
 /**
- * The system prompt (DESIGN §6): the agent's prompt, the environment, and the
+ * The system prompt (DESIGN §6): the agent's prompt, the environment, the
  * project's instructions — AGENTS.md (CLAUDE.md as a fallback) in every
- * directory from the session's directory up to the repository root.
+ * directory from the session's directory up to the repository root — and the
+ * instructions of the connected MCP servers.
  */
 
 export interface SystemEnvironment {
@@ -18,7 +19,18 @@ export function defaultEnvironment(now: Date = new Date()): SystemEnvironment {
   return { platform: process.platform, date: now.toISOString().slice(0, 10) }
 }
 
-export function buildSystemPrompt(agent: AgentDefinition, directory: string, env: SystemEnvironment): string {
+/** What a connected MCP server asks of the model (its `instructions` at initialize). */
+export interface ServerInstructions {
+  readonly server: string
+  readonly text: string
+}
+
+export function buildSystemPrompt(
+  agent: AgentDefinition,
+  directory: string,
+  env: SystemEnvironment,
+  servers: readonly ServerInstructions[] = [],
+): string {
   const repoRoot = findRepoRoot(directory)
   const sections = [
     agent.prompt,
@@ -31,6 +43,7 @@ export function buildSystemPrompt(agent: AgentDefinition, directory: string, env
       '</env>',
     ].join('\n'),
     ...instructions(directory, repoRoot),
+    ...servers.map((s) => `Instructions from MCP server ${s.server}:\n${s.text.slice(0, MAX_INSTRUCTION_BYTES)}`),
   ]
   return sections.join('\n\n')
 }

@@ -6,6 +6,7 @@ import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { getSession } from '../../src/projections/read-model.js'
+import { compileContext } from '../../src/runtime/context.js'
 import { createTooling, type McpServerStatus, type Tooling } from '../../src/tools/index.js'
 import { tempDir } from './helpers.js'
 
@@ -69,5 +70,15 @@ describe('createTooling (the composition root helper)', () => {
     )
     expect(store.readSession('ses_1').map((e) => e.type)).toEqual(['session.created', 'todo.updated'])
     expect(getSession(store.db, 'ses_1')?.todos).toEqual(items)
+
+    // What the connected server asks of the model reaches the system prompt (DESIGN §6).
+    const served = tooling.mcp.instructions()
+    expect(served.map((i) => i.server)).toEqual(['everything'])
+    const context = await compileContext(store, 'ses_1', undefined, {
+      agents: tooling.agents,
+      tools: tooling.registry,
+      serverInstructions: () => tooling.mcp.instructions(),
+    })
+    expect(context.system).toContain(`Instructions from MCP server everything:\n${served[0]?.text.slice(0, 200)}`)
   })
 })
