@@ -93,7 +93,8 @@ export interface ModelContext extends ModelRequest {
 }
 
 export interface Runtime {
-  submit(sessionId: string, input: SubmitInput): SubmitResult
+  /** `by`: who the input comes from (meta.actor); the runtime submits a sub-agent's prompt and an orphan's report itself */
+  submit(sessionId: string, input: SubmitInput, by?: 'user' | 'runtime'): SubmitResult
   cancel(sessionId: string): { cancelled: boolean }
   wake(sessionId: string): void
   resume(sessionId: string, runId: string): void
@@ -135,7 +136,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   )
 
   return {
-    submit(sessionId, input) {
+    submit(sessionId, input, by = 'user') {
       const command: SubmitCommand = {
         inputId: input.inputId ?? ids.next('in'),
         parts: input.parts,
@@ -157,7 +158,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       const [accepted] = store.append(sessionId, decision.events, {
         expectedVersion: session?.version ?? 0,
         durability: 'full',
-        meta: { actor: 'user', input: command.inputId },
+        meta: { actor: by, input: command.inputId },
       })
       if (!accepted) throw new ChronicleError('INTERNAL', 'input.accepted was not appended')
       if (!command.noReply) coordinator.wake(sessionId)

@@ -57,7 +57,7 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const text =
       `<system-reminder>\nThe sub-agent session ${childId} ("${child.title}") whose task call was interrupted has finished: ${outcome}.${error}\n` +
       `<task_result>\n${finalText(store, childId)}\n</task_result>\n</system-reminder>`
-    deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' })
+    deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' }, 'runtime')
     return true
   }
   const safely = (childId: string) => {

@@ -25,7 +25,11 @@ import { SHUTDOWN } from './loop.js'
 
 /** What the sub-agent machinery needs of the runtime (bound late: the runtime needs the tools first). */
 export interface ChildRuntime {
-  submit(sessionId: string, input: { inputId?: string; parts: { type: 'text'; text: string }[]; agent?: string; delivery?: 'queue' | 'steer' }): unknown
+  submit(
+    sessionId: string,
+    input: { inputId?: string; parts: { type: 'text'; text: string }[]; agent?: string; delivery?: 'queue' | 'steer' },
+    by: 'runtime',
+  ): unknown
   cancel(sessionId: string): unknown
   idle(sessionId: string): Promise<void>
 }
@@ -102,7 +106,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
     awaited.add(childSessionId)
     try {
       ctx.abort.addEventListener('abort', onAbort, { once: true })
-      runtime.submit(childSessionId, { parts: [{ type: 'text', text: prompt }], agent })
+      runtime.submit(childSessionId, { parts: [{ type: 'text', text: prompt }], agent }, 'runtime')
       if (ctx.abort.aborted) onAbort()
       await runtime.idle(childSessionId)
     } finally {

@@ -49,6 +49,7 @@ describe('a sub-agent across a restart', () => {
     expect(dataOf(parent, 'tool.failed')[0]).toMatchObject({ error: { kind: 'interrupted' } })
     const report = parent.find((e) => e.type === 'input.accepted' && e.data.inputId === `subtask:${childId}`)
     expect(report?.data).toMatchObject({ delivery: 'queue' })
+    expect(report?.meta.actor).toBe('runtime') // the runtime reports it, not the user
     const reportText = JSON.stringify(report?.data)
     expect(reportText).toContain('<task_result>\\nchild answer after restart\\n</task_result>')
     // The parent's loop ran again with the report and answered it.

@@ -42,6 +42,9 @@ describe('sub-agents through the task tool', () => {
       data: { agent: 'general', model: 'mock:model', directory: h.directory, parent: { sessionId: id, callId: 'c_task' }, title: 'delegated work (@general subagent)' },
     })
     expect(dataOf(events, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
+    // Its prompt is the runtime's input, not the user's; the parent's prompt is the user's.
+    expect(events.find((e) => e.type === 'input.accepted')?.meta.actor).toBe('runtime')
+    expect(parent.find((e) => e.type === 'input.accepted')?.meta.actor).toBe('user')
     // It started from the task prompt alone, not from the parent's history.
     const childCall = h.model.calls.find((c) => JSON.stringify(c.prompt).includes('CHILD: look up x'))!
     expect(childCall.prompt.map((m) => m.role)).toEqual(['system', 'user'])
