@@ -96,18 +96,24 @@ describe('slow consumers', () => {
     return [...s.chronicle.app.websocketServer.clients]
   }
 
+  /** A caught-up subscriber whose socket stops reading, then 3,000 large events appended behind it. */
+  async function pausedBehind(s: TestServer, title: string) {
+    const [session] = createSessions(s.chronicle.store, 1, title)
+    const c = await Client.connect(s.wsUrl, s.token)
+    await c.call('subscribe', { sessions: [session], after: 0 })
+    await c.wait((f) => f.type === 'caught-up')
+    const raw = (c.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket
+    raw.pause()
+    for (let i = 0; i < 3000; i += 100) {
+      s.chronicle.store.append(session as string, range(i, i + 99).map(bigTodo), { meta: { actor: 'tool' } })
+    }
+    return { session, c, raw }
+  }
+
   it('a client that pauses is served from the log and catches up, exactly once, with bounded socket buffers', async () => {
     const s = await slowServer(60_000)
     try {
-      const [session] = createSessions(s.chronicle.store, 1, 'pause')
-      const c = await Client.connect(s.wsUrl, s.token)
-      await c.call('subscribe', { sessions: [session], after: 0 })
-      await c.wait((f) => f.type === 'caught-up')
-      const raw = (c.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket
-      raw.pause()
-      for (let i = 0; i < 3000; i += 100) {
-        s.chronicle.store.append(session as string, range(i, i + 99).map(bigTodo), { meta: { actor: 'tool' } })
-      }
+      const { c, raw } = await pausedBehind(s, 'pause')
       let maxBuffered = 0
       for (let i = 0; i < 40; i++) {
         for (const ws of serverSockets(s)) maxBuffered = Math.max(maxBuffered, ws.bufferedAmount)
@@ -128,15 +134,7 @@ describe('slow consumers', () => {
   it('a client that does not drain at all is sent `closing` with its cursor and closed with 4008; resuming from it loses nothing', async () => {
     const s = await slowServer(300)
     try {
-      const [session] = createSessions(s.chronicle.store, 1, 'stall')
-      const c = await Client.connect(s.wsUrl, s.token)
-      await c.call('subscribe', { sessions: [session], after: 0 })
-      await c.wait((f) => f.type === 'caught-up')
-      const raw = (c.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket
-      raw.pause()
-      for (let i = 0; i < 3000; i += 100) {
-        s.chronicle.store.append(session as string, range(i, i + 99).map(bigTodo), { meta: { actor: 'tool' } })
-      }
+      const { session, c, raw } = await pausedBehind(s, 'stall')
       // wait until the server gives up on this socket (its side turns CLOSING), then read what was sent
       for (let i = 0; i < 500 && serverSockets(s).some((ws) => ws.readyState === ws.OPEN); i++) await new Promise((r) => setTimeout(r, 10))
       raw.resume()
