@@ -89,6 +89,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: signal,
     progress: (metadata) => recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata } }, meta),
     ask: (request) => input.permissions.ask(scope, request),
+    check: (request) => input.permissions.check(scope, request),
   }
   try {
     const result = await untilAborted(tool.execute(parsed.data, ctx), signal)

@@ -1,6 +1,6 @@
 import { realpathSync } from 'node:fs'
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
-import type { ToolContext } from './tool.js'
+import { type ToolContext, ToolFailure } from './tool.js'
 
 /**
  * Workspace confinement (DESIGN §8, SECURITY §2.11). A path resolves against
@@ -46,18 +46,26 @@ export function realpathNearest(path: string): string {
 }
 
 export interface AccessOptions {
-  /** extra roots that need no external_directory permission (e.g. the saved tool-output directory) */
+  /** extra roots that need no external_directory permission (e.g. the session's own saved tool outputs) */
   readonly trusted?: readonly string[]
+  /**
+   * Roots no tool may touch, whatever the rules say: Chronicle's data directory
+   * (database, token, every session's saved outputs) and its config file. They
+   * are denied even when they lie inside the session directory.
+   */
+  readonly forbidden?: readonly string[]
 }
 
 /**
- * Resolves a tool's path argument and, when it is outside the session
- * directory, asks `external_directory` for its directory (pattern `<dir>/*`).
+ * Resolves a tool's path argument: a forbidden root is denied outright; a
+ * trusted root or the session directory is accessed as is; anything else
+ * asks `external_directory` for its directory (pattern `<dir>/*`).
  */
 export async function accessPath(ctx: ToolContext, filePath: string, options: AccessOptions = {}): Promise<ResolvedPath> {
   const resolved = resolveInWorkspace(ctx.directory, filePath)
-  if (resolved.inside) return resolved
   if (options.trusted?.some((t) => isWithin(realpathNearest(t), resolved.real))) return resolved
+  assertNotForbidden(resolved, options.forbidden)
+  if (resolved.inside) return resolved
   const dir = dirname(resolved.real)
   await ctx.ask({
     permission: 'external_directory',
@@ -66,4 +74,14 @@ export async function accessPath(ctx: ToolContext, filePath: string, options: Ac
     metadata: { filePath: resolved.real },
   })
   return resolved
+}
+
+/** Throws `denied` when the path is, or lies inside, a forbidden root. */
+export function assertNotForbidden(resolved: ResolvedPath, forbidden: readonly string[] = []): void {
+  if (!isForbidden(resolved.real, forbidden)) return
+  throw new ToolFailure('denied', `${resolved.display} is inside Chronicle's own data or configuration, which no tool may read or change.`)
+}
+
+export function isForbidden(real: string, forbidden: readonly string[] = []): boolean {
+  return forbidden.some((root) => isWithin(realpathNearest(root), real))
 }

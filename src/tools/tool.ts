@@ -29,7 +29,12 @@ export interface ToolContext {
   progress(metadata: Record<string, unknown>): void
   /** resolves when allowed; rejects with ToolFailure {kind: 'denied'} when denied or rejected */
   ask(request: PermissionAsk): Promise<void>
+  /** what the rules say now, without asking (e.g. which files a search may open without the user) */
+  check(request: PermissionAsk): PermissionDecision
 }
+
+/** The outcome of the rules for a request: allowed, denied, or the user must be asked. */
+export type PermissionDecision = 'allow' | 'deny' | 'ask'
 
 export interface ToolResult {
   readonly output: string
@@ -86,4 +91,6 @@ export interface PermissionScope {
 export interface PermissionGate {
   /** resolves when allowed; rejects with ToolFailure {kind: 'denied'} (message: the user's reject message, if any) */
   ask(scope: PermissionScope, request: PermissionAsk): Promise<void>
+  /** the decision the rules give now, without asking or recording anything */
+  check(scope: PermissionScope, request: PermissionAsk): PermissionDecision
 }

@@ -3,8 +3,9 @@ import { join } from 'node:path'
 
 /**
  * Caps a tool's output (2000 lines, 50 KB). The full text is saved under
- * `<dataDir>/tool-output/` and the truncated output says where, so the model
- * can read or grep the rest.
+ * `<dataDir>/tool-output/<sessionId>/` and the truncated output says where, so
+ * the model can read or grep the rest. Each session may read only its own
+ * directory there (the rest of the data directory is closed to every tool).
  */
 export const MAX_LINES = 2000
 export const MAX_BYTES = 50 * 1024
@@ -15,13 +16,19 @@ export interface Truncated {
   readonly outputPath?: string
 }
 
-export function outputDir(dataDir: string): string {
-  return join(dataDir, 'tool-output')
+/** Where a session's saved outputs go (every session's, without `sessionId`). */
+export function outputDir(dataDir: string, sessionId?: string): string {
+  const root = join(dataDir, 'tool-output')
+  return sessionId === undefined ? root : join(root, safeName(sessionId))
+}
+
+function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9_.-]/g, '_')
 }
 
 export function truncateOutput(
   text: string,
-  opts: { dataDir: string; name: string; maxLines?: number; maxBytes?: number; keep?: 'head' | 'tail' },
+  opts: { dataDir: string; sessionId: string; name: string; maxLines?: number; maxBytes?: number; keep?: 'head' | 'tail' },
 ): Truncated {
   const maxLines = opts.maxLines ?? MAX_LINES
   const maxBytes = opts.maxBytes ?? MAX_BYTES
@@ -38,10 +45,10 @@ export function truncateOutput(
     bytes += size
   }
   if (opts.keep === 'tail') kept.reverse()
-  const dir = outputDir(opts.dataDir)
-  mkdirSync(dir, { recursive: true })
-  const outputPath = join(dir, `${opts.name.replace(/[^A-Za-z0-9_.-]/g, '_')}.txt`)
-  writeFileSync(outputPath, text)
+  const dir = outputDir(opts.dataDir, opts.sessionId)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const outputPath = join(dir, `${safeName(opts.name)}.txt`)
+  writeFileSync(outputPath, text, { mode: 0o600 })
   const omitted = lines.length - kept.length
   const note = `... output truncated: ${omitted} more lines (${Buffer.byteLength(text)} bytes in all). The full output is saved at ${outputPath} — use read with offset/limit or grep on that file to see the rest.`
   const output = opts.keep === 'tail' ? `${note}\n${kept.join('\n')}` : `${kept.join('\n')}\n${note}`

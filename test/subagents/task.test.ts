@@ -181,6 +181,7 @@ describe('sub-agents through the task tool', () => {
       abort: new AbortController().signal,
       progress: () => {},
       ask: async () => {},
+      check: () => 'allow' as const,
     }
     await expect(h.subagents.run({ description: 'd', prompt: 'p', agent: 'general', ctx })).rejects.toMatchObject({
       kind: 'denied',

@@ -83,7 +83,7 @@ describe('file tools', () => {
     it('may read saved tool output in the data directory without external_directory', async () => {
       const g = fixture({ directory: join(tmp.dir, 'd'), agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'deny' }] })
       mkdirSync(join(tmp.dir, 'd'), { recursive: true })
-      const t = truncateOutput(Array.from({ length: 3000 }, (_, i) => String(i)).join('\n'), { dataDir: join(tmp.dir, '.data'), name: 'x' })
+      const t = truncateOutput(Array.from({ length: 3000 }, (_, i) => String(i)).join('\n'), { dataDir: join(tmp.dir, '.data'), sessionId: g.sessionId, name: 'x' })
       const r = await read.execute({ filePath: t.outputPath as string, offset: 2999, limit: 2 }, g.ctx())
       expect(r.output).toContain('02999| 2998\n03000| 2999')
       g.gate.close()

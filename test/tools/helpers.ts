@@ -65,6 +65,7 @@ export function fixture(opts: { directory: string; agent?: string; rules?: Permi
         abort,
         progress: (m) => progressed.push(m),
         ask: (request: PermissionAsk) => gate.ask(scope, request),
+        check: (request: PermissionAsk) => gate.check(scope, request),
         progressed,
         ...overrides,
       }

@@ -66,6 +66,7 @@ describe('createTooling (the composition root helper)', () => {
         abort: new AbortController().signal,
         progress: () => {},
         ask: () => Promise.resolve(),
+        check: () => 'allow' as const,
       },
     )
     expect(store.readSession('ses_1').map((e) => e.type)).toEqual(['session.created', 'todo.updated'])

@@ -29,6 +29,8 @@ const parameters = z.object({
 
 export interface BashToolDeps {
   readonly dataDir: string
+  /** roots no tool may touch (default: the data directory) */
+  readonly forbidden?: readonly string[]
   /** the environment commands start from, before scrubbing (default process.env) */
   readonly env?: NodeJS.ProcessEnv
   readonly shell?: string
@@ -47,13 +49,14 @@ export function createBashTool(deps: BashToolDeps) {
   const shell = deps.shell ?? (existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh')
   const spawn = deps.spawn ?? nodeSpawn
   const grace = deps.killGraceMs ?? 2000
+  const forbidden = deps.forbidden ?? [deps.dataDir]
   return defineTool({
     id: 'bash',
     permission: 'bash',
     description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.`,
     parameters,
     async execute(args, ctx) {
-      const cwd = args.workdir ? (await accessPath(ctx, args.workdir)).real : ctx.directory
+      const cwd = args.workdir ? (await accessPath(ctx, args.workdir, { forbidden })).real : ctx.directory
       if (!existsSync(cwd) || !statSync(cwd).isDirectory()) throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
       const outside = outsidePaths(args.command, cwd, ctx.directory)
       if (outside.length > 0) {
@@ -125,7 +128,7 @@ export function createBashTool(deps: BashToolDeps) {
       if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
       notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
       const full = `${output}${output.endsWith('\n') || output === '' ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`
-      const truncated = truncateOutput(full, { dataDir: deps.dataDir, name: `bash_${ctx.partId}`, keep: 'tail' })
+      const truncated = truncateOutput(full, { dataDir: deps.dataDir, sessionId: ctx.sessionId, name: `bash_${ctx.partId}`, keep: "tail" })
       if (ended === 'abort') throw new ToolFailure('aborted', truncated.output)
       return {
         output: truncated.output,

@@ -15,7 +15,7 @@ const parameters = z.object({
 })
 
 /** edit: exact string replacement in a file the session has read and that has not changed since. */
-export function createEditTool(deps: { fileTimes: FileTimes }) {
+export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonly string[] }) {
   return defineTool({
     id: 'edit',
     permission: 'edit',
@@ -26,7 +26,7 @@ export function createEditTool(deps: { fileTimes: FileTimes }) {
       if (args.oldString === args.newString) {
         throw new ToolFailure('invalid', 'oldString and newString are identical; there is nothing to change.')
       }
-      const path = await accessPath(ctx, args.filePath)
+      const path = await accessPath(ctx, args.filePath, { forbidden: deps.forbidden ?? [] })
       if (args.oldString === '') {
         if (existsSync(path.real)) {
           throw new ToolFailure('failed', `${path.display} already exists; give the text to replace in oldString.`)

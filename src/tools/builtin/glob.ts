@@ -12,14 +12,14 @@ const parameters = z.object({
 })
 
 /** glob: files whose path matches a glob, newest first, at most 100. */
-export function createGlobTool() {
+export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
   return defineTool({
     id: 'glob',
     permission: 'glob',
     description: `Finds files by glob pattern (e.g. "**/*.ts"). Returns absolute paths, most recently modified first, at most ${LIMIT}. Skips ${DEFAULT_IGNORES.slice(0, 3).join(', ')} and similar directories.`,
     parameters,
     async execute(args, ctx) {
-      const root = await accessPath(ctx, args.path ?? '.')
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden: deps.forbidden ?? [] })
       if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory()) throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'glob', patterns: [args.pattern], metadata: { path: root.real } })
       const re = globToRegExp(args.pattern)

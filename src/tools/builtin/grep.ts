@@ -16,7 +16,7 @@ const parameters = z.object({
 })
 
 /** grep: lines matching a regex, grouped by file, at most 100 matches. */
-export function createGrepTool(deps: { dataDir?: string } = {}) {
+export function createGrepTool(deps: { dataDir?: string; forbidden?: readonly string[] } = {}) {
   return defineTool({
     id: 'grep',
     permission: 'grep',
@@ -29,7 +29,7 @@ export function createGrepTool(deps: { dataDir?: string } = {}) {
       } catch (err) {
         throw new ToolFailure('invalid', `Invalid regular expression ${JSON.stringify(args.pattern)}: ${(err as Error).message}`)
       }
-      const root = await accessPath(ctx, args.path ?? '.')
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden: deps.forbidden ?? (deps.dataDir ? [deps.dataDir] : []) })
       const stat = statSync(root.real, { throwIfNoEntry: false })
       if (!stat) throw new ToolFailure('failed', `Path not found: ${root.display}`)
       await ctx.ask({ permission: 'grep', patterns: [args.pattern], metadata: { path: root.real } })
@@ -58,7 +58,7 @@ export function createGrepTool(deps: { dataDir?: string } = {}) {
       const more = total > LIMIT ? `\n(${total - LIMIT} more matches not shown; narrow the pattern, path or include.)` : ''
       const text = matches.length ? matches.join('\n') + more : 'No matches found'
       // 100 long lines can still exceed 50 KB: cap like every other output
-      const capped = deps.dataDir ? truncateOutput(text, { dataDir: deps.dataDir, name: `grep_${ctx.partId}` }) : { output: text, truncated: false }
+      const capped = deps.dataDir ? truncateOutput(text, { dataDir: deps.dataDir, sessionId: ctx.sessionId, name: `grep_${ctx.partId}` }) : { output: text, truncated: false }
       return {
         output: capped.output,
         title: args.pattern,

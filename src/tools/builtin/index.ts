@@ -13,6 +13,8 @@ import { createWriteTool } from './write.js'
 export interface BuiltinToolDeps {
   /** saved tool outputs go under <dataDir>/tool-output */
   readonly dataDir: string
+  /** roots no tool may touch, even inside a session directory (default: the data directory) */
+  readonly forbidden?: readonly string[]
   /** records todo.updated for the session (the runtime appends it) */
   readonly updateTodos: (sessionId: string, items: TodoItem[]) => Promise<void> | void
   readonly fileTimes?: FileTimes
@@ -24,19 +26,21 @@ export interface BuiltinToolDeps {
 /** The built-in tools, in the order models see them (the task tool belongs to the runtime). */
 export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const fileTimes = deps.fileTimes ?? createFileTimes()
+  const forbidden = deps.forbidden ?? [deps.dataDir]
   return [
     createBashTool({
       dataDir: deps.dataDir,
+      forbidden,
       ...(deps.env && { env: deps.env }),
       ...(deps.killGraceMs !== undefined && { killGraceMs: deps.killGraceMs }),
       ...(deps.spawn && { spawn: deps.spawn }),
     }),
-    createReadTool({ dataDir: deps.dataDir, fileTimes }),
-    createGlobTool(),
-    createGrepTool({ dataDir: deps.dataDir }),
-    createListTool(),
-    createEditTool({ fileTimes }),
-    createWriteTool({ fileTimes }),
+    createReadTool({ dataDir: deps.dataDir, fileTimes, forbidden }),
+    createGlobTool({ forbidden }),
+    createGrepTool({ dataDir: deps.dataDir, forbidden }),
+    createListTool({ forbidden }),
+    createEditTool({ fileTimes, forbidden }),
+    createWriteTool({ fileTimes, forbidden }),
     createTodoWriteTool({ updateTodos: deps.updateTodos }),
   ] as Tool[]
 }

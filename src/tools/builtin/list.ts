@@ -12,14 +12,14 @@ const parameters = z.object({
 })
 
 /** list: the directory tree, indented, directories first-class, at most 1000 entries. */
-export function createListTool() {
+export function createListTool(deps: { forbidden?: readonly string[] } = {}) {
   return defineTool({
     id: 'list',
     permission: 'list',
     description: `Lists a directory tree (indented; directories end with "/"), at most ${LIMIT} entries. Dependency and VCS directories such as node_modules and .git are left out; pass ignore globs to leave out more.`,
     parameters,
     async execute(args, ctx) {
-      const root = await accessPath(ctx, args.path ?? '.')
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden: deps.forbidden ?? [] })
       if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory()) throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'list', patterns: [root.display], metadata: { path: root.real } })
       const ignores = (args.ignore ?? []).map(globToRegExp)

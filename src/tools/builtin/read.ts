@@ -35,6 +35,8 @@ const parameters = z.object({
 export interface ReadToolDeps {
   readonly dataDir: string
   readonly fileTimes: FileTimes
+  /** roots no tool may touch (default: the data directory) */
+  readonly forbidden?: readonly string[]
 }
 
 /** read: numbered lines of a text file, capped at 2000 lines, 2000 characters a line and 50 KB. */
@@ -45,7 +47,7 @@ export function createReadTool(deps: ReadToolDeps) {
     description: `Reads a text file from the project. Returns numbered lines (\`N| text\`). By default up to ${MAX_LINES} lines from the start; lines longer than ${MAX_LINE_CHARS} characters are cut and output stops at 50 KB — use offset/limit to read further. A directory path returns its entries. Binary files are refused. Read a file before editing it.`,
     parameters,
     async execute(args, ctx) {
-      const path = await accessPath(ctx, args.filePath, { trusted: [outputDir(deps.dataDir)] })
+      const path = await accessPath(ctx, args.filePath, { trusted: [outputDir(deps.dataDir, ctx.sessionId)], forbidden: deps.forbidden ?? [deps.dataDir] })
       await ctx.ask({ permission: 'read', patterns: [path.display], metadata: { filePath: path.real } })
       let stat
       try {

@@ -11,7 +11,7 @@ const parameters = z.object({
 })
 
 /** write: creates or overwrites a file. Overwriting needs a read of the current content first. */
-export function createWriteTool(deps: { fileTimes: FileTimes }) {
+export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readonly string[] }) {
   return defineTool({
     id: 'write',
     permission: 'edit',
@@ -19,7 +19,7 @@ export function createWriteTool(deps: { fileTimes: FileTimes }) {
       'Writes a file with the given content, creating parent directories. To overwrite an existing file you must have read it in this session (and it must not have changed since). Prefer edit for changes to existing files.',
     parameters,
     async execute(args, ctx) {
-      const path = await accessPath(ctx, args.filePath)
+      const path = await accessPath(ctx, args.filePath, { forbidden: deps.forbidden ?? [] })
       const exists = existsSync(path.real)
       if (exists && statSync(path.real).isDirectory()) throw new ToolFailure('failed', `${path.display} is a directory`)
       if (exists) deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)

@@ -58,7 +58,7 @@ export function createMcpTool(
       }
       const normalized = normalizeResult(result)
       if (!opts.dataDir) return normalized
-      const truncated = truncateOutput(normalized.output, { dataDir: opts.dataDir, name: `mcp_${ctx.partId}` })
+      const truncated = truncateOutput(normalized.output, { dataDir: opts.dataDir, sessionId: ctx.sessionId, name: `mcp_${ctx.partId}` })
       return {
         ...normalized,
         output: truncated.output,

@@ -169,6 +169,7 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     ask,
     waitForReply,
     evaluate: (scope, request) => evaluateWith(sessionOf(scope.sessionId), scope.agent, request),
+    check: (scope, request) => evaluateWith(sessionOf(scope.sessionId), scope.agent, request).action,
     close() {
       unsubscribe()
       for (const set of waiters.values()) for (const w of set) w.settle({ requestId: '', reply: 'reject', message: 'permission gate closed' })
