@@ -214,7 +214,11 @@ export const ToolCompleted = event('tool.completed', {
 export const ToolFailed = event('tool.failed', { partId: id, error: ToolError })
 
 // ── permissions ───────────────────────────────────────────────────────────
-/** tools (via ctx.ask). A call is parked until a reply; Session becomes `waiting`. */
+/**
+ * tools (via ctx.ask). A call is parked until a reply; Session becomes `waiting`.
+ * A sub-agent's request is raised in the top session of its chain (the one a
+ * user watches), with `from` naming the child session and call that asked.
+ */
 export const PermissionRequested = event('permission.requested', {
   requestId: id,
   partId: z.string().optional(),
@@ -222,6 +226,7 @@ export const PermissionRequested = event('permission.requested', {
   permission: z.string(),
   patterns: z.array(z.string()),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  from: z.object({ sessionId: id, partId: z.string().optional(), callId: z.string().optional() }).optional(),
 })
 /** commands (reply), fork settlement or a reject cascade. Closes the request. */
 export const PermissionReplied = event('permission.replied', {

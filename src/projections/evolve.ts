@@ -212,7 +212,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     }
 
     case 'permission.requested': {
-      const { requestId, partId, callId, permission, patterns, metadata } = event.data
+      const { requestId, partId, callId, permission, patterns, metadata, from } = event.data
       const pending = {
         requestId,
         seq: event.seq,
@@ -221,6 +221,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ...(partId !== undefined && { partId }),
         ...(callId !== undefined && { callId }),
         ...(metadata && { metadata }),
+        ...(from && { from }),
       }
       return { session: touch(session, event, { status: 'waiting', pendingPermissions: [...session.pendingPermissions, pending] }) }
     }

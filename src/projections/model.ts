@@ -28,6 +28,8 @@ export interface PendingPermission {
   readonly permission: string
   readonly patterns: readonly string[]
   readonly metadata?: Record<string, unknown>
+  /** a sub-agent's request: the child session (and its call) that asked */
+  readonly from?: { readonly sessionId: string; readonly partId?: string; readonly callId?: string }
 }
 
 export interface SessionRule extends PermissionRule {

@@ -26,7 +26,9 @@ import { loadView } from '../projections/read-model.js'
  * open call": it had not passed its permission check, so it did not run. Its
  * request stays pending (re-offered to clients) and the resumed run settles
  * the call by the user's answer (src/runtime/recovery-run.ts). When the run is
- * not resumed, its pending requests are closed and the call failed.
+ * not resumed, its pending requests are closed and the call failed. A request
+ * raised here for a sub-agent (`from`) is closed too: the child's call that
+ * asked was interrupted with its own run.
  *
  * Sessions with no run but undelivered input (a crash between `input.accepted`
  * and `run.started`), or whose run recovery ended `failed`, are woken — unless
@@ -36,6 +38,8 @@ import { loadView } from '../projections/read-model.js'
 
 export const INTERRUPTED_MESSAGE = 'interrupted by a server restart; it may have partially executed; its outcome is unknown'
 export const DEFAULT_RESUME_BUDGET = 3
+export const SUBAGENT_ASK_INTERRUPTED = 'closed by a server restart: the sub-agent call that asked was interrupted'
+
 
 const KEEP_PERMISSIONS: SettleReason = { kind: 'interrupted', message: INTERRUPTED_MESSAGE, rejectPermissions: false, finishRun: false }
 const CLOSE_ALL: SettleReason = { kind: 'interrupted', message: INTERRUPTED_MESSAGE, rejectPermissions: true, finishRun: false }
@@ -75,13 +79,17 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
       message: `interrupted by ${attempt} server restarts; not resumed again (resume budget ${budget})`,
     })
   }
-  const parked = new Set(session.pendingPermissions.flatMap((p) => (p.partId ? [p.partId] : [])))
+  const own = session.pendingPermissions.filter((p) => !p.from)
+  const parked = new Set(own.flatMap((p) => (p.partId ? [p.partId] : [])))
+  const childAsks = session.pendingPermissions
+    .filter((p) => p.from)
+    .map((p): ChronicleEvent => ({ type: 'permission.replied', data: { requestId: p.requestId, reply: 'reject', message: SUBAGENT_ASK_INTERRUPTED } }))
   // Kept for the resumed run: calls parked on a re-offered request, and a compaction requested but not started.
   const requested = session.compaction?.status === 'requested'
   const settle = settleInFlight(view, KEEP_PERMISSIONS).filter(
     (e) => !(e.type === 'tool.failed' && parked.has(e.data.partId)) && !(e.type === 'compaction.failed' && requested),
   )
-  return { events: [...settle, { type: 'run.resumed', data: { runId, attempt } }], action: { kind: 'resumed', runId, attempt } }
+  return { events: [...settle, ...childAsks, { type: 'run.resumed', data: { runId, attempt } }], action: { kind: 'resumed', runId, attempt } }
 }
 
 export interface RecoveryReport {
