@@ -26,7 +26,7 @@ const USAGE = `usage: chronicle <command> [options]
   demo                                          a scripted session, time travel and a fork; no API key
 
 Client commands find the server at CHRONICLE_URL (default http://127.0.0.1:4780) with the token
-from CHRONICLE_TOKEN or the data directory (CHRONICLE_DATA_DIR, default ./.chronicle).`
+from CHRONICLE_TOKEN or the data directory (CHRONICLE_DATA_DIR, default $XDG_DATA_HOME/chronicle or ~/.local/share/chronicle).`
 
 export interface CliIo {
   readonly write: (text: string) => void

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { homedir } from 'node:os'
+import { isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
@@ -8,10 +9,15 @@ import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp
 export type { McpServerConfig }
 
 /**
- * Configuration (DESIGN §10): environment variables, optionally overridden by
- * a `chronicle.json` in the data directory or a file given with `--config`.
- * Everything is validated with zod; a bad file is a clear error naming the
- * offending paths, never a crash deep inside the server.
+ * Configuration (docs/SECURITY.md, README): environment variables, optionally
+ * overridden by the user's config file — `--config <file>`, else
+ * `$XDG_CONFIG_HOME/chronicle/chronicle.json`, else `chronicle.json` in the
+ * data directory. Both are the user's own: the data directory defaults to
+ * `$XDG_DATA_HOME/chronicle` (else `~/.local/share/chronicle`), never a
+ * directory under the current one, so nothing a repository ships can set the
+ * token, host, origins, MCP servers, providers or rules. Everything is
+ * validated with zod; a bad file is a clear error naming the offending paths,
+ * never a crash deep inside the server.
  */
 
 const ModelInfo = z.object({
@@ -40,6 +46,32 @@ const AgentConfig = z.object({
   maxSteps: z.number().int().positive().optional(),
   rules: z.array(PermissionRule).optional(),
 })
+
+/**
+ * The OS sandbox bash runs in (docs/SECURITY.md): `auto` (default) uses
+ * bubblewrap when it can run — otherwise every bash call asks —, `off` runs
+ * commands unconfined. `network` lets sandboxed commands reach the network;
+ * `env` adds variables to the allow-listed environment, `passEnv` names
+ * server variables to pass through.
+ */
+const SandboxSettings = z.union([
+  z.enum(['auto', 'off']),
+  z
+    .object({
+      mode: z.enum(['auto', 'off']).optional(),
+      network: z.boolean().optional(),
+      env: z.record(z.string(), z.string()).optional(),
+      passEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
+    })
+    .strict(),
+])
+
+export interface SandboxConfig {
+  readonly mode: 'auto' | 'off'
+  readonly network: boolean
+  readonly env: Readonly<Record<string, string>>
+  readonly passEnv: readonly string[]
+}
 
 const Limits = z.object({
   /** HTTP body limit, bytes */
@@ -92,6 +124,7 @@ export const FileConfig = z
     compaction: CompactionSettings.optional(),
     allowedOrigins: z.array(z.string()).optional(),
     allowedHosts: z.array(z.string()).optional(),
+    sandbox: SandboxSettings.optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -112,6 +145,8 @@ export interface ChronicleConfig {
   readonly port: number
   /** a token given explicitly (env or file); otherwise one is generated and stored in the data dir */
   readonly token: string | undefined
+  /** where an explicit token came from */
+  readonly tokenSource: 'config' | 'environment' | undefined
   readonly model: string | undefined
   readonly provider: {
     readonly baseURL?: string
@@ -127,6 +162,7 @@ export interface ChronicleConfig {
   readonly limits: ResolvedLimits
   readonly allowedOrigins: readonly string[]
   readonly allowedHosts: readonly string[]
+  readonly sandbox: SandboxConfig
   readonly logLevel: string
   /** the config file that was read, if any */
   readonly configFile: string | undefined
@@ -157,8 +193,8 @@ const Env = z.object({
 
 export interface LoadOptions {
   readonly env?: NodeJS.ProcessEnv
-  /** `--config <file>`; else `chronicle.json` in the data dir when it exists */
-  readonly configPath?: string
+  /** `--config <file>`; else the XDG config file, else `chronicle.json` in the data dir, when they exist; `false`: none */
+  readonly configPath?: string | false
   readonly cwd?: string
 }
 
@@ -167,20 +203,23 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
   const cwd = options.cwd ?? process.cwd()
   const rawEnv = options.env ?? process.env
   // Empty variables count as unset: `FOO= chronicle serve` should not fail validation.
-  const env = parse(Env, Object.fromEntries(Object.entries(rawEnv).filter(([, v]) => v !== '')), 'environment')
-  const dataDir = resolve(cwd, env.CHRONICLE_DATA_DIR ?? '.chronicle')
-  const configFile = options.configPath
-    ? resolve(cwd, options.configPath)
-    : existsSync(join(dataDir, 'chronicle.json'))
-      ? join(dataDir, 'chronicle.json')
-      : undefined
+  const present = Object.fromEntries(Object.entries(rawEnv).filter(([, v]) => v !== ''))
+  const env = parse(Env, present, 'environment')
+  const dataDir = env.CHRONICLE_DATA_DIR ? resolve(cwd, env.CHRONICLE_DATA_DIR) : defaultDataDir(present)
+  const configFile =
+    options.configPath === false
+      ? undefined
+      : options.configPath
+        ? resolve(cwd, options.configPath)
+        : [join(configHome(present), 'chronicle', 'chronicle.json'), join(dataDir, 'chronicle.json')].find((f) => existsSync(f))
   const file = configFile ? readConfigFile(configFile) : {}
   return {
     dataDir,
-    // DESIGN §10: what the file sets overrides the environment.
+    // What the user's file sets overrides the environment.
     host: file.host ?? env.CHRONICLE_HOST ?? '127.0.0.1',
     port: file.port ?? env.CHRONICLE_PORT ?? 4780,
     token: file.token ?? env.CHRONICLE_TOKEN,
+    tokenSource: file.token ? 'config' : env.CHRONICLE_TOKEN ? 'environment' : undefined,
     model: file.model ?? env.CHRONICLE_MODEL,
     provider: compact({
       baseURL: file.provider?.baseURL ?? env.CHRONICLE_BASE_URL,
@@ -196,9 +235,30 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     limits: { ...DEFAULT_LIMITS, ...compact(file.limits ?? {}) },
     allowedOrigins: file.allowedOrigins ?? [],
     allowedHosts: file.allowedHosts ?? [],
+    sandbox: sandboxOf(file.sandbox),
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
     configFile,
   }
+}
+
+/** `$XDG_DATA_HOME/chronicle`, else `~/.local/share/chronicle`: per user, never inside a workspace. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(xdg(env, 'XDG_DATA_HOME', join('.local', 'share')), 'chronicle')
+}
+
+function configHome(env: NodeJS.ProcessEnv): string {
+  return xdg(env, 'XDG_CONFIG_HOME', '.config')
+}
+
+/** An XDG base directory: the variable when it holds an absolute path (the spec ignores relative ones), else under home. */
+function xdg(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const value = env[name]
+  return value && isAbsolute(value) ? value : join(env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir(), fallback)
+}
+
+function sandboxOf(settings: z.infer<typeof SandboxSettings> | undefined): SandboxConfig {
+  const s = typeof settings === 'string' ? { mode: settings } : (settings ?? {})
+  return { mode: s.mode ?? 'auto', network: s.network ?? false, env: s.env ?? {}, passEnv: s.passEnv ?? [] }
 }
 
 function readConfigFile(path: string): FileConfig {

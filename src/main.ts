@@ -1,6 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
-import { join } from 'node:path'
 import type { DestinationStream, Logger } from 'pino'
 import { ChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
@@ -24,6 +23,7 @@ import { createMcpManager } from './tools/mcp/manager.js'
 import { createPermissionGate } from './tools/permission/gate.js'
 import { createToolRegistry } from './tools/registry.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
+import { secureDataDir } from './data-dir.js'
 import { buildApp, type App } from './http/app.js'
 import type { AppDeps, PermissionPort, RuntimePort, TimeTravelPort } from './http/deps.js'
 import { createLogger } from './http/logger.js'
@@ -70,14 +70,14 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       `refusing to listen on ${config.host} (reachable from other machines) without an explicit token: set CHRONICLE_TOKEN`,
     )
   }
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const token = resolveToken(config.dataDir, config.token)
+  const dbPath = secureDataDir(config.dataDir)
+  const token = resolveToken(config.dataDir, config.token ? { token: config.token, source: config.tokenSource ?? 'config' } : undefined)
   const logger = createLogger({
     level: config.logLevel,
     secrets: [token.token, config.provider.apiKey, config.provider.openaiApiKey],
     ...(options.logDestination && { destination: options.logDestination }),
   })
-  const store = openStore(join(config.dataDir, 'chronicle.db'))
+  const store = openStore(dbPath)
   const ids = options.ids ?? createIdSource()
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path'
 import WebSocket from 'ws'
+import { defaultDataDir } from '../config.js'
 import { readClientToken } from '../http/token.js'
 
 /**
@@ -15,8 +16,7 @@ export interface ServerInfo {
 
 export function serverInfo(env: NodeJS.ProcessEnv = process.env): ServerInfo {
   const url = (env.CHRONICLE_URL ?? 'http://127.0.0.1:4780').replace(/\/$/, '')
-  const dataDir = resolve(env.CHRONICLE_DATA_DIR ?? '.chronicle')
-  return { url, token: readClientToken(dataDir, env) }
+  return { url, token: readClientToken(dataDirOf(env), env) }
 }
 
 export class ApiError extends Error {
@@ -111,5 +111,6 @@ export class WsClient {
   }
 }
 
-export const dataDirOf = (env: NodeJS.ProcessEnv = process.env) => resolve(env.CHRONICLE_DATA_DIR ?? '.chronicle')
+/** The data directory the server uses by default: CHRONICLE_DATA_DIR, else the per-user XDG one. */
+export const dataDirOf = (env: NodeJS.ProcessEnv = process.env) => (env.CHRONICLE_DATA_DIR ? resolve(env.CHRONICLE_DATA_DIR) : defaultDataDir(env))
 export const dbPathOf = (dataDir: string) => join(dataDir, 'chronicle.db')

@@ -43,6 +43,7 @@ export async function demo(out: (line: string) => void, write: (text: string) =>
   writeFileSync(script, JSON.stringify(SCRIPT))
   const config = loadConfig({
     env: { CHRONICLE_DATA_DIR: join(root, 'data'), CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' },
+    configPath: false, // the demo is self-contained: the user's own config file plays no part
   })
   const quiet = new Writable({ write: (_c, _e, done) => done() })
   const chronicle = await createChronicle(config, { directory: project, logDestination: quiet })

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { secureDataDir } from '../data-dir.js'
 import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/export.js'
 import { openStore } from '../projections/open.js'
@@ -18,11 +19,8 @@ type Out = (line: string) => void
 function open(create = false): EventStore {
   const dataDir = dataDirOf()
   const path = dbPathOf(dataDir)
-  if (!existsSync(path)) {
-    if (!create) throw new UsageError(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-  }
-  return openStore(path, { snapshotOnCommit: false })
+  if (!existsSync(path) && !create) throw new UsageError(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
+  return openStore(secureDataDir(dataDir), { snapshotOnCommit: false })
 }
 
 async function refuseIfServing(args: Args): Promise<void> {

@@ -30,7 +30,14 @@ export async function serve(args: Args, out: (line: string) => void): Promise<nu
     throw err
   }
   const { token } = chronicle
-  const where = token.file === undefined ? 'token from CHRONICLE_TOKEN' : token.generated ? `token (shown once) ${token.token} stored in ${token.file}` : `token in ${token.file}`
+  const where =
+    token.source === 'environment'
+      ? 'token from CHRONICLE_TOKEN'
+      : token.source === 'config'
+        ? `token from ${config.configFile ?? 'the config file'}`
+        : token.generated
+          ? `token (shown once) ${token.token} stored in ${token.file}`
+          : `token in ${token.file}`
   out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
 
   return new Promise((resolve) => {

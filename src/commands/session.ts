@@ -5,7 +5,7 @@ import type { Session } from '../projections/model.js'
 /** Pure deciders for the session lifecycle: decide(command, state) → events. */
 
 export type SessionCommand =
-  | { readonly type: 'create'; readonly directory: string; readonly agent: string; readonly model: string | null; readonly title?: string; readonly parent?: { sessionId: string; callId: string }; readonly rules?: PermissionRule[] }
+  | { readonly type: 'create'; readonly directory: string; readonly agent: string; readonly model: string | null; readonly title?: string; readonly parent?: { sessionId: string; callId: string; agent?: string }; readonly rules?: PermissionRule[] }
   | { readonly type: 'rename'; readonly title: string }
   | { readonly type: 'archive' }
   | { readonly type: 'set-rules'; readonly rules: PermissionRule[] }

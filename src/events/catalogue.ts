@@ -71,8 +71,11 @@ export const SessionCreated = event('session.created', {
   agent: z.string().min(1),
   model: z.string().nullable(),
   title: z.string().optional(),
-  /** set for a sub-agent's child session: the parent session and tool call */
-  parent: z.object({ sessionId: id, callId: z.string() }).optional(),
+  /**
+   * set for a sub-agent's child session: the parent session and tool call, and
+   * the agent that made the call (whose rules bound the child's: docs/SECURITY.md)
+   */
+  parent: z.object({ sessionId: id, callId: z.string(), agent: z.string().optional() }).optional(),
   rules: z.array(PermissionRule).optional(),
 })
 /** commands (fork): first event of a fork; the child's state starts as the parent's state at `from.seq`. */

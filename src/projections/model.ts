@@ -50,7 +50,8 @@ export interface Session {
   readonly directory: string
   readonly agent: string
   readonly model: string | null
-  readonly parent: { readonly sessionId: string; readonly callId: string } | null
+  /** a sub-agent's child session: the parent session, its task call and the agent that called */
+  readonly parent: { readonly sessionId: string; readonly callId: string; readonly agent?: string } | null
   readonly forkedFrom: { readonly sessionId: string; readonly seq: number } | null
   readonly status: SessionStatus
   readonly run: {

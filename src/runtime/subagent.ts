@@ -90,7 +90,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
             agent,
             model: modelOf(store, ctx.sessionId, ctx.messageId) ?? parent.model,
             title: `${description} (@${agent} subagent)`,
-            parent: { sessionId: ctx.sessionId, callId: ctx.callId },
+            parent: { sessionId: ctx.sessionId, callId: ctx.callId, agent: ctx.agent },
             rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
           },
         },

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -9,11 +9,14 @@ import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js'
 const dir = () => mkdtempSync(join(tmpdir(), 'chronicle-config-'))
 
 describe('loadConfig', () => {
-  it('has defaults that need nothing set', () => {
+  it('has defaults that need nothing set: a per-user data directory, never one under the current directory', () => {
     const cwd = dir()
-    const config = loadConfig({ env: {}, cwd })
+    const home = dir()
+    const config = loadConfig({ env: { HOME: home }, cwd })
     expect(config).toMatchObject({
-      dataDir: join(cwd, '.chronicle'),
+      dataDir: join(home, '.local', 'share', 'chronicle'),
+      sandbox: { mode: 'auto', network: false, env: {}, passEnv: [] },
+      tokenSource: undefined,
       host: '127.0.0.1',
       port: 4780,
       token: undefined,
@@ -23,6 +26,27 @@ describe('loadConfig', () => {
       limits: DEFAULT_LIMITS,
       configFile: undefined,
     })
+  })
+
+  it('follows XDG: the data home, then the config home before the data dir for chronicle.json', () => {
+    const home = dir()
+    const data = join(home, 'xdg-data')
+    const conf = join(home, 'xdg-config')
+    mkdirSync(join(conf, 'chronicle'), { recursive: true })
+    mkdirSync(join(data, 'chronicle'), { recursive: true })
+    writeFileSync(join(data, 'chronicle', 'chronicle.json'), JSON.stringify({ port: 1111 }))
+    const env = { HOME: home, XDG_DATA_HOME: data, XDG_CONFIG_HOME: conf }
+    expect(loadConfig({ env })).toMatchObject({ dataDir: join(data, 'chronicle'), configFile: join(data, 'chronicle', 'chronicle.json'), port: 1111 })
+    writeFileSync(join(conf, 'chronicle', 'chronicle.json'), JSON.stringify({ port: 2222, token: 'from-the-config-file', sandbox: 'off' }))
+    expect(loadConfig({ env })).toMatchObject({
+      configFile: join(conf, 'chronicle', 'chronicle.json'),
+      port: 2222,
+      tokenSource: 'config',
+      sandbox: { mode: 'off', network: false },
+    })
+    expect(loadConfig({ env, configPath: false }).configFile).toBeUndefined()
+    // relative XDG paths are ignored, as the XDG spec says
+    expect(loadConfig({ env: { HOME: home, XDG_DATA_HOME: 'rel' } }).dataDir).toBe(join(home, '.local', 'share', 'chronicle'))
   })
 
   it('reads the environment contract', () => {

@@ -29,7 +29,7 @@ export async function startServer(
       done()
     },
   })
-  const base = loadConfig({ env: { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', ...env }, cwd: dir })
+  const base = loadConfig({ env: { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', ...env }, cwd: dir, configPath: false })
   const config = { ...base, ...opts.config }
   const chronicle = await createChronicle(config, { logDestination: sink, directory: dir })
   const url = opts.listen === false ? 'http://localhost' : await chronicle.start()
