@@ -349,6 +349,47 @@ export const MIGRATIONS: readonly Migration[] = [
       )
       .join('\n'),
   },
+  {
+    version: 11,
+    name: 'no insert replaces a logged row',
+    // `INSERT OR REPLACE` (and REPLACE INTO) resolves a conflict by deleting the
+    // old row, and DELETE triggers do not fire for it unless a connection turns
+    // on recursive_triggers: a logged event could be swapped in place. Each
+    // table of the log refuses, before the insert, any row whose key it
+    // already holds; the view's trigger adds lookup rows only when missing
+    // instead of relying on OR IGNORE, which these triggers would now abort.
+    sql: `
+      CREATE TRIGGER event_log_no_replace BEFORE INSERT ON event_log
+        WHEN EXISTS (SELECT 1 FROM event_log WHERE seq = NEW.seq)
+          OR EXISTS (SELECT 1 FROM event_log WHERE stream = NEW.stream AND version = NEW.version)
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: an insert may not replace a logged event'); END;
+      ${[
+        ['streams', 'session_id'],
+        ['event_types', 'type'],
+        ['event_parts', 'part_id'],
+        ['event_metas', null],
+      ]
+        .map(
+          ([table, unique]) => `
+      CREATE TRIGGER ${table}_no_replace BEFORE INSERT ON ${table}
+        WHEN EXISTS (SELECT 1 FROM ${table} WHERE id = NEW.id)${unique ? `
+          OR EXISTS (SELECT 1 FROM ${table} WHERE ${unique} = NEW.${unique})` : ''}
+        BEGIN SELECT RAISE(ABORT, 'events are immutable: an insert may not replace a logged row'); END;`,
+        )
+        .join('')}
+      DROP TRIGGER events_insert;
+      CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN
+        INSERT INTO streams (session_id) SELECT NEW.session_id WHERE NOT EXISTS (SELECT 1 FROM streams WHERE session_id = NEW.session_id);
+        INSERT INTO event_types (type) SELECT NEW.type WHERE NOT EXISTS (SELECT 1 FROM event_types WHERE type = NEW.type);
+        INSERT INTO event_metas (meta) SELECT NEW.meta
+          WHERE NOT EXISTS (SELECT 1 FROM event_metas WHERE substr(meta, -10) = substr(NEW.meta, -10) AND meta = NEW.meta);
+        INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (NEW.seq,
+          (SELECT id FROM streams WHERE session_id = NEW.session_id), NEW.version,
+          (SELECT id FROM event_types WHERE type = NEW.type), NEW.schema_version, NEW.data,
+          (SELECT id FROM event_metas WHERE substr(meta, -10) = substr(NEW.meta, -10) AND meta = NEW.meta), NEW.at);
+      END;
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

@@ -146,7 +146,10 @@ describe('the events table', () => {
   it('keeps (session, version) unique even for a raw insert', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta })
-    expect(() => rawInsert(store.db, { version: 1, type: 'session.renamed', data: '{"title":"dup"}' })).toThrow('UNIQUE constraint failed')
+    // refused before the UNIQUE constraint by the trigger that also stops INSERT OR REPLACE (migration 11)
+    expect(() => rawInsert(store.db, { version: 1, type: 'session.renamed', data: '{"title":"dup"}' })).toThrow(
+      'events are immutable: an insert may not replace a logged event',
+    )
   })
 })
 
