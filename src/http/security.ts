@@ -39,7 +39,12 @@ export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): void 
   }
 }
 
-/** The token from, in order: Authorization: Bearer, the `chronicle.token.<t>` subprotocol, `?token=`. */
+/**
+ * The token from, in order: Authorization: Bearer, the `chronicle.token.<t>`
+ * subprotocol, and — on a WebSocket upgrade only, where a browser can set no
+ * header — `?token=`. Anywhere else a token in a URL would end up in
+ * histories, logs and Referer headers, so it is not accepted.
+ */
 export function presentedToken(req: FastifyRequest): string | undefined {
   const auth = req.headers.authorization
   if (auth !== undefined) {
@@ -52,11 +57,15 @@ export function presentedToken(req: FastifyRequest): string | undefined {
     if (entry !== undefined) return entry.slice(TOKEN_PROTOCOL_PREFIX.length)
   }
   const query = req.url.indexOf('?')
-  if (query >= 0) {
+  if (query >= 0 && isUpgrade(req)) {
     const token = new URLSearchParams(req.url.slice(query + 1)).get('token')
     if (token !== null) return token
   }
   return undefined
+}
+
+function isUpgrade(req: FastifyRequest): boolean {
+  return req.method === 'GET' && req.headers.upgrade?.toLowerCase() === 'websocket'
 }
 
 function same(a: string, b: string): boolean {
