@@ -1,17 +1,20 @@
 import { createHash } from 'node:crypto'
-import { readFileSync, statSync } from 'node:fs'
+import { openRegularForRead } from './regular-file.js'
 import { ToolFailure } from './tool.js'
 
 /**
  * What each session has read, so edit and write refuse to overwrite a file the
  * model has not seen or that changed since (OpenCode's FileTime). Keyed by
  * session and real path; a stamp is the file's size, mtime and content hash.
+ * Stamping opens only regular files (non-blocking, checked on the descriptor:
+ * a FIFO would hang the read) and hashes them in chunks, so a huge file costs
+ * time but not memory.
  */
 export interface FileTimes {
   /** remember the file as the session saw it now */
-  record(sessionId: string, realPath: string): void
-  /** throws ToolFailure('failed') unless the session read the file and it is unchanged since */
-  assertUnchanged(sessionId: string, realPath: string, display: string): void
+  record(sessionId: string, realPath: string): Promise<void>
+  /** rejects with ToolFailure('failed') unless the session read the file and it is unchanged since */
+  assertUnchanged(sessionId: string, realPath: string, display: string): Promise<void>
 }
 
 interface Stamp {
@@ -20,20 +23,23 @@ interface Stamp {
   readonly hash: string
 }
 
+const HASH_CHUNK_BYTES = 1024 * 1024
+
 export function createFileTimes(): FileTimes {
   const sessions = new Map<string, Map<string, Stamp>>()
   return {
-    record(sessionId, realPath) {
+    async record(sessionId, realPath) {
+      const now = await stamp(realPath, realPath)
       let files = sessions.get(sessionId)
       if (!files) sessions.set(sessionId, (files = new Map()))
-      files.set(realPath, stamp(realPath))
+      files.set(realPath, now)
     },
-    assertUnchanged(sessionId, realPath, display) {
+    async assertUnchanged(sessionId, realPath, display) {
       const seen = sessions.get(sessionId)?.get(realPath)
       if (!seen) {
         throw new ToolFailure('failed', `You must read ${display} with the read tool before changing it.`)
       }
-      const now = stamp(realPath)
+      const now = await stamp(realPath, display)
       if (now.size !== seen.size || now.mtimeMs !== seen.mtimeMs || now.hash !== seen.hash) {
         throw new ToolFailure(
           'failed',
@@ -44,8 +50,19 @@ export function createFileTimes(): FileTimes {
   }
 }
 
-function stamp(path: string): Stamp {
-  const st = statSync(path)
-  const hash = createHash('sha256').update(readFileSync(path)).digest('hex')
-  return { size: st.size, mtimeMs: st.mtimeMs, hash }
+async function stamp(path: string, display: string): Promise<Stamp> {
+  const { handle, stat } = await openRegularForRead(path, display)
+  try {
+    const hash = createHash('sha256')
+    const chunk = Buffer.alloc(HASH_CHUNK_BYTES)
+    for (let position = 0; ; ) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, position)
+      if (bytesRead === 0) break
+      hash.update(chunk.subarray(0, bytesRead))
+      position += bytesRead
+    }
+    return { size: stat.size, mtimeMs: stat.mtimeMs, hash: hash.digest('hex') }
+  } finally {
+    await handle.close()
+  }
 }

@@ -1,8 +1,13 @@
-import { type Dirent, readdirSync } from 'node:fs'
-import { join, relative, sep } from 'node:path'
+import type { Dirent } from 'node:fs'
+import { opendir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { createTick, type Tick } from './search/time-slice.js'
 
 /** Directories the search tools skip unless asked for explicitly. */
 export const DEFAULT_IGNORES = ['.git', 'node_modules', '.chronicle', 'dist', 'build', '.next', '.cache', '__pycache__', '.venv', 'coverage']
+
+/** Entries a walk visits at most, unless the caller sets `limit`. */
+export const WALK_LIMIT = 100_000
 
 export interface WalkEntry {
   readonly path: string
@@ -11,74 +16,62 @@ export interface WalkEntry {
   readonly dirent: Dirent
 }
 
+export interface WalkOptions {
+  /** leaves an entry out — for a directory, with everything under it */
+  readonly skip?: (entry: WalkEntry) => boolean
+  /** stop after this many entries (default WALK_LIMIT) */
+  readonly limit?: number
+  /** when to let the event loop run (default: every 10 ms of work, the consumer's included) */
+  readonly tick?: Tick
+}
+
 /**
- * Depth-first, pre-order walk in name order that does not follow symlinked directories (so a link
- * cannot lead a search outside the root), stopping after `limit` entries.
+ * Depth-first, pre-order walk in name order that does not follow symlinked
+ * directories (so a link cannot lead a search outside the root), stopping
+ * after `limit` entries. Directories are read asynchronously and the walk
+ * yields to the event loop every few milliseconds, so a tree of any size
+ * never stalls the server; a directory with more than `limit` entries is read
+ * only that far (which of them come first is then up to the file system).
  */
-export function* walk(
-  root: string,
-  opts: { ignore?: (relative: string, name: string, isDir: boolean) => boolean; limit?: number } = {},
-): Generator<WalkEntry> {
-  const limit = opts.limit ?? 100_000
+export async function* walk(root: string, opts: WalkOptions = {}): AsyncGenerator<WalkEntry> {
+  const limit = opts.limit ?? WALK_LIMIT
+  const tick = opts.tick ?? createTick()
   let seen = 0
-  function* visit(dir: string): Generator<WalkEntry, boolean> {
-    let entries: Dirent[]
+  const stack: { dir: string; relative: string; entries: Dirent[]; next: number }[] = [
+    { dir: root, relative: '', entries: await entriesOf(root, limit), next: 0 },
+  ]
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1] as (typeof stack)[number]
+    const dirent = top.entries[top.next++]
+    if (!dirent) {
+      stack.pop()
+      continue
+    }
+    const entry: WalkEntry = {
+      path: join(top.dir, dirent.name),
+      relative: top.relative ? `${top.relative}/${dirent.name}` : dirent.name,
+      dirent,
+    }
+    await tick()
+    if (opts.skip?.(entry)) continue
+    if (++seen > limit) return
+    yield entry
+    if (dirent.isDirectory()) stack.push({ dir: entry.path, relative: entry.relative, entries: await entriesOf(entry.path, limit), next: 0 })
+  }
+}
+
+/** A directory's entries in name order (at most `cap` of them); none when it cannot be read. */
+async function entriesOf(dir: string, cap: number): Promise<Dirent[]> {
+  const entries: Dirent[] = []
+  try {
+    const handle = await opendir(dir, { bufferSize: 256 })
     try {
-      entries = readdirSync(dir, { withFileTypes: true })
-    } catch {
-      return true
+      for (let d = await handle.read(); d && entries.length < cap; d = await handle.read()) entries.push(d)
+    } finally {
+      await handle.close()
     }
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    for (const dirent of entries) {
-      const path = join(dir, dirent.name)
-      const rel = relative(root, path).split(sep).join('/')
-      const isDir = dirent.isDirectory()
-      if (opts.ignore?.(rel, dirent.name, isDir)) continue
-      if (++seen > limit) return false
-      yield { path, relative: rel, dirent }
-      if (isDir && !(yield* visit(path))) return false
-    }
-    return true
+  } catch {
+    return []
   }
-  yield* visit(root)
-}
-
-/**
- * A glob as a RegExp over forward-slash relative paths: `**` any number of
- * directories, `*` and `?` within one segment, `{a,b}` alternatives, `[…]`
- * classes. A pattern without a slash matches the base name anywhere.
- */
-export function globToRegExp(glob: string): RegExp {
-  const anywhere = !glob.includes('/')
-  let re = ''
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i] as string
-    if (c === '*') {
-      if (glob[i + 1] === '*') {
-        const slash = glob[i + 2] === '/'
-        re += slash ? '(?:.*/)?' : '.*'
-        i += slash ? 2 : 1
-      } else re += '[^/]*'
-    } else if (c === '?') re += '[^/]'
-    else if (c === '{') {
-      const end = glob.indexOf('}', i)
-      if (end < 0) re += '\\{'
-      else {
-        re += `(?:${glob.slice(i + 1, end).split(',').map(escape).join('|')})`
-        i = end
-      }
-    } else if (c === '[') {
-      const end = glob.indexOf(']', i + 1)
-      if (end < 0) re += '\\['
-      else {
-        re += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`
-        i = end
-      }
-    } else re += escape(c)
-  }
-  return new RegExp(anywhere ? `(?:^|/)${re}$` : `^${re.replace(/^\.\//, '')}$`)
-}
-
-function escape(s: string): string {
-  return s.replace(/[.+^${}()|[\]\\*?]/g, '\\$&')
+  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createEditTool } from '../../src/tools/builtin/edit.js'
@@ -9,6 +9,7 @@ import { createReadTool } from '../../src/tools/builtin/read.js'
 import { createTodoWriteTool } from '../../src/tools/builtin/todowrite.js'
 import { createWriteTool } from '../../src/tools/builtin/write.js'
 import { createFileTimes } from '../../src/tools/file-times.js'
+import { CHUNK_BYTES } from '../../src/tools/line-scan.js'
 import { truncateOutput } from '../../src/tools/truncate.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
 
@@ -64,6 +65,35 @@ describe('file tools', () => {
       expect(next).toBeGreaterThan(40)
       expect(next).toBeLessThan(60)
       expect(r.output).toContain(`(Output capped at 50 KB. Use offset=${next} to continue reading.)`)
+    })
+
+    it('splits lines at \\n, \\r\\n and a lone \\r, also where a break straddles two chunks', async () => {
+      writeFileSync(join(tmp.dir, 'breaks.txt'), `${'a'.repeat(CHUNK_BYTES - 1)}\r\nb\rc\n\nd`)
+      const r = await read.execute({ filePath: 'breaks.txt' }, f.ctx())
+      expect(r.output).toBe(
+        `<file path="breaks.txt">\n00001| ${'a'.repeat(2000)}... (line truncated to 2000 characters)\n00002| b\n00003| c\n00004| \n00005| d\n\n(End of file - 5 lines)\n</file>`,
+      )
+      const tail = await read.execute({ filePath: 'breaks.txt', offset: 2, limit: 2 }, f.ctx())
+      expect(tail.output).toBe('<file path="breaks.txt">\n00002| b\n00003| c\n\n(File has more lines. Use offset=4 to continue reading.)\n</file>')
+    })
+
+    it('cuts lines at 2000 characters, not bytes', async () => {
+      writeFileSync(join(tmp.dir, 'wide.txt'), `${'€'.repeat(3000)}\n${'😀'.repeat(1000)}\n`)
+      const r = await read.execute({ filePath: 'wide.txt' }, f.ctx())
+      expect(r.output).toBe(
+        `<file path="wide.txt">\n00001| ${'€'.repeat(2000)}... (line truncated to 2000 characters)\n00002| ${'😀'.repeat(1000)}\n\n(End of file - 2 lines)\n</file>`,
+      )
+    })
+
+    it('scans at most 256 MiB to reach an offset, and says what to use instead', async () => {
+      const path = join(tmp.dir, 'big.txt')
+      writeFileSync(path, 'line\n'.repeat(1000))
+      truncateSync(path, 300 * 1024 * 1024) // sparse: one 300 MB line of NULs after the text
+      await expect(read.execute({ filePath: 'big.txt', offset: 2000 }, f.ctx())).rejects.toMatchObject({
+        kind: 'failed',
+        message:
+          'offset 2000 is more than 256 MiB into big.txt (1000 lines), and read scans no further. Use grep to find the lines you need, or bash (e.g. tail -n) for the end of a large file.',
+      })
     })
 
     it('refuses binary files and reports missing files', async () => {
@@ -139,6 +169,25 @@ describe('file tools', () => {
       await expect(write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).rejects.toMatchObject({ kind: 'failed' })
       await read.execute({ filePath: 'n/new.txt' }, f.ctx())
       expect((await write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).output).toBe('Overwrote n/new.txt (2 bytes).')
+    })
+
+    it('write refuses a dangling symlink instead of creating its target, and edit refuses a directory', async () => {
+      const outside = tempDir()
+      try {
+        symlinkSync(join(outside.dir, 'created.txt'), join(tmp.dir, 'link.txt'))
+        await expect(write.execute({ filePath: 'link.txt', content: 'x' }, f.ctx())).rejects.toMatchObject({
+          kind: 'failed',
+          message: 'link.txt is a symbolic link, not a regular file',
+        })
+        expect(existsSync(join(outside.dir, 'created.txt'))).toBe(false)
+      } finally {
+        outside.cleanup()
+      }
+      mkdirSync(join(tmp.dir, 'd'))
+      await expect(edit.execute({ filePath: 'd', oldString: 'a', newString: 'b' }, f.ctx())).rejects.toMatchObject({
+        kind: 'failed',
+        message: 'd is a directory, not a regular file',
+      })
     })
 
     it('edits ask the edit permission with the relative path; plan mode denies them outside the plans directory', async () => {

@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
 import type { FileTimes } from '../file-times.js'
 import { accessPath } from '../paths.js'
+import { notRegular, readRegularText, writeRegular } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 
 const parameters = z.object({
@@ -33,13 +34,16 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
         }
         await ctx.ask({ permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'edit' } })
         mkdirSync(dirname(path.real), { recursive: true })
-        writeFileSync(path.real, args.newString)
-        deps.fileTimes.record(ctx.sessionId, path.real)
+        await writeRegular(path.real, path.display, args.newString)
+        await deps.fileTimes.record(ctx.sessionId, path.real)
         return { output: `Created ${path.display}.`, title: path.display, metadata: { filePath: path.real, replacements: 0 } }
       }
-      if (!existsSync(path.real)) throw new ToolFailure('failed', `File not found: ${path.display}`)
-      deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
-      const content = readFileSync(path.real, 'utf8')
+      const existing = statSync(path.real, { throwIfNoEntry: false })
+      if (!existing) throw new ToolFailure('failed', `File not found: ${path.display}`)
+      // a FIFO or device is refused without opening it (reading a FIFO blocks until a writer comes)
+      if (!existing.isFile()) throw notRegular(path.display, existing)
+      await deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
+      const content = await readRegularText(path.real, path.display)
       const count = occurrences(content, args.oldString)
       if (count === 0) {
         throw new ToolFailure('failed', `oldString was not found in ${path.display}. It must match exactly, including whitespace; read the file again if unsure.`)
@@ -56,8 +60,8 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
         metadata: { filePath: path.real, tool: 'edit', replacements: count },
       })
       const next = args.replaceAll ? content.split(args.oldString).join(args.newString) : content.replace(args.oldString, () => args.newString)
-      writeFileSync(path.real, next)
-      deps.fileTimes.record(ctx.sessionId, path.real)
+      await writeRegular(path.real, path.display, next)
+      await deps.fileTimes.record(ctx.sessionId, path.real)
       return {
         output: `Edited ${path.display}: ${count} replacement${count === 1 ? '' : 's'}.`,
         title: path.display,

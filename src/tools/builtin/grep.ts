@@ -1,13 +1,20 @@
-import { readFileSync, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import { z } from 'zod'
 import { accessPath } from '../paths.js'
+import { compileGlob } from '../search/glob-match.js'
+import { GREP_DEADLINE_MS, searchInWorker } from '../search/grep-search.js'
+import { readDecisions } from '../search/read-decisions.js'
+import { createSearchScope } from '../search/search-scope.js'
+import { createTick } from '../search/time-slice.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { truncateOutput } from '../truncate.js'
-import { DEFAULT_IGNORES, globToRegExp, walk } from '../walk.js'
+import { walk } from '../walk.js'
 
 const LIMIT = 100
 const MAX_LINE = 2000
 const MAX_FILE_BYTES = 5 * 1024 * 1024
+/** More files than this needing the user's approval to read: the search is too broad to ask about. */
+const MAX_ASKED_FILES = 100
 
 const parameters = z.object({
   pattern: z.string().min(1).describe('A JavaScript regular expression to search file contents for, e.g. "function\\s+\\w+"'),
@@ -15,46 +22,66 @@ const parameters = z.object({
   include: z.string().min(1).optional().describe('Only search files whose path matches this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}"'),
 })
 
-/** grep: lines matching a regex, grouped by file, at most 100 matches. */
-export function createGrepTool(deps: { dataDir?: string; forbidden?: readonly string[] } = {}) {
+export interface GrepToolDeps {
+  readonly dataDir?: string
+  /** roots no tool may touch (default: the data directory) */
+  readonly forbidden?: readonly string[]
+  /** how long the search may run before it is stopped (default GREP_DEADLINE_MS) */
+  readonly deadlineMs?: number
+}
+
+/**
+ * grep: lines matching a regex, grouped by file, at most 100 matches. Files are
+ * searched under the same `read` rules as the read tool: a denied file is left
+ * out without a word, and files whose read asks (`.env`) are asked about, all
+ * in one request, before any of them is opened — so the pattern cannot probe
+ * a file the user has not let the model see.
+ */
+export function createGrepTool(deps: GrepToolDeps = {}) {
+  const forbidden = deps.forbidden ?? (deps.dataDir ? [deps.dataDir] : [])
   return defineTool({
     id: 'grep',
     permission: 'grep',
     description: `Searches file contents with a regular expression. Returns matching lines as "path:line: text", at most ${LIMIT} matches. Use include to filter files by glob. Binary files and dependency directories are skipped.`,
     parameters,
     async execute(args, ctx) {
-      let re: RegExp
       try {
-        re = new RegExp(args.pattern)
+        new RegExp(args.pattern)
       } catch (err) {
         throw new ToolFailure('invalid', `Invalid regular expression ${JSON.stringify(args.pattern)}: ${(err as Error).message}`)
       }
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden: deps.forbidden ?? (deps.dataDir ? [deps.dataDir] : []) })
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden })
       const stat = statSync(root.real, { throwIfNoEntry: false })
       if (!stat) throw new ToolFailure('failed', `Path not found: ${root.display}`)
       await ctx.ask({ permission: 'grep', patterns: [args.pattern], metadata: { path: root.real } })
-      const include = args.include ? globToRegExp(args.include) : undefined
-      const files = stat.isDirectory()
-        ? [...walk(root.real, { ignore: (_rel, name, isDir) => isDir && DEFAULT_IGNORES.includes(name) })]
-            .filter((e) => e.dirent.isFile() && (!include || include.test(e.relative)))
-            .map((e) => e.path)
-        : [root.real]
-      const matches: string[] = []
-      let total = 0
-      for (const file of files) {
-        if (ctx.abort.aborted) throw new ToolFailure('aborted', 'grep was cancelled')
-        const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0
-        if (size > MAX_FILE_BYTES) continue
-        const buf = readFileSync(file)
-        if (buf.subarray(0, 4096).includes(0)) continue // binary
-        const lines = buf.toString('utf8').split('\n')
-        for (let i = 0; i < lines.length; i++) {
-          const line = lines[i] as string
-          if (!re.test(line)) continue
-          total++
-          if (matches.length < LIMIT) matches.push(`${file}:${i + 1}: ${line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}...` : line}`)
+      const include = args.include ? compileGlob(args.include) : undefined
+      const tick = createTick()
+      const scope = createSearchScope(ctx, root, forbidden)
+      const candidates: { path: string; display: string }[] = []
+      if (stat.isDirectory()) {
+        for await (const e of walk(root.real, { skip: scope.skip, tick })) {
+          if (ctx.abort.aborted) throw new ToolFailure('aborted', 'grep was cancelled')
+          if (e.dirent.isFile() && (!include || include(e.relative))) candidates.push({ path: e.path, display: scope.display(e) })
         }
+      } else candidates.push({ path: root.real, display: root.display })
+
+      const decisions = await readDecisions(ctx, candidates.map((c) => c.display), tick)
+      const asked = candidates.filter((_, i) => decisions[i] === 'ask').map((c) => c.display)
+      if (asked.length > MAX_ASKED_FILES) {
+        throw new ToolFailure(
+          'failed',
+          `grep would search ${asked.length} files that need the user's permission to read (${asked.slice(0, 5).join(', ')}, …). Narrow the path or include.`,
+        )
       }
+      if (asked.length > 0) {
+        await ctx.ask({ permission: 'read', patterns: asked, metadata: { tool: 'grep', pattern: args.pattern, path: root.real } })
+      }
+      const files = candidates.filter((_, i) => decisions[i] !== 'deny').map((c) => c.path)
+      const found = await searchInWorker(
+        { source: args.pattern, files, limit: LIMIT, maxLineChars: MAX_LINE, maxFileBytes: MAX_FILE_BYTES },
+        { deadlineMs: deps.deadlineMs ?? GREP_DEADLINE_MS, signal: ctx.abort },
+      )
+      const { matches, total } = found
       const more = total > LIMIT ? `\n(${total - LIMIT} more matches not shown; narrow the pattern, path or include.)` : ''
       const text = matches.length ? matches.join('\n') + more : 'No matches found'
       // 100 long lines can still exceed 50 KB: cap like every other output

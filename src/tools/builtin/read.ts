@@ -1,13 +1,24 @@
-import { createReadStream, openSync, readSync, closeSync, readdirSync, statSync } from 'node:fs'
+import { readdirSync, statSync } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
 import { extname } from 'node:path'
-import { createInterface } from 'node:readline'
 import { z } from 'zod'
 import type { FileTimes } from '../file-times.js'
+import { scanLines, type ScanResult } from '../line-scan.js'
 import { accessPath } from '../paths.js'
+import { notRegular, openRegularForRead } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { MAX_BYTES, MAX_LINES, outputDir } from '../truncate.js'
 
 export const MAX_LINE_CHARS = 2000
+
+/**
+ * How far into a file read scans, to reach `offset` or the end of a long
+ * line: 256 MiB (about a second). Files are read in 1 MiB chunks keeping at
+ * most ~MAX_LINE_CHARS of any line (line-scan.ts), so memory stays small
+ * whatever the file; past this point grep or bash are the better tools.
+ */
+export const MAX_SCAN_MIB = 256
+const MAX_SCAN_BYTES = MAX_SCAN_MIB * 1024 * 1024
 
 const BINARY_EXTENSIONS = new Set([
   '.zip', '.tar', '.gz', '.tgz', '.bz2', '.xz', '.7z', '.exe', '.dll', '.so', '.dylib', '.o', '.a', '.class', '.jar',
@@ -61,68 +72,74 @@ export function createReadTool(deps: ReadToolDeps) {
           .sort()
         return { output: `<directory path="${path.display}">\n${entries.join('\n')}\n</directory>`, title: path.display }
       }
-      if (isBinary(path.real)) throw new ToolFailure('failed', `Cannot read binary file: ${path.display}`)
+      // refused before it is opened; the descriptor is checked again (it may have been swapped since)
+      if (!stat.isFile()) throw notRegular(path.display, stat)
+      if (BINARY_EXTENSIONS.has(extname(path.real).toLowerCase())) throw binary(path.display)
 
       const offset = args.offset ?? 1
       const limit = args.limit ?? MAX_LINES
       const lines: string[] = []
       let bytes = 0
-      let lineNo = 0
-      let more = false
       let cappedAtBytes = false
-      const reader = createInterface({ input: createReadStream(path.real, { encoding: 'utf8' }), crlfDelay: Infinity })
-      for await (const raw of reader) {
-        lineNo++
-        if (lineNo < offset) continue
-        if (lines.length >= limit) {
-          more = true
-          break
-        }
-        const text = raw.length > MAX_LINE_CHARS ? `${raw.slice(0, MAX_LINE_CHARS)}... (line truncated to ${MAX_LINE_CHARS} characters)` : raw
-        const line = `${String(lineNo).padStart(5, '0')}| ${text}`
-        const size = Buffer.byteLength(line) + 1
-        if (bytes + size > MAX_BYTES) {
-          more = true
-          cappedAtBytes = true
-          break
-        }
-        lines.push(line)
-        bytes += size
+      const { handle } = await openRegularForRead(path.real, path.display)
+      let scan: ScanResult
+      try {
+        if (await looksBinary(handle)) throw binary(path.display)
+        scan = await scanLines(handle, { from: offset, to: offset + limit - 1, keepChars: MAX_LINE_CHARS, maxBytes: MAX_SCAN_BYTES }, (l) => {
+          const text = l.cut ? `${l.text}... (line truncated to ${MAX_LINE_CHARS} characters)` : l.text
+          const line = `${String(l.number).padStart(5, '0')}| ${text}`
+          const size = Buffer.byteLength(line) + 1
+          if (bytes + size > MAX_BYTES) {
+            cappedAtBytes = true
+            return false
+          }
+          lines.push(line)
+          bytes += size
+          return true
+        })
+      } finally {
+        await handle.close()
       }
-      reader.close()
-      if (lineNo < offset && offset > 1) {
-        throw new ToolFailure('failed', `offset ${offset} is beyond the end of ${path.display} (${lineNo} lines)`)
+      if (lines.length === 0 && scan.lines < offset && offset > 1) {
+        if (scan.capped) {
+          throw new ToolFailure(
+            'failed',
+            `offset ${offset} is more than ${MAX_SCAN_MIB} MiB into ${path.display} (${scan.lines} lines), and read scans no further. Use grep to find the lines you need, or bash (e.g. tail -n) for the end of a large file.`,
+          )
+        }
+        throw new ToolFailure('failed', `offset ${offset} is beyond the end of ${path.display} (${scan.lines} lines)`)
       }
-      deps.fileTimes.record(ctx.sessionId, path.real)
+      await deps.fileTimes.record(ctx.sessionId, path.real)
       const last = offset + lines.length - 1
-      const footer = more
-        ? `\n(${cappedAtBytes ? 'Output capped at 50 KB' : 'File has more lines'}. Use offset=${last + 1} to continue reading.)`
-        : `\n(End of file - ${lines.length === 0 ? 0 : last} lines)`
+      const more = scan.more || cappedAtBytes
+      const footer = scan.capped
+        ? `\n(Read scans at most ${MAX_SCAN_MIB} MiB of a file and stopped there, in or after line ${last}. Use grep, or bash (e.g. tail -c), for the rest.)`
+        : more
+          ? `\n(${cappedAtBytes ? 'Output capped at 50 KB' : 'File has more lines'}. Use offset=${last + 1} to continue reading.)`
+          : `\n(End of file - ${lines.length === 0 ? 0 : last} lines)`
       return {
         output: `<file path="${path.display}">\n${lines.join('\n')}\n${footer}\n</file>`,
         title: path.display,
-        metadata: { lines: lines.length, offset, truncated: more, ...(more && { nextOffset: last + 1 }) },
+        metadata: { lines: lines.length, offset, truncated: more || scan.capped, ...(more && { nextOffset: last + 1 }) },
       }
     },
   })
 }
 
-/** Binary when the extension says so, or the first 4 KB hold a NUL byte or mostly non-text bytes. */
-function isBinary(path: string): boolean {
-  if (BINARY_EXTENSIONS.has(extname(path).toLowerCase())) return true
-  const fd = openSync(path, 'r')
-  try {
-    const buf = Buffer.alloc(4096)
-    const n = readSync(fd, buf, 0, buf.length, 0)
-    if (n === 0) return false
-    let odd = 0
-    for (let i = 0; i < n; i++) {
-      const b = buf[i] as number
-      if (b === 0) return true
-      if (b < 9 || (b > 13 && b < 32)) odd++
-    }
-    return odd / n > 0.3
-  } finally {
-    closeSync(fd)
+function binary(display: string): ToolFailure {
+  return new ToolFailure('failed', `Cannot read binary file: ${display}`)
+}
+
+/** Binary when the first 4 KB hold a NUL byte or mostly non-text bytes (read from the open descriptor). */
+async function looksBinary(handle: FileHandle): Promise<boolean> {
+  const buf = Buffer.alloc(4096)
+  const { bytesRead: n } = await handle.read(buf, 0, buf.length, 0)
+  if (n === 0) return false
+  let odd = 0
+  for (let i = 0; i < n; i++) {
+    const b = buf[i] as number
+    if (b === 0) return true
+    if (b < 9 || (b > 13 && b < 32)) odd++
   }
+  return odd / n > 0.3
 }

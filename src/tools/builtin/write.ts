@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
 import type { FileTimes } from '../file-times.js'
 import { accessPath } from '../paths.js'
+import { notRegular, writeRegular } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 
 const parameters = z.object({
@@ -20,13 +21,16 @@ export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readon
     parameters,
     async execute(args, ctx) {
       const path = await accessPath(ctx, args.filePath, { forbidden: deps.forbidden ?? [] })
-      const exists = existsSync(path.real)
-      if (exists && statSync(path.real).isDirectory()) throw new ToolFailure('failed', `${path.display} is a directory`)
-      if (exists) deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
+      const existing = statSync(path.real, { throwIfNoEntry: false })
+      const exists = existing !== undefined
+      if (existing?.isDirectory()) throw new ToolFailure('failed', `${path.display} is a directory`)
+      // a FIFO or device is refused without opening it (writing to a FIFO blocks until a reader comes)
+      if (existing && !existing.isFile()) throw notRegular(path.display, existing)
+      if (exists) await deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
       await ctx.ask({ permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'write' } })
       mkdirSync(dirname(path.real), { recursive: true })
-      writeFileSync(path.real, args.content)
-      deps.fileTimes.record(ctx.sessionId, path.real)
+      await writeRegular(path.real, path.display, args.content)
+      await deps.fileTimes.record(ctx.sessionId, path.real)
       return {
         output: `${exists ? 'Overwrote' : 'Created'} ${path.display} (${Buffer.byteLength(args.content)} bytes).`,
         title: path.display,
