@@ -17,10 +17,11 @@ const USAGE = `usage: chronicle <command> [options]
   sessions [--archived]                         list sessions
   show <session> [--at seq]                     transcript (at a seq: as it was then)
   events <session> [--after seq] [--follow]     the event log; --follow keeps streaming
-  fork <session> --at seq [--title t]           fork a session at an event
+  fork <session> --at seq [--title t] [--dir d] fork a session at an event; --dir: where the fork works
+                                                (required for an imported session)
   compact <session> [--no-wait]                 summarise the session's older history now (context compaction)
   export <session> [--out file]                 session history as JSONL
-  import <file>                                 import an export (server stopped)
+  import <file>                                 import an export as new, read-only sessions (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
   verify                                        compare read models with the log; exit 1 on differences
   demo                                          a scripted session, time travel and a fork; no API key

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { secureDataDir } from '../data-dir.js'
+import { createIdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/export.js'
 import { openStore } from '../projections/open.js'
@@ -11,7 +12,8 @@ import { dataDirOf, dbPathOf, serverInfo } from './client.js'
 /**
  * Commands that work on the data directory's database directly: export,
  * import, rebuild, verify. Writers refuse while a server answers, because
- * the server is the log's one writer.
+ * the server is the log's one writer. An import creates new, read-only
+ * sessions and prints each `<id in the file> → <new id>`.
  */
 
 type Out = (line: string) => void
@@ -67,8 +69,10 @@ export async function importCommand(args: Args, out: Out): Promise<number> {
   try {
     const lines = text.split('\n').filter((l) => l.trim() !== '').length
     process.stderr.write(`importing ${lines} lines from ${file}…\n`)
-    const report = importSessions(store, text)
-    out(`imported ${report.exported.join(', ')}: ${report.appended} events appended, ${report.sessions.length} sessions touched`)
+    const report = importSessions(store, createIdSource(), text)
+    for (const s of report.sessions) out(`${s.originalId} → ${s.sessionId}`)
+    const { exported, appended, sessions } = report
+    out(`imported ${exported.originalId} as ${exported.sessionId}: ${appended} events appended, ${sessions.length} new sessions, read-only (fork one with --dir <path> to continue it)`)
     const check = verify(store, { progress: progress('verifying') })
     if (check.differences.length > 0) {
       out(`verify found ${check.differences.length} differences after import`)

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { Session } from '../projections/model.js'
 import { flag, intFlag, UsageError, type Args } from './args.js'
 import { HttpClient, serverInfo, WsClient } from './client.js'
@@ -69,10 +70,15 @@ export async function forkCommand(args: Args, out: Out): Promise<number> {
   const at = intFlag(args, 'at')
   if (at === undefined) throw new UsageError('fork needs --at <seq>')
   const title = flag(args, 'title')
+  const dir = flag(args, 'dir')
+  if (args.flags.get('dir') === true) throw new UsageError('--dir needs a path')
+  // The server checks the directory on its own file system: send it absolute.
+  const directory = dir === undefined ? undefined : resolve(dir)
   const { session } = await new HttpClient(serverInfo()).request<{ session: Session }>('POST', `/sessions/${encodeURIComponent(id)}/fork`, {
     at,
     ...(title && { title }),
+    ...(directory && { directory }),
   })
-  out(`forked ${id} at seq ${at} → ${session.id}`)
+  out(`forked ${id} at seq ${at} → ${session.id}${directory ? ` in ${directory}` : ''}`)
   return 0
 }

@@ -45,6 +45,7 @@ export function renderTranscript(state: StateView): string {
   const { session } = state
   const lines = [`# ${session.title} (${session.id}) at seq ${state.seq} — ${session.status}`]
   if (session.forkedFrom) lines.push(`  forked from ${session.forkedFrom.sessionId} at seq ${session.forkedFrom.seq}`)
+  if (session.imported) lines.push(`  imported (as ${session.imported.originalId}): read-only; fork it with --dir <path> to continue`)
   const byMessage = new Map<string, Part[]>()
   for (const p of state.parts) byMessage.set(p.messageId, [...(byMessage.get(p.messageId) ?? []), p])
   for (const m of state.messages) {

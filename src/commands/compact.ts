@@ -4,6 +4,7 @@ import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import type { Session } from '../projections/model.js'
 import { getSession } from '../projections/read-model.js'
+import { assertWritable } from './read-only.js'
 
 /**
  * Manual compaction (the user's "compact now"): a durable request,
@@ -15,6 +16,7 @@ import { getSession } from '../projections/read-model.js'
 
 export function decideCompact(session: Session | undefined, sessionId: string, compactionId: string): ChronicleEvent[] {
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  assertWritable(session)
   if (session.archived) throw new ChronicleError('SESSION_ARCHIVED', `session ${sessionId} is archived`)
   const c = session.compaction
   if (c && (c.status === 'requested' || c.status === 'running')) return []

@@ -1,10 +1,12 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
+import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import type { Session, SessionView } from '../projections/model.js'
-import { requireSession } from '../projections/read-model.js'
+import { getSession, requireSession } from '../projections/read-model.js'
 import { type TimeTravelOptions, viewAt } from '../projections/time-travel.js'
+import { checkDirectory } from './directory.js'
 import { FORK_SETTLEMENT, settleInFlight } from './settle.js'
 
 /**
@@ -16,28 +18,59 @@ import { FORK_SETTLEMENT, settleInFlight } from './settle.js'
  * same append then settles what was in flight, so the child is idle and
  * ready for input. The parent is untouched; siblings share nothing but the
  * prefix.
+ *
+ * `directory` (an existing absolute directory) is where the child works; by
+ * default the parent's. A fork of imported history — the session forked is
+ * imported, or the fork point is an event of an imported session (a seq a
+ * fork inherited from one) — requires it (DIRECTORY_REQUIRED): the imported
+ * directory is never used. Its `session.forked` carries `fromImport`, so the
+ * child starts with no rules, approvals or queued inputs of the file's.
  */
 export interface ForkOptions extends TimeTravelOptions {
   readonly title?: string
+  readonly directory?: string
   readonly meta?: EventMeta
 }
 
+export interface ForkDecision {
+  readonly title?: string
+  readonly directory?: string
+  /** the fork point is imported history */
+  readonly fromImport?: boolean
+}
+
 /** The pure half: the child's first events, given the parent's state at the fork point. */
-export function decideFork(parentAtSeq: SessionView, from: { sessionId: string; seq: number }, title?: string): ChronicleEvent[] {
-  const forked: ChronicleEvent = { type: 'session.forked', data: { from, ...(title !== undefined && { title }) } }
+export function decideFork(parentAtSeq: SessionView, from: { sessionId: string; seq: number }, decision: ForkDecision = {}): ChronicleEvent[] {
+  const { title, directory, fromImport } = decision
+  if (fromImport && directory === undefined) {
+    throw new ChronicleError(
+      'DIRECTORY_REQUIRED',
+      `session ${from.sessionId} at seq ${from.seq} is imported history: a fork of it needs a directory to work in (its imported directory is not used)`,
+      { sessionId: from.sessionId, seq: from.seq },
+    )
+  }
+  const data = { from, ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), ...(fromImport && { fromImport: true as const }) }
   // Rekeying keeps entity ids, so what is open in the parent's view is what is open in the child.
-  return [forked, ...settleInFlight(parentAtSeq, FORK_SETTLEMENT)]
+  return [{ type: 'session.forked', data }, ...settleInFlight(parentAtSeq, FORK_SETTLEMENT)]
 }
 
 export function fork(store: EventStore, ids: IdSource, sessionId: string, atSeq: number, options: ForkOptions = {}): Session {
   store.flush() // the fork point may be an event still queued
-  const { title, meta, ...travel } = options
+  const { title, directory, meta, ...travel } = options
   const parent = viewAt(store, sessionId, atSeq, travel) // SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE
+  // At an inherited seq the view is the ancestor's (its id is the owner of the fork point).
+  const fromImport = isImported(store, sessionId) || isImported(store, parent.session?.id)
+  if (directory !== undefined) checkDirectory(directory)
+  const events = decideFork(parent, { sessionId, seq: atSeq }, { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport })
   const childId = ids.next('ses')
-  store.append(childId, decideFork(parent, { sessionId, seq: atSeq }, title), {
+  store.append(childId, events, {
     expectedVersion: 0,
     durability: 'full',
     meta: meta ?? { actor: 'user', command: 'fork' },
   })
   return requireSession(store.db, childId)
+}
+
+function isImported(store: EventStore, sessionId: string | undefined): boolean {
+  return sessionId !== undefined && getSession(store.db, sessionId)?.imported !== undefined
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { ChronicleEvent, InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { Session } from '../projections/model.js'
+import { assertWritable } from './read-only.js'
 
 /**
  * Submitting input (DESIGN §6, the durable inbox): pure checks and the
@@ -55,6 +56,7 @@ export function checkInput(command: SubmitCommand, maxBytes: number = DEFAULT_MA
 
 export function decideSubmit(command: SubmitCommand, session: Session | undefined, prior: PriorAcceptance | undefined): SubmitDecision {
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no such session')
+  assertWritable(session)
   const digest = inputDigest(command)
   if (prior) {
     if (prior.digest !== digest) {

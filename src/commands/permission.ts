@@ -2,6 +2,7 @@ import type { ChronicleEvent, PermissionRule } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { PendingPermission, Session } from '../projections/model.js'
+import { assertWritable } from './read-only.js'
 
 /**
  * Pure deciders for permission replies and durable approvals.
@@ -24,6 +25,7 @@ export function decidePermission(
   ids: IdSource,
 ): ChronicleEvent[] {
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  assertWritable(session)
   switch (command.type) {
     case 'reply': {
       const request = session.pendingPermissions.find((p) => p.requestId === command.requestId)

@@ -1,6 +1,7 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { Session } from '../projections/model.js'
+import { assertWritable } from './read-only.js'
 
 /**
  * Cancelling a run: the request is a durable fact (`run.cancel.requested`),
@@ -9,6 +10,7 @@ import type { Session } from '../projections/model.js'
  */
 export function decideCancel(session: Session | undefined, sessionId: string): ChronicleEvent[] {
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  assertWritable(session)
   if (!session.run || session.run.cancelRequested) return []
   return [{ type: 'run.cancel.requested', data: { runId: session.run.runId } }]
 }

@@ -1,6 +1,7 @@
 import type { ChronicleEvent, PermissionRule } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { Session } from '../projections/model.js'
+import { assertWritable } from './read-only.js'
 
 /** Pure deciders for the session lifecycle: decide(command, state) → events. */
 
@@ -23,10 +24,13 @@ export function decideSession(command: SessionCommand, session: Session | undefi
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   switch (command.type) {
     case 'rename':
+      assertWritable(session)
       return [{ type: 'session.renamed', data: { title: command.title } }]
     case 'archive':
+      // allowed for an imported session too: archiving only hides it from the listing
       return session.archived ? [] : [{ type: 'session.archived', data: {} }]
     case 'set-rules':
+      assertWritable(session)
       return [{ type: 'session.rules.changed', data: { rules: command.rules } }]
     default: {
       const unknown: never = command

@@ -78,10 +78,17 @@ export const SessionCreated = event('session.created', {
   parent: z.object({ sessionId: id, callId: z.string(), agent: z.string().optional() }).optional(),
   rules: z.array(PermissionRule).optional(),
 })
-/** commands (fork): first event of a fork; the child's state starts as the parent's state at `from.seq`. */
+/**
+ * commands (fork): first event of a fork; the child's state starts as the parent's state at `from.seq`.
+ * `directory`: where the child works instead of the parent's directory. `fromImport`: the fork point
+ * is imported history (session.imported), so the child keeps none of its authority — empty rules,
+ * approvals and inbox; the fork command then requires a directory.
+ */
 export const SessionForked = event('session.forked', {
   from: z.object({ sessionId: id, seq: z.number().int().positive() }),
   title: z.string().optional(),
+  directory: z.string().min(1).optional(),
+  fromImport: z.literal(true).optional(),
 })
 /** commands or runtime (generated title). Changes Session.title. */
 export const SessionRenamed = event('session.renamed', { title: z.string().min(1).max(500) })
@@ -89,6 +96,22 @@ export const SessionRenamed = event('session.renamed', { title: z.string().min(1
 export const SessionArchived = event('session.archived', {})
 /** commands. Replaces the session's configured permission rules. */
 export const SessionRulesChanged = event('session.rules.changed', { rules: z.array(PermissionRule) })
+/**
+ * import (src/projections/export.ts), the last event of every session an import creates, in the
+ * import's transaction. The history before it came from a file, not from this store's user or
+ * runtime: sets Session.imported, which makes the session read-only (SESSION_READ_ONLY) and
+ * inert (never run, resumed or woken); only a fork into a directory of the user's choice goes on.
+ */
+export const SessionImported = event('session.imported', {
+  /** the session's id in the exported file */
+  originalId: id,
+  /** one id per import: every session created by the same import carries it */
+  importId: id,
+  /** how many of the file's events this session holds (versions 1…events; this event is the next) */
+  events: z.number().int().positive(),
+  /** sha256 (base64url) of the imported file's content */
+  digest: z.string(),
+})
 
 // ── input (the durable inbox) ─────────────────────────────────────────────
 /** commands (submit). Durable (FULL) before anything runs; adds to Session.inbox unless noReply. */
@@ -290,6 +313,7 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   SessionRenamed,
   SessionArchived,
   SessionRulesChanged,
+  SessionImported,
   InputAccepted,
   InputDelivered,
   RunStarted,

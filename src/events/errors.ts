@@ -14,6 +14,12 @@ export const ERROR_STATUS = {
   INPUT_CONFLICT: 409,
   VERSION_CONFLICT: 409,
   SESSION_ARCHIVED: 409,
+  /** an imported session: its history is kept to read and fork, never to act on */
+  SESSION_READ_ONLY: 409,
+  /** a fork of imported history without the directory the child is to work in */
+  DIRECTORY_REQUIRED: 400,
+  /** an import file that is not a valid Chronicle export (the message names the line); nothing was appended */
+  IMPORT_INVALID: 400,
   NO_MODEL_CONFIGURED: 422,
   UNKNOWN_AGENT: 422,
   UNKNOWN_MODEL: 422,

@@ -1,9 +1,9 @@
-import { statSync } from 'node:fs'
-import { isAbsolute } from 'node:path'
 import { z } from 'zod'
 import { InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
+import { checkDirectory } from '../commands/directory.js'
 import { execute } from '../commands/execute.js'
+import { fork } from '../commands/fork.js'
 import { decideSession } from '../commands/session.js'
 import { getMessages, getParts, listSessions, requireSession } from '../projections/read-model.js'
 import type { AppDeps } from './deps.js'
@@ -50,7 +50,13 @@ export const Params = {
   }),
   'permission.rules': z.object({ session: sessionId }),
   'permission.revoke': z.object({ session: sessionId, ruleId: z.string().min(1) }),
-  'session.fork': z.object({ session: sessionId, at: z.number().int().positive(), title: z.string().min(1).max(500).optional() }),
+  'session.fork': z.object({
+    session: sessionId,
+    at: z.number().int().positive(),
+    title: z.string().min(1).max(500).optional(),
+    /** where the child works (an existing absolute directory); required to fork imported history */
+    directory: z.string().min(1).max(4096).optional(),
+  }),
   'session.state': z.object({ session: sessionId, at: seq.optional() }),
   'session.context': z.object({ session: sessionId, at: seq.optional() }),
   'session.history': z.object({
@@ -143,8 +149,9 @@ export function createApi(deps: AppDeps): Api {
     },
     'session.fork'(p) {
       session(p.session)
-      const fork = deps.timeTravel?.fork ?? missing('fork')
-      return { session: fork(p.session, p.at, { ...(p.title && { title: p.title }) }) }
+      // The fork command itself, like session.create: it needs only the store and the id source, and takes the directory.
+      const options = { ...(p.title && { title: p.title }), ...(p.directory && { directory: p.directory }) }
+      return { session: fork(store, deps.ids, p.session, p.at, options) }
     },
     'session.state'(p) {
       const s = session(p.session)
@@ -170,17 +177,6 @@ export function createApi(deps: AppDeps): Api {
       return (await compact(p.session)) ?? {}
     },
   }
-}
-
-function checkDirectory(directory: string): void {
-  if (!isAbsolute(directory)) throw new ChronicleError('BAD_REQUEST', `directory must be an absolute path: ${directory}`)
-  let ok = false
-  try {
-    ok = statSync(directory).isDirectory()
-  } catch {
-    ok = false
-  }
-  if (!ok) throw new ChronicleError('BAD_REQUEST', `directory does not exist: ${directory}`)
 }
 
 /** Validates params for a method (the WebSocket path; HTTP validates through route schemas). */

@@ -23,26 +23,15 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
   }
   switch (event.type) {
     case 'session.forked':
-      return {
-        session: {
-          ...session,
-          id: event.sessionId,
-          title: event.data.title ?? `${session.title} (fork)`,
-          forkedFrom: event.data.from,
-          parent: null,
-          archived: false,
-          createdAt: event.at,
-          updatedAt: event.at,
-          lastSeq: event.seq,
-          version: event.version,
-        },
-      }
+      return { session: forked(session, event) }
     case 'session.renamed':
       return { session: touch(session, event, { title: event.data.title }) }
     case 'session.archived':
       return { session: touch(session, event, { archived: true }) }
     case 'session.rules.changed':
       return { session: touch(session, event, { rules: event.data.rules }) }
+    case 'session.imported':
+      return { session: touch(session, event, { imported: event.data }) }
 
     case 'input.accepted': {
       const { inputId, parts, agent, model, delivery, noReply } = event.data
@@ -354,6 +343,29 @@ function created(event: StoredEvent<Extract<ChronicleEvent, { type: 'session.cre
     todos: [],
     compaction: null,
     archived: false,
+    createdAt: event.at,
+    updatedAt: event.at,
+    lastSeq: event.seq,
+    version: event.version,
+  }
+}
+
+/**
+ * A fork's session: the parent's state at the fork point under the child's id. It is never
+ * imported itself; a fork of imported history (`fromImport`) keeps none of its authority.
+ */
+function forked(parent: Session, event: StoredEvent<Extract<ChronicleEvent, { type: 'session.forked' }>>): Session {
+  const { imported: _imported, ...inherited } = parent
+  const { from, title, directory, fromImport } = event.data
+  return {
+    ...inherited,
+    id: event.sessionId,
+    title: title ?? `${parent.title} (fork)`,
+    forkedFrom: from,
+    parent: null,
+    archived: false,
+    ...(directory !== undefined && { directory }),
+    ...(fromImport && { rules: [], approvals: [], inbox: [] }),
     createdAt: event.at,
     updatedAt: event.at,
     lastSeq: event.seq,

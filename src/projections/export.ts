@@ -1,10 +1,11 @@
-import { z } from 'zod'
+import { createHash } from 'node:crypto'
 import type { ChronicleEvent } from '../events/catalogue.js'
-import { EventMeta } from '../events/envelope.js'
-import { ChronicleError } from '../events/errors.js'
+import type { EventMeta } from '../events/envelope.js'
+import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
+import { checkImport, EXPORT_FORMAT, type ImportLine } from './import-check.js'
 import { eventsByVersion, firstEvent, versionAtOrBefore } from './lineage.js'
-import type { SessionView } from './model.js'
+import type { Part, SessionView } from './model.js'
 
 /**
  * Export and import of a session's history as JSONL.
@@ -15,32 +16,19 @@ import type { SessionView } from './model.js'
  * creation events come along even when the fork point lies further up the
  * tree, so every `session.forked` reference can be resolved on import.
  *
- * Import: appends the events with their original session ids, versions,
- * meta and times. Seqs are assigned by the target store (they are global and
- * must stay gapless), so they are renumbered: `session.forked {from.seq}` is
- * rewritten through the mapping, and the read-model fields that hold seqs
- * (Session.lastSeq, forkedFrom.seq, inbox[].seq, pendingPermissions[].seq)
- * differ exactly by it — `renumberView` applies it. An ancestor arrives as a
- * session holding only the prefix the export needed. Events the target
- * already has (same session, version and content) are skipped, so importing
- * twice, or importing siblings that share a prefix, is safe; different
- * content at the same version is VERSION_CONFLICT.
+ * Import is quarantine (DESIGN §11: an import creates new, inert sessions
+ * only). The file is untrusted: it is checked whole before anything is
+ * appended (src/projections/import-check.ts), then every session of it becomes
+ * a NEW session with a new id, ended by `session.imported`, which makes it
+ * read-only and never run. Its history is kept — types, data, meta and times —
+ * but confers nothing: its rules, approvals, directory and open run are never
+ * used; a fork of it needs a directory and starts with no rules, approvals or
+ * queued input (src/commands/fork.ts). Seqs are renumbered (they are global and
+ * gapless) and session ids rewritten: `renumberView` maps a source read model
+ * onto the imported one.
  */
 
-export const EXPORT_FORMAT = 1
-
-const Header = z.object({ chronicle: z.literal('session-export'), format: z.number().int(), sessionId: z.string() })
-const Line = z.object({
-  seq: z.number().int().positive(),
-  sessionId: z.string().min(1),
-  version: z.number().int().positive(),
-  type: z.string(),
-  schemaVersion: z.number().int().positive(),
-  data: z.unknown(),
-  meta: EventMeta,
-  at: z.iso.datetime(),
-  inherited: z.literal(true).optional(),
-})
+export { EXPORT_FORMAT }
 
 /** The export as lines (without newlines), streamed page by page. */
 export function* exportLines(store: EventStore, sessionId: string): Generator<string> {
@@ -68,115 +56,147 @@ function needed(store: EventStore, sessionId: string, cut: number): { sessionId:
   return [...ancestors, { sessionId, upToVersion }]
 }
 
+export interface ImportedSession {
+  /** the session's id in the file */
+  readonly originalId: string
+  /** the new session's id in this store */
+  readonly sessionId: string
+  /** the file's events it holds (its session.imported marker follows them) */
+  readonly events: number
+}
+
 export interface ImportReport {
-  /** the sessions named by the export headers */
-  readonly exported: string[]
-  /** every session the file held events of, ancestors included */
-  readonly sessions: string[]
-  /** events appended (the others were already there) */
+  /** the import's id, carried by every session.imported it appended */
+  readonly importId: string
+  /** the session the export was made of */
+  readonly exported: ImportedSession
+  /** every session the import created, in the file's order (ancestors first) */
+  readonly sessions: ImportedSession[]
+  /** events appended, the session.imported markers included */
   readonly appended: number
   /** original seq → seq in this store */
   readonly seqs: Map<number, number>
+  /**
+   * every session id the file's events name → its id here: the sessions created, and
+   * references to sessions the file does not hold (a sub-agent's parent or child),
+   * which get fresh ids that name no session of this store
+   */
+  readonly ids: Map<string, string>
 }
 
-export function importSessions(store: EventStore, jsonl: string): ImportReport {
-  store.flush()
+/**
+ * Imports an export as NEW, read-only sessions (docs/TIME-TRAVEL.md "Export and
+ * import"). The whole file is checked first (checkImport: IMPORT_INVALID naming
+ * the line); then, in ONE transaction, each session of the file gets a new id
+ * from `ids`, its events are appended with their original types, data, meta and
+ * times — seqs renumbered, session ids rewritten through the mapping — and a
+ * `session.imported` marker ends each one. Nothing is appended to a session that
+ * existed before, and importing the same file twice makes two independent copies.
+ */
+export function importSessions(store: EventStore, ids: IdSource, jsonl: string): ImportReport {
+  const checked = checkImport(jsonl)
+  const digest = createHash('sha256').update(jsonl).digest('base64url')
+  const importId = ids.next('imp')
+  const sessionIds = new Map<string, string>()
+  for (const id of [...checked.sessions, ...checked.references]) sessionIds.set(id, ids.next('ses'))
   const seqs = new Map<number, number>()
-  const versions = new Map<string, number>()
-  const exported: string[] = []
+  const counts = new Map<string, number>()
   let appended = 0
-  let group: { lines: z.infer<typeof Line>[]; events: ChronicleEvent[]; key: string; sessionId: string; expected: number } | null = null
 
-  const flush = () => {
-    if (!group) return
-    const { lines, events, sessionId, expected } = group
-    const first = lines[0] as z.infer<typeof Line>
-    const stored = store.append(sessionId, events, { expectedVersion: expected, meta: first.meta, at: Date.parse(first.at) })
-    stored.forEach((e, i) => seqs.set((lines[i] as z.infer<typeof Line>).seq, e.seq))
-    appended += stored.length
-    group = null
+  const appendAll = () => {
+    let group: ImportLine[] = []
+    const flush = () => {
+      const first = group[0]
+      if (!first) return
+      const to = sessionIds.get(first.sessionId) as string
+      const events = group.map((l) => remap(l.event, sessionIds, seqs))
+      const stored = store.append(to, events, { expectedVersion: first.version - 1, meta: first.meta, at: Date.parse(first.at) })
+      stored.forEach((e, i) => seqs.set((group[i] as ImportLine).seq, e.seq))
+      counts.set(first.sessionId, first.version - 1 + stored.length)
+      appended += stored.length
+      group = []
+    }
+    for (const line of checked.lines) {
+      const last = group[group.length - 1]
+      // One append per run of lines with the same session, time and meta (a fork's point is always in an earlier run).
+      if (last && (last.sessionId !== line.sessionId || last.at !== line.at || JSON.stringify(last.meta) !== JSON.stringify(line.meta))) flush()
+      group.push(line)
+    }
+    flush()
+    for (const originalId of checked.sessions) {
+      const events = counts.get(originalId) as number
+      const marker: ChronicleEvent = { type: 'session.imported', data: { originalId, importId, events, digest } }
+      appended += store.append(sessionIds.get(originalId) as string, [marker], { expectedVersion: events, meta: IMPORT_META }).length
+    }
   }
-
-  jsonl.split('\n').forEach((text, index) => {
-    if (text.trim() === '') return
-    const json = parseJson(text, index)
-    const header = Header.safeParse(json)
-    if (header.success) {
-      if (header.data.format !== EXPORT_FORMAT) throw bad(index, `export format ${header.data.format} is not supported`)
-      exported.push(header.data.sessionId)
-      return
-    }
-    const parsed = Line.safeParse(json)
-    if (!parsed.success) throw bad(index, `not an event line: ${z.prettifyError(parsed.error)}`)
-    const line = parsed.data
-    const key = `${line.sessionId}\n${line.at}\n${JSON.stringify(line.meta)}`
-    if (group && group.key !== key) flush() // before renumbering: the fork point may be in the group
-    const event = renumber({ type: line.type, data: line.data } as ChronicleEvent, seqs, index)
-    const version = versions.get(line.sessionId) ?? store.version(line.sessionId)
-    if (line.version <= version) {
-      flush()
-      seqs.set(line.seq, existing(store, line, event, index))
-      versions.set(line.sessionId, version)
-      return
-    }
-    if (line.version !== version + 1) throw bad(index, `session ${line.sessionId} jumps from version ${version} to ${line.version}`)
-    group ??= { lines: [], events: [], key, sessionId: line.sessionId, expected: version }
-    group.lines.push(line)
-    group.events.push(event)
-    versions.set(line.sessionId, line.version)
-  })
-  flush()
-  return { exported, sessions: [...versions.keys()], appended, seqs }
+  store.flush()
+  // All or nothing, and durable like any acknowledged commit: one transaction, FULL (unless nested in a caller's).
+  const sync = !store.db.inTransaction
+  if (sync) store.db.pragma('synchronous = FULL')
+  try {
+    store.db.transaction(appendAll).immediate()
+  } finally {
+    if (sync) store.db.pragma('synchronous = NORMAL')
+  }
+  const sessions = checked.sessions.map((originalId) => ({
+    originalId,
+    sessionId: sessionIds.get(originalId) as string,
+    events: counts.get(originalId) as number,
+  }))
+  const exported = sessions.find((s) => s.originalId === checked.exported) as ImportedSession
+  return { importId, exported, sessions, appended, seqs, ids: sessionIds }
 }
 
-/** A session's read model with every seq it holds mapped (e.g. through an import's seqs). */
-export function renumberView(view: SessionView, seqs: ReadonlyMap<number, number>): SessionView {
-  const map = (seq: number) => seqs.get(seq) ?? seq
+const IMPORT_META: EventMeta = { actor: 'user', command: 'import' }
+
+/** An imported event with the session ids it names, and a fork's point, as they are in this store. */
+function remap(event: ChronicleEvent, ids: ReadonlyMap<string, string>, seqs: ReadonlyMap<number, number>): ChronicleEvent {
+  const id = (original: string) => ids.get(original) as string
+  switch (event.type) {
+    case 'session.created':
+      return event.data.parent ? { ...event, data: { ...event.data, parent: { ...event.data.parent, sessionId: id(event.data.parent.sessionId) } } } : event
+    case 'session.forked': {
+      const { sessionId, seq } = event.data.from
+      return { ...event, data: { ...event.data, from: { sessionId: id(sessionId), seq: seqs.get(seq) as number } } }
+    }
+    case 'subtask.started':
+      return { ...event, data: { ...event.data, childSessionId: id(event.data.childSessionId) } }
+    case 'subtask.finished':
+      return { ...event, data: { ...event.data, childSessionId: id(event.data.childSessionId) } }
+    case 'permission.requested':
+      return event.data.from ? { ...event, data: { ...event.data, from: { ...event.data.from, sessionId: id(event.data.from.sessionId) } } } : event
+    default:
+      return event
+  }
+}
+
+/**
+ * A session's read model with every seq and session id it holds mapped (e.g.
+ * through an import's `seqs` and `ids`): what the import of its export holds
+ * right before its session.imported marker.
+ */
+export function renumberView(view: SessionView, seqs: ReadonlyMap<number, number>, ids: ReadonlyMap<string, string> = new Map()): SessionView {
+  const seq = (n: number) => seqs.get(n) ?? n
+  const id = (sessionId: string) => ids.get(sessionId) ?? sessionId
   const s = view.session
+  const messages = new Map([...view.messages].map(([key, m]) => [key, { ...m, sessionId: id(m.sessionId) }]))
+  const parts = new Map(
+    [...view.parts].map(([key, p]): [string, Part] => [
+      key,
+      p.type === 'subtask' ? { ...p, sessionId: id(p.sessionId), childSessionId: id(p.childSessionId) } : { ...p, sessionId: id(p.sessionId) },
+    ]),
+  )
   return {
     session: s && {
       ...s,
-      lastSeq: map(s.lastSeq),
-      forkedFrom: s.forkedFrom && { ...s.forkedFrom, seq: map(s.forkedFrom.seq) },
-      inbox: s.inbox.map((i) => ({ ...i, seq: map(i.seq) })),
-      pendingPermissions: s.pendingPermissions.map((p) => ({ ...p, seq: map(p.seq) })),
+      id: id(s.id),
+      parent: s.parent && { ...s.parent, sessionId: id(s.parent.sessionId) },
+      lastSeq: seq(s.lastSeq),
+      forkedFrom: s.forkedFrom && { sessionId: id(s.forkedFrom.sessionId), seq: seq(s.forkedFrom.seq) },
+      inbox: s.inbox.map((i) => ({ ...i, seq: seq(i.seq) })),
+      pendingPermissions: s.pendingPermissions.map((p) => ({ ...p, seq: seq(p.seq), ...(p.from && { from: { ...p.from, sessionId: id(p.from.sessionId) } }) })),
     },
-    messages: view.messages,
-    parts: view.parts,
+    messages,
+    parts,
   }
 }
-
-function renumber(event: ChronicleEvent, seqs: ReadonlyMap<number, number>, index: number): ChronicleEvent {
-  if (event.type !== 'session.forked') return event
-  const seq = seqs.get(event.data.from.seq)
-  if (seq === undefined) throw bad(index, `the fork point seq ${event.data.from.seq} is not among the events before it`)
-  return { ...event, data: { ...event.data, from: { ...event.data.from, seq } } }
-}
-
-/** The target already holds this version: it must be the same event. Returns its seq. */
-function existing(store: EventStore, line: z.infer<typeof Line>, event: ChronicleEvent, index: number): number {
-  const row = store.db
-    .prepare('SELECT seq, type, data FROM events WHERE session_id = ? AND version = ?')
-    .get(line.sessionId, line.version) as { seq: number; type: string; data: string }
-  if (row.type !== event.type || JSON.stringify(JSON.parse(row.data)) !== JSON.stringify(event.data)) {
-    throw new ChronicleError(
-      'VERSION_CONFLICT',
-      `line ${index + 1}: session ${line.sessionId} already has a different event at version ${line.version}`,
-      { sessionId: line.sessionId, version: line.version },
-    )
-  }
-  return row.seq
-}
-
-function parseJson(text: string, index: number): unknown {
-  try {
-    return JSON.parse(text) as unknown
-  } catch {
-    throw bad(index, 'not JSON')
-  }
-}
-
-function bad(index: number, message: string): ChronicleError {
-  return new ChronicleError('BAD_REQUEST', `import line ${index + 1}: ${message}`, { line: index + 1 })
-}
-

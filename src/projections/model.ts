@@ -81,6 +81,12 @@ export interface Session {
     readonly applied?: { readonly summaryMessageId: string; readonly tailStartMessageId?: string }
   } | null
   readonly archived: boolean
+  /**
+   * set by session.imported: the history came from an import file. The session is read-only
+   * (SESSION_READ_ONLY) and never run; a fork of it needs a directory and inherits no rules,
+   * approvals or inbox. Optional, so rows written before the field existed read the same.
+   */
+  readonly imported?: { readonly originalId: string; readonly importId: string; readonly events: number; readonly digest: string }
   readonly createdAt: string
   readonly updatedAt: string
   /** seq of the session's latest own event */

@@ -1,3 +1,4 @@
+import type { Redactor } from '../tools/redact.js'
 import type { ChronicleEvent, RunOutcome } from '../events/catalogue.js'
 import { isChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
@@ -42,6 +43,8 @@ export interface LoopDeps {
   readonly serverInstructions?: () => readonly ServerInstructions[]
   /** context compaction (src/runtime/compaction.ts); without it there is none */
   readonly compaction?: CompactionConfig
+  /** the server's secrets, kept out of what tools report */
+  readonly redactor?: Redactor
 }
 
 export { CANCELLED, SHUTDOWN } from './abort-reasons.js'
@@ -136,6 +139,7 @@ export async function runLoop(
           permissions: deps.permissions,
           signal,
           transcript: deps.views.state(sessionId).transcript,
+          ...(deps.redactor && { redactor: deps.redactor }),
         })
       }
     }

@@ -30,6 +30,10 @@ import { loadView } from '../projections/read-model.js'
  * raised here for a sub-agent (`from`) is closed too: the child's call that
  * asked was interrupted with its own run.
  *
+ * An imported session (Session.imported) is skipped: nothing is appended to
+ * it and nothing of it is resumed or woken, whatever run or input its file
+ * left open (src/commands/read-only.ts).
+ *
  * Sessions with no run but undelivered input (a crash between `input.accepted`
  * and `run.started`), or whose run recovery ended `failed`, are woken — unless
  * the run was cancelled: input a cancel parked waits for the next wake, as it
@@ -57,6 +61,8 @@ export interface RecoveryDecision {
 
 /** The pure half: what recovery appends for one session, and what to do next. */
 export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUME_BUDGET): RecoveryDecision {
+  // An imported session is never run: whatever its history left open stays as the file had it.
+  if (view.session?.imported) return { events: [], action: { kind: 'none' } }
   const session = view.session
   if (!session) return { events: [], action: { kind: 'none' } }
   const run = session.run

@@ -1,3 +1,4 @@
+import type { Redactor } from '../tools/redact.js'
 import { checkInput, decideSubmit, DEFAULT_MAX_INPUT_BYTES, type SubmitCommand } from '../commands/input.js'
 import { decideCancel } from '../commands/run.js'
 import { requestCompaction, type CompactRequested } from '../commands/compact.js'
@@ -27,10 +28,13 @@ import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
  *       → { inputId, seq, duplicate }   input.accepted is committed (FULL) before this returns;
  *                                        then the session is woken. Throws ChronicleError
  *                                        EMPTY_INPUT, PAYLOAD_TOO_LARGE, UNKNOWN_AGENT, UNKNOWN_MODEL,
- *                                        INPUT_CONFLICT, SESSION_NOT_FOUND, SESSION_ARCHIVED (nothing appended).
+ *                                        INPUT_CONFLICT, SESSION_NOT_FOUND, SESSION_ARCHIVED, SESSION_READ_ONLY
+ *                                        (nothing appended).
  *   runtime.cancel(sessionId) → { cancelled }   appends run.cancel.requested (FULL) and aborts the run
  *   runtime.wake(sessionId)       starts a run if input is pending (e.g. after recovery)
  *   runtime.resume(sessionId, runId)  continues a run recovery marked run.resumed (src/runtime/recovery.ts)
+ *                                 An imported session (Session.imported) is never woken or resumed, and
+ *                                 submit / cancel / compact refuse it with SESSION_READ_ONLY.
  *   runtime.idle(sessionId)       resolves when no run is active and nothing is pending
  *   runtime.isRunning(sessionId)
  *   runtime.compact(sessionId) → { compactionId, seq, duplicate }   appends compaction.requested {manual} (FULL);
@@ -68,6 +72,8 @@ export interface RuntimeDeps {
   readonly serverInstructions?: () => readonly ServerInstructions[]
   /** context compaction; absent: none (the composition root always configures it) */
   readonly compaction?: Partial<CompactionConfig>
+  /** the server's secrets, kept out of what tools report (docs/SECURITY.md) */
+  readonly redactor?: Redactor
 }
 
 export interface SubmitInput {
@@ -123,14 +129,17 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.environment && { environment: deps.environment }),
     ...(deps.serverInstructions && { serverInstructions: deps.serverInstructions }),
     ...(deps.compaction && { compaction: compactionConfig(deps.compaction) }),
+    ...(deps.redactor && { redactor: deps.redactor }),
   }
   const coordinator = new RunCoordinator(
     (sessionId, signal, resume) => (resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal)),
     (sessionId) => {
       store.flush()
       const session = getSession(store.db, sessionId)
+      // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
+      if (!session || session.imported) return undefined
       // A requested compaction is pending work too: a run performs it.
-      return session?.inbox[0]?.inputId ?? (session?.compaction?.status === 'requested' ? session.compaction.compactionId : undefined)
+      return session.inbox[0]?.inputId ?? (session.compaction?.status === 'requested' ? session.compaction.compactionId : undefined)
     },
     (sessionId, err) => deps.log?.error({ err, sessionId }, 'run coordinator failed'),
   )
@@ -176,8 +185,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return { cancelled: events.length > 0 || aborted }
     },
 
-    wake: (sessionId) => coordinator.wake(sessionId),
-    resume: (sessionId, runId) => coordinator.resume(sessionId, { runId }),
+    wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
+    resume(sessionId, runId) {
+      store.flush()
+      if (getSession(store.db, sessionId)?.imported) return // never resumed, whatever its history left open
+      coordinator.resume(sessionId, { runId })
+    },
     idle: (sessionId) => coordinator.idle(sessionId),
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
     compact(sessionId) {

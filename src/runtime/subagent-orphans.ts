@@ -11,6 +11,7 @@ import { finalText, type ChildRuntime, type Subagents } from './subagent.js'
  * (seed 000 "后台子 Agent"): `subtask.finished` in the parent, then a queued
  * system-reminder input carrying the child's final text, which wakes the
  * parent's loop. The input id `subtask:<child>` makes the report idempotent.
+ * Imported sessions are ignored, as children and as parents: they are never run.
  */
 
 export interface OrphanDeps {
@@ -35,8 +36,9 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
     store.flush()
     const child = getSession(store.db, childId)
-    if (!child?.parent || child.run || !child.lastRun) return false
+    if (!child?.parent || child.imported || child.run || !child.lastRun) return false
     const parentId = child.parent.sessionId
+    if (getSession(store.db, parentId)?.imported) return false // imported history is never acted on
     const parts = getParts(store.db, parentId)
     const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
     if (!link) return false

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -85,6 +85,13 @@ describe('client commands', () => {
 
     const fork = await runInProcess(['fork', session as string, '--at', String(seq)], env)
     expect(fork.stdout).toMatch(new RegExp(`^forked ${session} at seq ${seq} → ses_\\w+\\n$`))
+    const elsewhere = join(dir, 'elsewhere')
+    mkdirSync(elsewhere)
+    const into = await runInProcess(['fork', session as string, '--at', String(seq), '--dir', elsewhere], env)
+    const child = new RegExp(`^forked ${session} at seq ${seq} → (ses_\\w+) in ${elsewhere}\\n$`).exec(into.stdout)?.[1]
+    const token = readFileSync(join(data, 'token'), 'utf8').trim()
+    const got = await fetch(`${url}/sessions/${child}`, { headers: { authorization: `Bearer ${token}` } })
+    expect(((await got.json()) as { session: { directory: string } }).session.directory).toBe(elsewhere)
 
     const missing = await runInProcess(['show', 'ses_nope'], env)
     expect(missing.code).toBe(1)

@@ -64,23 +64,30 @@ describe('shutdown and offline commands', () => {
     expect(JSON.parse(lines[0] as string)).toEqual({ chronicle: 'session-export', format: 1, sessionId: quick })
 
     const other = { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_URL: 'http://127.0.0.1:1' }
+    // an import makes a new, read-only session (its events and a session.imported marker)
     const imported = await runToEnd(['import', file], other)
     expect(imported.code).toBe(0)
-    expect(imported.stdout).toBe(`imported ${quick}: ${lines.length - 1} events appended, 1 sessions touched\n`)
+    const copy = /^(ses_\w+) → (ses_\w+)\n/.exec(imported.stdout)?.slice(1) ?? []
+    expect(copy[0]).toBe(quick)
+    const copied = copy[1] as string
+    expect(copied).not.toBe(quick)
+    expect(imported.stdout).toBe(
+      `${quick} → ${copied}\nimported ${quick} as ${copied}: ${lines.length} events appended, 1 new sessions, read-only (fork one with --dir <path> to continue it)\n`,
+    )
     expect(imported.stderr).toContain('verifying 1/1')
 
     const rebuilt = await runToEnd(['rebuild'], other)
     expect(rebuilt.code).toBe(0)
-    expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${lines.length - 1} events in \\d+ ms\\n$`))
+    expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${lines.length} events in \\d+ ms\\n$`))
     expect(rebuilt.stderr).toContain('rebuilding sessions 1/1')
 
     // a read model that drifted from the log: verify says where, and exits 1
     const db = new Database(join(dir, 'other', 'chronicle.db'))
-    db.prepare("UPDATE sessions SET data = json_set(data, '$.title', 'tampered') WHERE id = ?").run(quick)
+    db.prepare("UPDATE sessions SET data = json_set(data, '$.title', 'tampered') WHERE id = ?").run(copied)
     db.close()
     const drifted = await runToEnd(['verify'], other)
     expect(drifted.code).toBe(1)
-    expect(drifted.stdout).toContain(`DIFF ${quick} session ${quick}`)
+    expect(drifted.stdout).toContain(`DIFF ${copied} session ${copied}`)
     expect(drifted.stdout).toMatch(/1 sessions checked, 1 differences\n$/)
   }, SLOW)
 })

@@ -110,6 +110,28 @@ describe('session events', () => {
     const { before, after } = given({ ...created, data: { ...created.data, rules: [{ permission: 'bash', pattern: '*', action: 'ask' }] } } as ChronicleEvent).when({ type: 'session.rules.changed', data: { rules } })
     expect(after.session).toEqual({ ...before.session, rules, lastSeq: 2, version: 2 })
   })
+
+  const imported: ChronicleEvent = { type: 'session.imported', data: { originalId: 'ses_orig', importId: 'imp_1', events: 3, digest: 'sha256:file' } }
+  const allowAll = [{ permission: '*', pattern: '*', action: 'allow' as const }]
+  const approval: ChronicleEvent = { type: 'permission.rule.added', data: { ruleId: 'rul_1', rule: { permission: 'bash', pattern: '*', action: 'allow' } } }
+
+  it('session.imported: marks the session imported; nothing else changes', () => {
+    const { before, after } = given(created, accepted(), runStarted).when(imported)
+    expect(after.session).toEqual({ ...before.session, imported: { originalId: 'ses_orig', importId: 'imp_1', events: 3, digest: 'sha256:file' }, lastSeq: 4, version: 4 })
+  })
+
+  it('session.forked with a directory: the child works there and keeps the rest of the state', () => {
+    const { after } = given({ ...created, data: { ...created.data, rules: allowAll } } as ChronicleEvent, approval)
+      .when(['ses_2', { type: 'session.forked', data: { from: { sessionId: 'ses_1', seq: 2 }, directory: '/work/elsewhere' } }])
+    expect(after.session).toMatchObject({ id: 'ses_2', directory: '/work/elsewhere', rules: allowAll, approvals: [{ ruleId: 'rul_1', permission: 'bash', pattern: '*', action: 'allow' }] })
+  })
+
+  it('session.forked fromImport: a new directory, and no rules, approvals, queued input or imported mark of the history', () => {
+    const { after } = given({ ...created, data: { ...created.data, directory: '/', rules: allowAll } } as ChronicleEvent, approval, accepted('in_9'), imported)
+      .when(['ses_2', { type: 'session.forked', data: { from: { sessionId: 'ses_1', seq: 4 }, directory: '/work/mine', fromImport: true } }])
+    expect(after.session).toMatchObject({ id: 'ses_2', directory: '/work/mine', rules: [], approvals: [], inbox: [], forkedFrom: { sessionId: 'ses_1', seq: 4 } })
+    expect(after.session.imported).toBeUndefined()
+  })
 })
 
 describe('input events', () => {
