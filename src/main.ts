@@ -6,7 +6,6 @@ import { createIdSource, type IdSource } from './events/ids.js'
 import type { EventStore } from './events/store.js'
 import { execute } from './commands/execute.js'
 import { decidePermission } from './commands/permission.js'
-import { fork } from './commands/fork.js'
 import { history } from './projections/history.js'
 import { openStore } from './projections/open.js'
 import { stateAt } from './projections/time-travel.js'
@@ -21,7 +20,9 @@ import { resolveAgents } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { createMcpManager } from './tools/mcp/manager.js'
 import { createPermissionGate } from './tools/permission/gate.js'
+import { createRedactor, isSecretName, secretsOf, type Secret } from './tools/redact.js'
 import { createToolRegistry } from './tools/registry.js'
+import { detectSandbox, type Sandbox } from './tools/sandbox.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
 import { buildApp, type App } from './http/app.js'
@@ -45,6 +46,8 @@ export interface ChronicleOptions {
   readonly models?: ModelResolver
   /** restarts a run may survive before it ends failed; default CHRONICLE_RESUME_BUDGET or 3 */
   readonly resumeBudget?: number
+  /** replaces the detected sandbox (tests) */
+  readonly sandbox?: Sandbox
 }
 
 export interface Chronicle {
@@ -53,6 +56,8 @@ export interface Chronicle {
   readonly app: App
   readonly logger: Logger
   readonly token: TokenInfo
+  /** where bash commands run: bubblewrap, or unconfined (unavailable: every command asks; off: the user's choice) */
+  readonly sandbox: Sandbox
   /** recovers unfinished runs (settled before listening, continued after), then listens; resolves with the base URL */
   start(): Promise<string>
   /** what the last start() recovered */
@@ -77,6 +82,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     secrets: [token.token, config.provider.apiKey, config.provider.openaiApiKey],
     ...(options.logDestination && { destination: options.logDestination }),
   })
+  const redactor = createRedactor(serverSecrets(config, token.token))
+  // Nothing a tool runs may see or touch Chronicle's own state: the data dir and the config file.
+  const hidden = [config.dataDir, ...(config.configFile ? [config.configFile] : [])]
+  const sandbox = options.sandbox ?? (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network, hidden }))
+  if (sandbox.kind === 'unavailable') {
+    logger.warn({ reason: sandbox.reason }, 'no sandbox: every bash command will need approval (install bubblewrap, or set "sandbox": "off" in your config)')
+  }
   const store = openStore(dbPath)
   const ids = options.ids ?? createIdSource()
   const directory = options.directory ?? process.cwd()
@@ -86,6 +98,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const mcp = createMcpManager(config.mcp, {
     directory,
     dataDir: config.dataDir,
+    sandbox,
     onStatus: (status) => logger.info({ mcp: status }, 'mcp server status'),
   })
   const tools = createToolRegistry({
@@ -95,6 +108,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     tools: [
       ...createBuiltinTools({
         dataDir: config.dataDir,
+        forbidden: hidden,
+        sandbox,
+        redactor,
+        childEnv: { set: config.sandbox.env, pass: config.sandbox.passEnv },
         updateTodos: (sessionId, items) =>
           store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } }).then(() => undefined),
       }),
@@ -119,6 +136,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     agents,
     serverInstructions: () => mcp.instructions(),
     log: logger,
+    redactor,
     limits: { maxInputBytes: config.limits.inputBytes },
     compaction: { ...config.compaction, models: config.models },
   })
@@ -146,7 +164,6 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const timeTravel: TimeTravelPort = {
     stateAt: (sessionId, at) => stateAt(store, sessionId, at),
     history: (sessionId, query) => history(store, sessionId, query),
-    fork: (sessionId, at, opts) => fork(store, ids, sessionId, at, { ...(opts.title && { title: opts.title }) }),
   }
 
   const deps: AppDeps = {
@@ -174,6 +191,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     app,
     logger,
     token,
+    sandbox,
     get recovery() {
       return recovery
     },
@@ -208,6 +226,22 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       return stopping
     },
   }
+}
+
+/** Every secret value the server holds: kept out of the log (src/tools/redact.ts). */
+function serverSecrets(config: ChronicleConfig, token: string): Secret[] {
+  const named = (name: string, value: string | undefined): Secret[] => (value ? [{ name, value }] : [])
+  return [
+    ...named('CHRONICLE_TOKEN', token),
+    ...secretsOf(process.env), // before the config's keys: a value found in both keeps its variable's name
+    ...named('api key', config.provider.apiKey),
+    ...named('OpenAI API key', config.provider.openaiApiKey),
+    ...config.mcp.flatMap((server) =>
+      server.type === 'remote'
+        ? Object.entries(server.headers).flatMap(([h, value]) => (isSecretName(h) ? [{ name: `${server.name} ${h}`, value }] : []))
+        : secretsOf(server.environment).map((s) => ({ ...s, name: `${server.name} ${s.name}` })),
+    ),
+  ]
 }
 
 /** Host names a request may address: loopback always; a specific bind address; every local address for a wildcard bind. */

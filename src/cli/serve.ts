@@ -39,6 +39,12 @@ export async function serve(args: Args, out: (line: string) => void): Promise<nu
           ? `token (shown once) ${token.token} stored in ${token.file}`
           : `token in ${token.file}`
   out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
+  if (chronicle.sandbox.kind === 'unavailable') {
+    process.stderr.write(
+      `chronicle: ${chronicle.sandbox.reason}. Every bash command will need your approval. ` +
+        'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set "sandbox": "off" in your config to run commands unconfined.\n',
+    )
+  }
 
   return new Promise((resolve) => {
     let signals = 0

@@ -48,7 +48,6 @@ export interface ModelContext {
 export interface TimeTravelPort {
   stateAt(sessionId: string, at?: number): StateAt
   history(sessionId: string, opts: { after?: number; before?: number; limit?: number }): HistoryPage
-  fork(sessionId: string, at: number, opts: { title?: string }): Session
 }
 
 export interface PermissionPort {

@@ -1,12 +1,16 @@
-import { existsSync, readFileSync, statSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from 'node:fs'
+import { StringDecoder } from 'node:string_decoder'
+import { dirname, join, resolve, sep } from 'node:path'
 import type { AgentDefinition } from '../tools/agents.js'
 
 /**
- * The system prompt (DESIGN §6): the agent's prompt, the environment, the
- * project's instructions — AGENTS.md (CLAUDE.md as a fallback) in every
+ * The system prompt (docs/TRACES.md): the agent's prompt, the environment,
+ * the project's instructions — AGENTS.md (CLAUDE.md as a fallback) in every
  * directory from the session's directory up to the repository root — and the
- * instructions of the connected MCP servers.
+ * instructions of the connected MCP servers. An instruction file is read only
+ * when its real path lies inside the repository (or the session directory
+ * outside one): a symlinked AGENTS.md cannot pull a file from elsewhere on
+ * the machine into what the model is told (docs/SECURITY.md).
  */
 
 export interface SystemEnvironment {
@@ -74,13 +78,37 @@ function instructions(directory: string, repoRoot: string | undefined): string[]
     dir = up
   }
   const out: string[] = []
+  const root = realOrSelf(stop)
   for (const d of dirs) {
-    const file = ['AGENTS.md', 'CLAUDE.md'].map((name) => join(d, name)).find(isFile)
+    const file = ['AGENTS.md', 'CLAUDE.md'].map((name) => join(d, name)).find((f) => isFile(f) && within(root, realOrSelf(f)))
     if (!file) continue
-    const text = readFileSync(file, 'utf8').slice(0, MAX_INSTRUCTION_BYTES)
+    const text = readHead(file, MAX_INSTRUCTION_BYTES)
     out.push(`Instructions from: ${file}\n${text}`)
   }
   return out
+}
+
+/** The first `bytes` of a file, without reading the rest (a workspace file may be huge). */
+function readHead(path: string, bytes: number): string {
+  const fd = openSync(path, 'r')
+  try {
+    const buf = Buffer.alloc(bytes)
+    return new StringDecoder('utf8').write(buf.subarray(0, readSync(fd, buf, 0, bytes, 0)))
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+function within(root: string, path: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep)
 }
 
 function isFile(path: string): boolean {

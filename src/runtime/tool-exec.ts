@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { ToolErrorKind } from '../events/catalogue.js'
+import { NO_SECRETS, type Redactor } from '../tools/redact.js'
 import { ToolFailure, type PermissionGate, type Tool, type ToolContext } from '../tools/tool.js'
 import { abortError } from './abort-reasons.js'
 import type { Recorder } from './recorder.js'
@@ -12,9 +13,17 @@ import type { Transcript } from './transcript.js'
  * arguments fail as `invalid` with a message the model can act on. The same
  * tool with the same input three times in a row asks the `doom_loop`
  * permission first. Every call ends in tool.completed or tool.failed.
+ *
+ * Two guards hold for every tool, whatever it does (docs/SECURITY.md): what
+ * it reports is redacted of the server's secrets before it is appended, and
+ * it has a wall-clock budget (the tool's own, else DEFAULT_BUDGET_MS; time
+ * spent waiting for the user's permission does not count), past which its
+ * signal aborts and the call fails.
  */
 
 export const DOOM_LOOP_THRESHOLD = 3
+export const DEFAULT_BUDGET_MS = 5 * 60_000
+const OVER_BUDGET = 'over budget'
 
 export interface ExecuteInput {
   readonly recorder: Recorder
@@ -28,6 +37,8 @@ export interface ExecuteInput {
   readonly signal: AbortSignal
   /** the session's history after the step: the doom-loop check reads its latest tool calls */
   readonly transcript: Transcript
+  /** the server's secrets, kept out of what tools report */
+  readonly redactor?: Redactor
 }
 
 export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
@@ -36,9 +47,10 @@ export async function executeCalls(calls: readonly StreamedCall[], input: Execut
 
 async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<void> {
   const { recorder, signal } = input
+  const redact = input.redactor ?? NO_SECRETS
   const meta = { actor: 'tool' as const, run: input.runId, call: call.callId }
   const fail = async (kind: ToolErrorKind, message: string) => {
-    recorder.emit({ type: 'tool.failed', data: { partId: call.partId, error: { kind, message } } }, meta, 'full')
+    recorder.emit({ type: 'tool.failed', data: { partId: call.partId, error: { kind, message: redact.text(message) } } }, meta, 'full')
     await recorder.settle()
   }
   if (signal.aborted) return fail(abortError(signal).kind, 'the run stopped before the tool ran')
@@ -79,6 +91,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     { type: 'tool.called', data: { messageId: input.messageId, partId: call.partId, callId: call.callId, tool: call.tool, input: parsed.data } },
     meta,
   )
+  const budget = new Budget(tool.budgetMs?.(parsed.data) ?? DEFAULT_BUDGET_MS, signal)
   const ctx: ToolContext = {
     sessionId: input.sessionId,
     messageId: input.messageId,
@@ -86,22 +99,22 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     partId: call.partId,
     agent: input.agent,
     directory: input.directory,
-    abort: signal,
-    progress: (metadata) => recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata } }, meta),
-    ask: (request) => input.permissions.ask(scope, request),
+    abort: budget.signal,
+    progress: (metadata) => recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata: redact.value(metadata) } }, meta),
+    ask: (request) => budget.paused(() => input.permissions.ask({ ...scope, abort: budget.signal }, request)),
     check: (request) => input.permissions.check(scope, request),
   }
   try {
-    const result = await untilAborted(tool.execute(parsed.data, ctx), signal)
+    const result = await untilAborted(tool.execute(parsed.data, ctx), budget.signal)
     recorder.emit(
       {
         type: 'tool.completed',
         data: {
           partId: call.partId,
-          output: result.output,
-          ...(result.title !== undefined && { title: result.title }),
-          ...(result.metadata && { metadata: result.metadata }),
-          ...(result.attachments && { attachments: [...result.attachments] }),
+          output: redact.text(result.output),
+          ...(result.title !== undefined && { title: redact.text(result.title) }),
+          ...(result.metadata && { metadata: redact.value(result.metadata) }),
+          ...(result.attachments && { attachments: redact.value([...result.attachments]) }),
         },
       },
       meta,
@@ -109,7 +122,70 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     )
     await recorder.settle()
   } catch (err) {
+    if (budget.spent) return fail('failed', `The ${call.tool} call ran longer than its ${duration(budget.ms)} budget and was stopped.`)
     return fail(failureKind(err, signal, 'failed'), messageOf(err))
+  } finally {
+    budget.close()
+  }
+}
+
+/**
+ * A call's wall-clock budget: its signal aborts when the run's does, or when
+ * the call has run for `ms` — not counting time parked on a permission request.
+ */
+class Budget {
+  private readonly controller = new AbortController()
+  private timer: NodeJS.Timeout | undefined
+  private left: number
+  private since = 0
+  private waiting = 0
+  spent = false
+
+  constructor(
+    readonly ms: number,
+    private readonly run: AbortSignal,
+  ) {
+    this.left = ms
+    if (run.aborted) this.controller.abort(run.reason)
+    else run.addEventListener('abort', this.onRun, { once: true })
+    this.start()
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  /** Runs `work` with the clock stopped (nested waits are fine). */
+  async paused<T>(work: () => Promise<T>): Promise<T> {
+    if (this.waiting++ === 0) this.stop()
+    try {
+      return await work()
+    } finally {
+      if (--this.waiting === 0) this.start()
+    }
+  }
+
+  close(): void {
+    this.stop()
+    this.run.removeEventListener('abort', this.onRun)
+  }
+
+  private readonly onRun = () => this.controller.abort(this.run.reason)
+
+  private start(): void {
+    if (this.controller.signal.aborted) return
+    this.since = Date.now()
+    this.timer = setTimeout(() => {
+      this.spent = true
+      this.controller.abort(OVER_BUDGET)
+    }, this.left)
+  }
+
+  private stop(): void {
+    if (this.timer === undefined) return
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.left = Math.max(0, this.left - (Date.now() - this.since))
   }
 }
 
@@ -121,6 +197,10 @@ function isDoomLoop(transcript: Transcript, call: StreamedCall, args: unknown): 
     earlier.length === DOOM_LOOP_THRESHOLD - 1 &&
     earlier.every((p) => p.tool === call.tool && p.input !== undefined && JSON.stringify(p.input) === key)
   )
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`
 }
 
 function failureKind(err: unknown, signal: AbortSignal, otherwise: ToolErrorKind): ToolErrorKind {

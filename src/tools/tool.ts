@@ -13,6 +13,8 @@ export interface PermissionAsk {
   readonly patterns: readonly string[]
   /** what an "always" reply approves (e.g. `git status *` for `git status -s`); defaults to `patterns` */
   readonly always?: readonly string[]
+  /** a person must answer even where the rules allow (a deny still denies): e.g. a command that cannot be sandboxed */
+  readonly requireUser?: boolean
   readonly metadata?: Record<string, unknown>
 }
 
@@ -49,6 +51,8 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
   readonly parameters: P
   /** the permission that governs this tool; a tool whose rules deny every pattern of it is hidden */
   readonly permission?: string
+  /** its wall-clock budget for these arguments (default: the runtime's); waiting for permission does not count */
+  readonly budgetMs?: (args: z.infer<P>) => number
   execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>
 }
 

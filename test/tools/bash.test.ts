@@ -57,7 +57,8 @@ describe('bash tool', () => {
     const result = await tool().execute({ command: 'pwd; echo out; echo err >&2; exit 3' }, ctx)
     expect(result.output).toBe(`${tmp.dir}\nout\nerr\n<bash_metadata>\nexit code: 3\n</bash_metadata>`)
     expect(result.metadata).toMatchObject({ exitCode: 3, timedOut: false, truncated: false })
-    expect(ctx.progressed.at(-1)?.['output']).toBe(`${tmp.dir}\nout\nerr\n`)
+    // live progress carries only what is new each time: together, the whole output
+    expect(ctx.progressed.map((p) => p['output']).join('')).toBe(`${tmp.dir}\nout\nerr\n`)
   })
 
   it('on timeout kills the whole process group, even children that ignore SIGTERM (checked with ps)', async () => {
@@ -77,10 +78,11 @@ describe('bash tool', () => {
     const ctx = f.ctx({ abort: ac.signal })
     const running = tool().execute({ command: STUBBORN }, ctx)
     const outcome = running.catch((e) => e)
-    for (let i = 0; i < 100 && !String(ctx.progressed.at(-1)?.['output'] ?? '').includes('ready'); i++) {
+    const live = () => ctx.progressed.map((p) => p['output']).join('')
+    for (let i = 0; i < 100 && !live().includes('ready'); i++) {
       await new Promise((r) => setTimeout(r, 50))
     }
-    const output = String(ctx.progressed.at(-1)?.['output'])
+    const output = live()
     const children = [...output.matchAll(/child (\d+)/g)].map((m) => Number(m[1]))
     expect(children.length).toBe(2)
     expect(children.filter(isAlive)).toEqual(children)
@@ -128,7 +130,7 @@ describe('bash tool', () => {
     g.store.close()
   })
 
-  it('commands get a scrubbed environment: no keys, tokens or Chronicle settings', async () => {
+  it('commands get an allow-listed environment: no keys, tokens, Chronicle settings or unknown variables', async () => {
     const env = {
       PATH: process.env['PATH'],
       HOME: tmp.dir,
@@ -136,22 +138,35 @@ describe('bash tool', () => {
       MY_SERVICE_TOKEN: 'leak-2',
       CHRONICLE_TOKEN: 'leak-3',
       DB_PASSWORD: 'leak-4',
-      HARMLESS: 'visible',
+      DATABASE_URL: 'postgres://u:leak-5@db.example/app',
+      UNKNOWN: 'not-listed',
+      LC_ALL: 'C.UTF-8',
     }
     const result = await tool(env).execute({ command: 'env' }, f.ctx())
-    expect(result.output).toContain('HARMLESS=visible')
-    expect(result.output).not.toMatch(/leak-|sk-leak/)
+    expect(result.output).toContain(`HOME=${tmp.dir}`)
+    expect(result.output).toContain('LC_ALL=C.UTF-8')
+    expect(result.output).not.toMatch(/leak-|sk-leak|not-listed/)
+    // the user's config may add variables and pass named ones through
+    const configured = createBashTool({ dataDir: join(tmp.dir, 'data'), env, childEnv: { set: { FOO: 'bar' }, pass: ['UNKNOWN'] } })
+    const more = await configured.execute({ command: 'env' }, f.ctx())
+    expect(more.output).toContain('FOO=bar')
+    expect(more.output).toContain('UNKNOWN=not-listed')
+    expect(more.output).not.toMatch(/leak-/)
   })
 
-  it('long output is truncated to its tail, with the full text saved and pointed to', async () => {
+  it('long output keeps its head and tail, with the full text saved in the session\'s own directory and pointed to', async () => {
     const result = await tool().execute({ command: 'seq 1 3000' }, f.ctx())
     const path = result.metadata?.['outputPath'] as string
     expect(result.metadata?.['truncated']).toBe(true)
-    expect(path).toBe(join(tmp.dir, 'data', 'tool-output', 'bash_prt_1.txt'))
+    expect(path).toBe(join(tmp.dir, 'data', 'tool-output', 'ses_test', 'bash_prt_1.txt'))
     expect(result.output).toContain(`The full output is saved at ${path}`)
+    expect(result.output.startsWith('1\n2\n3\n')).toBe(true)
     expect(result.output).toContain('\n3000\n')
-    expect(result.output).not.toMatch(/^1$/m)
-    expect(readFileSync(path, 'utf8').split('\n').slice(0, 3)).toEqual(['1', '2', '3'])
+    expect(result.output).not.toMatch(/^1000$/m) // the middle is only in the saved file
+    expect(result.output.split('\n').length).toBeLessThanOrEqual(2000)
+    const saved = readFileSync(path, 'utf8').split('\n')
+    expect(saved.slice(0, 3)).toEqual(['1', '2', '3'])
+    expect(saved).toContain('3000')
   })
 
   it('file commands with paths outside the session directory need external_directory; paths inside do not', async () => {

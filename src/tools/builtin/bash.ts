@@ -1,18 +1,20 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
-import { z } from 'zod'
+import { StringDecoder } from 'node:string_decoder'
 import { dirname, isAbsolute, join } from 'node:path'
+import { z } from 'zod'
+import { childEnv, type ChildEnvOptions } from '../child-env.js'
+import { OutputCapture } from '../output-capture.js'
 import { accessPath, resolveInWorkspace } from '../paths.js'
-import { drain, groupGone, signalGroup } from './process-group.js'
-import { shellWords, splitShellCommand } from '../permission/shell-split.js'
-import { scrubEnv } from '../scrub-env.js'
+import { simpleCommands } from '../permission/shell-split.js'
+import { NO_SECRETS, type Redactor } from '../redact.js'
+import { type Sandbox, unconfined } from '../sandbox.js'
 import { defineTool, ToolFailure } from '../tool.js'
-import { truncateOutput } from '../truncate.js'
+import { outputDir } from '../truncate.js'
+import { drain, groupGone, signalGroup } from './process-group.js'
 
 export const DEFAULT_TIMEOUT_MS = 120_000
 export const MAX_TIMEOUT_MS = 600_000
-const PREVIEW_CHARS = 30_000
-const PROGRESS_EVERY_MS = 250
 
 const parameters = z.object({
   command: z.string().min(1).describe('The shell command to run (bash syntax)'),
@@ -31,8 +33,14 @@ export interface BashToolDeps {
   readonly dataDir: string
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
-  /** the environment commands start from, before scrubbing (default process.env) */
+  /** the environment commands' allow-listed variables come from (default process.env) */
   readonly env?: NodeJS.ProcessEnv
+  /** what the user's config adds to commands' environment */
+  readonly childEnv?: ChildEnvOptions
+  /** where commands run (default: unconfined, as embedders and unit tests want; the server passes the detected sandbox) */
+  readonly sandbox?: Sandbox
+  /** the server's secrets, kept out of outputs, progress and saved files */
+  readonly redactor?: Redactor
   readonly shell?: string
   /** grace between SIGTERM and SIGKILL of the process group */
   readonly killGraceMs?: number
@@ -40,21 +48,30 @@ export interface BashToolDeps {
 }
 
 /**
- * bash: runs a command in its own process group (detached ⇒ setsid), with a
- * scrubbed environment. Live output is reported as progress; on timeout or
- * cancel the WHOLE group gets SIGTERM, then SIGKILL after a grace — killing
- * only the shell would leave its children running.
+ * bash: runs a command confined by the sandbox (src/tools/sandbox.ts), in its
+ * own process group (detached ⇒ setsid), with an allow-listed environment.
+ * Output is redacted of the server's secrets as it arrives, kept bounded in
+ * memory and streamed to the saved-output file; live progress carries only
+ * what is new. On timeout or cancel the WHOLE group gets SIGTERM, then SIGKILL
+ * after a grace — killing only the shell would leave its children running.
+ * Where the sandbox is unavailable, every command needs the user's approval.
  */
 export function createBashTool(deps: BashToolDeps) {
   const shell = deps.shell ?? (existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh')
   const spawn = deps.spawn ?? nodeSpawn
   const grace = deps.killGraceMs ?? 2000
   const forbidden = deps.forbidden ?? [deps.dataDir]
+  const sandbox = deps.sandbox ?? unconfined('off')
+  const redactor = deps.redactor ?? NO_SECRETS
   return defineTool({
     id: 'bash',
     permission: 'bash',
-    description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.`,
+    description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.${
+      sandbox.kind === 'bwrap' ? ` Commands run in a sandbox: only the session directory and /tmp are writable${sandbox.network ? '.' : ', and there is no network.'}` : ''
+    }`,
     parameters,
+    // its own timeout, the kill grace, and room to read what is left and save it
+    budgetMs: (args) => (args.timeout ?? DEFAULT_TIMEOUT_MS) + grace + 30_000,
     async execute(args, ctx) {
       const cwd = args.workdir ? (await accessPath(ctx, args.workdir, { forbidden })).real : ctx.directory
       if (!existsSync(cwd) || !statSync(cwd).isDirectory()) throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
@@ -67,32 +84,49 @@ export function createBashTool(deps: BashToolDeps) {
           metadata: { command: args.command },
         })
       }
-      await ctx.ask({ permission: 'bash', patterns: [args.command], metadata: { command: args.command, description: args.description } })
+      await ctx.ask({
+        permission: 'bash',
+        patterns: [args.command],
+        metadata: { command: args.command, description: args.description, ...(sandbox.kind === 'unavailable' && { sandbox: 'unavailable' }) },
+        // Unconfined against the user's wish (no bubblewrap here): a person approves every command.
+        ...(sandbox.kind === 'unavailable' && { requireUser: true }),
+      })
       if (ctx.abort.aborted) throw new ToolFailure('aborted', 'The command was cancelled before it started.')
 
       const timeout = args.timeout ?? DEFAULT_TIMEOUT_MS
-      const child = spawn(shell, ['-c', args.command], {
+      const { file, args: argv } = sandbox.wrap([shell, '-c', args.command], { workspace: ctx.directory, cwd })
+      const env = childEnv(deps.env ?? process.env, deps.childEnv)
+      const child = spawn(file, argv, {
         cwd,
-        env: scrubEnv(deps.env ?? process.env),
+        env: sandbox.kind === 'bwrap' ? { ...env, TMPDIR: '/tmp' } : env,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
       })
-      let output = ''
-      let lastProgress = 0
-      let progressTimer: NodeJS.Timeout | undefined
-      const report = () => {
-        progressTimer = undefined
-        lastProgress = Date.now()
-        ctx.progress({ output: output.slice(-PREVIEW_CHARS), description: args.description ?? args.command })
+      const capture = new OutputCapture({
+        savePath: join(outputDir(deps.dataDir, ctx.sessionId), `bash_${ctx.partId}.txt`),
+        progress: (p) => ctx.progress({ ...p, description: args.description ?? args.command }),
+      })
+      const secrets = redactor.stream()
+      let last = ''
+      const take = (text: string) => {
+        const safe = secrets.push(text)
+        if (safe !== '') last = safe
+        return capture.write(safe)
       }
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString('utf8')
-        if (progressTimer) return
-        const wait = Math.max(0, PROGRESS_EVERY_MS - (Date.now() - lastProgress))
-        progressTimer = setTimeout(report, wait)
+      for (const stream of [child.stdout, child.stderr]) {
+        const decoder = new StringDecoder('utf8')
+        stream?.on('data', (chunk: Buffer) => {
+          if (take(decoder.write(chunk))) return
+          // The saved file is behind: stop reading (the pipe fills and the command waits) until it catches up.
+          child.stdout?.pause()
+          child.stderr?.pause()
+          void capture.drained().then(() => {
+            child.stdout?.resume()
+            child.stderr?.resume()
+          })
+        })
+        stream?.once('end', () => take(decoder.end()))
       }
-      child.stdout?.on('data', onData)
-      child.stderr?.on('data', onData)
 
       let ended: 'timeout' | 'abort' | undefined
       const killGroup = (why: 'timeout' | 'abort') => {
@@ -114,32 +148,31 @@ export function createBashTool(deps: BashToolDeps) {
       })
       // Descendants that outlived the shell may hold the pipes open: stop reading shortly after exit.
       await drain(child, 200)
-      if (progressTimer) {
-        clearTimeout(progressTimer)
-        report() // the live view gets the final output before the result
-      }
       if (ended) {
         signalGroup(child, 'SIGKILL') // whatever ignored SIGTERM goes now
         await groupGone(child, 1000)
       }
 
+      const rest = secrets.end()
+      if (rest !== '') last = rest
+      capture.write(rest)
       const notes: string[] = []
       if (ended === 'timeout') notes.push(`The command timed out after ${timeout} ms; its process group was killed.`)
       if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
       notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
-      const full = `${output}${output.endsWith('\n') || output === '' ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`
-      const truncated = truncateOutput(full, { dataDir: deps.dataDir, sessionId: ctx.sessionId, name: `bash_${ctx.partId}`, keep: "tail" })
-      if (ended === 'abort') throw new ToolFailure('aborted', truncated.output)
+      const captured = await capture.finish(`${last === '' || last.endsWith('\n') ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`)
+      if (ended === 'abort') throw new ToolFailure('aborted', captured.output)
       return {
-        output: truncated.output,
+        output: captured.output,
         title: args.description ?? args.command,
         metadata: {
           exitCode: exit.code,
           ...(exit.signal && { signal: exit.signal }),
           timedOut: ended === 'timeout',
           pid: child.pid,
-          truncated: truncated.truncated,
-          ...(truncated.outputPath && { outputPath: truncated.outputPath }),
+          sandbox: sandbox.kind,
+          truncated: captured.truncated,
+          ...(captured.outputPath && { outputPath: captured.outputPath }),
         },
       }
     },
@@ -160,13 +193,9 @@ const FILE_COMMANDS = new Set([
 export function outsidePaths(command: string, cwd: string, directory: string): string[] {
   const home = process.env['HOME'] ?? '/'
   const out = new Set<string>()
-  for (const sub of splitShellCommand(command).commands) {
-    const words = shellWords(sub)
-    if (!words) continue
-    const start = words.findIndex((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w))
-    const program = (words[start] ?? '').split('/').at(-1) ?? ''
-    if (!FILE_COMMANDS.has(program)) continue
-    for (const word of words.slice(start + 1)) {
+  for (const { name, args } of simpleCommands(command)) {
+    if (!FILE_COMMANDS.has(name)) continue
+    for (const word of args) {
       if (word.startsWith('-') || !(word.includes('/') || word.startsWith('..') || word.startsWith('~'))) continue
       const path = word.startsWith('~') ? join(home, word.slice(1)) : word
       const resolved = resolveInWorkspace(directory, isAbsolute(path) ? path : join(cwd, path))

@@ -1,5 +1,8 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process'
 import { createFileTimes, type FileTimes } from '../file-times.js'
+import type { ChildEnvOptions } from '../child-env.js'
+import type { Redactor } from '../redact.js'
+import type { Sandbox } from '../sandbox.js'
 import type { Tool } from '../tool.js'
 import { createBashTool } from './bash.js'
 import { createEditTool } from './edit.js'
@@ -19,6 +22,12 @@ export interface BuiltinToolDeps {
   readonly updateTodos: (sessionId: string, items: TodoItem[]) => Promise<void> | void
   readonly fileTimes?: FileTimes
   readonly env?: NodeJS.ProcessEnv
+  /** where bash runs (default unconfined: the server passes the detected sandbox) */
+  readonly sandbox?: Sandbox
+  /** what the user's config adds to commands' environment */
+  readonly childEnv?: ChildEnvOptions
+  /** the server's secrets, kept out of saved outputs */
+  readonly redactor?: Redactor
   readonly killGraceMs?: number
   readonly spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess
 }
@@ -32,6 +41,9 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       dataDir: deps.dataDir,
       forbidden,
       ...(deps.env && { env: deps.env }),
+      ...(deps.sandbox && { sandbox: deps.sandbox }),
+      ...(deps.childEnv && { childEnv: deps.childEnv }),
+      ...(deps.redactor && { redactor: deps.redactor }),
       ...(deps.killGraceMs !== undefined && { killGraceMs: deps.killGraceMs }),
       ...(deps.spawn && { spawn: deps.spawn }),
     }),

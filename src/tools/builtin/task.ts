@@ -38,6 +38,8 @@ const parameters = z.object({
   subagent_type: z.string().min(1).describe('Which sub-agent performs the task'),
 })
 
+export const TASK_BUDGET_MS = 60 * 60_000
+
 export function subagentsOf(agents: ReadonlyMap<string, AgentDefinition>): AgentDefinition[] {
   return [...agents.values()].filter((a) => a.mode !== 'primary')
 }
@@ -54,6 +56,8 @@ export function createTaskTool(deps: TaskToolDeps): Tool<typeof parameters> {
       'The sub-agent sees only your prompt, so include every detail it needs. Its final answer is returned to you.\n' +
       `Available sub-agents (subagent_type):\n${listing || '(none)'}`,
     parameters,
+    // a whole sub-agent run: its own calls have their budgets, and its steps are bounded
+    budgetMs: () => TASK_BUDGET_MS,
     async execute(args, ctx) {
       const agent = deps.agents.get(args.subagent_type)
       if (!agent || agent.mode === 'primary') {

@@ -14,6 +14,8 @@ export type McpServerConfig =
       readonly command: readonly string[]
       readonly environment: Readonly<Record<string, string>>
       readonly timeout?: number
+      /** run the server in the same OS sandbox as bash (docs/SECURITY.md) */
+      readonly sandbox?: boolean
     }
   | {
       readonly name: string
@@ -30,6 +32,7 @@ const Local = z.object({
   environment: strings.optional(),
   enabled: z.boolean().optional(),
   timeout: z.number().int().positive().optional(),
+  sandbox: z.boolean().optional(),
 })
 const Remote = z.object({
   type: z.literal('remote'),
@@ -39,7 +42,7 @@ const Remote = z.object({
   timeout: z.number().int().positive().optional(),
 })
 const Desktop = z.union([
-  z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: strings.optional() }),
+  z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: strings.optional(), sandbox: z.boolean().optional() }),
   z.object({ url: z.url(), headers: strings.optional() }),
 ])
 
@@ -57,7 +60,7 @@ export function parseMcpConfig(input: unknown): McpServerConfig[] {
     const timeout = s.timeout !== undefined ? { timeout: s.timeout } : {}
     out.push(
       s.type === 'local'
-        ? { name, type: 'local', command: s.command, environment: s.environment ?? {}, ...timeout }
+        ? { name, type: 'local', command: s.command, environment: s.environment ?? {}, ...timeout, ...(s.sandbox && { sandbox: true }) }
         : { name, type: 'remote', url: s.url, headers: s.headers ?? {}, ...timeout },
     )
   }
@@ -65,7 +68,7 @@ export function parseMcpConfig(input: unknown): McpServerConfig[] {
     if (out.some((o) => o.name === name)) throw new Error(`MCP server "${name}" is configured twice (mcp and mcpServers)`)
     out.push(
       'command' in s
-        ? { name, type: 'local', command: [s.command, ...(s.args ?? [])], environment: s.env ?? {} }
+        ? { name, type: 'local', command: [s.command, ...(s.args ?? [])], environment: s.env ?? {}, ...(s.sandbox && { sandbox: true }) }
         : { name, type: 'remote', url: s.url, headers: s.headers ?? {} },
     )
   }

@@ -43,6 +43,8 @@ export function createMcpTool(
     permission: id,
     description: def.description?.trim() || `The ${def.name} tool of the ${server} MCP server.`,
     parameters: parametersOf(def.inputSchema),
+    // progress notifications keep resetting the call's own timeout: this bounds it however chatty the server is
+    budgetMs: () => Math.max(MCP_BUDGET_MS, opts.callTimeoutMs),
     async execute(args, ctx) {
       await ctx.ask({ permission: id, patterns: [pin], always: [pin], metadata: { server, tool: def.name } })
       let result: McpCallResult
@@ -67,6 +69,8 @@ export function createMcpTool(
     },
   })
 }
+
+export const MCP_BUDGET_MS = 30 * 60_000
 
 export function definitionDigest(def: McpToolDefinition): string {
   return createHash('sha256')

@@ -4,6 +4,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { CallToolResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import type { Sandbox } from '../sandbox.js'
 import type { Tool } from '../tool.js'
 import type { McpServerConfig } from './config.js'
 import { createMcpTool, type McpToolDefinition } from './mcp-tool.js'
@@ -41,6 +42,8 @@ export interface McpServerOptions {
   /** each tool call (default 120 s; progress notifications reset it) */
   readonly callTimeoutMs?: number
   readonly onStatus?: (status: McpServerStatus) => void
+  /** the sandbox a server that opts in (`sandbox: true`) runs in, confined to `directory` */
+  readonly sandbox?: Sandbox
 }
 
 const STDERR_TAIL = 2000
@@ -111,7 +114,7 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
 
   try {
     if (config.type === 'local') {
-      const [command, ...args] = config.command
+      const [command, ...args] = confined(config, opts)
       stdio = new StdioClientTransport({
         command: command as string,
         args,
@@ -166,6 +169,16 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
       set('closed')
     },
   }
+}
+
+/** The server's command line, inside the sandbox when it opted in: failing closed if there is none to run in. */
+function confined(config: Extract<McpServerConfig, { type: 'local' }>, opts: McpServerOptions): string[] {
+  if (!config.sandbox) return [...config.command]
+  if (opts.sandbox?.kind !== 'bwrap' || !opts.directory) {
+    throw new Error(`it asks for the sandbox, which cannot run here${opts.sandbox?.reason ? ` (${opts.sandbox.reason})` : ''}`)
+  }
+  const { file, args } = opts.sandbox.wrap(config.command, { workspace: opts.directory, cwd: opts.directory })
+  return [file, ...args]
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number, message: string, onTimeout?: () => void): Promise<T> {

@@ -8,11 +8,19 @@ import type { AgentDefinition } from '../agents.js'
 import { type PermissionAsk, type PermissionGate, type PermissionScope, ToolFailure } from '../tool.js'
 import { decide, lastMatch, type PermissionAction } from './evaluate.js'
 import { defaultAlways, expandPatterns } from './bash-patterns.js'
+import { wildcardMatch } from './wildcard.js'
 
 /**
- * The permission gate (DESIGN §8): evaluate the rules; `allow` resolves,
- * `deny` rejects, `ask` appends `permission.requested` and parks the call
- * until a `permission.replied` for that request is committed.
+ * The permission gate (docs/TOOLS.md, docs/SECURITY.md): evaluate the rules;
+ * `allow` resolves, `deny` rejects, `ask` appends `permission.requested` and
+ * parks the call until a `permission.replied` for that request is committed.
+ *
+ * Delegation never widens permission. Inside a sub-agent every decision is
+ * the stricter of the child's own rules and its parent's at that moment,
+ * recursively up the chain (deny > ask > allow); approvals the user gave
+ * anywhere in the chain can lift an `ask`, never a `deny`. A child's `ask` is
+ * raised in the top session of the chain (the one a user watches) with
+ * `from` naming the child's session and call, so it is seen and answered there.
  *
  * Waiting is keyed by (session, requestId) and fed by the store's commit
  * stream, not by in-memory state of the call that asked — so a gate created
@@ -22,6 +30,12 @@ export interface PermissionGateDeps {
   readonly store: EventStore
   readonly ids: IdSource
   readonly agents: ReadonlyMap<string, AgentDefinition>
+}
+
+/** One session of a sub-agent chain, with the agent acting in it. */
+interface Level {
+  readonly session: Session
+  readonly agent: string
 }
 
 export interface Evaluation {
@@ -74,21 +88,40 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     return session
   }
 
-  function evaluateWith(session: Session, agentName: string, request: PermissionAsk): Evaluation {
-    const agent = agents.get(agentName)
-    const sources = { agent: agent?.rules ?? [], session: session.rules, approvals: session.approvals }
-    const { patterns, complete } = expandPatterns(request)
+  /** The session and its ancestors (a sub-agent's parents), each with the agent acting in it. */
+  function chainOf(sessionId: string, agent: string): Level[] {
+    const levels: Level[] = [{ session: sessionOf(sessionId), agent }]
+    for (let parent = levels[0]?.session.parent; parent; ) {
+      const id = parent.sessionId
+      if (levels.length > MAX_CHAIN || levels.some((l) => l.session.id === id)) {
+        throw new ToolFailure('denied', `the sub-agent chain of ${sessionId} is too deep or circular`)
+      }
+      const session = sessionOf(id)
+      levels.push({ session, agent: parent.agent ?? session.agent })
+      parent = session.parent
+    }
+    return levels
+  }
+
+  function evaluateChain(levels: readonly Level[], request: PermissionAsk): Evaluation {
+    const approvals = levels.flatMap((l) => l.session.approvals)
+    const configured = levels.map((l) => ({ agent: agents.get(l.agent)?.rules ?? [], session: l.session.rules }))
+    const { patterns, complete, dynamic } = expandPatterns(request)
     let action: PermissionAction = 'allow'
     for (const pattern of patterns) {
-      const a = decide(request.permission, pattern, sources)
-      if (a === 'deny') {
-        const rule = lastMatch(request.permission, pattern, sources.agent, sources.session)
-        return { action: 'deny', patterns, denied: { pattern, ...(rule && { rule }) } }
+      for (const rules of configured) {
+        const a = decide(request.permission, pattern, { ...rules, approvals })
+        if (a === 'deny') {
+          const rule = lastMatch(request.permission, pattern, rules.agent, rules.session)
+          return { action: 'deny', patterns, denied: { pattern, ...(rule && { rule }) } }
+        }
+        if (a === 'ask') action = 'ask'
       }
-      if (a === 'ask') action = 'ask'
     }
-    // A command we could not fully parse is never auto-allowed.
-    if (!complete && action === 'allow') action = 'ask'
+    // A command we could not fully parse is never auto-allowed; one whose name is only known
+    // at run time (`$x f`, `eval "$s"`) asks whenever any configured rule restricts the permission.
+    if (action === 'allow' && !complete) action = 'ask'
+    if (action === 'allow' && dynamic && configured.some((r) => restricts(request.permission, r.agent, r.session))) action = 'ask'
     return { action, patterns }
   }
 
@@ -119,33 +152,36 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
 
   async function ask(scope: PermissionScope, request: PermissionAsk): Promise<void> {
     if (scope.abort.aborted) throw new ToolFailure('aborted', 'The tool call was cancelled.')
-    const session = sessionOf(scope.sessionId)
-    const evaluation = evaluateWith(session, scope.agent, request)
-    if (evaluation.action === 'allow') return
+    const levels = chainOf(scope.sessionId, scope.agent)
+    const evaluation = evaluateChain(levels, request)
+    if (evaluation.action === 'allow' && !request.requireUser) return
     if (evaluation.action === 'deny') throw new ToolFailure('denied', deniedMessage(request.permission, evaluation))
     const requestId = ids.next('per')
     const always = request.always ?? defaultAlways(request)
+    const top = (levels.at(-1) as Level).session.id
+    const call = { ...(scope.partId && { partId: scope.partId }), ...(scope.callId && { callId: scope.callId }) }
+    // Raised where the user watches: a sub-agent's call is named by `from`, not as a part of the top session.
+    const where = top === scope.sessionId ? call : { from: { sessionId: scope.sessionId, ...call } }
     store.append(
-      scope.sessionId,
+      top,
       [
         {
           type: 'permission.requested',
           data: {
             requestId,
-            ...(scope.partId && { partId: scope.partId }),
-            ...(scope.callId && { callId: scope.callId }),
             permission: request.permission,
             patterns: [...request.patterns],
             metadata: { ...request.metadata, always: [...always] },
+            ...where,
           },
         },
       ],
       { durability: 'full', meta: { actor: 'tool', ...(scope.callId && { call: scope.callId }), request: requestId } },
     )
     try {
-      await waitForReply(scope.sessionId, requestId, scope.abort)
+      await waitForReply(top, requestId, scope.abort)
     } catch (err) {
-      if (err instanceof ToolFailure && err.kind === 'aborted') closeAbandoned(scope.sessionId, requestId)
+      if (err instanceof ToolFailure && err.kind === 'aborted') closeAbandoned(top, requestId)
       throw err
     }
   }
@@ -168,14 +204,25 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   return {
     ask,
     waitForReply,
-    evaluate: (scope, request) => evaluateWith(sessionOf(scope.sessionId), scope.agent, request),
-    check: (scope, request) => evaluateWith(sessionOf(scope.sessionId), scope.agent, request).action,
+    evaluate: (scope, request) => evaluateChain(chainOf(scope.sessionId, scope.agent), request),
+    check: (scope, request) => {
+      const action = evaluateChain(chainOf(scope.sessionId, scope.agent), request).action
+      return action === 'allow' && request.requireUser ? 'ask' : action
+    },
     close() {
       unsubscribe()
       for (const set of waiters.values()) for (const w of set) w.settle({ requestId: '', reply: 'reject', message: 'permission gate closed' })
       waiters.clear()
     },
   }
+}
+
+/** A bound on the walk up a sub-agent chain (the configured nesting limit is far lower). */
+const MAX_CHAIN = 16
+
+/** Whether any configured rule for the permission denies or asks: then nothing uncertain is auto-allowed. */
+function restricts(permission: string, ...rulesets: readonly (readonly PermissionRule[])[]): boolean {
+  return rulesets.some((rules) => rules.some((r) => r.action !== 'allow' && wildcardMatch(permission, r.permission)))
 }
 
 function deniedMessage(permission: string, evaluation: Evaluation): string {

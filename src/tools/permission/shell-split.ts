@@ -1,219 +1,229 @@
+import { interpreterRuns } from './shell-interpreters.js'
+import { childByField, childrenByField, namedChildren, parseShell, type ShellNode } from './shell-parser.js'
+import { isQuotedHeredoc, redirectText, stdinScript } from './shell-redirects.js'
+import { readWord, type ShellWord } from './shell-words.js'
+import { type Runs, wrapperRuns } from './shell-wrappers.js'
+
 /**
- * Splits a shell command into the simple commands it would run, so that
- * permission rules see every one of them: `a && b`, `a || b`, `a; b`, `a | b`,
- * `a & b`, newlines, `( … )` and `{ …; }` groups, and the commands inside
- * `$( … )`, `<( … )`, backticks (also inside double quotes) and `sh -c '…'`.
- *
- * It is not a full shell parser. When it cannot follow the text (an unclosed
- * quote or substitution) it says so with `complete: false`, and callers must
- * fail closed (never auto-allow).
+ * Finds every simple command a bash command string would run, so that
+ * permission rules see each one: across lists, pipelines and control
+ * structures, inside substitutions, function bodies and heredocs, behind
+ * wrappers (`sudo`, `env`, `xargs`, `find -exec`…) and inside scripts handed
+ * to `bash -c`, `eval` and the like. Names are resolved as bash would
+ * (`/bin/rm`, `\rm`, `"r"m` are all `rm`); a name that only the running
+ * shell can know (`$x f`) makes the result `dynamic`.
  */
 export interface SplitResult {
-  /** every simple command, whitespace-collapsed, outer ones before the ones nested in them */
+  /** every simple command as a pattern: resolved name, then its words (see `SimpleCommand`) and redirections, joined by single spaces; outer commands before nested ones; deduplicated */
   readonly commands: readonly string[]
+  /** false when the text has a syntax error or could not be followed: callers fail closed (never auto-allow) */
   readonly complete: boolean
+  /** some command's name cannot be known statically (`$x f`, `eval "$s"`, `curl … | sh`, `source f`): callers must ask, never allow, when any deny or ask rule exists */
+  readonly dynamic: boolean
 }
 
-const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh'])
+export interface SimpleCommand {
+  /** the program, resolved through paths, quotes and escapes (`/bin/r\m` → `rm`); the source text when not literal */
+  readonly name: string
+  /** its arguments, unquoted and unescaped when literal; an argument with an expansion keeps its source text */
+  readonly args: readonly string[]
+}
+
+/** How deep scripts inside scripts are followed (`bash -c "eval 'sh -c …'"`); deeper is incomplete. */
 const MAX_DEPTH = 8
+/** How many wrappers in a row are followed (`sudo nice env … rm`); more is incomplete. */
+const MAX_HOPS = 32
+
+interface Found extends SimpleCommand {
+  /** the name as written when it is a path (`./ls`): see `patternsOf` */
+  readonly path?: string
+  /** redirections, as written: part of the pattern, never of the name */
+  readonly redirects: readonly string[]
+}
+
+interface Findings {
+  readonly commands: Found[]
+  complete: boolean
+  dynamic: boolean
+}
 
 export function splitShellCommand(command: string): SplitResult {
-  const out: string[] = []
-  const complete = split(command, out, 0)
-  return { commands: [...new Set(out)], complete }
+  const { commands, complete, dynamic } = findCommands(command)
+  return { commands: [...new Set(commands.flatMap(patternsOf))], complete, dynamic }
 }
 
-/** Splits `text` into `out`; false when the text could not be followed to its end. */
-function split(text: string, out: string[], depth: number): boolean {
-  if (depth > MAX_DEPTH) return false
-  let ok = true
-  let current = ''
-  const nested: string[] = []
-  const flush = () => {
-    const cmd = current.replace(/\s+/g, ' ').trim()
-    current = ''
-    if (cmd) {
-      out.push(cmd)
-      ok = wrappedShell(cmd, out, depth) && ok
-    }
-  }
-  let i = 0
-  while (i < text.length) {
-    const c = text[i] as string
-    const next = text[i + 1]
-    if (c === '\\') {
-      current += text.slice(i, i + 2)
-      i += 2
-      continue
-    }
-    if (c === "'") {
-      const end = text.indexOf("'", i + 1)
-      if (end < 0) return finish(false)
-      current += text.slice(i, end + 1)
-      i = end + 1
-      continue
-    }
-    if (c === '"') {
-      const end = closeDouble(text, i + 1, nested)
-      if (end < 0) return finish(false)
-      current += text.slice(i, end + 1)
-      i = end + 1
-      continue
-    }
-    if (c === '`') {
-      const end = closeBacktick(text, i + 1)
-      if (end < 0) return finish(false)
-      nested.push(text.slice(i + 1, end))
-      current += text.slice(i, end + 1)
-      i = end + 1
-      continue
-    }
-    if ((c === '$' || c === '<' || c === '>') && next === '(') {
-      const end = closeParen(text, i + 2)
-      if (end < 0) return finish(false)
-      if (c === '$' && text[i + 2] === '(') {
-        current += text.slice(i, end + 1) // $(( arithmetic )) runs nothing
-      } else {
-        nested.push(text.slice(i + 2, end))
-        current += text.slice(i, end + 1)
-      }
-      i = end + 1
-      continue
-    }
-    if (c === '#' && (current === '' || /\s$/.test(current))) {
-      const end = text.indexOf('\n', i)
-      i = end < 0 ? text.length : end
-      continue
-    }
-    if (c === '(' || c === ')' || c === ';' || c === '\n' || c === '|') {
-      flush()
-      i += c === '|' && (next === '|' || next === '&') ? 2 : c === ';' && next === ';' ? 2 : 1
-      continue
-    }
-    if (c === '&') {
-      const prev = current.at(-1)
-      if (prev === '>' || prev === '<' || next === '>') {
-        current += c // a redirection such as 2>&1 or &>file
-        i++
-        continue
-      }
-      flush()
-      i += next === '&' ? 2 : 1
-      continue
-    }
-    if ((c === '{' || c === '}') && (current.trim() === '' || c === '}') && isWordBoundary(text, i)) {
-      flush()
-      i++
-      continue
-    }
-    current += c
-    i++
-  }
-  return finish(true)
+/**
+ * A command's patterns: by its program's name, so that a deny on `rm *`
+ * covers `/bin/rm`; and, for a path, also as written, so that an allow on
+ * `ls *` does not cover `./ls`, which is some other program.
+ */
+function patternsOf(c: Found): string[] {
+  const rest = [...c.args, ...c.redirects]
+  const byName = [c.name, ...rest].join(' ')
+  return c.path === undefined ? [byName] : [byName, [c.path, ...rest].join(' ')]
+}
 
-  function finish(followed: boolean): boolean {
-    flush()
-    for (const inner of nested) ok = split(inner, out, depth + 1) && ok
-    return followed && ok
+/** Every simple command in `command`, outer ones first, wrapped ones right after their wrapper. */
+export function simpleCommands(command: string): SimpleCommand[] {
+  return findCommands(command).commands.map(({ name, args }) => ({ name, args }))
+}
+
+function findCommands(command: string): Findings {
+  const out: Findings = { commands: [], complete: true, dynamic: false }
+  script(command, out, 0)
+  return out
+}
+
+function script(text: string, out: Findings, depth: number): void {
+  if (depth > MAX_DEPTH) {
+    out.complete = false
+    return
+  }
+  const tree = parseShell(text)
+  if (!tree || tree.error) out.complete = false
+  if (tree) walk(tree.root, out, depth)
+}
+
+function walk(node: ShellNode, out: Findings, depth: number): void {
+  switch (node.type) {
+    case 'command':
+      return command(node, [], out, depth)
+    case 'redirected_statement':
+      return redirected(node, out, depth)
+    case 'heredoc_redirect':
+      return heredoc(node, out, depth)
+    case 'declaration_command': // export, declare, local, readonly, typeset
+    case 'unset_command':
+      out.commands.push({ name: node.children[0]?.text ?? '', args: namedChildren(node).map((n) => readWord(n).text), redirects: [] })
+      return walkChildren(node, out, depth)
+    case 'variable_assignment':
+      if (changesMeaning(node)) out.dynamic = true
+      return walkChildren(node, out, depth)
+    case 'expansion':
+      if (/@P\}$/.test(node.text)) out.dynamic = true // `${x@P}` expands x as a prompt, running its substitutions
+      return walkChildren(node, out, depth)
+    default: // lists, pipelines, compound statements, substitutions, expansions, words: look inside
+      return walkChildren(node, out, depth)
   }
 }
 
-function isWordBoundary(text: string, i: number): boolean {
-  const before = i === 0 ? ' ' : (text[i - 1] as string)
-  const after = text[i + 1] ?? ' '
-  return /[\s;&|()]/.test(before) && /[\s;&|()]/.test(after)
+function walkChildren(node: ShellNode, out: Findings, depth: number): void {
+  for (const child of node.children) if (child.named) walk(child, out, depth)
 }
 
-/** The index of the closing `"`, collecting `$( … )` and backticks inside. */
-function closeDouble(text: string, from: number, nested: string[]): number {
-  let i = from
-  while (i < text.length) {
-    const c = text[i]
-    if (c === '\\') i += 2
-    else if (c === '"') return i
-    else if (c === '`') {
-      const end = closeBacktick(text, i + 1)
-      if (end < 0) return -1
-      nested.push(text.slice(i + 1, end))
-      i = end + 1
-    } else if (c === '$' && text[i + 1] === '(') {
-      const end = closeParen(text, i + 2)
-      if (end < 0) return -1
-      if (text[i + 2] !== '(') nested.push(text.slice(i + 2, end))
-      i = end + 1
-    } else i++
+/** A simple command: its name and words, its redirections (also those written around it), then what is nested in them. */
+function command(node: ShellNode, around: readonly ShellNode[], out: Findings, depth: number): void {
+  const name = childByField(node, 'name')
+  const redirects = [...childrenByField(node, 'redirect'), ...around]
+  if (name) {
+    const words = [namedChildren(name)[0] ?? name, ...childrenByField(node, 'argument')].map(readWord)
+    run(words, redirects.map(redirectText), stdinScript(redirects), out, depth, 0)
   }
-  return -1
+  walkChildren(node, out, depth)
 }
 
-function closeBacktick(text: string, from: number): number {
-  for (let i = from; i < text.length; i++) {
+function redirected(node: ShellNode, out: Findings, depth: number): void {
+  const body = childByField(node, 'body')
+  const redirects = childrenByField(node, 'redirect')
+  if (body?.type === 'command') command(body, redirects, out, depth)
+  else if (body) walk(body, out, depth)
+  for (const r of redirects) walk(r, out, depth)
+}
+
+/**
+ * Records the command `words` and follows what it runs in turn. `stdin` is
+ * the script text on its standard input when the command line holds it (a
+ * heredoc or here-string), for a shell that reads its script from there.
+ */
+function run(words: readonly ShellWord[], redirects: readonly string[], stdin: ShellWord | undefined, out: Findings, depth: number, hops: number): void {
+  const [head, ...rest] = words
+  if (!head) return
+  const known = head.literal && !head.pattern
+  if (!known) out.dynamic = true
+  const name = known ? programName(head.text) : head.text
+  const path = name !== head.text ? { path: head.text } : {}
+  out.commands.push({ name, ...path, args: rest.map((w) => w.text), redirects })
+  if (!known) return
+  if (hops >= MAX_HOPS) {
+    out.complete = false
+    return
+  }
+  for (const runs of wrapperRuns(name, rest) ?? interpreterRuns(name, rest) ?? []) follow(runs, stdin, out, depth, hops + 1)
+}
+
+function follow(runs: Runs, stdin: ShellWord | undefined, out: Findings, depth: number, hops: number): void {
+  switch (runs.kind) {
+    case 'command':
+      return run(runs.words, [], stdin, out, depth, hops)
+    case 'script':
+      return runScript(runs.text, out, depth)
+    case 'stdin':
+      return runScript(stdin, out, depth)
+    case 'unknown':
+      out.dynamic = true
+      return
+    default:
+      runs satisfies never
+  }
+}
+
+/** A script we can read is split like the command itself; one we cannot is dynamic. */
+function runScript(text: ShellWord | undefined, out: Findings, depth: number): void {
+  if (text?.literal) script(text.text, out, depth + 1)
+  else out.dynamic = true
+}
+
+/** `/bin/rm`, `./x/rm`, `~/bin/rm` → `rm`: rules name programs, not where they live. */
+function programName(path: string): string {
+  return path.split('/').at(-1) || path
+}
+
+/**
+ * An assignment that changes what later text runs: a literal holding code
+ * (`x='a[$(rm f)]'` runs when x is used in arithmetic or `${x@P}`), or a
+ * variable that decides which program a name is (PATH) or what a shell
+ * reads first (BASH_ENV, ENV).
+ */
+function changesMeaning(assignment: ShellNode): boolean {
+  const name = childByField(assignment, 'name')?.text ?? ''
+  const value = childByField(assignment, 'value')
+  return MEANINGFUL.has(name) || (value !== undefined && holdsCode(readWord(value)))
+}
+
+const MEANINGFUL = new Set(['PATH', 'BASH_ENV', 'ENV'])
+
+function holdsCode(word: ShellWord): boolean {
+  return word.literal && /\$\(|`/.test(word.text)
+}
+
+/**
+ * The rest of a heredoc's line may hold more commands (`cat <<EOF | sh`,
+ * which the grammar puts inside the redirection). An unquoted body is
+ * expanded by the shell: its substitutions run, backticks included (which
+ * the grammar leaves as text).
+ */
+function heredoc(node: ShellNode, out: Findings, depth: number): void {
+  const quoted = isQuotedHeredoc(node)
+  for (const child of namedChildren(node)) {
+    if (child.type === 'heredoc_start' || child.type === 'heredoc_end') continue
+    if (child.type !== 'heredoc_body') walk(child, out, depth)
+    else if (!quoted) {
+      walkChildren(child, out, depth)
+      backquoted(child.text, out, depth)
+    }
+  }
+}
+
+/** Runs the scripts between backticks in `text`; an unmatched backtick leaves the text incomplete. */
+function backquoted(text: string, out: Findings, depth: number): void {
+  let open = -1
+  for (let i = 0; i < text.length; i++) {
     if (text[i] === '\\') i++
-    else if (text[i] === '`') return i
-  }
-  return -1
-}
-
-/** The index of the `)` that closes a `(` just before `from`, honouring quotes and nesting. */
-function closeParen(text: string, from: number): number {
-  let depth = 1
-  for (let i = from; i < text.length; i++) {
-    const c = text[i]
-    if (c === '\\') i++
-    else if (c === "'") {
-      const end = text.indexOf("'", i + 1)
-      if (end < 0) return -1
-      i = end
-    } else if (c === '"') {
-      const end = closeDouble(text, i + 1, [])
-      if (end < 0) return -1
-      i = end
-    } else if (c === '(') depth++
-    else if (c === ')' && --depth === 0) return i
-  }
-  return -1
-}
-
-/** `sh -c '…'` (also after env assignments): the quoted script is split too. */
-function wrappedShell(cmd: string, out: string[], depth: number): boolean {
-  const words = shellWords(cmd)
-  if (!words) return false
-  let k = 0
-  while (k < words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[k] as string)) k++
-  if (k > 0 && k < words.length) out.push(words.slice(k).join(' ')) // the command without its env assignments
-  const program = (words[k] ?? '').split('/').at(-1) ?? ''
-  if (!SHELLS.has(program)) return true
-  const c = words.indexOf('-c', k + 1)
-  if (c < 0) return true
-  const script = words[c + 1]
-  return script === undefined ? true : split(script, out, depth + 1)
-}
-
-/** Words of a simple command with quotes removed; undefined on unbalanced quotes. */
-export function shellWords(cmd: string): string[] | undefined {
-  const words: string[] = []
-  let word = ''
-  let inWord = false
-  for (let i = 0; i < cmd.length; i++) {
-    const c = cmd[i] as string
-    if (c === '\\' && i + 1 < cmd.length) {
-      word += cmd[++i]
-      inWord = true
-    } else if (c === "'" || c === '"') {
-      const end = cmd.indexOf(c, i + 1)
-      if (end < 0) return undefined
-      word += cmd.slice(i + 1, end)
-      inWord = true
-      i = end
-    } else if (/\s/.test(c)) {
-      if (inWord) words.push(word)
-      word = ''
-      inWord = false
-    } else {
-      word += c
-      inWord = true
+    else if (text[i] === '`' && open < 0) open = i
+    else if (text[i] === '`') {
+      script(text.slice(open + 1, i).replace(/\\([$`\\])/g, '$1'), out, depth + 1)
+      open = -1
     }
   }
-  if (inWord) words.push(word)
-  return words
+  if (open >= 0) out.complete = false
 }

@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process'
+import { existsSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/**
+ * The OS sandbox commands run in (docs/SECURITY.md). Permission rules are a
+ * convenience; this is the boundary. With bubblewrap a command gets:
+ *
+ * - its own PID namespace (no view of the server's `/proc`, so not of its
+ *   environment) and, unless the user's config turns it on, no network;
+ * - the whole filesystem read-only, except the session directory and a
+ *   private `/tmp`; `/run` (service sockets such as Docker's) is empty;
+ * - Chronicle's data directory and config file hidden (an empty directory
+ *   or file in their place), even inside the session directory;
+ * - death with the server (`--die-with-parent`): killing bwrap ends the
+ *   namespace, and every process in it, however it daemonised.
+ *
+ * Where bubblewrap cannot run the sandbox is `unavailable`: the server says so
+ * at start and every command needs the user's approval, unless the user's own
+ * config says `sandbox: "off"`.
+ */
+
+export type SandboxKind = 'bwrap' | 'unavailable' | 'off'
+
+export interface Sandbox {
+  readonly kind: SandboxKind
+  /** why bubblewrap cannot run here (kind `unavailable`) */
+  readonly reason?: string
+  /** whether commands can reach the network */
+  readonly network: boolean
+  /** the program and arguments that run `argv` confined to `workspace`, starting in `cwd` (argv itself when not confined) */
+  wrap(argv: readonly string[], place: { readonly workspace: string; readonly cwd: string }): { file: string; args: string[] }
+}
+
+export interface SandboxOptions {
+  /** let confined commands reach the network (default: no network) */
+  readonly network?: boolean
+  /** paths to hide: the data directory, the config file */
+  readonly hidden?: readonly string[]
+  /** the bwrap binary (default: `bwrap` on the PATH) */
+  readonly bwrap?: string
+}
+
+export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
+  const bwrap = options.bwrap ?? 'bwrap'
+  return {
+    kind: 'bwrap',
+    network: options.network ?? false,
+    wrap(argv, { workspace, cwd }) {
+      const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run']
+      args.push('--bind', workspace, workspace)
+      for (const path of options.hidden ?? []) args.push(...hide(path))
+      args.push('--unshare-all', ...(options.network ? ['--share-net'] : []), '--die-with-parent', '--new-session')
+      args.push('--chdir', cwd, '--', ...argv)
+      return { file: bwrap, args }
+    },
+  }
+}
+
+/** No confinement: `off` (the user's choice) or `unavailable` (every command asks). */
+export function unconfined(kind: 'unavailable' | 'off', reason?: string): Sandbox {
+  return {
+    kind,
+    network: true,
+    ...(reason !== undefined && { reason }),
+    wrap: (argv) => ({ file: argv[0] as string, args: argv.slice(1) }),
+  }
+}
+
+/** Tries bubblewrap once (a confined `true`); `off` skips the check. */
+export async function detectSandbox(mode: 'auto' | 'off', options: SandboxOptions = {}): Promise<Sandbox> {
+  if (mode === 'off') return unconfined('off')
+  const sandbox = bwrapSandbox(options)
+  const probe = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-sandbox-probe-')))
+  try {
+    const { file, args } = sandbox.wrap(['/bin/sh', '-c', 'true'], { workspace: probe, cwd: probe })
+    const failure = await new Promise<string | undefined>((resolve) => {
+      execFile(file, args, { timeout: 10_000 }, (err, _stdout, stderr) => resolve(err ? (stderr.trim() || err.message).split('\n')[0] : undefined))
+    })
+    return failure === undefined ? sandbox : unconfined('unavailable', `bubblewrap (bwrap) cannot run here: ${failure}`)
+  } finally {
+    rmSync(probe, { recursive: true, force: true })
+  }
+}
+
+/** bwrap options that put an empty directory or file over `path`, when it exists. */
+function hide(path: string): string[] {
+  if (!existsSync(path)) return []
+  const real = realpathSync(path)
+  return statSync(real).isDirectory() ? ['--tmpfs', real] : ['--ro-bind', '/dev/null', real]
+}

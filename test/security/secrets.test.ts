@@ -1,0 +1,120 @@
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { buildSystemPrompt } from '../../src/runtime/system-prompt.js'
+import { DEFAULT_AGENTS } from '../../src/tools/agents.js'
+import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+import { createRedactor, secretsOf } from '../../src/tools/redact.js'
+import type { Tool } from '../../src/tools/tool.js'
+import { truncateOutput } from '../../src/tools/truncate.js'
+import { type Fixture, fixture, tempDir } from '../tools/helpers.js'
+
+/**
+ * Finding 4 (docs/SECURITY.md), the parts a single tool call plays: the data
+ * directory is closed to every tool even inside the session directory, a
+ * session reads only its own saved outputs, a symlinked AGENTS.md cannot
+ * pull a file from outside the repository into the system prompt, and the
+ * secrets the server knows are recognised wherever they hide in its
+ * environment.
+ */
+
+const allowAll = [{ permission: '*', pattern: '*', action: 'allow' as const }]
+
+describe('the data directory is closed to every tool', () => {
+  let tmp: ReturnType<typeof tempDir>
+  let f: Fixture
+  let tools: Map<string, Tool>
+  let dataDir: string
+  beforeEach(() => {
+    tmp = tempDir()
+    dataDir = join(tmp.dir, '.chronicle') // the old default: inside the workspace
+    mkdirSync(join(dataDir, 'tool-output', 'ses_other'), { recursive: true })
+    writeFileSync(join(dataDir, 'token'), 'the-server-token-0123456789\n')
+    writeFileSync(join(dataDir, 'tool-output', 'ses_other', 'bash_prt_9.txt'), 'another session saw this\n')
+    f = fixture({ directory: tmp.dir, agentRules: allowAll }) // the rules allow everything: confinement is what holds
+    tools = new Map(createBuiltinTools({ dataDir, updateTodos: () => undefined }).map((t) => [t.id, t]))
+  })
+  afterEach(() => {
+    f.gate.close()
+    f.store.close()
+    tmp.cleanup()
+  })
+
+  const attempts: [string, Record<string, unknown>][] = [
+    ['read', { filePath: '.chronicle/token' }],
+    ['read', { filePath: '.chronicle/tool-output/ses_other/bash_prt_9.txt' }],
+    ['write', { filePath: '.chronicle/token', content: 'mine-now-0123456789' }],
+    ['edit', { filePath: '.chronicle/chronicle.json', oldString: '', newString: '{}' }],
+    ['list', { path: '.chronicle' }],
+    ['glob', { pattern: '*', path: '.chronicle' }],
+    ['grep', { pattern: 'token', path: '.chronicle' }],
+    ['bash', { command: 'pwd', workdir: '.chronicle' }],
+  ]
+  it.each(attempts)('%s %j is denied, whatever the rules say', async (id, args) => {
+    await expect(tools.get(id)?.execute(args as never, f.ctx())).rejects.toMatchObject({ kind: 'denied', message: expect.stringContaining("Chronicle's own data") })
+  })
+
+  it("a session reads its own saved outputs, and only its own", async () => {
+    const own = truncateOutput('x\n'.repeat(3000), { dataDir, sessionId: f.sessionId, name: 'bash_prt_1' })
+    const read = tools.get('read') as Tool
+    expect((await read.execute({ filePath: own.outputPath }, f.ctx())).output).toContain('00001| x')
+    await expect(read.execute({ filePath: join(dataDir, 'tool-output', 'ses_other', 'bash_prt_9.txt') }, f.ctx())).rejects.toMatchObject({ kind: 'denied' })
+  })
+})
+
+describe('instruction files stay inside the repository', () => {
+  let tmp: ReturnType<typeof tempDir>
+  beforeEach(() => {
+    tmp = tempDir()
+  })
+  afterEach(() => tmp.cleanup())
+
+  it('a symlinked AGENTS.md pointing outside is not read; one pointing inside is', () => {
+    const repo = join(tmp.dir, 'repo')
+    mkdirSync(join(repo, '.git'), { recursive: true })
+    mkdirSync(join(repo, 'docs'))
+    writeFileSync(join(tmp.dir, 'outside-secret.txt'), 'OUTSIDE-MARKER: ssh key material')
+    writeFileSync(join(repo, 'docs', 'rules.md'), 'INSIDE-MARKER: use tabs')
+    const env = { platform: 'test', date: '2026-01-01' }
+    const build = DEFAULT_AGENTS[0] as (typeof DEFAULT_AGENTS)[number]
+
+    symlinkSync(join(tmp.dir, 'outside-secret.txt'), join(repo, 'AGENTS.md'))
+    expect(buildSystemPrompt(build, repo, env)).not.toContain('OUTSIDE-MARKER')
+    symlinkSync('/etc/hostname', join(repo, 'CLAUDE.md'))
+    expect(buildSystemPrompt(build, repo, env)).not.toContain('Instructions from')
+
+    const sub = join(repo, 'pkg')
+    mkdirSync(sub)
+    symlinkSync(join(repo, 'docs', 'rules.md'), join(sub, 'AGENTS.md'))
+    expect(buildSystemPrompt(build, sub, env)).toContain('INSIDE-MARKER: use tabs')
+  })
+})
+
+describe('the secrets the server knows', () => {
+  it('are credential-named variables and passwords inside URLs, whatever the variable is called', () => {
+    const secrets = secretsOf({
+      OPENAI_API_KEY: 'sk-abcdefghijklmnop',
+      DATABASE_URL: 'postgres://app:correct-horse-battery@db:5432/app',
+      REDIS: 'redis://:another-long-password@cache:6379',
+      HOME: '/home/me',
+      EDITOR: 'vim',
+    })
+    expect(secrets.map((s) => s.name)).toEqual(['OPENAI_API_KEY', 'DATABASE_URL:password', 'DATABASE_URL:credentials', 'REDIS:password', 'REDIS:credentials'])
+    const redact = createRedactor(secrets)
+    expect(redact.text('key sk-abcdefghijklmnop and url postgres://app:correct-horse-battery@db')).toBe(
+      'key [redacted:OPENAI_API_KEY] and url postgres://[redacted:DATABASE_URL:credentials]db',
+    )
+    expect(redact.value({ nested: ['correct-horse-battery', 1, null] })).toEqual({ nested: ['[redacted:DATABASE_URL:password]', 1, null] })
+    expect(redact.text('/home/me')).toBe('/home/me') // not a secret
+  })
+
+  it('are caught across the pieces of a stream, and short values are left alone', () => {
+    const redact = createRedactor([
+      { name: 'TOKEN', value: 'abcdefghijklmnopqrstuvwxyz' },
+      { name: 'PIN', value: '1234' },
+    ])
+    const stream = redact.stream()
+    const out = ['xx abcdefgh', 'ijklmnopq', 'rstuvwxyz yy 1234'].map((p) => stream.push(p)).join('') + stream.end()
+    expect(out).toBe('xx [redacted:TOKEN] yy 1234')
+  })
+})
