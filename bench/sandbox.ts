@@ -1,0 +1,152 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { execute } from '../src/commands/execute.js'
+import { decideSession } from '../src/commands/session.js'
+import { createIdSource } from '../src/events/ids.js'
+import { openStore } from '../src/projections/open.js'
+import { fixedModelResolver } from '../src/runtime/providers.js'
+import { createRuntime } from '../src/runtime/runtime.js'
+import { createScriptedModel } from '../src/runtime/scripted-model.js'
+import { resolveAgents } from '../src/tools/agents.js'
+import { createBashTool } from '../src/tools/builtin/bash.js'
+import { createBuiltinTools } from '../src/tools/builtin/index.js'
+import { createPermissionGate } from '../src/tools/permission/gate.js'
+import { createToolRegistry } from '../src/tools/registry.js'
+import { detectSandbox, type Sandbox, unconfined } from '../src/tools/sandbox.js'
+import type { ToolContext } from '../src/tools/tool.js'
+
+/**
+ * `npm run bench -- sandbox [--runs 200] [--sessions 4] [--mb 200]`: what the
+ * OS sandbox costs (docs/SECURITY.md).
+ *
+ * 1. Latency of the bash tool running `true`, unconfined and in bubblewrap,
+ *    alternating so both see the same machine: p50 / p99 and the median
+ *    overhead (target ≤ 15 ms).
+ * 2. Event-loop delay while `sessions` sessions each run an output-heavy
+ *    command (`yes | head -c <mb> MB`) through the real runtime, permission
+ *    gate, bash tool, sandbox and event store (a file): p50 / p99 / max of
+ *    the delay (target p99 ≤ 50 ms), and the same with no command running as
+ *    the baseline.
+ */
+export default async function (args: string[]): Promise<object> {
+  const runs = flag(args, '--runs', 200)
+  const sessions = flag(args, '--sessions', 4)
+  const mb = flag(args, '--mb', 200)
+  const sandbox = await detectSandbox('auto', {})
+  if (sandbox.kind !== 'bwrap') throw new Error(`bubblewrap is needed for this bench: ${sandbox.reason}`)
+
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-bench-sandbox-')))
+  try {
+    const latency = await trueLatency(root, runs, sandbox)
+    const loop = await eventLoopUnderOutput(root, sessions, mb, sandbox)
+    return { runs, ...latency, sessions, mbPerSession: mb, ...loop }
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
+async function trueLatency(root: string, runs: number, sandbox: Sandbox) {
+  const dataDir = join(root, 'data-latency')
+  const tools = { plain: createBashTool({ dataDir, sandbox: unconfined('off') }), sandboxed: createBashTool({ dataDir, sandbox }) }
+  const ms: Record<keyof typeof tools, number[]> = { plain: [], sandboxed: [] }
+  const ctx = context(root)
+  for (let i = 0; i < 10; i++) for (const tool of Object.values(tools)) await tool.execute({ command: 'true' }, ctx) // warm-up
+  for (let i = 0; i < runs; i++) {
+    for (const kind of i % 2 === 0 ? (['plain', 'sandboxed'] as const) : (['sandboxed', 'plain'] as const)) {
+      const started = performance.now()
+      await tools[kind].execute({ command: 'true' }, ctx)
+      ms[kind].push(performance.now() - started)
+    }
+  }
+  const plain = summary(ms.plain)
+  const sandboxed = summary(ms.sandboxed)
+  return {
+    trueMs: { plain, sandboxed },
+    overheadMedianMs: round(sandboxed.p50 - plain.p50),
+    overheadP99Ms: round(sandboxed.p99 - plain.p99),
+    ratioMedian: round(sandboxed.p50 / plain.p50),
+  }
+}
+
+async function eventLoopUnderOutput(root: string, sessions: number, mb: number, sandbox: Sandbox) {
+  const directory = join(root, 'work')
+  const dataDir = join(root, 'data')
+  mkdirSync(directory, { recursive: true })
+  const store = openStore(join(root, 'loop.db'))
+  const ids = createIdSource()
+  const agents = resolveAgents([], [{ permission: 'bash', pattern: '*', action: 'allow' }])
+  const tools = createToolRegistry({ agents, store, tools: createBuiltinTools({ dataDir, sandbox, updateTodos: () => undefined }) })
+  const command = `yes chronicle-output-line | head -c ${mb * 1024 * 1024}; echo done`
+  const model = createScriptedModel({
+    uniqueCallIds: true,
+    steps: [
+      { when: { afterToolResult: false }, toolCalls: [{ name: 'bash', input: { command, timeout: 600_000 } }] },
+      { when: { afterToolResult: true }, text: 'ok' },
+    ],
+  })
+  const runtime = createRuntime({ store, ids, models: fixedModelResolver(model, 'scripted:bench'), tools, permissions: createPermissionGate({ store, ids, agents }), agents })
+  const idle = await measure(() => new Promise((r) => setTimeout(r, 2000)))
+  const sessionIds = Array.from({ length: sessions }, () => {
+    const id = ids.next('ses')
+    execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'scripted:bench' }, s, id), { meta: { actor: 'user' } })
+    return id
+  })
+  const started = performance.now()
+  const busy = await measure(async () => {
+    for (const id of sessionIds) runtime.submit(id, { parts: [{ type: 'text', text: 'go' }] })
+    await Promise.all(sessionIds.map((id) => runtime.idle(id)))
+  })
+  const seconds = (performance.now() - started) / 1000
+  const outputs = sessionIds.map((id) => store.readSession(id).filter((e) => e.type === 'tool.completed').length)
+  if (outputs.some((n) => n !== 1)) throw new Error('a command did not complete')
+  await runtime.stop()
+  store.close()
+  return {
+    eventLoopDelayMs: { idle, busy },
+    outputMbPerSec: round((sessions * mb) / seconds),
+    busySeconds: round(seconds),
+  }
+}
+
+/** Event-loop delay (ms) while `work` runs. */
+async function measure(work: () => Promise<unknown>) {
+  const histogram = monitorEventLoopDelay({ resolution: 10 })
+  histogram.enable()
+  await work()
+  histogram.disable()
+  return { p50: round(histogram.percentile(50) / 1e6), p99: round(histogram.percentile(99) / 1e6), max: round(histogram.max / 1e6) }
+}
+
+function context(directory: string): ToolContext {
+  return {
+    sessionId: 'ses_bench',
+    messageId: 'msg_bench',
+    callId: 'call_bench',
+    partId: 'prt_bench',
+    agent: 'build',
+    directory,
+    abort: new AbortController().signal,
+    progress: () => undefined,
+    ask: async () => undefined,
+    check: () => 'allow',
+  }
+}
+
+function summary(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b)
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number
+  return { p50: round(at(0.5)), p99: round(at(0.99)) }
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100
+}
+
+function flag(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(name)
+  const value = i >= 0 ? Number(args[i + 1]) : fallback
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`)
+  return value
+}
