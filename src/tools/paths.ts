@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs'
+import { lstatSync, readlinkSync, realpathSync } from 'node:fs'
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { type ToolContext, ToolFailure } from './tool.js'
 
@@ -29,19 +29,37 @@ export function isWithin(root: string, candidate: string): boolean {
   return candidate === root || candidate.startsWith(root.endsWith(sep) ? root : root + sep)
 }
 
-/** realpath of the nearest existing ancestor, with the missing tail re-attached. */
-export function realpathNearest(path: string): string {
+/**
+ * realpath of the nearest existing ancestor, with the missing tail re-attached.
+ * A dangling symlink on the way is followed to where it points (a write
+ * through `link → /elsewhere/new` lands there, so that is its real path).
+ */
+export function realpathNearest(path: string, hops = 0): string {
   const missing: string[] = []
   let current = resolve(path)
   for (;;) {
     try {
       return join(realpathSync(current), ...missing.reverse())
     } catch {
+      const target = danglingTarget(current)
+      if (target !== undefined && hops < MAX_LINK_HOPS) return join(realpathNearest(target, hops + 1), ...missing.reverse())
       const parent = dirname(current)
       if (parent === current) return resolve(path)
       missing.push(basename(current))
       current = parent
     }
+  }
+}
+
+const MAX_LINK_HOPS = 40
+
+/** Where a symlink that realpath cannot resolve points, or undefined when `path` is no symlink. */
+function danglingTarget(path: string): string | undefined {
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return undefined
+    return resolve(dirname(path), readlinkSync(path))
+  } catch {
+    return undefined
   }
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createEditTool } from '../../src/tools/builtin/edit.js'
@@ -139,6 +139,31 @@ describe('stall attacks', () => {
     expect(elapsed).toBeLessThan(row.withinMs)
     expect(fired).toBeGreaterThan(0)
     expect(maxGapMs).toBeLessThan(100)
+  })
+
+  it('read of a directory with 5000 entries lists at most 2000, and says so', { retry: 2 }, async () => {
+    mkdirSync(join(tmp.dir, 'big'))
+    for (let i = 0; i < 5000; i++) writeFileSync(join(tmp.dir, 'big', `f${i}`), '')
+    const probe = startProbe()
+    const r = await tools(tmp.dir).read.execute({ filePath: 'big' }, f.ctx())
+    const { maxGapMs } = probe.stop()
+    const lines = r.output.split('\n')
+    expect(lines.filter((l) => /^f\d+$/.test(l))).toHaveLength(2000)
+    expect(r.output).toContain('(more than 2000 entries; use glob or list with ignore globs to narrow it)')
+    expect(maxGapMs).toBeLessThan(100)
+  })
+
+  it('edit of a 20 MB file is refused before it is read', async () => {
+    const fd = openSync(join(tmp.dir, 'huge.txt'), 'w')
+    const block = Buffer.alloc(1024 * 1024, 'x')
+    for (let i = 0; i < 20; i++) writeSync(fd, block)
+    closeSync(fd)
+    const t = tools(tmp.dir)
+    await t.read.execute({ filePath: 'huge.txt' }, f.ctx())
+    await expect(t.edit.execute({ filePath: 'huge.txt', oldString: 'x', newString: 'y', replaceAll: true }, f.ctx())).rejects.toMatchObject({
+      kind: 'failed',
+      message: 'huge.txt is 20971520 bytes; edit changes files up to 16 MiB. Use bash for larger files.',
+    })
   })
 
   it('read of a 20 MB single-line file keeps memory bounded and output capped', { retry: 2 }, async () => {

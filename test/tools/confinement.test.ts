@@ -55,6 +55,17 @@ describe('workspace confinement', () => {
     expect(resolveInWorkspace(work, 'link/new-file.txt').inside).toBe(false) // a new file under an outside link
   })
 
+  it('a dangling symlink is followed to where a write through it would land', () => {
+    symlinkSync(join(tmp.dir, 'outside', 'new.txt'), join(work, 'dangling'))
+    symlinkSync(join(work, 'dangling'), join(work, 'dangling-twice'))
+    symlinkSync(join(tmp.dir, 'outside', 'no-such-dir'), join(work, 'dangling-dir'))
+    expect(resolveInWorkspace(work, 'dangling')).toEqual({ real: join(tmp.dir, 'outside', 'new.txt'), inside: false, display: join(tmp.dir, 'outside', 'new.txt') })
+    expect(resolveInWorkspace(work, 'dangling-twice').inside).toBe(false)
+    expect(resolveInWorkspace(work, 'dangling-dir/deep/file.ts').real).toBe(join(tmp.dir, 'outside', 'no-such-dir', 'deep', 'file.ts'))
+    symlinkSync('self-loop', join(work, 'self-loop'))
+    expect(resolveInWorkspace(work, 'self-loop').inside).toBe(true) // a loop resolves nowhere: it stays where it is
+  })
+
   it('read rejects every escape (external_directory denied) and never returns the content', async () => {
     const read = createReadTool({ dataDir: join(tmp.dir, 'data'), fileTimes: createFileTimes() })
     for (const [what, p] of escapes()) {

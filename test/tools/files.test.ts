@@ -171,16 +171,16 @@ describe('file tools', () => {
       expect((await write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).output).toBe('Overwrote n/new.txt (2 bytes).')
     })
 
-    it('write refuses a dangling symlink instead of creating its target, and edit refuses a directory', async () => {
+    it('a dangling symlink is a path outside: writing through it needs external_directory; edit refuses a directory', async () => {
       const outside = tempDir()
+      const g = fixture({ directory: tmp.dir, agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'deny' }] })
       try {
         symlinkSync(join(outside.dir, 'created.txt'), join(tmp.dir, 'link.txt'))
-        await expect(write.execute({ filePath: 'link.txt', content: 'x' }, f.ctx())).rejects.toMatchObject({
-          kind: 'failed',
-          message: 'link.txt is a symbolic link, not a regular file',
-        })
+        await expect(write.execute({ filePath: 'link.txt', content: 'x' }, g.ctx())).rejects.toMatchObject({ kind: 'denied' })
         expect(existsSync(join(outside.dir, 'created.txt'))).toBe(false)
       } finally {
+        g.gate.close()
+        g.store.close()
         outside.cleanup()
       }
       mkdirSync(join(tmp.dir, 'd'))

@@ -42,6 +42,10 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
       if (!existing) throw new ToolFailure('failed', `File not found: ${path.display}`)
       // a FIFO or device is refused without opening it (reading a FIFO blocks until a writer comes)
       if (!existing.isFile()) throw notRegular(path.display, existing)
+      // edit holds the file and its new text in memory: a huge file is bash's (sed, patch) to change
+      if (existing.size > MAX_EDIT_BYTES) {
+        throw new ToolFailure('failed', `${path.display} is ${existing.size} bytes; edit changes files up to ${MAX_EDIT_BYTES / 1024 / 1024} MiB. Use bash for larger files.`)
+      }
       await deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
       const content = await readRegularText(path.real, path.display)
       const count = occurrences(content, args.oldString)
@@ -70,6 +74,8 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
     },
   })
 }
+
+export const MAX_EDIT_BYTES = 16 * 1024 * 1024
 
 function occurrences(text: string, needle: string): number {
   let count = 0

@@ -7,7 +7,7 @@ import { readDecisions } from '../search/read-decisions.js'
 import { createSearchScope } from '../search/search-scope.js'
 import { createTick } from '../search/time-slice.js'
 import { defineTool, ToolFailure } from '../tool.js'
-import { truncateOutput } from '../truncate.js'
+import { outputDir, truncateOutput } from '../truncate.js'
 import { walk } from '../walk.js'
 
 const LIMIT = 100
@@ -50,7 +50,9 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
       } catch (err) {
         throw new ToolFailure('invalid', `Invalid regular expression ${JSON.stringify(args.pattern)}: ${(err as Error).message}`)
       }
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden })
+      // a session's own saved outputs may be searched, as the truncation note tells the model
+      const trusted = deps.dataDir ? [outputDir(deps.dataDir, ctx.sessionId)] : []
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden, trusted })
       const stat = statSync(root.real, { throwIfNoEntry: false })
       if (!stat) throw new ToolFailure('failed', `Path not found: ${root.display}`)
       await ctx.ask({ permission: 'grep', patterns: [args.pattern], metadata: { path: root.real } })

@@ -1,4 +1,5 @@
-import { readdirSync, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
+import { opendir } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { z } from 'zod'
@@ -9,6 +10,7 @@ import { notRegular, openRegularForRead } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { MAX_BYTES, MAX_LINES, outputDir } from '../truncate.js'
 
+export const MAX_DIRECTORY_ENTRIES = 2000
 export const MAX_LINE_CHARS = 2000
 
 /**
@@ -67,10 +69,19 @@ export function createReadTool(deps: ReadToolDeps) {
         throw new ToolFailure('failed', `File not found: ${path.display}`)
       }
       if (stat.isDirectory()) {
-        const entries = readdirSync(path.real, { withFileTypes: true })
-          .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
-          .sort()
-        return { output: `<directory path="${path.display}">\n${entries.join('\n')}\n</directory>`, title: path.display }
+        // read without blocking the event loop, and no more than a listing can show
+        const entries: string[] = []
+        let more = false
+        for await (const e of await opendir(path.real)) {
+          if (entries.length === MAX_DIRECTORY_ENTRIES) {
+            more = true
+            break
+          }
+          entries.push(e.isDirectory() ? `${e.name}/` : e.name)
+        }
+        entries.sort()
+        const note = more ? `\n(more than ${MAX_DIRECTORY_ENTRIES} entries; use glob or list with ignore globs to narrow it)` : ''
+        return { output: `<directory path="${path.display}">\n${entries.join('\n')}${note}\n</directory>`, title: path.display }
       }
       // refused before it is opened; the descriptor is checked again (it may have been swapped since)
       if (!stat.isFile()) throw notRegular(path.display, stat)
