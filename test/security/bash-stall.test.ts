@@ -1,6 +1,5 @@
 import { readFileSync, statSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
-import { MAX_SAVED_BYTES, PROGRESS_MAX_CHARS } from '../../src/tools/output-capture.js'
 import { calls, results, startHostile, whileHealthy, type HostileServer } from './hostile-server.js'
 
 /**
@@ -13,6 +12,9 @@ import { calls, results, startHostile, whileHealthy, type HostileServer } from '
  */
 
 const ALLOW_BASH = { permission: [{ permission: 'bash', pattern: '*', action: 'allow' }] }
+/** The saved output stops growing at 64 MiB; a progress event holds at most 4 KiB of new output (docs/TOOLS.md). */
+const MAX_SAVED_BYTES = 64 * 1024 * 1024
+const PROGRESS_MAX_CHARS = 4 * 1024
 
 let server: HostileServer | undefined
 afterEach(async () => {

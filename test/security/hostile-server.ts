@@ -30,8 +30,8 @@ export interface HostileServer {
 }
 
 export interface HostileOptions {
-  /** the model's script */
-  readonly steps: readonly ScriptStep[]
+  /** the model's script; given the server's paths when it needs them */
+  readonly steps: readonly ScriptStep[] | ((paths: { home: string; workspace: string; dataDir: string }) => readonly ScriptStep[])
   /** the user's own config file ($XDG_CONFIG_HOME/chronicle/chronicle.json) */
   readonly config?: Record<string, unknown>
   /** the server's environment, beyond HOME and the port */
@@ -51,11 +51,12 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
     writeFileSync(join(workspace, path), content)
   }
   if (options.config) writeFileSync(join(home, '.config', 'chronicle', 'chronicle.json'), JSON.stringify(options.config))
+  const dataDir = join(home, '.local', 'share', 'chronicle')
+  const steps = typeof options.steps === 'function' ? options.steps({ home, workspace, dataDir }) : options.steps
   const script = join(root, 'script.json')
-  writeFileSync(script, JSON.stringify({ chunkSize: 64, uniqueCallIds: true, steps: options.steps }))
+  writeFileSync(script, JSON.stringify({ chunkSize: 64, uniqueCallIds: true, steps }))
   const proc: Proc = run(['serve'], { HOME: home, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, ...options.env }, workspace)
   const [, url] = (await proc.waitFor(/listening on (http:\/\/\S+)/)) as RegExpMatchArray
-  const dataDir = join(home, '.local', 'share', 'chronicle')
   const token = readFileSync(join(dataDir, 'token'), 'utf8').trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const call = async (method: string, path: string, body?: unknown) => {
@@ -123,6 +124,19 @@ export async function whileHealthy<T>(server: HostileServer, work: () => Promise
     done = true
     await probe
   }
+}
+
+type Call = { name: string; input: Record<string, unknown> }
+
+/** A script for several rows on one server: a prompt naming a row plays that row's tool calls, then "done". */
+export function rows(byPrompt: Record<string, readonly Call[]>): ScriptStep[] {
+  return [
+    ...Object.entries(byPrompt).map(([prompt, toolCalls]) => ({
+      when: { userContains: prompt, afterToolResult: false },
+      toolCalls: toolCalls.map((c, i) => ({ id: `call_${i}`, ...c })),
+    })),
+    { when: { afterToolResult: true }, text: 'done' },
+  ]
 }
 
 /** A script in which the model makes the given tool calls, then answers "done". */
