@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { exportSession } from '../../src/projections/export.js'
 import { openStore } from '../../src/projections/open.js'
 import type { ScriptStep } from '../../src/runtime/scripted-model.js'
@@ -51,13 +51,15 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
     writeFileSync(join(workspace, path), content)
   }
   if (options.config) writeFileSync(join(home, '.config', 'chronicle', 'chronicle.json'), JSON.stringify(options.config))
-  const dataDir = join(home, '.local', 'share', 'chronicle')
-  const steps = typeof options.steps === 'function' ? options.steps({ home, workspace, dataDir }) : options.steps
+  const expectedDataDir = join(home, '.local', 'share', 'chronicle') // where `npm start` keeps its data for this HOME
+  const steps = typeof options.steps === 'function' ? options.steps({ home, workspace, dataDir: expectedDataDir }) : options.steps
   const script = join(root, 'script.json')
   writeFileSync(script, JSON.stringify({ chunkSize: 64, uniqueCallIds: true, steps }))
   const proc: Proc = run(['serve'], { HOME: home, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, ...options.env }, workspace)
-  const [, url] = (await proc.waitFor(/listening on (http:\/\/\S+)/)) as RegExpMatchArray
-  const token = readFileSync(join(dataDir, 'token'), 'utf8').trim()
+  const [, url, tokenFile] = (await proc.waitFor(/listening on (http:\/\/\S+) — .*(?:stored in|token in) (\S+)/)) as RegExpMatchArray
+  // the data dir is wherever the server says its token is (so these specs also run against older servers)
+  const dataDir = dirname(tokenFile as string)
+  const token = readFileSync(tokenFile as string, 'utf8').trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })
