@@ -50,12 +50,15 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
     mkdirSync(join(workspace, path, '..'), { recursive: true })
     writeFileSync(join(workspace, path), content)
   }
-  if (options.config) writeFileSync(join(home, '.config', 'chronicle', 'chronicle.json'), JSON.stringify(options.config))
+  const configFile = join(home, '.config', 'chronicle', 'chronicle.json')
+  if (options.config) writeFileSync(configFile, JSON.stringify(options.config))
   const expectedDataDir = join(home, '.local', 'share', 'chronicle') // where `npm start` keeps its data for this HOME
   const steps = typeof options.steps === 'function' ? options.steps({ home, workspace, dataDir: expectedDataDir }) : options.steps
   const script = join(root, 'script.json')
   writeFileSync(script, JSON.stringify({ chunkSize: 64, uniqueCallIds: true, steps }))
-  const proc: Proc = run(['serve'], { HOME: home, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, ...options.env }, workspace)
+  // `--config` names the user's file explicitly (the XDG default would find it too): older servers read it the same way
+  const args = ['serve', ...(options.config ? ['--config', configFile] : [])]
+  const proc: Proc = run(args, { HOME: home, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, ...options.env }, workspace)
   const [, url, tokenFile] = (await proc.waitFor(/listening on (http:\/\/\S+) — .*(?:stored in|token in) (\S+)/)) as RegExpMatchArray
   // the data dir is wherever the server says its token is (so these specs also run against older servers)
   const dataDir = dirname(tokenFile as string)

@@ -2,14 +2,15 @@ import { existsSync, readFileSync } from 'node:fs'
 import { type AddressInfo, createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { results, rows, startHostile, type HostileServer } from './hostile-server.js'
+import { results, rows, startHostile, whileHealthy, type HostileServer } from './hostile-server.js'
 
 /**
  * Findings 4 and 6 (docs/SECURITY.md), through a real server: a hostile model
  * runs shell commands that the user's rules allow (every command, every
  * path), and the sandbox, the environment allow-list and the redaction of the
  * server's own secrets are what stop it. Each row is one prompt to the same
- * server and asserts its side effect is absent; the last checks that no
+ * server and asserts its side effect is absent and that /health kept
+ * answering within a second; the last checks that no
  * secret value reached the log — neither the raw bytes of the database nor
  * an export of any session.
  */
@@ -68,8 +69,10 @@ afterAll(async () => {
   await server.stop().catch(() => undefined)
 })
 
+/** Runs one row's prompt; the server must answer /health within a second throughout. */
 async function row(prompt: string) {
-  const session = await server.prompt(prompt)
+  const { result: session, slowestMs } = await whileHealthy(server, () => server.prompt(prompt))
+  expect(slowestMs).toBeLessThan(1000)
   const events = await server.events(session)
   return { events, outputs: results(events) }
 }
