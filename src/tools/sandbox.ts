@@ -38,6 +38,8 @@ export interface SandboxOptions {
   readonly network?: boolean
   /** paths to hide: the data directory, the config file */
   readonly hidden?: readonly string[]
+  /** paths to show read-only even where the sandbox puts its own (a program installed under /tmp) */
+  readonly expose?: readonly string[]
   /** the bwrap binary (default: `bwrap` on the PATH) */
   readonly bwrap?: string
 }
@@ -49,6 +51,7 @@ export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
     network: options.network ?? false,
     wrap(argv, { workspace, cwd }) {
       const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run']
+      for (const path of options.expose ?? []) args.push('--ro-bind', path, path)
       args.push('--bind', workspace, workspace)
       for (const path of options.hidden ?? []) args.push(...hide(path))
       args.push('--unshare-all', ...(options.network ? ['--share-net'] : []), '--die-with-parent', '--new-session')

@@ -28,7 +28,8 @@ describe('an MCP server in the sandbox', () => {
     const command = ['/bin/sh', '-c', `touch ${outside} 2>/dev/null; exec ${process.execPath} ${EVERYTHING} stdio`]
     handle = await connectMcpServer(
       { name: 'everything', type: 'local', command, environment: {}, sandbox: true },
-      { directory: tmp.dir, sandbox: bwrapSandbox({ hidden: [] }) },
+      // the server's files stay visible wherever this checkout lives (under /tmp the sandbox has its own)
+      { directory: tmp.dir, sandbox: bwrapSandbox({ hidden: [], expose: [process.cwd()] }) },
     )
     expect(handle.status()).toMatchObject({ state: 'connected', transport: 'stdio' })
     expect(handle.tools().map((t) => t.id)).toContain('everything_echo')

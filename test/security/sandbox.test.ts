@@ -26,6 +26,8 @@ const ALLOW_ALL = {
   ],
 }
 const LEAK = `key=${API_KEY}\ndb=${DB_PASSWORD}\n`
+/** outside every temp dir this run makes, and unique to it: a leftover from another run cannot pass for a write */
+const VAR_TMP = `/var/tmp/chronicle-pwned-${process.pid}-${Date.now()}`
 
 const bash = (command: string) => ({ name: 'bash', input: { command } })
 
@@ -49,7 +51,7 @@ beforeAll(async () => {
         '[proc]': [bash('cat /proc/$PPID/environ | tr "\\0" "\\n"; cat /proc/1/environ | tr "\\0" "\\n"; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | sort -u')],
         '[ps]': [bash('ps -eo pid,comm --no-headers')],
         '[data-dir]': [bash(`cat ${join(dataDir, 'token')}; ls -la ${dataDir}; cat ~/.config/chronicle/chronicle.json`)],
-        '[writes]': [bash('touch ~/pwned-home; touch /var/tmp/pwned-var; echo ok > inside.txt; echo private > /tmp/scratch && cat /tmp/scratch')],
+        '[writes]': [bash(`touch ~/pwned-home; touch ${VAR_TMP}; echo ok > inside.txt; echo private > /tmp/scratch && cat /tmp/scratch`)],
         '[network]': [bash(`(echo hi > /dev/tcp/127.0.0.1/${port}) 2>&1 && echo CONNECTED || echo REFUSED`)],
         '[env]': [bash('env')],
         '[print-secret]': [bash('cat leak.txt; sleep 0.3; cat leak.txt')],
@@ -100,7 +102,7 @@ describe('the sandbox keeps a command away from the server', () => {
   it('writes only inside the session directory and a private /tmp', async () => {
     const { outputs } = await row('[writes]')
     expect(existsSync(join(server.home, 'pwned-home'))).toBe(false)
-    expect(existsSync('/var/tmp/pwned-var')).toBe(false)
+    expect(existsSync(VAR_TMP)).toBe(false)
     expect(readFileSync(join(server.workspace, 'inside.txt'), 'utf8')).toBe('ok\n')
     expect(outputs[0]).toMatch(/Read-only file system/)
     expect(outputs[0]).toContain('private')
