@@ -4,8 +4,6 @@ import type { DestinationStream, Logger } from 'pino'
 import { ChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
 import type { EventStore } from './events/store.js'
-import { execute } from './commands/execute.js'
-import { decidePermission } from './commands/permission.js'
 import { history } from './projections/history.js'
 import { openStore } from './projections/open.js'
 import { stateAt } from './projections/time-travel.js'
@@ -26,7 +24,7 @@ import { detectSandbox, type Sandbox } from './tools/sandbox.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
 import { buildApp, type App } from './http/app.js'
-import type { AppDeps, PermissionPort, RuntimePort, TimeTravelPort } from './http/deps.js'
+import type { AppDeps, RuntimePort, TimeTravelPort } from './http/deps.js'
 import { createLogger } from './http/logger.js'
 import { resolveToken, type TokenInfo } from './http/token.js'
 
@@ -144,22 +142,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const subagents = createSubagents({ store, ids, agents, runtime: (): Runtime => runtime })
   const orphans = watchOrphanedSubtasks({ store, subagents, runtime: () => runtime, log: logger })
   const runtimePort: RuntimePort = {
-    submit: async (sessionId, input) => runtime.submit(sessionId, input),
-    cancel: async (sessionId) => runtime.cancel(sessionId),
+    wake: (sessionId) => runtime.wake(sessionId),
     idle: (sessionId) => runtime.idle(sessionId),
     stop: () => runtime.stop(),
-  }
-
-  const permissions: PermissionPort = {
-    reply(sessionId, requestId, reply, message) {
-      execute(store, sessionId, (s) => decidePermission({ type: 'reply', requestId, reply, ...(message !== undefined && { message }) }, s, sessionId, ids), {
-        meta: { actor: 'user', request: requestId },
-        durability: 'full',
-      })
-    },
-    revoke(sessionId, ruleId) {
-      execute(store, sessionId, (s) => decidePermission({ type: 'revoke', ruleId }, s, sessionId, ids), { meta: { actor: 'user' }, durability: 'full' })
-    },
   }
   const timeTravel: TimeTravelPort = {
     stateAt: (sessionId, at) => stateAt(store, sessionId, at),
@@ -175,11 +160,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     defaults: { directory, agent: 'build', model: config.model ?? null },
     version: VERSION,
     agents: new Set(agents.keys()),
-    permissions,
     runtime: runtimePort,
+    submit: runtime.submitContext,
     timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
-    compact: (sessionId) => runtime.compact(sessionId),
   }
   const app = await buildApp(deps)
 

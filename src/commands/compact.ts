@@ -3,7 +3,7 @@ import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import type { Session } from '../projections/model.js'
-import { getSession } from '../projections/read-model.js'
+import { execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
@@ -30,20 +30,14 @@ export interface CompactRequested {
   readonly duplicate: boolean
 }
 
-/** Appends the request (FULL durability) and says which compaction will run. */
+/** Appends the request (FULL durability) and says which compaction will run; waking the run is the caller's next step. */
 export function requestCompaction(store: EventStore, ids: IdSource, sessionId: string): CompactRequested {
-  store.flush()
-  const session = getSession(store.db, sessionId)
-  const events = decideCompact(session, sessionId, ids.next('cmp'))
-  const requested = events[0]
-  if (!requested || requested.type !== 'compaction.requested') {
-    const c = session?.compaction
-    return { compactionId: c?.compactionId ?? '', seq: session?.lastSeq ?? 0, duplicate: true }
-  }
-  const [stored] = store.append(sessionId, events, {
-    expectedVersion: session?.version ?? 0,
+  const compactionId = ids.next('cmp')
+  const { events, state } = execute(store, sessionId, (session) => decideCompact(session, sessionId, compactionId), {
     durability: 'full',
     meta: { actor: 'user', command: 'compact' },
   })
-  return { compactionId: requested.data.compactionId, seq: stored?.seq ?? 0, duplicate: false }
+  const [stored] = events
+  if (!stored) return { compactionId: state?.compaction?.compactionId ?? '', seq: state?.lastSeq ?? 0, duplicate: true }
+  return { compactionId, seq: stored.seq, duplicate: false }
 }

@@ -5,9 +5,12 @@ import type { Session } from '../projections/model.js'
 import { getSession } from '../projections/read-model.js'
 
 /**
- * The one command path: read the session's state, decide purely, append the
- * decided events with the version that was read. A concurrent write in
- * between is a VERSION_CONFLICT, never a lost update.
+ * The one command path (docs/ARCHITECTURE.md): read the stream's state once,
+ * decide purely, append the decided events with the version that was read.
+ * A concurrent write in between is a VERSION_CONFLICT, never a lost update.
+ * Every client command and every runtime decision that appends goes through
+ * here; only the model's streamed output (runtime/recorder.ts) and an import
+ * (projections/export.ts) append on their own.
  */
 export type Decide = (session: Session | undefined) => readonly ChronicleEvent[]
 
@@ -16,13 +19,22 @@ export interface ExecuteOptions {
   readonly durability?: Durability
 }
 
-export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): StoredEvent[] {
+export interface Executed {
+  /** what was appended (nothing, when the decider decided so) */
+  readonly events: StoredEvent[]
+  /** the state the decision was made on */
+  readonly state: Session | undefined
+}
+
+export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): Executed {
   store.flush() // the read model must include everything queued before we read it
-  const session = getSession(store.db, sessionId)
-  const events = decide(session)
-  return store.append(sessionId, events, {
-    expectedVersion: session?.version ?? 0,
+  const state = getSession(store.db, sessionId)
+  const decided = decide(state)
+  if (decided.length === 0) return { events: [], state }
+  const events = store.append(sessionId, decided, {
+    expectedVersion: state?.version ?? 0,
     meta: options.meta,
     ...(options.durability && { durability: options.durability }),
   })
+  return { events, state }
 }

@@ -7,6 +7,7 @@ import type { Session, SessionView } from '../projections/model.js'
 import { getSession, requireSession } from '../projections/read-model.js'
 import { type TimeTravelOptions, viewAt } from '../projections/time-travel.js'
 import { checkDirectory } from './directory.js'
+import { execute } from './execute.js'
 import { FORK_SETTLEMENT, settleInFlight } from './settle.js'
 
 /**
@@ -63,11 +64,15 @@ export function fork(store: EventStore, ids: IdSource, sessionId: string, atSeq:
   if (directory !== undefined) checkDirectory(directory)
   const events = decideFork(parent, { sessionId, seq: atSeq }, { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport })
   const childId = ids.next('ses')
-  store.append(childId, events, {
-    expectedVersion: 0,
-    durability: 'full',
-    meta: meta ?? { actor: 'user', command: 'fork' },
-  })
+  execute(
+    store,
+    childId,
+    (child) => {
+      if (child) throw new ChronicleError('VERSION_CONFLICT', `session ${childId} already exists`)
+      return events
+    },
+    { durability: 'full', meta: meta ?? { actor: 'user', command: 'fork' } },
+  )
   return requireSession(store.db, childId)
 }
 

@@ -1,17 +1,25 @@
 import { createHash } from 'node:crypto'
 import type { ChronicleEvent, InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
+import type { IdSource } from '../events/ids.js'
+import type { EventStore } from '../events/store.js'
+import type { PriorAcceptance } from '../projections/input-index.js'
 import type { Session } from '../projections/model.js'
+import { execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
- * Submitting input (DESIGN §6, the durable inbox): pure checks and the
- * decider. The same inputId with the same content is the original
- * acceptance (nothing appended); with different content it is a conflict.
+ * Submitting input (docs/API.md, the durable inbox): pure checks, the
+ * decider, and the command. The same inputId with the same content is the
+ * original acceptance (nothing appended); with different content it is a
+ * conflict. The input is durable (FULL) before the command returns; waking
+ * the session's run is the caller's next step.
  */
 
-export interface SubmitCommand {
-  readonly inputId: string
+/** What a client (or the runtime, for a sub-agent) submits. */
+export interface SubmitInput {
+  /** client-chosen id that makes the submission idempotent; generated when absent */
+  readonly inputId?: string
   readonly parts: readonly InputPart[]
   readonly agent?: string
   readonly model?: string
@@ -21,14 +29,66 @@ export interface SubmitCommand {
   readonly noReply?: boolean
 }
 
-export interface PriorAcceptance {
-  readonly digest: string
+/** A submission with its id settled. */
+export type SubmitCommand = SubmitInput & { readonly inputId: string }
+
+export interface SubmitResult {
+  readonly inputId: string
   readonly seq: number
+  readonly duplicate: boolean
 }
+
+/** What submitting needs to know beyond the session: where inputs were accepted before, and what is valid. */
+export interface SubmitContext {
+  readonly ids: IdSource
+  /** the earlier acceptance of an inputId in the session (an index over the log) */
+  prior(sessionId: string, inputId: string): PriorAcceptance | undefined
+  /** UNKNOWN_AGENT unless the agent exists */
+  readonly agents: ReadonlySet<string>
+  /** throws UNKNOWN_MODEL (or NO_MODEL_CONFIGURED) for a model that cannot be resolved */
+  validateModel(model: string): void
+  readonly maxInputBytes?: number
+}
+
+/** Makes an input durable in the session's inbox; nothing is appended for a duplicate. */
+export function submitInput(
+  store: EventStore,
+  sessionId: string,
+  input: SubmitInput,
+  context: SubmitContext,
+  by: 'user' | 'runtime' = 'user',
+): SubmitResult {
+  const command: SubmitCommand = { ...input, inputId: input.inputId ?? context.ids.next('in') }
+  checkInput(command, context.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES)
+  if (command.agent !== undefined && !context.agents.has(command.agent)) {
+    throw new ChronicleError('UNKNOWN_AGENT', `unknown agent "${command.agent}"; known: ${[...context.agents].join(', ')}`)
+  }
+  if (command.model !== undefined) context.validateModel(command.model)
+  let duplicate: { seq: number } | undefined
+  const { events } = execute(
+    store,
+    sessionId,
+    (session) => {
+      const prior = input.inputId === undefined || !session ? undefined : context.prior(sessionId, command.inputId)
+      const decision = decideSubmit(command, session, prior)
+      if (!decision.duplicate) return decision.events
+      duplicate = { seq: decision.seq }
+      return []
+    },
+    { durability: 'full', meta: { actor: by, input: command.inputId } },
+  )
+  if (duplicate) return { inputId: command.inputId, seq: duplicate.seq, duplicate: true }
+  const [accepted] = events
+  if (!accepted) throw new ChronicleError('INTERNAL', 'input.accepted was not appended')
+  return { inputId: command.inputId, seq: accepted.seq, duplicate: false }
+}
+
 
 export type SubmitDecision =
   | { readonly duplicate: false; readonly events: ChronicleEvent[] }
   | { readonly duplicate: true; readonly seq: number }
+
+export type { PriorAcceptance }
 
 export const DEFAULT_MAX_INPUT_BYTES = 1024 * 1024
 

@@ -1,22 +1,41 @@
-import type { ChronicleEvent, PermissionRule } from '../events/catalogue.js'
+import type { ChronicleEvent, DataOf, PermissionRule } from '../events/catalogue.js'
+import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
+import type { EventStore } from '../events/store.js'
 import type { PendingPermission, Session } from '../projections/model.js'
+import { type Executed, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
- * Pure deciders for permission replies and durable approvals.
+ * Permission requests, replies and durable approvals: the decider and the
+ * command every path uses (a client's reply, the permission gate's request).
  *
+ * - `request` parks a call: `permission.requested` (the gate decided to ask);
  * - `once` lets the parked call run;
  * - `always` also adds a durable approval (`permission.rule.added`) for the
  *   request's "always" patterns (listable in Session.approvals, revocable);
  * - `reject` fails the call with the user's message (the model sees it) and
  *   rejects every other pending request of the session as well;
+ * - `abandon` closes a request whose call was cancelled (nothing if it is no longer pending);
  * - `revoke` removes an approval by id.
  */
 export type PermissionCommand =
+  | { readonly type: 'request'; readonly request: DataOf<'permission.requested'> }
   | { readonly type: 'reply'; readonly requestId: string; readonly reply: 'once' | 'always' | 'reject'; readonly message?: string }
+  | { readonly type: 'abandon'; readonly requestId: string; readonly message: string }
   | { readonly type: 'revoke'; readonly ruleId: string }
+
+/** Decides and appends a permission command (FULL: a reply acknowledges something to a client). */
+export function permissionCommand(
+  store: EventStore,
+  ids: IdSource,
+  sessionId: string,
+  command: PermissionCommand,
+  meta: EventMeta,
+): Executed {
+  return execute(store, sessionId, (session) => decidePermission(command, session, sessionId, ids), { meta, durability: 'full' })
+}
 
 export function decidePermission(
   command: PermissionCommand,
@@ -27,6 +46,11 @@ export function decidePermission(
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   assertWritable(session)
   switch (command.type) {
+    case 'request':
+      return [{ type: 'permission.requested', data: command.request }]
+    case 'abandon':
+      if (!session.pendingPermissions.some((p) => p.requestId === command.requestId)) return []
+      return [{ type: 'permission.replied', data: { requestId: command.requestId, reply: 'reject', message: command.message } }]
     case 'reply': {
       const request = session.pendingPermissions.find((p) => p.requestId === command.requestId)
       if (!request) {

@@ -1,13 +1,22 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
+import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
+import type { EventStore } from '../events/store.js'
 import type { Session } from '../projections/model.js'
+import { execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
  * Cancelling a run: the request is a durable fact (`run.cancel.requested`),
- * so a cancelled run is never resumed after a restart. Cancelling an idle
- * session, or one already being cancelled, appends nothing.
+ * so a cancelled run is never resumed after a restart, and the runtime aborts
+ * the run when it sees it committed. Cancelling an idle session, or one
+ * already being cancelled, appends nothing.
  */
+export function cancelRun(store: EventStore, sessionId: string, meta: EventMeta = { actor: 'user' }): { cancelled: boolean } {
+  const { events } = execute(store, sessionId, (session) => decideCancel(session, sessionId), { meta, durability: 'full' })
+  return { cancelled: events.length > 0 }
+}
+
 export function decideCancel(session: Session | undefined, sessionId: string): ChronicleEvent[] {
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   assertWritable(session)

@@ -13,6 +13,8 @@ export type SessionCommand =
 
 export function decideSession(command: SessionCommand, session: Session | undefined, sessionId: string): ChronicleEvent[] {
   if (command.type === 'create') {
+    // a second session.created would reset the session when folded
+    if (session) throw new ChronicleError('VERSION_CONFLICT', `session ${sessionId} already exists`)
     const { directory, agent, model, title, parent, rules } = command
     return [
       {

@@ -1,18 +1,24 @@
 import { z } from 'zod'
 import { InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
+import { requestCompaction } from '../commands/compact.js'
 import { checkDirectory } from '../commands/directory.js'
 import { execute } from '../commands/execute.js'
 import { fork } from '../commands/fork.js'
+import { submitInput } from '../commands/input.js'
+import { permissionCommand } from '../commands/permission.js'
+import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
 import { getMessages, getParts, listSessions, requireSession } from '../projections/read-model.js'
 import type { AppDeps } from './deps.js'
 
 /**
- * The protocol's commands (PROTOCOL.md "Commands"), defined once: a zod
- * schema for the params and a handler. The WebSocket dispatches on `method`;
- * each HTTP route maps its path, query and body onto the same params and
- * calls the same handler, so both transports behave identically.
+ * The protocol's commands (docs/API.md), defined once: a zod schema for the
+ * params and a handler. The WebSocket dispatches on `method`; each HTTP route
+ * maps its path, query and body onto the same params and calls the same
+ * handler, so both transports behave identically. A handler that writes
+ * calls a command (src/commands/) and, where a run may follow, wakes the
+ * runtime.
  */
 
 const sessionId = z.string().min(1).max(200)
@@ -116,35 +122,27 @@ export function createApi(deps: AppDeps): Api {
       execute(store, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), { meta: { actor: 'user' }, durability: 'full' })
       return {}
     },
-    async 'input.submit'(p) {
+    'input.submit'(p) {
       const { session: id, ...input } = p
-      session(id)
-      return runtime().submit(id, input)
+      const wake = runtime().wake
+      const accepted = submitInput(store, id, input, deps.submit ?? missing('the agent runtime'))
+      if (!input.noReply && !accepted.duplicate) wake(id)
+      return accepted
     },
     'run.cancel'(p) {
-      session(p.session)
-      return runtime().cancel(p.session)
+      return cancelRun(store, p.session) // the runtime aborts the run when it sees the request committed
     },
-    async 'permission.reply'(p) {
-      const s = session(p.session)
-      if (!s.pendingPermissions.some((r) => r.requestId === p.requestId)) {
-        throw new ChronicleError('PERMISSION_REQUEST_NOT_FOUND', `no pending permission request ${p.requestId} in ${p.session}`)
-      }
-      const port = deps.permissions ?? missing('permission replies')
-      await port.reply(p.session, p.requestId, p.reply, p.message)
+    'permission.reply'(p) {
+      const { requestId, reply, message } = p
+      permissionCommand(store, deps.ids, p.session, { type: 'reply', requestId, reply, ...(message !== undefined && { message }) }, { actor: 'user', request: requestId })
       return {}
     },
     'permission.rules'(p) {
       const s = session(p.session)
       return { rules: s.approvals, configured: s.rules }
     },
-    async 'permission.revoke'(p) {
-      const s = session(p.session)
-      if (!s.approvals.some((r) => r.ruleId === p.ruleId)) {
-        throw new ChronicleError('RULE_NOT_FOUND', `no rule ${p.ruleId} in ${p.session}`)
-      }
-      const port = deps.permissions ?? missing('permission rules')
-      await port.revoke(p.session, p.ruleId)
+    'permission.revoke'(p) {
+      permissionCommand(store, deps.ids, p.session, { type: 'revoke', ruleId: p.ruleId }, { actor: 'user' })
       return {}
     },
     'session.fork'(p) {
@@ -171,10 +169,11 @@ export function createApi(deps: AppDeps): Api {
       const history = deps.timeTravel?.history ?? missing('history')
       return history(p.session, p)
     },
-    async 'session.compact'(p) {
-      session(p.session)
-      const compact = deps.compact ?? missing('compaction')
-      return (await compact(p.session)) ?? {}
+    'session.compact'(p) {
+      const wake = runtime().wake
+      const requested = requestCompaction(store, deps.ids, p.session)
+      wake(p.session) // an idle session compacts now; a running one at its next step
+      return requested
     },
   }
 }

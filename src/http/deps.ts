@@ -4,22 +4,20 @@ import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import type { Message, Part, Session } from '../projections/model.js'
 import type { ResolvedLimits } from '../config.js'
-import type { SubmitInput, SubmitResult } from '../runtime/runtime.js'
+import type { SubmitContext } from '../commands/input.js'
 
 /**
- * What the HTTP/WebSocket layer needs from the rest of Chronicle. The
- * composition root (src/main.ts) adapts the runtime, time travel and
- * permission modules to these ports; a port left undefined answers
- * NOT_IMPLEMENTED so every route exists whatever has been wired.
+ * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
+ * (src/commands/) are called directly — they are the write path; the runtime
+ * is only told to look at a session again. The composition root
+ * (src/main.ts) adapts the runtime and time travel to these ports; a port
+ * left undefined answers NOT_IMPLEMENTED so every route exists whatever has
+ * been wired.
  */
 
-/** The submit shapes are the runtime's own: the port only makes submit awaitable. */
-export type { SubmitInput, SubmitResult }
-
 export interface RuntimePort {
-  /** makes the input durable (FULL) and wakes the session's run; resolves once durable */
-  submit(sessionId: string, input: SubmitInput): Promise<SubmitResult>
-  cancel(sessionId: string): Promise<{ cancelled: boolean }>
+  /** look at the session again: start a run if input (or a compaction) waits */
+  wake(sessionId: string): void
   /** resolves when the session has no run in progress and nothing waiting in its inbox */
   idle(sessionId: string): Promise<void>
   /** brings every run to a safe point */
@@ -50,10 +48,6 @@ export interface TimeTravelPort {
   history(sessionId: string, opts: { after?: number; before?: number; limit?: number }): HistoryPage
 }
 
-export interface PermissionPort {
-  reply(sessionId: string, requestId: string, reply: 'once' | 'always' | 'reject', message?: string): Promise<void> | void
-  revoke(sessionId: string, ruleId: string): Promise<void> | void
-}
 
 export interface AppDeps {
   readonly store: EventStore
@@ -71,11 +65,10 @@ export interface AppDeps {
   readonly defaults: { readonly directory: string; readonly agent: string; readonly model: string | null }
   readonly version: string
   readonly runtime?: RuntimePort
+  /** what the submit command needs (the runtime's input index, agents and models) */
+  readonly submit?: SubmitContext
   readonly timeTravel?: Partial<TimeTravelPort>
   readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
-  readonly permissions?: PermissionPort
-  /** requests a manual compaction; answers what was requested (e.g. {compactionId, seq, duplicate}) */
-  readonly compact?: (sessionId: string) => Promise<object | void> | object | void
   /** agents that session.create accepts */
   readonly agents?: ReadonlySet<string>
 }

@@ -1,5 +1,10 @@
 import type { EventStore } from '../events/store.js'
-import type { PriorAcceptance } from '../commands/input.js'
+
+/** Where an inputId was first accepted, and the digest of what it carried. */
+export interface PriorAcceptance {
+  readonly digest: string
+  readonly seq: number
+}
 
 /**
  * Where each session's inputIds were accepted: built from the log on first

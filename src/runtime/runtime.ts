@@ -1,18 +1,16 @@
-import type { Redactor } from '../tools/redact.js'
-import { checkInput, decideSubmit, DEFAULT_MAX_INPUT_BYTES, type SubmitCommand } from '../commands/input.js'
-import { decideCancel } from '../commands/run.js'
 import { requestCompaction, type CompactRequested } from '../commands/compact.js'
-import { compactionConfig, type CompactionConfig } from './compaction-config.js'
-import type { InputPart } from '../events/catalogue.js'
-import { ChronicleError } from '../events/errors.js'
+import { submitInput, type SubmitContext, type SubmitInput, type SubmitResult } from '../commands/input.js'
+import { cancelRun } from '../commands/run.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
+import { InputIndex } from '../projections/input-index.js'
 import { getSession } from '../projections/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
+import type { Redactor } from '../tools/redact.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
+import { compactionConfig, type CompactionConfig } from './compaction-config.js'
 import { compileContext } from './context.js'
 import { RunCoordinator } from './coordinator.js'
-import { InputIndex } from './input-index.js'
 import { runLoop } from './loop.js'
 import { continueRun } from './recovery-run.js'
 import type { ModelRequest, ModelResolver } from './model.js'
@@ -76,21 +74,7 @@ export interface RuntimeDeps {
   readonly redactor?: Redactor
 }
 
-export interface SubmitInput {
-  /** client-chosen id that makes the submission idempotent; generated when absent */
-  readonly inputId?: string
-  readonly parts: readonly InputPart[]
-  readonly agent?: string
-  readonly model?: string
-  readonly delivery?: 'steer' | 'queue'
-  readonly noReply?: boolean
-}
-
-export interface SubmitResult {
-  readonly inputId: string
-  readonly seq: number
-  readonly duplicate: boolean
-}
+export type { SubmitInput, SubmitResult }
 
 /** What the model is (or was, at `seq`) sent for the session's next step: plain JSON. */
 export interface ModelContext extends ModelRequest {
@@ -99,8 +83,13 @@ export interface ModelContext extends ModelRequest {
 }
 
 export interface Runtime {
-  /** `by`: who the input comes from (meta.actor); the runtime submits a sub-agent's prompt and an orphan's report itself */
+  /**
+   * The submit command, then a wake (clients reach the command directly: src/commands/input.ts).
+   * `by`: who the input comes from (meta.actor); the runtime submits a sub-agent's prompt and an orphan's report itself.
+   */
   submit(sessionId: string, input: SubmitInput, by?: 'user' | 'runtime'): SubmitResult
+  /** what submitting input to this runtime's sessions needs (the input index, agents, models, limits) */
+  readonly submitContext: SubmitContext
   cancel(sessionId: string): { cancelled: boolean }
   wake(sessionId: string): void
   resume(sessionId: string, runId: string): void
@@ -115,6 +104,13 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   const { store, ids, agents, models } = deps
   const views = new SessionViews(store)
   const inputs = new InputIndex(store)
+  const submitContext: SubmitContext = {
+    ids,
+    prior: (sessionId, inputId) => inputs.find(sessionId, inputId),
+    agents: new Set(agents.keys()),
+    validateModel: (model) => models.validate(model),
+    ...(deps.limits?.maxInputBytes !== undefined && { maxInputBytes: deps.limits.maxInputBytes }),
+  }
   const retry = { ...DEFAULT_RETRY, ...deps.limits?.retry }
   const loopDeps = {
     store,
@@ -143,46 +139,25 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
     (sessionId, err) => deps.log?.error({ err, sessionId }, 'run coordinator failed'),
   )
+  // A cancel is a fact in the log, whoever appended it (a client's command, a parent's task call):
+  // the run it names is aborted once it is committed.
+  const unsubscribe = store.onCommit((events) => {
+    for (const e of events) if (e.type === 'run.cancel.requested') coordinator.cancel(e.sessionId)
+  })
 
   return {
+    submitContext,
     submit(sessionId, input, by = 'user') {
-      const command: SubmitCommand = {
-        inputId: input.inputId ?? ids.next('in'),
-        parts: input.parts,
-        ...(input.agent !== undefined && { agent: input.agent }),
-        ...(input.model !== undefined && { model: input.model }),
-        ...(input.delivery !== undefined && { delivery: input.delivery }),
-        ...(input.noReply !== undefined && { noReply: input.noReply }),
-      }
-      checkInput(command, deps.limits?.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES)
-      if (command.agent !== undefined && !agents.has(command.agent)) {
-        throw new ChronicleError('UNKNOWN_AGENT', `unknown agent "${command.agent}"; known: ${[...agents.keys()].join(', ')}`)
-      }
-      if (command.model !== undefined) models.validate(command.model)
-      store.flush()
-      const session = getSession(store.db, sessionId)
-      const prior = input.inputId === undefined || !session ? undefined : inputs.find(sessionId, command.inputId)
-      const decision = decideSubmit(command, session, prior)
-      if (decision.duplicate) return { inputId: command.inputId, seq: decision.seq, duplicate: true }
-      const [accepted] = store.append(sessionId, decision.events, {
-        expectedVersion: session?.version ?? 0,
-        durability: 'full',
-        meta: { actor: by, input: command.inputId },
-      })
-      if (!accepted) throw new ChronicleError('INTERNAL', 'input.accepted was not appended')
-      if (!command.noReply) coordinator.wake(sessionId)
-      return { inputId: command.inputId, seq: accepted.seq, duplicate: false }
+      const result = submitInput(store, sessionId, input, submitContext, by)
+      if (!input.noReply && !result.duplicate) coordinator.wake(sessionId)
+      return result
     },
 
     cancel(sessionId) {
-      store.flush()
-      const session = getSession(store.db, sessionId)
-      const events = decideCancel(session, sessionId)
-      if (events.length > 0) {
-        store.append(sessionId, events, { expectedVersion: session?.version ?? 0, durability: 'full', meta: { actor: 'user' } })
-      }
+      const { cancelled } = cancelRun(store, sessionId)
+      // A run starting in this very turn has no run.started to cancel in the log yet: abort it here too.
       const aborted = coordinator.cancel(sessionId)
-      return { cancelled: events.length > 0 || aborted }
+      return { cancelled: cancelled || aborted }
     },
 
     wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
@@ -204,6 +179,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async stop() {
+      unsubscribe()
       await coordinator.stop()
       store.flush()
       views.close()

@@ -1,3 +1,5 @@
+import { execute } from '../commands/execute.js'
+import { decideSession, type SessionCommand } from '../commands/session.js'
 import type { PermissionRule, RunOutcome } from '../events/catalogue.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
@@ -80,23 +82,16 @@ export function createSubagents(deps: SubagentDeps): Subagents {
     }
     const childSessionId = ids.next('ses')
     const meta = { actor: 'tool' as const, call: ctx.callId }
-    store.append(
-      childSessionId,
-      [
-        {
-          type: 'session.created',
-          data: {
-            directory: parent.directory,
-            agent,
-            model: modelOf(store, ctx.sessionId, ctx.messageId) ?? parent.model,
-            title: `${description} (@${agent} subagent)`,
-            parent: { sessionId: ctx.sessionId, callId: ctx.callId, agent: ctx.agent },
-            rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
-          },
-        },
-      ],
-      { expectedVersion: 0, meta },
-    )
+    const create: SessionCommand = {
+      type: 'create',
+      directory: parent.directory,
+      agent,
+      model: modelOf(store, ctx.sessionId, ctx.messageId) ?? parent.model,
+      title: `${description} (@${agent} subagent)`,
+      parent: { sessionId: ctx.sessionId, callId: ctx.callId, agent: ctx.agent },
+      rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
+    }
+    execute(store, childSessionId, (s) => decideSession(create, s, childSessionId), { meta })
     store.append(ctx.sessionId, [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }], { meta })
 
     const runtime = deps.runtime()

@@ -1,8 +1,9 @@
+import { permissionCommand } from '../../commands/permission.js'
 import type { PermissionRule } from '../../events/catalogue.js'
-import type { StoredEvent } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
 import type { Session } from '../../projections/model.js'
+import { type PermissionReply, replyTo } from '../../projections/permission-log.js'
 import { getSession } from '../../projections/read-model.js'
 import type { AgentDefinition } from '../agents.js'
 import { type PermissionAsk, type PermissionGate, type PermissionScope, ToolFailure } from '../tool.js'
@@ -55,10 +56,9 @@ export interface PermissionGateHandle extends PermissionGate {
   close(): void
 }
 
-type Reply = StoredEvent & { type: 'permission.replied' }
 
 interface Waiter {
-  settle(reply: Reply['data']): void
+  settle(reply: PermissionReply): void
 }
 
 export { defaultAlways }
@@ -141,7 +141,7 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
       }
       if (signal?.aborted) return onAbort()
       // Already replied (e.g. before a restart)? Settle from the log.
-      const past = findReply(store, sessionId, requestId)
+      const past = replyTo(store, sessionId, requestId)
       if (past) return waiter.settle(past)
       let set = waiters.get(k)
       if (!set) waiters.set(k, (set = new Set()))
@@ -162,21 +162,15 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     const call = { ...(scope.partId && { partId: scope.partId }), ...(scope.callId && { callId: scope.callId }) }
     // Raised where the user watches: a sub-agent's call is named by `from`, not as a part of the top session.
     const where = top === scope.sessionId ? call : { from: { sessionId: scope.sessionId, ...call } }
-    store.append(
+    permissionCommand(
+      store,
+      ids,
       top,
-      [
-        {
-          type: 'permission.requested',
-          data: {
-            requestId,
-            permission: request.permission,
-            patterns: [...request.patterns],
-            metadata: { ...request.metadata, always: [...always] },
-            ...where,
-          },
-        },
-      ],
-      { durability: 'full', meta: { actor: 'tool', ...(scope.callId && { call: scope.callId }), request: requestId } },
+      {
+        type: 'request',
+        request: { requestId, permission: request.permission, patterns: [...request.patterns], metadata: { ...request.metadata, always: [...always] }, ...where },
+      },
+      { actor: 'tool', ...(scope.callId && { call: scope.callId }), request: requestId },
     )
     try {
       await waitForReply(top, requestId, scope.abort)
@@ -189,15 +183,10 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   /** A cancelled call's request is closed, so the session does not stay `waiting` on it. */
   function closeAbandoned(sessionId: string, requestId: string): void {
     try {
-      const session = sessionOf(sessionId)
-      if (!session.pendingPermissions.some((p) => p.requestId === requestId)) return
-      store.append(
-        sessionId,
-        [{ type: 'permission.replied', data: { requestId, reply: 'reject', message: 'cancelled: the tool call was aborted' } }],
-        { expectedVersion: session.version, meta: { actor: 'runtime', request: requestId } },
-      )
+      const message = 'cancelled: the tool call was aborted'
+      permissionCommand(store, ids, sessionId, { type: 'abandon', requestId, message }, { actor: 'runtime', request: requestId })
     } catch {
-      // Someone replied or the session moved on in between: nothing left to close.
+      // The session moved on in between (a conflict): nothing left to close.
     }
   }
 
@@ -229,15 +218,4 @@ function deniedMessage(permission: string, evaluation: Evaluation): string {
   const d = evaluation.denied
   const rule = d?.rule ? ` (rule: ${d.rule.permission} ${JSON.stringify(d.rule.pattern)} deny)` : ''
   return `Permission denied: ${permission} ${JSON.stringify(d?.pattern ?? '')} is not allowed${rule}. Do not retry it; choose another approach or ask the user.`
-}
-
-function findReply(store: EventStore, sessionId: string, requestId: string): Reply['data'] | undefined {
-  const seq = store.db
-    .prepare(
-      "SELECT seq FROM events WHERE session_id = ? AND type = 'permission.replied' AND json_extract(data, '$.requestId') = ? ORDER BY seq LIMIT 1",
-    )
-    .pluck()
-    .get(sessionId, requestId) as number | undefined
-  const event = seq === undefined ? undefined : store.get(seq)
-  return event?.type === 'permission.replied' ? event.data : undefined
 }
