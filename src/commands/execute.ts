@@ -28,7 +28,7 @@ export interface Executed {
 
 export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): Executed {
   store.flush() // the read model must include everything queued before we read it
-  const state = getSession(store.db, sessionId)
+  const state = getSession(store, sessionId)
   const decided = decide(state)
   if (decided.length === 0) return { events: [], state }
   const events = store.append(sessionId, decided, {

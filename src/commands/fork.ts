@@ -73,9 +73,9 @@ export function fork(store: EventStore, ids: IdSource, sessionId: string, atSeq:
     },
     { durability: 'full', meta: meta ?? { actor: 'user', command: 'fork' } },
   )
-  return requireSession(store.db, childId)
+  return requireSession(store, childId)
 }
 
 function isImported(store: EventStore, sessionId: string | undefined): boolean {
-  return sessionId !== undefined && getSession(store.db, sessionId)?.imported !== undefined
+  return sessionId !== undefined && getSession(store, sessionId)?.imported !== undefined
 }

@@ -93,7 +93,7 @@ export function createApi(deps: AppDeps): Api {
   const runtime = () => deps.runtime ?? missing('the agent runtime')
   const session = (id: string) => {
     store.flush()
-    return requireSession(store.db, id)
+    return requireSession(store, id)
   }
 
   return {
@@ -113,7 +113,7 @@ export function createApi(deps: AppDeps): Api {
     },
     'session.list'(p) {
       store.flush()
-      return listSessions(store.db, p)
+      return listSessions(store, p)
     },
     'session.get'(p) {
       return { session: session(p.session) }
@@ -155,7 +155,7 @@ export function createApi(deps: AppDeps): Api {
       const s = session(p.session)
       if (p.at === undefined || !deps.timeTravel?.stateAt) {
         if (p.at !== undefined) missing('time travel')
-        return { session: s, messages: getMessages(store.db, p.session), parts: getParts(store.db, p.session), seq: s.lastSeq }
+        return { session: s, messages: getMessages(store, p.session), parts: getParts(store, p.session), seq: s.lastSeq }
       }
       return deps.timeTravel.stateAt(p.session, p.at)
     },

@@ -252,9 +252,12 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
     case 'permission.rule.removed':
       if (!session?.approvals.some((r) => r.ruleId === e.data.ruleId)) throw fail(`no approval ${e.data.ruleId}`)
       return
-    case 'subtask.started':
-      newPart(`${e.data.partId}:subtask`)
+    case 'subtask.started': {
+      // The link to a child may be made again for the same call once the earlier child finished (evolve replaces it).
+      const link = view.parts.get(`${e.data.partId}:subtask`)
+      if (link?.type === 'subtask' && link.outcome === undefined) throw fail(`part ${e.data.partId}:subtask already links a running child`)
       return
+    }
     default:
       return
   }

@@ -1,4 +1,5 @@
 import type { EventStore } from '../events/store.js'
+import { prepared } from './prepared.js'
 
 /** Where an inputId was first accepted, and the digest of what it carried. */
 export interface PriorAcceptance {
@@ -49,4 +50,14 @@ export class InputIndex {
     this.unsubscribe()
     this.sessions.clear()
   }
+}
+
+/** Whether the session accepted an input with this id (a query of the log, for one-off checks). */
+export function inputAccepted(store: EventStore, sessionId: string, inputId: string): boolean {
+  return (
+    prepared(store.db, "SELECT 1 FROM events WHERE session_id = ? AND type = 'input.accepted' AND json_extract(data, '$.inputId') = ? LIMIT 1", true).get(
+      sessionId,
+      inputId,
+    ) !== undefined
+  )
 }

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3'
+import type { EventStore } from '../events/store.js'
 import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
 import { messageFromRow } from './message-rows.js'
@@ -6,32 +6,36 @@ import { PART_COLUMNS, type PartRow, withTails } from './part-rows.js'
 import { prepared } from './prepared.js'
 import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
 
+/** What the read-model queries need of a store: its database (the projections' own concern, behind these functions). */
+export type ReadModelSource = Pick<EventStore, 'db'>
+
 /**
  * Queries over the stored read models. Nothing here writes: only the
  * projector (inside the append transaction) and rebuild do.
  */
 
-export function getSession(db: Database.Database, sessionId: string): Session | undefined {
-  return sessionReader(db)(sessionId)
+export function getSession(store: ReadModelSource, sessionId: string): Session | undefined {
+  return sessionReader(store.db)(sessionId)
 }
 
-export function requireSession(db: Database.Database, sessionId: string): Session {
-  const session = getSession(db, sessionId)
+export function requireSession(store: ReadModelSource, sessionId: string): Session {
+  const session = getSession(store, sessionId)
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   return session
 }
 
-export function getMessage(db: Database.Database, sessionId: string, messageId: string): Message | undefined {
-  const data = prepared(db, 'SELECT data FROM messages WHERE session_id = ? AND id = ?', true).get(sessionId, messageId) as string | undefined
+export function getMessage(store: ReadModelSource, sessionId: string, messageId: string): Message | undefined {
+  const data = prepared(store.db, 'SELECT data FROM messages WHERE session_id = ? AND id = ?', true).get(sessionId, messageId) as string | undefined
   return data === undefined ? undefined : messageFromRow(sessionId, messageId, data)
 }
 
-export function getMessages(db: Database.Database, sessionId: string): Message[] {
-  const rows = prepared(db, 'SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
+export function getMessages(store: ReadModelSource, sessionId: string): Message[] {
+  const rows = prepared(store.db, 'SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
   return rows.map((r) => messageFromRow(sessionId, r.id, r.data))
 }
 
-export function getParts(db: Database.Database, sessionId: string, messageId?: string): Part[] {
+export function getParts(store: ReadModelSource, sessionId: string, messageId?: string): Part[] {
+  const { db } = store
   const rows = (
     messageId === undefined
       ? prepared(db, `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
@@ -41,11 +45,11 @@ export function getParts(db: Database.Database, sessionId: string, messageId?: s
 }
 
 /** The stored read model of one session as a view (what verify compares with a fresh fold). */
-export function loadView(db: Database.Database, sessionId: string): SessionView {
+export function loadView(store: ReadModelSource, sessionId: string): SessionView {
   return {
-    session: getSession(db, sessionId) ?? null,
-    messages: new Map(getMessages(db, sessionId).map((m) => [m.id, m])),
-    parts: new Map(getParts(db, sessionId).map((p) => [p.id, p])),
+    session: getSession(store, sessionId) ?? null,
+    messages: new Map(getMessages(store, sessionId).map((m) => [m.id, m])),
+    parts: new Map(getParts(store, sessionId).map((p) => [p.id, p])),
   }
 }
 
@@ -60,9 +64,10 @@ export interface SessionPage {
  * looks up each session's last event: a point lookup per session.
  */
 export function listSessions(
-  db: Database.Database,
+  store: EventStore,
   opts: { cursor?: string; limit?: number; archived?: boolean } = {},
 ): SessionPage {
+  const { db } = store
   const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500)
   const archived = opts.archived ? 1 : 0
   const [beforeSeq, beforeId] = opts.cursor ? decodeCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
@@ -93,7 +98,24 @@ function decodeCursor(cursor: string): [number, string] {
   throw new ChronicleError('BAD_REQUEST', 'invalid session list cursor')
 }
 
+/** Ids of every sub-agent child session. */
+export function childSessionIds(store: ReadModelSource): string[] {
+  return prepared(store.db, 'SELECT id FROM sessions WHERE parent_id IS NOT NULL ORDER BY id', true).all() as string[]
+}
+
+/**
+ * Sessions whose read model says a run is open or work waits (input, a
+ * requested compaction): what recovery looks at, without a scan of the log.
+ */
+export function sessionsWithOpenWork(store: ReadModelSource): string[] {
+  return prepared(
+    store.db,
+    "SELECT id FROM sessions WHERE data ->> '$.run' IS NOT NULL OR json_array_length(data, '$.inbox') > 0 OR data ->> '$.compaction.status' = 'requested' ORDER BY id",
+    true,
+  ).all() as string[]
+}
+
 /** Ids of every session with a read model. */
-export function sessionIds(db: Database.Database): string[] {
-  return prepared(db, 'SELECT id FROM sessions ORDER BY id', true).all() as string[]
+export function sessionIds(store: EventStore): string[] {
+  return prepared(store.db, 'SELECT id FROM sessions ORDER BY id', true).all() as string[]
 }

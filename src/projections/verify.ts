@@ -30,7 +30,7 @@ export function verify(store: EventStore, options: { progress?: Progress } = {})
   const differences: Difference[] = []
   ids.forEach((sessionId, i) => {
     const expected = logged.has(sessionId) ? foldSession(store, sessionId) : null
-    differences.push(...diffViews(sessionId, loadView(db, sessionId), expected))
+    differences.push(...diffViews(sessionId, loadView(store, sessionId), expected))
     options.progress?.(i + 1, ids.length)
   })
   return { sessions: ids.length, differences }

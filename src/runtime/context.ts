@@ -124,7 +124,7 @@ export async function compileContext(
   let view: SessionView
   if (seq === undefined) {
     store.flush()
-    view = loadView(store.db, sessionId)
+    view = loadView(store, sessionId)
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   } else {
     view = viewAt(store, sessionId, seq)

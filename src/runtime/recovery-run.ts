@@ -1,6 +1,7 @@
 import type { ChronicleEvent, DataOf } from '../events/catalogue.js'
 import type { EventStore } from '../events/store.js'
 import type { ToolPart } from '../projections/model.js'
+import { lastRequestOf, replyTo } from '../projections/permission-log.js'
 import { DEFAULT_REJECT_MESSAGE } from '../tools/permission/gate.js'
 import { CANCELLED, runLoop, type LoopDeps } from './loop.js'
 import { INTERRUPTED_MESSAGE } from './recovery.js'
@@ -100,18 +101,7 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
 
 /** The reply to the latest request a part made: seen live, or looked up in the session's log. */
 function replyFor(store: EventStore, sessionId: string, partId: string, seen: Map<string, Reply>): Reply | undefined {
-  const requestId = store.db
-    .prepare(
-      "SELECT data ->> '$.requestId' FROM events WHERE session_id = ? AND type = 'permission.requested' AND data ->> '$.partId' = ? ORDER BY seq DESC LIMIT 1",
-    )
-    .pluck()
-    .get(sessionId, partId) as string | undefined
+  const requestId = lastRequestOf(store, sessionId, partId)
   if (requestId === undefined) return undefined
-  const live = seen.get(requestId)
-  if (live) return live
-  const data = store.db
-    .prepare("SELECT data FROM events WHERE session_id = ? AND type = 'permission.replied' AND data ->> '$.requestId' = ? ORDER BY seq LIMIT 1")
-    .pluck()
-    .get(sessionId, requestId) as string | undefined
-  return data === undefined ? undefined : (JSON.parse(data) as Reply)
+  return seen.get(requestId) ?? replyTo(store, sessionId, requestId)
 }

@@ -2,7 +2,7 @@ import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventStore } from '../events/store.js'
 import { settleInFlight, type SettleReason } from '../commands/settle.js'
 import type { SessionView } from '../projections/model.js'
-import { loadView } from '../projections/read-model.js'
+import { loadView, sessionsWithOpenWork } from '../projections/read-model.js'
 
 /**
  * Crash recovery on start (DESIGN §7, docs/RECOVERY.md): at-least-once
@@ -110,12 +110,7 @@ export interface RecoveryReport {
 /** Sessions whose read model says a run is open or input waits: no log scan. */
 export function unfinishedSessions(store: EventStore): string[] {
   store.flush()
-  return store.db
-    .prepare(
-      "SELECT id FROM sessions WHERE data ->> '$.run' IS NOT NULL OR json_array_length(data, '$.inbox') > 0 OR data ->> '$.compaction.status' = 'requested' ORDER BY id",
-    )
-    .pluck()
-    .all() as string[]
+  return sessionsWithOpenWork(store)
 }
 
 /**
@@ -129,7 +124,7 @@ export function recoverSessions(store: EventStore, options: { readonly budget?: 
   const report: RecoveryReport = { resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 }
   const plans: { sessionId: string; version: number; waiting: boolean; decision: RecoveryDecision }[] = []
   for (const sessionId of unfinishedSessions(store)) {
-    const view = loadView(store.db, sessionId)
+    const view = loadView(store, sessionId)
     if (!view.session) continue
     const waiting = view.session.inbox.length > 0 && !view.session.archived
     plans.push({ sessionId, version: view.session.version, waiting, decision: decideRecovery(view, budget) })

@@ -131,7 +131,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     (sessionId, signal, resume) => (resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal)),
     (sessionId) => {
       store.flush()
-      const session = getSession(store.db, sessionId)
+      const session = getSession(store, sessionId)
       // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
       if (!session || session.imported) return undefined
       // A requested compaction is pending work too: a run performs it.
@@ -163,7 +163,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
     resume(sessionId, runId) {
       store.flush()
-      if (getSession(store.db, sessionId)?.imported) return // never resumed, whatever its history left open
+      if (getSession(store, sessionId)?.imported) return // never resumed, whatever its history left open
       coordinator.resume(sessionId, { runId })
     },
     idle: (sessionId) => coordinator.idle(sessionId),

@@ -53,7 +53,7 @@ export class SessionViews {
     if (state) {
       this.views.delete(sessionId) // re-inserted below: most recently used last
     } else {
-      const view = loadView(this.store.db, sessionId)
+      const view = loadView(this.store, sessionId)
       if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
       state = { view, transcript: new Transcript(view) }
     }

@@ -1,6 +1,7 @@
 import type { EventStore } from '../events/store.js'
 import type { SubtaskPart } from '../projections/model.js'
-import { getParts, getSession } from '../projections/read-model.js'
+import { inputAccepted } from '../projections/input-index.js'
+import { childSessionIds, getParts, getSession } from '../projections/read-model.js'
 import { finalText, type ChildRuntime, type Subagents } from './subagent.js'
 
 /**
@@ -29,17 +30,14 @@ export interface OrphanWatcher {
 
 export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   const { store } = deps
-  const reported = store.db.prepare(
-    "SELECT 1 FROM events WHERE session_id = ? AND type = 'input.accepted' AND json_extract(data, '$.inputId') = ? LIMIT 1",
-  )
   const report = (childId: string): boolean => {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
     store.flush()
-    const child = getSession(store.db, childId)
+    const child = getSession(store, childId)
     if (!child?.parent || child.imported || child.run || !child.lastRun) return false
     const parentId = child.parent.sessionId
-    if (getSession(store.db, parentId)?.imported) return false // imported history is never acted on
-    const parts = getParts(store.db, parentId)
+    if (getSession(store, parentId)?.imported) return false // imported history is never acted on
+    const parts = getParts(store, parentId)
     const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
     if (!link) return false
     const partId = link.id.replace(/:subtask$/, '')
@@ -47,7 +45,7 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const call = parts.find((p) => p.id === partId)
     if (call?.type !== 'tool' || call.state !== 'error' || call.error?.kind !== 'interrupted') return false
     const inputId = `subtask:${childId}`
-    if (reported.get(parentId, inputId) !== undefined) return false
+    if (inputAccepted(store, parentId, inputId)) return false
     const { outcome } = child.lastRun
     // Recovery settled the link as cancelled; the child's real outcome is recorded over it.
     if (link.outcome !== outcome) {
@@ -75,7 +73,7 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   return {
     sweep() {
       store.flush()
-      const children = store.db.prepare('SELECT id FROM sessions WHERE parent_id IS NOT NULL').pluck().all() as string[]
+      const children = childSessionIds(store)
       let n = 0
       for (const id of children) {
         try {

@@ -50,7 +50,7 @@ export const DEFAULT_MAX_DEPTH = 1
 /** How many parents a session has. */
 export function depthOf(store: EventStore, sessionId: string): number {
   let depth = 0
-  for (let s = getSession(store.db, sessionId); s?.parent; s = getSession(store.db, s.parent.sessionId)) depth++
+  for (let s = getSession(store, sessionId); s?.parent; s = getSession(store, s.parent.sessionId)) depth++
   return depth
 }
 
@@ -74,7 +74,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
 
   async function run({ description, prompt, agent, ctx }: SubtaskRequest): Promise<SubtaskResult> {
     store.flush()
-    const parent = getSession(store.db, ctx.sessionId)
+    const parent = getSession(store, ctx.sessionId)
     if (!parent) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
     const depth = depthOf(store, ctx.sessionId) + 1
     if (depth > maxDepth) {
@@ -109,7 +109,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       awaited.delete(childSessionId)
     }
     store.flush()
-    const child = getSession(store.db, childSessionId)
+    const child = getSession(store, childSessionId)
     if (ctx.abort.reason === SHUTDOWN || child?.run) {
       throw new ToolFailure('interrupted', `the server stopped while the sub-agent session ${childSessionId} was running`)
     }
@@ -123,9 +123,9 @@ export function createSubagents(deps: SubagentDeps): Subagents {
 
 /** The text of the child's last assistant message (compaction summaries aside). */
 export function finalText(store: EventStore, sessionId: string): string {
-  const messages = getMessages(store.db, sessionId).filter((m) => m.role === 'assistant' && !m.summary)
+  const messages = getMessages(store, sessionId).filter((m) => m.role === 'assistant' && !m.summary)
   for (let i = messages.length - 1; i >= 0; i--) {
-    const parts = getParts(store.db, sessionId, messages[i]!.id)
+    const parts = getParts(store, sessionId, messages[i]!.id)
     const text = parts.map((p) => (p.type === 'text' ? p.text : '')).join('').trim()
     if (text) return text
   }
@@ -134,5 +134,5 @@ export function finalText(store: EventStore, sessionId: string): string {
 
 /** The model the parent's calling step used (its assistant message's), so the child runs on the same one. */
 function modelOf(store: EventStore, sessionId: string, messageId: string): string | null | undefined {
-  return getMessage(store.db, sessionId, messageId)?.model
+  return getMessage(store, sessionId, messageId)?.model
 }

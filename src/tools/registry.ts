@@ -40,7 +40,7 @@ export function createToolRegistry(deps: ToolRegistryDeps): ToolRegistry & { all
     all,
     tools({ sessionId, agent }) {
       const agentRules = deps.agents.get(agent)?.rules ?? []
-      const sessionRules: readonly PermissionRule[] = deps.store ? (getSession(deps.store.db, sessionId)?.rules ?? []) : []
+      const sessionRules: readonly PermissionRule[] = deps.store ? (getSession(deps.store, sessionId)?.rules ?? []) : []
       return all().filter((tool) => !deniesEverything(tool.permission ?? tool.id, agentRules, sessionRules))
     },
   }

@@ -162,7 +162,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
 
     // Every session ends idle: no run, no parked call, nothing left to deliver (unless a cancel parked it).
     for (const { id, dir } of input.sessions) {
-      const s = getSession(db, id)
+      const s = getSession({ db }, id)
       if (!s) {
         fail(`session ${id} is missing`)
         continue
@@ -175,7 +175,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
         fail(`session ${id}: last run ended ${outcome} ${JSON.stringify(s.lastRun?.error)}`)
       }
       // A completed bash call ran to the end, so its marker line exists (at least once).
-      const view = loadView(db, id)
+      const view = loadView({ db }, id)
       const completedJobs = [...view.parts.values()].filter(
         (p) => p.type === 'tool' && p.state === 'completed' && JSON.stringify(p.input ?? '').includes('work.marker'),
       ).length

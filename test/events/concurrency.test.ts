@@ -57,7 +57,7 @@ describe('two appenders on one file', () => {
       [2, 'from a'],
       [3, 'from b'],
     ])
-    expect(getSession(a.db, 'ses_a')).toMatchObject({ title: 'from b', version: 3 })
+    expect(getSession(a, 'ses_a')).toMatchObject({ title: 'from b', version: 3 })
     expect(verify(a).differences).toEqual([])
     a.close()
     b.close()

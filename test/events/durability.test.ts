@@ -43,7 +43,7 @@ describe('durability', () => {
     expect([...seqs]).toEqual(Array.from({ length: store.head() }, (_, i) => i + 1))
     expect(store.head()).toBeGreaterThanOrEqual(Math.max(...acknowledged))
     expect(verify(store).differences).toEqual([])
-    const text = getParts(store.db, 'ses_durable')[0]
+    const text = getParts(store, 'ses_durable')[0]
     expect(text).toMatchObject({ type: 'text', ended: false })
     store.close()
   })

@@ -84,7 +84,7 @@ describe('schema migrations', () => {
     const insert = db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
     for (const p of [text, tool, step]) insert.run('ses_a', p.id, 'msg_1', JSON.stringify(p))
     migrate(db)
-    expect(getParts(db, 'ses_a')).toEqual([text, tool, step])
+    expect(getParts({ db }, 'ses_a')).toEqual([text, tool, step])
     db.close()
   })
 
@@ -103,7 +103,7 @@ describe('schema migrations', () => {
     ]
     const reference = openStore(join(dirs.make(), 'reference.db'))
     reference.append('ses_a', history, meta)
-    const view = loadView(reference.db, 'ses_a')
+    const view = loadView(reference, 'ses_a')
 
     const path = join(dirs.make(), 'v8.db')
     const db = new Database(path)
@@ -124,7 +124,7 @@ describe('schema migrations', () => {
 
     const store = openStore(path)
     expect(schemaVersion(store.db)).toBe(MIGRATIONS.length)
-    expect(loadView(store.db, 'ses_a')).toEqual(view)
+    expect(loadView(store, 'ses_a')).toEqual(view)
     expect(store.db.prepare('SELECT id, through FROM parts ORDER BY id').all()).toEqual([
       { id: 'prt_1', through: 6 },
       { id: 'prt_2', through: 6 },
@@ -132,9 +132,9 @@ describe('schema migrations', () => {
     const more: ChronicleEvent[] = [delta('prt_1', 'b'), { type: 'tool.input.delta', data: { partId: 'prt_2', delta: '"a"}' } }, { type: 'text.ended', data: { partId: 'prt_1' } }]
     for (const s of [store, reference]) s.append('ses_a', more, meta)
     // (the two appends commit a moment apart)
-    const timeless = (s: EventStore) => ({ ...loadView(s.db, 'ses_a'), session: { ...loadView(s.db, 'ses_a').session, updatedAt: '' } })
+    const timeless = (s: EventStore) => ({ ...loadView(s, 'ses_a'), session: { ...loadView(s, 'ses_a').session, updatedAt: '' } })
     expect(timeless(store)).toEqual(timeless(reference))
-    expect(getParts(store.db, 'ses_a')).toMatchObject([{ text: `${'a'.repeat(1500)}b`, ended: true }, { rawInput: '{"filePath":"a"}' }])
+    expect(getParts(store, 'ses_a')).toMatchObject([{ text: `${'a'.repeat(1500)}b`, ended: true }, { rawInput: '{"filePath":"a"}' }])
     expect(verify(store).differences).toEqual([])
     rebuild(store)
     expect(timeless(store)).toEqual(timeless(reference))

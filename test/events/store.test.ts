@@ -67,16 +67,16 @@ describe('append', () => {
   it('rolls back entirely when the projection throws: events and read models untouched', () => {
     const store = openStore(':memory:')
     store.append('ses_a', [created(), { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }, { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }, delta('prt_1', 'hello')], { meta: modelMeta })
-    const before = { session: getSession(store.db, 'ses_a'), parts: getParts(store.db, 'ses_a'), events: count(store.db, 'events') }
+    const before = { session: getSession(store, 'ses_a'), parts: getParts(store, 'ses_a'), events: count(store.db, 'events') }
     // The second delta names a part that does not exist: evolve throws inside the append transaction.
     const err = thrown(() => store.append('ses_a', [renamed('renamed'), delta('prt_1', ' world'), delta('prt_missing', '!')], { meta: modelMeta }))
     expect(err.code).toBe('CORRUPT_EVENT')
-    expect({ session: getSession(store.db, 'ses_a'), parts: getParts(store.db, 'ses_a'), events: count(store.db, 'events') }).toEqual(before)
+    expect({ session: getSession(store, 'ses_a'), parts: getParts(store, 'ses_a'), events: count(store.db, 'events') }).toEqual(before)
     expect([store.head(), store.version('ses_a')]).toEqual([4, 4])
     // The store is still usable and the cached projection state did not leak the rolled-back batch.
     store.append('ses_a', [delta('prt_1', ' again')], { meta: modelMeta })
-    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ text: 'hello again' })
-    expect(getSession(store.db, 'ses_a')).toMatchObject({ title: 'New session', version: 5, lastSeq: 5 })
+    expect(getParts(store, 'ses_a')[0]).toMatchObject({ text: 'hello again' })
+    expect(getSession(store, 'ses_a')).toMatchObject({ title: 'New session', version: 5, lastSeq: 5 })
   })
 
   it('a hook that throws rolls back the events it was given', () => {

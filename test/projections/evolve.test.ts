@@ -27,7 +27,7 @@ interface ReadModel {
 }
 
 function readModel(store: EventStore, sessionId: string): ReadModel {
-  return { session: getSession(store.db, sessionId) as Session, messages: getMessages(store.db, sessionId), parts: getParts(store.db, sessionId) }
+  return { session: getSession(store, sessionId) as Session, messages: getMessages(store, sessionId), parts: getParts(store, sessionId) }
 }
 
 /** given(events…).when(event…) → { before, after } read models of session `ses_1` (or the session the last event went to). */
@@ -42,7 +42,7 @@ function given(...history: (ChronicleEvent | [string, ChronicleEvent])[]) {
   return {
     when(...events: (ChronicleEvent | [string, ChronicleEvent])[]) {
       const sessionId = Array.isArray(events[events.length - 1]) ? (events[events.length - 1] as [string, ChronicleEvent])[0] : 'ses_1'
-      const before = getSession(store.db, sessionId) ? readModel(store, sessionId) : undefined
+      const before = getSession(store, sessionId) ? readModel(store, sessionId) : undefined
       for (const e of events) {
         covered.add((Array.isArray(e) ? e[1] : e).type)
         append(e)

@@ -27,7 +27,7 @@ describe('message rows', () => {
     const old = { ...user, id: 'msg_2' } as Message
     insert.run('ses_a', 'msg_1', messageRow('ses_a', 'msg_1', user))
     insert.run('ses_a', 'msg_2', JSON.stringify(old))
-    const messages = getMessages(store.db, 'ses_a')
+    const messages = getMessages(store, 'ses_a')
     expect(messages.map((m) => JSON.stringify(m))).toEqual([user, old].map((m) => JSON.stringify(m)))
     store.close()
   })

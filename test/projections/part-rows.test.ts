@@ -39,7 +39,7 @@ describe('part rows', () => {
     const foreign = { ...small, id: 'prt_4', sessionId: 'ses_other' } as Part
     for (const p of [large, small, foreign]) writer.write('ses_a', p, 1)
     store.db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)').run('ses_a', 'prt_5', 'msg_1', JSON.stringify({ ...small, id: 'prt_5' }))
-    const parts = getParts(store.db, 'ses_a')
+    const parts = getParts(store, 'ses_a')
     expect(parts).toEqual([large, small, foreign, { ...small, id: 'prt_5' }])
     expect(parts.map((p) => JSON.stringify(p))).toEqual([large, small, foreign, { ...small, id: 'prt_5' }].map((p) => JSON.stringify(p)))
     store.close()
@@ -58,7 +58,7 @@ describe('part rows', () => {
     store.append('ses_a', [{ type: 'tool.completed', data: { partId: 'prt_1', output: 'z'.repeat(4000), title: 't' } }], meta)
     const stored = store.db.prepare('SELECT data FROM parts WHERE id = ?').pluck().get('prt_1')
     expect(Buffer.isBuffer(stored)).toBe(true)
-    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ type: 'tool', state: 'completed', output: 'z'.repeat(4000) })
+    expect(getParts(store, 'ses_a')[0]).toMatchObject({ type: 'tool', state: 'completed', output: 'z'.repeat(4000) })
     expect(verify(store).differences).toEqual([])
     store.close()
   })
@@ -80,12 +80,12 @@ describe('part rows', () => {
     for (let i = 0; i < 40; i++) store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: chunk } }], meta)
     expect(row()).toEqual(started)
     expect(sessionRow()).toBe(session)
-    expect(getParts(store.db, 'ses_a')[0]).toMatchObject({ type: 'text', text: chunk.repeat(40), ended: false })
-    expect(getSession(store.db, 'ses_a')).toMatchObject({ version: 43, lastSeq: 43 })
+    expect(getParts(store, 'ses_a')[0]).toMatchObject({ type: 'text', text: chunk.repeat(40), ended: false })
+    expect(getSession(store, 'ses_a')).toMatchObject({ version: 43, lastSeq: 43 })
     store.append('ses_a', [{ type: 'text.ended', data: { partId: 'prt_1' } }], meta)
     expect(row().through).toBeNull()
     expect(Buffer.isBuffer(row().data)).toBe(true)
-    expect(JSON.stringify(getParts(store.db, 'ses_a')[0])).toBe(
+    expect(JSON.stringify(getParts(store, 'ses_a')[0])).toBe(
       JSON.stringify({ id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'text', text: chunk.repeat(40), ended: true }),
     )
     expect(verify(store).differences).toEqual([])
@@ -110,7 +110,7 @@ describe('part rows', () => {
       const store = openStore(path)
       store.append('ses_a', [{ type: 'reasoning.delta', data: { partId: 'prt_r', text: 'harder' } }], meta)
       store.append('ses_a', [{ type: 'tool.input.delta', data: { partId: 'prt_t', delta: '"x"}' } }], meta)
-      expect(getParts(store.db, 'ses_a')).toMatchObject([
+      expect(getParts(store, 'ses_a')).toMatchObject([
         { id: 'prt_r', text: 'think harder', ended: false },
         { id: 'prt_t', rawInput: '{"q":"x"}', state: 'pending' },
       ])
@@ -122,7 +122,7 @@ describe('part rows', () => {
         { type: 'tool.called', data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup', input: { q: 'x' } } },
       ], meta)
       expect(store.db.prepare('SELECT COUNT(*) FROM parts WHERE through IS NOT NULL').pluck().get()).toBe(0)
-      expect(getParts(store.db, 'ses_a')).toMatchObject([
+      expect(getParts(store, 'ses_a')).toMatchObject([
         { id: 'prt_r', text: 'think harder!', ended: true },
         { id: 'prt_t', rawInput: '{"q":"x"}', state: 'running' },
       ])

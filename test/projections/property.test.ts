@@ -30,7 +30,7 @@ function tables(db: Database.Database) {
   const ids = db.prepare('SELECT id FROM sessions ORDER BY id').pluck().all() as string[]
   return {
     messages: db.prepare('SELECT * FROM messages ORDER BY session_id, id').all(),
-    views: ids.map((id) => plain(loadView(db, id))),
+    views: ids.map((id) => plain(loadView({ db }, id))),
   }
 }
 
@@ -50,7 +50,7 @@ describe('projections over random valid histories', () => {
       // A small or no view cache makes the projection read what it needs back from the tables and the log mid-stream.
       fc.asyncProperty(stepsArb(), fc.constantFrom(256, 1, 0), async (steps, cacheSessions) => {
         await withPlayed(steps, (store, sessions) => {
-          for (const id of sessions) expect(plain(loadView(store.db, id))).toEqual(plain(foldSession(store, id)))
+          for (const id of sessions) expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
           expect(verify(store).differences).toEqual([])
           const live = tables(store.db)
           const report = rebuild(store)

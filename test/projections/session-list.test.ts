@@ -30,12 +30,12 @@ function streamingStore() {
 describe('the session list', () => {
   it('comes most recently active first, a streaming session by its latest delta', () => {
     const store = streamingStore()
-    const { sessions, cursor } = listSessions(store.db, { limit: 10 })
+    const { sessions, cursor } = listSessions(store, { limit: 10 })
     expect(sessions.map((s) => s.id)).toEqual(['ses_c', 'ses_a', 'ses_g', 'ses_e', 'ses_d', 'ses_b'])
     expect(cursor).toBeUndefined()
-    expect(sessions[0]).toEqual(getSession(store.db, 'ses_c'))
+    expect(sessions[0]).toEqual(getSession(store, 'ses_c'))
     expect(sessions[0]).toMatchObject({ version: 5, lastSeq: store.head() - 1 })
-    expect(listSessions(store.db, { archived: true }).sessions.map((s) => s.id)).toEqual(['ses_f'])
+    expect(listSessions(store, { archived: true }).sessions.map((s) => s.id)).toEqual(['ses_f'])
     store.close()
   })
 
@@ -44,7 +44,7 @@ describe('the session list', () => {
     const seen: string[] = []
     let cursor: string | undefined
     do {
-      const page = listSessions(store.db, { limit: 2, ...(cursor && { cursor }) })
+      const page = listSessions(store, { limit: 2, ...(cursor && { cursor }) })
       expect(page.sessions.length).toBeLessThanOrEqual(2)
       seen.push(...page.sessions.map((s) => s.id))
       cursor = page.cursor
@@ -56,7 +56,7 @@ describe('the session list', () => {
   it('refuses a cursor it did not make with BAD_REQUEST', () => {
     const store = streamingStore()
     for (const cursor of ['nonsense', Buffer.from('["2026-01-01","ses_a"]').toString('base64url')]) {
-      expect(() => listSessions(store.db, { cursor })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }))
+      expect(() => listSessions(store, { cursor })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }))
     }
     store.close()
   })

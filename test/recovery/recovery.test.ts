@@ -117,7 +117,7 @@ describe('recovery on start', () => {
     h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     // A message cut off by the restart does not answer the user: the resumed loop takes a step.
-    expect(getSession(h.store.db, s)?.lastRun).toEqual({ runId: 'run_A', outcome: 'idle' })
+    expect(getSession(h.store, s)?.lastRun).toEqual({ runId: 'run_A', outcome: 'idle' })
     expect(model.calls).toHaveLength(1)
     expect(pairingProblem(model.calls[0]!.prompt as never)).toBeUndefined()
   })
@@ -141,8 +141,8 @@ describe('recovery on start', () => {
     await h.runtime.idle(quiet)
     expect(h.events(s).some((e) => e.type === 'input.delivered' && e.data.inputId === 'in_2')).toBe(true)
     expect(h.events(quiet).map((e) => e.type)).toContain('input.delivered')
-    expect(getSession(h.store.db, s)?.inbox).toEqual([])
-    expect(getSession(h.store.db, quiet)?.lastRun?.outcome).toBe('idle')
+    expect(getSession(h.store, s)?.inbox).toEqual([])
+    expect(getSession(h.store, quiet)?.lastRun?.outcome).toBe('idle')
   })
 
   it('a run the user cancelled ends cancelled and is never resumed', () => {
@@ -179,7 +179,7 @@ describe('recovery on start', () => {
         { runId: 'run_A', outcome: 'failed', error: { kind: 'RESUME_BUDGET_EXHAUSTED', message: 'interrupted by 3 server restarts; not resumed again (resume budget 2)' } },
       ],
     ])
-    expect(getSession(h.store.db, s)).toMatchObject({ status: 'idle', run: null, pendingPermissions: [] })
+    expect(getSession(h.store, s)).toMatchObject({ status: 'idle', run: null, pendingPermissions: [] })
   })
 
   it('a running compaction fails; one only requested stays requested for the resumed run to perform', () => {
@@ -200,7 +200,7 @@ describe('recovery on start', () => {
       ['run.resumed', { runId: 'run_A', attempt: 1 }],
     ])
     expect(h.events(requested).filter((e) => e.seq > head).map((e) => e.type)).toEqual(['tool.failed', 'run.resumed'])
-    expect(getSession(h.store.db, requested)?.compaction?.status).toBe('requested')
+    expect(getSession(h.store, requested)?.compaction?.status).toBe('requested')
   })
 
   it('finds unfinished runs from the sessions read model: finished and idle sessions are untouched', () => {
@@ -211,7 +211,7 @@ describe('recovery on start', () => {
     const head = h.store.head()
     expect(recoverSessions(h.store)).toMatchObject({ resumed: [], cancelled: [], failed: [], deliver: [] })
     expect(h.store.head()).toBe(head)
-    expect(getSession(h.store.db, idle)?.status).toBe('idle')
+    expect(getSession(h.store, idle)?.status).toBe('idle')
   })
 })
 
@@ -238,7 +238,7 @@ describe('a call parked on a permission request when the server died', () => {
     expect(h.events(s).filter((e) => e.seq > head).map((e) => e.type)).toEqual(['run.resumed'])
     h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 30))
-    expect(getSession(h.store.db, s)).toMatchObject({ status: 'waiting', pendingPermissions: [{ requestId: 'per_1', partId: 'prt_000000b' }] })
+    expect(getSession(h.store, s)).toMatchObject({ status: 'waiting', pendingPermissions: [{ requestId: 'per_1', partId: 'prt_000000b' }] })
     expect(model.calls).toHaveLength(0) // the model is not asked while the user has not answered
   })
 
@@ -298,7 +298,7 @@ describe('a call parked on a permission request when the server died', () => {
       'tool.failed',
       'run.finished',
     ])
-    expect(getSession(h.store.db, s)).toMatchObject({ status: 'idle', run: null, lastRun: { outcome: 'cancelled' } })
+    expect(getSession(h.store, s)).toMatchObject({ status: 'idle', run: null, lastRun: { outcome: 'cancelled' } })
     expect(model.calls).toHaveLength(0)
   })
 })

@@ -65,7 +65,7 @@ describe('cancellation', () => {
     await h.runtime.idle(id)
     const types = h.types(id).filter((t) => t !== 'reasoning.delta')
     expect(types.slice(types.indexOf('reasoning.started'), types.indexOf('step.finished'))).toEqual(['reasoning.started', 'run.cancel.requested', 'reasoning.ended'])
-    expect(getParts(h.store.db, id).find((p) => p.type === 'reasoning')).toMatchObject({ ended: true })
+    expect(getParts(h.store, id).find((p) => p.type === 'reasoning')).toMatchObject({ ended: true })
   })
 
   it('mid-tool: the running tool gets the abort signal, fails as aborted, the run ends cancelled', async () => {

@@ -34,7 +34,7 @@ async function childTouches(h: SubagentHarness, agent = 'build'): Promise<{ pare
   const parent = h.session(agent)
   h.runtime.submit(parent, { parts: [{ type: 'text', text: PARENT }] })
   await until(() => {
-    const s = getSession(h.store.db, parent)
+    const s = getSession(h.store, parent)
     return (s?.pendingPermissions.length ?? 0) > 0 || s?.lastRun !== null
   })
   return { parent, child: () => h.children(parent)[0] as string }
@@ -54,7 +54,7 @@ describe('delegation never widens permission', () => {
   it("a general child's bash asks in the parent's session, which build would have asked; nothing runs before the answer", async () => {
     h = subagentHarness(script())
     const { parent, child } = await childTouches(h)
-    const pending = getSession(h.store.db, parent)?.pendingPermissions ?? []
+    const pending = getSession(h.store, parent)?.pendingPermissions ?? []
     expect(pending).toEqual([
       {
         requestId: expect.any(String),
@@ -65,7 +65,7 @@ describe('delegation never widens permission', () => {
         from: { sessionId: child(), partId: expect.any(String), callId: 'c_bash' },
       },
     ])
-    expect(getSession(h.store.db, parent)?.status).toBe('waiting')
+    expect(getSession(h.store, parent)?.status).toBe('waiting')
     expect(dataOf(h.events(child()), 'permission.requested')).toEqual([]) // raised where the user watches, once
     expect(existsSync(join(h.directory, 'pwned'))).toBe(false)
 
@@ -79,12 +79,12 @@ describe('delegation never widens permission', () => {
   it("the parent's answer lets the child's call run: once runs it, and the request closes in the parent", async () => {
     h = subagentHarness(script())
     const { parent, child } = await childTouches(h)
-    const [request] = getSession(h.store.db, parent)?.pendingPermissions ?? []
+    const [request] = getSession(h.store, parent)?.pendingPermissions ?? []
     reply(h, parent, request!.requestId, 'once')
     await h.runtime.idle(parent)
     expect(existsSync(join(h.directory, 'pwned'))).toBe(true)
     expect(dataOf(h.events(child()), 'tool.completed')).toHaveLength(1)
-    expect(getSession(h.store.db, parent)?.pendingPermissions).toEqual([])
+    expect(getSession(h.store, parent)?.pendingPermissions).toEqual([])
   })
 
   it("an 'always' answered in the parent covers the child's later calls of that command", async () => {
@@ -96,7 +96,7 @@ describe('delegation never widens permission', () => {
       { when: parentAfter, text: 'parent done' },
     ])
     const { parent } = await childTouches(h)
-    const [request] = getSession(h.store.db, parent)?.pendingPermissions ?? []
+    const [request] = getSession(h.store, parent)?.pendingPermissions ?? []
     reply(h, parent, request!.requestId, 'always')
     await h.runtime.idle(parent)
     expect(existsSync(join(h.directory, 'one'))).toBe(true)
@@ -112,7 +112,7 @@ describe('delegation never widens permission', () => {
       { when: parentAfter, text: 'parent done' },
     ])
     const { parent } = await childTouches(h, 'plan')
-    expect(getSession(h.store.db, parent)?.pendingPermissions.map((p) => p.permission)).toEqual(['bash'])
+    expect(getSession(h.store, parent)?.pendingPermissions.map((p) => p.permission)).toEqual(['bash'])
     expect(existsSync(join(h.directory, 'out.txt'))).toBe(false)
   })
 })
@@ -172,9 +172,9 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     const { root, grandkid } = chain()
     const abort = new AbortController()
     const asked = h.gate.ask({ sessionId: grandkid, agent: 'general', callId: 'c_x', partId: 'prt_x', abort: abort.signal }, { permission: 'bash', patterns: ['ls'] })
-    expect(getSession(h.store.db, root)?.pendingPermissions.map((p) => p.from)).toEqual([{ sessionId: grandkid, partId: 'prt_x', callId: 'c_x' }])
+    expect(getSession(h.store, root)?.pendingPermissions.map((p) => p.from)).toEqual([{ sessionId: grandkid, partId: 'prt_x', callId: 'c_x' }])
     abort.abort()
     await expect(asked).rejects.toMatchObject({ kind: 'aborted' })
-    expect(getSession(h.store.db, root)?.pendingPermissions).toEqual([]) // an abandoned request is closed where it was raised
+    expect(getSession(h.store, root)?.pendingPermissions).toEqual([]) // an abandoned request is closed where it was raised
   })
 })

@@ -68,12 +68,12 @@ function lastEvent(store: EventStore, sessionId: string): StoredEvent {
 function expectImportedReadModel(from: EventStore, to: EventStore, originalId: string, report: ImportReport, upTo?: number) {
   const sessionId = report.ids.get(originalId) as string
   const marker = lastEvent(to, sessionId)
-  const source = upTo === undefined ? loadView(from.db, originalId) : foldSession(from, originalId, upTo)
+  const source = upTo === undefined ? loadView(from, originalId) : foldSession(from, originalId, upTo)
   const before = foldSession(to, sessionId, marker.seq - 1)
   expect(asState(before, 0)).toEqual(asState(renumberView(source, report.seqs, report.ids), 0))
   const imported = { originalId, importId: report.importId, events: marker.version - 1, digest: expect.any(String) }
   expect(marker).toMatchObject({ type: 'session.imported', data: imported, meta: { actor: 'user', command: 'import' }, at: new Date(T_IMPORT).toISOString() })
-  expect(getSession(to.db, sessionId)).toEqual({ ...before.session, imported, version: marker.version, lastSeq: marker.seq, updatedAt: marker.at })
+  expect(getSession(to, sessionId)).toEqual({ ...before.session, imported, version: marker.version, lastSeq: marker.seq, updatedAt: marker.at })
 }
 
 /** The file's lines as the import wrote them: seqs renumbered, session ids mapped. */
@@ -112,8 +112,8 @@ describe('import', () => {
     expect(report.sessions).toEqual([report.exported])
     expect(report.appended).toBe(rec.length + 1)
     expect(verify(to).differences).toEqual([])
-    expect(getSession(to.db, 'ses_rec')).toBeUndefined()
-    expect(getSession(to.db, 'ses_t003')).toBeUndefined() // a reference outside the file names no session here
+    expect(getSession(to, 'ses_rec')).toBeUndefined()
+    expect(getSession(to, 'ses_t003')).toBeUndefined() // a reference outside the file names no session here
     expectImportedReadModel(store, to, 'ses_rec', report)
     // a re-export is the file, renumbered and renamed, then the marker
     const again = lines(exportSession(to, 'ses_t002'))
@@ -143,7 +143,7 @@ describe('import', () => {
     expect(verify(to).differences).toEqual([])
     expectImportedReadModel(store, to, grand, report)
     expectImportedReadModel(store, to, 'ses_rec', report, rec[40])
-    expect(getSession(to.db, 'ses_t004')?.forkedFrom).toEqual({ sessionId: 'ses_t003', seq: report.seqs.get(rec[12] as number) })
+    expect(getSession(to, 'ses_t004')?.forkedFrom).toEqual({ sessionId: 'ses_t003', seq: report.seqs.get(rec[12] as number) })
     expect([to.version('ses_t002'), to.version('ses_t003'), to.version('ses_t004')]).toEqual([42, 2, store.version(grand) + 1])
   })
 
@@ -198,7 +198,7 @@ describe('import', () => {
           for (const id of sessions) {
             const report = importSessions(to, ids, exportSession(from, id))
             const before = foldSession(to, report.exported.sessionId, lastEvent(to, report.exported.sessionId).seq - 1)
-            expect(asState(before, 0)).toEqual(asState(renumberView(loadView(from.db, id), report.seqs, report.ids), 0))
+            expect(asState(before, 0)).toEqual(asState(renumberView(loadView(from, id), report.seqs, report.ids), 0))
           }
           expect(verify(to).differences).toEqual([])
         } finally {

@@ -97,7 +97,7 @@ function run(commands: Command[]): void {
       const page = history(store, node.id, { limit: 5000 })
       expect(page.events.map((e) => [e.seq, e.sessionId, e.inherited ?? false])).toEqual(expected)
       const now = stateAt(store, node.id)
-      expect(json(now)).toEqual(asState(loadView(store.db, node.id), now.seq))
+      expect(json(now)).toEqual(asState(loadView(store, node.id), now.seq))
       expect(json(now)).toEqual(plainStateAt(store, node.id, now.seq))
       const picks = [expected[0], expected[Math.floor(expected.length / 2)], expected[expected.length - 2]]
       for (const [seq, owner] of picks.filter((p) => p !== undefined)) {

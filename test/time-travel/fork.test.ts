@@ -45,7 +45,7 @@ describe('fork', () => {
   it('at every event of a recorded session: the child is the parent’s state there, settled, idle; the parent is untouched', () => {
     const store = open()
     const seqs = recordSession(store)
-    const parentBefore = asState(loadView(store.db, 'ses_rec'), 0)
+    const parentBefore = asState(loadView(store, 'ses_rec'), 0)
     const ids = sequentialIds()
     for (const seq of seqs) {
       const parent = stateAt(store, 'ses_rec', seq)
@@ -53,7 +53,7 @@ describe('fork', () => {
       const at = child.createdAt
       const state = stateAt(store, child.id)
       // the stored read model is what time travel says, and both are the plain fold
-      expect(asState(loadView(store.db, child.id), state.seq)).toEqual(json(state))
+      expect(asState(loadView(store, child.id), state.seq)).toEqual(json(state))
       expect(json(state)).toEqual(plainStateAt(store, child.id, state.seq))
       expect(JSON.parse(JSON.stringify({ ...state, session: null }))).toEqual(
         JSON.parse(
@@ -86,7 +86,7 @@ describe('fork', () => {
       expect(state.session.inbox).toEqual(p.inbox) // queued inputs stay queued
       expect(ownEvents(store, child.id)[0]).toEqual({ type: 'session.forked', data: { from: { sessionId: 'ses_rec', seq } } })
     }
-    expect(asState(loadView(store.db, 'ses_rec'), 0)).toEqual(parentBefore)
+    expect(asState(loadView(store, 'ses_rec'), 0)).toEqual(parentBefore)
     expect(verify(store).differences).toEqual([])
   })
 

@@ -63,7 +63,7 @@ describe('stateAt', () => {
     const seqs = recordSession(store)
     const now = stateAt(store, 'ses_rec')
     expect(now.seq).toBe(seqs[seqs.length - 1])
-    expect(json(now)).toEqual(asState(loadView(store.db, 'ses_rec'), now.seq))
+    expect(json(now)).toEqual(asState(loadView(store, 'ses_rec'), now.seq))
   })
 
   it('gives the same answers after the snapshot table is emptied, or has a hole in a chain', () => {

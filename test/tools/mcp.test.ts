@@ -255,7 +255,7 @@ describe('MCP client against the reference servers', () => {
     const [request] = g.requested()
     expect(request?.patterns).toEqual([expect.stringMatching(/^definition:[0-9a-f]{16}$/)])
     answer(request?.requestId as string, 'always')
-    expect(getSession(g.store.db, g.sessionId)?.approvals.map((a) => [a.permission, a.pattern])).toEqual([['paged_alpha', request?.patterns[0]]])
+    expect(getSession(g.store, g.sessionId)?.approvals.map((a) => [a.permission, a.pattern])).toEqual([['paged_alpha', request?.patterns[0]]])
     expect((await first).output).toBe('called alpha')
     expect((await run(byId(m.tools(), 'paged_alpha'), {}, g)).output).toBe('called alpha') // approved: no new request
     expect(g.requested().length).toBe(1)

@@ -156,7 +156,7 @@ describe('permission gate with the real store', () => {
         metadata: { description: 'list', always: ['ls *'] },
       },
     ])
-    expect(getSession(f.store.db, f.sessionId)?.status).toBe('waiting')
+    expect(getSession(f.store, f.sessionId)?.status).toBe('waiting')
     reply(f, 'per_000001', 'once')
     await expect(p).resolves.toBeUndefined()
     expect(f.events().map((e) => e.type)).toEqual(['session.created', 'permission.requested', 'permission.replied'])
@@ -178,7 +178,7 @@ describe('permission gate with the real store', () => {
       ['permission.replied', { requestId: 'per_000001', reply: 'always' }],
       ['permission.rule.added', { ruleId: 'rul_000002', rule: allow('bash', 'git status *') }],
     ])
-    expect(getSession(f.store.db, f.sessionId)?.approvals).toEqual([{ ruleId: 'rul_000002', ...allow('bash', 'git status *') }])
+    expect(getSession(f.store, f.sessionId)?.approvals).toEqual([{ ruleId: 'rul_000002', ...allow('bash', 'git status *') }])
     await f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] }) // allowed by the approval, no event
     expect(f.events().length).toBe(4)
 
@@ -186,7 +186,7 @@ describe('permission gate with the real store', () => {
       meta: { actor: 'user' },
     })
     expect(f.events().at(-1)?.type).toBe('permission.rule.removed')
-    expect(getSession(f.store.db, f.sessionId)?.approvals).toEqual([])
+    expect(getSession(f.store, f.sessionId)?.approvals).toEqual([])
     const asked = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] })
     expect(await settled(asked)).toBe('pending')
     reply(f, 'per_000003', 'reject')
@@ -221,7 +221,7 @@ describe('permission gate with the real store', () => {
       { requestId: 'per_000001', reply: 'reject', message: 'Do not touch a.ts; edit b.ts instead.' },
       { requestId: 'per_000002', reply: 'reject', message: 'Do not touch a.ts; edit b.ts instead.' },
     ])
-    expect(getSession(f.store.db, f.sessionId)?.pendingPermissions).toEqual([])
+    expect(getSession(f.store, f.sessionId)?.pendingPermissions).toEqual([])
   })
 
   it('a reject without a message gives the model the default text', async () => {
@@ -242,7 +242,7 @@ describe('permission gate with the real store', () => {
     expect(f.events(['permission.replied']).map((e) => e.data)).toEqual([
       { requestId: 'per_000001', reply: 'reject', message: 'cancelled: the tool call was aborted' },
     ])
-    expect(getSession(f.store.db, f.sessionId)?.status).toBe('idle')
+    expect(getSession(f.store, f.sessionId)?.status).toBe('idle')
   })
 
   it('replying to an unknown or already answered request is PERMISSION_REQUEST_NOT_FOUND; revoking an unknown rule is RULE_NOT_FOUND', async () => {
@@ -270,7 +270,7 @@ describe('permission gate with the real store', () => {
     await tick()
     f.gate.close() // the old process is gone
     expect(await p).toBe('old gate gone')
-    const pending = getSession(f.store.db, f.sessionId)?.pendingPermissions.map((r) => r.requestId)
+    const pending = getSession(f.store, f.sessionId)?.pendingPermissions.map((r) => r.requestId)
     expect(pending).toEqual(['per_000001']) // re-offered from the read model
     const gate2 = createPermissionGate({ store: f.store, ids: sequentialIds(), agents: resolveAgents() })
     const waiting = gate2.waitForReply(f.sessionId, 'per_000001')

@@ -70,7 +70,7 @@ describe('createTooling (the composition root helper)', () => {
       },
     )
     expect(store.readSession('ses_1').map((e) => e.type)).toEqual(['session.created', 'todo.updated'])
-    expect(getSession(store.db, 'ses_1')?.todos).toEqual(items)
+    expect(getSession(store, 'ses_1')?.todos).toEqual(items)
 
     // What the connected server asks of the model reaches the system prompt (DESIGN §6).
     const served = tooling.mcp.instructions()

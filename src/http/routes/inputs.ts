@@ -78,11 +78,11 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
 /** The session's last assistant message with its parts, and how its run ended. */
 function finalAnswer(deps: AppDeps, sessionId: string) {
   deps.store.flush()
-  const session = getSession(deps.store.db, sessionId)
-  const message = getMessages(deps.store.db, sessionId)
+  const session = getSession(deps.store, sessionId)
+  const message = getMessages(deps.store, sessionId)
     .filter((m) => m.role === 'assistant')
     .at(-1)
-  const parts = message ? getParts(deps.store.db, sessionId, message.id) : []
+  const parts = message ? getParts(deps.store, sessionId, message.id) : []
   const text = parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')
   return { outcome: session?.lastRun?.outcome ?? null, error: session?.lastRun?.error ?? null, message: message ?? null, parts, text }
 }

@@ -136,7 +136,7 @@ export class Connection {
     store.flush()
     if (this.pumps.size >= MAX_SUBSCRIPTIONS) throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
     if (p.sessions !== '*') {
-      for (const id of p.sessions) if (!getSession(store.db, id)) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
+      for (const id of p.sessions) if (!getSession(store, id)) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
     }
     const head = store.head()
     const after = p.after ?? 0
