@@ -10,14 +10,14 @@ import type { EventStore } from '../src/events/store.js'
 import { openStore } from '../src/projections/open.js'
 import { loadView } from '../src/projections/read-model.js'
 import { viewAt } from '../src/projections/time-travel.js'
-import { toChatMessages } from '../src/runtime/history.js'
-import { fixedModelResolver } from '../src/runtime/providers.js'
+import { toChatMessages } from '../src/runtime/loop/chat-messages.js'
+import { fixedModelResolver } from '../src/runtime/model/providers.js'
 import { createRuntime, type Runtime } from '../src/runtime/runtime.js'
-import { createScriptedModel, type ScriptReply, type ScriptRequest } from '../src/runtime/scripted-model.js'
+import { createScriptedModel, type ScriptReply, type ScriptRequest } from '../src/runtime/model/scripted-model.js'
 import { resolveAgents } from '../src/tools/agents.js'
 import { createLookupTool } from '../src/tools/lookup.js'
-import { createPermissionGate } from '../src/tools/permission/gate.js'
-import { createToolRegistry } from '../src/tools/registry.js'
+import { createPermissionGate } from '../src/runtime/permissions/gate.js'
+import { createToolRegistry } from '../src/runtime/tools/registry.js'
 
 /**
  * `npm run bench -- conversation [N…]` — bench/CONVERSATION.md through the
@@ -99,7 +99,7 @@ const median = (xs: readonly number[]) => {
 }
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d
 const chatLength = (store: EventStore, sessionId: string, seq?: number) =>
-  toChatMessages(seq === undefined ? loadView(store.db, sessionId) : viewAt(store, sessionId, seq)).length
+  toChatMessages(seq === undefined ? loadView(store, sessionId) : viewAt(store, sessionId, seq)).length
 
 async function measure(n: number): Promise<Record<string, unknown>> {
   const { store, runtime, sessionId, dir, path, ids } = setup()

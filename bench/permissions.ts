@@ -5,7 +5,7 @@ import { sequentialIds } from '../src/events/ids.js'
 import { openStore } from '../src/projections/open.js'
 import { resolveAgents } from '../src/tools/agents.js'
 import { decide } from '../src/tools/permission/evaluate.js'
-import { createPermissionGate } from '../src/tools/permission/gate.js'
+import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import { splitShellCommand } from '../src/tools/permission/shell-split.js'
 
 /**

@@ -54,12 +54,12 @@ export default async function (args: string[]): Promise<object> {
     let open = resumed.length
     while (open > 0 && Date.now() < deadline) {
       chronicle.store.flush()
-      open = resumed.filter((r) => getSession(chronicle.store.db, r.sessionId)?.run !== null).length
+      open = resumed.filter((r) => getSession(chronicle.store, r.sessionId)?.run !== null).length
       if (open > 0) await new Promise((r) => setTimeout(r, 50))
     }
     const allResumedIdleMs = performance.now() - t0
-    const finishedIdle = resumed.filter((r) => getSession(chronicle.store.db, r.sessionId)?.lastRun?.outcome === 'idle').length
-    const sample = resumed[0] && getSession(chronicle.store.db, resumed[0].sessionId)?.lastRun
+    const finishedIdle = resumed.filter((r) => getSession(chronicle.store, r.sessionId)?.lastRun?.outcome === 'idle').length
+    const sample = resumed[0] && getSession(chronicle.store, resumed[0].sessionId)?.lastRun
     await chronicle.stop()
     return {
       readyMs: Math.round(readyMs),

@@ -4,13 +4,15 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 
 /**
- * Dependencies point one way (DESIGN §1):
+ * Dependencies point one way (docs/ARCHITECTURE.md):
  *
  *   events ← projections ← commands ← runtime → tools;  http uses them; nothing imports http
  *
  * This test reads every import under src/ (static, type-only, re-exports,
- * dynamic) and fails on any that points the wrong way, or on any module
- * other than the model adapter reaching for the AI SDK.
+ * dynamic) and fails on any that points the wrong way, on any module other
+ * than the model adapter reaching for the AI SDK, and on any module outside
+ * events and projections reaching into the store's database (the store port:
+ * a second event store must be able to take its place).
  */
 
 interface SourceFile {
@@ -25,14 +27,20 @@ const FORBIDDEN: Record<string, readonly string[]> = {
   projections: ['commands', 'runtime', 'tools', 'http', 'cli', 'main'],
   commands: ['runtime', 'tools', 'http', 'cli', 'main'],
   runtime: ['http', 'cli', 'main'],
-  tools: ['runtime', 'http', 'cli', 'main'],
+  // tools act; what a session may do and what it is offered is the runtime's to read (runtime/permissions, runtime/tools)
+  tools: ['projections', 'runtime', 'http', 'cli', 'main'],
 }
+
+/** The layers that own the store's database: everything else goes through their functions. */
+const STORE_OWNERS = /^src\/(events|projections)\//
+/** A reach into the database: the store's connection, a statement, or SQL in a string. */
+const STORE_INTERNALS = [/\.db\b(?!['"`])/, /\.prepare\(/, /\.pragma\(/, /['"`]\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA)\s/]
 
 /** Only the composition root may wire the HTTP layer in (besides http itself). */
 const HTTP_IMPORTERS = /^src\/(http\/|main\.ts$|cli\.ts$|cli\/)/
 
 /** The model adapter and the provider / scripted-model files next to it: the only users of the AI SDK. */
-const AI_SDK_USERS = /^src\/runtime\/(model|providers?|scripted-model)[\w.-]*\.ts$/
+const AI_SDK_USERS = /^src\/runtime\/model\/[\w.-]+\.ts$/
 const AI_SDK = /^(ai|@ai-sdk\/[\w.-]+)(\/.*)?$/
 
 function importsOf(source: string): string[] {
@@ -60,7 +68,7 @@ function violations(files: readonly SourceFile[]): string[] {
     const from = layerOf(file.path)
     for (const spec of importsOf(file.source)) {
       if (AI_SDK.test(spec)) {
-        if (!AI_SDK_USERS.test(file.path)) out.push(`${file.path} imports '${spec}': only the model adapter (src/runtime/model*.ts) may use the AI SDK`)
+        if (!AI_SDK_USERS.test(file.path)) out.push(`${file.path} imports '${spec}': only the model adapter (src/runtime/model/) may use the AI SDK`)
         continue
       }
       if (!spec.startsWith('.')) continue
@@ -69,6 +77,20 @@ function violations(files: readonly SourceFile[]): string[] {
       if (!to || to === from) continue
       if (from && FORBIDDEN[from]?.includes(to)) out.push(`${file.path} imports ${target}: ${from} must not depend on ${to}`)
       else if (to === 'http' && !HTTP_IMPORTERS.test(file.path)) out.push(`${file.path} imports ${target}: only the composition root (src/main.ts, src/cli*) may import http`)
+    }
+  }
+  return out
+}
+
+/** Code outside events and projections that reaches into the database (comments aside). */
+function storeReaches(files: readonly SourceFile[]): string[] {
+  const out: string[] = []
+  for (const file of files) {
+    if (STORE_OWNERS.test(file.path)) continue
+    const code = file.source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+    for (const pattern of STORE_INTERNALS) {
+      const m = pattern.exec(code)
+      if (m) out.push(`${file.path} reaches into the store's database (${m[0].trim()}): only src/events and src/projections may`)
     }
   }
   return out
@@ -94,6 +116,10 @@ describe('dependency direction', () => {
     const files = sourceTree(root)
     expect(files.length).toBeGreaterThan(20)
     expect(violations(files)).toEqual([])
+  })
+
+  it('keeps the database behind events and projections', () => {
+    expect(storeReaches(sourceTree(root))).toEqual([])
   })
 })
 
@@ -129,6 +155,22 @@ describe('the import checker', () => {
     expect(check('src/tools/builtin/x.ts', "export * from '../../runtime/loop.js'")).toEqual([
       'src/tools/builtin/x.ts imports src/runtime/loop.ts: tools must not depend on runtime',
     ])
+    expect(check('src/tools/x.ts', "import { getSession } from '../projections/read-model.js'")).toEqual([
+      'src/tools/x.ts imports src/projections/read-model.ts: tools must not depend on projections',
+    ])
+  })
+
+  it('finds a reach into the database outside events and projections', () => {
+    const reach = (path: string, source: string) => storeReaches([{ path, source }])
+    expect(reach('src/runtime/x.ts', 'const s = store.db.prepare(q)')).toEqual([
+      "src/runtime/x.ts reaches into the store's database (.db): only src/events and src/projections may",
+      "src/runtime/x.ts reaches into the store's database (.prepare(): only src/events and src/projections may",
+    ])
+    expect(reach('src/tools/x.ts', "const q = 'SELECT id FROM sessions'")).toEqual([
+      "src/tools/x.ts reaches into the store's database ('SELECT): only src/events and src/projections may",
+    ])
+    expect(reach('src/projections/x.ts', 'store.db.prepare("SELECT 1")')).toEqual([])
+    expect(reach('src/cli/x.ts', "const file = 'chronicle.db'\n// store.db in a comment")).toEqual([])
   })
 
   it('lets only the composition root import http', () => {
@@ -147,12 +189,12 @@ describe('the import checker', () => {
   it('lets only the model adapter use the AI SDK', () => {
     const ai = "import { streamText } from 'ai'\nimport type { LanguageModelV3 } from '@ai-sdk/provider'\nimport { MockLanguageModelV3 } from 'ai/test'"
     expect(check('src/runtime/loop.ts', ai)).toEqual([
-      "src/runtime/loop.ts imports 'ai': only the model adapter (src/runtime/model*.ts) may use the AI SDK",
-      "src/runtime/loop.ts imports '@ai-sdk/provider': only the model adapter (src/runtime/model*.ts) may use the AI SDK",
-      "src/runtime/loop.ts imports 'ai/test': only the model adapter (src/runtime/model*.ts) may use the AI SDK",
+      "src/runtime/loop.ts imports 'ai': only the model adapter (src/runtime/model/) may use the AI SDK",
+      "src/runtime/loop.ts imports '@ai-sdk/provider': only the model adapter (src/runtime/model/) may use the AI SDK",
+      "src/runtime/loop.ts imports 'ai/test': only the model adapter (src/runtime/model/) may use the AI SDK",
     ])
     expect(check('src/tools/x.ts', "import { tool } from 'ai'")).toHaveLength(1)
-    for (const path of ['src/runtime/model.ts', 'src/runtime/model-stream.ts', 'src/runtime/providers.ts', 'src/runtime/scripted-model.ts']) {
+    for (const path of ['src/runtime/model/adapter.ts', 'src/runtime/model/stream.ts', 'src/runtime/model/providers.ts', 'src/runtime/model/scripted-model.ts']) {
       expect(check(path, ai)).toEqual([])
     }
     expect(check('src/runtime/loop.ts', "import { z } from 'zod'\nimport x from 'aim'\nimport y from 'ai-thing'")).toEqual([])

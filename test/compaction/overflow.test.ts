@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { SUMMARY_PREFIX, SUMMARY_SUFFIX } from '../../src/runtime/history.js'
+import { SUMMARY_PREFIX, SUMMARY_SUFFIX } from '../../src/runtime/loop/chat-messages.js'
 import { compactionHarness, dataOf, shape, SPEC, TRANSCRIPT, type CompactionHarness } from './helpers.js'
 
 const OVERFLOW = { error: { kind: 'context_overflow' as const } }

@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Message, Part, SessionView } from '../../src/projections/model.js'
-import { fitTranscript, splitHistory, transcriptEntries } from '../../src/runtime/compaction-split.js'
-import { partsByMessage } from '../../src/runtime/history.js'
-import { estimateMessage } from '../../src/runtime/tokens.js'
+import { fitTranscript, splitHistory, transcriptEntries } from '../../src/runtime/compaction/split.js'
+import { partsByMessage } from '../../src/runtime/loop/chat-messages.js'
+import { estimateMessage } from '../../src/runtime/compaction/tokens.js'
 
 /** Random histories: turns of a user message, then assistant messages with text and tool calls of random sizes. */
 const turnArb = fc.record({

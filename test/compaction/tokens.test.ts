@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { budgetFor, compactionConfig } from '../../src/runtime/compaction-config.js'
-import { estimateRequest } from '../../src/runtime/tokens.js'
+import { budgetFor, compactionConfig } from '../../src/runtime/compaction/config.js'
+import { estimateRequest } from '../../src/runtime/compaction/tokens.js'
 import { compactionHarness, dataOf, SPEC, type CompactionHarness } from './helpers.js'
 
 describe('budgets', () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { openStore } from '../../src/projections/open.js'
 import { getSession, loadView } from '../../src/projections/read-model.js'
 import { verify } from '../../src/projections/verify.js'
-import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery.js'
+import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
 
 /**
  * What the harness asserts after the last clean shutdown, reading the data

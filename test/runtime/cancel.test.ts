@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { EventType } from '../../src/events/catalogue.js'
 import { getParts } from '../../src/projections/read-model.js'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { harness, text, type Harness } from './helpers.js'
 
 function when(h: Harness, type: EventType, count = 1): Promise<void> {

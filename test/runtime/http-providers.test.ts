@@ -1,6 +1,6 @@
 import { LLMock } from '@copilotkit/aimock'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createModelResolver } from '../../src/runtime/providers.js'
+import { createModelResolver } from '../../src/runtime/model/providers.js'
 import { collapse, harness, text, type Harness } from './helpers.js'
 
 /**

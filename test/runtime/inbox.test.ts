@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChronicleError } from '../../src/events/errors.js'
-import { createModelResolver } from '../../src/runtime/providers.js'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
+import { createModelResolver } from '../../src/runtime/model/providers.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { harness, text, type Harness } from './helpers.js'
 
 const code = (fn: () => unknown): string | undefined => {

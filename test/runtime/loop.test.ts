@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
-import { createModelResolver } from '../../src/runtime/providers.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
+import { createModelResolver } from '../../src/runtime/model/providers.js'
 import { autoReply, collapse, harness, text, type Harness } from './helpers.js'
 
 const data = (h: Harness, id: string, type: string) => h.events(id).filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)

@@ -3,9 +3,9 @@ import { join } from 'node:path'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_AGENTS } from '../../src/tools/agents.js'
-import { createModelResolver } from '../../src/runtime/providers.js'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
-import { buildSystemPrompt } from '../../src/runtime/system-prompt.js'
+import { createModelResolver } from '../../src/runtime/model/providers.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
+import { buildSystemPrompt } from '../../src/runtime/loop/system-prompt.js'
 import { collapse, harness, text, type Harness } from './helpers.js'
 
 describe('model adapter', () => {

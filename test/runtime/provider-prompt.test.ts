@@ -1,8 +1,8 @@
 import { streamText, type ModelMessage } from 'ai'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
 import { describe, expect, it } from 'vitest'
-import type { ChatMessage } from '../../src/runtime/history.js'
-import { providerPrompt } from '../../src/runtime/model.js'
+import type { ChatMessage } from '../../src/runtime/loop/chat-messages.js'
+import { providerPrompt } from '../../src/runtime/model/adapter.js'
 
 /**
  * The adapter builds the provider prompt itself (each message converted

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { harness, text, type Harness } from './helpers.js'
 
 /** The two canonical traces of docs/TRACES.md, pinned event by event. */

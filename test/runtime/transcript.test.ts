@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { apply, evolve } from '../../src/projections/evolve.js'
 import { emptyView } from '../../src/projections/model.js'
-import { toChatMessages } from '../../src/runtime/history.js'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
-import { chainOf, Transcript } from '../../src/runtime/transcript.js'
+import { toChatMessages } from '../../src/runtime/loop/chat-messages.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
+import { chainOf, Transcript } from '../../src/runtime/loop/transcript.js'
 import { harness, text, type Harness } from './helpers.js'
 
 /**

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { exportSession } from '../../src/projections/export.js'
 import { openStore } from '../../src/projections/open.js'
-import type { ScriptStep } from '../../src/runtime/scripted-model.js'
+import type { ScriptStep } from '../../src/runtime/model/scripted-model.js'
 import { run, type Proc } from '../cli/helpers.js'
 
 /**

@@ -1,7 +1,7 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { buildSystemPrompt } from '../../src/runtime/system-prompt.js'
+import { buildSystemPrompt } from '../../src/runtime/loop/system-prompt.js'
 import { DEFAULT_AGENTS } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { createRedactor, secretsOf } from '../../src/tools/redact.js'

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createScriptedModel } from '../../src/runtime/scripted-model.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { defineTool } from '../../src/tools/tool.js'
 import { execute } from '../../src/commands/execute.js'
 import { decidePermission } from '../../src/commands/permission.js'

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { recoverSessions } from '../../src/runtime/recovery.js'
-import { watchOrphanedSubtasks, type OrphanWatcher } from '../../src/runtime/subagent-orphans.js'
+import { recoverSessions } from '../../src/runtime/recovery/recovery.js'
+import { watchOrphanedSubtasks, type OrphanWatcher } from '../../src/runtime/subagents/orphans.js'
 import { dataOf, subagentHarness, task, until, type SubagentHarness } from './helpers.js'
 
 const PARENT = 'delegate please'

@@ -9,7 +9,7 @@ import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { resolveAgents } from '../../src/tools/agents.js'
-import { createPermissionGate } from '../../src/tools/permission/gate.js'
+import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import type { PermissionAsk, ToolContext } from '../../src/tools/tool.js'
 
 /** A real temp directory (realpath'd: macOS /tmp is a symlink), removed by the returned cleanup. */

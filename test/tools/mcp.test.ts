@@ -10,7 +10,7 @@ import { resolveAgents } from '../../src/tools/agents.js'
 import { mcpToolName, parseMcpConfig } from '../../src/tools/mcp/config.js'
 import { createMcpManager, type McpManager } from '../../src/tools/mcp/manager.js'
 import type { McpServerStatus } from '../../src/tools/mcp/server.js'
-import { createToolRegistry } from '../../src/tools/registry.js'
+import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import type { Tool } from '../../src/tools/tool.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
 

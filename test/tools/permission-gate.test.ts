@@ -7,7 +7,7 @@ import { sequentialIds } from '../../src/events/ids.js'
 import { getSession } from '../../src/projections/read-model.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { decide, deniesEverything, evaluate } from '../../src/tools/permission/evaluate.js'
-import { createPermissionGate, DEFAULT_REJECT_MESSAGE } from '../../src/tools/permission/gate.js'
+import { createPermissionGate, DEFAULT_REJECT_MESSAGE } from '../../src/runtime/permissions/gate.js'
 import { wildcardMatch } from '../../src/tools/permission/wildcard.js'
 import { ToolFailure } from '../../src/tools/tool.js'
 import { type Fixture, fixture } from './helpers.js'
@@ -292,7 +292,7 @@ describe('permission gate with the real store', () => {
 
 describe('what "always" approves for bash', () => {
   it('is each sub-command prefix by arity', async () => {
-    const { defaultAlways } = await import('../../src/tools/permission/gate.js')
+    const { defaultAlways } = await import('../../src/runtime/permissions/gate.js')
     const always = (command: string) => defaultAlways({ permission: 'bash', patterns: [command] })
     expect(always('echo one')).toEqual(['echo *'])
     expect(always('ls -la /tmp')).toEqual(['ls *'])

@@ -4,7 +4,7 @@ import { decideSession } from '../../src/commands/session.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { evaluate } from '../../src/tools/permission/evaluate.js'
-import { createToolRegistry } from '../../src/tools/registry.js'
+import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { type Fixture, fixture } from './helpers.js'
 
 const rule = (permission: string, pattern: string, action: 'allow' | 'deny' | 'ask') => ({ permission, pattern, action })

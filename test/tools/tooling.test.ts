@@ -6,8 +6,8 @@ import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { getSession } from '../../src/projections/read-model.js'
-import { compileContext } from '../../src/runtime/context.js'
-import { createTooling, type McpServerStatus, type Tooling } from '../../src/tools/index.js'
+import { compileContext } from '../../src/runtime/loop/context.js'
+import { createTooling, type McpServerStatus, type Tooling } from '../../src/runtime/tools/tooling.js'
 import { tempDir } from './helpers.js'
 
 const EVERYTHING = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')

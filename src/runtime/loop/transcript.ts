@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
-import type { Changes } from '../projections/evolve.js'
-import type { Message, Part, SessionView, ToolPart } from '../projections/model.js'
-import { messageToChat, toChatMessages, type ChatMessage } from './history.js'
+import type { Changes } from '../../projections/evolve.js'
+import type { Message, Part, SessionView, ToolPart } from '../../projections/model.js'
+import { messageToChat, toChatMessages, type ChatMessage } from './chat-messages.js'
 
 /**
  * The session's history as the model sees it, kept current change by change

@@ -1,20 +1,20 @@
-import type { Redactor } from '../tools/redact.js'
-import type { ChronicleEvent, RunOutcome } from '../events/catalogue.js'
-import { isChronicleError } from '../events/errors.js'
-import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
-import type { Message, SessionView } from '../projections/model.js'
-import type { AgentDefinition } from '../tools/agents.js'
-import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
-import { SHUTDOWN } from './abort-reasons.js'
+import type { Redactor } from '../../tools/redact.js'
+import type { ChronicleEvent, RunOutcome } from '../../events/catalogue.js'
+import { isChronicleError } from '../../events/errors.js'
+import type { IdSource } from '../../events/ids.js'
+import type { EventStore } from '../../events/store.js'
+import type { Message, SessionView } from '../../projections/model.js'
+import type { AgentDefinition } from '../../tools/agents.js'
+import type { PermissionGate, ToolRegistry } from '../../tools/tool.js'
+import { SHUTDOWN } from '../abort-reasons.js'
 import { compileView, latestUser } from './context.js'
-import type { ModelHandle, ModelResolver } from './model.js'
+import type { ModelHandle, ModelResolver } from '../model/adapter.js'
 import { Recorder } from './recorder.js'
-import type { RetryPolicy } from './retry.js'
-import type { SessionViews } from './session-cache.js'
+import type { RetryPolicy } from '../model/retry.js'
+import type { SessionViews } from './session-views.js'
 import { runModelStep } from './step.js'
-import { RunCompaction } from './compaction.js'
-import type { CompactionConfig } from './compaction-config.js'
+import { RunCompaction } from '../compaction/compaction.js'
+import type { CompactionConfig } from '../compaction/config.js'
 import type { Transcript } from './transcript.js'
 import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
@@ -47,7 +47,7 @@ export interface LoopDeps {
   readonly redactor?: Redactor
 }
 
-export { CANCELLED, SHUTDOWN } from './abort-reasons.js'
+export { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
 
 /**
  * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart).

@@ -1,4 +1,4 @@
-import type { Message, Part, SessionView, ToolPart } from '../projections/model.js'
+import type { Message, Part, SessionView, ToolPart } from '../../projections/model.js'
 
 /**
  * History → model messages. The read model is turned into the chat the model

@@ -1,7 +1,7 @@
 import { APICallError, type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3Prompt } from '@ai-sdk/provider'
 import { jsonSchema, streamText, wrapLanguageModel, type ModelMessage, type ToolSet } from 'ai'
-import type { Usage } from '../events/catalogue.js'
-import type { ChatMessage } from './history.js'
+import type { Usage } from '../../events/catalogue.js'
+import type { ChatMessage } from '../loop/chat-messages.js'
 
 /**
  * The model adapter: the one module (with providers.ts and scripted-model.ts)

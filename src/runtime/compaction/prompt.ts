@@ -1,4 +1,4 @@
-import type { AgentDefinition } from '../tools/agents.js'
+import type { AgentDefinition } from '../../tools/agents.js'
 
 /**
  * The compaction agent: tool-less, never offered to users, asked for a

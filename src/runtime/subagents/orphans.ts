@@ -1,8 +1,8 @@
-import type { EventStore } from '../events/store.js'
-import type { SubtaskPart } from '../projections/model.js'
-import { inputAccepted } from '../projections/input-index.js'
-import { childSessionIds, getParts, getSession } from '../projections/read-model.js'
-import { finalText, type ChildRuntime, type Subagents } from './subagent.js'
+import type { EventStore } from '../../events/store.js'
+import type { SubtaskPart } from '../../projections/model.js'
+import { inputAccepted } from '../../projections/input-index.js'
+import { childSessionIds, getParts, getSession } from '../../projections/read-model.js'
+import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
 
 /**
  * Children nobody waits for any more. A restart interrupts the parent's task

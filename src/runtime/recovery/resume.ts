@@ -1,11 +1,11 @@
-import type { ChronicleEvent, DataOf } from '../events/catalogue.js'
-import type { EventStore } from '../events/store.js'
-import type { ToolPart } from '../projections/model.js'
-import { lastRequestOf, replyTo } from '../projections/permission-log.js'
-import { DEFAULT_REJECT_MESSAGE } from '../tools/permission/gate.js'
-import { CANCELLED, runLoop, type LoopDeps } from './loop.js'
+import type { ChronicleEvent, DataOf } from '../../events/catalogue.js'
+import type { EventStore } from '../../events/store.js'
+import type { ToolPart } from '../../projections/model.js'
+import { lastRequestOf, replyTo } from '../../projections/permission-log.js'
+import { DEFAULT_REJECT_MESSAGE } from '../permissions/gate.js'
+import { CANCELLED, runLoop, type LoopDeps } from '../loop/loop.js'
 import { INTERRUPTED_MESSAGE } from './recovery.js'
-import type { RunOutcome } from '../events/catalogue.js'
+import type { RunOutcome } from '../../events/catalogue.js'
 
 /**
  * Continuing a run recovery marked `run.resumed`. Before the loop takes its

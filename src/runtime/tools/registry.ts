@@ -1,9 +1,9 @@
-import type { PermissionRule } from '../events/catalogue.js'
-import type { EventStore } from '../events/store.js'
-import { getSession } from '../projections/read-model.js'
-import type { AgentDefinition } from './agents.js'
-import { deniesEverything } from './permission/evaluate.js'
-import type { Tool, ToolRegistry } from './tool.js'
+import type { PermissionRule } from '../../events/catalogue.js'
+import type { EventStore } from '../../events/store.js'
+import { getSession } from '../../projections/read-model.js'
+import type { AgentDefinition } from '../../tools/agents.js'
+import { deniesEverything } from '../../tools/permission/evaluate.js'
+import type { Tool, ToolRegistry } from '../../tools/tool.js'
 
 /** Anything that contributes tools that may change over time (the MCP manager). */
 export interface ToolSource {

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from 'node:fs'
 import { StringDecoder } from 'node:string_decoder'
 import { dirname, join, resolve, sep } from 'node:path'
-import type { AgentDefinition } from '../tools/agents.js'
+import type { AgentDefinition } from '../../tools/agents.js'
 
 /**
  * The system prompt (docs/TRACES.md): the agent's prompt, the environment,

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
-import { ChronicleError } from '../events/errors.js'
-import type { LanguageModel, ModelHandle, ModelResolver } from './model.js'
+import { ChronicleError } from '../../events/errors.js'
+import type { LanguageModel, ModelHandle, ModelResolver } from './adapter.js'
 import { createScriptedModel, loadScript } from './scripted-model.js'
 
 /**

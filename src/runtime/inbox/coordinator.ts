@@ -1,5 +1,5 @@
-import type { RunOutcome } from '../events/catalogue.js'
-import { CANCELLED, SHUTDOWN } from './abort-reasons.js'
+import type { RunOutcome } from '../../events/catalogue.js'
+import { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
 
 /**
  * The run coordinator: at most one run per session, sessions concurrent.

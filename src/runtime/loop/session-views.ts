@@ -1,8 +1,8 @@
-import type { EventStore } from '../events/store.js'
-import { ChronicleError } from '../events/errors.js'
-import { apply, evolve } from '../projections/evolve.js'
-import type { SessionView } from '../projections/model.js'
-import { loadView } from '../projections/read-model.js'
+import type { EventStore } from '../../events/store.js'
+import { ChronicleError } from '../../events/errors.js'
+import { apply, evolve } from '../../projections/evolve.js'
+import type { SessionView } from '../../projections/model.js'
+import { loadView } from '../../projections/read-model.js'
 import { Transcript } from './transcript.js'
 
 /**

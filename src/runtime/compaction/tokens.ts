@@ -1,7 +1,7 @@
-import type { Usage } from '../events/catalogue.js'
-import type { Message, Part, SessionView } from '../projections/model.js'
-import { partsByMessage, visibleMessages } from './history.js'
-import type { ModelRequest } from './model.js'
+import type { Usage } from '../../events/catalogue.js'
+import type { Message, Part, SessionView } from '../../projections/model.js'
+import { partsByMessage, visibleMessages } from '../loop/chat-messages.js'
+import type { ModelRequest } from '../model/adapter.js'
 
 /**
  * Token accounting (seed 002, "按模型预算压缩上下文"). The provider's usage is

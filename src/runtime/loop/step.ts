@@ -1,11 +1,11 @@
-import type { Usage } from '../events/catalogue.js'
-import type { IdSource } from '../events/ids.js'
-import { abortError } from './abort-reasons.js'
+import type { Usage } from '../../events/catalogue.js'
+import type { IdSource } from '../../events/ids.js'
+import { abortError } from '../abort-reasons.js'
 import type { CompiledContext } from './context.js'
-import { streamModelStep, type ModelFailure, type ModelHandle } from './model.js'
+import { streamModelStep, type ModelFailure, type ModelHandle } from '../model/adapter.js'
 import type { Recorder } from './recorder.js'
-import { retryDelay, sleep, type RetryPolicy } from './retry.js'
-import { completeUsage } from './tokens.js'
+import { retryDelay, sleep, type RetryPolicy } from '../model/retry.js'
+import { completeUsage } from '../compaction/tokens.js'
 
 /**
  * One model step, recorded: step.started, every streamed part as its event,

@@ -1,4 +1,4 @@
-import type { ModelFailure } from './model.js'
+import type { ModelFailure } from './adapter.js'
 
 /**
  * Backoff for retryable model failures (429, 5xx, network): exponential from

@@ -1,5 +1,5 @@
-import type { Message, Part, SessionView } from '../projections/model.js'
-import { partsByMessage, visibleMessages } from './history.js'
+import type { Message, Part, SessionView } from '../../projections/model.js'
+import { partsByMessage, visibleMessages } from '../loop/chat-messages.js'
 import { estimateMessage, estimateTokens } from './tokens.js'
 
 /**

@@ -1,6 +1,6 @@
-import type { ChronicleEvent } from '../events/catalogue.js'
-import type { EventMeta } from '../events/envelope.js'
-import type { Durability, EventStore } from '../events/store.js'
+import type { ChronicleEvent } from '../../events/catalogue.js'
+import type { EventMeta } from '../../events/envelope.js'
+import type { Durability, EventStore } from '../../events/store.js'
 
 /**
  * Appends one run's events through the batching appender without awaiting

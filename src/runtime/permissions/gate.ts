@@ -5,11 +5,11 @@ import type { EventStore } from '../../events/store.js'
 import type { Session } from '../../projections/model.js'
 import { type PermissionReply, replyTo } from '../../projections/permission-log.js'
 import { getSession } from '../../projections/read-model.js'
-import type { AgentDefinition } from '../agents.js'
-import { type PermissionAsk, type PermissionGate, type PermissionScope, ToolFailure } from '../tool.js'
-import { decide, lastMatch, type PermissionAction } from './evaluate.js'
-import { defaultAlways, expandPatterns } from './bash-patterns.js'
-import { wildcardMatch } from './wildcard.js'
+import type { AgentDefinition } from '../../tools/agents.js'
+import { type PermissionAsk, type PermissionGate, type PermissionScope, ToolFailure } from '../../tools/tool.js'
+import { decide, lastMatch, type PermissionAction } from '../../tools/permission/evaluate.js'
+import { defaultAlways, expandPatterns } from '../../tools/permission/bash-patterns.js'
+import { wildcardMatch } from '../../tools/permission/wildcard.js'
 
 /**
  * The permission gate (docs/TOOLS.md, docs/SECURITY.md): evaluate the rules;
