@@ -4,7 +4,7 @@ import { decideSession } from '../src/commands/session.js'
 import { sequentialIds } from '../src/events/ids.js'
 import { openStore } from '../src/projections/open.js'
 import { resolveAgents } from '../src/tools/agents.js'
-import { decide } from '../src/tools/permission/evaluate.js'
+import { ruleDecision } from '../src/tools/permission/evaluate.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import { splitShellCommand } from '../src/tools/permission/shell-split.js'
 
@@ -22,7 +22,7 @@ export default async function (args: string[]): Promise<object> {
   const sources = { agent: build, session, approvals: session }
 
   let t = performance.now()
-  for (let i = 0; i < n; i++) decide('bash', `git status -s ${i % 10}`, sources)
+  for (let i = 0; i < n; i++) ruleDecision('bash', `git status -s ${i % 10}`, sources)
   const evaluatePerSec = n / ((performance.now() - t) / 1000)
 
   const compound = 'git fetch && git status -s; echo "$(date)" | tee log.txt && bash -c "npm test -- --watch=false"'

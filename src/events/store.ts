@@ -67,6 +67,7 @@ export class EventStore {
   private readonly project: ProjectHook | undefined
   private readonly now: () => number
   private readonly listeners = new Set<CommitListener>()
+  private readonly locals = new Map<symbol, unknown>()
   private queue: PendingAppend[] = []
   private flushScheduled = false
   private publishing = false
@@ -257,7 +258,7 @@ export class EventStore {
    * (schema migration 6), and the rest, from DEFLATE_FROM characters, is
    * stored deflated as a BLOB when that is smaller (migration 7).
    */
-  private compact(e: ChronicleEvent): [data: string | Buffer, part: number | null] {
+  private encode(e: ChronicleEvent): [data: string | Buffer, part: number | null] {
     const json = JSON.stringify(e.data)
     const partId = (e.data as { partId?: unknown }).partId
     // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly;
@@ -307,7 +308,7 @@ export class EventStore {
               : `${e.type} can only start a session; ${sessionId} already exists`,
           )
         }
-        const [data, part] = this.compact(e)
+        const [data, part] = this.encode(e)
         const { lastInsertRowid } = this.stmt.insert.run(stream, version, this.interned.type.id(e.type), CURRENT_SCHEMA_VERSION, data, meta, itemAt, part)
         stored.push({
           seq: Number(lastInsertRowid),
@@ -439,6 +440,15 @@ export class EventStore {
    */
   subscribe(filter: SubscriptionFilter, after: number, options: SubscriptionOptions = {}): Subscription {
     return new Subscription(this, filter, after, options)
+  }
+
+  /**
+   * State a module built on this store keeps for the store's lifetime (its
+   * defaults, a cache), under a key of its own: owned by the store, gone with it.
+   */
+  local<T>(key: symbol, make: () => T): T {
+    if (!this.locals.has(key)) this.locals.set(key, make())
+    return this.locals.get(key) as T
   }
 
   close(): void {

@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawReplyDef
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import { ChronicleError } from '../events/errors.js'
 import { createApi } from './api.js'
+import { SessionFanout } from './ws/fanout.js'
 import type { AppDeps } from './deps.js'
 import { problemBody, toProblem } from './problem.js'
 import { inputRoutes } from './routes/inputs.js'
@@ -106,12 +107,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
 
   const api = createApi(deps)
+  const fanout = new SessionFanout(deps.store)
   app.get('/ws', { websocket: true, schema: { hide: true } }, (socket) => {
     if (connections.size >= deps.limits.maxConnections) {
       socket.close(1013, 'too many connections')
       return
     }
-    const connection = new Connection(socket, deps, api)
+    const connection = new Connection(socket, deps, api, fanout)
     connections.add(connection)
     socket.on('close', () => connections.delete(connection))
   })

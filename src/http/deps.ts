@@ -5,6 +5,7 @@ import type { EventStore } from '../events/store.js'
 import type { Message, Part, Session } from '../projections/model.js'
 import type { ResolvedLimits } from '../config.js'
 import type { SubmitContext } from '../commands/input.js'
+import type { ModelContext } from '../runtime/runtime.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -36,12 +37,8 @@ export interface HistoryPage {
   readonly next?: number
 }
 
-export interface ModelContext {
-  readonly system: unknown
-  readonly messages: unknown
-  readonly tools: unknown
-  readonly digest: string
-}
+/** What the model is (or was, at a seq) sent: the runtime's own description of a request. */
+export type { ModelContext }
 
 export interface TimeTravelPort {
   stateAt(sessionId: string, at?: number): StateAt

@@ -22,16 +22,28 @@ export interface TimeTravelOptions {
   readonly snapshotEvery?: number
 }
 
-// Per-store defaults set by openStore (a store is a connection; nothing global).
-const configured = new WeakMap<EventStore, TimeTravelOptions>()
+/**
+ * What time travel keeps per store: its defaults (set by openStore) and the
+ * last state it computed. The state at an event never changes (the log is
+ * immutable), so that answer can be reused — fork computes it, then the
+ * projector asks again. Only answers computed outside a transaction are
+ * kept: a rolled-back transaction may have held events whose seqs get reused.
+ */
+interface TimeTravelState {
+  options: TimeTravelOptions
+  recent: { sessionId: string; seq: number; view: SessionView } | undefined
+}
+
+const TIME_TRAVEL = Symbol('time travel')
+const stateOf = (store: EventStore) => store.local<TimeTravelState>(TIME_TRAVEL, () => ({ options: {}, recent: undefined }))
 
 /** Sets the store's time-travel defaults (openStore does this with its options). */
 export function configureTimeTravel(store: EventStore, options: TimeTravelOptions): void {
-  configured.set(store, options)
+  stateOf(store).options = options
 }
 
 function every(store: EventStore, options: TimeTravelOptions): number {
-  return options.snapshotEvery ?? configured.get(store)?.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY
+  return options.snapshotEvery ?? stateOf(store).options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY
 }
 
 export interface SessionState {
@@ -89,23 +101,18 @@ export function rebuildSnapshots(store: EventStore, options: TimeTravelOptions =
   store.flush()
   const k = every(store, options)
   store.db.exec('DELETE FROM snapshots')
-  recent.delete(store)
+  stateOf(store).recent = undefined
   const ids = store.db.prepare('SELECT session_id FROM events WHERE version = ?').pluck().all(Math.max(k, 1)) as string[]
   if (k > 0) for (const id of ids) ensureSnapshots(store, id, options)
   return { sessions: ids.length, rows: store.db.prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number }
 }
 
-// The state at an event never changes (the log is immutable), so the last
-// answer can be reused — fork computes it, then the projector asks again.
-// Only answers computed outside a transaction are kept: a rolled-back
-// transaction may have held events whose seqs get reused.
-const recent = new WeakMap<EventStore, { sessionId: string; seq: number; view: SessionView }>()
-
 function ownViewAt(store: EventStore, at: Located, options: TimeTravelOptions): SessionView {
-  const hit = recent.get(store)
+  const state = stateOf(store)
+  const hit = state.recent
   if (hit && hit.sessionId === at.sessionId && hit.seq === at.seq) return hit.view
   const view = foldWithSnapshots(store, at, options)
-  if (!store.db.inTransaction) recent.set(store, { sessionId: at.sessionId, seq: at.seq, view })
+  if (!store.db.inTransaction) state.recent = { sessionId: at.sessionId, seq: at.seq, view }
   return view
 }
 

@@ -6,7 +6,7 @@ import { isChronicleError } from '../../src/events/errors.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import { getSession } from '../../src/projections/read-model.js'
 import { resolveAgents } from '../../src/tools/agents.js'
-import { decide, deniesEverything, evaluate } from '../../src/tools/permission/evaluate.js'
+import { ruleDecision, deniesEverything, evaluate } from '../../src/tools/permission/evaluate.js'
 import { createPermissionGate, DEFAULT_REJECT_MESSAGE } from '../../src/runtime/permissions/gate.js'
 import { wildcardMatch } from '../../src/tools/permission/wildcard.js'
 import { ToolFailure } from '../../src/tools/tool.js'
@@ -65,9 +65,9 @@ describe('rule evaluation', () => {
 
   it('an always-approval turns ask into allow but never overrides a configured deny', () => {
     const sources = { agent: [allow('*', '*'), ask('bash', '*')], session: [deny('bash', 'git clean *')], approvals: [allow('bash', 'git *')] }
-    expect(decide('bash', 'git status', sources)).toBe('allow')
-    expect(decide('bash', 'git clean -fd', sources)).toBe('deny')
-    expect(decide('bash', 'rm x', sources)).toBe('ask')
+    expect(ruleDecision('bash', 'git status', sources)).toBe('allow')
+    expect(ruleDecision('bash', 'git clean -fd', sources)).toBe('deny')
+    expect(ruleDecision('bash', 'rm x', sources)).toBe('ask')
   })
 
   it('a tool is hidden only when its last rule is deny *', () => {

@@ -6,7 +6,7 @@ import { getSession } from '../../projections/read-model.js'
 import { isMethod, parseParams, type Api } from '../api.js'
 import type { AppDeps } from '../deps.js'
 import { errorBody, toProblem } from '../problem.js'
-import { fanoutOf } from './fanout.js'
+import type { SessionFanout } from './fanout.js'
 import { closingFrame, errorFrame, heartbeatFrame, resultFrame, type RequestId } from './frames.js'
 import { SubscriptionPump } from './pump.js'
 
@@ -47,6 +47,8 @@ export class Connection {
     private readonly socket: WebSocket,
     private readonly deps: AppDeps,
     private readonly api: Api,
+    /** the app's one fan-out of the store's commits, shared by every connection */
+    private readonly fanout: SessionFanout,
   ) {
     // Listeners attach synchronously: frames that arrive before an await would be lost.
     socket.on('message', (data, isBinary) => void this.onMessage(data, isBinary))
@@ -143,7 +145,7 @@ export class Connection {
     if (after > head) throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
     const id = `s${this.nextSub++}`
     let pump: SubscriptionPump | undefined
-    const subscription = fanoutOf(store).subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
+    const subscription = this.fanout.subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
       onCaughtUp: (seq) => pump?.caughtUp(seq),
     })
     pump = new SubscriptionPump(id, this.socket, subscription, after, {

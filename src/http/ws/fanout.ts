@@ -109,14 +109,3 @@ export class SessionFanout {
   }
 }
 
-const fanouts = new WeakMap<EventStore, SessionFanout>()
-
-/** The fan-out of one store, shared by every connection on it. */
-export function fanoutOf(store: EventStore): SessionFanout {
-  let fanout = fanouts.get(store)
-  if (!fanout) {
-    fanout = new SessionFanout(store)
-    fanouts.set(store, fanout)
-  }
-  return fanout
-}

@@ -7,7 +7,7 @@ import { type PermissionReply, replyTo } from '../../projections/permission-log.
 import { getSession } from '../../projections/read-model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import { type PermissionAsk, type PermissionGate, type PermissionScope, ToolFailure } from '../../tools/tool.js'
-import { decide, lastMatch, type PermissionAction } from '../../tools/permission/evaluate.js'
+import { ruleDecision, lastMatch, type PermissionAction } from '../../tools/permission/evaluate.js'
 import { defaultAlways, expandPatterns } from '../../tools/permission/bash-patterns.js'
 import { wildcardMatch } from '../../tools/permission/wildcard.js'
 
@@ -110,7 +110,7 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     let action: PermissionAction = 'allow'
     for (const pattern of patterns) {
       for (const rules of configured) {
-        const a = decide(request.permission, pattern, { ...rules, approvals })
+        const a = ruleDecision(request.permission, pattern, { ...rules, approvals })
         if (a === 'deny') {
           const rule = lastMatch(request.permission, pattern, rules.agent, rules.session)
           return { action: 'deny', patterns, denied: { pattern, ...(rule && { rule }) } }

@@ -37,7 +37,7 @@ export interface RuleSources {
  * evaluated first; an approval can turn their `ask` into `allow` but never
  * overrides a configured `deny` — "always" must not silently widen policy.
  */
-export function decide(permission: string, pattern: string, sources: RuleSources): PermissionAction {
+export function ruleDecision(permission: string, pattern: string, sources: RuleSources): PermissionAction {
   const configured = evaluate(permission, pattern, sources.agent, sources.session)
   if (configured !== 'ask') return configured
   return lastMatch(permission, pattern, sources.approvals)?.action === 'allow' ? 'allow' : 'ask'
