@@ -181,7 +181,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     },
     async start() {
       void mcp.start() // never rejects: a failing server is a status, and the HTTP side need not wait
-      // Crash recovery (DESIGN §7): settle before anyone can connect; continue the runs once listening.
+      // Crash recovery (docs/RECOVERY.md): settle before anyone can connect; continue the runs once listening.
       recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       await app.listen({ host: config.host, port: config.port })
       void continueRecovered(recovery, runtime)

@@ -1,6 +1,6 @@
 /**
  * The closed set of error codes every layer speaks. HTTP maps them to
- * problem+json and WebSocket replies carry them verbatim (PROTOCOL.md).
+ * problem+json and WebSocket replies carry them verbatim (docs/API.md "Errors").
  */
 export const ERROR_STATUS = {
   BAD_REQUEST: 400,

@@ -16,7 +16,7 @@ import type { Part, SessionView } from './model.js'
  * creation events come along even when the fork point lies further up the
  * tree, so every `session.forked` reference can be resolved on import.
  *
- * Import is quarantine (DESIGN §11: an import creates new, inert sessions
+ * Import is quarantine (docs/SECURITY.md: an import creates new, inert sessions
  * only). The file is untrusted: it is checked whole before anything is
  * appended (src/projections/import-check.ts), then every session of it becomes
  * a NEW session with a new id, ended by `session.imported`, which makes it

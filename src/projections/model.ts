@@ -7,7 +7,7 @@ import type {
   Usage,
 } from '../events/catalogue.js'
 
-/** The read models (DESIGN §4). Every field is derived from the log by evolve. */
+/** The read models (docs/EVENTS.md). Every field is derived from the log by evolve. */
 
 export type SessionStatus = 'idle' | 'busy' | 'retrying' | 'waiting'
 

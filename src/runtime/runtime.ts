@@ -19,7 +19,7 @@ import { SessionViews } from './loop/session-views.js'
 import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt.js'
 
 /**
- * The agent runtime (DESIGN §6) — what the server uses:
+ * The agent runtime (docs/ARCHITECTURE.md, docs/TRACES.md) — what the server uses:
  *
  *   const runtime = createRuntime({ store, ids, models, tools, permissions, agents, log?, limits? })
  *   runtime.submit(sessionId, { inputId?, parts, agent?, model?, delivery?, noReply? })
@@ -30,13 +30,13 @@ import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt
  *                                        (nothing appended).
  *   runtime.cancel(sessionId) → { cancelled }   appends run.cancel.requested (FULL) and aborts the run
  *   runtime.wake(sessionId)       starts a run if input is pending (e.g. after recovery)
- *   runtime.resume(sessionId, runId)  continues a run recovery marked run.resumed (src/runtime/recovery.ts)
+ *   runtime.resume(sessionId, runId)  continues a run recovery marked run.resumed (src/runtime/recovery/recovery.ts)
  *                                 An imported session (Session.imported) is never woken or resumed, and
  *                                 submit / cancel / compact refuse it with SESSION_READ_ONLY.
  *   runtime.idle(sessionId)       resolves when no run is active and nothing is pending
  *   runtime.isRunning(sessionId)
  *   runtime.compact(sessionId) → { compactionId, seq, duplicate }   appends compaction.requested {manual} (FULL);
- *                                 the session's run performs it (one starts when idle) — src/runtime/compaction.ts
+ *                                 the session's run performs it (one starts when idle) — src/runtime/compaction/compaction.ts
  *   runtime.context(sessionId, seq?) → { system, messages, tools, toolChoice, digest, … } (what the model sees)
  *   runtime.stop()                aborts every run at a safe point (runs stay open for recovery), flushes
  *

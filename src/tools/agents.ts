@@ -2,7 +2,7 @@ import type { PermissionRule } from '../events/catalogue.js'
 
 /**
  * Agents: a prompt, a step budget and permission rules. Rules are evaluated
- * last-match-wins, agent rules first, then the session's (DESIGN §8).
+ * last-match-wins, agent rules first, then the session's (docs/TOOLS.md).
  */
 export interface AgentDefinition {
   readonly name: string

@@ -3,7 +3,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'nod
 import { type ToolContext, ToolFailure } from './tool.js'
 
 /**
- * Workspace confinement (DESIGN §8, SECURITY §2.11). A path resolves against
+ * Workspace confinement (docs/TOOLS.md, docs/SECURITY.md). A path resolves against
  * the session directory, then to its real path: symlinks resolved, and for a
  * path that does not exist yet, the real path of its nearest existing
  * ancestor plus the rest. It is inside when that real path equals the real

@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import type { Attachment, ToolErrorKind } from '../events/catalogue.js'
 
 /**
- * The tool contract (DESIGN §8). A tool validates nothing itself: the runtime
+ * The tool contract (docs/TOOLS.md). A tool validates nothing itself: the runtime
  * parses `args` with `parameters` before `execute` runs, so a bad call never
  * has a side effect. Tools ask for permission *inside* execute, through ctx.
  */

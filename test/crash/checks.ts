@@ -7,7 +7,7 @@ import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
 
 /**
  * What the harness asserts after the last clean shutdown, reading the data
- * directory directly (DESIGN §7 invariants) and the scripted model's request
+ * directory directly (the invariants of docs/RECOVERY.md) and the scripted model's request
  * log. Every failed check adds a line to `violations`.
  */
 

@@ -4,7 +4,7 @@ import { runCrash, summaryLine } from './harness.js'
 /**
  * The kill -9 harness, short: 20 SIGKILLs of the real server process at seeded
  * points (after an acknowledgement, mid-stream, mid-tool, during a permission
- * wait, at a random instant), then the invariants of DESIGN §7. The long run is
+ * wait, at a random instant), then the invariants of docs/RECOVERY.md. The long run is
  * `npm run test:crash -- --iterations 500 --seed S` (docs/RECOVERY.md).
  */
 describe('crash recovery under kill -9', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js'
 
-/** Configuration: environment variables (DESIGN §10), overridden by a validated chronicle.json. */
+/** Configuration: environment variables (README "Configuration"), overridden by a validated chronicle.json. */
 
 const dir = () => mkdtempSync(join(tmpdir(), 'chronicle-config-'))
 
@@ -96,7 +96,7 @@ describe('loadConfig', () => {
     )
     const config = loadConfig({ env: { CHRONICLE_DATA_DIR: data, CHRONICLE_MODEL: 'openai:gpt-4.1', CHRONICLE_PORT: '4999' } })
     expect(config.configFile).toBe(join(data, 'chronicle.json'))
-    expect(config.model).toBe('scripted:demo.json') // what the file sets overrides the environment (DESIGN §10)…
+    expect(config.model).toBe('scripted:demo.json') // what the file sets overrides the environment (README "Configuration")…
     expect(config.port).toBe(4999) // …and the environment supplies what it does not
     expect(config.mcp).toEqual([
       { name: 'everything', type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },

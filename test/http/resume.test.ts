@@ -5,7 +5,7 @@ import type { EventStore } from '../../src/events/store.js'
 import { Client, startServer, type TestServer } from './helpers.js'
 
 /**
- * Gap-free resume (PROTOCOL.md "Guarantees"): a client that drops at any
+ * Gap-free resume (docs/API.md "Subscriptions"): a client that drops at any
  * seq while events keep being appended, and reconnects with after = the last
  * seq it processed, receives exactly the events it missed.
  */

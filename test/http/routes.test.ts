@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
 
-/** The HTTP mirror (PROTOCOL.md), through app.inject against a real composed server. */
+/** The HTTP mirror (docs/API.md), through app.inject against a real composed server. */
 
 let server: TestServer
 let headers: Record<string, string>

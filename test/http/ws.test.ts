@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Client, startServer, type TestServer } from './helpers.js'
 
-/** The WebSocket protocol over a real listening server and real `ws` clients (PROTOCOL.md). */
+/** The WebSocket protocol over a real listening server and real `ws` clients (docs/API.md). */
 
 let server: TestServer
 let clients: Client[] = []

@@ -11,7 +11,7 @@ import { collapse, harness, type Harness } from '../runtime/helpers.js'
 import { pairingProblem } from '../crash/checks.js'
 
 /**
- * Recovery on start (DESIGN §7): a log left by a crash — written here event by
+ * Recovery on start (docs/RECOVERY.md): a log left by a crash — written here event by
  * event, exactly as the runtime writes it — is settled and its run continued
  * by a fresh runtime over the same store, as `start()` does.
  */

@@ -29,7 +29,7 @@ import { runToEnd } from '../cli/helpers.js'
 import { Client } from '../http/helpers.js'
 
 /**
- * An import confers nothing (DESIGN §11, docs/TIME-TRAVEL.md "Export and
+ * An import confers nothing (docs/SECURITY.md, docs/TIME-TRAVEL.md "Export and
  * import"): one row per hostile file. Each file is written by hand, as an
  * attacker would, and imported into a real SQLite file that already holds a
  * session of its own (`ses_victim`); the real runtime (built-in bash, the

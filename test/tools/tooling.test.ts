@@ -72,7 +72,7 @@ describe('createTooling (the composition root helper)', () => {
     expect(store.readSession('ses_1').map((e) => e.type)).toEqual(['session.created', 'todo.updated'])
     expect(getSession(store, 'ses_1')?.todos).toEqual(items)
 
-    // What the connected server asks of the model reaches the system prompt (DESIGN §6).
+    // What the connected server asks of the model reaches the system prompt (docs/TRACES.md).
     const served = tooling.mcp.instructions()
     expect(served.map((i) => i.server)).toEqual(['everything'])
     const context = await compileContext(store, 'ses_1', undefined, {

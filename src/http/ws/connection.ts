@@ -11,7 +11,7 @@ import { closingFrame, errorFrame, heartbeatFrame, resultFrame, type RequestId }
 import { SubscriptionPump } from './pump.js'
 
 /**
- * One client connection speaking the protocol (PROTOCOL.md): commands with
+ * One client connection speaking the protocol (docs/API.md): commands with
  * ids get exactly one reply each; subscriptions stream through pumps;
  * heartbeats carry the head. Nothing a client sends can crash the
  * connection: every failure becomes an error reply.

@@ -2,7 +2,7 @@ import type { StoredEvent } from '../../events/envelope.js'
 import type { ErrorBody } from '../problem.js'
 
 /**
- * Server → client messages (PROTOCOL.md "Messages"), serialised here only.
+ * Server → client messages (docs/API.md "WebSocket protocol"), serialised here only.
  * An event's JSON is built once and shared by every subscription that
  * delivers it: only the `sub` prefix differs between subscribers.
  */

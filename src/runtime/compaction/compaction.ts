@@ -13,7 +13,7 @@ import { runModelStep } from '../loop/step.js'
 import { contextSize, estimateMessage, estimateTokens } from './tokens.js'
 
 /**
- * Compaction as a recorded task (seed 000 "上下文压缩", DESIGN §6):
+ * Compaction as a recorded task (docs/COMPACTION.md):
  *
  *   compaction.requested {reason} → compaction.started
  *     → message.created {summary: true} → step.started → text.* → step.finished → message.completed

@@ -1,5 +1,5 @@
 /**
- * Compaction budgets (seed 002; OpenCode V2 defaults). A model's usable window
+ * Compaction budgets (docs/COMPACTION.md; OpenCode V2 defaults). A model's usable window
  * is its context window minus a reserve for the answer: 20k tokens, or 15% of
  * the window when that is smaller (small local models). The recent tail kept
  * verbatim has its own budget (15k). Everything is configurable, per model

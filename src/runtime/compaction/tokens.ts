@@ -4,7 +4,7 @@ import { partsByMessage, visibleMessages } from '../loop/chat-messages.js'
 import type { ModelRequest } from '../model/adapter.js'
 
 /**
- * Token accounting (seed 002, "按模型预算压缩上下文"). The provider's usage is
+ * Token accounting (docs/COMPACTION.md). The provider's usage is
  * the truth when it sent one; otherwise — and for whatever was added since —
  * an estimate of about four characters per token. Estimates are recorded with
  * `estimated: true` so an audit can tell them from billed counts.

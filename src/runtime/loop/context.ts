@@ -13,7 +13,7 @@ import { buildSystemPrompt, defaultEnvironment, type ServerInstructions, type Sy
 import { chainDigest, chainOf, type Transcript } from './transcript.js'
 
 /**
- * Compiles what the model is sent for one step (seed 000, "编译模型工作包"):
+ * Compiles what the model is sent for one step (docs/TRACES.md):
  * system prompt, the history as chat messages, and the tools the agent may
  * use — plus the sha256 digest of that exact request.
  */

@@ -20,7 +20,7 @@ import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
 
 /**
- * The agent loop (seeds 000/004, DESIGN §6). One run: deliver pending input,
+ * The agent loop (docs/TRACES.md). One run: deliver pending input,
  * then step — re-read the session, decide stop or continue, create the
  * assistant message, compile, one model call, record, execute tools — until
  * the stop rule holds, the step budget is spent, the run is cancelled, or
@@ -41,7 +41,7 @@ export interface LoopDeps {
   readonly environment?: () => SystemEnvironment
   /** the instructions of the connected MCP servers, for the system prompt */
   readonly serverInstructions?: () => readonly ServerInstructions[]
-  /** context compaction (src/runtime/compaction.ts); without it there is none */
+  /** context compaction (src/runtime/compaction/compaction.ts); without it there is none */
   readonly compaction?: CompactionConfig
   /** the server's secrets, kept out of what tools report */
   readonly redactor?: Redactor
@@ -51,7 +51,7 @@ export { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
 
 /**
  * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart).
- * `resume` continues a run recovery settled and marked `run.resumed` (src/runtime/recovery.ts):
+ * `resume` continues a run recovery settled and marked `run.resumed` (src/runtime/recovery/recovery.ts):
  * same runId, no second run.started.
  */
 export async function runLoop(
@@ -175,7 +175,7 @@ function deliver(view: SessionView, first: boolean, ids: IdSource): ChronicleEve
 }
 
 /**
- * The stop rule (seed 004): the latest assistant message answers the latest
+ * The stop rule (docs/TRACES.md): the latest assistant message answers the latest
  * user message, is complete, finished for a reason other than tool calls,
  * and has no tool call whose result the model has not yet seen.
  */

@@ -7,7 +7,7 @@ import type { LanguageModel, ModelHandle, ModelResolver } from './adapter.js'
 import { createScriptedModel, loadScript } from './scripted-model.js'
 
 /**
- * Providers from configuration strings (DESIGN §6, §10):
+ * Providers from configuration strings (README "Configuration", docs/API.md):
  *   openai:<model>      OpenAI Responses API (@ai-sdk/openai)
  *   compatible:<model>  any OpenAI-compatible chat-completions server at `baseURL` (Ollama, vLLM, llama.cpp)
  *   scripted:<file>     the deterministic scripted model playing a JSON script

@@ -5,7 +5,7 @@ import type { SessionView } from '../../projections/model.js'
 import { loadView, sessionsWithOpenWork } from '../../projections/read-model.js'
 
 /**
- * Crash recovery on start (DESIGN §7, docs/RECOVERY.md): at-least-once
+ * Crash recovery on start (docs/RECOVERY.md): at-least-once
  * continuation of the runs a restart cut off. `run.started` without
  * `run.finished` is the durable marker; the sessions read model holds it as
  * `Session.run`, so finding unfinished runs is one scan of the sessions table,
@@ -18,14 +18,14 @@ import { loadView, sessionsWithOpenWork } from '../../projections/read-model.js'
  * open assistant messages closed with the same error, then
  *   - user asked to cancel      → `run.finished {cancelled}` (never resumed);
  *   - a sub-agent's child run is resumed like any other (its parent's task call was interrupted; the
- *     parent learns the child's outcome from src/runtime/subagent-orphans.ts when the child finishes);
+ *     parent learns the child's outcome from src/runtime/subagents/orphans.ts when the child finishes);
  *   - attempts > resume budget  → `run.finished {failed}`;
  *   - otherwise                 → `run.resumed {runId, attempt}`, and the caller continues the loop.
  *
  * A call parked on a permission request is the one exception to "fail every
  * open call": it had not passed its permission check, so it did not run. Its
  * request stays pending (re-offered to clients) and the resumed run settles
- * the call by the user's answer (src/runtime/recovery-run.ts). When the run is
+ * the call by the user's answer (src/runtime/recovery/resume.ts). When the run is
  * not resumed, its pending requests are closed and the call failed. A request
  * raised here for a sub-agent (`from`) is closed too: the child's call that
  * asked was interrupted with its own run.

@@ -9,7 +9,7 @@ import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
  * call (recovery: tool.failed {interrupted}) while the child is an ordinary
  * session that can be resumed or continued. When such a child finishes a run,
  * its parent learns the outcome the way a background sub-agent reports
- * (seed 000 "后台子 Agent"): `subtask.finished` in the parent, then a queued
+ * (docs/COMPACTION.md "Sub-agents"): `subtask.finished` in the parent, then a queued
  * system-reminder input carrying the child's final text, which wakes the
  * parent's loop. The input id `subtask:<child>` makes the report idempotent.
  * Imported sessions are ignored, as children and as parents: they are never run.

@@ -11,7 +11,7 @@ import { ToolFailure } from '../../tools/tool.js'
 import { SHUTDOWN } from '../loop/loop.js'
 
 /**
- * Sub-agents (seed 000 "子 Agent", DESIGN §6): the task tool's child session.
+ * Sub-agents (docs/COMPACTION.md "Sub-agents"): the task tool's child session.
  *
  *   parent: tool.called {task} → subtask.started {partId, callId, childSessionId}
  *   child:  session.created {parent: {sessionId, callId}, rules} → input.accepted {prompt} → its own run …

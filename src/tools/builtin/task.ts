@@ -5,9 +5,9 @@ import { defineTool, ToolFailure, type Tool, type ToolContext } from '../tool.js
 
 /**
  * `task`: delegates a sub-task to a sub-agent running in its own child
- * session (seed 000 "子 Agent"). The child starts from the task prompt, not
+ * session (docs/COMPACTION.md "Sub-agents"). The child starts from the task prompt, not
  * from this session's history; its final text is this call's result. The
- * runtime supplies `run` (src/runtime/subagent.ts): child creation, the
+ * runtime supplies `run` (src/runtime/subagents/subagents.ts): child creation, the
  * child's permissions (the intersection with this session's), the depth
  * limit, cancellation and the subtask.* events.
  */
