@@ -34,11 +34,40 @@ function syntheticView(turns: number): SessionView {
   for (let t = 0; t < turns; t++) {
     const u = id('msg')
     messages.set(u, { id: u, sessionId: 's', role: 'user', agent: 'build', model: null, createdAt: at })
-    parts.set(id('prt'), { id: `prt_u${t}`, sessionId: 's', messageId: u, type: 'text', text: `question ${t} `.repeat(8), ended: true })
+    parts.set(id('prt'), {
+      id: `prt_u${t}`,
+      sessionId: 's',
+      messageId: u,
+      type: 'text',
+      text: `question ${t} `.repeat(8),
+      ended: true,
+    })
     const a = id('msg')
-    messages.set(a, { id: a, sessionId: 's', role: 'assistant', parentId: u, agent: 'build', model: 'm', createdAt: at, completedAt: at, finish: 'stop', usage: { inputTokens: 1000 + t, outputTokens: 50 } })
+    messages.set(a, {
+      id: a,
+      sessionId: 's',
+      role: 'assistant',
+      parentId: u,
+      agent: 'build',
+      model: 'm',
+      createdAt: at,
+      completedAt: at,
+      finish: 'stop',
+      usage: { inputTokens: 1000 + t, outputTokens: 50 },
+    })
     const tp = id('prt')
-    parts.set(tp, { id: tp, sessionId: 's', messageId: a, type: 'tool', callId: `c${t}`, tool: 'lookup', state: 'completed', rawInput: '{"query":"x"}', input: { query: 'x' }, output: 'r'.repeat(2048) })
+    parts.set(tp, {
+      id: tp,
+      sessionId: 's',
+      messageId: a,
+      type: 'tool',
+      callId: `c${t}`,
+      tool: 'lookup',
+      state: 'completed',
+      rawInput: '{"query":"x"}',
+      input: { query: 'x' },
+      output: 'r'.repeat(2048),
+    })
     const xp = id('prt')
     parts.set(xp, { id: xp, sessionId: 's', messageId: a, type: 'text', text: `answer ${t} `.repeat(10), ended: true })
   }
@@ -73,7 +102,11 @@ export default async function (args: string[]): Promise<object> {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const agents = resolveAgents([{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }])
-  const tools = createToolRegistry({ agents, store, tools: [createLookupTool({ resolve: (q) => `${q}: ${'data '.repeat(410)}` })] })
+  const tools = createToolRegistry({
+    agents,
+    store,
+    tools: [createLookupTool({ resolve: (q) => `${q}: ${'data '.repeat(410)}` })],
+  })
   let promptTokens = 0
   let maxPrompt = 0
   let calls = 0
@@ -87,9 +120,14 @@ export default async function (args: string[]): Promise<object> {
         promptTokens += size
         maxPrompt = Math.max(maxPrompt, size)
       }
-      if (r.lastUserText.includes('<transcript>')) return { text: '## Objective\n- keep going\n## Next Move\n- next question', usage: { input: size, output: 20 } }
-      if (r.afterToolResult) return { text: `answer to ${r.lastUserText.slice(0, 20)}`, usage: { input: size, output: 10 } }
-      return { toolCalls: [{ name: 'lookup', input: { query: r.lastUserText.slice(0, 20) } }], usage: { input: size, output: 10 } }
+      if (r.lastUserText.includes('<transcript>'))
+        return { text: '## Objective\n- keep going\n## Next Move\n- next question', usage: { input: size, output: 20 } }
+      if (r.afterToolResult)
+        return { text: `answer to ${r.lastUserText.slice(0, 20)}`, usage: { input: size, output: 10 } }
+      return {
+        toolCalls: [{ name: 'lookup', input: { query: r.lastUserText.slice(0, 20) } }],
+        usage: { input: size, output: 10 },
+      }
     },
   })
   const runtime = createRuntime({
@@ -104,7 +142,9 @@ export default async function (args: string[]): Promise<object> {
   })
   const directory = mkdtempSync(join(tmpdir(), 'chronicle-bench-compaction-'))
   const id = ids.next('ses')
-  execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'bench:model' }, s, id), { meta: { actor: 'user' } })
+  execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'bench:model' }, s, id), {
+    meta: { actor: 'user' },
+  })
   const started = performance.now()
   for (let t = 0; t < turns; t++) {
     runtime.submit(id, { parts: [{ type: 'text', text: `question number ${t}: what next?` }] })
@@ -113,7 +153,9 @@ export default async function (args: string[]): Promise<object> {
   const ms = performance.now() - started
   store.flush()
   const events = store.readSession(id)
-  const completed = events.filter((e) => e.type === 'compaction.completed').map((e) => e.data as { tokensBefore: number; tokensAfter: number })
+  const completed = events
+    .filter((e) => e.type === 'compaction.completed')
+    .map((e) => e.data as { tokensBefore: number; tokensAfter: number })
   const context = await runtime.context(id)
   await runtime.stop()
   store.close()

@@ -33,7 +33,8 @@ import { createToolRegistry } from '../src/runtime/tools/registry.js'
  * stated fallback).
  */
 
-const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua '
+const LOREM =
+  'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua '
 
 export function text(tag: string, n: number): string {
   let s = `[${tag}] `
@@ -46,7 +47,10 @@ function reply(request: ScriptRequest): ScriptReply {
   const m = /^\[(\S+) turn (\d+)\]/.exec(request.lastUserText)
   const tag = m ? `${m[1]}-${m[2]}` : 'unknown'
   if (!request.afterToolResult) {
-    return { toolCalls: [{ id: `call-${tag}`, name: 'lookup', input: { query: text(`query ${tag}`, 200) } }], usage: { input: 10, output: 10 } }
+    return {
+      toolCalls: [{ id: `call-${tag}`, name: 'lookup', input: { query: text(`query ${tag}`, 200) } }],
+      usage: { input: 10, output: 10 },
+    }
   }
   return { text: text(`answer ${tag}`, 500), usage: { input: 10, output: 10 } }
 }
@@ -83,10 +87,18 @@ function setup(): Setup {
   return { store, runtime, sessionId, dir, path, ids }
 }
 
-async function turn(runtime: Runtime, sessionId: string, kind: string, t: number): Promise<{ ms: number; cpuMs: number }> {
+async function turn(
+  runtime: Runtime,
+  sessionId: string,
+  kind: string,
+  t: number,
+): Promise<{ ms: number; cpuMs: number }> {
   const cpu = process.cpuUsage()
   const start = performance.now()
-  runtime.submit(sessionId, { inputId: `h-${kind}-${t}`, parts: [{ type: 'text', text: text(`${kind} turn ${t}`, 100) }] })
+  runtime.submit(sessionId, {
+    inputId: `h-${kind}-${t}`,
+    parts: [{ type: 'text', text: text(`${kind} turn ${t}`, 100) }],
+  })
   await runtime.idle(sessionId)
   const used = process.cpuUsage(cpu)
   return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000 }
@@ -95,7 +107,11 @@ async function turn(runtime: Runtime, sessionId: string, kind: string, t: number
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1)
 const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b)
-  return s.length === 0 ? 0 : s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2
+  return s.length === 0
+    ? 0
+    : s.length % 2
+      ? (s[(s.length - 1) / 2] as number)
+      : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2
 }
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d
 const chatLength = (store: EventStore, sessionId: string, seq?: number) =>
@@ -130,7 +146,12 @@ async function measure(n: number): Promise<Record<string, unknown>> {
   const dbBytes = size(path) + size(`${path}-wal`)
   // Where the bytes are, per table or index (SQLite's dbstat), in bytes per turn.
   const perTurn = Object.fromEntries(
-    (store.db.prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC').all() as { name: string; bytes: number }[])
+    (
+      store.db.prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC').all() as {
+        name: string
+        bytes: number
+      }[]
+    )
       .filter((r) => r.bytes > 4096 * 2)
       .map((r) => [r.name, Math.round(r.bytes / n)]),
   )

@@ -18,7 +18,11 @@ export default async function (args: string[]): Promise<object> {
   const n = Number(args[0] ?? 20_000)
   const agents = resolveAgents()
   const build = agents.get('build')?.rules ?? []
-  const session = Array.from({ length: 20 }, (_, i) => ({ permission: 'bash', pattern: `tool${i} *`, action: 'allow' as const }))
+  const session = Array.from({ length: 20 }, (_, i) => ({
+    permission: 'bash',
+    pattern: `tool${i} *`,
+    action: 'allow' as const,
+  }))
   const sources = { agent: build, session, approvals: session }
 
   let t = performance.now()
@@ -33,9 +37,15 @@ export default async function (args: string[]): Promise<object> {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const sessionId = 'ses_bench'
-  execute(store, sessionId, (s) => decideSession({ type: 'create', directory: '/w', agent: 'build', model: null, rules: session }, s, sessionId), {
-    meta: { actor: 'user' },
-  })
+  execute(
+    store,
+    sessionId,
+    (s) =>
+      decideSession({ type: 'create', directory: '/w', agent: 'build', model: null, rules: session }, s, sessionId),
+    {
+      meta: { actor: 'user' },
+    },
+  )
   const gate = createPermissionGate({ store, ids, agents })
   const scope = { sessionId, agent: 'build', abort: new AbortController().signal }
   const asks = Math.min(n, 5000)
@@ -66,6 +76,9 @@ export default async function (args: string[]): Promise<object> {
     evaluatePerSec: round(evaluatePerSec),
     shellSplitPerSec: round(splitPerSec),
     gateAllowedAsksPerSec: round(allowedAsksPerSec),
-    askReplyRoundTripMs: { p50: +(latencies[rounds / 2] ?? 0).toFixed(3), p99: +(latencies[Math.floor(rounds * 0.99)] ?? 0).toFixed(3) },
+    askReplyRoundTripMs: {
+      p50: +(latencies[rounds / 2] ?? 0).toFixed(3),
+      p99: +(latencies[Math.floor(rounds * 0.99)] ?? 0).toFixed(3),
+    },
   }
 }

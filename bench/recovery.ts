@@ -33,7 +33,12 @@ export default async function (args: string[]): Promise<object> {
   try {
     const generated = generate(join(dataDir, 'chronicle.db'), sessions, unfinished, total, dir)
     const config = loadConfig({
-      env: { CHRONICLE_DATA_DIR: dataDir, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' },
+      env: {
+        CHRONICLE_DATA_DIR: dataDir,
+        CHRONICLE_PORT: '0',
+        CHRONICLE_MODEL: `scripted:${script}`,
+        CHRONICLE_LOG_LEVEL: 'warn',
+      },
       cwd: dir,
     })
     const sink = new Writable({ write: (_c, _e, done) => done() })
@@ -58,7 +63,9 @@ export default async function (args: string[]): Promise<object> {
       if (open > 0) await new Promise((r) => setTimeout(r, 50))
     }
     const allResumedIdleMs = performance.now() - t0
-    const finishedIdle = resumed.filter((r) => getSession(chronicle.store, r.sessionId)?.lastRun?.outcome === 'idle').length
+    const finishedIdle = resumed.filter(
+      (r) => getSession(chronicle.store, r.sessionId)?.lastRun?.outcome === 'idle',
+    ).length
     const sample = resumed[0] && getSession(chronicle.store, resumed[0].sessionId)?.lastRun
     await chronicle.stop()
     return {
@@ -97,36 +104,70 @@ function generate(path: string, sessions: number, unfinished: number, total: num
     }
     const head: ChronicleEvent[] = [
       { type: 'session.created', data: { directory, agent: 'build', model: null, title: `bench ${i}` } },
-      { type: 'input.accepted', data: { inputId: n('in'), parts: [{ type: 'text', text: 'tell me a long story' }], delivery: 'queue', noReply: false, digest: 'x' } },
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: n('in'),
+          parts: [{ type: 'text', text: 'tell me a long story' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'x',
+        },
+      },
       { type: 'run.started', data: { runId: n('run'), reason: 'input' } },
       { type: 'input.delivered', data: { inputId: n('in'), messageId: n('msg_0u'), partIds: [n('prt_0u')] } },
-      { type: 'message.created', data: { messageId: n('msg_1a'), role: 'assistant', parentId: n('msg_0u'), agent: 'build', model: null } },
+      {
+        type: 'message.created',
+        data: { messageId: n('msg_1a'), role: 'assistant', parentId: n('msg_0u'), agent: 'build', model: null },
+      },
       { type: 'step.started', data: { messageId: n('msg_1a'), partId: n('prt_1s'), step: 1, contextDigest: 'x' } },
       { type: 'text.started', data: { messageId: n('msg_1a'), partId: n('prt_2t') } },
     ]
     const tail: ChronicleEvent[] = open
       ? [
           { type: 'text.ended', data: { partId: n('prt_2t') } },
-          { type: 'tool.input.started', data: { messageId: n('msg_1a'), partId: n('prt_3c'), callId: n('call'), tool: 'bash' } },
-          { type: 'step.finished', data: { messageId: n('msg_1a'), partId: n('prt_4f'), finishReason: 'tool-calls', usage: {} } },
+          {
+            type: 'tool.input.started',
+            data: { messageId: n('msg_1a'), partId: n('prt_3c'), callId: n('call'), tool: 'bash' },
+          },
+          {
+            type: 'step.finished',
+            data: { messageId: n('msg_1a'), partId: n('prt_4f'), finishReason: 'tool-calls', usage: {} },
+          },
           { type: 'message.completed', data: { messageId: n('msg_1a'), finish: 'tool-calls', usage: {} } },
-          { type: 'tool.called', data: { messageId: n('msg_1a'), partId: n('prt_3c'), callId: n('call'), tool: 'bash', input: { command: 'sleep 1' } } },
+          {
+            type: 'tool.called',
+            data: {
+              messageId: n('msg_1a'),
+              partId: n('prt_3c'),
+              callId: n('call'),
+              tool: 'bash',
+              input: { command: 'sleep 1' },
+            },
+          },
         ]
       : [
           { type: 'text.ended', data: { partId: n('prt_2t') } },
-          { type: 'step.finished', data: { messageId: n('msg_1a'), partId: n('prt_4f'), finishReason: 'stop', usage: {} } },
+          {
+            type: 'step.finished',
+            data: { messageId: n('msg_1a'), partId: n('prt_4f'), finishReason: 'stop', usage: {} },
+          },
           { type: 'message.completed', data: { messageId: n('msg_1a'), finish: 'stop', usage: {} } },
           { type: 'run.finished', data: { runId: n('run'), outcome: 'idle' } },
         ]
     const deltas = Math.max(0, (i === sessions - 1 ? total - written : perSession) - head.length - tail.length)
     const events: ChronicleEvent[] = [...head]
-    for (let d = 0; d < deltas; d++) events.push({ type: 'text.delta', data: { partId: n('prt_2t'), text: `word${d} ` } })
+    for (let d = 0; d < deltas; d++)
+      events.push({ type: 'text.delta', data: { partId: n('prt_2t'), text: `word${d} ` } })
     events.push(...tail)
     store.append(id, events, { expectedVersion: 0, meta })
     written += events.length
   }
   store.flush()
-  const open = store.db.prepare("SELECT COUNT(*) FROM sessions WHERE data ->> '$.run' IS NOT NULL").pluck().get() as number
+  const open = store.db
+    .prepare("SELECT COUNT(*) FROM sessions WHERE data ->> '$.run' IS NOT NULL")
+    .pluck()
+    .get() as number
   store.close()
   return {
     events: written,

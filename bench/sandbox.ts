@@ -49,7 +49,10 @@ export default async function (args: string[]): Promise<object> {
 
 async function trueLatency(root: string, runs: number, sandbox: Sandbox) {
   const dataDir = join(root, 'data-latency')
-  const tools = { plain: createBashTool({ dataDir, sandbox: unconfined('off') }), sandboxed: createBashTool({ dataDir, sandbox }) }
+  const tools = {
+    plain: createBashTool({ dataDir, sandbox: unconfined('off') }),
+    sandboxed: createBashTool({ dataDir, sandbox }),
+  }
   const ms: Record<keyof typeof tools, number[]> = { plain: [], sandboxed: [] }
   const ctx = context(root)
   for (let i = 0; i < 10; i++) for (const tool of Object.values(tools)) await tool.execute({ command: 'true' }, ctx) // warm-up
@@ -77,7 +80,11 @@ async function eventLoopUnderOutput(root: string, sessions: number, mb: number, 
   const store = openStore(join(root, 'loop.db'))
   const ids = createIdSource()
   const agents = resolveAgents([], [{ permission: 'bash', pattern: '*', action: 'allow' }])
-  const tools = createToolRegistry({ agents, store, tools: createBuiltinTools({ dataDir, sandbox, updateTodos: () => undefined }) })
+  const tools = createToolRegistry({
+    agents,
+    store,
+    tools: createBuiltinTools({ dataDir, sandbox, updateTodos: () => undefined }),
+  })
   const command = `yes chronicle-output-line | head -c ${mb * 1024 * 1024}; echo done`
   const model = createScriptedModel({
     uniqueCallIds: true,
@@ -86,11 +93,23 @@ async function eventLoopUnderOutput(root: string, sessions: number, mb: number, 
       { when: { afterToolResult: true }, text: 'ok' },
     ],
   })
-  const runtime = createRuntime({ store, ids, models: fixedModelResolver(model, 'scripted:bench'), tools, permissions: createPermissionGate({ store, ids, agents }), agents })
+  const runtime = createRuntime({
+    store,
+    ids,
+    models: fixedModelResolver(model, 'scripted:bench'),
+    tools,
+    permissions: createPermissionGate({ store, ids, agents }),
+    agents,
+  })
   const idle = await measure(() => new Promise((r) => setTimeout(r, 2000)))
   const sessionIds = Array.from({ length: sessions }, () => {
     const id = ids.next('ses')
-    execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'scripted:bench' }, s, id), { meta: { actor: 'user' } })
+    execute(
+      store,
+      id,
+      (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'scripted:bench' }, s, id),
+      { meta: { actor: 'user' } },
+    )
     return id
   })
   const started = performance.now()
@@ -117,7 +136,11 @@ async function measure(work: () => Promise<unknown>) {
   histogram.enable()
   await work()
   histogram.disable()
-  return { p50: round(histogram.percentile(50) / 1e6), p99: round(histogram.percentile(99) / 1e6), max: round(histogram.max / 1e6) }
+  return {
+    p50: round(histogram.percentile(50) / 1e6),
+    p99: round(histogram.percentile(99) / 1e6),
+    max: round(histogram.max / 1e6),
+  }
 }
 
 function context(directory: string): ToolContext {

@@ -82,10 +82,14 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     const meta: EventMeta = { actor: 'model', run: 'run_bench' }
     const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
     for (const id of sessions) {
-      store.append(id, [
-        { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
-        { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
-      ], { meta: { actor: 'runtime' } })
+      store.append(
+        id,
+        [
+          { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
+          { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
+        ],
+        { meta: { actor: 'runtime' } },
+      )
     }
     let deltas = 0
     const commits: number[] = []
@@ -98,7 +102,9 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     off()
     const appended = commits.reduce((a, b) => a + b, 0)
 
-    const rows = store.db.prepare('SELECT stream, version, type, data, meta, part FROM event_log ORDER BY seq').all() as Row[]
+    const rows = store.db
+      .prepare('SELECT stream, version, type, data, meta, part FROM event_log ORDER BY seq')
+      .all() as Row[]
     const raw = rawInsert(join(dir, 'raw.db'), rows)
 
     const total = store.head()
@@ -145,9 +151,11 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
 /** One producer: `parts` text parts in one assistant message, streamed delta by delta. */
 async function produce(store: EventStore, sessionId: string, cfg: Config, meta: EventMeta): Promise<number> {
   const messageId = `msg_${sessionId}`
-  await store.enqueue(sessionId, [
-    { type: 'message.created', data: { messageId, role: 'assistant', agent: 'build', model: 'scripted:bench' } },
-  ], { meta })
+  await store.enqueue(
+    sessionId,
+    [{ type: 'message.created', data: { messageId, role: 'assistant', agent: 'build', model: 'scripted:bench' } }],
+    { meta },
+  )
   let n = 0
   for (let p = 0; p < cfg.parts; p++) {
     const partId = `prt_${sessionId}_${p}`
@@ -191,7 +199,6 @@ function cpuTime(since: NodeJS.CpuUsage): number {
   const { user, system } = process.cpuUsage(since)
   return (user + system) / 1000
 }
-
 
 function flag(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(name)

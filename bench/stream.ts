@@ -70,7 +70,14 @@ export default async function (args: string[]): Promise<object> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-stream-'))
   const data = join(dir, 'data')
   const script = join(dir, 'script.json')
-  writeFileSync(script, JSON.stringify({ chunkSize: CHUNK, delayMs: DELTA_MS, steps: [{ when: { afterToolResult: false }, text: 'x'.repeat(CHUNK * deltas) }] }))
+  writeFileSync(
+    script,
+    JSON.stringify({
+      chunkSize: CHUNK,
+      delayMs: DELTA_MS,
+      steps: [{ when: { afterToolResult: false }, text: 'x'.repeat(CHUNK * deltas) }],
+    }),
+  )
   const { mkdirSync } = await import('node:fs')
   mkdirSync(data, { recursive: true })
   writeFileSync(join(data, 'chronicle.json'), JSON.stringify({ limits: { maxConnections: 10_000 } }))
@@ -78,10 +85,20 @@ export default async function (args: string[]): Promise<object> {
   // The server runs as `npm start` runs it (its node flags), plus e.g.
   // CHRONICLE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
   const nodeArgs = [...startFlags(), ...(process.env.CHRONICLE_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)]
-  const server = spawn(process.execPath, [...nodeArgs, join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'], {
-    env: { ...process.env, CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const server = spawn(
+    process.execPath,
+    [...nodeArgs, join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'],
+    {
+      env: {
+        ...process.env,
+        CHRONICLE_DATA_DIR: data,
+        CHRONICLE_PORT: '0',
+        CHRONICLE_MODEL: `scripted:${script}`,
+        CHRONICLE_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     server.stdout.on('data', (d: Buffer) => {
@@ -160,7 +177,9 @@ export default async function (args: string[]): Promise<object> {
     const ids: string[] = []
     const from = new Map<string, number>() // subscribe after the session's creation: every measured event is live
     for (let i = 0; i < S; i++) {
-      const { session } = await api<{ session: { id: string; lastSeq: number } }>('POST', '/sessions', { title: `bench ${S}/${i}` })
+      const { session } = await api<{ session: { id: string; lastSeq: number } }>('POST', '/sessions', {
+        title: `bench ${S}/${i}`,
+      })
       ids.push(session.id)
       from.set(session.id, session.lastSeq)
     }
@@ -235,7 +254,10 @@ export default async function (args: string[]): Promise<object> {
       const expected: number[] = []
       let after = from.get(id) ?? 0
       for (;;) {
-        const page = await api<{ events: { seq: number }[]; next?: number }>('GET', `/sessions/${id}/events?after=${after}&limit=5000`)
+        const page = await api<{ events: { seq: number }[]; next?: number }>(
+          'GET',
+          `/sessions/${id}/events?after=${after}&limit=5000`,
+        )
         expected.push(...page.events.map((e) => e.seq))
         if (page.next === undefined) break
         after = page.next
@@ -278,7 +300,9 @@ export default async function (args: string[]): Promise<object> {
 
 /** The node flags of package.json's `start` script (`node <flags> bin/chronicle.mjs serve`). */
 function startFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } }
+  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+    scripts: { start: string }
+  }
   return pkg.scripts.start.split(/\s+/).filter((word) => word.startsWith('--'))
 }
 

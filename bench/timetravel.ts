@@ -72,7 +72,11 @@ export default async function timetravel(args: string[]): Promise<object> {
         const seq = pick(seqs)
         t = performance.now()
         const child = fork(store, ids, id, seq)
-        store.append(child.id, [input(ids.next('in'))], { expectedVersion: child.version, durability: 'full', meta: { actor: 'user' } })
+        store.append(child.id, [input(ids.next('in'))], {
+          expectedVersion: child.version,
+          durability: 'full',
+          meta: { actor: 'user' },
+        })
         times.push(performance.now() - t)
       }
       forkMs[String(size)] = median(times)
@@ -84,7 +88,11 @@ export default async function timetravel(args: string[]): Promise<object> {
       const seq = large.seqs[Math.floor(rng() * 1000)] as number
       t = performance.now()
       const child = fork(store, ids, large.id, seq)
-      store.append(child.id, [input(ids.next('in'))], { expectedVersion: child.version, durability: 'full', meta: { actor: 'user' } })
+      store.append(child.id, [input(ids.next('in'))], {
+        expectedVersion: child.version,
+        durability: 'full',
+        meta: { actor: 'user' },
+      })
       early.push(performance.now() - t)
     }
     const headState = stateAt(store, large.id)
@@ -113,10 +121,18 @@ export default async function timetravel(args: string[]): Promise<object> {
       forkPageTimes.push(performance.now() - t)
     }
 
-    const snapshots = store.db.prepare('SELECT COUNT(*) AS rows, SUM(LENGTH(data)) AS bytes FROM snapshots').get() as { rows: number; bytes: number }
+    const snapshots = store.db.prepare('SELECT COUNT(*) AS rows, SUM(LENGTH(data)) AS bytes FROM snapshots').get() as {
+      rows: number
+      bytes: number
+    }
     return {
       snapshotEvery: every,
-      events: { sessions: sizes, bigSessionMessages: large.messages, buildMs: Math.round(large.ms), eventsTableBytes: after.events },
+      events: {
+        sessions: sizes,
+        bigSessionMessages: large.messages,
+        buildMs: Math.round(large.ms),
+        eventsTableBytes: after.events,
+      },
       stateAtP50Ms: round(percentile(stateTimes, 0.5)),
       stateAtP99Ms: round(percentile(stateTimes, 0.99)),
       stateAtMaxMs: round(Math.max(...stateTimes)),
@@ -126,7 +142,11 @@ export default async function timetravel(args: string[]): Promise<object> {
       forkMs: Object.fromEntries(Object.entries(forkMs).map(([k, v]) => [k, round(v)])),
       forkGrowth: round((forkMs[String(big)] as number) / (forkMs['1000'] as number)),
       forkEarlyIn100kMs: round(median(early)),
-      stateAtHead: { messages: headState.messages.length, parts: headState.parts.length, jsonBytes: JSON.stringify(headState).length },
+      stateAtHead: {
+        messages: headState.messages.length,
+        parts: headState.parts.length,
+        jsonBytes: JSON.stringify(headState).length,
+      },
       forkLogBytes: Math.round((after.events - before.events) / forks),
       forkLogPayloadBytes: Math.round(after.payload - before.payload) / forks,
       forkDbBytes: Math.round((after.db - before.db) / forks),
@@ -145,28 +165,70 @@ export default async function timetravel(args: string[]): Promise<object> {
 
 function sizesOf(store: EventStore) {
   const pages = (names: string[]) =>
-    store.db.prepare(`SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN (${names.map(() => '?').join(',')})`).pluck().get(...names) as number
+    store.db
+      .prepare(`SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN (${names.map(() => '?').join(',')})`)
+      .pluck()
+      .get(...names) as number
   return {
     // the log: event_log and its lookup tables (schema migrations 5-6; 'events' is a view)
-    events: pages(['event_log', 'sqlite_autoindex_event_log_1', 'streams', 'sqlite_autoindex_streams_1', 'event_types', 'sqlite_autoindex_event_types_1', 'event_metas', 'sqlite_autoindex_event_metas_1', 'event_metas_by_tail', 'event_parts', 'sqlite_autoindex_event_parts_1']),
-    readModels: pages(['sessions', 'messages', 'parts', 'sqlite_autoindex_sessions_1', 'sqlite_autoindex_messages_1', 'sqlite_autoindex_parts_1']),
-    db: (store.db.pragma('page_count', { simple: true }) as number) * (store.db.pragma('page_size', { simple: true }) as number),
+    events: pages([
+      'event_log',
+      'sqlite_autoindex_event_log_1',
+      'streams',
+      'sqlite_autoindex_streams_1',
+      'event_types',
+      'sqlite_autoindex_event_types_1',
+      'event_metas',
+      'sqlite_autoindex_event_metas_1',
+      'event_metas_by_tail',
+      'event_parts',
+      'sqlite_autoindex_event_parts_1',
+    ]),
+    readModels: pages([
+      'sessions',
+      'messages',
+      'parts',
+      'sqlite_autoindex_sessions_1',
+      'sqlite_autoindex_messages_1',
+      'sqlite_autoindex_parts_1',
+    ]),
+    db:
+      (store.db.pragma('page_count', { simple: true }) as number) *
+      (store.db.pragma('page_size', { simple: true }) as number),
     payload: store.db
-      .prepare('SELECT COALESCE(SUM(LENGTH(data) + LENGTH(meta) + LENGTH(type) + LENGTH(session_id) + 24), 0) FROM events')
+      .prepare(
+        'SELECT COALESCE(SUM(LENGTH(data) + LENGTH(meta) + LENGTH(type) + LENGTH(session_id) + 24), 0) FROM events',
+      )
       .pluck()
       .get() as number,
   }
 }
 
 function input(inputId: string): ChronicleEvent {
-  return { type: 'input.accepted', data: { inputId, parts: [{ type: 'text', text: 'and now?' }], delivery: 'queue', noReply: false, digest: inputId } }
+  return {
+    type: 'input.accepted',
+    data: { inputId, parts: [{ type: 'text', text: 'and now?' }], delivery: 'queue', noReply: false, digest: inputId },
+  }
 }
 
 /** Appends about `target` events of agent turns to a new session, in batches of 2000. */
 export function buildSession(store: EventStore, target: number, sessionId: string, seed: number) {
   const rng = mulberry32(seed)
   const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1))
-  const words = ['the ', 'file ', 'function ', 'returns ', 'a ', 'value ', 'so ', 'we ', 'should ', 'check ', 'it; ', 'then ']
+  const words = [
+    'the ',
+    'file ',
+    'function ',
+    'returns ',
+    'a ',
+    'value ',
+    'so ',
+    'we ',
+    'should ',
+    'check ',
+    'it; ',
+    'then ',
+  ]
   const word = () => words[int(0, words.length - 1)] as string
   const seqs: number[] = []
   let batch: ChronicleEvent[] = []
@@ -191,7 +253,16 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
     const runId = id('run')
     messages++
     push(
-      { type: 'input.accepted', data: { inputId, parts: [{ type: 'text', text: 'please fix the failing test in src/app.ts' }], delivery: 'queue', noReply: false, digest: inputId } },
+      {
+        type: 'input.accepted',
+        data: {
+          inputId,
+          parts: [{ type: 'text', text: 'please fix the failing test in src/app.ts' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: inputId,
+        },
+      },
       { type: 'run.started', data: { runId, reason: 'input' } },
       { type: 'input.delivered', data: { inputId, messageId: user, partIds: [id('prt')] } },
     )
@@ -200,7 +271,10 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
       const msg = id('msg')
       messages++
       push(
-        { type: 'message.created', data: { messageId: msg, role: 'assistant', parentId: user, agent: 'build', model: 'openai:gpt-5' } },
+        {
+          type: 'message.created',
+          data: { messageId: msg, role: 'assistant', parentId: user, agent: 'build', model: 'openai:gpt-5' },
+        },
         { type: 'step.started', data: { messageId: msg, partId: id('prt'), step, contextDigest: `sha256:${n}` } },
       )
       if (rng() < 0.3) {
@@ -218,9 +292,14 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
         const part = id('prt')
         const callId = id('call')
         push({ type: 'tool.input.started', data: { messageId: msg, partId: part, callId, tool: 'bash' } })
-        for (let i = int(3, 12); i > 0; i--) push({ type: 'tool.input.delta', data: { partId: part, delta: '{"command":"npm t' } })
-        push({ type: 'tool.called', data: { messageId: msg, partId: part, callId, tool: 'bash', input: { command: 'npm test' } } })
-        for (let i = int(0, 3); i > 0; i--) push({ type: 'tool.progressed', data: { partId: part, metadata: { output: 'running…' } } })
+        for (let i = int(3, 12); i > 0; i--)
+          push({ type: 'tool.input.delta', data: { partId: part, delta: '{"command":"npm t' } })
+        push({
+          type: 'tool.called',
+          data: { messageId: msg, partId: part, callId, tool: 'bash', input: { command: 'npm test' } },
+        })
+        for (let i = int(0, 3); i > 0; i--)
+          push({ type: 'tool.progressed', data: { partId: part, metadata: { output: 'running…' } } })
         push(
           rng() < 0.85
             ? { type: 'tool.completed', data: { partId: part, output: 'ok '.repeat(int(50, 600)), title: 'npm test' } }
@@ -229,8 +308,14 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
       }
       const usage = { inputTokens: int(1000, 9000), outputTokens: int(50, 900) }
       push(
-        { type: 'step.finished', data: { messageId: msg, partId: id('prt'), finishReason: last ? 'stop' : 'tool-calls', usage } },
-        { type: 'message.completed', data: { messageId: msg, finish: last ? 'stop' : 'tool-calls', usage, cost: 0.001 } },
+        {
+          type: 'step.finished',
+          data: { messageId: msg, partId: id('prt'), finishReason: last ? 'stop' : 'tool-calls', usage },
+        },
+        {
+          type: 'message.completed',
+          data: { messageId: msg, finish: last ? 'stop' : 'tool-calls', usage, cost: 0.001 },
+        },
       )
     }
     push({ type: 'run.finished', data: { runId, outcome: 'idle' } })

@@ -97,7 +97,10 @@ const TokenText = (name: string) =>
   z
     .string()
     .min(16, `${name} must be at least 16 characters`)
-    .regex(/^[A-Za-z0-9._~-]+$/, `${name} may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol); e.g. openssl rand -hex 32`)
+    .regex(
+      /^[A-Za-z0-9._~-]+$/,
+      `${name} may hold only letters, digits and - . _ ~ (it travels in a WebSocket subprotocol); e.g. openssl rand -hex 32`,
+    )
 
 export const FileConfig = z
   .object({
@@ -211,7 +214,9 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
       ? undefined
       : options.configPath
         ? resolve(cwd, options.configPath)
-        : [join(configHome(present), 'chronicle', 'chronicle.json'), join(dataDir, 'chronicle.json')].find((f) => existsSync(f))
+        : [join(configHome(present), 'chronicle', 'chronicle.json'), join(dataDir, 'chronicle.json')].find((f) =>
+            existsSync(f),
+          )
   const file = configFile ? readConfigFile(configFile) : {}
   return {
     dataDir,
@@ -298,7 +303,9 @@ function normalizeMcp(file: FileConfig): McpServerConfig[] {
 }
 
 function compact<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>
+  }
 }
 
 /** True for addresses only this machine can reach. */

@@ -1,4 +1,14 @@
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, type Stats, statSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  type Stats,
+  statSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { ChronicleError } from './events/errors.js'
 
@@ -60,7 +70,8 @@ function privateFile(path: string, uid: number | undefined): void {
   } catch {
     return
   }
-  if (!stat.isFile()) throw unsafe(`${path} is not a regular file (a symlink or device in the data directory is refused)`)
+  if (!stat.isFile())
+    throw unsafe(`${path} is not a regular file (a symlink or device in the data directory is refused)`)
   ownedBy(path, stat, uid)
   if ((stat.mode & 0o077) !== 0) chmodSync(path, 0o600)
 }
@@ -80,7 +91,9 @@ function privateTree(dir: string, uid: number | undefined): void {
 
 function ownedBy(path: string, stat: Stats, uid: number | undefined): void {
   if (uid === undefined || stat.uid === uid) return
-  throw unsafe(`${path} belongs to user ${stat.uid}, not to this server's user ${uid}: refusing to use a data directory another user controls`)
+  throw unsafe(
+    `${path} belongs to user ${stat.uid}, not to this server's user ${uid}: refusing to use a data directory another user controls`,
+  )
 }
 
 function unsafe(message: string): ChronicleError {

@@ -13,7 +13,12 @@ import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createSubagents } from './runtime/subagents/subagents.js'
 import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
-import { continueRecovered, recoverSessions, resumeBudgetFrom, type RecoveryReport } from './runtime/recovery/recovery.js'
+import {
+  continueRecovered,
+  recoverSessions,
+  resumeBudgetFrom,
+  type RecoveryReport,
+} from './runtime/recovery/recovery.js'
 import { resolveAgents } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { createMcpManager } from './tools/mcp/manager.js'
@@ -64,7 +69,9 @@ export interface Chronicle {
   stop(): Promise<void>
 }
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version
 
 export async function createChronicle(config: ChronicleConfig, options: ChronicleOptions = {}): Promise<Chronicle> {
   if (!isLoopback(config.host) && !config.token) {
@@ -74,7 +81,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     )
   }
   const dbPath = secureDataDir(config.dataDir)
-  const token = resolveToken(config.dataDir, config.token ? { token: config.token, source: config.tokenSource ?? 'config' } : undefined)
+  const token = resolveToken(
+    config.dataDir,
+    config.token ? { token: config.token, source: config.tokenSource ?? 'config' } : undefined,
+  )
   const logger = createLogger({
     level: config.logLevel,
     secrets: [token.token, config.provider.apiKey, config.provider.openaiApiKey],
@@ -83,9 +93,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const redactor = createRedactor(serverSecrets(config, token.token))
   // Nothing a tool runs may see or touch Chronicle's own state: the data dir and the config file.
   const hidden = [config.dataDir, ...(config.configFile ? [config.configFile] : [])]
-  const sandbox = options.sandbox ?? (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network, hidden }))
+  const sandbox =
+    options.sandbox ?? (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network, hidden }))
   if (sandbox.kind === 'unavailable') {
-    logger.warn({ reason: sandbox.reason }, 'no sandbox: every bash command will need approval (install bubblewrap, or set "sandbox": "off" in your config)')
+    logger.warn(
+      { reason: sandbox.reason },
+      'no sandbox: every bash command will need approval (install bubblewrap, or set "sandbox": "off" in your config)',
+    )
   }
   const store = openStore(dbPath)
   const ids = options.ids ?? createIdSource()
@@ -111,7 +125,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         redactor,
         childEnv: { set: config.sandbox.env, pass: config.sandbox.passEnv },
         updateTodos: (sessionId, items) =>
-          store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } }).then(() => undefined),
+          store
+            .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
+            .then(() => undefined),
       }),
       createTaskTool({ agents, run: (request) => subagents.run(request) }),
     ],
@@ -188,7 +204,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {
-        logger.info({ resumed: resumed.length, cancelled: cancelled.length, failed: failed.length, woken: deliver.length, ms }, 'recovered unfinished runs')
+        logger.info(
+          { resumed: resumed.length, cancelled: cancelled.length, failed: failed.length, woken: deliver.length, ms },
+          'recovered unfinished runs',
+        )
       }
       const address = app.server.address()
       const port = typeof address === 'object' && address ? address.port : config.port
@@ -222,7 +241,9 @@ function serverSecrets(config: ChronicleConfig, token: string): Secret[] {
     ...named('OpenAI API key', config.provider.openaiApiKey),
     ...config.mcp.flatMap((server) =>
       server.type === 'remote'
-        ? Object.entries(server.headers).flatMap(([h, value]) => (isSecretName(h) ? [{ name: `${server.name} ${h}`, value }] : []))
+        ? Object.entries(server.headers).flatMap(([h, value]) =>
+            isSecretName(h) ? [{ name: `${server.name} ${h}`, value }] : [],
+          )
         : secretsOf(server.environment).map((s) => ({ ...s, name: `${server.name} ${s.name}` })),
     ),
   ]
@@ -233,7 +254,8 @@ function allowedHosts(config: ChronicleConfig): string[] {
   const hosts = new Set(config.allowedHosts.map((h) => h.toLowerCase()))
   const wildcard = config.host === '0.0.0.0' || config.host === '::'
   if (wildcard) {
-    for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) hosts.add(i.address.toLowerCase())
+    for (const list of Object.values(networkInterfaces()))
+      for (const i of list ?? []) hosts.add(i.address.toLowerCase())
   } else if (!isLoopback(config.host)) {
     hosts.add(config.host.replace(/^\[|\]$/g, '').toLowerCase())
   }

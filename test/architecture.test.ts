@@ -34,7 +34,12 @@ const FORBIDDEN: Record<string, readonly string[]> = {
 /** The layers that own the store's database: everything else goes through their functions. */
 const STORE_OWNERS = /^src\/(events|projections)\//
 /** A reach into the database: the store's connection, a statement, or SQL in a string. */
-const STORE_INTERNALS = [/\.db\b(?!['"`])/, /\.prepare\(/, /\.pragma\(/, /['"`]\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA)\s/]
+const STORE_INTERNALS = [
+  /\.db\b(?!['"`])/,
+  /\.prepare\(/,
+  /\.pragma\(/,
+  /['"`]\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA)\s/,
+]
 
 /** Only the composition root may wire the HTTP layer in (besides http itself). */
 const HTTP_IMPORTERS = /^src\/(http\/|main\.ts$|cli\.ts$|cli\/)/
@@ -68,15 +73,18 @@ function violations(files: readonly SourceFile[]): string[] {
     const from = layerOf(file.path)
     for (const spec of importsOf(file.source)) {
       if (AI_SDK.test(spec)) {
-        if (!AI_SDK_USERS.test(file.path)) out.push(`${file.path} imports '${spec}': only the model adapter (src/runtime/model/) may use the AI SDK`)
+        if (!AI_SDK_USERS.test(file.path))
+          out.push(`${file.path} imports '${spec}': only the model adapter (src/runtime/model/) may use the AI SDK`)
         continue
       }
       if (!spec.startsWith('.')) continue
       const target = posix.normalize(posix.join(posix.dirname(file.path), spec)).replace(/\.js$/, '.ts')
       const to = layerOf(target)
       if (!to || to === from) continue
-      if (from && FORBIDDEN[from]?.includes(to)) out.push(`${file.path} imports ${target}: ${from} must not depend on ${to}`)
-      else if (to === 'http' && !HTTP_IMPORTERS.test(file.path)) out.push(`${file.path} imports ${target}: only the composition root (src/main.ts, src/cli*) may import http`)
+      if (from && FORBIDDEN[from]?.includes(to))
+        out.push(`${file.path} imports ${target}: ${from} must not depend on ${to}`)
+      else if (to === 'http' && !HTTP_IMPORTERS.test(file.path))
+        out.push(`${file.path} imports ${target}: only the composition root (src/main.ts, src/cli*) may import http`)
     }
   }
   return out
@@ -90,7 +98,10 @@ function storeReaches(files: readonly SourceFile[]): string[] {
     const code = file.source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
     for (const pattern of STORE_INTERNALS) {
       const m = pattern.exec(code)
-      if (m) out.push(`${file.path} reaches into the store's database (${m[0].trim()}): only src/events and src/projections may`)
+      if (m)
+        out.push(
+          `${file.path} reaches into the store's database (${m[0].trim()}): only src/events and src/projections may`,
+        )
     }
   }
   return out
@@ -102,7 +113,8 @@ function sourceTree(root: string): SourceFile[] {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const full = join(dir, entry.name)
       if (entry.isDirectory()) walk(full)
-      else if (/\.(ts|mts|js|mjs)$/.test(entry.name)) files.push({ path: relative(root, full).split('\\').join('/'), source: readFileSync(full, 'utf8') })
+      else if (/\.(ts|mts|js|mjs)$/.test(entry.name))
+        files.push({ path: relative(root, full).split('\\').join('/'), source: readFileSync(full, 'utf8') })
     }
   }
   walk(join(root, 'src'))
@@ -139,12 +151,20 @@ describe('the import checker', () => {
       "/* import y from './block.js' */",
       "const s = 'not an import from here'",
     ].join('\n')
-    expect(importsOf(source)).toEqual(['./a.js', '../b.js', '../c/d.js', './e.js', './f.js', './side-effect.js', './g.js'])
+    expect(importsOf(source)).toEqual([
+      './a.js',
+      '../b.js',
+      '../c/d.js',
+      './e.js',
+      './f.js',
+      './side-effect.js',
+      './g.js',
+    ])
   })
 
   it('rejects an import against the layering', () => {
     expect(check('src/events/store.ts', "import { fold } from '../projections/fold.js'")).toEqual([
-      "src/events/store.ts imports src/projections/fold.ts: events must not depend on projections",
+      'src/events/store.ts imports src/projections/fold.ts: events must not depend on projections',
     ])
     expect(check('src/projections/x.ts', "import type { Runtime } from '../runtime/runtime.js'")).toEqual([
       'src/projections/x.ts imports src/runtime/runtime.ts: projections must not depend on runtime',
@@ -187,16 +207,24 @@ describe('the import checker', () => {
   })
 
   it('lets only the model adapter use the AI SDK', () => {
-    const ai = "import { streamText } from 'ai'\nimport type { LanguageModelV3 } from '@ai-sdk/provider'\nimport { MockLanguageModelV3 } from 'ai/test'"
+    const ai =
+      "import { streamText } from 'ai'\nimport type { LanguageModelV3 } from '@ai-sdk/provider'\nimport { MockLanguageModelV3 } from 'ai/test'"
     expect(check('src/runtime/loop.ts', ai)).toEqual([
       "src/runtime/loop.ts imports 'ai': only the model adapter (src/runtime/model/) may use the AI SDK",
       "src/runtime/loop.ts imports '@ai-sdk/provider': only the model adapter (src/runtime/model/) may use the AI SDK",
       "src/runtime/loop.ts imports 'ai/test': only the model adapter (src/runtime/model/) may use the AI SDK",
     ])
     expect(check('src/tools/x.ts', "import { tool } from 'ai'")).toHaveLength(1)
-    for (const path of ['src/runtime/model/adapter.ts', 'src/runtime/model/stream.ts', 'src/runtime/model/providers.ts', 'src/runtime/model/scripted-model.ts']) {
+    for (const path of [
+      'src/runtime/model/adapter.ts',
+      'src/runtime/model/stream.ts',
+      'src/runtime/model/providers.ts',
+      'src/runtime/model/scripted-model.ts',
+    ]) {
       expect(check(path, ai)).toEqual([])
     }
-    expect(check('src/runtime/loop.ts', "import { z } from 'zod'\nimport x from 'aim'\nimport y from 'ai-thing'")).toEqual([])
+    expect(
+      check('src/runtime/loop.ts', "import { z } from 'zod'\nimport x from 'aim'\nimport y from 'ai-thing'"),
+    ).toEqual([])
   })
 })

@@ -23,7 +23,8 @@ export function parseArgs(argv: readonly string[]): Args {
     const eq = arg.indexOf('=')
     const name = arg.slice(2, eq < 0 ? undefined : eq)
     if (eq >= 0) flags.set(name, arg.slice(eq + 1))
-    else if (BOOLEAN.has(name) || i + 1 >= argv.length || (argv[i + 1] as string).startsWith('--')) flags.set(name, true)
+    else if (BOOLEAN.has(name) || i + 1 >= argv.length || (argv[i + 1] as string).startsWith('--'))
+      flags.set(name, true)
     else flags.set(name, argv[++i] as string)
   }
   return { positionals, flags }

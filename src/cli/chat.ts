@@ -10,9 +10,16 @@ import { renderTranscript, type StateView } from './render.js'
  * live, shows tool calls with their states, asks permission questions
  * (y / n / a = always), and Ctrl-C cancels the running run (twice: quit).
  */
-export async function chat(args: Args, io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }): Promise<number> {
+export async function chat(
+  args: Args,
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream },
+): Promise<number> {
   // Read stdin from the start: lines typed (or piped) while connecting are kept, not lost.
-  const rl = createInterface({ input: io.input, output: io.output, terminal: Boolean((io.input as { isTTY?: boolean }).isTTY) })
+  const rl = createInterface({
+    input: io.input,
+    output: io.output,
+    terminal: Boolean((io.input as { isTTY?: boolean }).isTTY),
+  })
   const early: string[] = []
   let onLine: (line: string) => void = (line) => void early.push(line)
   rl.on('line', (line) => onLine(line))
@@ -40,7 +47,9 @@ export async function chat(args: Args, io: { input: NodeJS.ReadableStream; outpu
   const permissions: { requestId: string; permission: string; patterns: string[] }[] = []
   const prompt = () => {
     const next = permissions[0]
-    write(next ? `? allow ${next.permission} ${next.patterns.join(' ')} — [y]es / [n]o / [a]lways: ` : running ? '' : '> ')
+    write(
+      next ? `? allow ${next.permission} ${next.patterns.join(' ')} — [y]es / [n]o / [a]lways: ` : running ? '' : '> ',
+    )
   }
   const renderer = new LiveRenderer({
     write,
@@ -62,7 +71,8 @@ export async function chat(args: Args, io: { input: NodeJS.ReadableStream; outpu
   const closed = Promise.race([ended, new Promise<number>((resolve) => (client.onClose = () => resolve(0)))])
   // Live from here on; pending permission requests of a resumed session are asked again.
   await client.call('subscribe', { sessions: [session], after: state.seq })
-  for (const p of state.session.pendingPermissions) renderer.handle({ seq: p.seq, type: 'permission.requested', data: { ...p } })
+  for (const p of state.session.pendingPermissions)
+    renderer.handle({ seq: p.seq, type: 'permission.requested', data: { ...p } })
   prompt()
 
   let interrupts = 0

@@ -44,12 +44,17 @@ export class HttpClient {
         ...(body !== undefined && { body: JSON.stringify(body) }),
       })
     } catch {
-      throw new ApiError(0, 'UNREACHABLE', `no Chronicle server at ${this.server.url} (start one with \`chronicle serve\`, or set CHRONICLE_URL)`)
+      throw new ApiError(
+        0,
+        'UNREACHABLE',
+        `no Chronicle server at ${this.server.url} (start one with \`chronicle serve\`, or set CHRONICLE_URL)`,
+      )
     }
     const json = (await res.json().catch(() => ({}))) as Record<string, unknown>
     if (!res.ok) {
       const code = String(json.code ?? res.status)
-      const hint = code === 'UNAUTHORIZED' ? ' (set CHRONICLE_TOKEN or CHRONICLE_DATA_DIR to the server’s data directory)' : ''
+      const hint =
+        code === 'UNAUTHORIZED' ? ' (set CHRONICLE_TOKEN or CHRONICLE_DATA_DIR to the server’s data directory)' : ''
       throw new ApiError(res.status, code, `${code}: ${String(json.detail ?? res.statusText)}${hint}`)
     }
     return json as T
@@ -92,7 +97,13 @@ export class WsClient {
       ws.once('open', () => resolvePromise(new WsClient(ws)))
       ws.once('unexpected-response', (req, res) => {
         req.destroy()
-        reject(new ApiError(res.statusCode ?? 0, res.statusCode === 401 ? 'UNAUTHORIZED' : 'REFUSED', `the server refused the connection (${res.statusCode})`))
+        reject(
+          new ApiError(
+            res.statusCode ?? 0,
+            res.statusCode === 401 ? 'UNAUTHORIZED' : 'REFUSED',
+            `the server refused the connection (${res.statusCode})`,
+          ),
+        )
       })
       ws.once('error', () => reject(new ApiError(0, 'UNREACHABLE', `no Chronicle server at ${server.url}`)))
     })
@@ -112,5 +123,6 @@ export class WsClient {
 }
 
 /** The data directory the server uses by default: CHRONICLE_DATA_DIR, else the per-user XDG one. */
-export const dataDirOf = (env: NodeJS.ProcessEnv = process.env) => (env.CHRONICLE_DATA_DIR ? resolve(env.CHRONICLE_DATA_DIR) : defaultDataDir(env))
+export const dataDirOf = (env: NodeJS.ProcessEnv = process.env) =>
+  env.CHRONICLE_DATA_DIR ? resolve(env.CHRONICLE_DATA_DIR) : defaultDataDir(env)
 export const dbPathOf = (dataDir: string) => join(dataDir, 'chronicle.db')

@@ -20,17 +20,27 @@ export async function compactCommand(args: Args, out: Out, pollMs = 100): Promis
   if (!id) throw new UsageError('missing session id')
   const http = new HttpClient(serverInfo())
   const session = encodeURIComponent(id)
-  const requested = await http.request<{ compactionId: string; seq: number; duplicate: boolean }>('POST', `/sessions/${session}/compact`)
-  out(`compaction ${requested.compactionId} ${requested.duplicate ? 'already in progress' : 'requested'} (seq ${requested.seq})`)
+  const requested = await http.request<{ compactionId: string; seq: number; duplicate: boolean }>(
+    'POST',
+    `/sessions/${session}/compact`,
+  )
+  out(
+    `compaction ${requested.compactionId} ${requested.duplicate ? 'already in progress' : 'requested'} (seq ${requested.seq})`,
+  )
   if (args.flags.has('no-wait')) return 0
   let after = requested.seq
   for (;;) {
-    const page = await http.request<{ events: WireEvent[]; next?: number }>('GET', `/sessions/${session}/events?after=${after}&limit=1000`)
+    const page = await http.request<{ events: WireEvent[]; next?: number }>(
+      'GET',
+      `/sessions/${session}/events?after=${after}&limit=1000`,
+    )
     for (const e of page.events) {
       after = e.seq
       if (e.data.compactionId !== requested.compactionId) continue
       if (e.type === 'compaction.completed') {
-        out(`compacted: ~${String(e.data.tokensBefore)} → ~${String(e.data.tokensAfter)} tokens (summary ${String(e.data.summaryMessageId)})`)
+        out(
+          `compacted: ~${String(e.data.tokensBefore)} → ~${String(e.data.tokensAfter)} tokens (summary ${String(e.data.summaryMessageId)})`,
+        )
         return 0
       }
       if (e.type === 'compaction.failed') {

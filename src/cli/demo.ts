@@ -42,7 +42,12 @@ export async function demo(out: (line: string) => void, write: (text: string) =>
   const script = join(root, 'script.json')
   writeFileSync(script, JSON.stringify(SCRIPT))
   const config = loadConfig({
-    env: { CHRONICLE_DATA_DIR: join(root, 'data'), CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, CHRONICLE_LOG_LEVEL: 'warn' },
+    env: {
+      CHRONICLE_DATA_DIR: join(root, 'data'),
+      CHRONICLE_PORT: '0',
+      CHRONICLE_MODEL: `scripted:${script}`,
+      CHRONICLE_LOG_LEVEL: 'warn',
+    },
     configPath: false, // the demo is self-contained: the user's own config file plays no part
   })
   const quiet = new Writable({ write: (_c, _e, done) => done() })
@@ -65,19 +70,29 @@ export async function demo(out: (line: string) => void, write: (text: string) =>
       return finished
     }
 
-    const { session } = await client.call<{ session: { id: string } }>('session.create', { directory: project, title: 'demo: read a file' })
+    const { session } = await client.call<{ session: { id: string } }>('session.create', {
+      directory: project,
+      title: 'demo: read a file',
+    })
     await client.call('subscribe', { sessions: '*', after: chronicle.store.head() })
     await ask(session.id, 'What does notes.txt say?')
 
     out('\n── transcript ──')
     out(renderTranscript(await client.call<StateView>('session.state', { session: session.id })))
 
-    const history = await client.call<{ events: { seq: number; type: string }[] }>('session.history', { session: session.id, limit: 5000 })
+    const history = await client.call<{ events: { seq: number; type: string }[] }>('session.history', {
+      session: session.id,
+      limit: 5000,
+    })
     const earlier = history.events.find((e) => e.type === 'tool.completed')?.seq ?? 1
     out(`\n── the same session at seq ${earlier} (the file was read; the answer not yet written) ──`)
     out(renderTranscript(await client.call<StateView>('session.state', { session: session.id, at: earlier })))
 
-    const { session: child } = await client.call<{ session: { id: string } }>('session.fork', { session: session.id, at: earlier, title: 'demo: fork' })
+    const { session: child } = await client.call<{ session: { id: string } }>('session.fork', {
+      session: session.id,
+      at: earlier,
+      title: 'demo: fork',
+    })
     out(`\n── forked at seq ${earlier} → ${child.id}; the fork goes its own way ──`)
     await ask(child.id, 'Say it shorter.')
     out('\n── the fork ──')

@@ -55,7 +55,10 @@ export class LiveRenderer {
         this.line(`  ⚙ ${String(d.tool)} ${describeInput(d.input)} — running`)
         return
       case 'tool.completed': {
-        const first = String(d.output).split('\n').find((l) => l.trim() !== '') ?? ''
+        const first =
+          String(d.output)
+            .split('\n')
+            .find((l) => l.trim() !== '') ?? ''
         this.line(`  ✓ ${this.tools.get(String(d.partId)) ?? 'tool'} — completed: ${first.slice(0, 100)}`)
         return
       }
@@ -65,7 +68,11 @@ export class LiveRenderer {
         return
       }
       case 'permission.requested':
-        this.h.onPermission?.({ requestId: String(d.requestId), permission: String(d.permission), patterns: (d.patterns as string[]) ?? [] })
+        this.h.onPermission?.({
+          requestId: String(d.requestId),
+          permission: String(d.permission),
+          patterns: (d.patterns as string[]) ?? [],
+        })
         return
       case 'permission.replied':
         this.line(`  permission ${String(d.reply)}`)

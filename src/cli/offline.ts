@@ -28,8 +28,12 @@ function open(create = false): EventStore {
 async function refuseIfServing(args: Args): Promise<void> {
   if (args.flags.has('force')) return
   const { url } = serverInfo()
-  const up = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) }).then((r) => r.ok, () => false)
-  if (up) throw new UsageError(`a server is running at ${url}: stop it first (it is the log's only writer), or pass --force`)
+  const up = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) }).then(
+    (r) => r.ok,
+    () => false,
+  )
+  if (up)
+    throw new UsageError(`a server is running at ${url}: stop it first (it is the log's only writer), or pass --force`)
 }
 
 /** `progress 12/40 sessions` on one rewritten stderr line. */
@@ -72,7 +76,9 @@ export async function importCommand(args: Args, out: Out): Promise<number> {
     const report = importSessions(store, createIdSource(), text)
     for (const s of report.sessions) out(`${s.originalId} → ${s.sessionId}`)
     const { exported, appended, sessions } = report
-    out(`imported ${exported.originalId} as ${exported.sessionId}: ${appended} events appended, ${sessions.length} new sessions, read-only (fork one with --dir <path> to continue it)`)
+    out(
+      `imported ${exported.originalId} as ${exported.sessionId}: ${appended} events appended, ${sessions.length} new sessions, read-only (fork one with --dir <path> to continue it)`,
+    )
     const check = verify(store, { progress: progress('verifying') })
     if (check.differences.length > 0) {
       out(`verify found ${check.differences.length} differences after import`)
@@ -101,7 +107,9 @@ export async function verifyCommand(_args: Args, out: Out): Promise<number> {
   try {
     const report = verify(store, { progress: progress('verifying sessions') })
     for (const d of report.differences.slice(0, 50)) {
-      out(`DIFF ${d.sessionId} ${d.entity} ${d.id}\n  stored:   ${JSON.stringify(d.stored)}\n  expected: ${JSON.stringify(d.expected)}`)
+      out(
+        `DIFF ${d.sessionId} ${d.entity} ${d.id}\n  stored:   ${JSON.stringify(d.stored)}\n  expected: ${JSON.stringify(d.expected)}`,
+      )
     }
     out(`${report.sessions} sessions checked, ${report.differences.length} differences`)
     return report.differences.length === 0 ? 0 : 1

@@ -19,7 +19,11 @@ export async function sessions(args: Args, out: Out): Promise<number> {
   let cursor: string | undefined
   let n = 0
   do {
-    const q = new URLSearchParams({ limit: '200', ...(args.flags.has('archived') && { archived: 'true' }), ...(cursor && { cursor }) })
+    const q = new URLSearchParams({
+      limit: '200',
+      ...(args.flags.has('archived') && { archived: 'true' }),
+      ...(cursor && { cursor }),
+    })
     const page = await http.request<{ sessions: Session[]; cursor?: string }>('GET', `/sessions?${q}`)
     for (const s of page.sessions) out(renderSessionRow(s))
     n += page.sessions.length
@@ -32,7 +36,10 @@ export async function sessions(args: Args, out: Out): Promise<number> {
 export async function show(args: Args, out: Out): Promise<number> {
   const id = need(args, 'session id')
   const at = intFlag(args, 'at')
-  const state = await new HttpClient(serverInfo()).request<StateView>('GET', `/sessions/${encodeURIComponent(id)}/state${at === undefined ? '' : `?at=${at}`}`)
+  const state = await new HttpClient(serverInfo()).request<StateView>(
+    'GET',
+    `/sessions/${encodeURIComponent(id)}/state${at === undefined ? '' : `?at=${at}`}`,
+  )
   out(renderTranscript(state))
   return 0
 }
@@ -42,7 +49,10 @@ export async function events(args: Args, out: Out): Promise<number> {
   let after = intFlag(args, 'after') ?? 0
   const http = new HttpClient(serverInfo())
   for (;;) {
-    const page = await http.request<{ events: WireEvent[]; next?: number }>('GET', `/sessions/${encodeURIComponent(id)}/events?after=${after}&limit=1000`)
+    const page = await http.request<{ events: WireEvent[]; next?: number }>(
+      'GET',
+      `/sessions/${encodeURIComponent(id)}/events?after=${after}&limit=1000`,
+    )
     for (const e of page.events) out(renderEventLine(e))
     const last = page.events.at(-1)
     if (last) after = last.seq
@@ -74,11 +84,15 @@ export async function forkCommand(args: Args, out: Out): Promise<number> {
   if (args.flags.get('dir') === true) throw new UsageError('--dir needs a path')
   // The server checks the directory on its own file system: send it absolute.
   const directory = dir === undefined ? undefined : resolve(dir)
-  const { session } = await new HttpClient(serverInfo()).request<{ session: Session }>('POST', `/sessions/${encodeURIComponent(id)}/fork`, {
-    at,
-    ...(title && { title }),
-    ...(directory && { directory }),
-  })
+  const { session } = await new HttpClient(serverInfo()).request<{ session: Session }>(
+    'POST',
+    `/sessions/${encodeURIComponent(id)}/fork`,
+    {
+      at,
+      ...(title && { title }),
+      ...(directory && { directory }),
+    },
+  )
   out(`forked ${id} at seq ${at} → ${session.id}${directory ? ` in ${directory}` : ''}`)
   return 0
 }

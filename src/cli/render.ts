@@ -45,7 +45,8 @@ export function renderTranscript(state: StateView): string {
   const { session } = state
   const lines = [`# ${session.title} (${session.id}) at seq ${state.seq} — ${session.status}`]
   if (session.forkedFrom) lines.push(`  forked from ${session.forkedFrom.sessionId} at seq ${session.forkedFrom.seq}`)
-  if (session.imported) lines.push(`  imported (as ${session.imported.originalId}): read-only; fork it with --dir <path> to continue`)
+  if (session.imported)
+    lines.push(`  imported (as ${session.imported.originalId}): read-only; fork it with --dir <path> to continue`)
   const byMessage = new Map<string, Part[]>()
   for (const p of state.parts) byMessage.set(p.messageId, [...(byMessage.get(p.messageId) ?? []), p])
   for (const m of state.messages) {
@@ -56,8 +57,10 @@ export function renderTranscript(state: StateView): string {
     }
     if (m.error) lines.push(`  ! ${m.error.kind}: ${m.error.message}`)
   }
-  for (const p of session.pendingPermissions) lines.push('', `? waiting for permission ${p.permission} ${p.patterns.join(' ')} (${p.requestId})`)
-  if (session.lastRun?.error && session.status === 'idle') lines.push('', `! run ${session.lastRun.outcome}: ${session.lastRun.error.kind}: ${session.lastRun.error.message}`)
+  for (const p of session.pendingPermissions)
+    lines.push('', `? waiting for permission ${p.permission} ${p.patterns.join(' ')} (${p.requestId})`)
+  if (session.lastRun?.error && session.status === 'idle')
+    lines.push('', `! run ${session.lastRun.outcome}: ${session.lastRun.error.kind}: ${session.lastRun.error.message}`)
   return lines.join('\n')
 }
 

@@ -41,7 +41,11 @@ export interface ForkDecision {
 }
 
 /** The pure half: the child's first events, given the parent's state at the fork point. */
-export function decideFork(parentAtSeq: SessionView, from: { sessionId: string; seq: number }, decision: ForkDecision = {}): ChronicleEvent[] {
+export function decideFork(
+  parentAtSeq: SessionView,
+  from: { sessionId: string; seq: number },
+  decision: ForkDecision = {},
+): ChronicleEvent[] {
   const { title, directory, fromImport } = decision
   if (fromImport && directory === undefined) {
     throw new ChronicleError(
@@ -50,19 +54,34 @@ export function decideFork(parentAtSeq: SessionView, from: { sessionId: string; 
       { sessionId: from.sessionId, seq: from.seq },
     )
   }
-  const data = { from, ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), ...(fromImport && { fromImport: true as const }) }
+  const data = {
+    from,
+    ...(title !== undefined && { title }),
+    ...(directory !== undefined && { directory }),
+    ...(fromImport && { fromImport: true as const }),
+  }
   // Rekeying keeps entity ids, so what is open in the parent's view is what is open in the child.
   return [{ type: 'session.forked', data }, ...settleInFlight(parentAtSeq, FORK_SETTLEMENT)]
 }
 
-export function fork(store: EventStore, ids: IdSource, sessionId: string, atSeq: number, options: ForkOptions = {}): Session {
+export function fork(
+  store: EventStore,
+  ids: IdSource,
+  sessionId: string,
+  atSeq: number,
+  options: ForkOptions = {},
+): Session {
   store.flush() // the fork point may be an event still queued
   const { title, directory, meta, ...travel } = options
   const parent = viewAt(store, sessionId, atSeq, travel) // SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE
   // At an inherited seq the view is the ancestor's (its id is the owner of the fork point).
   const fromImport = isImported(store, sessionId) || isImported(store, parent.session?.id)
   if (directory !== undefined) checkDirectory(directory)
-  const events = decideFork(parent, { sessionId, seq: atSeq }, { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport })
+  const events = decideFork(
+    parent,
+    { sessionId, seq: atSeq },
+    { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport },
+  )
   const childId = ids.next('ses')
   execute(
     store,

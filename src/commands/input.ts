@@ -61,7 +61,10 @@ export function submitInput(
   const command: SubmitCommand = { ...input, inputId: input.inputId ?? context.ids.next('in') }
   checkInput(command, context.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES)
   if (command.agent !== undefined && !context.agents.has(command.agent)) {
-    throw new ChronicleError('UNKNOWN_AGENT', `unknown agent "${command.agent}"; known: ${[...context.agents].join(', ')}`)
+    throw new ChronicleError(
+      'UNKNOWN_AGENT',
+      `unknown agent "${command.agent}"; known: ${[...context.agents].join(', ')}`,
+    )
   }
   if (command.model !== undefined) context.validateModel(command.model)
   let duplicate: { seq: number } | undefined
@@ -82,7 +85,6 @@ export function submitInput(
   if (!accepted) throw new ChronicleError('INTERNAL', 'input.accepted was not appended')
   return { inputId: command.inputId, seq: accepted.seq, duplicate: false }
 }
-
 
 export type SubmitDecision =
   | { readonly duplicate: false; readonly events: ChronicleEvent[] }
@@ -106,24 +108,37 @@ export function inputDigest(command: SubmitCommand): string {
 
 /** EMPTY_INPUT and PAYLOAD_TOO_LARGE, checked before anything else. */
 export function checkInput(command: SubmitCommand, maxBytes: number = DEFAULT_MAX_INPUT_BYTES): void {
-  const meaningful = command.parts.some((p) => (p.type === 'text' ? p.text.trim().length > 0 : Boolean(p.path ?? p.url)))
+  const meaningful = command.parts.some((p) =>
+    p.type === 'text' ? p.text.trim().length > 0 : Boolean(p.path ?? p.url),
+  )
   if (!meaningful) throw new ChronicleError('EMPTY_INPUT', 'the input has no text and no file')
   const bytes = Buffer.byteLength(JSON.stringify(command.parts))
   if (bytes > maxBytes) {
-    throw new ChronicleError('PAYLOAD_TOO_LARGE', `the input is ${bytes} bytes; the limit is ${maxBytes}`, { bytes, limit: maxBytes })
+    throw new ChronicleError('PAYLOAD_TOO_LARGE', `the input is ${bytes} bytes; the limit is ${maxBytes}`, {
+      bytes,
+      limit: maxBytes,
+    })
   }
 }
 
-export function decideSubmit(command: SubmitCommand, session: Session | undefined, prior: PriorAcceptance | undefined): SubmitDecision {
+export function decideSubmit(
+  command: SubmitCommand,
+  session: Session | undefined,
+  prior: PriorAcceptance | undefined,
+): SubmitDecision {
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no such session')
   assertWritable(session)
   const digest = inputDigest(command)
   if (prior) {
     if (prior.digest !== digest) {
-      throw new ChronicleError('INPUT_CONFLICT', `input ${command.inputId} was already accepted with different content`, {
-        inputId: command.inputId,
-        seq: prior.seq,
-      })
+      throw new ChronicleError(
+        'INPUT_CONFLICT',
+        `input ${command.inputId} was already accepted with different content`,
+        {
+          inputId: command.inputId,
+          seq: prior.seq,
+        },
+      )
     }
     return { duplicate: true, seq: prior.seq }
   }

@@ -22,7 +22,12 @@ import { assertWritable } from './read-only.js'
  */
 export type PermissionCommand =
   | { readonly type: 'request'; readonly request: DataOf<'permission.requested'> }
-  | { readonly type: 'reply'; readonly requestId: string; readonly reply: 'once' | 'always' | 'reject'; readonly message?: string }
+  | {
+      readonly type: 'reply'
+      readonly requestId: string
+      readonly reply: 'once' | 'always' | 'reject'
+      readonly message?: string
+    }
   | { readonly type: 'abandon'; readonly requestId: string; readonly message: string }
   | { readonly type: 'revoke'; readonly ruleId: string }
 
@@ -34,7 +39,10 @@ export function permissionCommand(
   command: PermissionCommand,
   meta: EventMeta,
 ): Executed {
-  return execute(store, sessionId, (session) => decidePermission(command, session, sessionId, ids), { meta, durability: 'full' })
+  return execute(store, sessionId, (session) => decidePermission(command, session, sessionId, ids), {
+    meta,
+    durability: 'full',
+  })
 }
 
 export function decidePermission(
@@ -50,11 +58,19 @@ export function decidePermission(
       return [{ type: 'permission.requested', data: command.request }]
     case 'abandon':
       if (!session.pendingPermissions.some((p) => p.requestId === command.requestId)) return []
-      return [{ type: 'permission.replied', data: { requestId: command.requestId, reply: 'reject', message: command.message } }]
+      return [
+        {
+          type: 'permission.replied',
+          data: { requestId: command.requestId, reply: 'reject', message: command.message },
+        },
+      ]
     case 'reply': {
       const request = session.pendingPermissions.find((p) => p.requestId === command.requestId)
       if (!request) {
-        throw new ChronicleError('PERMISSION_REQUEST_NOT_FOUND', `no pending permission request ${command.requestId} in ${sessionId}`)
+        throw new ChronicleError(
+          'PERMISSION_REQUEST_NOT_FOUND',
+          `no pending permission request ${command.requestId} in ${sessionId}`,
+        )
       }
       const others = session.pendingPermissions.filter((p) => p.requestId !== command.requestId)
       const message = command.message?.trim() ? command.message : undefined
@@ -64,12 +80,21 @@ export function decidePermission(
       })
       if (command.reply === 'once') return [replied(request.requestId, 'once')]
       if (command.reply === 'reject') {
-        return [replied(request.requestId, 'reject', message), ...others.map((o) => replied(o.requestId, 'reject', message))]
+        return [
+          replied(request.requestId, 'reject', message),
+          ...others.map((o) => replied(o.requestId, 'reject', message)),
+        ]
       }
       const rules = alwaysRules(request).filter(
-        (rule) => !session.approvals.some((a) => a.permission === rule.permission && a.pattern === rule.pattern && a.action === 'allow'),
+        (rule) =>
+          !session.approvals.some(
+            (a) => a.permission === rule.permission && a.pattern === rule.pattern && a.action === 'allow',
+          ),
       )
-      const added: ChronicleEvent[] = rules.map((rule) => ({ type: 'permission.rule.added', data: { ruleId: ids.next('rul'), rule } }))
+      const added: ChronicleEvent[] = rules.map((rule) => ({
+        type: 'permission.rule.added',
+        data: { ruleId: ids.next('rul'), rule },
+      }))
       // Other pending requests stay pending: each is the user's own decision.
       return [replied(request.requestId, 'always'), ...added]
     }
@@ -89,6 +114,11 @@ export function decidePermission(
 /** The allow rules an "always" reply adds: the request's `metadata.always` patterns, else its patterns. */
 export function alwaysRules(request: PendingPermission): PermissionRule[] {
   const always = request.metadata?.['always']
-  const patterns = Array.isArray(always) && always.every((p) => typeof p === 'string') ? (always as string[]) : request.patterns
-  return [...new Set(patterns)].map((pattern) => ({ permission: request.permission, pattern, action: 'allow' as const }))
+  const patterns =
+    Array.isArray(always) && always.every((p) => typeof p === 'string') ? (always as string[]) : request.patterns
+  return [...new Set(patterns)].map((pattern) => ({
+    permission: request.permission,
+    pattern,
+    action: 'allow' as const,
+  }))
 }

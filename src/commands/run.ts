@@ -12,8 +12,15 @@ import { assertWritable } from './read-only.js'
  * the run when it sees it committed. Cancelling an idle session, or one
  * already being cancelled, appends nothing.
  */
-export function cancelRun(store: EventStore, sessionId: string, meta: EventMeta = { actor: 'user' }): { cancelled: boolean } {
-  const { events } = execute(store, sessionId, (session) => decideCancel(session, sessionId), { meta, durability: 'full' })
+export function cancelRun(
+  store: EventStore,
+  sessionId: string,
+  meta: EventMeta = { actor: 'user' },
+): { cancelled: boolean } {
+  const { events } = execute(store, sessionId, (session) => decideCancel(session, sessionId), {
+    meta,
+    durability: 'full',
+  })
   return { cancelled: events.length > 0 }
 }
 

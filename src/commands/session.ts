@@ -6,12 +6,24 @@ import { assertWritable } from './read-only.js'
 /** Pure deciders for the session lifecycle: decide(command, state) → events. */
 
 export type SessionCommand =
-  | { readonly type: 'create'; readonly directory: string; readonly agent: string; readonly model: string | null; readonly title?: string; readonly parent?: { sessionId: string; callId: string; agent?: string }; readonly rules?: PermissionRule[] }
+  | {
+      readonly type: 'create'
+      readonly directory: string
+      readonly agent: string
+      readonly model: string | null
+      readonly title?: string
+      readonly parent?: { sessionId: string; callId: string; agent?: string }
+      readonly rules?: PermissionRule[]
+    }
   | { readonly type: 'rename'; readonly title: string }
   | { readonly type: 'archive' }
   | { readonly type: 'set-rules'; readonly rules: PermissionRule[] }
 
-export function decideSession(command: SessionCommand, session: Session | undefined, sessionId: string): ChronicleEvent[] {
+export function decideSession(
+  command: SessionCommand,
+  session: Session | undefined,
+  sessionId: string,
+): ChronicleEvent[] {
   if (command.type === 'create') {
     // a second session.created would reset the session when folded
     if (session) throw new ChronicleError('VERSION_CONFLICT', `session ${sessionId} already exists`)

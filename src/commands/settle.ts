@@ -50,7 +50,11 @@ export function settleInFlight(view: SessionView, reason: SettleReason): Chronic
     for (const request of session?.pendingPermissions ?? []) {
       events.push({
         type: 'permission.replied',
-        data: { requestId: request.requestId, reply: 'reject', message: `${reason.message}: the request was closed unanswered` },
+        data: {
+          requestId: request.requestId,
+          reply: 'reject',
+          message: `${reason.message}: the request was closed unanswered`,
+        },
       })
     }
   }

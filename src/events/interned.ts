@@ -16,11 +16,19 @@ export class Interned {
   private readonly add: Database.Statement
 
   /** `key`: an indexed expression of `column` (written with `column`) to look values up by, instead of `column` itself. */
-  constructor(db: Database.Database, table: string, column: string, private readonly capacity: number, key?: string) {
+  constructor(
+    db: Database.Database,
+    table: string,
+    column: string,
+    private readonly capacity: number,
+    key?: string,
+  ) {
     this.find = (
       key === undefined
         ? db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?`)
-        : db.prepare(`SELECT id FROM ${table}, (SELECT ? AS v) WHERE ${key} = ${key.replaceAll(column, 'v')} AND ${column} = v`)
+        : db.prepare(
+            `SELECT id FROM ${table}, (SELECT ? AS v) WHERE ${key} = ${key.replaceAll(column, 'v')} AND ${column} = v`,
+          )
     ).pluck()
     this.add = db.prepare(`INSERT INTO ${table} (${column}) VALUES (?)`)
   }

@@ -35,9 +35,13 @@ export function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
     }
     const parsed = schema.safeParse((e as { data?: unknown }).data)
     if (!parsed.success) {
-      throw new ChronicleError('INVALID_EVENT', `event ${i} (${type}) fails its schema: ${z.prettifyError(parsed.error)}`, {
-        issues: parsed.error.issues.map((x) => ({ path: ['data', ...x.path].join('.'), message: x.message })),
-      })
+      throw new ChronicleError(
+        'INVALID_EVENT',
+        `event ${i} (${type}) fails its schema: ${z.prettifyError(parsed.error)}`,
+        {
+          issues: parsed.error.issues.map((x) => ({ path: ['data', ...x.path].join('.'), message: x.message })),
+        },
+      )
     }
     return { type, data: parsed.data } as ChronicleEvent
   })
@@ -47,10 +51,16 @@ export function validate(events: readonly ChronicleEvent[]): ChronicleEvent[] {
 export function toEvent(row: EventRow): StoredEvent {
   const schema = DATA_SCHEMAS.get(row.type)
   if (!schema) {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`, { seq: row.seq })
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has unknown type ${JSON.stringify(row.type)}`, {
+      seq: row.seq,
+    })
   }
   if (row.schema_version > CURRENT_SCHEMA_VERSION) {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} has schema version ${row.schema_version}, newer than this server`, { seq: row.seq })
+    throw new ChronicleError(
+      'CORRUPT_EVENT',
+      `event at seq ${row.seq} has schema version ${row.schema_version}, newer than this server`,
+      { seq: row.seq },
+    )
   }
   let data: unknown
   let meta: EventMeta
@@ -62,7 +72,9 @@ export function toEvent(row: EventRow): StoredEvent {
   }
   // Cheap (a fraction of a microsecond): a row that no longer fits its schema is named, not folded into nonsense.
   if (!schema.safeParse(data).success || meta === null || typeof meta !== 'object') {
-    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} (${row.type}) does not match its schema`, { seq: row.seq })
+    throw new ChronicleError('CORRUPT_EVENT', `event at seq ${row.seq} (${row.type}) does not match its schema`, {
+      seq: row.seq,
+    })
   }
   return {
     seq: row.seq,

@@ -372,8 +372,12 @@ export const MIGRATIONS: readonly Migration[] = [
         .map(
           ([table, unique]) => `
       CREATE TRIGGER ${table}_no_replace BEFORE INSERT ON ${table}
-        WHEN EXISTS (SELECT 1 FROM ${table} WHERE id = NEW.id)${unique ? `
-          OR EXISTS (SELECT 1 FROM ${table} WHERE ${unique} = NEW.${unique})` : ''}
+        WHEN EXISTS (SELECT 1 FROM ${table} WHERE id = NEW.id)${
+          unique
+            ? `
+          OR EXISTS (SELECT 1 FROM ${table} WHERE ${unique} = NEW.${unique})`
+            : ''
+        }
         BEGIN SELECT RAISE(ABORT, 'events are immutable: an insert may not replace a logged row'); END;`,
         )
         .join('')}
@@ -411,7 +415,9 @@ export function registerFunctions(db: Database.Database): void {
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
   registerFunctions(db)
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  )
   const applied = new Set(
     (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
   )
@@ -419,13 +425,19 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
   const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck()
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue
-    const ran = db.transaction(() => {
-      // Another connection may have applied it since we looked: check under the write lock.
-      if (isApplied.get(m.version)) return false
-      db.exec(m.sql)
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now())
-      return true
-    }).immediate()
+    const ran = db
+      .transaction(() => {
+        // Another connection may have applied it since we looked: check under the write lock.
+        if (isApplied.get(m.version)) return false
+        db.exec(m.sql)
+        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+          m.version,
+          m.name,
+          Date.now(),
+        )
+        return true
+      })
+      .immediate()
     if (ran) count++
   }
   return count

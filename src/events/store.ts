@@ -51,10 +51,10 @@ interface PendingAppend {
   reject(err: unknown): void
 }
 
-
 /** Event data whose first key is a partId starts so (schema migration 6). */
 const PART_PREFIX = '{"partId":"'
 /** Characters JSON.stringify writes as they are: no quote, backslash, control character or surrogate. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this must exclude
 const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
 
 /** Past this many remembered stream versions the store forgets them all (they are only a shortcut). */
@@ -100,7 +100,9 @@ export class EventStore {
   /** session ids, types and metas as the integers event_log stores (schema migration 5) */
   private readonly interned: { stream: Interned; type: Interned; meta: Interned; part: Interned }
   /** Made once: better-sqlite3 builds several wrapper functions per transaction() call. */
-  private readonly write: Database.Transaction<(batch: readonly PendingAppend[], at: number, atIso: string) => ReturnType<EventStore['insertBatch']>>
+  private readonly write: Database.Transaction<
+    (batch: readonly PendingAppend[], at: number, atIso: string) => ReturnType<EventStore['insertBatch']>
+  >
 
   constructor(db: Database.Database, options: StoreOptions = {}) {
     this.db = db
@@ -112,13 +114,21 @@ export class EventStore {
       insert: db.prepare(
         'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
-      version: db.prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)').pluck(),
+      version: db
+        .prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)')
+        .pluck(),
       streamVersion: db.prepare('SELECT MAX(version) FROM event_log WHERE stream = ?').pluck(),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
-      sessionFrom: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?'),
-      sessionBefore: db.prepare('SELECT * FROM events WHERE session_id = ? AND version <= ? ORDER BY version DESC LIMIT ?'),
-      filtered: db.prepare('SELECT * FROM events WHERE session_id IN (SELECT value FROM json_each(?)) AND seq > ? ORDER BY seq LIMIT ?'),
+      sessionFrom: db.prepare(
+        'SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?',
+      ),
+      sessionBefore: db.prepare(
+        'SELECT * FROM events WHERE session_id = ? AND version <= ? ORDER BY version DESC LIMIT ?',
+      ),
+      filtered: db.prepare(
+        'SELECT * FROM events WHERE session_id IN (SELECT value FROM json_each(?)) AND seq > ? ORDER BY seq LIMIT ?',
+      ),
       allAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
       head: db.prepare('SELECT MAX(seq) FROM events').pluck(),
       bySeq: db.prepare('SELECT * FROM events WHERE seq = ?'),
@@ -130,7 +140,9 @@ export class EventStore {
       meta: new Interned(db, 'event_metas', 'meta', 1024, 'substr(meta, -10)'), // migration 8
       part: new Interned(db, 'event_parts', 'part_id', 4096),
     }
-    this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) => this.insertBatch(batch, at, atIso))
+    this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) =>
+      this.insertBatch(batch, at, atIso),
+    )
     this.headSeq = (this.stmt.head.get() as number | null) ?? 0
   }
 
@@ -218,7 +230,9 @@ export class EventStore {
       }
       return
     }
-    batch.forEach((item, i) => item.resolve(committed[i] ?? []))
+    batch.forEach((item, i) => {
+      item.resolve(committed[i] ?? [])
+    })
   }
 
   private commit(batch: readonly PendingAppend[]): StoredEvent[][] {
@@ -263,7 +277,8 @@ export class EventStore {
     const partId = (e.data as { partId?: unknown }).partId
     // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly;
     // and only when it is the first key: the JSON then starts {"partId":"<id>".
-    if (typeof partId !== 'string' || !PLAIN.test(partId) || !json.startsWith(PART_PREFIX)) return [deflated(json), null]
+    if (typeof partId !== 'string' || !PLAIN.test(partId) || !json.startsWith(PART_PREFIX))
+      return [deflated(json), null]
     return [deflated(json.slice(PART_PREFIX.length + partId.length + 1)), this.interned.part.id(partId)]
   }
 
@@ -286,7 +301,11 @@ export class EventStore {
     const all: StoredEvent[] = []
     for (const { sessionId, events, options } of batch) {
       const stream = this.interned.stream.id(sessionId)
-      let version = versions.get(stream) ?? this.streamVersions.get(stream) ?? (this.stmt.streamVersion.get(stream) as number | null) ?? 0
+      let version =
+        versions.get(stream) ??
+        this.streamVersions.get(stream) ??
+        (this.stmt.streamVersion.get(stream) as number | null) ??
+        0
       if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
         throw new ChronicleError(
           'VERSION_CONFLICT',
@@ -309,7 +328,16 @@ export class EventStore {
           )
         }
         const [data, part] = this.encode(e)
-        const { lastInsertRowid } = this.stmt.insert.run(stream, version, this.interned.type.id(e.type), CURRENT_SCHEMA_VERSION, data, meta, itemAt, part)
+        const { lastInsertRowid } = this.stmt.insert.run(
+          stream,
+          version,
+          this.interned.type.id(e.type),
+          CURRENT_SCHEMA_VERSION,
+          data,
+          meta,
+          itemAt,
+          part,
+        )
         stored.push({
           seq: Number(lastInsertRowid),
           sessionId,
@@ -372,7 +400,9 @@ export class EventStore {
 
   /** One session's own events with seq < before, newest first, at most `limit`. */
   readSessionBackward(sessionId: string, before: number, limit: number): StoredEvent[] {
-    return (this.stmt.sessionBefore.all(sessionId, this.versionAt(sessionId, before - 1), limit) as EventRow[]).map(toEvent)
+    return (this.stmt.sessionBefore.all(sessionId, this.versionAt(sessionId, before - 1), limit) as EventRow[]).map(
+      toEvent,
+    )
   }
 
   /**
@@ -393,7 +423,10 @@ export class EventStore {
   }
 
   /** Iterates one session's events in keyset pages, never holding more than a page. */
-  *iterateSession(sessionId: string, opts: { after?: number; upTo?: number; pageSize?: number } = {}): Generator<StoredEvent> {
+  *iterateSession(
+    sessionId: string,
+    opts: { after?: number; upTo?: number; pageSize?: number } = {},
+  ): Generator<StoredEvent> {
     const pageSize = opts.pageSize ?? 1000
     const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.versionAt(sessionId, opts.upTo)
     let from = opts.after ? this.versionAt(sessionId, opts.after) : 0

@@ -106,7 +106,18 @@ export function createApi(deps: AppDeps): Api {
       execute(
         store,
         id,
-        (s) => decideSession({ type: 'create', directory, agent, model: p.model ?? deps.defaults.model, ...(p.title && { title: p.title }) }, s, id),
+        (s) =>
+          decideSession(
+            {
+              type: 'create',
+              directory,
+              agent,
+              model: p.model ?? deps.defaults.model,
+              ...(p.title && { title: p.title }),
+            },
+            s,
+            id,
+          ),
         { meta: { actor: 'user' }, durability: 'full' },
       )
       return { session: session(id) }
@@ -119,7 +130,10 @@ export function createApi(deps: AppDeps): Api {
       return { session: session(p.session) }
     },
     'session.archive'(p) {
-      execute(store, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), { meta: { actor: 'user' }, durability: 'full' })
+      execute(store, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), {
+        meta: { actor: 'user' },
+        durability: 'full',
+      })
       return {}
     },
     'input.submit'(p) {
@@ -134,7 +148,13 @@ export function createApi(deps: AppDeps): Api {
     },
     'permission.reply'(p) {
       const { requestId, reply, message } = p
-      permissionCommand(store, deps.ids, p.session, { type: 'reply', requestId, reply, ...(message !== undefined && { message }) }, { actor: 'user', request: requestId })
+      permissionCommand(
+        store,
+        deps.ids,
+        p.session,
+        { type: 'reply', requestId, reply, ...(message !== undefined && { message }) },
+        { actor: 'user', request: requestId },
+      )
       return {}
     },
     'permission.rules'(p) {
@@ -155,7 +175,12 @@ export function createApi(deps: AppDeps): Api {
       const s = session(p.session)
       if (p.at === undefined || !deps.timeTravel?.stateAt) {
         if (p.at !== undefined) missing('time travel')
-        return { session: s, messages: getMessages(store, p.session), parts: getParts(store, p.session), seq: s.lastSeq }
+        return {
+          session: s,
+          messages: getMessages(store, p.session),
+          parts: getParts(store, p.session),
+          seq: s.lastSeq,
+        }
       }
       return deps.timeTravel.stateAt(p.session, p.at)
     },

@@ -1,8 +1,19 @@
 import { setMaxListeners } from 'node:events'
 import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify'
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify'
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod'
 import { ChronicleError } from '../events/errors.js'
 import { createApi } from './api.js'
 import { SessionFanout } from './ws/fanout.js'
@@ -14,7 +25,13 @@ import { sessionRoutes } from './routes/sessions.js'
 import { checkRequest, redactUrl, selectProtocol } from './security.js'
 import { Connection } from './ws/connection.js'
 
-export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>
 
 export interface RouteInfo {
   readonly method: string
@@ -59,7 +76,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const problem = toProblem(err)
     if (problem.internal) req.log.error({ err }, 'request failed')
     if (problem.status === 401) void reply.header('www-authenticate', 'Bearer realm="chronicle"')
-    void reply.status(problem.status).type('application/problem+json').send(problemBody(problem, redactUrl(req.url)))
+    void reply
+      .status(problem.status)
+      .type('application/problem+json')
+      .send(problemBody(problem, redactUrl(req.url)))
   })
   app.setNotFoundHandler((req) => {
     throw new ChronicleError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`)
@@ -93,7 +113,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       checkRequest(req, policy)
     } catch (err) {
       // Refusals are logged (never the token): an exposed server should not be probed unseen.
-      req.log.warn({ url: redactUrl(req.url), origin: req.headers.origin, host: req.headers.host, code: (err as ChronicleError).code }, 'request refused')
+      req.log.warn(
+        {
+          url: redactUrl(req.url),
+          origin: req.headers.origin,
+          host: req.headers.host,
+          code: (err as ChronicleError).code,
+        },
+        'request refused',
+      )
       throw err
     }
   })

@@ -45,7 +45,6 @@ export interface TimeTravelPort {
   history(sessionId: string, opts: { after?: number; before?: number; limit?: number }): HistoryPage
 }
 
-
 export interface AppDeps {
   readonly store: EventStore
   readonly ids: IdSource

@@ -41,9 +41,16 @@ export function toProblem(err: unknown): Problem {
     if (err.code === 'INTERNAL' || err.code === 'CORRUPT_EVENT') {
       return { code: err.code, message: err.message, status: err.status, internal: true }
     }
-    return { code: err.code, message: err.message, status: err.status, internal: false, ...(err.details && { details: err.details }) }
+    return {
+      code: err.code,
+      message: err.message,
+      status: err.status,
+      internal: false,
+      ...(err.details && { details: err.details }),
+    }
   }
-  if (err instanceof z.ZodError) return badRequest(err.issues.map((i) => ({ path: pathOf(i.path), message: i.message })))
+  if (err instanceof z.ZodError)
+    return badRequest(err.issues.map((i) => ({ path: pathOf(i.path), message: i.message })))
   const f = (err ?? {}) as FastifyLikeError
   if (Array.isArray(f.validation)) {
     const where = f.validationContext ?? 'body'
@@ -56,7 +63,12 @@ export function toProblem(err: unknown): Problem {
   }
   const known = f.code ? FASTIFY_CODES[f.code] : undefined
   if (known) {
-    return { code: known.code, message: f.message ?? known.code, status: known.status ?? ERROR_STATUS[known.code], internal: false }
+    return {
+      code: known.code,
+      message: f.message ?? known.code,
+      status: known.status ?? ERROR_STATUS[known.code],
+      internal: false,
+    }
   }
   if (typeof f.statusCode === 'number' && f.statusCode >= 400 && f.statusCode < 500) {
     return { code: 'BAD_REQUEST', message: f.message ?? 'bad request', status: f.statusCode, internal: false }
@@ -89,5 +101,7 @@ export function problemBody(p: Problem, instance?: string): Record<string, unkno
 
 /** The `error` member of a WebSocket reply. */
 export function errorBody(p: Problem): ErrorBody {
-  return p.internal ? { code: 'INTERNAL', message: 'internal error' } : { code: p.code, message: p.message, ...(p.details && { details: p.details }) }
+  return p.internal
+    ? { code: 'INTERNAL', message: 'internal error' }
+    : { code: p.code, message: p.message, ...(p.details && { details: p.details }) }
 }

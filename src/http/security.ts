@@ -53,7 +53,10 @@ export function presentedToken(req: FastifyRequest): string | undefined {
   }
   const protocols = req.headers['sec-websocket-protocol']
   if (protocols !== undefined) {
-    const entry = protocols.split(',').map((p) => p.trim()).find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX))
+    const entry = protocols
+      .split(',')
+      .map((p) => p.trim())
+      .find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX))
     if (entry !== undefined) return entry.slice(TOKEN_PROTOCOL_PREFIX.length)
   }
   const query = req.url.indexOf('?')

@@ -55,7 +55,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       }
       const parts: Part[] = input.parts.map((p, i) => {
         const partId = partIds[i]
-        if (partId === undefined) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} lacks a part id for part ${i}`)
+        if (partId === undefined)
+          throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} lacks a part id for part ${i}`)
         return p.type === 'text'
           ? { ...base(session, messageId, partId), type: 'text', text: p.text, ended: true }
           : { ...base(session, messageId, partId), ...p, type: 'file' }
@@ -69,14 +70,22 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
     case 'run.started':
       return {
-        session: touch(session, event, { status: 'busy', run: { runId: event.data.runId, attempt: 0, cancelRequested: false }, retry: null }),
+        session: touch(session, event, {
+          status: 'busy',
+          run: { runId: event.data.runId, attempt: 0, cancelRequested: false },
+          retry: null,
+        }),
       }
     case 'run.resumed':
       return {
         session: touch(session, event, {
           // a resumed run whose calls still wait on re-offered permission requests is waiting, not busy
           status: session.pendingPermissions.length > 0 ? 'waiting' : 'busy',
-          run: { runId: event.data.runId, attempt: event.data.attempt, cancelRequested: session.run?.cancelRequested ?? false },
+          run: {
+            runId: event.data.runId,
+            attempt: event.data.attempt,
+            cancelRequested: session.run?.cancelRequested ?? false,
+          },
         }),
       }
     case 'run.cancel.requested':
@@ -110,7 +119,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'message.completed': {
       const { messageId, finish, usage, cost, error } = event.data
       const message = view.messages.get(messageId)
-      if (!message) throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} completes unknown message ${messageId}`)
+      if (!message)
+        throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} completes unknown message ${messageId}`)
       return {
         session: touch(session, event, { totals: addTotals(session.totals, usage, cost) }),
         messages: [
@@ -135,7 +145,10 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     }
     case 'step.finished': {
       const { messageId, partId, finishReason, usage } = event.data
-      return { session: touch(session, event), parts: [{ ...base(session, messageId, partId), type: 'step-finish', finishReason, usage }] }
+      return {
+        session: touch(session, event),
+        parts: [{ ...base(session, messageId, partId), type: 'step-finish', finishReason, usage }],
+      }
     }
     case 'step.retried': {
       const { attempt, delayMs, error } = event.data
@@ -145,7 +158,10 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'text.started':
     case 'reasoning.started': {
       const type = event.type === 'text.started' ? 'text' : 'reasoning'
-      return { session: touch(session, event), parts: [{ ...base(session, event.data.messageId, event.data.partId), type, text: '', ended: false }] }
+      return {
+        session: touch(session, event),
+        parts: [{ ...base(session, event.data.messageId, event.data.partId), type, text: '', ended: false }],
+      }
     }
     case 'text.delta':
     case 'reasoning.delta':
@@ -153,13 +169,23 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event), parts: [grown(view, event) as Part] }
     case 'text.ended':
     case 'reasoning.ended': {
-      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, [
+        'text',
+        'reasoning',
+      ])
       return { session: touch(session, event), parts: [{ ...p, ended: true }] }
     }
 
     case 'tool.input.started': {
       const { messageId, partId, callId, tool } = event.data
-      const p: ToolPart = { ...base(session, messageId, partId), type: 'tool', callId, tool, state: 'pending', rawInput: '' }
+      const p: ToolPart = {
+        ...base(session, messageId, partId),
+        type: 'tool',
+        callId,
+        tool,
+        state: 'pending',
+        rawInput: '',
+      }
       return { session: touch(session, event), parts: [p] }
     }
     case 'tool.called': {
@@ -197,7 +223,10 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     }
     case 'tool.failed': {
       const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
-      return { session: touch(session, event), parts: [{ ...p, state: 'error', error: event.data.error, endedAt: event.at }] }
+      return {
+        session: touch(session, event),
+        parts: [{ ...p, state: 'error', error: event.data.error, endedAt: event.at }],
+      }
     }
 
     case 'permission.requested': {
@@ -212,7 +241,12 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ...(metadata && { metadata }),
         ...(from && { from }),
       }
-      return { session: touch(session, event, { status: 'waiting', pendingPermissions: [...session.pendingPermissions, pending] }) }
+      return {
+        session: touch(session, event, {
+          status: 'waiting',
+          pendingPermissions: [...session.pendingPermissions, pending],
+        }),
+      }
     }
     case 'permission.replied': {
       const pendingPermissions = session.pendingPermissions.filter((p) => p.requestId !== event.data.requestId)
@@ -220,9 +254,15 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event, { pendingPermissions, status }) }
     }
     case 'permission.rule.added':
-      return { session: touch(session, event, { approvals: [...session.approvals, { ruleId: event.data.ruleId, ...event.data.rule }] }) }
+      return {
+        session: touch(session, event, {
+          approvals: [...session.approvals, { ruleId: event.data.ruleId, ...event.data.rule }],
+        }),
+      }
     case 'permission.rule.removed':
-      return { session: touch(session, event, { approvals: session.approvals.filter((r) => r.ruleId !== event.data.ruleId) }) }
+      return {
+        session: touch(session, event, { approvals: session.approvals.filter((r) => r.ruleId !== event.data.ruleId) }),
+      }
 
     case 'compaction.requested':
       return {
@@ -236,7 +276,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         }),
       }
     case 'compaction.started':
-      return { session: touch(session, event, { compaction: compaction(session, event.data.compactionId, { status: 'running' }) }) }
+      return {
+        session: touch(session, event, {
+          compaction: compaction(session, event.data.compactionId, { status: 'running' }),
+        }),
+      }
     case 'compaction.completed': {
       const { compactionId, summaryMessageId, tailStartMessageId } = event.data
       const applied = { summaryMessageId, ...(tailStartMessageId && { tailStartMessageId }) }
@@ -244,7 +288,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event, { compaction: compaction(session, compactionId, patch) }) }
     }
     case 'compaction.failed':
-      return { session: touch(session, event, { compaction: compaction(session, event.data.compactionId, { status: 'failed' }) }) }
+      return {
+        session: touch(session, event, {
+          compaction: compaction(session, event.data.compactionId, { status: 'failed' }),
+        }),
+      }
 
     case 'subtask.started': {
       const { partId, callId, childSessionId } = event.data
@@ -289,7 +337,10 @@ export function grown(view: SessionView, event: StoredEvent): Part | undefined {
   switch (event.type) {
     case 'text.delta':
     case 'reasoning.delta': {
-      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, ['text', 'reasoning'])
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, [
+        'text',
+        'reasoning',
+      ])
       return { ...p, text: p.text + event.data.text }
     }
     case 'tool.input.delta': {
@@ -301,11 +352,19 @@ export function grown(view: SessionView, event: StoredEvent): Part | undefined {
 }
 
 /** The part an event names, which must exist with one of the given types. */
-function partOf<P extends Part>(view: SessionView, event: StoredEvent, partId: string, type: P['type'] | P['type'][]): P {
+function partOf<P extends Part>(
+  view: SessionView,
+  event: StoredEvent,
+  partId: string,
+  type: P['type'] | P['type'][],
+): P {
   const found = view.parts.get(partId)
   const types = Array.isArray(type) ? type : [type]
   if (!found || !types.includes(found.type)) {
-    throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) names unknown ${types.join('/')} part ${partId}`)
+    throw new ChronicleError(
+      'CORRUPT_EVENT',
+      `event ${event.seq} (${event.type}) names unknown ${types.join('/')} part ${partId}`,
+    )
   }
   return found as P
 }
@@ -378,7 +437,12 @@ function compaction(session: Session, compactionId: string, patch: Partial<NonNu
   const base =
     current && current.compactionId === compactionId
       ? current
-      : { compactionId, reason: 'auto', status: 'requested' as const, ...(current?.applied && { applied: current.applied }) }
+      : {
+          compactionId,
+          reason: 'auto',
+          status: 'requested' as const,
+          ...(current?.applied && { applied: current.applied }),
+        }
   return { ...base, ...patch }
 }
 

@@ -110,8 +110,14 @@ export function importSessions(store: EventStore, ids: IdSource, jsonl: string):
       if (!first) return
       const to = sessionIds.get(first.sessionId) as string
       const events = group.map((l) => remap(l.event, sessionIds, seqs))
-      const stored = store.append(to, events, { expectedVersion: first.version - 1, meta: first.meta, at: Date.parse(first.at) })
-      stored.forEach((e, i) => seqs.set((group[i] as ImportLine).seq, e.seq))
+      const stored = store.append(to, events, {
+        expectedVersion: first.version - 1,
+        meta: first.meta,
+        at: Date.parse(first.at),
+      })
+      stored.forEach((e, i) => {
+        seqs.set((group[i] as ImportLine).seq, e.seq)
+      })
       counts.set(first.sessionId, first.version - 1 + stored.length)
       appended += stored.length
       group = []
@@ -119,14 +125,23 @@ export function importSessions(store: EventStore, ids: IdSource, jsonl: string):
     for (const line of checked.lines) {
       const last = group[group.length - 1]
       // One append per run of lines with the same session, time and meta (a fork's point is always in an earlier run).
-      if (last && (last.sessionId !== line.sessionId || last.at !== line.at || JSON.stringify(last.meta) !== JSON.stringify(line.meta))) flush()
+      if (
+        last &&
+        (last.sessionId !== line.sessionId ||
+          last.at !== line.at ||
+          JSON.stringify(last.meta) !== JSON.stringify(line.meta))
+      )
+        flush()
       group.push(line)
     }
     flush()
     for (const originalId of checked.sessions) {
       const events = counts.get(originalId) as number
       const marker: ChronicleEvent = { type: 'session.imported', data: { originalId, importId, events, digest } }
-      appended += store.append(sessionIds.get(originalId) as string, [marker], { expectedVersion: events, meta: IMPORT_META }).length
+      appended += store.append(sessionIds.get(originalId) as string, [marker], {
+        expectedVersion: events,
+        meta: IMPORT_META,
+      }).length
     }
   }
   store.flush()
@@ -150,11 +165,20 @@ export function importSessions(store: EventStore, ids: IdSource, jsonl: string):
 const IMPORT_META: EventMeta = { actor: 'user', command: 'import' }
 
 /** An imported event with the session ids it names, and a fork's point, as they are in this store. */
-function remap(event: ChronicleEvent, ids: ReadonlyMap<string, string>, seqs: ReadonlyMap<number, number>): ChronicleEvent {
+function remap(
+  event: ChronicleEvent,
+  ids: ReadonlyMap<string, string>,
+  seqs: ReadonlyMap<number, number>,
+): ChronicleEvent {
   const id = (original: string) => ids.get(original) as string
   switch (event.type) {
     case 'session.created':
-      return event.data.parent ? { ...event, data: { ...event.data, parent: { ...event.data.parent, sessionId: id(event.data.parent.sessionId) } } } : event
+      return event.data.parent
+        ? {
+            ...event,
+            data: { ...event.data, parent: { ...event.data.parent, sessionId: id(event.data.parent.sessionId) } },
+          }
+        : event
     case 'session.forked': {
       const { sessionId, seq } = event.data.from
       return { ...event, data: { ...event.data, from: { sessionId: id(sessionId), seq: seqs.get(seq) as number } } }
@@ -164,7 +188,9 @@ function remap(event: ChronicleEvent, ids: ReadonlyMap<string, string>, seqs: Re
     case 'subtask.finished':
       return { ...event, data: { ...event.data, childSessionId: id(event.data.childSessionId) } }
     case 'permission.requested':
-      return event.data.from ? { ...event, data: { ...event.data, from: { ...event.data.from, sessionId: id(event.data.from.sessionId) } } } : event
+      return event.data.from
+        ? { ...event, data: { ...event.data, from: { ...event.data.from, sessionId: id(event.data.from.sessionId) } } }
+        : event
     default:
       return event
   }
@@ -175,7 +201,11 @@ function remap(event: ChronicleEvent, ids: ReadonlyMap<string, string>, seqs: Re
  * through an import's `seqs` and `ids`): what the import of its export holds
  * right before its session.imported marker.
  */
-export function renumberView(view: SessionView, seqs: ReadonlyMap<number, number>, ids: ReadonlyMap<string, string> = new Map()): SessionView {
+export function renumberView(
+  view: SessionView,
+  seqs: ReadonlyMap<number, number>,
+  ids: ReadonlyMap<string, string> = new Map(),
+): SessionView {
   const seq = (n: number) => seqs.get(n) ?? n
   const id = (sessionId: string) => ids.get(sessionId) ?? sessionId
   const s = view.session
@@ -183,7 +213,9 @@ export function renumberView(view: SessionView, seqs: ReadonlyMap<number, number
   const parts = new Map(
     [...view.parts].map(([key, p]): [string, Part] => [
       key,
-      p.type === 'subtask' ? { ...p, sessionId: id(p.sessionId), childSessionId: id(p.childSessionId) } : { ...p, sessionId: id(p.sessionId) },
+      p.type === 'subtask'
+        ? { ...p, sessionId: id(p.sessionId), childSessionId: id(p.childSessionId) }
+        : { ...p, sessionId: id(p.sessionId) },
     ]),
   )
   return {
@@ -194,7 +226,11 @@ export function renumberView(view: SessionView, seqs: ReadonlyMap<number, number
       lastSeq: seq(s.lastSeq),
       forkedFrom: s.forkedFrom && { sessionId: id(s.forkedFrom.sessionId), seq: seq(s.forkedFrom.seq) },
       inbox: s.inbox.map((i) => ({ ...i, seq: seq(i.seq) })),
-      pendingPermissions: s.pendingPermissions.map((p) => ({ ...p, seq: seq(p.seq), ...(p.from && { from: { ...p.from, sessionId: id(p.from.sessionId) } }) })),
+      pendingPermissions: s.pendingPermissions.map((p) => ({
+        ...p,
+        seq: seq(p.seq),
+        ...(p.from && { from: { ...p.from, sessionId: id(p.from.sessionId) } }),
+      })),
     },
     messages,
     parts,

@@ -37,7 +37,12 @@ export function foldSession(reader: EventReader, sessionId: string, upTo?: numbe
 }
 
 /** foldSession with a pluggable way to resolve what a fork inherits (snapshots plug in here). */
-export function foldFrom(reader: EventReader, sessionId: string, upTo: number | undefined, inherit: InheritFn): SessionView {
+export function foldFrom(
+  reader: EventReader,
+  sessionId: string,
+  upTo: number | undefined,
+  inherit: InheritFn,
+): SessionView {
   let view = emptyView()
   let first = true
   for (const event of reader.iterateSession(sessionId, upTo === undefined ? {} : { upTo })) {

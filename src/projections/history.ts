@@ -40,7 +40,10 @@ export function history(store: EventStore, sessionId: string, query: HistoryQuer
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_HISTORY_LIMIT) {
     throw new ChronicleError('BAD_REQUEST', `limit must be an integer from 1 to ${MAX_HISTORY_LIMIT}`)
   }
-  for (const [name, value] of [['after', query.after], ['before', query.before]] as const) {
+  for (const [name, value] of [
+    ['after', query.after],
+    ['before', query.before],
+  ] as const) {
     if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
       throw new ChronicleError('BAD_REQUEST', `${name} must be a non-negative integer seq`)
     }
@@ -74,7 +77,14 @@ function* range(store: EventStore, segment: Segment, lo: number, hi: number, bac
   const afterVersion = versionAtOrBefore(store.db, segment.sessionId, from, max)
   const upToVersion = versionAtOrBefore(store.db, segment.sessionId, to, max)
   let n = 0
-  for (const event of eventsByVersion(store.db, segment.sessionId, afterVersion, upToVersion, backward ? 'backward' : 'forward', Math.min(limit, 1000))) {
+  for (const event of eventsByVersion(
+    store.db,
+    segment.sessionId,
+    afterVersion,
+    upToVersion,
+    backward ? 'backward' : 'forward',
+    Math.min(limit, 1000),
+  )) {
     yield event
     if (++n >= limit) return
   }

@@ -34,7 +34,11 @@ import { emptyView, type SessionView } from './model.js'
 
 export const EXPORT_FORMAT = 1
 
-const ExportHeader = z.object({ chronicle: z.literal('session-export'), format: z.number().int(), sessionId: z.string().min(1) })
+const ExportHeader = z.object({
+  chronicle: z.literal('session-export'),
+  format: z.number().int(),
+  sessionId: z.string().min(1),
+})
 
 const ExportLine = z.object({
   seq: z.number().int().positive(),
@@ -96,15 +100,24 @@ class ImportCheck {
   private readonly named = new Set<string>()
   private readonly reader: EventReader = {
     iterateSession: (sessionId, opts) => this.eventsOf(sessionId, opts?.after, opts?.upTo),
-    readSession: (sessionId, opts) => this.eventsOf(sessionId, opts?.after, opts?.upTo).slice(0, opts?.limit ?? undefined),
+    readSession: (sessionId, opts) =>
+      this.eventsOf(sessionId, opts?.after, opts?.upTo).slice(0, opts?.limit ?? undefined),
   }
 
   line(n: number, text: string): void {
     const json = parseJson(n, text)
     const header = ExportHeader.safeParse(json)
     if (this.header === undefined) {
-      if (!header.success) throw invalid(n, 'the file does not start with an export header {"chronicle":"session-export","format":1,"sessionId":…}')
-      if (header.data.format !== EXPORT_FORMAT) throw invalid(n, `export format ${header.data.format} is not supported (this version reads format ${EXPORT_FORMAT})`)
+      if (!header.success)
+        throw invalid(
+          n,
+          'the file does not start with an export header {"chronicle":"session-export","format":1,"sessionId":…}',
+        )
+      if (header.data.format !== EXPORT_FORMAT)
+        throw invalid(
+          n,
+          `export format ${header.data.format} is not supported (this version reads format ${EXPORT_FORMAT})`,
+        )
       this.header = { line: n, sessionId: header.data.sessionId }
       return
     }
@@ -115,7 +128,8 @@ class ImportCheck {
   done(): CheckedImport {
     if (this.header === undefined) throw invalid(1, 'the file is empty')
     const { line, sessionId } = this.header
-    if (!this.sessions.has(sessionId)) throw invalid(line, `the header names session ${sessionId}, but the file holds no event of it`)
+    if (!this.sessions.has(sessionId))
+      throw invalid(line, `the header names session ${sessionId}, but the file holds no event of it`)
     const references = [...this.named].filter((id) => !this.sessions.has(id))
     return { exported: sessionId, lines: this.lines, sessions: [...this.sessions.keys()], references }
   }
@@ -124,7 +138,11 @@ class ImportCheck {
     const envelope = ExportLine.safeParse(json)
     if (!envelope.success) throw invalid(n, `not an event line: ${z.prettifyError(envelope.error)}`)
     const { seq, sessionId, version, type, schemaVersion, data, meta, at } = envelope.data
-    if (schemaVersion !== CURRENT_SCHEMA_VERSION) throw invalid(n, `schema version ${schemaVersion} is not supported (this version writes ${CURRENT_SCHEMA_VERSION})`)
+    if (schemaVersion !== CURRENT_SCHEMA_VERSION)
+      throw invalid(
+        n,
+        `schema version ${schemaVersion} is not supported (this version writes ${CURRENT_SCHEMA_VERSION})`,
+      )
     if (!(EVENT_TYPES as readonly string[]).includes(type)) throw invalid(n, `unknown event type ${type}`)
     const event = ChronicleEvent.safeParse({ type, data })
     if (!event.success) throw invalid(n, `invalid ${type} data: ${z.prettifyError(event.error)}`)
@@ -133,14 +151,29 @@ class ImportCheck {
 
   private event(n: number, line: ImportLine): void {
     const { seq, sessionId, version, event } = line
-    if (seq <= this.lastSeq) throw invalid(n, `seq ${seq} does not follow seq ${this.lastSeq}: seqs increase through the file`)
+    if (seq <= this.lastSeq)
+      throw invalid(n, `seq ${seq} does not follow seq ${this.lastSeq}: seqs increase through the file`)
     const known = this.sessions.get(sessionId)
     const expected = (known?.events.length ?? 0) + 1
     if (version !== expected) throw invalid(n, `session ${sessionId} jumps from version ${expected - 1} to ${version}`)
     const starts = event.type === 'session.created' || event.type === 'session.forked'
-    if (!known && !starts) throw invalid(n, `session ${sessionId} begins with ${event.type}: a session's first event is session.created or session.forked`)
-    if (known && starts) throw invalid(n, `${event.type} can only start a session; session ${sessionId} has already started`)
-    const stored = { seq, sessionId, version, type: event.type, schemaVersion: CURRENT_SCHEMA_VERSION, data: event.data, meta: line.meta, at: line.at } as StoredEvent
+    if (!known && !starts)
+      throw invalid(
+        n,
+        `session ${sessionId} begins with ${event.type}: a session's first event is session.created or session.forked`,
+      )
+    if (known && starts)
+      throw invalid(n, `${event.type} can only start a session; session ${sessionId} has already started`)
+    const stored = {
+      seq,
+      sessionId,
+      version,
+      type: event.type,
+      schemaVersion: CURRENT_SCHEMA_VERSION,
+      data: event.data,
+      meta: line.meta,
+      at: line.at,
+    } as StoredEvent
     const session = known ?? { events: [], view: this.startView(n, stored), inputs: new Set<string>() }
     checkInvariants(n, session, stored)
     try {
@@ -163,7 +196,8 @@ class ImportCheck {
     const { sessionId, seq } = first.data.from
     if (!this.bySeq.has(seq)) throw invalid(n, `the fork point seq ${seq} is not an earlier line of the file`)
     if (!this.sessions.has(sessionId)) throw invalid(n, `forks session ${sessionId}, which the file holds no event of`)
-    if (!this.inHistory(sessionId, seq)) throw invalid(n, `the fork point seq ${seq} is not an event of session ${sessionId}'s history`)
+    if (!this.inHistory(sessionId, seq))
+      throw invalid(n, `the fork point seq ${seq} is not an event of session ${sessionId}'s history`)
     const inherit: InheritFn = (from) => foldFrom(this.reader, from.sessionId, from.seq, inherit)
     return rekey(inherit(first.data.from), first.sessionId)
   }
@@ -173,7 +207,9 @@ class ImportCheck {
     const events = this.sessions.get(sessionId)?.events ?? []
     if (events.some((e) => e.seq === seq)) return true
     const first = events[0]
-    return first?.type === 'session.forked' && seq <= first.data.from.seq && this.inHistory(first.data.from.sessionId, seq)
+    return (
+      first?.type === 'session.forked' && seq <= first.data.from.seq && this.inHistory(first.data.from.sessionId, seq)
+    )
   }
 
   private eventsOf(sessionId: string, after = 0, upTo = Number.MAX_SAFE_INTEGER): StoredEvent[] {
@@ -200,7 +236,8 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
       so.inputs.add(e.data.inputId)
       return
     case 'input.delivered':
-      if (!session?.inbox.some((i) => i.inputId === e.data.inputId)) throw fail(`input ${e.data.inputId} is not an accepted, undelivered input`)
+      if (!session?.inbox.some((i) => i.inputId === e.data.inputId))
+        throw fail(`input ${e.data.inputId} is not an accepted, undelivered input`)
       if (view.messages.has(e.data.messageId)) throw fail(`message ${e.data.messageId} already exists`)
       for (const partId of e.data.partIds) newPart(partId)
       return
@@ -227,7 +264,9 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
     case 'tool.called': {
       const part = view.parts.get(e.data.partId)
       if (part && !(part.type === 'tool' && part.state === 'pending')) {
-        throw fail(`part ${e.data.partId} is ${part.type === 'tool' ? `a tool call already ${part.state}` : `a ${part.type} part`}`)
+        throw fail(
+          `part ${e.data.partId} is ${part.type === 'tool' ? `a tool call already ${part.state}` : `a ${part.type} part`}`,
+        )
       }
       return
     }
@@ -238,11 +277,13 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
     case 'tool.completed':
     case 'tool.failed': {
       const part = toolPart(e.data.partId)
-      if (part.state === 'completed' || part.state === 'error') throw fail(`tool call ${e.data.partId} already ended (${part.state})`)
+      if (part.state === 'completed' || part.state === 'error')
+        throw fail(`tool call ${e.data.partId} already ended (${part.state})`)
       return
     }
     case 'permission.requested':
-      if (session?.pendingPermissions.some((p) => p.requestId === e.data.requestId)) throw fail(`request ${e.data.requestId} is already pending`)
+      if (session?.pendingPermissions.some((p) => p.requestId === e.data.requestId))
+        throw fail(`request ${e.data.requestId} is already pending`)
       return
     case 'permission.replied':
       if (!session?.pendingPermissions.some((p) => p.requestId === e.data.requestId)) {
@@ -255,7 +296,8 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
     case 'subtask.started': {
       // The link to a child may be made again for the same call once the earlier child finished (evolve replaces it).
       const link = view.parts.get(`${e.data.partId}:subtask`)
-      if (link?.type === 'subtask' && link.outcome === undefined) throw fail(`part ${e.data.partId}:subtask already links a running child`)
+      if (link?.type === 'subtask' && link.outcome === undefined)
+        throw fail(`part ${e.data.partId}:subtask already links a running child`)
       return
     }
     default:

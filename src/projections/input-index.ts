@@ -55,9 +55,10 @@ export class InputIndex {
 /** Whether the session accepted an input with this id (a query of the log, for one-off checks). */
 export function inputAccepted(store: EventStore, sessionId: string, inputId: string): boolean {
   return (
-    prepared(store.db, "SELECT 1 FROM events WHERE session_id = ? AND type = 'input.accepted' AND json_extract(data, '$.inputId') = ? LIMIT 1", true).get(
-      sessionId,
-      inputId,
-    ) !== undefined
+    prepared(
+      store.db,
+      "SELECT 1 FROM events WHERE session_id = ? AND type = 'input.accepted' AND json_extract(data, '$.inputId') = ? LIMIT 1",
+      true,
+    ).get(sessionId, inputId) !== undefined
   )
 }

@@ -124,7 +124,9 @@ const statements = perConnection(prepare)
 function prepare(db: Database.Database) {
   return {
     seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
-    forward: db.prepare('SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?'),
+    forward: db.prepare(
+      'SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?',
+    ),
     backward: db.prepare(
       'SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version DESC LIMIT ?',
     ),

@@ -1,11 +1,4 @@
-import type {
-  Attachment,
-  InputPart,
-  PermissionRule,
-  RunOutcome,
-  ToolErrorKind,
-  Usage,
-} from '../events/catalogue.js'
+import type { Attachment, InputPart, PermissionRule, RunOutcome, ToolErrorKind, Usage } from '../events/catalogue.js'
 
 /** The read models (docs/EVENTS.md). Every field is derived from the log by evolve. */
 
@@ -59,7 +52,11 @@ export interface Session {
     readonly attempt: number
     readonly cancelRequested: boolean
   } | null
-  readonly lastRun: { readonly runId: string; readonly outcome: RunOutcome; readonly error?: { kind: string; message: string } } | null
+  readonly lastRun: {
+    readonly runId: string
+    readonly outcome: RunOutcome
+    readonly error?: { kind: string; message: string }
+  } | null
   readonly retry: { readonly attempt: number; readonly delayMs: number; readonly error: string } | null
   readonly totals: Totals
   /** rules configured for the session (session.rules.changed) */
@@ -86,7 +83,12 @@ export interface Session {
    * (SESSION_READ_ONLY) and never run; a fork of it needs a directory and inherits no rules,
    * approvals or inbox. Optional, so rows written before the field existed read the same.
    */
-  readonly imported?: { readonly originalId: string; readonly importId: string; readonly events: number; readonly digest: string }
+  readonly imported?: {
+    readonly originalId: string
+    readonly importId: string
+    readonly events: number
+    readonly digest: string
+  }
   readonly createdAt: string
   readonly updatedAt: string
   /** seq of the session's latest own event */

@@ -34,11 +34,14 @@ export function streamedField(part: Part): StreamedField | undefined {
 
 /** A part whose streamed string is complete: a text that ended, a tool whose input is in. */
 export function settled(part: Part): boolean {
-  return part.type === 'tool' ? part.state !== 'pending' : (part.type === 'text' || part.type === 'reasoning') && part.ended
+  return part.type === 'tool'
+    ? part.state !== 'pending'
+    : (part.type === 'text' || part.type === 'reasoning') && part.ended
 }
 
 /** Columns of `parts p` that fromRow reads. */
-export const PART_COLUMNS = 'p.session_id AS sessionId, p.id AS id, p.message_id AS messageId, p.data AS data, p.through AS through'
+export const PART_COLUMNS =
+  'p.session_id AS sessionId, p.id AS id, p.message_id AS messageId, p.data AS data, p.through AS through'
 
 export interface PartRow {
   readonly sessionId: string
@@ -50,13 +53,19 @@ export interface PartRow {
 
 /** The part as its row holds it (a streaming part without the deltas logged after `through`). */
 export function fromRow(row: PartRow): Part {
-  const stored = JSON.parse(typeof row.data === 'string' ? row.data : inflateRawSync(row.data).toString()) as Partial<Part>
+  const stored = JSON.parse(
+    typeof row.data === 'string' ? row.data : inflateRawSync(row.data).toString(),
+  ) as Partial<Part>
   // Key order as the projection makes them; a key the row kept (it differed from its column) wins.
   return { id: row.id, sessionId: row.sessionId, messageId: row.messageId, ...stored } as Part
 }
 
 /** The deltas that grow a streamed string, and the data field each carries. */
-const DELTA_FIELDS: Readonly<Record<string, string>> = { 'text.delta': 'text', 'reasoning.delta': 'text', 'tool.input.delta': 'delta' }
+const DELTA_FIELDS: Readonly<Record<string, string>> = {
+  'text.delta': 'text',
+  'reasoning.delta': 'text',
+  'tool.input.delta': 'delta',
+}
 
 /**
  * The parts of `rows` (all of one session), each streaming one completed
@@ -65,7 +74,12 @@ const DELTA_FIELDS: Readonly<Record<string, string>> = { 'text.delta': 'text', '
  * applying, which are in the log already): one read of the session's events
  * from the earliest of them.
  */
-export function withTails(db: Database.Database, sessionId: string, rows: readonly PartRow[], upTo = Number.MAX_SAFE_INTEGER): Part[] {
+export function withTails(
+  db: Database.Database,
+  sessionId: string,
+  rows: readonly PartRow[],
+  upTo = Number.MAX_SAFE_INTEGER,
+): Part[] {
   const parts = rows.map(fromRow)
   let from = Infinity
   const streaming = new Map<string, { index: number; through: number; chunks: string[] }>()
@@ -89,7 +103,8 @@ export function withTails(db: Database.Database, sessionId: string, rows: readon
     if (chunks.length === 0) continue
     const part = parts[index] as Part
     const field = streamedField(part)
-    if (field) parts[index] = { ...part, [field]: (part as unknown as Record<string, string>)[field] + chunks.join('') } as Part
+    if (field)
+      parts[index] = { ...part, [field]: (part as unknown as Record<string, string>)[field] + chunks.join('') } as Part
   }
   return parts
 }

@@ -113,11 +113,20 @@ class BatchWriter {
       const session = view.session as Session
       const touched = this.touched.get(sessionId) as Touched
       if (touched.changed) this.stmt.sessions.write(session, touched.created)
-      for (const id of touched.messages) this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message))
+      for (const id of touched.messages)
+        this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message))
       for (const id of touched.parts) this.stmt.parts.write(sessionId, view.parts.get(id) as Part, touched.version)
       // Cache what this batch touched (bounded), on top of what the view already held.
-      const messages = bounded(view.messages, touched.messages, () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId))
-      const parts = bounded(view.parts, [...touched.parts, ...touched.grown], () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId))
+      const messages = bounded(
+        view.messages,
+        touched.messages,
+        () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
+      )
+      const parts = bounded(
+        view.parts,
+        [...touched.parts, ...touched.grown],
+        () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
+      )
       this.cache.put(sessionId, { view: { session, messages, parts }, version: touched.version })
     }
   }
@@ -138,7 +147,11 @@ class BatchWriter {
  * least recently written go first). A read-through map from an earlier batch
  * is trimmed in place; any other (a fork's inherited view) is replaced.
  */
-function bounded<V>(from: Map<string, V>, touched: Iterable<string>, fresh: () => ReadThroughMap<V>): ReadThroughMap<V> {
+function bounded<V>(
+  from: Map<string, V>,
+  touched: Iterable<string>,
+  fresh: () => ReadThroughMap<V>,
+): ReadThroughMap<V> {
   const into = from instanceof ReadThroughMap ? (from as ReadThroughMap<V>) : fresh()
   for (const id of touched) {
     const value = from.get(id) as V

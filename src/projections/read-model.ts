@@ -25,12 +25,18 @@ export function requireSession(store: ReadModelSource, sessionId: string): Sessi
 }
 
 export function getMessage(store: ReadModelSource, sessionId: string, messageId: string): Message | undefined {
-  const data = prepared(store.db, 'SELECT data FROM messages WHERE session_id = ? AND id = ?', true).get(sessionId, messageId) as string | undefined
+  const data = prepared(store.db, 'SELECT data FROM messages WHERE session_id = ? AND id = ?', true).get(
+    sessionId,
+    messageId,
+  ) as string | undefined
   return data === undefined ? undefined : messageFromRow(sessionId, messageId, data)
 }
 
 export function getMessages(store: ReadModelSource, sessionId: string): Message[] {
-  const rows = prepared(store.db, 'SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as { id: string; data: string }[]
+  const rows = prepared(store.db, 'SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as {
+    id: string
+    data: string
+  }[]
   return rows.map((r) => messageFromRow(sessionId, r.id, r.data))
 }
 
@@ -39,7 +45,10 @@ export function getParts(store: ReadModelSource, sessionId: string, messageId?: 
   const rows = (
     messageId === undefined
       ? prepared(db, `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
-      : prepared(db, `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`).all(sessionId, messageId)
+      : prepared(
+          db,
+          `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`,
+        ).all(sessionId, messageId)
   ) as PartRow[]
   return withTails(db, sessionId, rows)
 }
@@ -77,7 +86,9 @@ export function listSessions(
     `SELECT s.id AS id, h.seq AS seq, h.version AS version, h.at AS at FROM ${SESSION_FROM}
        WHERE s.archived = ? AND (h.seq < ? OR (h.seq = ? AND s.id < ?))
        ORDER BY h.seq DESC, s.id DESC LIMIT ?`,
-  ).all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (Omit<SessionRow, 'data'> & { id: string })[]
+  ).all(archived, beforeSeq, beforeSeq, opts.cursor ? beforeId : '\uffff', limit + 1) as (Omit<SessionRow, 'data'> & {
+    id: string
+  })[]
   const more = keys.length > limit
   const page = keys.slice(0, limit)
   const last = page[page.length - 1]
@@ -91,7 +102,8 @@ export function listSessions(
 function decodeCursor(cursor: string): [number, string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown
-    if (Array.isArray(value) && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') return [value[0] as number, value[1]]
+    if (Array.isArray(value) && Number.isSafeInteger(value[0]) && typeof value[1] === 'string')
+      return [value[0] as number, value[1]]
   } catch {
     // fall through to the error below
   }

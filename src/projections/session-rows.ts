@@ -57,7 +57,8 @@ export function createSessionWriter(db: Database.Database): SessionWriter {
   const update = db.prepare('UPDATE sessions SET archived = ?, data = ? WHERE id = ?')
   return {
     write(session, created) {
-      if (created) insert.run(session.id, session.parent?.sessionId ?? null, session.archived ? 1 : 0, JSON.stringify(session))
+      if (created)
+        insert.run(session.id, session.parent?.sessionId ?? null, session.archived ? 1 : 0, JSON.stringify(session))
       else update.run(session.archived ? 1 : 0, JSON.stringify(session), session.id)
     },
   }

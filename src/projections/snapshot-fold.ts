@@ -54,7 +54,13 @@ export class SnapshotFold {
       apply(this.view, changes)
       this.version = event.version
       if (this.writing && event.version - this.base >= this.every) {
-        cache.write(this.sessionId, { version: event.version, seq: event.seq, baseVersion: this.base }, this.view, this.changed, this.prior)
+        cache.write(
+          this.sessionId,
+          { version: event.version, seq: event.seq, baseVersion: this.base },
+          this.view,
+          this.changed,
+          this.prior,
+        )
         this.base = event.version
         this.changed.messages.clear()
         this.changed.parts.clear()

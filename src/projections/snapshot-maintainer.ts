@@ -33,8 +33,9 @@ export function maintainSnapshots(store: EventStore, options: MaintainOptions = 
         let fold = folds.get(sessionId)
         folds.delete(sessionId)
         const version = store.version(sessionId)
-        if (!fold || !fold.isChainEnd()) {
-          const inherit = (from: { sessionId: string; seq: number }) => viewAt(store, from.sessionId, from.seq, { snapshotEvery: every })
+        if (!fold?.isChainEnd()) {
+          const inherit = (from: { sessionId: string; seq: number }) =>
+            viewAt(store, from.sessionId, from.seq, { snapshotEvery: every })
           fold = new SnapshotFold(store, sessionId, version, every, inherit)
         }
         fold.advance(version)

@@ -94,7 +94,9 @@ export class SnapshotCache {
       if (row.baseVersion !== (last?.version ?? 0)) break
       const delta = decode(row.data)
       if (!delta) break // an unreadable row ends the chain: the log answers from there
-      const parts = delta.parts.map((p) => (Array.isArray(p) ? appended(view, p as readonly [number, Part]) : (p as Part)))
+      const parts = delta.parts.map((p) =>
+        Array.isArray(p) ? appended(view, p as readonly [number, Part]) : (p as Part),
+      )
       if (parts.includes(undefined)) break // a suffix that does not fit: treat as the chain's end
       view.session = delta.session
       for (const m of delta.messages) view.messages.set(m.id, m)
@@ -127,7 +129,13 @@ export class SnapshotCache {
       parts: [...changed.parts].map((id) => storedPart(view.parts.get(id) as Part, prior.get(id))),
     }
     const json = JSON.stringify(delta)
-    this.stmt.insert.run(sessionId, row.version, row.seq, row.baseVersion, json.length < COMPRESS_FROM ? json : deflateRawSync(json))
+    this.stmt.insert.run(
+      sessionId,
+      row.version,
+      row.seq,
+      row.baseVersion,
+      json.length < COMPRESS_FROM ? json : deflateRawSync(json),
+    )
   }
 }
 

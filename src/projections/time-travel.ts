@@ -35,7 +35,8 @@ interface TimeTravelState {
 }
 
 const TIME_TRAVEL = Symbol('time travel')
-const stateOf = (store: EventStore) => store.local<TimeTravelState>(TIME_TRAVEL, () => ({ options: {}, recent: undefined }))
+const stateOf = (store: EventStore) =>
+  store.local<TimeTravelState>(TIME_TRAVEL, () => ({ options: {}, recent: undefined }))
 
 /** Sets the store's time-travel defaults (openStore does this with its options). */
 export function configureTimeTravel(store: EventStore, options: TimeTravelOptions): void {
@@ -62,7 +63,12 @@ export interface SessionState {
  * fork did not exist yet). Otherwise SEQ_OUT_OF_RANGE; unknown session:
  * SESSION_NOT_FOUND.
  */
-export function stateAt(store: EventStore, sessionId: string, seq?: number, options: TimeTravelOptions = {}): SessionState {
+export function stateAt(
+  store: EventStore,
+  sessionId: string,
+  seq?: number,
+  options: TimeTravelOptions = {},
+): SessionState {
   if (seq === undefined) store.flush()
   const at = locate(store, sessionId, seq)
   const view = ownViewAt(store, at, options)
@@ -78,7 +84,12 @@ export function stateAt(store: EventStore, sessionId: string, seq?: number, opti
  * stateAt as a SessionView (maps). The view may be shared with a cache: treat
  * it as read-only (fold.rekey copies it).
  */
-export function viewAt(store: EventStore, sessionId: string, seq?: number, options: TimeTravelOptions = {}): SessionView {
+export function viewAt(
+  store: EventStore,
+  sessionId: string,
+  seq?: number,
+  options: TimeTravelOptions = {},
+): SessionView {
   return ownViewAt(store, locate(store, sessionId, seq), options)
 }
 
@@ -97,12 +108,18 @@ export function ensureSnapshots(store: EventStore, sessionId: string, options: T
  * session with at least `snapshotEvery` events (the cache is never needed
  * for a correct answer; this only makes the next answers fast again).
  */
-export function rebuildSnapshots(store: EventStore, options: TimeTravelOptions = {}): { sessions: number; rows: number } {
+export function rebuildSnapshots(
+  store: EventStore,
+  options: TimeTravelOptions = {},
+): { sessions: number; rows: number } {
   store.flush()
   const k = every(store, options)
   store.db.exec('DELETE FROM snapshots')
   stateOf(store).recent = undefined
-  const ids = store.db.prepare('SELECT session_id FROM events WHERE version = ?').pluck().all(Math.max(k, 1)) as string[]
+  const ids = store.db
+    .prepare('SELECT session_id FROM events WHERE version = ?')
+    .pluck()
+    .all(Math.max(k, 1)) as string[]
   if (k > 0) for (const id of ids) ensureSnapshots(store, id, options)
   return { sessions: ids.length, rows: store.db.prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number }
 }

@@ -42,7 +42,13 @@ export function diffViews(sessionId: string, stored: SessionView, expected: Sess
   const same = (a: unknown, b: unknown) => canonical(a) === canonical(b)
   const exp = expected ?? { session: null, messages: new Map(), parts: new Map() }
   if (!same(stored.session, exp.session)) {
-    out.push({ sessionId, entity: 'session', id: sessionId, stored: stored.session ?? undefined, expected: exp.session ?? undefined })
+    out.push({
+      sessionId,
+      entity: 'session',
+      id: sessionId,
+      stored: stored.session ?? undefined,
+      expected: exp.session ?? undefined,
+    })
   }
   const compare = (entity: 'message' | 'part', a: Map<string, unknown>, b: Map<string, unknown>) => {
     for (const id of new Set([...a.keys(), ...b.keys()])) {
@@ -55,9 +61,13 @@ export function diffViews(sessionId: string, stored: SessionView, expected: Sess
 }
 
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  ) ?? 'undefined'
+  return (
+    JSON.stringify(value, (_key, v: unknown) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(
+            Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+          )
+        : v,
+    ) ?? 'undefined'
+  )
 }

@@ -128,14 +128,18 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.redactor && { redactor: deps.redactor }),
   }
   const coordinator = new RunCoordinator(
-    (sessionId, signal, resume) => (resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal)),
+    (sessionId, signal, resume) =>
+      resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal),
     (sessionId) => {
       store.flush()
       const session = getSession(store, sessionId)
       // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
       if (!session || session.imported) return undefined
       // A requested compaction is pending work too: a run performs it.
-      return session.inbox[0]?.inputId ?? (session.compaction?.status === 'requested' ? session.compaction.compactionId : undefined)
+      return (
+        session.inbox[0]?.inputId ??
+        (session.compaction?.status === 'requested' ? session.compaction.compactionId : undefined)
+      )
     },
     (sessionId, err) => deps.log?.error({ err, sessionId }, 'run coordinator failed'),
   )
@@ -174,7 +178,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return requested
     },
     async context(sessionId, seq) {
-      const { system, messages, tools, toolChoice, digest, agent } = await compileContext(store, sessionId, seq, loopDeps)
+      const { system, messages, tools, toolChoice, digest, agent } = await compileContext(
+        store,
+        sessionId,
+        seq,
+        loopDeps,
+      )
       return { system, messages, tools, toolChoice, digest, agent: agent.name }
     },
 

@@ -82,7 +82,9 @@ export function resolveAgents(
   configured: readonly Partial<AgentDefinition>[] = [],
   globalRules: readonly PermissionRule[] = [],
 ): Map<string, AgentDefinition> {
-  const agents = new Map<string, AgentDefinition>(DEFAULT_AGENTS.map((a) => [a.name, { ...a, rules: [...a.rules, ...globalRules] }]))
+  const agents = new Map<string, AgentDefinition>(
+    DEFAULT_AGENTS.map((a) => [a.name, { ...a, rules: [...a.rules, ...globalRules] }]),
+  )
   for (const c of configured) {
     if (!c.name) continue
     const base = agents.get(c.name) ?? {

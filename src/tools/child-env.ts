@@ -6,7 +6,19 @@
  * (`DATABASE_URL=postgres://u:pass@…` passed the old one), so nothing the
  * server holds reaches a command unless it is named here or by the user.
  */
-const ALLOWED = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TERM', 'TZ', 'COLORTERM', 'NO_COLOR'])
+const ALLOWED = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'TERM',
+  'TZ',
+  'COLORTERM',
+  'NO_COLOR',
+])
 const ALLOWED_PREFIXES = ['LC_']
 
 export interface ChildEnvOptions {

@@ -51,7 +51,11 @@ const CR = 0x0d
  * Calls `visit` with each line from `from` to `to`; `visit` returns false to
  * stop early (then `more` is true).
  */
-export async function scanLines(handle: FileHandle, opts: ScanOptions, visit: (line: ScannedLine) => boolean): Promise<ScanResult> {
+export async function scanLines(
+  handle: FileHandle,
+  opts: ScanOptions,
+  visit: (line: ScannedLine) => boolean,
+): Promise<ScanResult> {
   // UTF-8 takes at most 3 bytes per UTF-16 unit, so this many bytes always decode to more than keepChars
   const keepBytes = 3 * (opts.keepChars + 2)
   const kept = Buffer.alloc(keepBytes)

@@ -76,7 +76,7 @@ export class OutputCapture {
 
   /** Resolves when the saved file has taken what it was given. */
   drained(): Promise<void> {
-    return new Promise((resolve) => (this.file && this.file.writableNeedDrain ? this.file.once('drain', resolve) : resolve()))
+    return new Promise((resolve) => (this.file?.writableNeedDrain ? this.file.once('drain', resolve) : resolve()))
   }
 
   /** Sends the last progress, then ends the capture with `trailer` (e.g. the exit status, not live output). */
@@ -85,7 +85,9 @@ export class OutputCapture {
     this.report()
     this.write(trailer, false)
     if (this.all !== undefined) return { output: this.all, truncated: false, bytes: this.bytes }
-    await new Promise<void>((resolve, reject) => (this.file as WriteStream).end((err?: Error | null) => (err ? reject(err) : resolve())))
+    await new Promise<void>((resolve, reject) =>
+      (this.file as WriteStream).end((err?: Error | null) => (err ? reject(err) : resolve())),
+    )
     const head = firstOrLast(this.head, HEAD_LINES, 'head')
     const tail = firstOrLast(this.tail, MAX_LINES - HEAD_LINES - 2, 'tail')
     // Head and tail never overlap: output is cut only past MAX_BYTES (= HEAD_CHARS + TAIL_CHARS) or MAX_LINES lines.

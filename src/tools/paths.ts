@@ -42,7 +42,8 @@ export function realpathNearest(path: string, hops = 0): string {
       return join(realpathSync(current), ...missing.reverse())
     } catch {
       const target = danglingTarget(current)
-      if (target !== undefined && hops < MAX_LINK_HOPS) return join(realpathNearest(target, hops + 1), ...missing.reverse())
+      if (target !== undefined && hops < MAX_LINK_HOPS)
+        return join(realpathNearest(target, hops + 1), ...missing.reverse())
       const parent = dirname(current)
       if (parent === current) return resolve(path)
       missing.push(basename(current))
@@ -79,7 +80,11 @@ export interface AccessOptions {
  * trusted root or the session directory is accessed as is; anything else
  * asks `external_directory` for its directory (pattern `<dir>/*`).
  */
-export async function accessPath(ctx: ToolContext, filePath: string, options: AccessOptions = {}): Promise<ResolvedPath> {
+export async function accessPath(
+  ctx: ToolContext,
+  filePath: string,
+  options: AccessOptions = {},
+): Promise<ResolvedPath> {
   const resolved = resolveInWorkspace(ctx.directory, filePath)
   if (options.trusted?.some((t) => isWithin(realpathNearest(t), resolved.real))) return resolved
   assertNotForbidden(resolved, options.forbidden)
@@ -97,7 +102,10 @@ export async function accessPath(ctx: ToolContext, filePath: string, options: Ac
 /** Throws `denied` when the path is, or lies inside, a forbidden root. */
 export function assertNotForbidden(resolved: ResolvedPath, forbidden: readonly string[] = []): void {
   if (!isForbidden(resolved.real, forbidden)) return
-  throw new ToolFailure('denied', `${resolved.display} is inside Chronicle's own data or configuration, which no tool may read or change.`)
+  throw new ToolFailure(
+    'denied',
+    `${resolved.display} is inside Chronicle's own data or configuration, which no tool may read or change.`,
+  )
 }
 
 export function isForbidden(real: string, forbidden: readonly string[] = []): boolean {

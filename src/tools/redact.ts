@@ -17,7 +17,19 @@ export interface Secret {
 
 /** Names that hold credentials, and prefixes of variables that configure a service's access. */
 const SECRET_NAME = /(KEY|SECRET|TOKEN|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT)/i
-const SERVICE_PREFIXES = ['CHRONICLE_', 'OPENAI_', 'ANTHROPIC_', 'AWS_', 'AZURE_', 'GOOGLE_', 'GCP_', 'GITHUB_', 'GH_', 'NPM_CONFIG_', 'HF_']
+const SERVICE_PREFIXES = [
+  'CHRONICLE_',
+  'OPENAI_',
+  'ANTHROPIC_',
+  'AWS_',
+  'AZURE_',
+  'GOOGLE_',
+  'GCP_',
+  'GITHUB_',
+  'GH_',
+  'NPM_CONFIG_',
+  'HF_',
+]
 const URL_CREDENTIALS = /[a-z][a-z0-9+.-]*:\/\/([^/\s:@]*):([^/\s@]+)@/gi
 
 /** Whether a variable's name says its value is a credential. */
@@ -61,15 +73,17 @@ export function createRedactor(secrets: readonly Secret[]): Redactor {
   // Longest first, so a secret that contains another is replaced whole.
   const ordered = [...byValue.entries()].sort((a, b) => b[0].length - a[0].length)
   const longest = ordered[0]?.[0].length ?? 0
-  const pattern = ordered.length === 0 ? undefined : new RegExp(ordered.map(([v]) => escape(v)).join('|'), 'g')
+  const pattern = ordered.length === 0 ? undefined : new RegExp(ordered.map(([v]) => escapeRegExp(v)).join('|'), 'g')
 
-  const text = (input: string): string => (pattern && input.length >= MIN_SECRET ? input.replace(pattern, (v) => `[redacted:${byValue.get(v)}]`) : input)
+  const text = (input: string): string =>
+    pattern && input.length >= MIN_SECRET ? input.replace(pattern, (v) => `[redacted:${byValue.get(v)}]`) : input
 
   const value = <T>(input: T): T => {
     if (!pattern) return input
     if (typeof input === 'string') return text(input) as T
     if (Array.isArray(input)) return input.map(value) as T
-    if (input && typeof input === 'object') return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, value(v)])) as T
+    if (input && typeof input === 'object')
+      return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, value(v)])) as T
     return input
   }
 
@@ -103,6 +117,6 @@ function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff
 }
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }

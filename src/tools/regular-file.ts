@@ -27,7 +27,10 @@ export function kindOf(stat: Stats): string {
 
 export function notRegular(display: string, stat: Stats): ToolFailure {
   const kind = kindOf(stat)
-  return new ToolFailure('failed', kind === 'not a regular file' ? `${display} is not a regular file` : `${display} is ${kind}, not a regular file`)
+  return new ToolFailure(
+    'failed',
+    kind === 'not a regular file' ? `${display} is not a regular file` : `${display} is ${kind}, not a regular file`,
+  )
 }
 
 export interface OpenedFile {
@@ -49,7 +52,8 @@ export async function openRegularForRead(real: string, display: string): Promise
  * component that is a symlink was swapped in after the path was resolved.
  */
 export async function openRegularForWrite(real: string, display: string): Promise<OpenedFile> {
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW
+  const flags =
+    constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW
   const opened = await checked(await openOrFail(real, display, flags), display)
   await opened.handle.truncate(0)
   return opened

@@ -30,7 +30,10 @@ export interface Sandbox {
   /** whether commands can reach the network */
   readonly network: boolean
   /** the program and arguments that run `argv` confined to `workspace`, starting in `cwd` (argv itself when not confined) */
-  wrap(argv: readonly string[], place: { readonly workspace: string; readonly cwd: string }): { file: string; args: string[] }
+  wrap(
+    argv: readonly string[],
+    place: { readonly workspace: string; readonly cwd: string },
+  ): { file: string; args: string[] }
 }
 
 export interface SandboxOptions {
@@ -79,7 +82,9 @@ export async function detectSandbox(mode: 'auto' | 'off', options: SandboxOption
   try {
     const { file, args } = sandbox.wrap(['/bin/sh', '-c', 'true'], { workspace: probe, cwd: probe })
     const failure = await new Promise<string | undefined>((resolve) => {
-      execFile(file, args, { timeout: 10_000 }, (err, _stdout, stderr) => resolve(err ? (stderr.trim() || err.message).split('\n')[0] : undefined))
+      execFile(file, args, { timeout: 10_000 }, (err, _stdout, stderr) =>
+        resolve(err ? (stderr.trim() || err.message).split('\n')[0] : undefined),
+      )
     })
     return failure === undefined ? sandbox : unconfined('unavailable', `bubblewrap (bwrap) cannot run here: ${failure}`)
   } finally {

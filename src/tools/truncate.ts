@@ -28,7 +28,14 @@ function safeName(name: string): string {
 
 export function truncateOutput(
   text: string,
-  opts: { dataDir: string; sessionId: string; name: string; maxLines?: number; maxBytes?: number; keep?: 'head' | 'tail' },
+  opts: {
+    dataDir: string
+    sessionId: string
+    name: string
+    maxLines?: number
+    maxBytes?: number
+    keep?: 'head' | 'tail'
+  },
 ): Truncated {
   const maxLines = opts.maxLines ?? MAX_LINES
   const maxBytes = opts.maxBytes ?? MAX_BYTES

@@ -4,7 +4,18 @@ import { join } from 'node:path'
 import { createTick, type Tick } from './search/time-slice.js'
 
 /** Directories the search tools skip unless asked for explicitly. */
-export const DEFAULT_IGNORES = ['.git', 'node_modules', '.chronicle', 'dist', 'build', '.next', '.cache', '__pycache__', '.venv', 'coverage']
+export const DEFAULT_IGNORES = [
+  '.git',
+  'node_modules',
+  '.chronicle',
+  'dist',
+  'build',
+  '.next',
+  '.cache',
+  '__pycache__',
+  '.venv',
+  'coverage',
+]
 
 /** Entries a walk visits at most, unless the caller sets `limit`. */
 export const WALK_LIMIT = 100_000
@@ -56,7 +67,8 @@ export async function* walk(root: string, opts: WalkOptions = {}): AsyncGenerato
     if (opts.skip?.(entry)) continue
     if (++seen > limit) return
     yield entry
-    if (dirent.isDirectory()) stack.push({ dir: entry.path, relative: entry.relative, entries: await entriesOf(entry.path, limit), next: 0 })
+    if (dirent.isDirectory())
+      stack.push({ dir: entry.path, relative: entry.relative, entries: await entriesOf(entry.path, limit), next: 0 })
   }
 }
 

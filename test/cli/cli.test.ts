@@ -19,7 +19,10 @@ const SCRIPT = {
   chunkSize: 32,
   steps: [
     { when: { userContains: 'slowly' }, delayMs: 50, text: 'z'.repeat(32 * 200) },
-    { when: { afterToolResult: false, userContains: 'echo' }, toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo cli-ok', description: 'echo' } }] },
+    {
+      when: { afterToolResult: false, userContains: 'echo' },
+      toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo cli-ok', description: 'echo' } }],
+    },
     { when: { afterToolResult: true }, text: 'The command printed cli-ok.' },
   ],
 }
@@ -28,7 +31,12 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'chronicle-cli-'))
   data = join(dir, 'data')
   writeFileSync(join(dir, 'script.json'), JSON.stringify(SCRIPT))
-  env = { CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`, CHRONICLE_LOG_LEVEL: 'warn' }
+  env = {
+    CHRONICLE_DATA_DIR: data,
+    CHRONICLE_PORT: '0',
+    CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`,
+    CHRONICLE_LOG_LEVEL: 'warn',
+  }
   server = run(['serve'], env, dir)
   const [, found] = await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
   url = found as string
@@ -44,107 +52,147 @@ afterAll(async () => {
 describe('chronicle serve', () => {
   it('prints one line with the URL and the token, stored 0600 in the data dir, shown only on the first start', () => {
     const token = readFileSync(join(data, 'token'), 'utf8').trim()
-    expect(server.stdout.trim().split('\n')).toEqual([`Chronicle 0.1.0 listening on ${url} — token (shown once) ${token} stored in ${join(data, 'token')}`])
+    expect(server.stdout.trim().split('\n')).toEqual([
+      `Chronicle 0.1.0 listening on ${url} — token (shown once) ${token} stored in ${join(data, 'token')}`,
+    ])
     expect(statSync(join(data, 'token')).mode & 0o777).toBe(0o600)
   })
 
-  it('refuses a non-loopback bind without an explicit token', async () => {
-    const res = await runToEnd(['serve'], { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_HOST: '0.0.0.0', CHRONICLE_PORT: '0' })
-    expect(res.code).toBe(1)
-    expect(res.stderr).toContain('refusing to listen on 0.0.0.0')
-  }, SLOW)
+  it(
+    'refuses a non-loopback bind without an explicit token',
+    async () => {
+      const res = await runToEnd(['serve'], {
+        CHRONICLE_DATA_DIR: join(dir, 'other'),
+        CHRONICLE_HOST: '0.0.0.0',
+        CHRONICLE_PORT: '0',
+      })
+      expect(res.code).toBe(1)
+      expect(res.stderr).toContain('refusing to listen on 0.0.0.0')
+    },
+    SLOW,
+  )
 })
 
 describe('client commands', () => {
-  it('chat: streams, asks permission, answers y, prints the answer; then sessions, show, events, fork', async () => {
-    const chat = run(['chat', '--directory', dir], env, dir)
-    const [, session] = await chat.waitFor(/session (ses_\w+)/)
-    chat.child.stdin.write('please echo something\n')
-    await chat.waitFor(/\? allow bash echo cli-ok — \[y\]es \/ \[n\]o \/ \[a\]lways: /)
-    expect(chat.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — running')
-    chat.child.stdin.write('y\n')
-    await chat.waitFor(/The command printed cli-ok\.\n/)
-    expect(chat.stdout).toContain('✓ bash — completed: cli-ok')
-    chat.child.stdin.end()
-    expect(await chat.exited).toBe(0)
+  it(
+    'chat: streams, asks permission, answers y, prints the answer; then sessions, show, events, fork',
+    async () => {
+      const chat = run(['chat', '--directory', dir], env, dir)
+      const [, session] = await chat.waitFor(/session (ses_\w+)/)
+      chat.child.stdin.write('please echo something\n')
+      await chat.waitFor(/\? allow bash echo cli-ok — \[y\]es \/ \[n\]o \/ \[a\]lways: /)
+      expect(chat.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — running')
+      chat.child.stdin.write('y\n')
+      await chat.waitFor(/The command printed cli-ok\.\n/)
+      expect(chat.stdout).toContain('✓ bash — completed: cli-ok')
+      chat.child.stdin.end()
+      expect(await chat.exited).toBe(0)
 
-    const sessions = await runInProcess(['sessions'], env)
-    expect(sessions.code).toBe(0)
-    expect(sessions.stdout).toMatch(new RegExp(`^${session}  idle `))
+      const sessions = await runInProcess(['sessions'], env)
+      expect(sessions.code).toBe(0)
+      expect(sessions.stdout).toMatch(new RegExp(`^${session}  idle `))
 
-    const events = await runInProcess(['events', session as string], env)
-    const lines = events.stdout.trim().split('\n')
-    expect(lines[0]).toMatch(/^1 {2}\S+ {2}session\.created/)
-    const completed = lines.find((l) => / tool\.completed /.test(l)) as string
-    const seq = Number(completed.trim().split(/\s+/)[0])
+      const events = await runInProcess(['events', session as string], env)
+      const lines = events.stdout.trim().split('\n')
+      expect(lines[0]).toMatch(/^1 {2}\S+ {2}session\.created/)
+      const completed = lines.find((l) => / tool\.completed /.test(l)) as string
+      const seq = Number(completed.trim().split(/\s+/)[0])
 
-    const show = await runInProcess(['show', session as string, '--at', String(seq)], env)
-    expect(show.stdout).toContain(`at seq ${seq}`)
-    expect(show.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — completed: cli-ok')
-    expect(show.stdout).not.toContain('The command printed cli-ok.')
+      const show = await runInProcess(['show', session as string, '--at', String(seq)], env)
+      expect(show.stdout).toContain(`at seq ${seq}`)
+      expect(show.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — completed: cli-ok')
+      expect(show.stdout).not.toContain('The command printed cli-ok.')
 
-    const fork = await runInProcess(['fork', session as string, '--at', String(seq)], env)
-    expect(fork.stdout).toMatch(new RegExp(`^forked ${session} at seq ${seq} → ses_\\w+\\n$`))
-    const elsewhere = join(dir, 'elsewhere')
-    mkdirSync(elsewhere)
-    const into = await runInProcess(['fork', session as string, '--at', String(seq), '--dir', elsewhere], env)
-    const child = new RegExp(`^forked ${session} at seq ${seq} → (ses_\\w+) in ${elsewhere}\\n$`).exec(into.stdout)?.[1]
-    const token = readFileSync(join(data, 'token'), 'utf8').trim()
-    const got = await fetch(`${url}/sessions/${child}`, { headers: { authorization: `Bearer ${token}` } })
-    expect(((await got.json()) as { session: { directory: string } }).session.directory).toBe(elsewhere)
+      const fork = await runInProcess(['fork', session as string, '--at', String(seq)], env)
+      expect(fork.stdout).toMatch(new RegExp(`^forked ${session} at seq ${seq} → ses_\\w+\\n$`))
+      const elsewhere = join(dir, 'elsewhere')
+      mkdirSync(elsewhere)
+      const into = await runInProcess(['fork', session as string, '--at', String(seq), '--dir', elsewhere], env)
+      const child = new RegExp(`^forked ${session} at seq ${seq} → (ses_\\w+) in ${elsewhere}\\n$`).exec(
+        into.stdout,
+      )?.[1]
+      const token = readFileSync(join(data, 'token'), 'utf8').trim()
+      const got = await fetch(`${url}/sessions/${child}`, { headers: { authorization: `Bearer ${token}` } })
+      expect(((await got.json()) as { session: { directory: string } }).session.directory).toBe(elsewhere)
 
-    const missing = await runInProcess(['show', 'ses_nope'], env)
-    expect(missing.code).toBe(1)
-    expect(missing.stderr).toBe('chronicle: SESSION_NOT_FOUND: no session ses_nope\n')
-  }, SLOW)
+      const missing = await runInProcess(['show', 'ses_nope'], env)
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toBe('chronicle: SESSION_NOT_FOUND: no session ses_nope\n')
+    },
+    SLOW,
+  )
 
-  it('chat: Ctrl-C cancels the running run, and the session stays usable', async () => {
-    const chat = run(['chat', '--directory', dir], env, dir)
-    await chat.waitFor(/session (ses_\w+)/)
-    chat.child.stdin.write('answer slowly\n')
-    await chat.waitFor(/< assistant[^\n]*\nzzzz/)
-    chat.child.kill('SIGINT')
-    await chat.waitFor(/\(cancelling — Ctrl-C again to quit\)/)
-    await chat.waitFor(/\(run cancelled\)\n> $/)
-    chat.child.stdin.write('/quit\n')
-    expect(await chat.exited).toBe(0)
-  }, SLOW)
+  it(
+    'chat: Ctrl-C cancels the running run, and the session stays usable',
+    async () => {
+      const chat = run(['chat', '--directory', dir], env, dir)
+      await chat.waitFor(/session (ses_\w+)/)
+      chat.child.stdin.write('answer slowly\n')
+      await chat.waitFor(/< assistant[^\n]*\nzzzz/)
+      chat.child.kill('SIGINT')
+      await chat.waitFor(/\(cancelling — Ctrl-C again to quit\)/)
+      await chat.waitFor(/\(run cancelled\)\n> $/)
+      chat.child.stdin.write('/quit\n')
+      expect(await chat.exited).toBe(0)
+    },
+    SLOW,
+  )
 
-  it('events --follow prints the history, then live events with no gap, until Ctrl-C', async () => {
-    const token = readFileSync(join(data, 'token'), 'utf8').trim()
-    const post = (path: string, body: unknown) =>
-      fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
-        (r) => r.json() as Promise<Record<string, any>>,
-      )
-    const session = (await post('/sessions', { directory: dir })).session.id as string
-    const follow = run(['events', session, '--follow'], env, dir)
-    await follow.waitFor(/^\s+\d+ {2}\S+ {2}session\.created/m)
-    await post(`/sessions/${session}/inputs`, { parts: [{ type: 'text', text: 'please echo' }] })
-    await follow.waitFor(/ permission\.requested /)
-    follow.child.kill('SIGINT')
-    expect(await follow.exited).toBe(0)
-    const types = follow.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/)[2])
-    expect(types.slice(0, 4)).toEqual(['session.created', 'input.accepted', 'run.started', 'input.delivered'])
-    const seqs = follow.stdout.trim().split('\n').map((l) => Number(l.trim().split(/\s+/)[0]))
-    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
-    expect(new Set(seqs).size).toBe(seqs.length)
-  }, SLOW)
+  it(
+    'events --follow prints the history, then live events with no gap, until Ctrl-C',
+    async () => {
+      const token = readFileSync(join(data, 'token'), 'utf8').trim()
+      const post = (path: string, body: unknown) =>
+        fetch(`${url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }).then((r) => r.json() as Promise<Record<string, any>>)
+      const session = (await post('/sessions', { directory: dir })).session.id as string
+      const follow = run(['events', session, '--follow'], env, dir)
+      await follow.waitFor(/^\s+\d+ {2}\S+ {2}session\.created/m)
+      await post(`/sessions/${session}/inputs`, { parts: [{ type: 'text', text: 'please echo' }] })
+      await follow.waitFor(/ permission\.requested /)
+      follow.child.kill('SIGINT')
+      expect(await follow.exited).toBe(0)
+      const types = follow.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/)[2])
+      expect(types.slice(0, 4)).toEqual(['session.created', 'input.accepted', 'run.started', 'input.delivered'])
+      const seqs = follow.stdout
+        .trim()
+        .split('\n')
+        .map((l) => Number(l.trim().split(/\s+/)[0]))
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+      expect(new Set(seqs).size).toBe(seqs.length)
+    },
+    SLOW,
+  )
 
-  it('a wrong token is a clear error', async () => {
-    const res = await runInProcess(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
-    expect(res.code).toBe(1)
-    expect(res.stderr).toContain('UNAUTHORIZED')
-  }, SLOW)
+  it(
+    'a wrong token is a clear error',
+    async () => {
+      const res = await runInProcess(['sessions'], { ...env, CHRONICLE_TOKEN: 'wrong-token-wrong-token' })
+      expect(res.code).toBe(1)
+      expect(res.stderr).toContain('UNAUTHORIZED')
+    },
+    SLOW,
+  )
 })
 
 describe('offline commands', () => {
-  it('verify passes on a healthy log; rebuild refuses while the server runs', async () => {
-    const verify = await runToEnd(['verify'], env)
-    expect(verify.code).toBe(0)
-    expect(verify.stdout).toMatch(/^\d+ sessions checked, 0 differences\n$/)
-    expect(verify.stderr).toMatch(/verifying sessions \d+\/\d+\n$/)
-    const rebuild = await runToEnd(['rebuild'], env)
-    expect(rebuild.code).toBe(2)
-    expect(rebuild.stderr).toContain('a server is running')
-  }, SLOW)
+  it(
+    'verify passes on a healthy log; rebuild refuses while the server runs',
+    async () => {
+      const verify = await runToEnd(['verify'], env)
+      expect(verify.code).toBe(0)
+      expect(verify.stdout).toMatch(/^\d+ sessions checked, 0 differences\n$/)
+      expect(verify.stderr).toMatch(/verifying sessions \d+\/\d+\n$/)
+      const rebuild = await runToEnd(['rebuild'], env)
+      expect(rebuild.code).toBe(2)
+      expect(rebuild.stderr).toContain('a server is running')
+    },
+    SLOW,
+  )
 })

@@ -12,7 +12,9 @@ describe('chronicle demo', () => {
     expect(out).toContain('> user: What does notes.txt say?')
     expect(out).toContain('⚙ read {"filePath":"notes.txt"} — running')
     expect(out).toContain('✓ read — completed')
-    expect(out).toMatch(/── the same session at seq (\d+) \(the file was read; the answer not yet written\) ──\n# demo: read a file \(ses_\w+\) at seq \1 — busy/)
+    expect(out).toMatch(
+      /── the same session at seq (\d+) \(the file was read; the answer not yet written\) ──\n# demo: read a file \(ses_\w+\) at seq \1 — busy/,
+    )
     expect(out).toMatch(/── forked at seq \d+ → ses_\w+; the fork goes its own way ──/)
     expect(out).toContain('> user: Say it shorter.\n< assistant')
     expect(out).toContain('  Everything is an event.')

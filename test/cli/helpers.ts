@@ -34,7 +34,10 @@ export function run(args: string[], env: Record<string, string>, cwd?: string): 
             resolve(m)
           }
         }
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; stdout: ${proc.stdout}\nstderr: ${proc.stderr}`)), timeoutMs)
+        const timer = setTimeout(
+          () => reject(new Error(`timed out waiting for ${pattern}; stdout: ${proc.stdout}\nstderr: ${proc.stderr}`)),
+          timeoutMs,
+        )
         child.stdout.on('data', check)
         check()
       })
@@ -48,14 +51,20 @@ export function run(args: string[], env: Record<string, string>, cwd?: string): 
 }
 
 /** Runs a command to completion. */
-export async function runToEnd(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runToEnd(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const p = run(args, env)
   const code = await p.exited
   return { code, stdout: p.stdout, stderr: p.stderr }
 }
 
 /** Runs a client command in this process (as the bin would), capturing its output; env is applied for the call. */
-export async function runInProcess(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runInProcess(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const { main } = await import('../../src/cli.js')
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
   Object.assign(process.env, env)

@@ -57,7 +57,13 @@ describe('decideCompact', () => {
   })
 
   it('after one completed: a new one is requested', () => {
-    given(created, assistant('msg_1'), compactionRequested('cmp_a'), compactionStarted('cmp_a'), compactionCompleted('cmp_a', 'msg_1'))
+    given(
+      created,
+      assistant('msg_1'),
+      compactionRequested('cmp_a'),
+      compactionStarted('cmp_a'),
+      compactionCompleted('cmp_a', 'msg_1'),
+    )
       .when((s) => decideCompact(s, 'ses_1', ids.next('cmp')))
       .then([{ type: 'compaction.requested', data: { compactionId: 'cmp_000001', reason: 'manual' } }])
   })

@@ -28,7 +28,10 @@ import {
 
 const rules = [{ permission: 'bash', pattern: '*', action: 'ask' as const }]
 const parent = [
-  { type: 'session.created' as const, data: { directory: '/repo', agent: 'build', model: 'openai:gpt-5', title: 'Parent', rules } },
+  {
+    type: 'session.created' as const,
+    data: { directory: '/repo', agent: 'build', model: 'openai:gpt-5', title: 'Parent', rules },
+  },
   accepted('in_1'),
   delivered('in_1', 'msg_1', 'prt_u1'),
   ruleAdded('rul_1', { permission: 'edit', pattern: 'src/**', action: 'allow' }),
@@ -46,7 +49,12 @@ describe('decideFork', () => {
   it('carries the title and the directory the child works in', () => {
     givenView(...parent)
       .when((view) => decideFork(view, at, { title: 'Try another way', directory: '/elsewhere' }))
-      .then([{ type: 'session.forked', data: { from: { sessionId: 'ses_1', seq: 4 }, title: 'Try another way', directory: '/elsewhere' } }])
+      .then([
+        {
+          type: 'session.forked',
+          data: { from: { sessionId: 'ses_1', seq: 4 }, title: 'Try another way', directory: '/elsewhere' },
+        },
+      ])
   })
 
   it('history that is not imported is not marked so', () => {
@@ -70,18 +78,34 @@ describe('decideFork', () => {
         { type: 'session.forked', data: { from: { sessionId: 'ses_1', seq: 9 } } },
         { type: 'text.ended', data: { partId: 'prt_a' } },
         { type: 'tool.failed', data: { partId: 'prt_b', error: aborted } },
-        { type: 'permission.replied', data: { requestId: 'per_1', reply: 'reject', message: 'forked while running: the request was closed unanswered' } },
+        {
+          type: 'permission.replied',
+          data: {
+            requestId: 'per_1',
+            reply: 'reject',
+            message: 'forked while running: the request was closed unanswered',
+          },
+        },
         { type: 'message.completed', data: { messageId: 'msg_2', error: aborted } },
         { type: 'run.finished', data: { runId: 'run_1', outcome: 'cancelled', error: aborted } },
       ])
     const child = viewOf(...midRun, ...decideFork(viewOf(...midRun), { sessionId: 'ses_1', seq: 9 })).session
-    expect({ status: child?.status, run: child?.run, pendingPermissions: child?.pendingPermissions }).toEqual({ status: 'idle', run: null, pendingPermissions: [] })
+    expect({ status: child?.status, run: child?.run, pendingPermissions: child?.pendingPermissions }).toEqual({
+      status: 'idle',
+      run: null,
+      pendingPermissions: [],
+    })
   })
 
   it('imported history with a directory: the child is marked fromImport', () => {
     givenView(...parent, imported)
       .when((view) => decideFork(view, { sessionId: 'ses_1', seq: 5 }, { directory: '/mine', fromImport: true }))
-      .then([{ type: 'session.forked', data: { from: { sessionId: 'ses_1', seq: 5 }, directory: '/mine', fromImport: true } }])
+      .then([
+        {
+          type: 'session.forked',
+          data: { from: { sessionId: 'ses_1', seq: 5 }, directory: '/mine', fromImport: true },
+        },
+      ])
   })
 
   it('imported history without a directory: DIRECTORY_REQUIRED (the imported directory is never used)', () => {
@@ -93,9 +117,20 @@ describe('decideFork', () => {
 
   it('the child of imported history keeps its messages but none of its rules, approvals or queued input, and is writable', () => {
     const history = [...parent, accepted('in_2'), imported]
-    const events = decideFork(viewOf(...history), { sessionId: 'ses_1', seq: 6 }, { directory: '/mine', fromImport: true })
+    const events = decideFork(
+      viewOf(...history),
+      { sessionId: 'ses_1', seq: 6 },
+      { directory: '/mine', fromImport: true },
+    )
     const child = viewOf(...history, ...events)
-    expect(child.session).toMatchObject({ directory: '/mine', title: 'Parent (fork)', rules: [], approvals: [], inbox: [], forkedFrom: { sessionId: 'ses_1', seq: 6 } })
+    expect(child.session).toMatchObject({
+      directory: '/mine',
+      title: 'Parent (fork)',
+      rules: [],
+      approvals: [],
+      inbox: [],
+      forkedFrom: { sessionId: 'ses_1', seq: 6 },
+    })
     expect(child.session?.imported).toBeUndefined()
     expect([...child.messages.keys()]).toEqual(['msg_1'])
   })
@@ -103,7 +138,12 @@ describe('decideFork', () => {
   it('the child of a plain fork keeps the parent’s rules, approvals and queued input', () => {
     const history = [...parent, accepted('in_2')]
     const child = viewOf(...history, ...decideFork(viewOf(...history), { sessionId: 'ses_1', seq: 5 })).session
-    expect({ directory: child?.directory, rules: child?.rules, approvals: child?.approvals, inbox: child?.inbox.map((i) => i.inputId) }).toEqual({
+    expect({
+      directory: child?.directory,
+      rules: child?.rules,
+      approvals: child?.approvals,
+      inbox: child?.inbox.map((i) => i.inputId),
+    }).toEqual({
       directory: '/repo',
       rules,
       approvals: [{ ruleId: 'rul_1', permission: 'edit', pattern: 'src/**', action: 'allow' }],

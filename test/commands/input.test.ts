@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { checkInput, DEFAULT_MAX_INPUT_BYTES, decideSubmit, inputDigest, type SubmitCommand } from '../../src/commands/input.js'
+import {
+  checkInput,
+  DEFAULT_MAX_INPUT_BYTES,
+  decideSubmit,
+  inputDigest,
+  type SubmitCommand,
+} from '../../src/commands/input.js'
 import { expectFailure, given } from './given.js'
 import { accepted, archived, created, imported, runStarted } from './history.js'
 
@@ -17,11 +23,21 @@ describe('checkInput', () => {
   it('accepts text, and a file part naming a path or a url', () => {
     expect(() => checkInput(fixTheBug)).not.toThrow()
     expect(() => checkInput({ inputId: 'in_1', parts: [{ type: 'file', path: '/repo/a.png' }] })).not.toThrow()
-    expect(() => checkInput({ inputId: 'in_1', parts: [{ type: 'file', url: 'https://example.com/a.png' }] })).not.toThrow()
+    expect(() =>
+      checkInput({ inputId: 'in_1', parts: [{ type: 'file', url: 'https://example.com/a.png' }] }),
+    ).not.toThrow()
   })
 
   it('accepts blank text next to a meaningful part', () => {
-    expect(() => checkInput({ inputId: 'in_1', parts: [{ type: 'text', text: '  ' }, { type: 'text', text: 'go' }] })).not.toThrow()
+    expect(() =>
+      checkInput({
+        inputId: 'in_1',
+        parts: [
+          { type: 'text', text: '  ' },
+          { type: 'text', text: 'go' },
+        ],
+      }),
+    ).not.toThrow()
   })
 
   it('refuses input with no parts: EMPTY_INPUT', () => {
@@ -33,20 +49,31 @@ describe('checkInput', () => {
   })
 
   it('refuses a file part with neither path nor url: EMPTY_INPUT', () => {
-    expectFailure(() => checkInput({ inputId: 'in_1', parts: [{ type: 'file', mediaType: 'image/png', filename: 'a.png' }] }), 'EMPTY_INPUT')
+    expectFailure(
+      () => checkInput({ inputId: 'in_1', parts: [{ type: 'file', mediaType: 'image/png', filename: 'a.png' }] }),
+      'EMPTY_INPUT',
+    )
   })
 
   it('measures the parts as UTF-8 JSON bytes: exactly the limit passes, one byte more is PAYLOAD_TOO_LARGE', () => {
     // [{"type":"text","text":"hello"}] is 32 bytes
     const hello: SubmitCommand = { inputId: 'in_1', parts: [{ type: 'text', text: 'hello' }] }
     expect(() => checkInput(hello, 32)).not.toThrow()
-    const error = expectFailure(() => checkInput(hello, 31), 'PAYLOAD_TOO_LARGE', 'the input is 32 bytes; the limit is 31')
+    const error = expectFailure(
+      () => checkInput(hello, 31),
+      'PAYLOAD_TOO_LARGE',
+      'the input is 32 bytes; the limit is 31',
+    )
     expect(error.details).toEqual({ bytes: 32, limit: 31 })
   })
 
   it('counts bytes, not characters', () => {
     // [{"type":"text","text":"é"}] is 28 characters, 29 bytes
-    expectFailure(() => checkInput({ inputId: 'in_1', parts: [{ type: 'text', text: 'é' }] }, 28), 'PAYLOAD_TOO_LARGE', 'the input is 29 bytes')
+    expectFailure(
+      () => checkInput({ inputId: 'in_1', parts: [{ type: 'text', text: 'é' }] }, 28),
+      'PAYLOAD_TOO_LARGE',
+      'the input is 29 bytes',
+    )
   })
 
   it('has a 1 MiB limit by default', () => {
@@ -56,7 +83,10 @@ describe('checkInput', () => {
   })
 
   it('checks emptiness before size', () => {
-    expectFailure(() => checkInput({ inputId: 'in_1', parts: [{ type: 'text', text: ' '.repeat(100) }] }, 10), 'EMPTY_INPUT')
+    expectFailure(
+      () => checkInput({ inputId: 'in_1', parts: [{ type: 'text', text: ' '.repeat(100) }] }, 10),
+      'EMPTY_INPUT',
+    )
   })
 })
 
@@ -110,7 +140,10 @@ describe('decideSubmit', () => {
   it('carries agent, model, delivery and noReply', () => {
     const command: SubmitCommand = {
       inputId: 'in_2',
-      parts: [{ type: 'text', text: 'plan it' }, { type: 'file', path: '/repo/spec.md', mediaType: 'text/markdown' }],
+      parts: [
+        { type: 'text', text: 'plan it' },
+        { type: 'file', path: '/repo/spec.md', mediaType: 'text/markdown' },
+      ],
       agent: 'plan',
       model: 'openai:gpt-5-mini',
       delivery: 'queue',
@@ -125,7 +158,10 @@ describe('decideSubmit', () => {
             type: 'input.accepted',
             data: {
               inputId: 'in_2',
-              parts: [{ type: 'text', text: 'plan it' }, { type: 'file', path: '/repo/spec.md', mediaType: 'text/markdown' }],
+              parts: [
+                { type: 'text', text: 'plan it' },
+                { type: 'file', path: '/repo/spec.md', mediaType: 'text/markdown' },
+              ],
               agent: 'plan',
               model: 'openai:gpt-5-mini',
               delivery: 'queue',

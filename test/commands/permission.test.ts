@@ -24,20 +24,42 @@ const reply = (requestId: string, answer: 'once' | 'always' | 'reject', message?
   reply: answer,
   ...(message !== undefined && { message }),
 })
-const gitStatus = permissionRequested('per_1', { partId: 'prt_1', callId: 'call_1', permission: 'bash', patterns: ['git status'], metadata: { always: ['git status *'] } })
+const gitStatus = permissionRequested('per_1', {
+  partId: 'prt_1',
+  callId: 'call_1',
+  permission: 'bash',
+  patterns: ['git status'],
+  metadata: { always: ['git status *'] },
+})
 const editSrc = permissionRequested('per_2', { permission: 'edit', patterns: ['src/a.ts', 'src/b.ts'] })
-const subagentAsk = permissionRequested('per_3', { permission: 'webfetch', patterns: ['https://example.com/*'], from: { sessionId: 'ses_child', callId: 'call_9' } })
+const subagentAsk = permissionRequested('per_3', {
+  permission: 'webfetch',
+  patterns: ['https://example.com/*'],
+  from: { sessionId: 'ses_child', callId: 'call_9' },
+})
 
 describe('decidePermission: request', () => {
   it('parks a call: the request as the gate made it', () => {
-    const request = { requestId: 'per_1', partId: 'prt_1', callId: 'call_1', permission: 'bash', patterns: ['rm -rf build'], metadata: { always: ['rm *'] } }
+    const request = {
+      requestId: 'per_1',
+      partId: 'prt_1',
+      callId: 'call_1',
+      permission: 'bash',
+      patterns: ['rm -rf build'],
+      metadata: { always: ['rm *'] },
+    }
     given(created)
       .when((s) => decidePermission({ type: 'request', request }, s, 'ses_1', ids))
       .then([{ type: 'permission.requested', data: request }])
   })
 
   it('a sub-agent’s request is raised with the child that asked', () => {
-    const request = { requestId: 'per_2', permission: 'edit', patterns: ['src/a.ts'], from: { sessionId: 'ses_child', partId: 'prt_9', callId: 'call_9' } }
+    const request = {
+      requestId: 'per_2',
+      permission: 'edit',
+      patterns: ['src/a.ts'],
+      from: { sessionId: 'ses_child', partId: 'prt_9', callId: 'call_9' },
+    }
     given(created, gitStatus)
       .when((s) => decidePermission({ type: 'request', request }, s, 'ses_1', ids))
       .then([{ type: 'permission.requested', data: request }])
@@ -64,17 +86,30 @@ describe('decidePermission: always', () => {
       .when((s) => decidePermission(reply('per_1', 'always'), s, 'ses_1', ids))
       .then([
         { type: 'permission.replied', data: { requestId: 'per_1', reply: 'always' } },
-        { type: 'permission.rule.added', data: { ruleId: 'rul_000001', rule: { permission: 'bash', pattern: 'git status *', action: 'allow' } } },
+        {
+          type: 'permission.rule.added',
+          data: { ruleId: 'rul_000001', rule: { permission: 'bash', pattern: 'git status *', action: 'allow' } },
+        },
       ])
   })
 
   it('without "always" patterns: one approval per distinct pattern of the request; others stay pending', () => {
-    given(created, permissionRequested('per_2', { permission: 'edit', patterns: ['src/a.ts', 'src/b.ts', 'src/a.ts'] }), gitStatus)
+    given(
+      created,
+      permissionRequested('per_2', { permission: 'edit', patterns: ['src/a.ts', 'src/b.ts', 'src/a.ts'] }),
+      gitStatus,
+    )
       .when((s) => decidePermission(reply('per_2', 'always'), s, 'ses_1', ids))
       .then([
         { type: 'permission.replied', data: { requestId: 'per_2', reply: 'always' } },
-        { type: 'permission.rule.added', data: { ruleId: 'rul_000001', rule: { permission: 'edit', pattern: 'src/a.ts', action: 'allow' } } },
-        { type: 'permission.rule.added', data: { ruleId: 'rul_000002', rule: { permission: 'edit', pattern: 'src/b.ts', action: 'allow' } } },
+        {
+          type: 'permission.rule.added',
+          data: { ruleId: 'rul_000001', rule: { permission: 'edit', pattern: 'src/a.ts', action: 'allow' } },
+        },
+        {
+          type: 'permission.rule.added',
+          data: { ruleId: 'rul_000002', rule: { permission: 'edit', pattern: 'src/b.ts', action: 'allow' } },
+        },
       ])
   })
 
@@ -83,7 +118,10 @@ describe('decidePermission: always', () => {
       .when((s) => decidePermission(reply('per_2', 'always'), s, 'ses_1', ids))
       .then([
         { type: 'permission.replied', data: { requestId: 'per_2', reply: 'always' } },
-        { type: 'permission.rule.added', data: { ruleId: 'rul_000001', rule: { permission: 'edit', pattern: 'src/b.ts', action: 'allow' } } },
+        {
+          type: 'permission.rule.added',
+          data: { ruleId: 'rul_000001', rule: { permission: 'edit', pattern: 'src/b.ts', action: 'allow' } },
+        },
       ])
   })
 
@@ -94,11 +132,18 @@ describe('decidePermission: always', () => {
   })
 
   it('the same pattern approved for another permission is not a duplicate', () => {
-    given(created, ruleAdded('rul_a', { permission: 'read', pattern: 'src/a.ts', action: 'allow' }), permissionRequested('per_2', { permission: 'edit', patterns: ['src/a.ts'] }))
+    given(
+      created,
+      ruleAdded('rul_a', { permission: 'read', pattern: 'src/a.ts', action: 'allow' }),
+      permissionRequested('per_2', { permission: 'edit', patterns: ['src/a.ts'] }),
+    )
       .when((s) => decidePermission(reply('per_2', 'always'), s, 'ses_1', ids))
       .then([
         { type: 'permission.replied', data: { requestId: 'per_2', reply: 'always' } },
-        { type: 'permission.rule.added', data: { ruleId: 'rul_000001', rule: { permission: 'edit', pattern: 'src/a.ts', action: 'allow' } } },
+        {
+          type: 'permission.rule.added',
+          data: { ruleId: 'rul_000001', rule: { permission: 'edit', pattern: 'src/a.ts', action: 'allow' } },
+        },
       ])
   })
 })
@@ -129,13 +174,22 @@ describe('decidePermission: reject', () => {
 describe('decidePermission: abandon', () => {
   it('closes a request whose call was cancelled, rejected with the reason; the others stay pending', () => {
     given(created, gitStatus, editSrc)
-      .when((s) => decidePermission({ type: 'abandon', requestId: 'per_1', message: 'the call was cancelled' }, s, 'ses_1', ids))
-      .then([{ type: 'permission.replied', data: { requestId: 'per_1', reply: 'reject', message: 'the call was cancelled' } }])
+      .when((s) =>
+        decidePermission({ type: 'abandon', requestId: 'per_1', message: 'the call was cancelled' }, s, 'ses_1', ids),
+      )
+      .then([
+        {
+          type: 'permission.replied',
+          data: { requestId: 'per_1', reply: 'reject', message: 'the call was cancelled' },
+        },
+      ])
   })
 
   it('a request no longer pending: nothing to close', () => {
     given(created, gitStatus, permissionReplied('per_1'))
-      .when((s) => decidePermission({ type: 'abandon', requestId: 'per_1', message: 'the call was cancelled' }, s, 'ses_1', ids))
+      .when((s) =>
+        decidePermission({ type: 'abandon', requestId: 'per_1', message: 'the call was cancelled' }, s, 'ses_1', ids),
+      )
       .then([])
   })
 })
@@ -148,7 +202,10 @@ describe('decidePermission: revoke', () => {
   })
 
   it('refuses an approval the session does not have: RULE_NOT_FOUND', () => {
-    given(created, ruleAdded('rul_a', { permission: 'edit', pattern: 'src/**', action: 'allow' }), { type: 'permission.rule.removed', data: { ruleId: 'rul_a' } })
+    given(created, ruleAdded('rul_a', { permission: 'edit', pattern: 'src/**', action: 'allow' }), {
+      type: 'permission.rule.removed',
+      data: { ruleId: 'rul_a' },
+    })
       .when((s) => decidePermission({ type: 'revoke', ruleId: 'rul_a' }, s, 'ses_1', ids))
       .thenFails('RULE_NOT_FOUND', 'no approval rul_a in ses_1')
   })
@@ -189,7 +246,14 @@ describe('decidePermission: refusals', () => {
       .when((s) => decidePermission({ type: 'revoke', ruleId: 'rul_a' }, s, 'ses_1', ids))
       .thenFails('SESSION_READ_ONLY')
     given(created, imported)
-      .when((s) => decidePermission({ type: 'request', request: { requestId: 'per_2', permission: 'bash', patterns: ['ls'] } }, s, 'ses_1', ids))
+      .when((s) =>
+        decidePermission(
+          { type: 'request', request: { requestId: 'per_2', permission: 'bash', patterns: ['ls'] } },
+          s,
+          'ses_1',
+          ids,
+        ),
+      )
       .thenFails('SESSION_READ_ONLY')
     given(created, gitStatus, imported)
       .when((s) => decidePermission({ type: 'abandon', requestId: 'per_1', message: 'cancelled' }, s, 'ses_1', ids))
@@ -216,7 +280,11 @@ describe('alwaysRules', () => {
   })
 
   it('otherwise its patterns, deduplicated', () => {
-    const odd = permissionRequested('per_4', { permission: 'bash', patterns: ['ls', 'ls', 'pwd'], metadata: { always: ['ls *', 42] } })
+    const odd = permissionRequested('per_4', {
+      permission: 'bash',
+      patterns: ['ls', 'ls', 'pwd'],
+      metadata: { always: ['ls *', 42] },
+    })
     expect(alwaysRules(pending(odd))).toEqual([
       { permission: 'bash', pattern: 'ls', action: 'allow' },
       { permission: 'bash', pattern: 'pwd', action: 'allow' },

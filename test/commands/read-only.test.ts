@@ -25,13 +25,22 @@ describe('assertWritable', () => {
   it('an imported session is SESSION_READ_ONLY, naming its original id and the way on (fork it into a directory)', () => {
     const error = given(created, imported)
       .when(writable)
-      .thenFails('SESSION_READ_ONLY', /^session ses_1 was imported \(as ses_orig\) and is read-only: fork it into a directory of your choice/)
+      .thenFails(
+        'SESSION_READ_ONLY',
+        /^session ses_1 was imported \(as ses_orig\) and is read-only: fork it into a directory of your choice/,
+      )
     expect(error.details).toEqual({ sessionId: 'ses_1', originalId: 'ses_orig' })
   })
 
   it('a fork of an imported session is writable', () => {
     const history = [created, imported]
-    const fork = decideFork(viewOf(...history), { sessionId: 'ses_1', seq: 2 }, { directory: '/mine', fromImport: true })
-    given(...history, ...fork).when(writable).then('writable')
+    const fork = decideFork(
+      viewOf(...history),
+      { sessionId: 'ses_1', seq: 2 },
+      { directory: '/mine', fromImport: true },
+    )
+    given(...history, ...fork)
+      .when(writable)
+      .then('writable')
   })
 })

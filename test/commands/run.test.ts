@@ -1,7 +1,16 @@
 import { describe, it } from 'vitest'
 import { decideCancel } from '../../src/commands/run.js'
 import { given } from './given.js'
-import { accepted, archived, cancelRequested, created, delivered, imported, runFinished, runStarted } from './history.js'
+import {
+  accepted,
+  archived,
+  cancelRequested,
+  created,
+  delivered,
+  imported,
+  runFinished,
+  runStarted,
+} from './history.js'
 
 /**
  * Cancelling a run: the request is a durable fact (`run.cancel.requested`),

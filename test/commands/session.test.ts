@@ -10,7 +10,9 @@ const rules = [{ permission: 'bash', pattern: 'git *', action: 'allow' as const 
 describe('decideSession: create', () => {
   it('a new session with its directory, agent and model', () => {
     given()
-      .when((s) => decideSession({ type: 'create', directory: '/repo', agent: 'build', model: 'openai:gpt-5' }, s, 'ses_1'))
+      .when((s) =>
+        decideSession({ type: 'create', directory: '/repo', agent: 'build', model: 'openai:gpt-5' }, s, 'ses_1'),
+      )
       .then([{ type: 'session.created', data: { directory: '/repo', agent: 'build', model: 'openai:gpt-5' } }])
   })
 
@@ -35,14 +37,23 @@ describe('decideSession: create', () => {
       .then([
         {
           type: 'session.created',
-          data: { directory: '/repo', agent: 'explore', model: 'openai:gpt-5-mini', title: 'Find the tests', parent: { sessionId: 'ses_0', callId: 'call_1', agent: 'build' }, rules },
+          data: {
+            directory: '/repo',
+            agent: 'explore',
+            model: 'openai:gpt-5-mini',
+            title: 'Find the tests',
+            parent: { sessionId: 'ses_0', callId: 'call_1', agent: 'build' },
+            rules,
+          },
         },
       ])
   })
 
   it('an empty title is left out (the session gets the default title)', () => {
     given()
-      .when((s) => decideSession({ type: 'create', directory: '/repo', agent: 'build', model: null, title: '' }, s, 'ses_1'))
+      .when((s) =>
+        decideSession({ type: 'create', directory: '/repo', agent: 'build', model: null, title: '' }, s, 'ses_1'),
+      )
       .then([{ type: 'session.created', data: { directory: '/repo', agent: 'build', model: null } }])
   })
 

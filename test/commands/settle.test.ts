@@ -33,12 +33,23 @@ import {
  * `cancelled` (if asked). Undelivered inputs are left queued.
  */
 
-const RECOVERY: SettleReason = { kind: 'interrupted', message: 'server restarted', rejectPermissions: false, finishRun: false }
+const RECOVERY: SettleReason = {
+  kind: 'interrupted',
+  message: 'server restarted',
+  rejectPermissions: false,
+  finishRun: false,
+}
 const aborted = { kind: 'aborted', message: 'forked while running' } as const
 const interrupted = { kind: 'interrupted', message: 'server restarted' } as const
 
 /** A user turn delivered and an assistant message msg_2 streaming in run_1. */
-const running = [created, accepted('in_1'), delivered('in_1', 'msg_1', 'prt_u1'), runStarted('run_1'), assistant('msg_2')]
+const running = [
+  created,
+  accepted('in_1'),
+  delivered('in_1', 'msg_1', 'prt_u1'),
+  runStarted('run_1'),
+  assistant('msg_2'),
+]
 const closed = [...running, completed('msg_2'), runFinished('run_1')]
 
 describe('settleInFlight', () => {
@@ -55,7 +66,15 @@ describe('settleInFlight', () => {
   })
 
   it('ends open text and reasoning parts; ended ones are left alone', () => {
-    givenView(...closed.slice(0, -2), textStarted('msg_2', 'prt_a'), textEnded('prt_a'), textStarted('msg_2', 'prt_b'), reasoningStarted('msg_2', 'prt_c'), completed('msg_2'), runFinished('run_1'))
+    givenView(
+      ...closed.slice(0, -2),
+      textStarted('msg_2', 'prt_a'),
+      textEnded('prt_a'),
+      textStarted('msg_2', 'prt_b'),
+      reasoningStarted('msg_2', 'prt_c'),
+      completed('msg_2'),
+      runFinished('run_1'),
+    )
       .when((view) => settleInFlight(view, FORK_SETTLEMENT))
       .then([
         { type: 'text.ended', data: { partId: 'prt_b' } },
@@ -64,7 +83,15 @@ describe('settleInFlight', () => {
   })
 
   it('fails pending and running tools with the given kind; finished tools are left alone', () => {
-    const history = [...running, toolInputStarted('msg_2', 'prt_a'), toolCalled('msg_2', 'prt_b'), toolCalled('msg_2', 'prt_c'), toolCompleted('prt_c'), completed('msg_2'), runFinished('run_1')]
+    const history = [
+      ...running,
+      toolInputStarted('msg_2', 'prt_a'),
+      toolCalled('msg_2', 'prt_b'),
+      toolCalled('msg_2', 'prt_c'),
+      toolCompleted('prt_c'),
+      completed('msg_2'),
+      runFinished('run_1'),
+    ]
     givenView(...history)
       .when((view) => settleInFlight(view, FORK_SETTLEMENT))
       .then([
@@ -93,17 +120,40 @@ describe('settleInFlight', () => {
       .when((view) => settleInFlight(view, FORK_SETTLEMENT))
       .then([
         { type: 'tool.failed', data: { partId: 'prt_b', error: aborted } },
-        { type: 'subtask.finished', data: { partId: 'prt_b', callId: 'call_prt_b', childSessionId: 'ses_child_b', outcome: 'cancelled' } },
+        {
+          type: 'subtask.finished',
+          data: { partId: 'prt_b', callId: 'call_prt_b', childSessionId: 'ses_child_b', outcome: 'cancelled' },
+        },
       ])
   })
 
   it('rejects pending permission requests when asked to, saying why; answered ones are gone already', () => {
-    const history = [created, permissionRequested('per_1'), permissionRequested('per_2'), permissionRequested('per_3'), permissionReplied('per_2')]
+    const history = [
+      created,
+      permissionRequested('per_1'),
+      permissionRequested('per_2'),
+      permissionRequested('per_3'),
+      permissionReplied('per_2'),
+    ]
     givenView(...history)
       .when((view) => settleInFlight(view, FORK_SETTLEMENT))
       .then([
-        { type: 'permission.replied', data: { requestId: 'per_1', reply: 'reject', message: 'forked while running: the request was closed unanswered' } },
-        { type: 'permission.replied', data: { requestId: 'per_3', reply: 'reject', message: 'forked while running: the request was closed unanswered' } },
+        {
+          type: 'permission.replied',
+          data: {
+            requestId: 'per_1',
+            reply: 'reject',
+            message: 'forked while running: the request was closed unanswered',
+          },
+        },
+        {
+          type: 'permission.replied',
+          data: {
+            requestId: 'per_3',
+            reply: 'reject',
+            message: 'forked while running: the request was closed unanswered',
+          },
+        },
       ])
     givenView(...history)
       .when((view) => settleInFlight(view, RECOVERY))
@@ -117,7 +167,12 @@ describe('settleInFlight', () => {
     givenView(created, compactionRequested('cmp_1'), compactionStarted('cmp_1'))
       .when((view) => settleInFlight(view, RECOVERY))
       .then([{ type: 'compaction.failed', data: { compactionId: 'cmp_1', error: 'server restarted' } }])
-    givenView(...closed, compactionRequested('cmp_1'), compactionStarted('cmp_1'), compactionCompleted('cmp_1', 'msg_2'))
+    givenView(
+      ...closed,
+      compactionRequested('cmp_1'),
+      compactionStarted('cmp_1'),
+      compactionCompleted('cmp_1', 'msg_2'),
+    )
       .when((view) => settleInFlight(view, FORK_SETTLEMENT))
       .then([])
   })
@@ -168,9 +223,26 @@ describe('settleInFlight', () => {
         { type: 'tool.failed', data: { partId: 'prt_d', error: aborted } },
         { type: 'tool.failed', data: { partId: 'prt_e', error: aborted } },
         { type: 'tool.failed', data: { partId: 'prt_g', error: aborted } },
-        { type: 'subtask.finished', data: { partId: 'prt_g', callId: 'call_prt_g', childSessionId: 'ses_child', outcome: 'cancelled' } },
-        { type: 'permission.replied', data: { requestId: 'per_1', reply: 'reject', message: 'forked while running: the request was closed unanswered' } },
-        { type: 'permission.replied', data: { requestId: 'per_2', reply: 'reject', message: 'forked while running: the request was closed unanswered' } },
+        {
+          type: 'subtask.finished',
+          data: { partId: 'prt_g', callId: 'call_prt_g', childSessionId: 'ses_child', outcome: 'cancelled' },
+        },
+        {
+          type: 'permission.replied',
+          data: {
+            requestId: 'per_1',
+            reply: 'reject',
+            message: 'forked while running: the request was closed unanswered',
+          },
+        },
+        {
+          type: 'permission.replied',
+          data: {
+            requestId: 'per_2',
+            reply: 'reject',
+            message: 'forked while running: the request was closed unanswered',
+          },
+        },
         { type: 'compaction.failed', data: { compactionId: 'cmp_1', error: 'forked while running' } },
         { type: 'message.completed', data: { messageId: 'msg_2', error: aborted } },
         { type: 'run.finished', data: { runId: 'run_1', outcome: 'cancelled', error: aborted } },
@@ -183,7 +255,10 @@ describe('settleInFlight', () => {
         { type: 'tool.failed', data: { partId: 'prt_d', error: interrupted } },
         { type: 'tool.failed', data: { partId: 'prt_e', error: interrupted } },
         { type: 'tool.failed', data: { partId: 'prt_g', error: interrupted } },
-        { type: 'subtask.finished', data: { partId: 'prt_g', callId: 'call_prt_g', childSessionId: 'ses_child', outcome: 'cancelled' } },
+        {
+          type: 'subtask.finished',
+          data: { partId: 'prt_g', callId: 'call_prt_g', childSessionId: 'ses_child', outcome: 'cancelled' },
+        },
         { type: 'compaction.failed', data: { compactionId: 'cmp_1', error: 'server restarted' } },
         { type: 'message.completed', data: { messageId: 'msg_2', error: interrupted } },
       ])

@@ -82,7 +82,9 @@ describe('automatic compaction', () => {
     const [system, request] = shape(compaction.prompt)
     expect(system).toEqual({ role: 'system', text: COMPACTION_SYSTEM })
     expect(request?.role).toBe('user')
-    expect(request?.text).toContain('[User]: one\n\n[Assistant]: answer one\n\n[User]: two\n\n[Assistant tool call]: lookup({"query":"x"})\n\n[Tool result]: result for x')
+    expect(request?.text).toContain(
+      '[User]: one\n\n[Assistant]: answer one\n\n[User]: two\n\n[Assistant tool call]: lookup({"query":"x"})\n\n[Tool result]: result for x',
+    )
     expect(request?.text).not.toContain('three')
 
     // The next request: system, the summary (as user context), then the tail — not the head.
@@ -104,7 +106,9 @@ describe('automatic compaction', () => {
     const now = stateAt(h.store, id)
     // Exactly the messages that existed then, as they are now: the head is still in the log.
     const then = new Set(
-      events.filter((e) => e.seq < requested.seq && (e.type === 'message.created' || e.type === 'input.delivered')).map((e) => (e.data as { messageId: string }).messageId),
+      events
+        .filter((e) => e.seq < requested.seq && (e.type === 'message.created' || e.type === 'input.delivered'))
+        .map((e) => (e.data as { messageId: string }).messageId),
     )
     const existing = now.messages.filter((m) => then.has(m.id))
     expect(past.messages).toEqual(existing)
@@ -112,18 +116,33 @@ describe('automatic compaction', () => {
     expect(past.messages.some((m) => m.summary)).toBe(false)
     const pastContext = await h.runtime.context(id, before)
     expect(pastContext.messages).toEqual(toChatMessages(viewAt(h.store, id, before)))
-    expect(pastContext.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user'])
+    expect(pastContext.messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ])
 
     // Every step.started's digest equals the digest of the context compiled just before it.
     for (const started of events.filter((e) => e.type === 'step.started' && e.meta.actor === 'model')) {
-      const msg = events.find((e) => e.type === 'message.created' && (e.data as { messageId: string }).messageId === (started.data as { messageId: string }).messageId)!
+      const msg = events.find(
+        (e) =>
+          e.type === 'message.created' &&
+          (e.data as { messageId: string }).messageId === (started.data as { messageId: string }).messageId,
+      )!
       if ((msg.data as { summary?: boolean }).summary) continue // the compaction request is not the session's context
       const context = await h.runtime.context(id, started.seq - 1)
       expect(context.digest).toBe((started.data as { contextDigest: string }).contextDigest)
     }
     // Now: summary then tail.
     const current = await h.runtime.context(id)
-    expect(current.messages[0]).toMatchObject({ role: 'user', content: [{ type: 'text', text: expect.stringContaining(SUMMARY_PREFIX) }] })
+    expect(current.messages[0]).toMatchObject({
+      role: 'user',
+      content: [{ type: 'text', text: expect.stringContaining(SUMMARY_PREFIX) }],
+    })
     expect(h.model.calls[4]!.prompt.length).toBe(current.messages.length - 1 + 1) // system + all but the answer to three
   })
 })

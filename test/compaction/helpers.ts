@@ -43,7 +43,11 @@ export function compactionHarness(
   const ids = sequentialIds()
   const agents = resolveAgents([{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }])
   const directory = mkdtempSync(join(tmpdir(), 'chronicle-compaction-'))
-  const tools = createToolRegistry({ agents, tools: [createLookupTool({ resolve: opts.lookup ?? ((q) => `result for ${q}`) })], store })
+  const tools = createToolRegistry({
+    agents,
+    tools: [createLookupTool({ resolve: opts.lookup ?? ((q) => `result for ${q}`) })],
+    store,
+  })
   const model = createScriptedModel({ chunkSize: 64, steps })
   const runtime = createRuntime({
     store,
@@ -64,7 +68,9 @@ export function compactionHarness(
     model,
     session() {
       const id = ids.next('ses')
-      execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: SPEC }, s, id), { meta: { actor: 'user' } })
+      execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: SPEC }, s, id), {
+        meta: { actor: 'user' },
+      })
       return id
     },
     async turn(sessionId, text) {
@@ -88,10 +94,19 @@ export function shape(prompt: LanguageModelV3Prompt): { role: string; text: stri
       typeof m.content === 'string'
         ? m.content
         : m.content
-            .map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `call:${p.toolName}` : p.type === 'tool-result' ? 'result' : p.type))
+            .map((p) =>
+              p.type === 'text'
+                ? p.text
+                : p.type === 'tool-call'
+                  ? `call:${p.toolName}`
+                  : p.type === 'tool-result'
+                    ? 'result'
+                    : p.type,
+            )
             .join('|'),
   }))
 }
 
-export const dataOf = (events: StoredEvent[], type: string) => events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
+export const dataOf = (events: StoredEvent[], type: string) =>
+  events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
 export const TRANSCRIPT = { userContains: '<transcript>' }

@@ -7,7 +7,15 @@ describe('manual compaction', () => {
   afterEach(() => h.close())
 
   it('on an idle session: a run performs it and ends idle without an ordinary model step', async () => {
-    h = compactionHarness([{ when: TRANSCRIPT, text: 'SUMMARY: one and two' }, { text: 'answer one' }, { text: 'answer two' }, { text: 'answer three' }], {})
+    h = compactionHarness(
+      [
+        { when: TRANSCRIPT, text: 'SUMMARY: one and two' },
+        { text: 'answer one' },
+        { text: 'answer two' },
+        { text: 'answer three' },
+      ],
+      {},
+    )
     const id = h.session()
     await h.turn(id, 'one')
     await h.turn(id, 'two')
@@ -19,7 +27,11 @@ describe('manual compaction', () => {
     await h.runtime.idle(id)
 
     const added = h.events(id).slice(before)
-    expect(added[0]).toMatchObject({ type: 'compaction.requested', data: { reason: 'manual' }, meta: { actor: 'user', command: 'compact' } })
+    expect(added[0]).toMatchObject({
+      type: 'compaction.requested',
+      data: { reason: 'manual' },
+      meta: { actor: 'user', command: 'compact' },
+    })
     expect(added.map((e) => e.type).filter((t) => !t.endsWith('.delta'))).toEqual([
       'compaction.requested',
       'run.started',
@@ -51,7 +63,14 @@ describe('manual compaction', () => {
 
   it('a later failed compaction keeps replaying from the last completed one', async () => {
     h = compactionHarness(
-      [{ when: { ...TRANSCRIPT, call: 2 }, text: 'SUMMARY: first' }, { when: TRANSCRIPT, error: { status: 400, message: 'bad request' } }, { text: 'a1' }, { text: 'a2' }, { text: 'a3' }, { text: 'a4' }],
+      [
+        { when: { ...TRANSCRIPT, call: 2 }, text: 'SUMMARY: first' },
+        { when: TRANSCRIPT, error: { status: 400, message: 'bad request' } },
+        { text: 'a1' },
+        { text: 'a2' },
+        { text: 'a3' },
+        { text: 'a4' },
+      ],
       { tail: 1 }, // tiny tail: everything up to the last user message is summarised
     )
     const id = h.session()
@@ -63,12 +82,19 @@ describe('manual compaction', () => {
     await h.runtime.idle(id)
     const events = h.events(id)
     expect(dataOf(events, 'compaction.completed')).toHaveLength(1)
-    expect(dataOf(events, 'compaction.failed')).toEqual([{ compactionId: expect.any(String), error: expect.stringContaining('bad request') }])
+    expect(dataOf(events, 'compaction.failed')).toEqual([
+      { compactionId: expect.any(String), error: expect.stringContaining('bad request') },
+    ])
     // The second compaction summarised from the first summary on (it updates the checkpoint).
     const second = shape(h.model.calls.at(-1)!.prompt)[1]!.text
-    expect(second).toMatch(/^<transcript>\n\[Previous summary\]: SUMMARY: first\n\n\[User\]: three\n\n\[Assistant\]: a3\n<\/transcript>/)
+    expect(second).toMatch(
+      /^<transcript>\n\[Previous summary\]: SUMMARY: first\n\n\[User\]: three\n\n\[Assistant\]: a3\n<\/transcript>/,
+    )
     const context = await h.runtime.context(id)
-    expect(context.messages[0]).toMatchObject({ role: 'user', content: [{ text: `${SUMMARY_PREFIX}SUMMARY: first${SUMMARY_SUFFIX}` }] })
+    expect(context.messages[0]).toMatchObject({
+      role: 'user',
+      content: [{ text: `${SUMMARY_PREFIX}SUMMARY: first${SUMMARY_SUFFIX}` }],
+    })
     expect(JSON.stringify(context.messages)).not.toContain('"one"')
     // And the loop sends exactly that (not the failed attempt's summary message, not the head).
     await h.turn(id, 'four')
@@ -84,7 +110,12 @@ describe('manual compaction', () => {
     let release: () => void = () => {}
     const toolRunning = new Promise<void>((started) => {
       h = compactionHarness(
-        [{ when: TRANSCRIPT, text: 'SUMMARY: said hello' }, { text: 'hi' }, { toolCalls: [{ id: 'c1', name: 'lookup', input: { query: 'q' } }] }, { text: 'done' }],
+        [
+          { when: TRANSCRIPT, text: 'SUMMARY: said hello' },
+          { text: 'hi' },
+          { toolCalls: [{ id: 'c1', name: 'lookup', input: { query: 'q' } }] },
+          { text: 'done' },
+        ],
         {},
         { lookup: (q) => new Promise((resolve) => ((release = () => resolve(`result for ${q}`)), started())) },
       )

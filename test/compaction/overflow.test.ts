@@ -9,7 +9,10 @@ describe('context overflow reported by the provider', () => {
   afterEach(() => h.close())
 
   it('compacts once and retries the same step', async () => {
-    h = compactionHarness([{ when: TRANSCRIPT, text: 'SUMMARY: greeted' }, { text: 'hi' }, OVERFLOW, { text: 'done' }], {})
+    h = compactionHarness(
+      [{ when: TRANSCRIPT, text: 'SUMMARY: greeted' }, { text: 'hi' }, OVERFLOW, { text: 'done' }],
+      {},
+    )
     const id = h.session()
     await h.turn(id, 'hello')
     await h.turn(id, 'go')
@@ -40,7 +43,9 @@ describe('context overflow reported by the provider', () => {
     ])
     const events = h.events(id)
     expect(dataOf(events, 'compaction.requested')).toEqual([{ compactionId: expect.any(String), reason: 'overflow' }])
-    expect(dataOf(events, 'message.completed').find((d) => d.error)).toMatchObject({ error: { kind: 'context_overflow' } })
+    expect(dataOf(events, 'message.completed').find((d) => d.error)).toMatchObject({
+      error: { kind: 'context_overflow' },
+    })
     expect(dataOf(events, 'run.finished').at(-1)).toEqual({ runId: expect.any(String), outcome: 'idle' })
     // The retry sent summary + tail ("go"), not the head and not the empty overflowed message.
     expect(shape(h.model.calls[3]!.prompt).slice(1)).toEqual([
@@ -50,7 +55,10 @@ describe('context overflow reported by the provider', () => {
   })
 
   it('a second overflow in the same step ends the run with a clear error', async () => {
-    h = compactionHarness([{ when: TRANSCRIPT, text: 'SUMMARY: greeted' }, { text: 'hi' }, OVERFLOW, OVERFLOW, { text: 'never' }], {})
+    h = compactionHarness(
+      [{ when: TRANSCRIPT, text: 'SUMMARY: greeted' }, { text: 'hi' }, OVERFLOW, OVERFLOW, { text: 'never' }],
+      {},
+    )
     const id = h.session()
     await h.turn(id, 'hello')
     await h.turn(id, 'go')
@@ -59,14 +67,20 @@ describe('context overflow reported by the provider', () => {
     expect(dataOf(events, 'run.finished').at(-1)).toEqual({
       runId: expect.any(String),
       outcome: 'error',
-      error: { kind: 'CONTEXT_OVERFLOW', message: expect.stringContaining('still exceeds the model context window after compacting') },
+      error: {
+        kind: 'CONTEXT_OVERFLOW',
+        message: expect.stringContaining('still exceeds the model context window after compacting'),
+      },
     })
     expect(h.model.calls).toHaveLength(4) // hello, go, compaction, go again — nothing after
   })
 
   it('a compaction request that is itself too large shrinks a bounded number of times, then fails', async () => {
     const window = { models: { [SPEC]: { contextWindow: 2000 } }, maxShrinks: 2 }
-    h = compactionHarness([{ when: TRANSCRIPT, ...OVERFLOW }, { text: `long answer ${'z'.repeat(2400)}` }, OVERFLOW], window)
+    h = compactionHarness(
+      [{ when: TRANSCRIPT, ...OVERFLOW }, { text: `long answer ${'z'.repeat(2400)}` }, OVERFLOW],
+      window,
+    )
     const id = h.session()
     await h.turn(id, 'hello')
     await h.turn(id, 'go')
@@ -77,7 +91,10 @@ describe('context overflow reported by the provider', () => {
     expect(sizes[1]!).toBeLessThan(sizes[0]!)
     expect(sizes[2]!).toBeLessThan(sizes[1]!)
     expect(dataOf(events, 'compaction.failed')).toEqual([
-      { compactionId: expect.any(String), error: expect.stringContaining('too large for the model even after 2 shrinks') },
+      {
+        compactionId: expect.any(String),
+        error: expect.stringContaining('too large for the model even after 2 shrinks'),
+      },
     ])
     expect(dataOf(events, 'compaction.completed')).toEqual([])
     // Each attempt is its own recorded summary message, closed with the overflow; none is ever replayed.
@@ -92,7 +109,10 @@ describe('context overflow reported by the provider', () => {
 
   it('auto: false — no automatic and no overflow compaction; the overflow ends the run saying so', async () => {
     const off = { auto: false, models: { [SPEC]: { contextWindow: 1000, reserved: 200 } } }
-    h = compactionHarness([{ when: TRANSCRIPT, text: 'SUMMARY: manual' }, { text: 'hi', usage: { input: 900, output: 10 } }, OVERFLOW], off)
+    h = compactionHarness(
+      [{ when: TRANSCRIPT, text: 'SUMMARY: manual' }, { text: 'hi', usage: { input: 900, output: 10 } }, OVERFLOW],
+      off,
+    )
     const id = h.session()
     await h.turn(id, 'hello')
     await h.turn(id, 'go') // 910 is past the usable 800: auto would compact here

@@ -9,22 +9,24 @@ import { Client, startServer, type TestServer } from '../http/helpers.js'
 /** Manual compaction through the real server: HTTP, WebSocket and the CLI, with the scripted model. */
 
 const script = {
-  steps: [
-    { when: { userContains: '<transcript>' }, text: 'SUMMARY: over the wire' },
-    { text: 'a1' },
-    { text: 'a2' },
-  ],
+  steps: [{ when: { userContains: '<transcript>' }, text: 'SUMMARY: over the wire' }, { text: 'a1' }, { text: 'a2' }],
 }
 
 describe('manual compaction over the server', () => {
   let server: TestServer
   afterEach(() => server.close())
 
-  async function sessionWithTwoTurns(): Promise<{ id: string; http: (method: string, path: string, body?: unknown) => Promise<{ status: number; json: Record<string, unknown> }> }> {
+  async function sessionWithTwoTurns(): Promise<{
+    id: string
+    http: (method: string, path: string, body?: unknown) => Promise<{ status: number; json: Record<string, unknown> }>
+  }> {
     const http = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(server.url + path, {
         method,
-        headers: { authorization: `Bearer ${server.token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${server.token}`,
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+        },
         ...(body !== undefined && { body: JSON.stringify(body) }),
       })
       return { status: res.status, json: (await res.json()) as Record<string, unknown> }
@@ -58,7 +60,7 @@ describe('manual compaction over the server', () => {
     expect(r.json).toEqual({ compactionId: expect.any(String), seq: expect.any(Number), duplicate: false })
     const types = async () => {
       const page = await http('GET', `/sessions/${id}/events?after=0&limit=1000`)
-      return (page.json.events as { type: string; data: Record<string, unknown> }[])
+      return page.json.events as { type: string; data: Record<string, unknown> }[]
     }
     await until(async () => (await types()).some((e) => e.type === 'compaction.completed'))
     const completed = (await types()).find((e) => e.type === 'compaction.completed')!
@@ -69,7 +71,13 @@ describe('manual compaction over the server', () => {
     expect(reply).toMatchObject({ id: expect.any(String) })
     expect(JSON.stringify(reply)).toContain('compactionId')
     ws.close()
-    await until(async () => (await types()).filter((e) => e.type.startsWith('compaction.') && e.type !== 'compaction.requested' && e.type !== 'compaction.started').length === 2)
+    await until(
+      async () =>
+        (await types()).filter(
+          (e) =>
+            e.type.startsWith('compaction.') && e.type !== 'compaction.requested' && e.type !== 'compaction.started',
+        ).length === 2,
+    )
 
     const missing = await http('POST', '/sessions/ses_nope/compact')
     expect(missing.status).toBe(404)
@@ -91,7 +99,10 @@ describe('manual compaction over the server', () => {
       expect(lines[0]).toMatch(/^compaction cmp_\S+ requested \(seq \d+\)$/)
       expect(lines[1]).toMatch(/^compacted: ~\d+ → ~\d+ tokens \(summary msg_\S+\)$/)
     } finally {
-      for (const [k, v] of [['CHRONICLE_URL', saved.url], ['CHRONICLE_TOKEN', saved.token]] as const) {
+      for (const [k, v] of [
+        ['CHRONICLE_URL', saved.url],
+        ['CHRONICLE_TOKEN', saved.token],
+      ] as const) {
         if (v === undefined) delete process.env[k]
         else process.env[k] = v
       }

@@ -5,11 +5,30 @@ import { compactionHarness, dataOf, SPEC, type CompactionHarness } from './helpe
 
 describe('budgets', () => {
   it('reserve 20k tokens, or 15% of small windows; per model overrides; unknown window: no automatic trigger', () => {
-    const config = compactionConfig({ models: { 'openai:small': { contextWindow: 32_000 }, tiny: { contextWindow: 8_000, reserved: 1_000 } } })
-    expect(budgetFor(config, 'openai:gpt-x')).toEqual({ contextWindow: 128_000, reserve: 19_200, usable: 108_800, tail: 15_000 })
-    expect(budgetFor(compactionConfig({ models: { 'openai:big': { contextWindow: 200_000 } } }), 'openai:big')).toMatchObject({ reserve: 20_000, usable: 180_000 })
-    expect(budgetFor(config, 'openai:small')).toEqual({ contextWindow: 32_000, reserve: 4_800, usable: 27_200, tail: 13_600 })
-    expect(budgetFor(config, 'compatible:tiny')).toEqual({ contextWindow: 8_000, reserve: 1_000, usable: 7_000, tail: 3_500 }) // matched by id
+    const config = compactionConfig({
+      models: { 'openai:small': { contextWindow: 32_000 }, tiny: { contextWindow: 8_000, reserved: 1_000 } },
+    })
+    expect(budgetFor(config, 'openai:gpt-x')).toEqual({
+      contextWindow: 128_000,
+      reserve: 19_200,
+      usable: 108_800,
+      tail: 15_000,
+    })
+    expect(
+      budgetFor(compactionConfig({ models: { 'openai:big': { contextWindow: 200_000 } } }), 'openai:big'),
+    ).toMatchObject({ reserve: 20_000, usable: 180_000 })
+    expect(budgetFor(config, 'openai:small')).toEqual({
+      contextWindow: 32_000,
+      reserve: 4_800,
+      usable: 27_200,
+      tail: 13_600,
+    })
+    expect(budgetFor(config, 'compatible:tiny')).toEqual({
+      contextWindow: 8_000,
+      reserve: 1_000,
+      usable: 7_000,
+      tail: 3_500,
+    }) // matched by id
     expect(budgetFor(compactionConfig({ reserved: 5_000 }), 'x:y')).toMatchObject({ reserve: 5_000 })
     expect(budgetFor({ auto: true, tail: 15_000, maxShrinks: 3, models: {} }, 'x:y')).toBeUndefined()
   })
@@ -20,7 +39,10 @@ describe('token accounting per step', () => {
   afterEach(() => h.close())
 
   it("records the provider's usage when it reports one, an estimate marked estimated when not", async () => {
-    h = compactionHarness([{ text: 'counted', usage: { input: 123, output: 7 } }, { text: 'not counted: twenty-eight ch' }], {})
+    h = compactionHarness(
+      [{ text: 'counted', usage: { input: 123, output: 7 } }, { text: 'not counted: twenty-eight ch' }],
+      {},
+    )
     const id = h.session()
     await h.turn(id, 'one')
     await h.turn(id, 'two')

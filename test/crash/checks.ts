@@ -65,7 +65,9 @@ export function checkDataDir(input: CheckInput): CheckResult {
   try {
     // Every acknowledged input exactly once, in its session, at the acknowledged seq.
     const accepted = db
-      .prepare("SELECT seq, session_id AS sessionId, data ->> '$.inputId' AS inputId FROM events WHERE type = 'input.accepted'")
+      .prepare(
+        "SELECT seq, session_id AS sessionId, data ->> '$.inputId' AS inputId FROM events WHERE type = 'input.accepted'",
+      )
       .all() as { seq: number; sessionId: string; inputId: string }[]
     const byInput = new Map<string, typeof accepted>()
     for (const a of accepted) byInput.set(a.inputId, [...(byInput.get(a.inputId) ?? []), a])
@@ -80,16 +82,23 @@ export function checkDataDir(input: CheckInput): CheckResult {
       if (!found) {
         r.lostInputs++
         fail(`acknowledged input ${ack.inputId} (seq ${ack.seq}) is not in the log`)
-      } else if (found.seq !== ack.seq) fail(`input ${ack.inputId} acknowledged at seq ${ack.seq} but stored at ${found.seq}`)
+      } else if (found.seq !== ack.seq)
+        fail(`input ${ack.inputId} acknowledged at seq ${ack.seq} but stored at ${found.seq}`)
     }
 
     // seq has no gaps; each session's versions are 1..n.
-    const span = db.prepare('SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM events').get() as { n: number; lo: number; hi: number }
+    const span = db.prepare('SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM events').get() as {
+      n: number
+      lo: number
+      hi: number
+    }
     if (span.n > 0 && (span.lo !== 1 || span.hi - span.lo + 1 !== span.n)) {
       r.gaps += span.hi - span.lo + 1 - span.n + (span.lo - 1)
       fail(`seq is not contiguous: ${span.n} events in ${span.lo}..${span.hi}`)
     }
-    for (const row of db.prepare('SELECT session_id AS s, COUNT(*) AS n, MAX(version) AS v FROM events GROUP BY session_id').all() as {
+    for (const row of db
+      .prepare('SELECT session_id AS s, COUNT(*) AS n, MAX(version) AS v FROM events GROUP BY session_id')
+      .all() as {
       s: string
       n: number
       v: number
@@ -106,13 +115,17 @@ export function checkDataDir(input: CheckInput): CheckResult {
       .all() as { s: string; p: string }[]
     const terminals = new Map<string, number>()
     for (const t of db
-      .prepare("SELECT session_id AS s, data ->> '$.partId' AS p, type, data ->> '$.error.kind' AS kind, data ->> '$.error.message' AS message FROM events WHERE type IN ('tool.completed', 'tool.failed')")
+      .prepare(
+        "SELECT session_id AS s, data ->> '$.partId' AS p, type, data ->> '$.error.kind' AS kind, data ->> '$.error.message' AS message FROM events WHERE type IN ('tool.completed', 'tool.failed')",
+      )
       .all() as { s: string; p: string; type: string; kind: string | null; message: string | null }[]) {
       terminals.set(`${t.s}/${t.p}`, (terminals.get(`${t.s}/${t.p}`) ?? 0) + 1)
       if (t.kind === 'interrupted') {
         r.interruptedTools++
-        if (!t.message?.includes('interrupted by a server restart')) fail(`tool ${t.p} failed interrupted without saying so: ${t.message}`)
-        if (t.message !== INTERRUPTED_MESSAGE && !t.message?.includes('waited for permission')) fail(`tool ${t.p}: unexpected interrupted message ${t.message}`)
+        if (!t.message?.includes('interrupted by a server restart'))
+          fail(`tool ${t.p} failed interrupted without saying so: ${t.message}`)
+        if (t.message !== INTERRUPTED_MESSAGE && !t.message?.includes('waited for permission'))
+          fail(`tool ${t.p}: unexpected interrupted message ${t.message}`)
       }
     }
     for (const { s, p } of started) {
@@ -141,23 +154,32 @@ export function checkDataDir(input: CheckInput): CheckResult {
     // Runs: resumed within budget, cancelled ones never resumed after the cancel.
     r.resumedRuns = (db.prepare("SELECT COUNT(*) FROM events WHERE type = 'run.resumed'").pluck().get() as number) ?? 0
     r.failedAfterBudget = db
-      .prepare("SELECT COUNT(*) FROM events WHERE type = 'run.finished' AND data ->> '$.error.kind' = 'RESUME_BUDGET_EXHAUSTED'")
+      .prepare(
+        "SELECT COUNT(*) FROM events WHERE type = 'run.finished' AND data ->> '$.error.kind' = 'RESUME_BUDGET_EXHAUSTED'",
+      )
       .pluck()
       .get() as number
     for (const c of db
-      .prepare("SELECT seq, session_id AS s, data ->> '$.runId' AS runId FROM events WHERE type = 'run.cancel.requested'")
+      .prepare(
+        "SELECT seq, session_id AS s, data ->> '$.runId' AS runId FROM events WHERE type = 'run.cancel.requested'",
+      )
       .all() as { seq: number; s: string; runId: string }[]) {
       r.cancelledRuns++
       const resumed = db
-        .prepare("SELECT COUNT(*) FROM events WHERE session_id = ? AND type = 'run.resumed' AND data ->> '$.runId' = ? AND seq > ?")
+        .prepare(
+          "SELECT COUNT(*) FROM events WHERE session_id = ? AND type = 'run.resumed' AND data ->> '$.runId' = ? AND seq > ?",
+        )
         .pluck()
         .get(c.s, c.runId, c.seq) as number
       const finished = db
-        .prepare("SELECT data ->> '$.outcome' FROM events WHERE session_id = ? AND type = 'run.finished' AND data ->> '$.runId' = ?")
+        .prepare(
+          "SELECT data ->> '$.outcome' FROM events WHERE session_id = ? AND type = 'run.finished' AND data ->> '$.runId' = ?",
+        )
         .pluck()
         .all(c.s, c.runId) as string[]
       if (resumed > 0) fail(`cancelled run ${c.runId} was resumed`)
-      if (finished.length !== 1 || finished[0] !== 'cancelled') fail(`cancelled run ${c.runId} finished ${JSON.stringify(finished)}`)
+      if (finished.length !== 1 || finished[0] !== 'cancelled')
+        fail(`cancelled run ${c.runId} finished ${JSON.stringify(finished)}`)
     }
 
     // Every session ends idle: no run, no parked call, nothing left to deliver (unless a cancel parked it).
@@ -171,7 +193,12 @@ export function checkDataDir(input: CheckInput): CheckResult {
       if (s.pendingPermissions.length > 0) fail(`session ${id} ends with pending permission requests`)
       if (s.inbox.length > 0 && s.lastRun?.outcome !== 'cancelled') fail(`session ${id} ends with undelivered input`)
       const outcome = s.lastRun?.outcome
-      if (outcome && outcome !== 'idle' && outcome !== 'cancelled' && !(outcome === 'failed' && s.lastRun?.error?.kind === 'RESUME_BUDGET_EXHAUSTED')) {
+      if (
+        outcome &&
+        outcome !== 'idle' &&
+        outcome !== 'cancelled' &&
+        !(outcome === 'failed' && s.lastRun?.error?.kind === 'RESUME_BUDGET_EXHAUSTED')
+      ) {
         fail(`session ${id}: last run ended ${outcome} ${JSON.stringify(s.lastRun?.error)}`)
       }
       // A completed bash call ran to the end, so its marker line exists (at least once).
@@ -187,7 +214,10 @@ export function checkDataDir(input: CheckInput): CheckResult {
     // Read models equal a fresh fold; the file is intact.
     const report = verify(store)
     r.verifyFailures = report.differences.length
-    if (report.differences.length > 0) fail(`verify: ${report.differences.length} differences, first ${JSON.stringify(report.differences[0]).slice(0, 300)}`)
+    if (report.differences.length > 0)
+      fail(
+        `verify: ${report.differences.length} differences, first ${JSON.stringify(report.differences[0]).slice(0, 300)}`,
+      )
     const integrity = db.pragma('integrity_check', { simple: true })
     if (integrity !== 'ok') {
       r.verifyFailures++
@@ -213,7 +243,12 @@ export function checkDataDir(input: CheckInput): CheckResult {
         r.danglingTools++
         fail(`model request ${r.requests}: ${problem}`)
       }
-      if (entry.prompt.some((m) => m.role === 'tool' && m.content.some((c) => JSON.stringify(c).includes('interrupted by a server restart')))) {
+      if (
+        entry.prompt.some(
+          (m) =>
+            m.role === 'tool' && m.content.some((c) => JSON.stringify(c).includes('interrupted by a server restart')),
+        )
+      ) {
         r.resumeRequests++
       }
     }
@@ -232,15 +267,19 @@ export function pairingProblem(prompt: readonly PromptMessage[]): string | undef
     const m = prompt[i] as PromptMessage
     if (m.role === 'tool') {
       const prev = prompt[i - 1]
-      const calls = new Set(prev?.role === 'assistant' ? prev.content.filter((c) => c.type === 'tool-call').map((c) => c.toolCallId) : [])
-      for (const c of m.content) if (c.type === 'tool-result' && !calls.has(c.toolCallId)) return `orphan result ${c.toolCallId}`
+      const calls = new Set(
+        prev?.role === 'assistant' ? prev.content.filter((c) => c.type === 'tool-call').map((c) => c.toolCallId) : [],
+      )
+      for (const c of m.content)
+        if (c.type === 'tool-result' && !calls.has(c.toolCallId)) return `orphan result ${c.toolCallId}`
       continue
     }
     if (m.role !== 'assistant') continue
     const calls = m.content.filter((c) => c.type === 'tool-call').map((c) => c.toolCallId)
     if (calls.length === 0) continue
     const next = prompt[i + 1]
-    const results = next?.role === 'tool' ? next.content.filter((c) => c.type === 'tool-result').map((c) => c.toolCallId) : []
+    const results =
+      next?.role === 'tool' ? next.content.filter((c) => c.type === 'tool-result').map((c) => c.toolCallId) : []
     for (const id of calls) {
       const n = results.filter((x) => x === id).length
       if (n !== 1) return `call ${id} has ${n} results`

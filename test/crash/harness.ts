@@ -47,7 +47,14 @@ export interface CrashResult extends CheckResult {
 const TOKEN = 'crash-harness-token-0123456789abcdef'
 const SCRIPT = fileURLToPath(new URL('./fixtures/script.json', import.meta.url))
 const SCENARIOS = ['#story', '#work', '#work', '#permit'] as const
-const KILL_POINTS = ['after-accept', 'mid-stream', 'mid-tool', 'permission-wait', 'compaction', 'random-instant'] as const
+const KILL_POINTS = [
+  'after-accept',
+  'mid-stream',
+  'mid-tool',
+  'permission-wait',
+  'compaction',
+  'random-instant',
+] as const
 type KillPoint = (typeof KILL_POINTS)[number]
 
 export async function runCrash(options: CrashOptions): Promise<CrashResult> {
@@ -104,12 +111,18 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   }
 
   /** Answers a permission request; a request that is still open must be answerable. */
-  const answer = async (client: CrashClient, req: { sessionId: string; requestId: string }, reply: string, strict: boolean) => {
+  const answer = async (
+    client: CrashClient,
+    req: { sessionId: string; requestId: string },
+    reply: string,
+    strict: boolean,
+  ) => {
     const r = await client.call('permission.reply', { session: req.sessionId, requestId: req.requestId, reply })
     if (!r) return false // the connection died: not answered
     if (r.error) {
       // Already closed by another reply (a reject closes every request of the session) or a cancel: fine.
-      if (strict && pending.has(req.requestId)) violations.push(`re-offered ${req.requestId} could not be answered: ${r.error.code}`)
+      if (strict && pending.has(req.requestId))
+        violations.push(`re-offered ${req.requestId} could not be answered: ${r.error.code}`)
       return false
     }
     return true
@@ -183,7 +196,9 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
       duplicates += client.duplicates
       cursor = client.cursor
       kills++
-      log(`crash: iteration ${iteration + 1} killed at ${point}; recovered ${JSON.stringify(server.recovered)}; cursor ${cursor}`)
+      log(
+        `crash: iteration ${iteration + 1} killed at ${point}; recovered ${JSON.stringify(server.recovered)}; cursor ${cursor}`,
+      )
     }
 
     // Last start: recovery, then let every session settle, answering what asks; then a clean shutdown.
@@ -231,7 +246,12 @@ interface DriveContext {
   readonly answered: Set<string>
   nextInput(): string
   onAck(): void
-  answer(client: CrashClient, req: { sessionId: string; requestId: string }, reply: string, strict: boolean): Promise<boolean>
+  answer(
+    client: CrashClient,
+    req: { sessionId: string; requestId: string },
+    reply: string,
+    strict: boolean,
+  ): Promise<boolean>
 }
 
 /** The client's workload until the server is killed: create, submit, resend, cancel, reply. */
@@ -251,7 +271,10 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
     for (const req of c.pending.values()) {
       if (answered.has(req.requestId)) continue
       answered.add(req.requestId)
-      setTimeout(() => void c.answer(client, req, rng.pick(['once', 'once', 'once', 'always', 'reject']), false), rng.int(20, 500))
+      setTimeout(
+        () => void c.answer(client, req, rng.pick(['once', 'once', 'once', 'always', 'reject']), false),
+        rng.int(20, 500),
+      )
     }
     const roll = rng.next()
     if (roll < 0.1 && c.acked.length > 0) {
@@ -259,7 +282,12 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
       const prior = rng.pick(c.acked)
       const sent = c.sentParts.get(prior.inputId)
       if (sent) {
-        const r = await client.call('input.submit', { session: sent.sessionId, inputId: prior.inputId, parts: sent.parts, delivery: sent.delivery })
+        const r = await client.call('input.submit', {
+          session: sent.sessionId,
+          inputId: prior.inputId,
+          parts: sent.parts,
+          delivery: sent.delivery,
+        })
         if (r?.result && (r.result['duplicate'] !== true || r.result['seq'] !== prior.seq)) {
           c.violations.push(`resent ${prior.inputId}: ${JSON.stringify(r.result)} (first acknowledged at ${prior.seq})`)
         }
@@ -338,4 +366,3 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(summaryLine(result))
   process.exit(result.violations.length > 0 ? 1 : 0)
 }
-

@@ -30,7 +30,9 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   child.stderr?.on('data', (d: Buffer) => {
     err = (err + d.toString()).slice(-20_000)
   })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ? null : code)))
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(signal ? null : code)),
+  )
   const line = await new Promise<string>((resolve, reject) => {
     let out = ''
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms\n${err}`)), timeoutMs)

@@ -10,7 +10,12 @@ import { createChronicle } from '../../src/main.js'
 const chronicle = await createChronicle(loadConfig())
 const url = await chronicle.start()
 const r = chronicle.recovery
-const recovered = r && { resumed: r.resumed.length, cancelled: r.cancelled.length, failed: r.failed.length, woken: r.deliver.length }
+const recovered = r && {
+  resumed: r.resumed.length,
+  cancelled: r.cancelled.length,
+  failed: r.failed.length,
+  woken: r.deliver.length,
+}
 process.stdout.write(`crash-server listening ${url} ${JSON.stringify(recovered ?? {})}\n`)
 process.once('SIGTERM', () => {
   void chronicle.stop().then(() => process.exit(0))

@@ -41,7 +41,12 @@ export class CrashClient {
     })
   }
 
-  static async connect(url: string, token: string, cursor: number, onEvent: (e: WireEvent) => void): Promise<CrashClient> {
+  static async connect(
+    url: string,
+    token: string,
+    cursor: number,
+    onEvent: (e: WireEvent) => void,
+  ): Promise<CrashClient> {
     const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } })
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve())

@@ -22,16 +22,58 @@ describe('the compact event log', () => {
     const path = join(dirs.make(), 'old.db')
     const db = new Database(path)
     migrate(db, MIGRATIONS.slice(0, 4))
-    const insert = db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)')
-    insert.run(3, 'ses_a', 1, 'session.created', '{"directory":"/r","agent":"build","model":null}', '{"actor":"user"}', 1000)
-    insert.run(7, 'ses_b', 1, 'session.created', '{"directory":"/s","agent":"build","model":null}', '{"actor":"user"}', 2000)
+    const insert = db.prepare(
+      'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
+    )
+    insert.run(
+      3,
+      'ses_a',
+      1,
+      'session.created',
+      '{"directory":"/r","agent":"build","model":null}',
+      '{"actor":"user"}',
+      1000,
+    )
+    insert.run(
+      7,
+      'ses_b',
+      1,
+      'session.created',
+      '{"directory":"/s","agent":"build","model":null}',
+      '{"actor":"user"}',
+      2000,
+    )
     insert.run(9, 'ses_a', 2, 'session.renamed', '{"title":"t"}', '{"actor":"model","run":"run_1"}', 3000)
     db.close()
     const store = EventStore.open(path)
     expect(events(store).map((e) => [e.seq, e.sessionId, e.version, e.type, e.data, e.meta, e.at])).toEqual([
-      [3, 'ses_a', 1, 'session.created', { directory: '/r', agent: 'build', model: null }, { actor: 'user' }, new Date(1000).toISOString()],
-      [7, 'ses_b', 1, 'session.created', { directory: '/s', agent: 'build', model: null }, { actor: 'user' }, new Date(2000).toISOString()],
-      [9, 'ses_a', 2, 'session.renamed', { title: 't' }, { actor: 'model', run: 'run_1' }, new Date(3000).toISOString()],
+      [
+        3,
+        'ses_a',
+        1,
+        'session.created',
+        { directory: '/r', agent: 'build', model: null },
+        { actor: 'user' },
+        new Date(1000).toISOString(),
+      ],
+      [
+        7,
+        'ses_b',
+        1,
+        'session.created',
+        { directory: '/s', agent: 'build', model: null },
+        { actor: 'user' },
+        new Date(2000).toISOString(),
+      ],
+      [
+        9,
+        'ses_a',
+        2,
+        'session.renamed',
+        { title: 't' },
+        { actor: 'model', run: 'run_1' },
+        new Date(3000).toISOString(),
+      ],
     ])
     expect(store.append('ses_a', [renamed('u')], { meta: userMeta }).map((e) => [e.seq, e.version])).toEqual([[10, 3]])
     expect(store.db.prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(2)
@@ -65,7 +107,10 @@ describe('the compact event log', () => {
     const conflicting = store.enqueue('ses_a', [renamed('x')], { meta: userMeta, expectedVersion: 5 })
     store.flush()
     await expect(conflicting).rejects.toMatchObject({ code: 'VERSION_CONFLICT' })
-    expect((await fresh).map((e) => [e.seq, e.version])).toEqual([[2, 1], [3, 2]])
+    expect((await fresh).map((e) => [e.seq, e.version])).toEqual([
+      [2, 1],
+      [3, 2],
+    ])
     expect(events(store).map((e) => [e.seq, e.sessionId, e.type, e.meta])).toEqual([
       [1, 'ses_a', 'session.created', userMeta],
       [2, 'ses_b', 'session.created', meta],
@@ -73,7 +118,7 @@ describe('the compact event log', () => {
     ])
   })
 
-  it('does not remember ids made inside a caller\'s transaction that the caller rolls back', () => {
+  it("does not remember ids made inside a caller's transaction that the caller rolls back", () => {
     const store = EventStore.open(':memory:')
     const meta = { actor: 'user' as const, request: 'req_1' }
     const caller = store.db.transaction(() => {
@@ -113,7 +158,9 @@ describe('the compact event log', () => {
       { part: null, data: JSON.stringify(written[5].data) }, // an id JSON escapes stays whole
       { part: 1, data: '}' },
     ])
-    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(written.map((e) => JSON.stringify(e.data)))
+    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(
+      written.map((e) => JSON.stringify(e.data)),
+    )
     expect(store.db.prepare("SELECT COUNT(*) FROM events WHERE data ->> '$.partId' = 'prt_1'").pluck().get()).toBe(4)
     expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
   })
@@ -135,10 +182,20 @@ describe('the compact event log', () => {
       { part: 1, kind: 'blob' }, // the rest after the interned partId is what is deflated
       { part: 2, kind: 'text' },
     ])
-    const blobs = store.db.prepare("SELECT SUM(length(data)) FROM event_log WHERE typeof(data) = 'blob'").pluck().get() as number
+    const blobs = store.db
+      .prepare("SELECT SUM(length(data)) FROM event_log WHERE typeof(data) = 'blob'")
+      .pluck()
+      .get() as number
     expect(blobs).toBeLessThan(JSON.stringify(written[1].data).length)
-    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(written.map((e) => JSON.stringify(e.data)))
-    expect(store.db.prepare("SELECT data ->> '$.output' FROM events WHERE type = 'tool.completed' ORDER BY seq").pluck().all()).toEqual([output, 'short'])
+    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(
+      written.map((e) => JSON.stringify(e.data)),
+    )
+    expect(
+      store.db
+        .prepare("SELECT data ->> '$.output' FROM events WHERE type = 'tool.completed' ORDER BY seq")
+        .pluck()
+        .all(),
+    ).toEqual([output, 'short'])
     expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
   })
 
@@ -146,17 +203,33 @@ describe('the compact event log', () => {
     const path = join(dirs.make(), 'metas.db')
     const db = new Database(path)
     migrate(db, MIGRATIONS.slice(0, 7))
-    const insert = db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)')
-    insert.run(1, 'ses_a', 1, 'session.created', '{"directory":"/r","agent":"build","model":null}', '{"actor":"user"}', 1000)
+    const insert = db.prepare(
+      'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
+    )
+    insert.run(
+      1,
+      'ses_a',
+      1,
+      'session.created',
+      '{"directory":"/r","agent":"build","model":null}',
+      '{"actor":"user"}',
+      1000,
+    )
     insert.run(2, 'ses_a', 2, 'session.renamed', '{"title":"t"}', '{"actor":"model","run":"run_1"}', 2000)
     db.close()
     const store = EventStore.open(path)
     const metas = () => store.db.prepare('SELECT id, meta FROM event_metas ORDER BY id').all()
-    expect(metas()).toEqual([{ id: 1, meta: '{"actor":"user"}' }, { id: 2, meta: '{"actor":"model","run":"run_1"}' }])
+    expect(metas()).toEqual([
+      { id: 1, meta: '{"actor":"user"}' },
+      { id: 2, meta: '{"actor":"model","run":"run_1"}' },
+    ])
     // same tail as run_1's model meta, different meta: a new row
     store.append('ses_a', [renamed('u')], { meta: { actor: 'runtime', run: 'run_1' } })
     store.append('ses_a', [renamed('v')], { meta: modelMeta })
-    store.db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)')
+    store.db
+      .prepare(
+        'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
+      )
       .run(9, 'ses_a', 5, 'session.renamed', '{"title":"w"}', '{"actor":"runtime","run":"run_1"}', 3000)
     expect(metas()).toEqual([
       { id: 1, meta: '{"actor":"user"}' },

@@ -26,7 +26,9 @@ function contend(args: string[]) {
   })
   child.stderr.on('data', (d: Buffer) => (err += d))
   const done = new Promise<{ name: string; committed: number[]; conflicts: number }>((resolve, reject) =>
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.slice('ready\n'.length))) : reject(new Error(`exit ${code}: ${err}`)))),
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out.slice('ready\n'.length))) : reject(new Error(`exit ${code}: ${err}`)),
+    ),
   )
   return { ready, done, go: () => child.stdin.end('go\n') }
 }
@@ -52,7 +54,9 @@ describe('two appenders on one file', () => {
     expect((conflict as ChronicleError).code).toBe('VERSION_CONFLICT')
     // B re-reads and retries: both facts are in the log, in order, and the read model agrees.
     b.append('ses_a', [renamed('from b')], { meta: userMeta, expectedVersion: b.version('ses_a') })
-    expect(a.readSession('ses_a').map((e) => [e.version, e.type === 'session.renamed' ? e.data.title : e.type])).toEqual([
+    expect(
+      a.readSession('ses_a').map((e) => [e.version, e.type === 'session.renamed' ? e.data.title : e.type]),
+    ).toEqual([
       [1, 'session.created'],
       [2, 'from a'],
       [3, 'from b'],

@@ -16,7 +16,8 @@ import { created, delta, tempDirs, userMeta } from './fixtures/store.js'
 const dirs = tempDirs()
 afterEach(() => dirs.cleanup())
 
-const recorded = (db: Database.Database) => db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()
+const recorded = (db: Database.Database) =>
+  db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()
 
 describe('schema migrations', () => {
   it('are numbered 1, 2, 3… with no gaps or duplicates', () => {
@@ -29,8 +30,21 @@ describe('schema migrations', () => {
     expect(migrate(db)).toBe(MIGRATIONS.length)
     expect(recorded(db)).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })))
     expect(schemaVersion(db)).toBe(MIGRATIONS.length)
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') ORDER BY name").pluck().all()
-    expect(tables).toEqual(expect.arrayContaining(['events', 'events_no_delete', 'events_no_update', 'messages', 'parts', 'schema_migrations', 'sessions']))
+    const tables = db
+      .prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') ORDER BY name")
+      .pluck()
+      .all()
+    expect(tables).toEqual(
+      expect.arrayContaining([
+        'events',
+        'events_no_delete',
+        'events_no_update',
+        'messages',
+        'parts',
+        'schema_migrations',
+        'sessions',
+      ]),
+    )
     expect(tables).not.toContain('part_text')
     const appliedAt = db.prepare('SELECT applied_at FROM schema_migrations').pluck().all()
     expect(migrate(db)).toBe(0)
@@ -53,7 +67,11 @@ describe('schema migrations', () => {
   it('roll back a migration that fails, leaving it unrecorded', () => {
     const db = new Database(':memory:')
     migrate(db)
-    const broken: Migration = { version: MIGRATIONS.length + 1, name: 'broken', sql: 'CREATE TABLE half (x); CREATE TABLE events (y);' }
+    const broken: Migration = {
+      version: MIGRATIONS.length + 1,
+      name: 'broken',
+      sql: 'CREATE TABLE half (x); CREATE TABLE events (y);',
+    }
     expect(() => migrate(db, [...MIGRATIONS, broken])).toThrow('events already exists')
     expect(schemaVersion(db)).toBe(MIGRATIONS.length)
     expect(db.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name = 'half'").pluck().get()).toBe(0)
@@ -78,9 +96,34 @@ describe('schema migrations', () => {
     const path = join(dirs.make(), 'old.db')
     const db = new Database(path)
     migrate(db, MIGRATIONS.slice(0, 2))
-    const text = { id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'text', text: 'héllo 😀 '.repeat(300), ended: true }
-    const tool = { id: 'prt_2', sessionId: 'ses_a', messageId: 'msg_1', type: 'tool', callId: 'c', tool: 'read', state: 'completed', rawInput: '{"filePath":"a"}', input: { filePath: 'a' }, output: 'x' }
-    const step = { id: 'prt_3', sessionId: 'ses_a', messageId: 'msg_1', type: 'step-start', step: 1, contextDigest: 'd' }
+    const text = {
+      id: 'prt_1',
+      sessionId: 'ses_a',
+      messageId: 'msg_1',
+      type: 'text',
+      text: 'héllo 😀 '.repeat(300),
+      ended: true,
+    }
+    const tool = {
+      id: 'prt_2',
+      sessionId: 'ses_a',
+      messageId: 'msg_1',
+      type: 'tool',
+      callId: 'c',
+      tool: 'read',
+      state: 'completed',
+      rawInput: '{"filePath":"a"}',
+      input: { filePath: 'a' },
+      output: 'x',
+    }
+    const step = {
+      id: 'prt_3',
+      sessionId: 'ses_a',
+      messageId: 'msg_1',
+      type: 'step-start',
+      step: 1,
+      contextDigest: 'd',
+    }
     const insert = db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
     for (const p of [text, tool, step]) insert.run('ses_a', p.id, 'msg_1', JSON.stringify(p))
     migrate(db)
@@ -108,17 +151,44 @@ describe('schema migrations', () => {
     const path = join(dirs.make(), 'v8.db')
     const db = new Database(path)
     migrate(db, MIGRATIONS.slice(0, 8))
-    const copy = db.prepare('INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-    for (const e of reference.readSession('ses_a')) copy.run(e.seq, e.sessionId, e.version, e.type, e.schemaVersion, JSON.stringify(e.data), JSON.stringify(e.meta), Date.parse(e.at))
+    const copy = db.prepare(
+      'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    )
+    for (const e of reference.readSession('ses_a'))
+      copy.run(
+        e.seq,
+        e.sessionId,
+        e.version,
+        e.type,
+        e.schemaVersion,
+        JSON.stringify(e.data),
+        JSON.stringify(e.meta),
+        Date.parse(e.at),
+      )
     const session = view.session as NonNullable<typeof view.session>
-    db.prepare('INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, NULL, 0, ?, ?)').run('ses_a', session.updatedAt, JSON.stringify(session))
-    for (const m of view.messages.values()) db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)').run('ses_a', m.id, messageRow('ses_a', m.id, m))
+    db.prepare('INSERT INTO sessions (id, parent_id, archived, updated_at, data) VALUES (?, NULL, 0, ?, ?)').run(
+      'ses_a',
+      session.updatedAt,
+      JSON.stringify(session),
+    )
+    for (const m of view.messages.values())
+      db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)').run(
+        'ses_a',
+        m.id,
+        messageRow('ses_a', m.id, m),
+      )
     const slice = db.prepare('INSERT INTO part_text (session_id, part_id, n, start, text) VALUES (?, ?, ?, ?, ?)')
     for (const p of view.parts.values()) {
       const field = p.type === 'tool' ? 'rawInput' : 'text'
       const value = (p as unknown as Record<string, string>)[field] as string
-      db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)').run('ses_a', p.id, 'msg_1', encodePart('ses_a', { ...p, [field]: '' } as Part))
-      for (let n = 0; n * 1024 < value.length; n++) slice.run('ses_a', p.id, n, n * 1024, value.slice(n * 1024, (n + 1) * 1024))
+      db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)').run(
+        'ses_a',
+        p.id,
+        'msg_1',
+        encodePart('ses_a', { ...p, [field]: '' } as Part),
+      )
+      for (let n = 0; n * 1024 < value.length; n++)
+        slice.run('ses_a', p.id, n, n * 1024, value.slice(n * 1024, (n + 1) * 1024))
     }
     db.close()
 
@@ -129,12 +199,22 @@ describe('schema migrations', () => {
       { id: 'prt_1', through: 6 },
       { id: 'prt_2', through: 6 },
     ])
-    const more: ChronicleEvent[] = [delta('prt_1', 'b'), { type: 'tool.input.delta', data: { partId: 'prt_2', delta: '"a"}' } }, { type: 'text.ended', data: { partId: 'prt_1' } }]
+    const more: ChronicleEvent[] = [
+      delta('prt_1', 'b'),
+      { type: 'tool.input.delta', data: { partId: 'prt_2', delta: '"a"}' } },
+      { type: 'text.ended', data: { partId: 'prt_1' } },
+    ]
     for (const s of [store, reference]) s.append('ses_a', more, meta)
     // (the two appends commit a moment apart)
-    const timeless = (s: EventStore) => ({ ...loadView(s, 'ses_a'), session: { ...loadView(s, 'ses_a').session, updatedAt: '' } })
+    const timeless = (s: EventStore) => ({
+      ...loadView(s, 'ses_a'),
+      session: { ...loadView(s, 'ses_a').session, updatedAt: '' },
+    })
     expect(timeless(store)).toEqual(timeless(reference))
-    expect(getParts(store, 'ses_a')).toMatchObject([{ text: `${'a'.repeat(1500)}b`, ended: true }, { rawInput: '{"filePath":"a"}' }])
+    expect(getParts(store, 'ses_a')).toMatchObject([
+      { text: `${'a'.repeat(1500)}b`, ended: true },
+      { rawInput: '{"filePath":"a"}' },
+    ])
     expect(verify(store).differences).toEqual([])
     rebuild(store)
     expect(timeless(store)).toEqual(timeless(reference))

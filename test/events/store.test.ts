@@ -37,8 +37,26 @@ describe('append', () => {
     const store = EventStore.open(':memory:', { now: () => Date.UTC(2026, 0, 2, 3, 4, 5) })
     const stored = store.append('ses_a', [created(), renamed('first')], { meta: userMeta })
     expect(stored).toEqual([
-      { seq: 1, sessionId: 'ses_a', version: 1, type: 'session.created', schemaVersion: 1, data: { directory: '/work/repo', agent: 'build', model: 'scripted:test' }, meta: userMeta, at: '2026-01-02T03:04:05.000Z' },
-      { seq: 2, sessionId: 'ses_a', version: 2, type: 'session.renamed', schemaVersion: 1, data: { title: 'first' }, meta: userMeta, at: '2026-01-02T03:04:05.000Z' },
+      {
+        seq: 1,
+        sessionId: 'ses_a',
+        version: 1,
+        type: 'session.created',
+        schemaVersion: 1,
+        data: { directory: '/work/repo', agent: 'build', model: 'scripted:test' },
+        meta: userMeta,
+        at: '2026-01-02T03:04:05.000Z',
+      },
+      {
+        seq: 2,
+        sessionId: 'ses_a',
+        version: 2,
+        type: 'session.renamed',
+        schemaVersion: 1,
+        data: { title: 'first' },
+        meta: userMeta,
+        at: '2026-01-02T03:04:05.000Z',
+      },
     ])
     expect(store.readSession('ses_a')).toEqual(stored)
     expect([store.head(), store.version('ses_a'), store.version('ses_none')]).toEqual([2, 2, 0])
@@ -48,8 +66,14 @@ describe('append', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta, expectedVersion: 0 })
     const err = thrown(() => store.append('ses_a', [renamed('late')], { meta: userMeta, expectedVersion: 0 }))
-    expect([err.code, err.status, err.details]).toEqual(['VERSION_CONFLICT', 409, { sessionId: 'ses_a', actual: 1, expected: 0 }])
-    expect(thrown(() => store.append('ses_a', [renamed('ahead')], { meta: userMeta, expectedVersion: 5 })).code).toBe('VERSION_CONFLICT')
+    expect([err.code, err.status, err.details]).toEqual([
+      'VERSION_CONFLICT',
+      409,
+      { sessionId: 'ses_a', actual: 1, expected: 0 },
+    ])
+    expect(thrown(() => store.append('ses_a', [renamed('ahead')], { meta: userMeta, expectedVersion: 5 })).code).toBe(
+      'VERSION_CONFLICT',
+    )
     expect(store.readSession('ses_a').map((e) => e.type)).toEqual(['session.created'])
     store.append('ses_a', [renamed('right')], { meta: userMeta, expectedVersion: 1 })
     expect(store.version('ses_a')).toBe(2)
@@ -66,12 +90,33 @@ describe('append', () => {
 
   it('rolls back entirely when the projection throws: events and read models untouched', () => {
     const store = openStore(':memory:')
-    store.append('ses_a', [created(), { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }, { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }, delta('prt_1', 'hello')], { meta: modelMeta })
-    const before = { session: getSession(store, 'ses_a'), parts: getParts(store, 'ses_a'), events: count(store.db, 'events') }
+    store.append(
+      'ses_a',
+      [
+        created(),
+        { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+        { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
+        delta('prt_1', 'hello'),
+      ],
+      { meta: modelMeta },
+    )
+    const before = {
+      session: getSession(store, 'ses_a'),
+      parts: getParts(store, 'ses_a'),
+      events: count(store.db, 'events'),
+    }
     // The second delta names a part that does not exist: evolve throws inside the append transaction.
-    const err = thrown(() => store.append('ses_a', [renamed('renamed'), delta('prt_1', ' world'), delta('prt_missing', '!')], { meta: modelMeta }))
+    const err = thrown(() =>
+      store.append('ses_a', [renamed('renamed'), delta('prt_1', ' world'), delta('prt_missing', '!')], {
+        meta: modelMeta,
+      }),
+    )
     expect(err.code).toBe('CORRUPT_EVENT')
-    expect({ session: getSession(store, 'ses_a'), parts: getParts(store, 'ses_a'), events: count(store.db, 'events') }).toEqual(before)
+    expect({
+      session: getSession(store, 'ses_a'),
+      parts: getParts(store, 'ses_a'),
+      events: count(store.db, 'events'),
+    }).toEqual(before)
     expect([store.head(), store.version('ses_a')]).toEqual([4, 4])
     // The store is still usable and the cached projection state did not leak the rolled-back batch.
     store.append('ses_a', [delta('prt_1', ' again')], { meta: modelMeta })
@@ -86,16 +131,26 @@ describe('append', () => {
       },
     })
     store.append('ses_a', [created()], { meta: userMeta })
-    expect(() => store.append('ses_a', [renamed('x'), { type: 'session.archived', data: {} }], { meta: userMeta })).toThrow('projection failed')
+    expect(() =>
+      store.append('ses_a', [renamed('x'), { type: 'session.archived', data: {} }], { meta: userMeta }),
+    ).toThrow('projection failed')
     expect(store.readSession('ses_a').map((e) => e.type)).toEqual(['session.created'])
   })
 
   it('requires session.created or session.forked first, and only first', () => {
     const store = EventStore.open(':memory:')
-    expect(thrown(() => store.append('ses_a', [renamed('no session')], { meta: userMeta })).code).toBe('SESSION_NOT_FOUND')
+    expect(thrown(() => store.append('ses_a', [renamed('no session')], { meta: userMeta })).code).toBe(
+      'SESSION_NOT_FOUND',
+    )
     store.append('ses_a', [created()], { meta: userMeta })
     expect(thrown(() => store.append('ses_a', [created()], { meta: userMeta })).code).toBe('INVALID_EVENT')
-    expect(thrown(() => store.append('ses_a', [{ type: 'session.forked', data: { from: { sessionId: 'ses_b', seq: 1 } } }], { meta: userMeta })).code).toBe('INVALID_EVENT')
+    expect(
+      thrown(() =>
+        store.append('ses_a', [{ type: 'session.forked', data: { from: { sessionId: 'ses_b', seq: 1 } } }], {
+          meta: userMeta,
+        }),
+      ).code,
+    ).toBe('INVALID_EVENT')
     expect(count(store.db, 'events')).toBe(1)
   })
 
@@ -107,19 +162,31 @@ describe('append', () => {
     const err = thrown(() => store.append('ses_a', [renamed('ok'), bad], { meta: userMeta }))
     expect(err.code).toBe('INVALID_EVENT')
     expect(err.message).toContain('event 1 (text.delta) fails its schema')
-    expect(err.details).toEqual({ issues: [{ path: 'data.text', message: 'Invalid input: expected string, received undefined' }] })
+    expect(err.details).toEqual({
+      issues: [{ path: 'data.text', message: 'Invalid input: expected string, received undefined' }],
+    })
     // Not even the queued batch was flushed by the rejected call.
     expect(count(store.db, 'events')).toBe(1)
-    expect((await rejected(store.enqueue('ses_a', [{ type: 'no.such.event', data: {} } as never], { meta: userMeta }))).code).toBe('INVALID_EVENT')
+    expect(
+      (await rejected(store.enqueue('ses_a', [{ type: 'no.such.event', data: {} } as never], { meta: userMeta }))).code,
+    ).toBe('INVALID_EVENT')
     expect((await queued).map((e) => e.version)).toEqual([2])
-    expect(thrown(() => store.append('ses_a', [{ type: 'session.renamed', data: { title: '' } }], { meta: userMeta })).code).toBe('INVALID_EVENT')
+    expect(
+      thrown(() => store.append('ses_a', [{ type: 'session.renamed', data: { title: '' } }], { meta: userMeta })).code,
+    ).toBe('INVALID_EVENT')
   })
 
   it('stores only schema fields: unknown keys are stripped', () => {
     const store = EventStore.open(':memory:')
-    const [e] = store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null, secret: 'x' } as never }], { meta: userMeta })
+    const [e] = store.append(
+      'ses_a',
+      [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null, secret: 'x' } as never }],
+      { meta: userMeta },
+    )
     expect(e?.data).toEqual({ directory: '/r', agent: 'build', model: null })
-    expect(store.db.prepare('SELECT data FROM events').pluck().get()).toBe('{"directory":"/r","agent":"build","model":null}')
+    expect(store.db.prepare('SELECT data FROM events').pluck().get()).toBe(
+      '{"directory":"/r","agent":"build","model":null}',
+    )
   })
 })
 
@@ -127,18 +194,31 @@ describe('the events table', () => {
   it('refuses UPDATE and DELETE', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta })
-    expect(() => store.db.prepare("UPDATE events SET type = 'session.renamed'").run()).toThrow('events are immutable: UPDATE is not allowed')
+    expect(() => store.db.prepare("UPDATE events SET type = 'session.renamed'").run()).toThrow(
+      'events are immutable: UPDATE is not allowed',
+    )
     expect(() => store.db.prepare('DELETE FROM events').run()).toThrow('events are immutable: DELETE is not allowed')
     expect(store.readSession('ses_a').map((e) => e.type)).toEqual(['session.created'])
   })
 
   it('refuses UPDATE and DELETE on the lookup tables an event is joined from', () => {
     const store = EventStore.open(':memory:')
-    store.append('ses_a', [created(), { type: 'text.delta', data: { partId: 'prt_1', text: 'hi' } }], { meta: userMeta })
+    store.append('ses_a', [created(), { type: 'text.delta', data: { partId: 'prt_1', text: 'hi' } }], {
+      meta: userMeta,
+    })
     const before = store.readSession('ses_a')
-    for (const [table, column] of [['streams', 'session_id'], ['event_types', 'type'], ['event_metas', 'meta'], ['event_parts', 'part_id']]) {
-      expect(() => store.db.prepare(`UPDATE ${table} SET ${column} = 'rewritten'`).run(), table).toThrow('events are immutable: UPDATE is not allowed')
-      expect(() => store.db.prepare(`DELETE FROM ${table}`).run(), table).toThrow('events are immutable: DELETE is not allowed')
+    for (const [table, column] of [
+      ['streams', 'session_id'],
+      ['event_types', 'type'],
+      ['event_metas', 'meta'],
+      ['event_parts', 'part_id'],
+    ]) {
+      expect(() => store.db.prepare(`UPDATE ${table} SET ${column} = 'rewritten'`).run(), table).toThrow(
+        'events are immutable: UPDATE is not allowed',
+      )
+      expect(() => store.db.prepare(`DELETE FROM ${table}`).run(), table).toThrow(
+        'events are immutable: DELETE is not allowed',
+      )
     }
     expect(store.readSession('ses_a')).toEqual(before)
   })
@@ -155,8 +235,9 @@ describe('the events table', () => {
 
 /** Writes a row around the store, as a bug or a hand edit of the file would. */
 function rawInsert(db: Database.Database, row: { version: number; type: string; data: string; meta?: string }): number {
-  db.prepare("INSERT INTO events (session_id, version, type, schema_version, data, meta, at) VALUES ('ses_a', ?, ?, 1, ?, ?, 0)")
-    .run(row.version, row.type, row.data, row.meta ?? '{"actor":"user"}')
+  db.prepare(
+    "INSERT INTO events (session_id, version, type, schema_version, data, meta, at) VALUES ('ses_a', ?, ?, 1, ?, ?, 0)",
+  ).run(row.version, row.type, row.data, row.meta ?? '{"actor":"user"}')
   // `events` is a view whose trigger writes event_log: lastInsertRowid does not reach the caller.
   return db.prepare('SELECT MAX(seq) FROM events').pluck().get() as number
 }
@@ -169,7 +250,9 @@ describe('the versions an append starts from', () => {
     a.append('ses_a', [created()], { meta: userMeta })
     b.append('ses_a', [renamed('from b')], { meta: userMeta })
     expect(a.append('ses_a', [renamed('from a')], { meta: userMeta }).map((e) => e.version)).toEqual([3])
-    expect(() => a.append('ses_a', [renamed('stale')], { meta: userMeta, expectedVersion: 2 })).toThrow(expect.objectContaining({ code: 'VERSION_CONFLICT' }))
+    expect(() => a.append('ses_a', [renamed('stale')], { meta: userMeta, expectedVersion: 2 })).toThrow(
+      expect.objectContaining({ code: 'VERSION_CONFLICT' }),
+    )
     a.close()
     b.close()
   })
@@ -178,7 +261,9 @@ describe('the versions an append starts from', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created(), renamed('one')], { meta: userMeta })
     rawInsert(store.db, { version: 3, type: 'session.renamed', data: '{"title":"around"}' })
-    expect(store.append('ses_a', [renamed('two')], { meta: userMeta, expectedVersion: 3 }).map((e) => e.version)).toEqual([4])
+    expect(
+      store.append('ses_a', [renamed('two')], { meta: userMeta, expectedVersion: 3 }).map((e) => e.version),
+    ).toEqual([4])
     rawInsert(store.db, { version: 5, type: 'session.renamed', data: '{"title":"around again"}' })
     expect((await store.enqueue('ses_a', [renamed('three')], { meta: userMeta })).map((e) => e.version)).toEqual([6])
     expect(store.readSession('ses_a').map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6])
@@ -189,15 +274,32 @@ describe('reading a damaged log', () => {
   it.each([
     ['an unknown type', { type: 'session.exploded', data: '{}' }, 'has unknown type "session.exploded"'],
     ['a corrupt JSON body', { type: 'session.renamed', data: '{"title":' }, 'has a corrupt JSON body'],
-    ['data that fails its schema', { type: 'session.renamed', data: '{"title":42}' }, '(session.renamed) does not match its schema'],
-    ['a meta that is not an object', { type: 'session.renamed', data: '{"title":"t"}', meta: 'null' }, 'does not match its schema'],
+    [
+      'data that fails its schema',
+      { type: 'session.renamed', data: '{"title":42}' },
+      '(session.renamed) does not match its schema',
+    ],
+    [
+      'a meta that is not an object',
+      { type: 'session.renamed', data: '{"title":"t"}', meta: 'null' },
+      'does not match its schema',
+    ],
   ])('names the seq of %s with CORRUPT_EVENT', (_what, row, message) => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created(), renamed('fine')], { meta: userMeta })
     const seq = rawInsert(store.db, { version: 3, ...row })
-    for (const read of [() => store.readSession('ses_a'), () => store.readAll(0), () => store.get(seq), () => [...store.iterateSession('ses_a')]]) {
+    for (const read of [
+      () => store.readSession('ses_a'),
+      () => store.readAll(0),
+      () => store.get(seq),
+      () => [...store.iterateSession('ses_a')],
+    ]) {
       const err = thrown(read)
-      expect([err.code, err.message, err.details]).toEqual(['CORRUPT_EVENT', expect.stringContaining(`event at seq ${seq} `), { seq }])
+      expect([err.code, err.message, err.details]).toEqual([
+        'CORRUPT_EVENT',
+        expect.stringContaining(`event at seq ${seq} `),
+        { seq },
+      ])
       expect(err.message).toContain(message)
     }
     expect(store.readSession('ses_a', { upTo: seq - 1 }).map((e) => e.seq)).toEqual([1, 2])
@@ -211,7 +313,11 @@ describe('the batching appender', () => {
     store.append('ses_b', [created()], { meta: userMeta })
     const commits: number[][] = []
     store.onCommit((events) => commits.push(events.map((e) => e.seq)))
-    const a = [store.enqueue('ses_a', [renamed('a1')], { meta: userMeta }), store.enqueue('ses_b', [renamed('b1'), renamed('b2')], { meta: userMeta }), store.enqueue('ses_a', [renamed('a2')], { meta: userMeta })]
+    const a = [
+      store.enqueue('ses_a', [renamed('a1')], { meta: userMeta }),
+      store.enqueue('ses_b', [renamed('b1'), renamed('b2')], { meta: userMeta }),
+      store.enqueue('ses_a', [renamed('a2')], { meta: userMeta }),
+    ]
     expect(count(store.db, 'events')).toBe(2) // nothing yet: the flush waits for the end of the tick
     const [a1, b, a2] = await Promise.all(a)
     expect([a1?.map((e) => e.version), b?.map((e) => e.version), a2?.map((e) => e.version)]).toEqual([[2], [2, 3], [3]])
@@ -226,7 +332,11 @@ describe('the batching appender', () => {
     const queued = store.enqueue('ses_a', [renamed('queued first')], { meta: userMeta })
     store.append('ses_a', [renamed('appended second')], { meta: userMeta })
     expect((await queued)[0]?.version).toBe(2)
-    expect(store.readSession('ses_a').map((e) => (e.type === 'session.renamed' ? e.data.title : e.type))).toEqual(['session.created', 'queued first', 'appended second'])
+    expect(store.readSession('ses_a').map((e) => (e.type === 'session.renamed' ? e.data.title : e.type))).toEqual([
+      'session.created',
+      'queued first',
+      'appended second',
+    ])
   })
 
   it('one bad append does not sink the others in its batch', async () => {
@@ -253,7 +363,9 @@ describe('the batching appender', () => {
     const queued = store.enqueue('ses_a', [renamed('before close')], { meta: userMeta })
     store.close()
     expect((await queued).map((e) => e.version)).toEqual([2])
-    expect((await rejected(store.enqueue('ses_a', [renamed('after')], { meta: userMeta }))).message).toBe('the event store is closed')
+    expect((await rejected(store.enqueue('ses_a', [renamed('after')], { meta: userMeta }))).message).toBe(
+      'the event store is closed',
+    )
     const reopened = EventStore.open(join(dir, 'c.db'))
     expect(reopened.version('ses_a')).toBe(2)
     reopened.close()
@@ -292,7 +404,8 @@ describe('commit notifications', () => {
     registerFunctions(reader) // the events view inflates large data through it (migration 7)
     const visible: number[] = []
     store.onCommit((events) => {
-      for (const e of events) visible.push(reader.prepare('SELECT COUNT(*) FROM events WHERE seq = ?').pluck().get(e.seq) as number)
+      for (const e of events)
+        visible.push(reader.prepare('SELECT COUNT(*) FROM events WHERE seq = ?').pluck().get(e.seq) as number)
     })
     store.append('ses_a', [created(), renamed('x')], { meta: userMeta })
     expect(visible).toEqual([1, 1])
@@ -306,7 +419,8 @@ describe('commit notifications', () => {
     const second: number[] = []
     store.onCommit((events) => {
       first.push(...events.map((e) => e.seq))
-      if (events.some((e) => e.type === 'session.created')) store.append('ses_a', [renamed('reaction')], { meta: userMeta })
+      if (events.some((e) => e.type === 'session.created'))
+        store.append('ses_a', [renamed('reaction')], { meta: userMeta })
     })
     store.onCommit((events) => second.push(...events.map((e) => e.seq)))
     store.onCommit(() => {
@@ -355,7 +469,13 @@ describe('reads', () => {
     expect(seqs(store.readSession('ses_a', { upTo: 0 }))).toEqual([])
     expect(seqs(store.readSessionBackward('ses_a', 100, 3))).toEqual([11, 9, 7])
     expect(seqs(store.readSessionBackward('ses_a', 1, 3))).toEqual([])
-    expect([store.versionAt('ses_a', 0), store.versionAt('ses_a', 6), store.versionAt('ses_a', 7), store.versionAt('ses_a', 999), store.versionAt('ses_x', 5)]).toEqual([0, 3, 4, 6, 0])
+    expect([
+      store.versionAt('ses_a', 0),
+      store.versionAt('ses_a', 6),
+      store.versionAt('ses_a', 7),
+      store.versionAt('ses_a', 999),
+      store.versionAt('ses_x', 5),
+    ]).toEqual([0, 3, 4, 6, 0])
   })
 
   it('page a long session by seq with every cursor, forwards and backwards', () => {
@@ -365,9 +485,18 @@ describe('reads', () => {
     for (let i = 0; i < 300; i++) store.append(i % 3 ? 'ses_a' : 'ses_b', [renamed(`t${i}`)], { meta: userMeta })
     const all = store.readSession('ses_a').map((e) => e.seq)
     for (let cursor = 0; cursor <= store.head() + 1; cursor += 7) {
-      expect(store.readSession('ses_a', { after: cursor, limit: 5 }).map((e) => e.seq)).toEqual(all.filter((s) => s > cursor).slice(0, 5))
-      expect(store.readSessionBackward('ses_a', cursor, 5).map((e) => e.seq)).toEqual(all.filter((s) => s < cursor).reverse().slice(0, 5))
-      expect([...store.iterateSession('ses_a', { after: cursor, upTo: cursor + 50, pageSize: 4 })].map((e) => e.seq)).toEqual(all.filter((s) => s > cursor && s <= cursor + 50))
+      expect(store.readSession('ses_a', { after: cursor, limit: 5 }).map((e) => e.seq)).toEqual(
+        all.filter((s) => s > cursor).slice(0, 5),
+      )
+      expect(store.readSessionBackward('ses_a', cursor, 5).map((e) => e.seq)).toEqual(
+        all
+          .filter((s) => s < cursor)
+          .reverse()
+          .slice(0, 5),
+      )
+      expect(
+        [...store.iterateSession('ses_a', { after: cursor, upTo: cursor + 50, pageSize: 4 })].map((e) => e.seq),
+      ).toEqual(all.filter((s) => s > cursor && s <= cursor + 50))
     }
   })
 })

@@ -30,8 +30,19 @@ type Op =
   | { op: 'tick' }
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ op: fc.constantFrom('append' as const, 'enqueue' as const), session: fc.nat(2), n: fc.integer({ min: 1, max: 12 }), kind: fc.nat(2) }),
-  fc.record({ op: fc.constant('subscribe' as const), filter: filterArb, after: fc.nat(), maxBuffer: fc.integer({ min: 1, max: 30 }), pageSize: fc.integer({ min: 1, max: 40 }) }),
+  fc.record({
+    op: fc.constantFrom('append' as const, 'enqueue' as const),
+    session: fc.nat(2),
+    n: fc.integer({ min: 1, max: 12 }),
+    kind: fc.nat(2),
+  }),
+  fc.record({
+    op: fc.constant('subscribe' as const),
+    filter: filterArb,
+    after: fc.nat(),
+    maxBuffer: fc.integer({ min: 1, max: 30 }),
+    pageSize: fc.integer({ min: 1, max: 40 }),
+  }),
   fc.record({ op: fc.constant('read' as const), sub: fc.nat(), n: fc.integer({ min: 1, max: 25 }) }),
   fc.record({ op: fc.constant('tick' as const) }),
 )
@@ -50,17 +61,26 @@ interface Subscriber {
 }
 
 function matches(filter: SubscriptionFilter, e: StoredEvent): boolean {
-  return (filter.sessions === '*' || filter.sessions.includes(e.sessionId)) && (!filter.types || filter.types.includes(e.type))
+  return (
+    (filter.sessions === '*' || filter.sessions.includes(e.sessionId)) &&
+    (!filter.types || filter.types.includes(e.type))
+  )
 }
 
 /** What the subscriber must have received once it has read everything committed so far. */
 function expected(store: EventStore, s: Subscriber): number[] {
-  return store.readAll(s.after, 1_000_000).filter((e) => matches(s.filter, e)).map((e) => e.seq)
+  return store
+    .readAll(s.after, 1_000_000)
+    .filter((e) => matches(s.filter, e))
+    .map((e) => e.seq)
 }
 
 async function take(s: Subscriber, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    const r = await within(s.waiting ?? s.sub.next(), `event ${s.received.length + 1} of a subscription after ${s.after}`)
+    const r = await within(
+      s.waiting ?? s.sub.next(),
+      `event ${s.received.length + 1} of a subscription after ${s.after}`,
+    )
     s.waiting = undefined
     if (r.done) throw new Error('subscription ended')
     s.received.push(r.value)
@@ -70,7 +90,9 @@ async function take(s: Subscriber, n: number): Promise<void> {
 /** Fails fast instead of hanging when an event that exists is never handed over. */
 function within<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} never arrived`)), 10_000)))
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} never arrived`)), 10_000)),
+  )
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }
 
@@ -158,8 +180,18 @@ describe('subscribe(filter, after)', () => {
     store.onCommit(() => (peak = Math.max(peak, sub.buffered)))
     for (let batch = 0; batch < 100; batch++) {
       const session = SESSIONS[batch % 3] as string
-      if (batch % 2) store.append(session, Array.from({ length: 30 }, (_, j) => renamed(`r${batch}.${j}`)), { meta: userMeta })
-      else await Promise.all(Array.from({ length: 30 }, (_, j) => store.enqueue(session, [delta('prt_x', `d${batch}.${j}`)], { meta: userMeta })))
+      if (batch % 2)
+        store.append(
+          session,
+          Array.from({ length: 30 }, (_, j) => renamed(`r${batch}.${j}`)),
+          { meta: userMeta },
+        )
+      else
+        await Promise.all(
+          Array.from({ length: 30 }, (_, j) =>
+            store.enqueue(session, [delta('prt_x', `d${batch}.${j}`)], { meta: userMeta }),
+          ),
+        )
       peak = Math.max(peak, sub.buffered)
     }
     expect(store.head()).toBe(3003)

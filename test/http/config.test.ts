@@ -36,8 +36,15 @@ describe('loadConfig', () => {
     mkdirSync(join(data, 'chronicle'), { recursive: true })
     writeFileSync(join(data, 'chronicle', 'chronicle.json'), JSON.stringify({ port: 1111 }))
     const env = { HOME: home, XDG_DATA_HOME: data, XDG_CONFIG_HOME: conf }
-    expect(loadConfig({ env })).toMatchObject({ dataDir: join(data, 'chronicle'), configFile: join(data, 'chronicle', 'chronicle.json'), port: 1111 })
-    writeFileSync(join(conf, 'chronicle', 'chronicle.json'), JSON.stringify({ port: 2222, token: 'from-the-config-file', sandbox: 'off' }))
+    expect(loadConfig({ env })).toMatchObject({
+      dataDir: join(data, 'chronicle'),
+      configFile: join(data, 'chronicle', 'chronicle.json'),
+      port: 1111,
+    })
+    writeFileSync(
+      join(conf, 'chronicle', 'chronicle.json'),
+      JSON.stringify({ port: 2222, token: 'from-the-config-file', sandbox: 'off' }),
+    )
     expect(loadConfig({ env })).toMatchObject({
       configFile: join(conf, 'chronicle', 'chronicle.json'),
       port: 2222,
@@ -46,7 +53,9 @@ describe('loadConfig', () => {
     })
     expect(loadConfig({ env, configPath: false }).configFile).toBeUndefined()
     // relative XDG paths are ignored, as the XDG spec says
-    expect(loadConfig({ env: { HOME: home, XDG_DATA_HOME: 'rel' } }).dataDir).toBe(join(home, '.local', 'share', 'chronicle'))
+    expect(loadConfig({ env: { HOME: home, XDG_DATA_HOME: 'rel' } }).dataDir).toBe(
+      join(home, '.local', 'share', 'chronicle'),
+    )
   })
 
   it('reads the environment contract', () => {
@@ -72,7 +81,12 @@ describe('loadConfig', () => {
       port: 0,
       token: 'a-long-enough-token',
       model: 'compatible:qwen',
-      provider: { baseURL: 'http://127.0.0.1:11434/v1', apiKey: 'k1', openaiApiKey: 'k2', openaiBaseURL: 'http://127.0.0.1:9999/v1' },
+      provider: {
+        baseURL: 'http://127.0.0.1:11434/v1',
+        apiKey: 'k1',
+        openaiApiKey: 'k2',
+        openaiBaseURL: 'http://127.0.0.1:9999/v1',
+      },
       logLevel: 'debug',
     })
   })
@@ -84,26 +98,46 @@ describe('loadConfig', () => {
       JSON.stringify({
         model: 'scripted:demo.json',
         mcp: {
-          everything: { type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
+          everything: {
+            type: 'local',
+            command: ['npx', '@modelcontextprotocol/server-everything'],
+            environment: { A: '1' },
+          },
           off: { type: 'local', command: ['x'], enabled: false },
           docs: { type: 'remote', url: 'http://127.0.0.1:3001/mcp' },
         },
-        mcpServers: { fs: { command: 'npx', args: ['@modelcontextprotocol/server-filesystem', '/srv/repo'], env: { B: '2' } } },
+        mcpServers: {
+          fs: { command: 'npx', args: ['@modelcontextprotocol/server-filesystem', '/srv/repo'], env: { B: '2' } },
+        },
         agents: { review: { description: 'reviewer', rules: [{ permission: 'edit', pattern: '*', action: 'deny' }] } },
         permission: [{ permission: 'bash', pattern: 'git status*', action: 'allow' }],
         limits: { frameBytes: 2048 },
       }),
     )
-    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: data, CHRONICLE_MODEL: 'openai:gpt-4.1', CHRONICLE_PORT: '4999' } })
+    const config = loadConfig({
+      env: { CHRONICLE_DATA_DIR: data, CHRONICLE_MODEL: 'openai:gpt-4.1', CHRONICLE_PORT: '4999' },
+    })
     expect(config.configFile).toBe(join(data, 'chronicle.json'))
     expect(config.model).toBe('scripted:demo.json') // what the file sets overrides the environment (README "Configuration")…
     expect(config.port).toBe(4999) // …and the environment supplies what it does not
     expect(config.mcp).toEqual([
-      { name: 'everything', type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
+      {
+        name: 'everything',
+        type: 'local',
+        command: ['npx', '@modelcontextprotocol/server-everything'],
+        environment: { A: '1' },
+      },
       { name: 'docs', type: 'remote', url: 'http://127.0.0.1:3001/mcp', headers: {} },
-      { name: 'fs', type: 'local', command: ['npx', '@modelcontextprotocol/server-filesystem', '/srv/repo'], environment: { B: '2' } },
+      {
+        name: 'fs',
+        type: 'local',
+        command: ['npx', '@modelcontextprotocol/server-filesystem', '/srv/repo'],
+        environment: { B: '2' },
+      },
     ])
-    expect(config.agents).toEqual([{ name: 'review', description: 'reviewer', rules: [{ permission: 'edit', pattern: '*', action: 'deny' }] }])
+    expect(config.agents).toEqual([
+      { name: 'review', description: 'reviewer', rules: [{ permission: 'edit', pattern: '*', action: 'deny' }] },
+    ])
     expect(config.rules).toEqual([{ permission: 'bash', pattern: 'git status*', action: 'allow' }])
     expect(config.limits).toEqual({ ...DEFAULT_LIMITS, frameBytes: 2048 })
   })
@@ -113,14 +147,24 @@ describe('loadConfig', () => {
     const file = join(data, 'custom.json')
     writeFileSync(file, JSON.stringify({ port: 'x', mcp: { a: { type: 'local', command: [] } }, surprise: true }))
     expect(() => loadConfig({ env: {}, configPath: file })).toThrow(
-      new RegExp(`invalid config file ${file}:[\\s\\S]*port: [\\s\\S]*mcp\\.a\\.command: [\\s\\S]*Unrecognized key: "surprise"`),
+      new RegExp(
+        `invalid config file ${file}:[\\s\\S]*port: [\\s\\S]*mcp\\.a\\.command: [\\s\\S]*Unrecognized key: "surprise"`,
+      ),
     )
     writeFileSync(file, '{ not json')
     expect(() => loadConfig({ env: {}, configPath: file })).toThrow(/is not valid JSON/)
-    expect(() => loadConfig({ env: { CHRONICLE_PORT: '99999' } })).toThrow(/invalid environment:\n {2}- CHRONICLE_PORT:/)
-    expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'short' } })).toThrow(/CHRONICLE_TOKEN must be at least 16 characters/)
+    expect(() => loadConfig({ env: { CHRONICLE_PORT: '99999' } })).toThrow(
+      /invalid environment:\n {2}- CHRONICLE_PORT:/,
+    )
+    expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'short' } })).toThrow(
+      /CHRONICLE_TOKEN must be at least 16 characters/,
+    )
     // base64 (openssl rand -base64) has / + =, which a WebSocket subprotocol cannot carry
-    expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'q4/Zm9vYmFyYmF6cXV4+w==' } })).toThrow(/CHRONICLE_TOKEN may hold only letters, digits and - \. _ ~/)
-    expect(loadConfig({ env: { CHRONICLE_TOKEN: 'c0ffee-c0ffee_c0ffee.c0ffee~' } }).token).toBe('c0ffee-c0ffee_c0ffee.c0ffee~')
+    expect(() => loadConfig({ env: { CHRONICLE_TOKEN: 'q4/Zm9vYmFyYmF6cXV4+w==' } })).toThrow(
+      /CHRONICLE_TOKEN may hold only letters, digits and - \. _ ~/,
+    )
+    expect(loadConfig({ env: { CHRONICLE_TOKEN: 'c0ffee-c0ffee_c0ffee.c0ffee~' } }).token).toBe(
+      'c0ffee-c0ffee_c0ffee.c0ffee~',
+    )
   })
 })

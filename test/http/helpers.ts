@@ -29,7 +29,11 @@ export async function startServer(
       done()
     },
   })
-  const base = loadConfig({ env: { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', ...env }, cwd: dir, configPath: false })
+  const base = loadConfig({
+    env: { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', ...env },
+    cwd: dir,
+    configPath: false,
+  })
   const config = { ...base, ...opts.config }
   const chronicle = await createChronicle(config, { logDestination: sink, directory: dir })
   const url = opts.listen === false ? 'http://localhost' : await chronicle.start()
@@ -99,7 +103,10 @@ export class Client {
     const seen = this.frames.find(match)
     if (seen) return Promise.resolve(seen)
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for a frame; got ${JSON.stringify(this.frames.slice(-5))}`)), timeoutMs)
+      const timer = setTimeout(
+        () => reject(new Error(`timed out waiting for a frame; got ${JSON.stringify(this.frames.slice(-5))}`)),
+        timeoutMs,
+      )
       this.waiters.push({
         match,
         resolve: (f) => {

@@ -18,7 +18,10 @@ afterEach(async () => {
 const script = {
   chunkSize: 64,
   steps: [
-    { when: { afterToolResult: false }, toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo from-bash', description: 'say hi' } }] },
+    {
+      when: { afterToolResult: false },
+      toolCalls: [{ id: 'call_1', name: 'bash', input: { command: 'echo from-bash', description: 'say hi' } }],
+    },
     { when: { afterToolResult: true }, text: 'The command printed from-bash.' },
   ],
 }
@@ -35,9 +38,15 @@ async function promptUntilPermission(s: TestServer, c: Client) {
   const created = await c.call('session.create', { directory: s.dir })
   const session = (created.result as { session: { id: string } }).session.id
   await c.call('subscribe', { sessions: [session], after: 0 })
-  const submitted = await c.call('input.submit', { session, inputId: 'in_client_1', parts: [{ type: 'text', text: 'run echo' }] })
+  const submitted = await c.call('input.submit', {
+    session,
+    inputId: 'in_client_1',
+    parts: [{ type: 'text', text: 'run echo' }],
+  })
   expect(submitted.result).toMatchObject({ inputId: 'in_client_1', duplicate: false })
-  const requested = await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'permission.requested')
+  const requested = await c.wait(
+    (f) => f.type === 'event' && (f.event as { type: string }).type === 'permission.requested',
+  )
   const data = (requested.event as { data: { requestId: string; permission: string; patterns: string[] } }).data
   expect(data).toMatchObject({ permission: 'bash', patterns: ['echo from-bash'] })
   return { session, requestId: data.requestId }
@@ -78,11 +87,13 @@ describe('permission over WebSocket', () => {
       'run.finished',
     ])
     const completed = c.events().find((e) => (e.event as { type: string }).type === 'tool.completed')
-    expect((completed?.event as { data: { output: string } }).data.output).toContain('from-bash')
+    expect((completed!.event as { data: { output: string } }).data.output).toContain('from-bash')
     const finished = c.events().at(-1)?.event as { data: { outcome: string } }
     expect(finished.data.outcome).toBe('idle')
     // a second reply to the same request is a typed error
-    expect((await c.call('permission.reply', { session, requestId, reply: 'once' })).error).toMatchObject({ code: 'PERMISSION_REQUEST_NOT_FOUND' })
+    expect((await c.call('permission.reply', { session, requestId, reply: 'once' })).error).toMatchObject({
+      code: 'PERMISSION_REQUEST_NOT_FOUND',
+    })
     c.close()
   })
 
@@ -92,7 +103,12 @@ describe('permission over WebSocket', () => {
       agents: [{ name: 'build', rules: [{ permission: 'bash', pattern: 'echo *', action: 'allow' }] }],
     })
     const headers = { authorization: `Bearer ${server.token}` }
-    const created = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers, payload: { directory: server.dir } })
+    const created = await server.chronicle.app.inject({
+      method: 'POST',
+      url: '/sessions',
+      headers,
+      payload: { directory: server.dir },
+    })
     const session = created.json().session.id as string
     const answered = await server.chronicle.app.inject({
       method: 'POST',
@@ -113,7 +129,9 @@ describe('permission over WebSocket', () => {
     const { session, requestId } = await promptUntilPermission(server, c)
     await c.call('permission.reply', { session, requestId, reply: 'always' })
     await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
-    const rules = (await c.call('permission.rules', { session })).result as { rules: { ruleId: string; permission: string }[] }
+    const rules = (await c.call('permission.rules', { session })).result as {
+      rules: { ruleId: string; permission: string }[]
+    }
     expect(rules.rules).toHaveLength(1)
     expect(rules.rules[0]).toMatchObject({ permission: 'bash', action: 'allow' })
     const ruleId = rules.rules[0]?.ruleId as string
@@ -121,7 +139,11 @@ describe('permission over WebSocket', () => {
     const headers = { authorization: `Bearer ${server.token}` }
     const listed = await server.chronicle.app.inject({ url: `/sessions/${session}/rules`, headers })
     expect(listed.json()).toEqual(rules)
-    const revoked = await server.chronicle.app.inject({ method: 'DELETE', url: `/sessions/${session}/rules/${ruleId}`, headers })
+    const revoked = await server.chronicle.app.inject({
+      method: 'DELETE',
+      url: `/sessions/${session}/rules/${ruleId}`,
+      headers,
+    })
     expect(revoked.statusCode).toBe(200)
     expect(((await c.call('permission.rules', { session })).result as { rules: unknown[] }).rules).toEqual([])
     expect(types(c).filter((t) => t.startsWith('permission.'))).toEqual([
@@ -140,8 +162,10 @@ describe('permission over WebSocket', () => {
     await c.call('permission.reply', { session, requestId, reply: 'reject', message: 'not now' })
     await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
     const failed = c.events().find((e) => (e.event as { type: string }).type === 'tool.failed')
-    expect((failed?.event as { data: { error: { kind: string; message: string } } }).data.error).toMatchObject({ kind: 'denied' })
-    expect((failed?.event as { data: { error: { message: string } } }).data.error.message).toContain('not now')
+    expect((failed!.event as { data: { error: { kind: string; message: string } } }).data.error).toMatchObject({
+      kind: 'denied',
+    })
+    expect((failed!.event as { data: { error: { message: string } } }).data.error.message).toContain('not now')
     c.close()
   })
 

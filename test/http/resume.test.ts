@@ -21,7 +21,9 @@ afterAll(async () => {
 function createSessions(store: EventStore, n: number, tag: string): string[] {
   return Array.from({ length: n }, (_, i) => {
     const id = `ses_${tag}_${i}`
-    store.append(id, [{ type: 'session.created', data: { directory: server.dir, agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    store.append(id, [{ type: 'session.created', data: { directory: server.dir, agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
     return id
   })
 }
@@ -32,51 +34,64 @@ describe('reconnect', () => {
   it('drop at a random seq while events are appended; reconnect with after = k; receive exactly k+1..head', async () => {
     let run = 0
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 70 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 4 }), async (dropAt, nSessions, batch) => {
-        const { store } = server.chronicle
-        const sessions = createSessions(store, nSessions, `r${run++}`)
-        const base = store.head()
-        const total = 80
-        const first = await Client.connect(server.wsUrl, server.token)
-        await first.call('subscribe', { sessions, after: base })
-        let k = base
-        let processed = 0
-        const dropped = new Promise<void>((resolve) => {
-          first.ws.on('message', (raw) => {
-            const f = JSON.parse(String(raw)) as { type?: string; seq?: number }
-            if (f.type !== 'event' || processed >= dropAt) return
-            k = f.seq as number
-            if (++processed === dropAt) {
-              first.close()
-              resolve()
-            }
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 70 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (dropAt, nSessions, batch) => {
+          const { store } = server.chronicle
+          const sessions = createSessions(store, nSessions, `r${run++}`)
+          const base = store.head()
+          const total = 80
+          const first = await Client.connect(server.wsUrl, server.token)
+          await first.call('subscribe', { sessions, after: base })
+          let k = base
+          let processed = 0
+          const dropped = new Promise<void>((resolve) => {
+            first.ws.on('message', (raw) => {
+              const f = JSON.parse(String(raw)) as { type?: string; seq?: number }
+              if (f.type !== 'event' || processed >= dropAt) return
+              k = f.seq as number
+              if (++processed === dropAt) {
+                first.close()
+                resolve()
+              }
+            })
           })
-        })
-        // The writer keeps appending, in batches across ticks, while the client drops and reconnects.
-        const writer = (async () => {
-          for (let i = 0; i < total; i += batch) {
-            const appends = range(i, Math.min(total, i + batch) - 1).map((j) =>
-              store.enqueue(sessions[j % nSessions] as string, [{ type: 'session.renamed', data: { title: `t${j}` } }], { meta: { actor: 'user' } }),
-            )
-            await Promise.all(appends)
-            await new Promise((r) => setImmediate(r))
+          // The writer keeps appending, in batches across ticks, while the client drops and reconnects.
+          const writer = (async () => {
+            for (let i = 0; i < total; i += batch) {
+              const appends = range(i, Math.min(total, i + batch) - 1).map((j) =>
+                store.enqueue(
+                  sessions[j % nSessions] as string,
+                  [{ type: 'session.renamed', data: { title: `t${j}` } }],
+                  { meta: { actor: 'user' } },
+                ),
+              )
+              await Promise.all(appends)
+              await new Promise((r) => setImmediate(r))
+            }
+          })()
+          await dropped
+          const second = await Client.connect(server.wsUrl, server.token)
+          await second.call('subscribe', { sessions, after: k })
+          await writer
+          const head = store.head()
+          await second.wait((f) => f.type === 'event' && f.seq === head)
+          second.close()
+          const got = second.events().map((e) => e.seq)
+          expect(got).toEqual(range(k + 1, head))
+          // per session, versions are contiguous
+          for (const id of sessions) {
+            const versions = second
+              .events()
+              .filter((e) => e.session === id)
+              .map((e) => e.version)
+            if (versions.length > 0)
+              expect(versions).toEqual(range(versions[0] as number, (versions[0] as number) + versions.length - 1))
           }
-        })()
-        await dropped
-        const second = await Client.connect(server.wsUrl, server.token)
-        await second.call('subscribe', { sessions, after: k })
-        await writer
-        const head = store.head()
-        await second.wait((f) => f.type === 'event' && f.seq === head)
-        second.close()
-        const got = second.events().map((e) => e.seq)
-        expect(got).toEqual(range(k + 1, head))
-        // per session, versions are contiguous
-        for (const id of sessions) {
-          const versions = second.events().filter((e) => e.session === id).map((e) => e.version)
-          if (versions.length > 0) expect(versions).toEqual(range(versions[0] as number, versions[0] as number + versions.length - 1))
-        }
-      }),
+        },
+      ),
       { numRuns: 12 },
     )
   })
@@ -89,7 +104,10 @@ describe('slow consumers', () => {
   })
 
   async function slowServer(slowConsumerMs: number): Promise<TestServer> {
-    return startServer({ CHRONICLE_LOG_LEVEL: 'warn' }, { config: { limits: { ...DEFAULT_LIMITS, socketHighWaterBytes: 64 * 1024, slowConsumerMs } } })
+    return startServer(
+      { CHRONICLE_LOG_LEVEL: 'warn' },
+      { config: { limits: { ...DEFAULT_LIMITS, socketHighWaterBytes: 64 * 1024, slowConsumerMs } } },
+    )
   }
 
   function serverSockets(s: TestServer) {
@@ -136,7 +154,8 @@ describe('slow consumers', () => {
     try {
       const { session, c, raw } = await pausedBehind(s, 'stall')
       // wait until the server gives up on this socket (its side turns CLOSING), then read what was sent
-      for (let i = 0; i < 500 && serverSockets(s).some((ws) => ws.readyState === ws.OPEN); i++) await new Promise((r) => setTimeout(r, 10))
+      for (let i = 0; i < 500 && serverSockets(s).some((ws) => ws.readyState === ws.OPEN); i++)
+        await new Promise((r) => setTimeout(r, 10))
       raw.resume()
       expect(await c.whenClosed).toBe(4008)
       const closing = c.frames.at(-1) as { type: string; reason: string; resume: { after: number } }

@@ -18,7 +18,10 @@ beforeAll(async () => {
     JSON.stringify({
       chunkSize: 8,
       steps: [
-        { when: { afterToolResult: false, userContains: 'hello.txt' }, toolCalls: [{ id: 'call_1', name: 'read', input: { filePath: 'hello.txt' } }] },
+        {
+          when: { afterToolResult: false, userContains: 'hello.txt' },
+          toolCalls: [{ id: 'call_1', name: 'read', input: { filePath: 'hello.txt' } }],
+        },
         { when: { afterToolResult: true }, text: 'It says hello.' },
         { when: { afterToolResult: false }, text: 'Hi.' },
       ],
@@ -36,7 +39,12 @@ afterAll(async () => {
 let scriptSpec = ''
 
 const inject = (method: string, url: string, payload?: unknown) =>
-  server.chronicle.app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined && { payload: payload as object }) })
+  server.chronicle.app.inject({
+    method: method as 'GET',
+    url,
+    headers,
+    ...(payload !== undefined && { payload: payload as object }),
+  })
 
 async function create(body: Record<string, unknown> = {}): Promise<string> {
   const res = await inject('POST', '/sessions', { directory: server.dir, ...body })
@@ -48,11 +56,15 @@ describe('sessions', () => {
   it('create, get, list and archive', async () => {
     const id = await create({ title: 'first' })
     const got = await inject('GET', `/sessions/${id}`)
-    expect(got.json()).toMatchObject({ session: { id, title: 'first', status: 'idle', agent: 'build', model: null, directory: server.dir, version: 1 } })
+    expect(got.json()).toMatchObject({
+      session: { id, title: 'first', status: 'idle', agent: 'build', model: null, directory: server.dir, version: 1 },
+    })
     const listed = (await inject('GET', '/sessions?limit=500')).json() as { sessions: { id: string }[] }
     expect(listed.sessions.map((s) => s.id)).toContain(id)
     expect((await inject('DELETE', `/sessions/${id}`)).json()).toEqual({})
-    const archived = (await inject('GET', '/sessions?archived=true')).json() as { sessions: { id: string; archived: boolean }[] }
+    const archived = (await inject('GET', '/sessions?archived=true')).json() as {
+      sessions: { id: string; archived: boolean }[]
+    }
     expect(archived.sessions.find((s) => s.id === id)).toMatchObject({ archived: true })
   })
 
@@ -63,20 +75,47 @@ describe('sessions', () => {
     const empty = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers: json, payload: '' })
     expect(empty.statusCode).toBe(201)
     const id = (empty.json() as { session: { id: string } }).session.id
-    expect((await server.chronicle.app.inject({ method: 'POST', url: `/sessions/${id}/cancel`, headers: json, payload: '' })).json()).toEqual({ cancelled: false })
+    expect(
+      (
+        await server.chronicle.app.inject({ method: 'POST', url: `/sessions/${id}/cancel`, headers: json, payload: '' })
+      ).json(),
+    ).toEqual({ cancelled: false })
     // …but a route that needs a body still says so, and bad JSON is still refused
-    const noInput = await server.chronicle.app.inject({ method: 'POST', url: `/sessions/${id}/inputs`, headers: json, payload: '' })
+    const noInput = await server.chronicle.app.inject({
+      method: 'POST',
+      url: `/sessions/${id}/inputs`,
+      headers: json,
+      payload: '',
+    })
     expect(noInput.json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
-    const poisoned = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers: json, payload: '{"__proto__":{"admin":true}}' })
+    const poisoned = await server.chronicle.app.inject({
+      method: 'POST',
+      url: '/sessions',
+      headers: json,
+      payload: '{"__proto__":{"admin":true}}',
+    })
     expect(poisoned.json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
-    const malformed = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers: json, payload: '{"title":' })
+    const malformed = await server.chronicle.app.inject({
+      method: 'POST',
+      url: '/sessions',
+      headers: json,
+      payload: '{"title":',
+    })
     expect(malformed.json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
   })
 
   it('refuses an unknown agent, a relative or missing directory, and unknown sessions', async () => {
-    expect((await inject('POST', '/sessions', { agent: 'nobody' })).json()).toMatchObject({ status: 422, code: 'UNKNOWN_AGENT' })
-    expect((await inject('POST', '/sessions', { directory: 'relative/dir' })).json()).toMatchObject({ status: 400, code: 'BAD_REQUEST' })
-    expect((await inject('POST', '/sessions', { directory: '/definitely/not/here' })).json()).toMatchObject({ code: 'BAD_REQUEST' })
+    expect((await inject('POST', '/sessions', { agent: 'nobody' })).json()).toMatchObject({
+      status: 422,
+      code: 'UNKNOWN_AGENT',
+    })
+    expect((await inject('POST', '/sessions', { directory: 'relative/dir' })).json()).toMatchObject({
+      status: 400,
+      code: 'BAD_REQUEST',
+    })
+    expect((await inject('POST', '/sessions', { directory: '/definitely/not/here' })).json()).toMatchObject({
+      code: 'BAD_REQUEST',
+    })
     const missing = await inject('GET', '/sessions/ses_nope')
     expect(missing.statusCode).toBe(404)
     expect(missing.json()).toEqual({
@@ -94,31 +133,63 @@ describe('sessions', () => {
 describe('inputs', () => {
   it('without a model: accepted at once, and the run ends NO_MODEL_CONFIGURED (the server keeps going)', async () => {
     const id = await create()
-    const res = await inject('POST', `/sessions/${id}/inputs?wait=true`, { inputId: 'in_a', parts: [{ type: 'text', text: 'hi' }] })
+    const res = await inject('POST', `/sessions/${id}/inputs?wait=true`, {
+      inputId: 'in_a',
+      parts: [{ type: 'text', text: 'hi' }],
+    })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ inputId: 'in_a', duplicate: false, outcome: 'error', error: { kind: 'NO_MODEL_CONFIGURED' }, message: null, text: '' })
+    expect(res.json()).toMatchObject({
+      inputId: 'in_a',
+      duplicate: false,
+      outcome: 'error',
+      error: { kind: 'NO_MODEL_CONFIGURED' },
+      message: null,
+      text: '',
+    })
     expect((await inject('GET', '/health')).statusCode).toBe(200)
   })
 
   it('?wait=true returns the final assistant message of a read-then-answer run', async () => {
     const id = await create({ model: scriptSpec })
-    const res = await inject('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'what is in hello.txt?' }] })
+    const res = await inject('POST', `/sessions/${id}/inputs?wait=true`, {
+      parts: [{ type: 'text', text: 'what is in hello.txt?' }],
+    })
     expect(res.statusCode).toBe(200)
-    const body = res.json() as { outcome: string; text: string; message: { role: string; finish: string }; parts: { type: string }[] }
-    expect(body).toMatchObject({ outcome: 'idle', text: 'It says hello.', message: { role: 'assistant', finish: 'stop' } })
+    const body = res.json() as {
+      outcome: string
+      text: string
+      message: { role: string; finish: string }
+      parts: { type: string }[]
+    }
+    expect(body).toMatchObject({
+      outcome: 'idle',
+      text: 'It says hello.',
+      message: { role: 'assistant', finish: 'stop' },
+    })
     expect(body.parts.map((p) => p.type)).toEqual(['step-start', 'text', 'step-finish'])
   })
 
   it('without wait: 202 once durable; the same inputId again is a duplicate; different content is INPUT_CONFLICT', async () => {
     const id = await create({ model: scriptSpec })
-    const first = await inject('POST', `/sessions/${id}/inputs`, { inputId: 'in_same', parts: [{ type: 'text', text: 'say hi' }] })
+    const first = await inject('POST', `/sessions/${id}/inputs`, {
+      inputId: 'in_same',
+      parts: [{ type: 'text', text: 'say hi' }],
+    })
     expect(first.statusCode).toBe(202)
     const { seq } = first.json() as { seq: number }
-    const again = await inject('POST', `/sessions/${id}/inputs`, { inputId: 'in_same', parts: [{ type: 'text', text: 'say hi' }] })
+    const again = await inject('POST', `/sessions/${id}/inputs`, {
+      inputId: 'in_same',
+      parts: [{ type: 'text', text: 'say hi' }],
+    })
     expect(again.json()).toEqual({ inputId: 'in_same', seq, duplicate: true })
-    const conflict = await inject('POST', `/sessions/${id}/inputs`, { inputId: 'in_same', parts: [{ type: 'text', text: 'something else' }] })
+    const conflict = await inject('POST', `/sessions/${id}/inputs`, {
+      inputId: 'in_same',
+      parts: [{ type: 'text', text: 'something else' }],
+    })
     expect(conflict.json()).toMatchObject({ status: 409, code: 'INPUT_CONFLICT' })
-    expect((await inject('POST', `/sessions/${id}/inputs`, { parts: [] })).json()).toMatchObject({ code: 'BAD_REQUEST' })
+    expect((await inject('POST', `/sessions/${id}/inputs`, { parts: [] })).json()).toMatchObject({
+      code: 'BAD_REQUEST',
+    })
     await server.chronicle.app.inject({ method: 'POST', url: `/sessions/${id}/cancel`, headers })
   })
 
@@ -131,15 +202,33 @@ describe('inputs', () => {
 describe('time travel', () => {
   it('state at a seq, events paged, context, and a fork', async () => {
     const id = await create({ model: scriptSpec })
-    await inject('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'what is in hello.txt?' }] })
-    const page1 = (await inject('GET', `/sessions/${id}/events?limit=5`)).json() as { events: { seq: number; type: string }[]; next: number }
-    expect(page1.events.map((e) => e.type)).toEqual(['session.created', 'input.accepted', 'run.started', 'input.delivered', 'message.created'])
-    const page2 = (await inject('GET', `/sessions/${id}/events?after=${page1.next}&limit=5000`)).json() as { events: { seq: number; type: string }[]; next?: number }
+    await inject('POST', `/sessions/${id}/inputs?wait=true`, {
+      parts: [{ type: 'text', text: 'what is in hello.txt?' }],
+    })
+    const page1 = (await inject('GET', `/sessions/${id}/events?limit=5`)).json() as {
+      events: { seq: number; type: string }[]
+      next: number
+    }
+    expect(page1.events.map((e) => e.type)).toEqual([
+      'session.created',
+      'input.accepted',
+      'run.started',
+      'input.delivered',
+      'message.created',
+    ])
+    const page2 = (await inject('GET', `/sessions/${id}/events?after=${page1.next}&limit=5000`)).json() as {
+      events: { seq: number; type: string }[]
+      next?: number
+    }
     expect(page2.next).toBeUndefined()
     const all = [...page1.events, ...page2.events]
     const completed = all.find((e) => e.type === 'tool.completed')?.seq as number
 
-    const then = (await inject('GET', `/sessions/${id}/state?at=${completed}`)).json() as { seq: number; messages: unknown[]; parts: { type: string; state?: string }[] }
+    const then = (await inject('GET', `/sessions/${id}/state?at=${completed}`)).json() as {
+      seq: number
+      messages: unknown[]
+      parts: { type: string; state?: string }[]
+    }
     expect(then.seq).toBe(completed)
     expect(then.messages).toHaveLength(2)
     expect(then.parts.filter((p) => p.type === 'tool').map((p) => p.state)).toEqual(['completed'])
@@ -148,13 +237,19 @@ describe('time travel', () => {
     expect(now.seq).toBe(all.at(-1)?.seq)
     expect((await inject('GET', `/sessions/${id}/state?at=999999`)).json()).toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
 
-    const context = (await inject('GET', `/sessions/${id}/context`)).json() as { system: string; digest: string; messages: unknown[] }
+    const context = (await inject('GET', `/sessions/${id}/context`)).json() as {
+      system: string
+      digest: string
+      messages: unknown[]
+    }
     expect(typeof context.system).toBe('string')
     expect(context.digest).toMatch(/^[0-9a-f]+$/)
 
     const forked = await inject('POST', `/sessions/${id}/fork`, { at: completed, title: 'the fork' })
     expect(forked.statusCode).toBe(201)
-    expect(forked.json()).toMatchObject({ session: { title: 'the fork', forkedFrom: { sessionId: id, seq: completed }, status: 'idle' } })
+    expect(forked.json()).toMatchObject({
+      session: { title: 'the fork', forkedFrom: { sessionId: id, seq: completed }, status: 'idle' },
+    })
   })
 
   it('compact requests a manual compaction and answers what was requested', async () => {
@@ -162,8 +257,15 @@ describe('time travel', () => {
     await inject('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'say hi' }] })
     const res = await inject('POST', `/sessions/${id}/compact`)
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ compactionId: expect.stringMatching(/^cmp_/), seq: expect.any(Number), duplicate: false })
-    expect((await inject('POST', '/sessions/ses_nope/compact')).json()).toMatchObject({ status: 404, code: 'SESSION_NOT_FOUND' })
+    expect(res.json()).toMatchObject({
+      compactionId: expect.stringMatching(/^cmp_/),
+      seq: expect.any(Number),
+      duplicate: false,
+    })
+    expect((await inject('POST', '/sessions/ses_nope/compact')).json()).toMatchObject({
+      status: 404,
+      code: 'SESSION_NOT_FOUND',
+    })
   })
 
   it('serves an OpenAPI document listing the routes', async () => {

@@ -24,7 +24,9 @@ const concrete = (url: string) => url.replace(':id', 'ses_x').replace(':requestI
 
 describe('authentication', () => {
   it('the route table is what we expect (a new route must join this test)', () => {
-    const routes = routesOf(server.chronicle.app).map((r) => `${r.method} ${r.url}`).sort()
+    const routes = routesOf(server.chronicle.app)
+      .map((r) => `${r.method} ${r.url}`)
+      .sort()
     expect(routes).toEqual([
       'DELETE /sessions/:id',
       'DELETE /sessions/:id/rules/:ruleId',
@@ -51,35 +53,54 @@ describe('authentication', () => {
     const head = server.chronicle.store.head()
     const routes = routesOf(app).filter((r) => r.url !== '/health')
     for (const route of routes) {
-      for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: `Basic ${server.token}` }]) {
+      for (const headers of [
+        {},
+        { authorization: 'Bearer wrong-token-wrong-token' },
+        { authorization: `Basic ${server.token}` },
+      ]) {
         const res = await app.inject({
           method: route.method as 'GET',
           url: concrete(route.url),
           headers: { ...headers, 'content-type': 'application/json' },
-          payload: route.method === 'GET' || route.method === 'DELETE' ? undefined : '{"parts":[{"type":"text","text":"hi"}],"at":1,"reply":"once"}',
+          payload:
+            route.method === 'GET' || route.method === 'DELETE'
+              ? undefined
+              : '{"parts":[{"type":"text","text":"hi"}],"at":1,"reply":"once"}',
         })
-        expect([route, res.statusCode, res.headers['content-type']]).toEqual([route, 401, 'application/problem+json; charset=utf-8'])
+        expect([route, res.statusCode, res.headers['content-type']]).toEqual([
+          route,
+          401,
+          'application/problem+json; charset=utf-8',
+        ])
         expect(res.json()).toMatchObject({ code: 'UNAUTHORIZED', status: 401 })
         expect(res.headers['www-authenticate']).toBe('Bearer realm="chronicle"')
       }
     }
     expect(server.chronicle.store.head()).toBe(head)
     expect((await app.inject({ url: '/health' })).statusCode).toBe(200)
-    expect((await app.inject({ url: '/sessions', headers: { authorization: `Bearer ${server.token}` } })).statusCode).toBe(200)
+    expect(
+      (await app.inject({ url: '/sessions', headers: { authorization: `Bearer ${server.token}` } })).statusCode,
+    ).toBe(200)
   })
 
   it('the WebSocket upgrade needs the token: header, subprotocol or query', async () => {
     const app = server.chronicle.app
     // injectWS sends no Host header unless told (real clients always do): without one the request is refused as 403.
     await expect(app.injectWS('/ws')).rejects.toThrow('Unexpected server response: 403')
-    await expect(app.injectWS('/ws', { headers: { host: 'localhost' } })).rejects.toThrow('Unexpected server response: 401')
-    await expect(app.injectWS('/ws', { headers: { host: 'localhost', authorization: 'Bearer nope-nope-nope-nope' } })).rejects.toThrow(
+    await expect(app.injectWS('/ws', { headers: { host: 'localhost' } })).rejects.toThrow(
       'Unexpected server response: 401',
     )
+    await expect(
+      app.injectWS('/ws', { headers: { host: 'localhost', authorization: 'Bearer nope-nope-nope-nope' } }),
+    ).rejects.toThrow('Unexpected server response: 401')
     await expect(Client.connect(server.wsUrl, undefined)).rejects.toThrow('Unexpected server response: 401')
-    await expect(Client.connect(server.wsUrl, 'wrong-token-wrong-token')).rejects.toThrow('Unexpected server response: 401')
+    await expect(Client.connect(server.wsUrl, 'wrong-token-wrong-token')).rejects.toThrow(
+      'Unexpected server response: 401',
+    )
 
-    const viaHeader = await app.injectWS('/ws', { headers: { host: 'localhost', authorization: `Bearer ${server.token}` } })
+    const viaHeader = await app.injectWS('/ws', {
+      headers: { host: 'localhost', authorization: `Bearer ${server.token}` },
+    })
     viaHeader.terminate()
     const viaQuery = await Client.connect(`${server.wsUrl}?token=${server.token}`, undefined)
     expect((await viaQuery.call('hello', { protocol: 1 })).result).toMatchObject({ protocol: 1 })
@@ -102,7 +123,9 @@ describe('Origin and Host', () => {
       expect(res.statusCode).toBe(403)
       expect(res.json()).toMatchObject({ code: 'FORBIDDEN' })
       expect(res.headers['access-control-allow-origin']).toBeUndefined()
-      await expect(Client.connect(server.wsUrl, server.token, { origin })).rejects.toThrow('Unexpected server response: 403')
+      await expect(Client.connect(server.wsUrl, server.token, { origin })).rejects.toThrow(
+        'Unexpected server response: 403',
+      )
     },
   )
 
@@ -113,11 +136,14 @@ describe('Origin and Host', () => {
     none.close()
   })
 
-  it.each(['evil.example', 'evil.example:80', '127.0.0.1.evil.example', 'user@127.0.0.1'])('Host %s is refused (DNS rebinding)', async (host) => {
-    const res = await server.chronicle.app.inject({ url: '/sessions', headers: { ...auth(), host } })
-    expect(res.statusCode).toBe(403)
-    expect((await server.chronicle.app.inject({ url: '/health', headers: { host } })).statusCode).toBe(403)
-  })
+  it.each(['evil.example', 'evil.example:80', '127.0.0.1.evil.example', 'user@127.0.0.1'])(
+    'Host %s is refused (DNS rebinding)',
+    async (host) => {
+      const res = await server.chronicle.app.inject({ url: '/sessions', headers: { ...auth(), host } })
+      expect(res.statusCode).toBe(403)
+      expect((await server.chronicle.app.inject({ url: '/health', headers: { host } })).statusCode).toBe(403)
+    },
+  )
 
   it('a real request with Host: evil.example is refused; loopback names are served', async () => {
     const port = Number(new URL(server.url).port)
@@ -147,10 +173,20 @@ describe('limits', () => {
   it('bodies over the limit are 413 and text/plain bodies are refused', async () => {
     const app = server.chronicle.app
     const headers = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' }
-    const big = await app.inject({ method: 'POST', url: '/sessions', headers, payload: JSON.stringify({ title: 'x'.repeat(2 * 1024 * 1024) }) })
+    const big = await app.inject({
+      method: 'POST',
+      url: '/sessions',
+      headers,
+      payload: JSON.stringify({ title: 'x'.repeat(2 * 1024 * 1024) }),
+    })
     expect(big.statusCode).toBe(413)
     expect(big.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' })
-    const plain = await app.inject({ method: 'POST', url: '/sessions', headers: { ...headers, 'content-type': 'text/plain' }, payload: '{}' })
+    const plain = await app.inject({
+      method: 'POST',
+      url: '/sessions',
+      headers: { ...headers, 'content-type': 'text/plain' },
+      payload: '{}',
+    })
     expect(plain.statusCode).toBe(415)
   })
 })
@@ -159,7 +195,8 @@ describe('flooding', () => {
   it('a burst of commands past the per-second cap gets RATE_LIMITED replies, one per id, and the socket stays open', async () => {
     const c = await Client.connect(server.wsUrl, server.token)
     for (let i = 0; i < 600; i++) c.send(JSON.stringify({ id: i, method: 'hello', params: { protocol: 1 } }))
-    for (let i = 0; i < 250 && c.frames.filter((f) => typeof f.id === 'number').length < 600; i++) await new Promise((r) => setTimeout(r, 20))
+    for (let i = 0; i < 250 && c.frames.filter((f) => typeof f.id === 'number').length < 600; i++)
+      await new Promise((r) => setTimeout(r, 20))
     const replies = c.frames.filter((f) => typeof f.id === 'number')
     expect(replies.map((f) => f.id as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 600 }, (_, i) => i))
     const limited = replies.filter((f) => (f.error as { code?: string } | undefined)?.code === 'RATE_LIMITED')
@@ -171,7 +208,9 @@ describe('flooding', () => {
 
 describe('binding', () => {
   it('refuses a non-loopback address without an explicit token', async () => {
-    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: `${server.dir}/other`, CHRONICLE_HOST: '0.0.0.0', CHRONICLE_PORT: '0' } })
+    const config = loadConfig({
+      env: { CHRONICLE_DATA_DIR: `${server.dir}/other`, CHRONICLE_HOST: '0.0.0.0', CHRONICLE_PORT: '0' },
+    })
     await expect(createChronicle(config)).rejects.toThrow(/refusing to listen on 0\.0\.0\.0/)
   })
 

@@ -7,7 +7,10 @@ let server: TestServer
 let clients: Client[] = []
 
 beforeEach(async () => {
-  server = await startServer({}, { config: { limits: { ...(await import('../../src/config.js')).DEFAULT_LIMITS, heartbeatMs: 200 } } })
+  server = await startServer(
+    {},
+    { config: { limits: { ...(await import('../../src/config.js')).DEFAULT_LIMITS, heartbeatMs: 200 } } },
+  )
 })
 afterEach(async () => {
   for (const c of clients) c.close()
@@ -22,7 +25,9 @@ async function connect(): Promise<Client> {
 }
 
 function rename(session: string, title: string) {
-  return server.chronicle.store.append(session, [{ type: 'session.renamed', data: { title } }], { meta: { actor: 'user' } })
+  return server.chronicle.store.append(session, [{ type: 'session.renamed', data: { title } }], {
+    meta: { actor: 'user' },
+  })
 }
 
 async function createSession(c: Client): Promise<string> {
@@ -48,7 +53,9 @@ describe('WebSocket protocol', () => {
     expect(caughtUp).toEqual({ type: 'caught-up', sub: 's1', seq: 3 })
     rename(session, 'three')
     await c.wait((f) => f.type === 'event' && f.seq === 4)
-    const kinds = c.frames.filter((f) => f.id === undefined && f.type !== 'heartbeat').map((f) => `${f.type}:${String(f.seq)}`)
+    const kinds = c.frames
+      .filter((f) => f.id === undefined && f.type !== 'heartbeat')
+      .map((f) => `${f.type}:${String(f.seq)}`)
     expect(kinds).toEqual(['event:1', 'event:2', 'event:3', 'caught-up:3', 'event:4'])
     const events = c.events('s1')
     expect(events.map((e) => e.version)).toEqual([1, 2, 3, 4])
@@ -110,14 +117,22 @@ describe('WebSocket protocol', () => {
   it('bad messages get typed errors and the connection stays usable', async () => {
     const c = await connect()
     c.send('{not json')
-    expect(await c.wait((f) => f.id === null)).toEqual({ id: null, error: { code: 'BAD_REQUEST', message: 'malformed JSON' } })
+    expect(await c.wait((f) => f.id === null)).toEqual({
+      id: null,
+      error: { code: 'BAD_REQUEST', message: 'malformed JSON' },
+    })
     c.send(JSON.stringify({ method: 'hello' }))
     await c.wait((f) => f.id === null && f !== c.frames[0])
     expect(c.frames.filter((f) => f.id === null)).toHaveLength(2)
-    expect(await c.call('session.explode', {})).toMatchObject({ error: { code: 'UNKNOWN_METHOD', message: 'unknown method session.explode' } })
+    expect(await c.call('session.explode', {})).toMatchObject({
+      error: { code: 'UNKNOWN_METHOD', message: 'unknown method session.explode' },
+    })
     const invalid = await c.call('session.get', { session: 42 })
     expect(invalid.error).toMatchObject({ code: 'BAD_REQUEST', details: { issues: [{ path: 'session' }] } })
-    expect((await c.call('session.get', { session: 'ses_missing' })).error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'no session ses_missing' })
+    expect((await c.call('session.get', { session: 'ses_missing' })).error).toEqual({
+      code: 'SESSION_NOT_FOUND',
+      message: 'no session ses_missing',
+    })
     expect((await c.call('subscribe', { sessions: '*', after: 99 })).error).toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
     expect((await c.call('hello', { protocol: 1 })).result).toMatchObject({ protocol: 1 })
     expect(c.closed).toBeUndefined()

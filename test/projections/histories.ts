@@ -25,7 +25,11 @@ const textArb = fc.oneof(
 )
 
 export const stepsArb = (maxLength = 120): fc.Arbitrary<Step[]> =>
-  fc.array(fc.record({ pick: fc.nat(), arg: fc.nat(), text: textArb, batched: fc.boolean() }), { minLength: 1, maxLength, size: 'max' })
+  fc.array(fc.record({ pick: fc.nat(), arg: fc.nat(), text: textArb, batched: fc.boolean() }), {
+    minLength: 1,
+    maxLength,
+    size: 'max',
+  })
 
 interface Model {
   id: string
@@ -70,10 +74,37 @@ export async function play(store: EventStore, steps: readonly Step[]): Promise<P
   }
 
   const create = (step: Step) => {
-    const m: Model = { id: id('ses'), inbox: [], run: null, lastUser: undefined, msg: null, open: [], tools: [], subtasks: [], perms: [], rules: [], compaction: null, step: 0 }
+    const m: Model = {
+      id: id('ses'),
+      inbox: [],
+      run: null,
+      lastUser: undefined,
+      msg: null,
+      open: [],
+      tools: [],
+      subtasks: [],
+      perms: [],
+      rules: [],
+      compaction: null,
+      step: 0,
+    }
     models.push(m)
     history.set(m.id, [])
-    emit(m, [{ type: 'session.created', data: { directory: '/repo', agent: 'build', model: step.arg % 2 ? null : 'openai:gpt', ...(step.arg % 3 === 0 && { title: step.text || 'titled' }) } }], false)
+    emit(
+      m,
+      [
+        {
+          type: 'session.created',
+          data: {
+            directory: '/repo',
+            agent: 'build',
+            model: step.arg % 2 ? null : 'openai:gpt',
+            ...(step.arg % 3 === 0 && { title: step.text || 'titled' }),
+          },
+        },
+      ],
+      false,
+    )
   }
 
   for (const step of steps) {
@@ -93,7 +124,16 @@ export async function play(store: EventStore, steps: readonly Step[]): Promise<P
         const child = { ...clone(point.model), id: id('ses') }
         models.push(child)
         history.set(child.id, [])
-        emit(child, [{ type: 'session.forked', data: { from: { sessionId: parent.id, seq: point.seq }, ...(step.arg % 2 === 0 && { title: 'fork' }) } }], false)
+        emit(
+          child,
+          [
+            {
+              type: 'session.forked',
+              data: { from: { sessionId: parent.id, seq: point.seq }, ...(step.arg % 2 === 0 && { title: 'fork' }) },
+            },
+          ],
+          false,
+        )
         continue
       }
     }
@@ -113,7 +153,10 @@ function streaming(m: Model, s: Step): (() => ChronicleEvent[])[] {
   return [
     () => [{ type: 'text.delta', data: { partId, text: s.text } }],
     () => [{ type: 'reasoning.delta', data: { partId, text: s.text } }],
-    () => [{ type: 'text.delta', data: { partId, text: s.text } }, { type: 'text.delta', data: { partId, text: s.text.toUpperCase() } }],
+    () => [
+      { type: 'text.delta', data: { partId, text: s.text } },
+      { type: 'text.delta', data: { partId, text: s.text.toUpperCase() } },
+    ],
   ]
 }
 
@@ -126,11 +169,27 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
   list.push(() => {
     const inputId = id('in')
     const noReply = s.arg % 5 === 0
-    const parts = s.arg % 3 === 0
-      ? [{ type: 'text' as const, text: s.text }, { type: 'file' as const, path: 'src/a.ts', mediaType: 'text/plain' }]
-      : [{ type: 'text' as const, text: s.text || 'hello' }]
+    const parts =
+      s.arg % 3 === 0
+        ? [
+            { type: 'text' as const, text: s.text },
+            { type: 'file' as const, path: 'src/a.ts', mediaType: 'text/plain' },
+          ]
+        : [{ type: 'text' as const, text: s.text || 'hello' }]
     if (!noReply) m.inbox.push({ inputId, parts: parts.length })
-    return [{ type: 'input.accepted', data: { inputId, parts, delivery: s.arg % 2 ? 'steer' : 'queue', noReply, digest: `d${inputId}`, ...(s.arg % 4 === 1 && { agent: 'plan' }) } }]
+    return [
+      {
+        type: 'input.accepted',
+        data: {
+          inputId,
+          parts,
+          delivery: s.arg % 2 ? 'steer' : 'queue',
+          noReply,
+          digest: `d${inputId}`,
+          ...(s.arg % 4 === 1 && { agent: 'plan' }),
+        },
+      },
+    ]
   })
   if (m.inbox.length > 0) {
     list.push(() => {
@@ -138,7 +197,12 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
       const messageId = id('msg')
       m.lastUser = messageId
       const partIds = Array.from({ length: input.parts }, () => id('prt'))
-      return [{ type: 'input.delivered', data: { inputId: input.inputId, messageId, partIds, ...(s.arg % 2 === 0 && { steered: true }) } }]
+      return [
+        {
+          type: 'input.delivered',
+          data: { inputId: input.inputId, messageId, partIds, ...(s.arg % 2 === 0 && { steered: true }) },
+        },
+      ]
     })
   }
   if (m.run === null) {
@@ -153,24 +217,62 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
     list.push(() => {
       m.run = null
       const outcome = pickOf(['idle', 'error', 'cancelled', 'max_steps', 'failed'] as const)
-      return [{ type: 'run.finished', data: { runId, outcome, ...(outcome === 'error' && { error: { kind: 'provider', message: 'boom' } }) } }]
+      return [
+        {
+          type: 'run.finished',
+          data: { runId, outcome, ...(outcome === 'error' && { error: { kind: 'provider', message: 'boom' } }) },
+        },
+      ]
     })
   }
   if (m.msg === null) {
     list.push(() => {
       m.msg = id('msg')
-      return [{ type: 'message.created', data: { messageId: m.msg, role: 'assistant', agent: 'build', model: 'openai:gpt', ...(m.lastUser && { parentId: m.lastUser }), ...(s.arg % 11 === 0 && { summary: true }) } }]
+      return [
+        {
+          type: 'message.created',
+          data: {
+            messageId: m.msg,
+            role: 'assistant',
+            agent: 'build',
+            model: 'openai:gpt',
+            ...(m.lastUser && { parentId: m.lastUser }),
+            ...(s.arg % 11 === 0 && { summary: true }),
+          },
+        },
+      ]
     })
   } else {
     const messageId = m.msg
     list.push(() => {
       m.msg = null
       m.open = []
-      return [{ type: 'message.completed', data: { messageId, finish: pickOf(['stop', 'tool-calls', 'length']), usage, ...(s.arg % 2 === 0 && { cost: (s.arg % 100) / 1000 }), ...(s.arg % 9 === 0 && { error: { kind: 'aborted', message: 'stopped' } }) } }]
+      return [
+        {
+          type: 'message.completed',
+          data: {
+            messageId,
+            finish: pickOf(['stop', 'tool-calls', 'length']),
+            usage,
+            ...(s.arg % 2 === 0 && { cost: (s.arg % 100) / 1000 }),
+            ...(s.arg % 9 === 0 && { error: { kind: 'aborted', message: 'stopped' } }),
+          },
+        },
+      ]
     })
-    list.push(() => [{ type: 'step.started', data: { messageId, partId: id('prt'), step: ++m.step, contextDigest: `sha256:${m.step}` } }])
+    list.push(() => [
+      {
+        type: 'step.started',
+        data: { messageId, partId: id('prt'), step: ++m.step, contextDigest: `sha256:${m.step}` },
+      },
+    ])
     list.push(() => [{ type: 'step.finished', data: { messageId, partId: id('prt'), finishReason: 'stop', usage } }])
-    list.push(() => [{ type: 'step.retried', data: { messageId, attempt: 1 + (s.arg % 4), delayMs: s.arg % 2000, error: 'rate limited' } }])
+    list.push(() => [
+      {
+        type: 'step.retried',
+        data: { messageId, attempt: 1 + (s.arg % 4), delayMs: s.arg % 2000, error: 'rate limited' },
+      },
+    ])
     for (const kind of ['text', 'reasoning'] as const) {
       list.push(() => {
         const partId = id('prt')
@@ -181,13 +283,23 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
     list.push(() => {
       const partId = id('prt')
       m.tools.push({ partId, state: 'pending' })
-      return [{ type: 'tool.input.started', data: { messageId, partId, callId: `call_${partId}`, tool: pickOf(['read', 'bash', 'task']) } }]
+      return [
+        {
+          type: 'tool.input.started',
+          data: { messageId, partId, callId: `call_${partId}`, tool: pickOf(['read', 'bash', 'task']) },
+        },
+      ]
     })
     list.push(() => {
       // A tool call that arrives whole (no input streaming).
       const partId = id('prt')
       m.tools.push({ partId, state: 'running' })
-      return [{ type: 'tool.called', data: { messageId, partId, callId: `call_${partId}`, tool: 'read', input: { filePath: s.text } } }]
+      return [
+        {
+          type: 'tool.called',
+          data: { messageId, partId, callId: `call_${partId}`, tool: 'read', input: { filePath: s.text } },
+        },
+      ]
     })
     const pending = m.tools.filter((t) => t.state === 'pending')
     if (pending.length > 0) {
@@ -195,7 +307,18 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
       list.push(() => [{ type: 'tool.input.delta', data: { partId: tool.partId, delta: s.text } }])
       list.push(() => {
         tool.state = 'running'
-        return [{ type: 'tool.called', data: { messageId, partId: tool.partId, callId: `call_${tool.partId}`, tool: 'bash', input: s.arg % 2 ? { command: 'ls' } : undefined } }]
+        return [
+          {
+            type: 'tool.called',
+            data: {
+              messageId,
+              partId: tool.partId,
+              callId: `call_${tool.partId}`,
+              tool: 'bash',
+              input: s.arg % 2 ? { command: 'ls' } : undefined,
+            },
+          },
+        ]
       })
     }
   }
@@ -217,20 +340,53 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
       return [{ type: 'tool.failed', data: { partId: tool.partId, error: { kind, message: `${kind}: ${s.text}` } } }]
     })
     if (tool.state === 'running') {
-      list.push(() => [{ type: 'tool.progressed', data: { partId: tool.partId, metadata: { output: s.text, [`k${s.arg % 3}`]: s.arg } } }])
+      list.push(() => [
+        {
+          type: 'tool.progressed',
+          data: { partId: tool.partId, metadata: { output: s.text, [`k${s.arg % 3}`]: s.arg } },
+        },
+      ])
       list.push(() => {
         end()
-        return [{ type: 'tool.completed', data: { partId: tool.partId, output: s.text, ...(s.arg % 2 === 0 && { title: 'done' }), ...(s.arg % 3 === 0 && { metadata: { exit: 0 } }), ...(s.arg % 5 === 0 && { attachments: [{ type: 'image', mediaType: 'image/png', data: 'AAAA' }] }) } }]
+        return [
+          {
+            type: 'tool.completed',
+            data: {
+              partId: tool.partId,
+              output: s.text,
+              ...(s.arg % 2 === 0 && { title: 'done' }),
+              ...(s.arg % 3 === 0 && { metadata: { exit: 0 } }),
+              ...(s.arg % 5 === 0 && { attachments: [{ type: 'image', mediaType: 'image/png', data: 'AAAA' }] }),
+            },
+          },
+        ]
       })
       list.push(() => {
         const requestId = id('per')
         m.perms.push(requestId)
-        return [{ type: 'permission.requested', data: { requestId, partId: tool.partId, callId: `call_${tool.partId}`, permission: 'bash', patterns: [s.text || '*'], ...(s.arg % 2 === 0 && { metadata: { why: 'x' } }) } }]
+        return [
+          {
+            type: 'permission.requested',
+            data: {
+              requestId,
+              partId: tool.partId,
+              callId: `call_${tool.partId}`,
+              permission: 'bash',
+              patterns: [s.text || '*'],
+              ...(s.arg % 2 === 0 && { metadata: { why: 'x' } }),
+            },
+          },
+        ]
       })
       if (!m.subtasks.includes(tool.partId)) {
         list.push(() => {
           m.subtasks.push(tool.partId)
-          return [{ type: 'subtask.started', data: { partId: tool.partId, callId: `call_${tool.partId}`, childSessionId: `ses_child_${tool.partId}` } }]
+          return [
+            {
+              type: 'subtask.started',
+              data: { partId: tool.partId, callId: `call_${tool.partId}`, childSessionId: `ses_child_${tool.partId}` },
+            },
+          ]
         })
       }
     }
@@ -239,20 +395,47 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
     const partId = pickOf(m.subtasks)
     list.push(() => {
       m.subtasks = m.subtasks.filter((p) => p !== partId)
-      return [{ type: 'subtask.finished', data: { partId, callId: `call_${partId}`, childSessionId: `ses_child_${partId}`, outcome: pickOf(['idle', 'error', 'cancelled'] as const) } }]
+      return [
+        {
+          type: 'subtask.finished',
+          data: {
+            partId,
+            callId: `call_${partId}`,
+            childSessionId: `ses_child_${partId}`,
+            outcome: pickOf(['idle', 'error', 'cancelled'] as const),
+          },
+        },
+      ]
     })
   }
   if (m.perms.length > 0) {
     const requestId = pickOf(m.perms)
     list.push(() => {
       m.perms = m.perms.filter((p) => p !== requestId)
-      return [{ type: 'permission.replied', data: { requestId, reply: pickOf(['once', 'always', 'reject'] as const), ...(s.arg % 2 === 0 && { message: 'no' }) } }]
+      return [
+        {
+          type: 'permission.replied',
+          data: {
+            requestId,
+            reply: pickOf(['once', 'always', 'reject'] as const),
+            ...(s.arg % 2 === 0 && { message: 'no' }),
+          },
+        },
+      ]
     })
   }
   list.push(() => {
     const ruleId = id('rul')
     m.rules.push(ruleId)
-    return [{ type: 'permission.rule.added', data: { ruleId, rule: { permission: 'edit', pattern: s.text || '*', action: pickOf(['allow', 'deny', 'ask'] as const) } } }]
+    return [
+      {
+        type: 'permission.rule.added',
+        data: {
+          ruleId,
+          rule: { permission: 'edit', pattern: s.text || '*', action: pickOf(['allow', 'deny', 'ask'] as const) },
+        },
+      },
+    ]
   })
   if (m.rules.length > 0) {
     const ruleId = pickOf(m.rules)
@@ -264,23 +447,54 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
   if (m.compaction === null) {
     list.push(() => {
       m.compaction = id('cmp')
-      return [{ type: 'compaction.requested', data: { compactionId: m.compaction, reason: pickOf(['auto', 'overflow', 'manual'] as const) } }]
+      return [
+        {
+          type: 'compaction.requested',
+          data: { compactionId: m.compaction, reason: pickOf(['auto', 'overflow', 'manual'] as const) },
+        },
+      ]
     })
   } else {
     const compactionId = m.compaction
     list.push(() => [{ type: 'compaction.started', data: { compactionId } }])
     list.push(() => {
       m.compaction = null
-      return [{ type: 'compaction.completed', data: { compactionId, summaryMessageId: m.lastUser ?? 'msg_none', ...(s.arg % 2 === 0 && { tailStartMessageId: 'msg_tail' }), tokensBefore: 9000, tokensAfter: 1200 } }]
+      return [
+        {
+          type: 'compaction.completed',
+          data: {
+            compactionId,
+            summaryMessageId: m.lastUser ?? 'msg_none',
+            ...(s.arg % 2 === 0 && { tailStartMessageId: 'msg_tail' }),
+            tokensBefore: 9000,
+            tokensAfter: 1200,
+          },
+        },
+      ]
     })
     list.push(() => {
       m.compaction = null
       return [{ type: 'compaction.failed', data: { compactionId, error: 'summary too long' } }]
     })
   }
-  list.push(() => [{ type: 'todo.updated', data: { items: [{ content: s.text, status: pickOf(['pending', 'in_progress', 'completed', 'cancelled'] as const), priority: pickOf(['high', 'medium', 'low'] as const) }] } }])
+  list.push(() => [
+    {
+      type: 'todo.updated',
+      data: {
+        items: [
+          {
+            content: s.text,
+            status: pickOf(['pending', 'in_progress', 'completed', 'cancelled'] as const),
+            priority: pickOf(['high', 'medium', 'low'] as const),
+          },
+        ],
+      },
+    },
+  ])
   list.push(() => [{ type: 'session.renamed', data: { title: s.text.trim().slice(0, 400) || 'renamed' } }])
-  list.push(() => [{ type: 'session.rules.changed', data: { rules: [{ permission: 'bash', pattern: 'git *', action: 'allow' }] } }])
+  list.push(() => [
+    { type: 'session.rules.changed', data: { rules: [{ permission: 'bash', pattern: 'git *', action: 'allow' }] } },
+  ])
   if (s.arg % 13 === 0) list.push(() => [{ type: 'session.archived', data: {} }])
   return list
 }

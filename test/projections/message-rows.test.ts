@@ -9,16 +9,27 @@ import { getMessages } from '../../src/projections/read-model.js'
  * what getMessages reads is the message as the projection made it.
  */
 
-const user = { id: 'msg_1', sessionId: 'ses_a', role: 'user', agent: 'build', model: 'scripted:x', createdAt: '2026-01-01T00:00:00.000Z' } as unknown as Message
+const user = {
+  id: 'msg_1',
+  sessionId: 'ses_a',
+  role: 'user',
+  agent: 'build',
+  model: 'scripted:x',
+  createdAt: '2026-01-01T00:00:00.000Z',
+} as unknown as Message
 
 describe('message rows', () => {
   it('leave out id and sessionId only when they lead and equal the columns', () => {
-    expect(messageRow('ses_a', 'msg_1', user)).toBe('{"role":"user","agent":"build","model":"scripted:x","createdAt":"2026-01-01T00:00:00.000Z"}')
+    expect(messageRow('ses_a', 'msg_1', user)).toBe(
+      '{"role":"user","agent":"build","model":"scripted:x","createdAt":"2026-01-01T00:00:00.000Z"}',
+    )
     expect(messageRow('ses_b', 'msg_1', user)).toBe(JSON.stringify(user))
     expect(messageRow('ses_a', 'msg_2', user)).toBe(JSON.stringify(user))
     const reordered = { role: 'user', id: 'msg_1', sessionId: 'ses_a' } as unknown as Message
     expect(messageRow('ses_a', 'msg_1', reordered)).toBe(JSON.stringify(reordered))
-    expect(JSON.stringify(messageFromRow('ses_a', 'msg_1', messageRow('ses_a', 'msg_1', reordered)))).toBe(JSON.stringify(reordered))
+    expect(JSON.stringify(messageFromRow('ses_a', 'msg_1', messageRow('ses_a', 'msg_1', reordered)))).toBe(
+      JSON.stringify(reordered),
+    )
   })
 
   it('read back equal, key order included, whether compact or whole JSON from older code', () => {

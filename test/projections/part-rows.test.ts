@@ -16,15 +16,31 @@ import { verify } from '../../src/projections/verify.js'
 
 const tool = (output: string): Part =>
   ({
-    id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'tool', callId: 'c1', tool: 'lookup', rawInput: '{"q":"x"}',
-    state: 'completed', input: { q: 'x' }, output, title: 'lookup',
+    id: 'prt_1',
+    sessionId: 'ses_a',
+    messageId: 'msg_1',
+    type: 'tool',
+    callId: 'c1',
+    tool: 'lookup',
+    rawInput: '{"q":"x"}',
+    state: 'completed',
+    input: { q: 'x' },
+    output,
+    title: 'lookup',
   }) as unknown as Part
 
 describe('part rows', () => {
   it('leave out id, sessionId and messageId, keep small parts as JSON and deflate large ones', () => {
-    expect(encodePart('ses_a', { id: 'prt_2', sessionId: 'ses_a', messageId: 'msg_1', type: 'step-start', step: 1, contextDigest: 'd' } as Part)).toBe(
-      '{"type":"step-start","step":1,"contextDigest":"d"}',
-    )
+    expect(
+      encodePart('ses_a', {
+        id: 'prt_2',
+        sessionId: 'ses_a',
+        messageId: 'msg_1',
+        type: 'step-start',
+        step: 1,
+        contextDigest: 'd',
+      } as Part),
+    ).toBe('{"type":"step-start","step":1,"contextDigest":"d"}')
     expect(encodePart('ses_a', tool('short'))).toBeTypeOf('string')
     expect(Buffer.isBuffer(encodePart('ses_a', tool('y'.repeat(2000))))).toBe(true)
     // A part whose sessionId is not its row's keeps it.
@@ -34,28 +50,52 @@ describe('part rows', () => {
   it('read back equal, key order included, whether compact, deflated or whole JSON from older code', () => {
     const store = openStore(':memory:')
     const writer = createPartWriter(store.db)
-    const small = { id: 'prt_3', sessionId: 'ses_a', messageId: 'msg_1', type: 'step-start', step: 1, contextDigest: 'd' } as Part
+    const small = {
+      id: 'prt_3',
+      sessionId: 'ses_a',
+      messageId: 'msg_1',
+      type: 'step-start',
+      step: 1,
+      contextDigest: 'd',
+    } as Part
     const large = tool('y'.repeat(5000))
     const foreign = { ...small, id: 'prt_4', sessionId: 'ses_other' } as Part
     for (const p of [large, small, foreign]) writer.write('ses_a', p, 1)
-    store.db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)').run('ses_a', 'prt_5', 'msg_1', JSON.stringify({ ...small, id: 'prt_5' }))
+    store.db
+      .prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
+      .run('ses_a', 'prt_5', 'msg_1', JSON.stringify({ ...small, id: 'prt_5' }))
     const parts = getParts(store, 'ses_a')
     expect(parts).toEqual([large, small, foreign, { ...small, id: 'prt_5' }])
-    expect(parts.map((p) => JSON.stringify(p))).toEqual([large, small, foreign, { ...small, id: 'prt_5' }].map((p) => JSON.stringify(p)))
+    expect(parts.map((p) => JSON.stringify(p))).toEqual(
+      [large, small, foreign, { ...small, id: 'prt_5' }].map((p) => JSON.stringify(p)),
+    )
     store.close()
   })
 
   it('keep the live read model equal to the fold for a tool part with a large output', () => {
     const store = openStore(':memory:')
     const meta = { meta: { actor: 'model' as const } }
-    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
-    store.append('ses_a', [
-      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
-      { type: 'tool.input.started', data: { messageId: 'msg_1', partId: 'prt_1', callId: 'c1', tool: 'lookup' } },
-      { type: 'tool.input.delta', data: { partId: 'prt_1', delta: '{"q":"x"}' } },
-      { type: 'tool.called', data: { messageId: 'msg_1', partId: 'prt_1', callId: 'c1', tool: 'lookup', input: { q: 'x' } } },
-    ], meta)
-    store.append('ses_a', [{ type: 'tool.completed', data: { partId: 'prt_1', output: 'z'.repeat(4000), title: 't' } }], meta)
+    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
+    store.append(
+      'ses_a',
+      [
+        { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+        { type: 'tool.input.started', data: { messageId: 'msg_1', partId: 'prt_1', callId: 'c1', tool: 'lookup' } },
+        { type: 'tool.input.delta', data: { partId: 'prt_1', delta: '{"q":"x"}' } },
+        {
+          type: 'tool.called',
+          data: { messageId: 'msg_1', partId: 'prt_1', callId: 'c1', tool: 'lookup', input: { q: 'x' } },
+        },
+      ],
+      meta,
+    )
+    store.append(
+      'ses_a',
+      [{ type: 'tool.completed', data: { partId: 'prt_1', output: 'z'.repeat(4000), title: 't' } }],
+      meta,
+    )
     const stored = store.db.prepare('SELECT data FROM parts WHERE id = ?').pluck().get('prt_1')
     expect(Buffer.isBuffer(stored)).toBe(true)
     expect(getParts(store, 'ses_a')[0]).toMatchObject({ type: 'tool', state: 'completed', output: 'z'.repeat(4000) })
@@ -63,21 +103,32 @@ describe('part rows', () => {
     store.close()
   })
 
-  it('leave a streaming part\'s row as its start wrote it: the deltas are read from the log, and the end writes the whole text', () => {
+  it("leave a streaming part's row as its start wrote it: the deltas are read from the log, and the end writes the whole text", () => {
     const store = openStore(':memory:')
     const meta = { meta: { actor: 'model' as const } }
-    const row = () => store.db.prepare("SELECT data, through FROM parts WHERE id = 'prt_1'").get() as { data: string | Buffer; through: number | null }
+    const row = () =>
+      store.db.prepare("SELECT data, through FROM parts WHERE id = 'prt_1'").get() as {
+        data: string | Buffer
+        through: number | null
+      }
     const sessionRow = () => store.db.prepare("SELECT data FROM sessions WHERE id = 'ses_a'").pluck().get()
-    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
     const chunk = 'lorem ipsum dolor sit amet é ✓ '.repeat(3)
-    store.append('ses_a', [
-      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
-      { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
-    ], meta)
+    store.append(
+      'ses_a',
+      [
+        { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+        { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
+      ],
+      meta,
+    )
     const started = row()
     const session = sessionRow()
     expect(started.through).toBe(3)
-    for (let i = 0; i < 40; i++) store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: chunk } }], meta)
+    for (let i = 0; i < 40; i++)
+      store.append('ses_a', [{ type: 'text.delta', data: { partId: 'prt_1', text: chunk } }], meta)
     expect(row()).toEqual(started)
     expect(sessionRow()).toBe(session)
     expect(getParts(store, 'ses_a')[0]).toMatchObject({ type: 'text', text: chunk.repeat(40), ended: false })
@@ -86,7 +137,14 @@ describe('part rows', () => {
     expect(row().through).toBeNull()
     expect(Buffer.isBuffer(row().data)).toBe(true)
     expect(JSON.stringify(getParts(store, 'ses_a')[0])).toBe(
-      JSON.stringify({ id: 'prt_1', sessionId: 'ses_a', messageId: 'msg_1', type: 'text', text: chunk.repeat(40), ended: true }),
+      JSON.stringify({
+        id: 'prt_1',
+        sessionId: 'ses_a',
+        messageId: 'msg_1',
+        type: 'text',
+        text: chunk.repeat(40),
+        ended: true,
+      }),
     )
     expect(verify(store).differences).toEqual([])
     store.close()
@@ -98,14 +156,20 @@ describe('part rows', () => {
       const path = join(dir, 'store.db')
       const meta = { meta: { actor: 'model' as const } }
       const first = openStore(path)
-      first.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
-      first.append('ses_a', [
-        { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
-        { type: 'reasoning.started', data: { messageId: 'msg_1', partId: 'prt_r' } },
-        { type: 'tool.input.started', data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup' } },
-        { type: 'reasoning.delta', data: { partId: 'prt_r', text: 'think ' } },
-        { type: 'tool.input.delta', data: { partId: 'prt_t', delta: '{"q":' } },
-      ], meta)
+      first.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
+        meta: { actor: 'user' },
+      })
+      first.append(
+        'ses_a',
+        [
+          { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+          { type: 'reasoning.started', data: { messageId: 'msg_1', partId: 'prt_r' } },
+          { type: 'tool.input.started', data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup' } },
+          { type: 'reasoning.delta', data: { partId: 'prt_r', text: 'think ' } },
+          { type: 'tool.input.delta', data: { partId: 'prt_t', delta: '{"q":' } },
+        ],
+        meta,
+      )
       first.close()
       const store = openStore(path)
       store.append('ses_a', [{ type: 'reasoning.delta', data: { partId: 'prt_r', text: 'harder' } }], meta)
@@ -116,11 +180,18 @@ describe('part rows', () => {
       ])
       expect(verify(store).differences).toEqual([])
       // Ending them writes their rows from what the projection holds in memory.
-      store.append('ses_a', [
-        { type: 'reasoning.delta', data: { partId: 'prt_r', text: '!' } },
-        { type: 'reasoning.ended', data: { partId: 'prt_r' } },
-        { type: 'tool.called', data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup', input: { q: 'x' } } },
-      ], meta)
+      store.append(
+        'ses_a',
+        [
+          { type: 'reasoning.delta', data: { partId: 'prt_r', text: '!' } },
+          { type: 'reasoning.ended', data: { partId: 'prt_r' } },
+          {
+            type: 'tool.called',
+            data: { messageId: 'msg_1', partId: 'prt_t', callId: 'c1', tool: 'lookup', input: { q: 'x' } },
+          },
+        ],
+        meta,
+      )
       expect(store.db.prepare('SELECT COUNT(*) FROM parts WHERE through IS NOT NULL').pluck().get()).toBe(0)
       expect(getParts(store, 'ses_a')).toMatchObject([
         { id: 'prt_r', text: 'think harder!', ended: true },

@@ -18,7 +18,13 @@ import { play, stepsArb } from './histories.js'
  */
 
 const plain = (view: SessionView) =>
-  JSON.parse(JSON.stringify({ session: view.session, messages: [...view.messages.entries()].sort(), parts: [...view.parts.entries()].sort() }))
+  JSON.parse(
+    JSON.stringify({
+      session: view.session,
+      messages: [...view.messages.entries()].sort(),
+      parts: [...view.parts.entries()].sort(),
+    }),
+  )
 
 /**
  * The read models as stored: message rows as they are, and each session and
@@ -34,7 +40,11 @@ function tables(db: Database.Database) {
   }
 }
 
-async function withPlayed<T>(steps: Parameters<typeof play>[1], check: (store: EventStore, sessions: string[]) => T, options: OpenOptions = {}): Promise<T> {
+async function withPlayed<T>(
+  steps: Parameters<typeof play>[1],
+  check: (store: EventStore, sessions: string[]) => T,
+  options: OpenOptions = {},
+): Promise<T> {
   const store = openStore(':memory:', options)
   try {
     const { sessions } = await play(store, steps)
@@ -49,15 +59,19 @@ describe('projections over random valid histories', () => {
     await fc.assert(
       // A small or no view cache makes the projection read what it needs back from the tables and the log mid-stream.
       fc.asyncProperty(stepsArb(), fc.constantFrom(256, 1, 0), async (steps, cacheSessions) => {
-        await withPlayed(steps, (store, sessions) => {
-          for (const id of sessions) expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
-          expect(verify(store).differences).toEqual([])
-          const live = tables(store.db)
-          const report = rebuild(store)
-          expect(report.sessions).toBe(sessions.length)
-          expect(report.events).toBe(store.head())
-          expect(tables(store.db)).toEqual(live)
-        }, { cacheSessions })
+        await withPlayed(
+          steps,
+          (store, sessions) => {
+            for (const id of sessions) expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
+            expect(verify(store).differences).toEqual([])
+            const live = tables(store.db)
+            const report = rebuild(store)
+            expect(report.sessions).toBe(sessions.length)
+            expect(report.events).toBe(store.head())
+            expect(tables(store.db)).toEqual(live)
+          },
+          { cacheSessions },
+        )
       }),
       { numRuns: 90, endOnFailure: true },
     )
@@ -65,32 +79,49 @@ describe('projections over random valid histories', () => {
 
   it('verify reports a tampered read-model row', async () => {
     await fc.assert(
-      fc.asyncProperty(stepsArb(60), fc.nat(), fc.constantFrom('session', 'message', 'part'), async (steps, k, what) => {
-        await withPlayed(steps, (store, sessions) => {
-          const db = store.db
-          const pick = <T>(rows: T[]): T | undefined => rows[k % Math.max(rows.length, 1)]
-          let expected: { sessionId: string; entity: string; id: string } | undefined
-          if (what === 'message' || what === 'part') {
-            const row = pick(db.prepare(`SELECT session_id, id, data FROM ${what}s ORDER BY session_id, id`).all() as { session_id: string; id: string; data: string | Buffer }[])
-            if (row) {
-              // Rows may be stored deflated and without the keys their columns hold: tamper with a field the row itself carries.
-              const json = typeof row.data === 'string' ? row.data : inflateRawSync(row.data).toString('utf8')
-              const tampered = { ...JSON.parse(json), tampered: true }
-              db.prepare(`UPDATE ${what}s SET data = ? WHERE session_id = ? AND id = ?`).run(JSON.stringify(tampered), row.session_id, row.id)
-              expected = { sessionId: row.session_id, entity: what, id: row.id }
+      fc.asyncProperty(
+        stepsArb(60),
+        fc.nat(),
+        fc.constantFrom('session', 'message', 'part'),
+        async (steps, k, what) => {
+          await withPlayed(steps, (store, sessions) => {
+            const db = store.db
+            const pick = <T>(rows: T[]): T | undefined => rows[k % Math.max(rows.length, 1)]
+            let expected: { sessionId: string; entity: string; id: string } | undefined
+            if (what === 'message' || what === 'part') {
+              const row = pick(
+                db.prepare(`SELECT session_id, id, data FROM ${what}s ORDER BY session_id, id`).all() as {
+                  session_id: string
+                  id: string
+                  data: string | Buffer
+                }[],
+              )
+              if (row) {
+                // Rows may be stored deflated and without the keys their columns hold: tamper with a field the row itself carries.
+                const json = typeof row.data === 'string' ? row.data : inflateRawSync(row.data).toString('utf8')
+                const tampered = { ...JSON.parse(json), tampered: true }
+                db.prepare(`UPDATE ${what}s SET data = ? WHERE session_id = ? AND id = ?`).run(
+                  JSON.stringify(tampered),
+                  row.session_id,
+                  row.id,
+                )
+                expected = { sessionId: row.session_id, entity: what, id: row.id }
+              }
             }
-          }
-          if (!expected) {
-            const id = pick(sessions) as string
-            db.prepare(`UPDATE sessions SET data = json_set(data, '$.title', 'tampered ' || (data ->> '$.title')) WHERE id = ?`).run(id)
-            expected = { sessionId: id, entity: 'session', id }
-          }
-          const found = verify(store).differences.map(({ sessionId, entity, id }) => ({ sessionId, entity, id }))
-          expect(found).toEqual([expected])
-          rebuild(store)
-          expect(verify(store).differences).toEqual([])
-        })
-      }),
+            if (!expected) {
+              const id = pick(sessions) as string
+              db.prepare(
+                `UPDATE sessions SET data = json_set(data, '$.title', 'tampered ' || (data ->> '$.title')) WHERE id = ?`,
+              ).run(id)
+              expected = { sessionId: id, entity: 'session', id }
+            }
+            const found = verify(store).differences.map(({ sessionId, entity, id }) => ({ sessionId, entity, id }))
+            expect(found).toEqual([expected])
+            rebuild(store)
+            expect(verify(store).differences).toEqual([])
+          })
+        },
+      ),
       { numRuns: 40 },
     )
   })
@@ -99,15 +130,27 @@ describe('projections over random valid histories', () => {
 describe('verify', () => {
   it('ignores the order of keys in a stored row but not a changed value', () => {
     const store = openStore(':memory:')
-    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
     const row = store.db.prepare('SELECT data FROM sessions').pluck().get() as string
     const reordered = Object.fromEntries(Object.entries(JSON.parse(row) as Record<string, unknown>).reverse())
     store.db.prepare('UPDATE sessions SET data = ?').run(JSON.stringify(reordered))
     expect(verify(store).differences).toEqual([])
     store.db.prepare('UPDATE sessions SET data = ?').run(JSON.stringify({ ...reordered, status: 'busy' }))
-    expect(verify(store).differences).toEqual([{ sessionId: 'ses_a', entity: 'session', id: 'ses_a', stored: expect.objectContaining({ status: 'busy' }), expected: expect.objectContaining({ status: 'idle' }) }])
-    store.db.prepare("DELETE FROM sessions").run()
-    expect(verify(store).differences.map((d) => [d.entity, d.stored, typeof d.expected])).toEqual([['session', undefined, 'object']])
+    expect(verify(store).differences).toEqual([
+      {
+        sessionId: 'ses_a',
+        entity: 'session',
+        id: 'ses_a',
+        stored: expect.objectContaining({ status: 'busy' }),
+        expected: expect.objectContaining({ status: 'idle' }),
+      },
+    ])
+    store.db.prepare('DELETE FROM sessions').run()
+    expect(verify(store).differences.map((d) => [d.entity, d.stored, typeof d.expected])).toEqual([
+      ['session', undefined, 'object'],
+    ])
     store.close()
   })
 })

@@ -16,10 +16,14 @@ function streamingStore() {
   const store = openStore(':memory:')
   for (const id of ['ses_a', 'ses_b', 'ses_c', 'ses_d', 'ses_e', 'ses_f', 'ses_g']) store.append(id, [created], meta)
   // ses_c streams last: only deltas, after its part started.
-  store.append('ses_c', [
-    { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
-    { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
-  ], meta)
+  store.append(
+    'ses_c',
+    [
+      { type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } },
+      { type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } },
+    ],
+    meta,
+  )
   store.append('ses_a', [{ type: 'session.renamed', data: { title: 'renamed' } }], meta)
   store.append('ses_c', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'still ' } }], meta)
   store.append('ses_c', [{ type: 'text.delta', data: { partId: 'prt_1', text: 'streaming' } }], meta)

@@ -47,27 +47,56 @@ function crashed(x: Harness, sessionId: string, events: ChronicleEvent[]): void 
  */
 function midRun(tool: 'running' | 'pending'): ChronicleEvent[] {
   const callEvents: ChronicleEvent[] = [
-    { type: 'tool.input.started', data: { messageId: 'msg_000000A', partId: 'prt_000000b', callId: 'call_1', tool: 'slow' } },
+    {
+      type: 'tool.input.started',
+      data: { messageId: 'msg_000000A', partId: 'prt_000000b', callId: 'call_1', tool: 'slow' },
+    },
     { type: 'tool.input.delta', data: { partId: 'prt_000000b', delta: '{"ms":5000}' } },
   ]
   const finished: ChronicleEvent[] = [
-    { type: 'step.finished', data: { messageId: 'msg_000000A', partId: 'prt_000000t', finishReason: 'tool-calls', usage: {} } },
+    {
+      type: 'step.finished',
+      data: { messageId: 'msg_000000A', partId: 'prt_000000t', finishReason: 'tool-calls', usage: {} },
+    },
     { type: 'message.completed', data: { messageId: 'msg_000000A', finish: 'tool-calls', usage: {} } },
-    { type: 'tool.called', data: { messageId: 'msg_000000A', partId: 'prt_000000b', callId: 'call_1', tool: 'slow', input: { ms: 5000 } } },
+    {
+      type: 'tool.called',
+      data: { messageId: 'msg_000000A', partId: 'prt_000000b', callId: 'call_1', tool: 'slow', input: { ms: 5000 } },
+    },
   ]
   return [
-    { type: 'input.accepted', data: { inputId: 'in_1', parts: [{ type: 'text', text: 'go' }], delivery: 'queue', noReply: false, digest: 'd1' } },
+    {
+      type: 'input.accepted',
+      data: { inputId: 'in_1', parts: [{ type: 'text', text: 'go' }], delivery: 'queue', noReply: false, digest: 'd1' },
+    },
     { type: 'run.started', data: { runId: 'run_A', reason: 'input' } },
     { type: 'input.delivered', data: { inputId: 'in_1', messageId: 'msg_000000U', partIds: ['prt_000000i'] } },
-    { type: 'message.created', data: { messageId: 'msg_000000A', role: 'assistant', parentId: 'msg_000000U', agent: 'build', model: 'mock:model' } },
+    {
+      type: 'message.created',
+      data: {
+        messageId: 'msg_000000A',
+        role: 'assistant',
+        parentId: 'msg_000000U',
+        agent: 'build',
+        model: 'mock:model',
+      },
+    },
     { type: 'step.started', data: { messageId: 'msg_000000A', partId: 'prt_000000s', step: 1, contextDigest: 'x' } },
     { type: 'text.started', data: { messageId: 'msg_000000A', partId: 'prt_000000a' } },
     { type: 'text.delta', data: { partId: 'prt_000000a', text: 'Let me' } },
-    ...(tool === 'running' ? [{ type: 'text.ended', data: { partId: 'prt_000000a' } } as ChronicleEvent, ...callEvents, ...finished] : callEvents),
+    ...(tool === 'running'
+      ? [{ type: 'text.ended', data: { partId: 'prt_000000a' } } as ChronicleEvent, ...callEvents, ...finished]
+      : callEvents),
   ]
 }
 
-const after = (x: Harness, sessionId: string, seq: number) => collapse(x.events(sessionId).filter((e) => e.seq > seq).map((e) => e.type))
+const after = (x: Harness, sessionId: string, seq: number) =>
+  collapse(
+    x
+      .events(sessionId)
+      .filter((e) => e.seq > seq)
+      .map((e) => e.type),
+  )
 
 describe('recovery on start', () => {
   it('mid-tool: the running call fails interrupted, the run resumes, the model sees the call paired with that result', async () => {
@@ -87,7 +116,14 @@ describe('recovery on start', () => {
     h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     expect(after(h, s, settled.at(-1)!.seq)).toEqual([
-      'message.created', 'step.started', 'text.started', 'text.delta', 'text.ended', 'step.finished', 'message.completed', 'run.finished',
+      'message.created',
+      'step.started',
+      'text.started',
+      'text.delta',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
     ])
     const finished = h.events(s).at(-1)!
     expect(finished.data).toEqual({ runId: 'run_A', outcome: 'idle' }) // the same run, continued
@@ -98,7 +134,9 @@ describe('recovery on start', () => {
     const prompt = model.calls[0]!.prompt
     expect(pairingProblem(prompt as never)).toBeUndefined()
     const tool = prompt.find((m) => m.role === 'tool')
-    expect(JSON.stringify(tool)).toContain('interrupted by a server restart; it may have partially executed; its outcome is unknown')
+    expect(JSON.stringify(tool)).toContain(
+      'interrupted by a server restart; it may have partially executed; its outcome is unknown',
+    )
     expect(verify(h.store).differences).toEqual([])
   })
 
@@ -108,7 +146,12 @@ describe('recovery on start', () => {
     crashed(h, s, midRun('pending'))
     const head = h.store.head()
     recoverSessions(h.store)
-    expect(h.events(s).filter((e) => e.seq > head).map((e) => [e.type, e.data])).toEqual([
+    expect(
+      h
+        .events(s)
+        .filter((e) => e.seq > head)
+        .map((e) => [e.type, e.data]),
+    ).toEqual([
       ['text.ended', { partId: 'prt_000000a' }],
       ['tool.failed', { partId: 'prt_000000b', error: INTERRUPTED }],
       ['message.completed', { messageId: 'msg_000000A', error: INTERRUPTED }],
@@ -127,11 +170,29 @@ describe('recovery on start', () => {
     const s = h.session()
     crashed(h, s, [
       ...midRun('running'),
-      { type: 'input.accepted', data: { inputId: 'in_2', parts: [{ type: 'text', text: 'and then' }], delivery: 'steer', noReply: false, digest: 'd2' } },
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: 'in_2',
+          parts: [{ type: 'text', text: 'and then' }],
+          delivery: 'steer',
+          noReply: false,
+          digest: 'd2',
+        },
+      },
     ])
     const quiet = h.session()
     crashed(h, quiet, [
-      { type: 'input.accepted', data: { inputId: 'in_3', parts: [{ type: 'text', text: 'never started' }], delivery: 'queue', noReply: false, digest: 'd3' } },
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: 'in_3',
+          parts: [{ type: 'text', text: 'never started' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'd3',
+        },
+      },
     ])
     const report = recoverSessions(h.store)
     expect(report.deliver).toEqual([quiet])
@@ -152,9 +213,21 @@ describe('recovery on start', () => {
     const head = h.store.head()
     const report = recoverSessions(h.store)
     expect(report).toMatchObject({ resumed: [], cancelled: [s], deliver: [] })
-    expect(h.events(s).filter((e) => e.seq > head).map((e) => [e.type, e.data])).toEqual([
+    expect(
+      h
+        .events(s)
+        .filter((e) => e.seq > head)
+        .map((e) => [e.type, e.data]),
+    ).toEqual([
       ['tool.failed', { partId: 'prt_000000b', error: INTERRUPTED }],
-      ['run.finished', { runId: 'run_A', outcome: 'cancelled', error: { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` } }],
+      [
+        'run.finished',
+        {
+          runId: 'run_A',
+          outcome: 'cancelled',
+          error: { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` },
+        },
+      ],
     ])
     expect(h.runtime.isRunning(s)).toBe(false)
   })
@@ -164,19 +237,37 @@ describe('recovery on start', () => {
     const s = h.session()
     crashed(h, s, [
       ...midRun('running'),
-      { type: 'permission.requested', data: { requestId: 'per_1', partId: 'prt_000000b', callId: 'call_1', permission: 'slow', patterns: ['*'] } },
+      {
+        type: 'permission.requested',
+        data: { requestId: 'per_1', partId: 'prt_000000b', callId: 'call_1', permission: 'slow', patterns: ['*'] },
+      },
       { type: 'run.resumed', data: { runId: 'run_A', attempt: 1 } },
       { type: 'run.resumed', data: { runId: 'run_A', attempt: 2 } },
     ])
     const head = h.store.head()
     const report = recoverSessions(h.store, { budget: 2 })
     expect(report.failed).toEqual([s])
-    expect(h.events(s).filter((e) => e.seq > head).map((e) => [e.type, e.data])).toEqual([
+    expect(
+      h
+        .events(s)
+        .filter((e) => e.seq > head)
+        .map((e) => [e.type, e.data]),
+    ).toEqual([
       ['tool.failed', { partId: 'prt_000000b', error: INTERRUPTED }],
-      ['permission.replied', { requestId: 'per_1', reply: 'reject', message: `${INTERRUPTED_MESSAGE}: the request was closed unanswered` }],
+      [
+        'permission.replied',
+        { requestId: 'per_1', reply: 'reject', message: `${INTERRUPTED_MESSAGE}: the request was closed unanswered` },
+      ],
       [
         'run.finished',
-        { runId: 'run_A', outcome: 'failed', error: { kind: 'RESUME_BUDGET_EXHAUSTED', message: 'interrupted by 3 server restarts; not resumed again (resume budget 2)' } },
+        {
+          runId: 'run_A',
+          outcome: 'failed',
+          error: {
+            kind: 'RESUME_BUDGET_EXHAUSTED',
+            message: 'interrupted by 3 server restarts; not resumed again (resume budget 2)',
+          },
+        },
       ],
     ])
     expect(getSession(h.store, s)).toMatchObject({ status: 'idle', run: null, pendingPermissions: [] })
@@ -192,14 +283,27 @@ describe('recovery on start', () => {
       { type: 'compaction.started', data: { compactionId: 'cmp_1' } },
     ])
     const requested = h.session()
-    crashed(h, requested, [...midRun('running'), { type: 'compaction.requested', data: { compactionId: 'cmp_2', reason: 'manual' } }])
+    crashed(h, requested, [
+      ...midRun('running'),
+      { type: 'compaction.requested', data: { compactionId: 'cmp_2', reason: 'manual' } },
+    ])
     const head = h.store.head()
     recoverSessions(h.store)
-    expect(h.events(running).filter((e) => e.seq > head).map((e) => [e.type, e.data])).toEqual([
+    expect(
+      h
+        .events(running)
+        .filter((e) => e.seq > head)
+        .map((e) => [e.type, e.data]),
+    ).toEqual([
       ['compaction.failed', { compactionId: 'cmp_1', error: INTERRUPTED_MESSAGE }],
       ['run.resumed', { runId: 'run_A', attempt: 1 }],
     ])
-    expect(h.events(requested).filter((e) => e.seq > head).map((e) => e.type)).toEqual(['tool.failed', 'run.resumed'])
+    expect(
+      h
+        .events(requested)
+        .filter((e) => e.seq > head)
+        .map((e) => e.type),
+    ).toEqual(['tool.failed', 'run.resumed'])
     expect(getSession(h.store, requested)?.compaction?.status).toBe('requested')
   })
 
@@ -207,7 +311,11 @@ describe('recovery on start', () => {
     const { h } = setup()
     const idle = h.session()
     const done = h.session()
-    crashed(h, done, [...midRun('running'), { type: 'tool.completed', data: { partId: 'prt_000000b', output: 'ok' } }, { type: 'run.finished', data: { runId: 'run_A', outcome: 'idle' } }])
+    crashed(h, done, [
+      ...midRun('running'),
+      { type: 'tool.completed', data: { partId: 'prt_000000b', output: 'ok' } },
+      { type: 'run.finished', data: { runId: 'run_A', outcome: 'idle' } },
+    ])
     const head = h.store.head()
     expect(recoverSessions(h.store)).toMatchObject({ resumed: [], cancelled: [], failed: [], deliver: [] })
     expect(h.store.head()).toBe(head)
@@ -221,24 +329,41 @@ describe('a call parked on a permission request when the server died', () => {
     const s = h.session()
     crashed(h, s, [
       ...midRun('running'),
-      { type: 'permission.requested', data: { requestId: 'per_1', partId: 'prt_000000b', callId: 'call_1', permission: 'slow', patterns: ['5000'] } },
+      {
+        type: 'permission.requested',
+        data: { requestId: 'per_1', partId: 'prt_000000b', callId: 'call_1', permission: 'slow', patterns: ['5000'] },
+      },
     ])
     return { h, model, s }
   }
   const reply = (x: Harness, s: string, r: 'once' | 'always' | 'reject', message?: string) =>
-    execute(x.store, s, (v) => decidePermission({ type: 'reply', requestId: 'per_1', reply: r, ...(message && { message }) }, v, s, x.ids), {
-      meta: { actor: 'user' },
-      durability: 'full',
-    })
+    execute(
+      x.store,
+      s,
+      (v) =>
+        decidePermission({ type: 'reply', requestId: 'per_1', reply: r, ...(message && { message }) }, v, s, x.ids),
+      {
+        meta: { actor: 'user' },
+        durability: 'full',
+      },
+    )
 
   it('stays parked: the request is re-offered (still pending, session waiting) and the call is not failed', async () => {
     const { h, model, s } = parked()
     const head = h.store.head()
     recoverSessions(h.store)
-    expect(h.events(s).filter((e) => e.seq > head).map((e) => e.type)).toEqual(['run.resumed'])
+    expect(
+      h
+        .events(s)
+        .filter((e) => e.seq > head)
+        .map((e) => e.type),
+    ).toEqual(['run.resumed'])
     h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 30))
-    expect(getSession(h.store, s)).toMatchObject({ status: 'waiting', pendingPermissions: [{ requestId: 'per_1', partId: 'prt_000000b' }] })
+    expect(getSession(h.store, s)).toMatchObject({
+      status: 'waiting',
+      pendingPermissions: [{ requestId: 'per_1', partId: 'prt_000000b' }],
+    })
     expect(model.calls).toHaveLength(0) // the model is not asked while the user has not answered
   })
 
@@ -280,7 +405,10 @@ describe('a call parked on a permission request when the server died', () => {
     h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     const failed = h.events(s).find((e) => e.type === 'tool.failed')
-    expect(failed?.data).toEqual({ partId: 'prt_000000b', error: { kind: 'interrupted', message: PARKED_APPROVED('always') } })
+    expect(failed?.data).toEqual({
+      partId: 'prt_000000b',
+      error: { kind: 'interrupted', message: PARKED_APPROVED('always') },
+    })
     expect(verify(h.store).differences).toEqual([])
   })
 
@@ -292,12 +420,12 @@ describe('a call parked on a permission request when the server died', () => {
     const head = h.store.head()
     h.runtime.cancel(s)
     await h.runtime.idle(s)
-    expect(h.events(s).filter((e) => e.seq > head).map((e) => e.type)).toEqual([
-      'run.cancel.requested',
-      'permission.replied',
-      'tool.failed',
-      'run.finished',
-    ])
+    expect(
+      h
+        .events(s)
+        .filter((e) => e.seq > head)
+        .map((e) => e.type),
+    ).toEqual(['run.cancel.requested', 'permission.replied', 'tool.failed', 'run.finished'])
     expect(getSession(h.store, s)).toMatchObject({ status: 'idle', run: null, lastRun: { outcome: 'cancelled' } })
     expect(model.calls).toHaveLength(0)
   })

@@ -44,34 +44,75 @@ describe('start() after a crash', () => {
     const before = openStore(join(dataDir, 'chronicle.db'))
     const crashed: ChronicleEvent[] = [
       { type: 'session.created', data: { directory: dir, agent: 'build', model } },
-      { type: 'input.accepted', data: { inputId: 'in_1', parts: [{ type: 'text', text: 'run the job' }], delivery: 'queue', noReply: false, digest: 'a' } },
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: 'in_1',
+          parts: [{ type: 'text', text: 'run the job' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'a',
+        },
+      },
       { type: 'run.started', data: { runId: 'run_0a', reason: 'input' } },
       { type: 'input.delivered', data: { inputId: 'in_1', messageId: 'msg_0u', partIds: ['prt_0u'] } },
-      { type: 'message.created', data: { messageId: 'msg_0a', role: 'assistant', parentId: 'msg_0u', agent: 'build', model } },
+      {
+        type: 'message.created',
+        data: { messageId: 'msg_0a', role: 'assistant', parentId: 'msg_0u', agent: 'build', model },
+      },
       { type: 'tool.input.started', data: { messageId: 'msg_0a', partId: 'prt_0c', callId: 'call_0', tool: 'bash' } },
       { type: 'message.completed', data: { messageId: 'msg_0a', finish: 'tool-calls', usage: {} } },
-      { type: 'tool.called', data: { messageId: 'msg_0a', partId: 'prt_0c', callId: 'call_0', tool: 'bash', input: { command: 'sleep 5' } } },
-      { type: 'input.accepted', data: { inputId: 'in_2', parts: [{ type: 'text', text: 'and say hello' }], delivery: 'queue', noReply: false, digest: 'b' } },
+      {
+        type: 'tool.called',
+        data: { messageId: 'msg_0a', partId: 'prt_0c', callId: 'call_0', tool: 'bash', input: { command: 'sleep 5' } },
+      },
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: 'in_2',
+          parts: [{ type: 'text', text: 'and say hello' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'b',
+        },
+      },
     ]
     before.append(s, crashed, { meta: { actor: 'runtime' } })
     const cursor = before.head()
     before.close()
 
     const sink = new Writable({ write: (_c, _e, done) => done() })
-    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: dataDir, CHRONICLE_PORT: '0', CHRONICLE_MODEL: model }, cwd: dir })
+    const config = loadConfig({
+      env: { CHRONICLE_DATA_DIR: dataDir, CHRONICLE_PORT: '0', CHRONICLE_MODEL: model },
+      cwd: dir,
+    })
     chronicle = await createChronicle(config, { logDestination: sink, directory: dir })
     const url = await chronicle.start()
-    expect(chronicle.recovery).toMatchObject({ resumed: [{ sessionId: s, runId: 'run_0a', attempt: 1 }], cancelled: [], failed: [] })
+    expect(chronicle.recovery).toMatchObject({
+      resumed: [{ sessionId: s, runId: 'run_0a', attempt: 1 }],
+      cancelled: [],
+      failed: [],
+    })
 
     const client = await Client.connect(`${url.replace(/^http/, 'ws')}/ws`, chronicle.token.token)
     const sub = await client.call('subscribe', { sessions: [s], after: cursor })
     expect(sub.error).toBeUndefined()
-    const done = await client.wait((f) => f.type === 'event' && (f as { event?: { type?: string } }).event?.type === 'run.finished')
-    const events = client.events() as unknown as { seq: number; event: { type: string; data: Record<string, unknown> } }[]
+    const done = await client.wait(
+      (f) => f.type === 'event' && (f as { event?: { type?: string } }).event?.type === 'run.finished',
+    )
+    const events = client.events() as unknown as {
+      seq: number
+      event: { type: string; data: Record<string, unknown> }
+    }[]
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => cursor + 1 + i)) // contiguous from the cursor
-    expect(events[0]?.event).toMatchObject({ type: 'tool.failed', data: { partId: 'prt_0c', error: { kind: 'interrupted' } } })
+    expect(events[0]?.event).toMatchObject({
+      type: 'tool.failed',
+      data: { partId: 'prt_0c', error: { kind: 'interrupted' } },
+    })
     expect(events[1]?.event).toMatchObject({ type: 'run.resumed', data: { runId: 'run_0a', attempt: 1 } })
-    expect(events.filter((e) => e.event.type === 'input.delivered').map((e) => e.event.data['inputId'])).toEqual(['in_2'])
+    expect(events.filter((e) => e.event.type === 'input.delivered').map((e) => e.event.data['inputId'])).toEqual([
+      'in_2',
+    ])
     expect((done as { event: { data: unknown } }).event.data).toEqual({ runId: 'run_0a', outcome: 'idle' })
     expect(events.some((e) => e.event.type === 'tool.called')).toBe(false) // the interrupted job is never re-run
     client.close()

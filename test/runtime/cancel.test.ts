@@ -47,7 +47,10 @@ describe('cancellation', () => {
       'run.finished',
     ])
     const events = h.events(id)
-    const streamed = events.filter((e) => e.type === 'text.delta').map((e) => (e.data as { text: string }).text).join('')
+    const streamed = events
+      .filter((e) => e.type === 'text.delta')
+      .map((e) => (e.data as { text: string }).text)
+      .join('')
     expect(streamed.length).toBeGreaterThanOrEqual(12)
     expect(streamed.length).toBeLessThan(answer.length) // the model's 320 ms of streaming were cut short
     expect(events.find((e) => e.type === 'message.completed')?.data).toMatchObject({ error: { kind: 'aborted' } })
@@ -56,7 +59,11 @@ describe('cancellation', () => {
   })
 
   it('mid-reasoning: the open reasoning part is closed as reasoning, not as text', async () => {
-    const model = createScriptedModel({ chunkSize: 4, delayMs: 5, steps: [{ reasoning: 'thinking it over, step by step. '.repeat(8), text: 'done' }] })
+    const model = createScriptedModel({
+      chunkSize: 4,
+      delayMs: 5,
+      steps: [{ reasoning: 'thinking it over, step by step. '.repeat(8), text: 'done' }],
+    })
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('think') })
@@ -64,7 +71,11 @@ describe('cancellation', () => {
     h.runtime.cancel(id)
     await h.runtime.idle(id)
     const types = h.types(id).filter((t) => t !== 'reasoning.delta')
-    expect(types.slice(types.indexOf('reasoning.started'), types.indexOf('step.finished'))).toEqual(['reasoning.started', 'run.cancel.requested', 'reasoning.ended'])
+    expect(types.slice(types.indexOf('reasoning.started'), types.indexOf('step.finished'))).toEqual([
+      'reasoning.started',
+      'run.cancel.requested',
+      'reasoning.ended',
+    ])
     expect(getParts(h.store, id).find((p) => p.type === 'reasoning')).toMatchObject({ ended: true })
   })
 
@@ -84,7 +95,13 @@ describe('cancellation', () => {
     await h.runtime.idle(id)
     expect(Date.now() - started).toBeLessThan(5000) // did not wait for the tool's 10 s
 
-    expect(h.types(id).slice(-5)).toEqual(['tool.called', 'tool.progressed', 'run.cancel.requested', 'tool.failed', 'run.finished'])
+    expect(h.types(id).slice(-5)).toEqual([
+      'tool.called',
+      'tool.progressed',
+      'run.cancel.requested',
+      'tool.failed',
+      'run.finished',
+    ])
     const events = h.events(id)
     expect(events.find((e) => e.type === 'tool.failed')?.data).toMatchObject({ error: { kind: 'aborted' } })
     expect(events.at(-1)?.data).toMatchObject({ outcome: 'cancelled' })
@@ -94,8 +111,21 @@ describe('cancellation', () => {
     await h.runtime.idle(id)
     const prompt = model.calls[1]?.prompt ?? []
     expect(prompt.slice(2, 4)).toEqual([
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'slow', input: { ms: 10_000 } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'slow', output: { type: 'error-text', value: 'Error (aborted): the run was cancelled' } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'slow', input: { ms: 10_000 } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c1',
+            toolName: 'slow',
+            output: { type: 'error-text', value: 'Error (aborted): the run was cancelled' },
+          },
+        ],
+      },
     ])
   })
 })
@@ -105,7 +135,11 @@ describe('concurrency', () => {
   afterEach(() => h.close())
 
   it('two sessions progress at the same time while each stays serial', async () => {
-    const model = createScriptedModel({ chunkSize: 2, delayMs: 2, steps: [{ when: {}, text: 'forty characters of text, streamed slowly' }] })
+    const model = createScriptedModel({
+      chunkSize: 2,
+      delayMs: 2,
+      steps: [{ when: {}, text: 'forty characters of text, streamed slowly' }],
+    })
     h = harness({ model })
     const a = h.session()
     const b = h.session()
@@ -124,8 +158,12 @@ describe('concurrency', () => {
     expect(deltas.indexOf(a)).toBeLessThan(deltas.lastIndexOf(b))
     // Serial within each session: runs never overlap.
     for (const id of [a, b]) {
-      const brackets = all.filter((e) => e.sessionId === id && (e.type === 'run.started' || e.type === 'run.finished')).map((e) => e.type)
-      expect(brackets).toEqual(id === a ? ['run.started', 'run.finished', 'run.started', 'run.finished'] : ['run.started', 'run.finished'])
+      const brackets = all
+        .filter((e) => e.sessionId === id && (e.type === 'run.started' || e.type === 'run.finished'))
+        .map((e) => e.type)
+      expect(brackets).toEqual(
+        id === a ? ['run.started', 'run.finished', 'run.started', 'run.finished'] : ['run.started', 'run.finished'],
+      )
     }
   })
 })
@@ -148,13 +186,22 @@ describe('stop (shutdown)', () => {
   })
 
   it('cuts a stream off as interrupted, not cancelled', async () => {
-    const model = createScriptedModel({ chunkSize: 2, delayMs: 5, steps: [{ text: 'streaming for quite a while… '.repeat(8) }] }) // ~0.6 s of streaming
+    const model = createScriptedModel({
+      chunkSize: 2,
+      delayMs: 5,
+      steps: [{ text: 'streaming for quite a while… '.repeat(8) }],
+    }) // ~0.6 s of streaming
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('talk') })
     await when(h, 'text.delta', 2)
     await h.runtime.stop()
-    expect(h.types(id).filter((t) => t !== 'text.delta').slice(-4)).toEqual(['text.started', 'text.ended', 'step.finished', 'message.completed'])
+    expect(
+      h
+        .types(id)
+        .filter((t) => t !== 'text.delta')
+        .slice(-4),
+    ).toEqual(['text.started', 'text.ended', 'step.finished', 'message.completed'])
     expect(h.events(id).at(-1)?.data).toMatchObject({ error: { kind: 'interrupted' } })
   })
 })

@@ -75,7 +75,8 @@ export function harness(options: HarnessOptions = {}): Harness {
   const directory = mkdtempSync(join(tmpdir(), 'chronicle-runtime-'))
   const tools = createToolRegistry({ agents, tools: options.tools ?? testTools(), store })
   const permissions = options.permissions ?? createPermissionGate({ store, ids, agents })
-  const models = options.models ?? (options.model ? fixedModelResolver(options.model, 'mock:model') : createModelResolver({}))
+  const models =
+    options.models ?? (options.model ? fixedModelResolver(options.model, 'mock:model') : createModelResolver({}))
   const runtime = createRuntime({
     store,
     ids,
@@ -94,7 +95,12 @@ export function harness(options: HarnessOptions = {}): Harness {
     directory,
     session(opts = {}) {
       const id = ids.next('ses')
-      const command = { type: 'create' as const, directory, agent: opts.agent ?? 'build', model: opts.model === undefined ? 'mock:model' : opts.model }
+      const command = {
+        type: 'create' as const,
+        directory,
+        agent: opts.agent ?? 'build',
+        model: opts.model === undefined ? 'mock:model' : opts.model,
+      }
       execute(store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
       return id
     },
@@ -132,10 +138,16 @@ export function autoReply(h: Harness, reply: 'once' | 'always' | 'reject', messa
       asked.push(e.data.permission)
       const { requestId } = e.data
       setImmediate(() =>
-        execute(h.store, e.sessionId, (s) => decidePermission({ type: 'reply', requestId, reply, ...(message && { message }) }, s, e.sessionId, h.ids), {
-          meta: { actor: 'user' },
-          durability: 'full',
-        }),
+        execute(
+          h.store,
+          e.sessionId,
+          (s) =>
+            decidePermission({ type: 'reply', requestId, reply, ...(message && { message }) }, s, e.sessionId, h.ids),
+          {
+            meta: { actor: 'user' },
+            durability: 'full',
+          },
+        ),
       )
     }
   })

@@ -34,7 +34,15 @@ function buildView(specs: MessageSpec[]): SessionView {
   const id = (p: string) => `${p}_${String(++n).padStart(4, '0')}`
   for (const spec of specs) {
     const messageId = id('msg')
-    messages.set(messageId, { id: messageId, sessionId: 'ses_1', role: spec.role, agent: 'build', model: null, createdAt: '', ...(spec.steered && { steered: true }) })
+    messages.set(messageId, {
+      id: messageId,
+      sessionId: 'ses_1',
+      role: spec.role,
+      agent: 'build',
+      model: null,
+      createdAt: '',
+      ...(spec.steered && { steered: true }),
+    })
     for (const p of spec.parts) {
       const partId = id('prt')
       const base = { id: partId, sessionId: 'ses_1', messageId }
@@ -103,7 +111,10 @@ describe('history → model messages', () => {
         role: 'assistant',
         steered: false,
         parts: [
-          { type: 'tool', tool: { callId: 'c1', tool: 'read', state: 'running', kind: 'failed', rawInput: '{"query":"x"}' } },
+          {
+            type: 'tool',
+            tool: { callId: 'c1', tool: 'read', state: 'running', kind: 'failed', rawInput: '{"query":"x"}' },
+          },
           { type: 'tool', tool: { callId: 'c2', tool: 'read', state: 'error', kind: 'denied', rawInput: '{bad' } },
           { type: 'tool', tool: { callId: 'c3', tool: 'read', state: 'completed', kind: 'failed', rawInput: '{}' } },
         ],
@@ -123,8 +134,21 @@ describe('history → model messages', () => {
       {
         role: 'tool',
         content: [
-          { type: 'tool-result', toolCallId: 'c1', toolName: 'read', output: { type: 'error-text', value: 'Error: [Tool execution was interrupted before it returned a result]' } },
-          { type: 'tool-result', toolCallId: 'c2', toolName: 'read', output: { type: 'error-text', value: 'Error (denied): why' } },
+          {
+            type: 'tool-result',
+            toolCallId: 'c1',
+            toolName: 'read',
+            output: {
+              type: 'error-text',
+              value: 'Error: [Tool execution was interrupted before it returned a result]',
+            },
+          },
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'read',
+            output: { type: 'error-text', value: 'Error (denied): why' },
+          },
           { type: 'tool-result', toolCallId: 'c3', toolName: 'read', output: { type: 'text', value: 'out' } },
         ],
       },

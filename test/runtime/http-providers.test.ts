@@ -37,10 +37,13 @@ describe('over HTTP (aimock)', () => {
 
   beforeAll(async () => {
     mock = new LLMock({ port: 0, host: '127.0.0.1', chunkSize: 8 })
-    mock.on({ userMessage: 'weather', hasToolResult: false }, {
-      toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"query":"paris weather"}' }],
-      usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
-    })
+    mock.on(
+      { userMessage: 'weather', hasToolResult: false },
+      {
+        toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"query":"paris weather"}' }],
+        usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
+      },
+    )
     mock.on({ userMessage: 'weather', hasToolResult: true }, { content: 'It is 21C in Paris.' })
     await mock.start()
   })
@@ -52,7 +55,13 @@ describe('over HTTP (aimock)', () => {
     await h.close()
   })
 
-  const resolver = () => createModelResolver({ baseURL: `${mock.url}/v1`, apiKey: 'test-key', openaiBaseURL: `${mock.url}/v1`, openaiApiKey: 'test-key' })
+  const resolver = () =>
+    createModelResolver({
+      baseURL: `${mock.url}/v1`,
+      apiKey: 'test-key',
+      openaiBaseURL: `${mock.url}/v1`,
+      openaiApiKey: 'test-key',
+    })
 
   for (const spec of ['compatible:gpt-4o-mini', 'openai:gpt-4o-mini']) {
     it(`read then answer through ${spec.startsWith('openai') ? 'the Responses API' : 'chat completions'}`, async () => {
@@ -63,8 +72,15 @@ describe('over HTTP (aimock)', () => {
 
       expect(collapse(h.types(id))).toEqual(READ_THEN_ANSWER)
       const events = h.events(id)
-      expect(events.find((e) => e.type === 'tool.called')?.data).toMatchObject({ callId: 'call_1', tool: 'lookup', input: { query: 'paris weather' } })
-      const answer = events.filter((e) => e.type === 'text.delta').map((e) => (e.data as { text: string }).text).join('')
+      expect(events.find((e) => e.type === 'tool.called')?.data).toMatchObject({
+        callId: 'call_1',
+        tool: 'lookup',
+        input: { query: 'paris weather' },
+      })
+      const answer = events
+        .filter((e) => e.type === 'text.delta')
+        .map((e) => (e.data as { text: string }).text)
+        .join('')
       expect(answer).toBe('It is 21C in Paris.')
       expect(events.at(-1)?.data).toMatchObject({ outcome: 'idle' })
 

@@ -47,7 +47,9 @@ describe('submit: the durable inbox', () => {
     await h.runtime.idle(id)
     const before = h.events(id).length
     expect(code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('goodbye') }))).toBe('INPUT_CONFLICT')
-    expect(code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('hello'), delivery: 'queue' }))).toBe('INPUT_CONFLICT')
+    expect(code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('hello'), delivery: 'queue' }))).toBe(
+      'INPUT_CONFLICT',
+    )
     expect(h.events(id)).toHaveLength(before)
   })
 
@@ -66,7 +68,9 @@ describe('submit: the durable inbox', () => {
     h = harness({ models: createModelResolver({}) })
     const id = h.session({ model: null })
     expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'martian:gpt' }))).toBe('UNKNOWN_MODEL')
-    expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'scripted:/no/such/file.json' }))).toBe('UNKNOWN_MODEL')
+    expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'scripted:/no/such/file.json' }))).toBe(
+      'UNKNOWN_MODEL',
+    )
     expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'compatible:qwen3' }))).toBe('UNKNOWN_MODEL') // no base URL
     expect(h.types(id)).toEqual(['session.created'])
   })
@@ -105,13 +109,18 @@ describe('submit: the durable inbox', () => {
 
     const types = h.types(id)
     expect(types.filter((t) => t === 'run.started')).toHaveLength(1) // one run: the input joined it
-    const delivered = h.events(id).filter((e) => e.type === 'input.delivered').map((e) => e.data)
+    const delivered = h
+      .events(id)
+      .filter((e) => e.type === 'input.delivered')
+      .map((e) => e.data)
     expect(delivered).toEqual([
       expect.not.objectContaining({ steered: true }),
       expect.objectContaining({ steered: true }),
     ])
     // Delivered after the tool finished, before the next model call.
-    expect(types.indexOf('input.delivered', types.indexOf('tool.completed'))).toBeGreaterThan(types.indexOf('tool.completed'))
+    expect(types.indexOf('input.delivered', types.indexOf('tool.completed'))).toBeGreaterThan(
+      types.indexOf('tool.completed'),
+    )
     expect(model.calls).toHaveLength(2)
     const last = model.calls[1]?.prompt.at(-1)
     expect(last).toEqual({
@@ -147,7 +156,10 @@ describe('submit: the durable inbox', () => {
     h.runtime.submit(id, { parts: text('two'), delivery: 'queue' })
     h.runtime.submit(id, { parts: text('three'), delivery: 'queue' })
     await h.runtime.idle(id)
-    const runs = h.events(id).filter((e) => e.type === 'run.started' || e.type === 'run.finished' || e.type === 'input.delivered').map((e) => e.type)
+    const runs = h
+      .events(id)
+      .filter((e) => e.type === 'run.started' || e.type === 'run.finished' || e.type === 'input.delivered')
+      .map((e) => e.type)
     // Queued inputs wait for the run to end, then run one per run, in order.
     expect(runs).toEqual([
       'run.started',

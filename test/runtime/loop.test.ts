@@ -3,7 +3,11 @@ import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { createModelResolver } from '../../src/runtime/model/providers.js'
 import { autoReply, collapse, harness, text, type Harness } from './helpers.js'
 
-const data = (h: Harness, id: string, type: string) => h.events(id).filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
+const data = (h: Harness, id: string, type: string) =>
+  h
+    .events(id)
+    .filter((e) => e.type === type)
+    .map((e) => e.data as Record<string, unknown>)
 
 describe('the agent loop', () => {
   let h: Harness
@@ -24,17 +28,27 @@ describe('the agent loop', () => {
 
     const failed = data(h, id, 'tool.failed')
     expect(failed).toHaveLength(1)
-    expect(failed[0]?.error).toMatchObject({ kind: 'invalid', message: expect.stringContaining('Invalid arguments for lookup') })
+    expect(failed[0]?.error).toMatchObject({
+      kind: 'invalid',
+      message: expect.stringContaining('Invalid arguments for lookup'),
+    })
     expect(data(h, id, 'tool.called').map((d) => d.input)).toEqual([{ query: 'rome' }]) // the invalid call never ran
     expect(data(h, id, 'tool.completed').map((d) => d.output)).toEqual(['result for rome'])
     // The second request showed the model its mistake under its own call id.
     const tool = model.calls[1]?.prompt.at(-1)
-    expect(tool).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c1', output: { type: 'error-text', value: expect.stringContaining('Fix the arguments') } }] })
+    expect(tool).toMatchObject({
+      role: 'tool',
+      content: [
+        { toolCallId: 'c1', output: { type: 'error-text', value: expect.stringContaining('Fix the arguments') } },
+      ],
+    })
     expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
   })
 
   it('arguments that are not JSON are invalid too', async () => {
-    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'lookup', rawInput: '{"query": ' }] }, { text: 'sorry' }] })
+    const model = createScriptedModel({
+      steps: [{ toolCalls: [{ id: 'c1', name: 'lookup', rawInput: '{"query": ' }] }, { text: 'sorry' }],
+    })
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('go') })
@@ -44,7 +58,9 @@ describe('the agent loop', () => {
   })
 
   it('an unknown tool fails as invalid, naming the tools that exist', async () => {
-    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'teleport', input: {} }] }, { text: 'ok' }] })
+    const model = createScriptedModel({
+      steps: [{ toolCalls: [{ id: 'c1', name: 'teleport', input: {} }] }, { text: 'ok' }],
+    })
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('beam me up') })
@@ -77,7 +93,9 @@ describe('the agent loop', () => {
   })
 
   it('a tool that throws fails as failed; the run goes on', async () => {
-    const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'broken', input: {} }] }, { text: 'it broke' }] })
+    const model = createScriptedModel({
+      steps: [{ toolCalls: [{ id: 'c1', name: 'broken', input: {} }] }, { text: 'it broke' }],
+    })
     h = harness({ model })
     const id = h.session()
     h.runtime.submit(id, { parts: text('try') })
@@ -88,7 +106,9 @@ describe('the agent loop', () => {
 
   it('max steps: the last step has tools off and a note asking for text; still not done → max_steps', async () => {
     // A model that keeps finishing with tool-calls, even when tools are off.
-    const model = createScriptedModel({ steps: [{ when: {}, toolCalls: [{ name: 'lookup', input: { query: 'again' } }], finish: 'tool-calls' }] })
+    const model = createScriptedModel({
+      steps: [{ when: {}, toolCalls: [{ name: 'lookup', input: { query: 'again' } }], finish: 'tool-calls' }],
+    })
     h = harness({ model, limits: { maxSteps: 2 } })
     const id = h.session()
     h.runtime.submit(id, { parts: text('loop forever') })
@@ -97,7 +117,10 @@ describe('the agent loop', () => {
     expect(model.calls[0]?.toolChoice).toBe('auto')
     expect(model.calls[1]?.toolChoice).toBe('none')
     const note = model.calls[1]?.prompt.at(-1)
-    expect(note).toMatchObject({ role: 'user', content: [{ type: 'text', text: expect.stringContaining('MAXIMUM STEPS REACHED') }] })
+    expect(note).toMatchObject({
+      role: 'user',
+      content: [{ type: 'text', text: expect.stringContaining('MAXIMUM STEPS REACHED') }],
+    })
     expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'max_steps' }])
   })
 
@@ -170,7 +193,13 @@ describe('the agent loop', () => {
     const id = h.session()
     h.runtime.submit(id, { parts: text('a very long story') })
     await h.runtime.idle(id)
-    expect(collapse(h.types(id)).slice(4)).toEqual(['message.created', 'step.started', 'step.finished', 'message.completed', 'run.finished'])
+    expect(collapse(h.types(id)).slice(4)).toEqual([
+      'message.created',
+      'step.started',
+      'step.finished',
+      'message.completed',
+      'run.finished',
+    ])
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'error', error: { kind: 'context_overflow' } })
   })
 
@@ -180,7 +209,14 @@ describe('the agent loop', () => {
     const id = h.session()
     h.runtime.submit(id, { parts: text('q') })
     await h.runtime.idle(id)
-    expect(h.types(id).slice(6, 12)).toEqual(['reasoning.started', 'reasoning.delta', 'reasoning.ended', 'text.started', 'text.delta', 'text.ended'])
+    expect(h.types(id).slice(6, 12)).toEqual([
+      'reasoning.started',
+      'reasoning.delta',
+      'reasoning.ended',
+      'text.started',
+      'text.delta',
+      'text.ended',
+    ])
   })
 })
 
@@ -193,6 +229,8 @@ describe('the agent loop: configuration errors', () => {
     const id = h.session({ model: 'martian:gpt' })
     h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
-    expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'error', error: { kind: 'UNKNOWN_MODEL', message: expect.any(String) } }])
+    expect(data(h, id, 'run.finished')).toEqual([
+      { runId: expect.any(String), outcome: 'error', error: { kind: 'UNKNOWN_MODEL', message: expect.any(String) } },
+    ])
   })
 })

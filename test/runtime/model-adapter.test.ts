@@ -54,14 +54,24 @@ describe('model adapter', () => {
       'run.finished',
     ])
     const finished = h.events(id).find((e) => e.type === 'step.finished')
-    expect(finished?.data).toMatchObject({ finishReason: 'stop', usage: { inputTokens: 30, outputTokens: 9, reasoningTokens: 4, cachedInputTokens: 10 } })
+    expect(finished?.data).toMatchObject({
+      finishReason: 'stop',
+      usage: { inputTokens: 30, outputTokens: 9, reasoningTokens: 4, cachedInputTokens: 10 },
+    })
     expect(model.doStreamCalls).toHaveLength(1)
-    expect(model.doStreamCalls[0]?.prompt[0]).toMatchObject({ role: 'system', content: expect.stringContaining('Working directory:') })
+    expect(model.doStreamCalls[0]?.prompt[0]).toMatchObject({
+      role: 'system',
+      content: expect.stringContaining('Working directory:'),
+    })
   })
 
   it('retries a 429 honouring retry-after (step.retried), then completes', async () => {
     const model = createScriptedModel({
-      steps: [{ error: { status: 429, message: 'slow down', retryAfterMs: 30 } }, { error: { status: 503 } }, { text: 'finally' }],
+      steps: [
+        { error: { status: 429, message: 'slow down', retryAfterMs: 30 } },
+        { error: { status: 503 } },
+        { text: 'finally' },
+      ],
     })
     h = harness({ model })
     const id = h.session()
@@ -81,7 +91,10 @@ describe('model adapter', () => {
       'message.completed',
       'run.finished',
     ])
-    const retried = h.events(id).filter((e) => e.type === 'step.retried').map((e) => e.data)
+    const retried = h
+      .events(id)
+      .filter((e) => e.type === 'step.retried')
+      .map((e) => e.data)
     // 30 ms from retry-after (capped at maxMs 50), then the backoff's second delay (5 ms × 2).
     expect(retried).toEqual([
       { messageId: expect.any(String), attempt: 1, delayMs: 30, error: 'slow down' },
@@ -128,13 +141,16 @@ describe('the scripted model', () => {
     await reader.read() // stream-start, due at once
     await new Promise((r) => setTimeout(r, 130)) // the reader stalls for ~6 chunks' worth
     const arrivals: number[] = []
-    for (let part = await reader.read(); !part.done; part = await reader.read()) arrivals.push(performance.now() - started)
+    for (let part = await reader.read(); !part.done; part = await reader.read())
+      arrivals.push(performance.now() - started)
     expect(arrivals).toHaveLength(15) // text-start, 12 deltas, text-end, finish
     // The chunks due during the stall come together, not 20 ms apart…
     const burst = arrivals.filter((t) => t - (arrivals[0] as number) < 10)
     expect(burst.length).toBeGreaterThanOrEqual(5)
     // …and none comes before its time on the model's clock.
-    arrivals.forEach((t, j) => expect(t).toBeGreaterThanOrEqual((j + 1) * 20 - 2))
+    arrivals.forEach((t, j) => {
+      expect(t).toBeGreaterThanOrEqual((j + 1) * 20 - 2)
+    })
   })
 })
 
@@ -160,7 +176,10 @@ describe('providers from configuration', () => {
     h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(h.events(id).at(-1)?.data).toMatchObject({ outcome: 'idle' })
-    const requests = readFileSync(join(h.directory, 'requests.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { call: number; prompt: { role: string }[]; tools: string[] })
+    const requests = readFileSync(join(h.directory, 'requests.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { call: number; prompt: { role: string }[]; tools: string[] })
     expect(requests.map((r) => [r.call, r.prompt.map((m) => m.role), r.tools])).toEqual([
       [0, ['system', 'user'], ['lookup', 'slow', 'broken']],
       [1, ['system', 'user', 'assistant', 'tool'], ['lookup', 'slow', 'broken']],
@@ -174,7 +193,9 @@ describe('providers from configuration', () => {
     const id = h.session({ model: null })
     h.runtime.submit(id, { parts: text('hi'), model: `scripted:${script}` })
     await h.runtime.idle(id)
-    expect(h.events(id).find((e) => e.type === 'message.created' && (e.data as { role: string }).role === 'assistant')?.data).toMatchObject({
+    expect(
+      h.events(id).find((e) => e.type === 'message.created' && (e.data as { role: string }).role === 'assistant')?.data,
+    ).toMatchObject({
       model: `scripted:${script}`,
     })
     expect(h.events(id).at(-1)?.data).toMatchObject({ outcome: 'idle' })

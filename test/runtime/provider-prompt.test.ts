@@ -12,7 +12,13 @@ import { providerPrompt } from '../../src/runtime/model/adapter.js'
 describe('provider prompt', () => {
   it('equals the prompt streamText builds from the same messages', async () => {
     const messages: ChatMessage[] = [
-      { role: 'user', content: [{ type: 'text', text: 'look at this' }, { type: 'file', data: 'data:image/png;base64,iVBORw0KGgo=', mediaType: 'image/png', filename: 'a.png' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look at this' },
+          { type: 'file', data: 'data:image/png;base64,iVBORw0KGgo=', mediaType: 'image/png', filename: 'a.png' },
+        ],
+      },
       {
         role: 'assistant',
         content: [
@@ -25,7 +31,12 @@ describe('provider prompt', () => {
         role: 'tool',
         content: [
           { type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'text', value: 'found' } },
-          { type: 'tool-result', toolCallId: 'c2', toolName: 'lookup', output: { type: 'error-text', value: 'Error (invalid): bad' } },
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'lookup',
+            output: { type: 'error-text', value: 'Error (invalid): bad' },
+          },
         ],
       },
       { role: 'assistant', content: [{ type: 'text', text: 'done' }] },
@@ -33,7 +44,16 @@ describe('provider prompt', () => {
     ]
     const model = new MockLanguageModelV3({
       doStream: {
-        stream: convertArrayToReadableStream([{ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } } }]),
+        stream: convertArrayToReadableStream([
+          {
+            type: 'finish',
+            finishReason: { unified: 'stop', raw: 'stop' },
+            usage: {
+              inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+              outputTokens: { total: 1, text: 1, reasoning: 0 },
+            },
+          },
+        ]),
       },
     })
     const result = streamText({ model, system: 'be brief', messages: messages as ModelMessage[], maxRetries: 0 })

@@ -8,7 +8,10 @@ describe('canonical traces', () => {
   afterEach(() => h.close())
 
   it('direct answer: one model call, text streamed in deltas, run ends idle', async () => {
-    const model = createScriptedModel({ chunkSize: 8, steps: [{ text: 'Hello there, friend.', usage: { input: 12, output: 5 } }] })
+    const model = createScriptedModel({
+      chunkSize: 8,
+      steps: [{ text: 'Hello there, friend.', usage: { input: 12, output: 5 } }],
+    })
     h = harness({ model })
     const id = h.session()
     const accepted = h.runtime.submit(id, { parts: text('hi') })
@@ -32,7 +35,11 @@ describe('canonical traces', () => {
     ])
     const events = h.events(id)
     expect(accepted).toEqual({ inputId: expect.stringMatching(/^in_/), seq: events[1]?.seq, duplicate: false })
-    expect(events.filter((e) => e.type === 'text.delta').map((e) => (e.data as { text: string }).text)).toEqual(['Hello th', 'ere, fri', 'end.'])
+    expect(events.filter((e) => e.type === 'text.delta').map((e) => (e.data as { text: string }).text)).toEqual([
+      'Hello th',
+      'ere, fri',
+      'end.',
+    ])
     expect(events.at(-1)?.data).toEqual({ runId: expect.stringMatching(/^run_/), outcome: 'idle' })
     expect(model.calls).toHaveLength(1)
     const completed = events.find((e) => e.type === 'message.completed')
@@ -81,10 +88,20 @@ describe('canonical traces', () => {
     const second = model.calls[1]?.prompt ?? []
     expect(second.slice(1)).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'what about paris?' }] },
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'call_42', toolName: 'lookup', input: { query: 'paris' } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: 'call_42', toolName: 'lookup', input: { query: 'paris' } }],
+      },
       {
         role: 'tool',
-        content: [{ type: 'tool-result', toolCallId: 'call_42', toolName: 'lookup', output: { type: 'text', value: 'result for paris' } }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call_42',
+            toolName: 'lookup',
+            output: { type: 'text', value: 'result for paris' },
+          },
+        ],
       },
     ])
     const finished = h.events(id).at(-1)

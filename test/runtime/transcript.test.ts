@@ -18,7 +18,14 @@ describe('transcript', () => {
   async function conversation(): Promise<string> {
     const model = createScriptedModel({
       steps: [
-        { when: { turn: 0, afterToolResult: false }, text: 'let me look', toolCalls: [{ id: 'a', name: 'lookup', input: { query: 'one' } }, { id: 'b', name: 'nope', input: {} }] },
+        {
+          when: { turn: 0, afterToolResult: false },
+          text: 'let me look',
+          toolCalls: [
+            { id: 'a', name: 'lookup', input: { query: 'one' } },
+            { id: 'b', name: 'nope', input: {} },
+          ],
+        },
         { when: { turn: 0, afterToolResult: true }, reasoning: 'hmm', text: 'found it' },
         { when: { turn: 1, afterToolResult: false }, toolCalls: [{ id: 'c', name: 'lookup', input: { query: 7 } }] },
         { when: { turn: 1, afterToolResult: true }, text: 'done' },
@@ -28,7 +35,12 @@ describe('transcript', () => {
     const id = h.session()
     h.runtime.submit(id, { parts: text('first') })
     await h.runtime.idle(id)
-    h.runtime.submit(id, { parts: [{ type: 'text', text: 'second' }, { type: 'file', path: 'notes.txt' }] })
+    h.runtime.submit(id, {
+      parts: [
+        { type: 'text', text: 'second' },
+        { type: 'file', path: 'notes.txt' },
+      ],
+    })
     await h.runtime.idle(id)
     return id
   }

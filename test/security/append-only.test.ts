@@ -23,8 +23,15 @@ afterEach(() => raw?.close())
 function loggedDb(): { path: string; row: Record<string, unknown> } {
   const path = join(mkdtempSync(join(tmpdir(), 'chronicle-append-only-')), 'chronicle.db')
   const store = openStore(path)
-  execute(store, 'ses_a', (s) => decideSession({ type: 'create', directory: '/w', agent: 'build', model: null }, s, 'ses_a'), { meta: { actor: 'user' } })
-  execute(store, 'ses_a', () => [{ type: 'session.renamed', data: { title: 'the original title' } }], { meta: { actor: 'user' } })
+  execute(
+    store,
+    'ses_a',
+    (s) => decideSession({ type: 'create', directory: '/w', agent: 'build', model: null }, s, 'ses_a'),
+    { meta: { actor: 'user' } },
+  )
+  execute(store, 'ses_a', () => [{ type: 'session.renamed', data: { title: 'the original title' } }], {
+    meta: { actor: 'user' },
+  })
   store.close()
   raw = new Database(path)
   registerFunctions(raw)
@@ -35,22 +42,56 @@ const IMMUTABLE = /events are immutable: an insert may not replace a logged (eve
 
 describe('no statement replaces a logged row', () => {
   const attacks: [string, (db: Database.Database, row: Record<string, unknown>) => unknown][] = [
-    ['INSERT OR REPLACE on event_log (same seq)', (db, r) =>
-      db.prepare('INSERT OR REPLACE INTO event_log (seq, stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(r.seq, r.stream, r.version, r.type, r.schema_version, '{"title":"rewritten"}', r.meta, r.at, null)],
-    ['REPLACE INTO event_log (same stream and version, new seq)', (db, r) =>
-      db.prepare('REPLACE INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(r.stream, r.version, r.type, r.schema_version, '{"title":"rewritten"}', r.meta, r.at, null)],
-    ['an upsert on event_log', (db, r) =>
-      db.prepare('INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO UPDATE SET data = excluded.data')
-        .run(r.seq, r.stream, r.version, r.type, r.schema_version, '{"title":"rewritten"}', r.meta, r.at)],
-    ['INSERT OR REPLACE on streams (renames a session id)', (db) => db.prepare("INSERT OR REPLACE INTO streams (id, session_id) VALUES (1, 'ses_forged')").run()],
-    ['INSERT OR REPLACE on event_types (retypes every event)', (db) => db.prepare("INSERT OR REPLACE INTO event_types (id, type) VALUES (1, 'session.archived')").run()],
-    ['INSERT OR REPLACE on event_metas (re-attributes events)', (db) => db.prepare(`INSERT OR REPLACE INTO event_metas (id, meta) VALUES (1, '{"actor":"runtime"}')`).run()],
-    ['an upsert on event_parts', (db) => {
-      db.prepare("INSERT INTO event_parts (id, part_id) VALUES (1000, 'prt_a')").run()
-      return db.prepare("INSERT INTO event_parts (id, part_id) VALUES (1000, 'prt_b') ON CONFLICT (id) DO UPDATE SET part_id = excluded.part_id").run()
-    }],
+    [
+      'INSERT OR REPLACE on event_log (same seq)',
+      (db, r) =>
+        db
+          .prepare(
+            'INSERT OR REPLACE INTO event_log (seq, stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          )
+          .run(r.seq, r.stream, r.version, r.type, r.schema_version, '{"title":"rewritten"}', r.meta, r.at, null),
+    ],
+    [
+      'REPLACE INTO event_log (same stream and version, new seq)',
+      (db, r) =>
+        db
+          .prepare(
+            'REPLACE INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+          )
+          .run(r.stream, r.version, r.type, r.schema_version, '{"title":"rewritten"}', r.meta, r.at, null),
+    ],
+    [
+      'an upsert on event_log',
+      (db, r) =>
+        db
+          .prepare(
+            'INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO UPDATE SET data = excluded.data',
+          )
+          .run(r.seq, r.stream, r.version, r.type, r.schema_version, '{"title":"rewritten"}', r.meta, r.at),
+    ],
+    [
+      'INSERT OR REPLACE on streams (renames a session id)',
+      (db) => db.prepare("INSERT OR REPLACE INTO streams (id, session_id) VALUES (1, 'ses_forged')").run(),
+    ],
+    [
+      'INSERT OR REPLACE on event_types (retypes every event)',
+      (db) => db.prepare("INSERT OR REPLACE INTO event_types (id, type) VALUES (1, 'session.archived')").run(),
+    ],
+    [
+      'INSERT OR REPLACE on event_metas (re-attributes events)',
+      (db) => db.prepare(`INSERT OR REPLACE INTO event_metas (id, meta) VALUES (1, '{"actor":"runtime"}')`).run(),
+    ],
+    [
+      'an upsert on event_parts',
+      (db) => {
+        db.prepare("INSERT INTO event_parts (id, part_id) VALUES (1000, 'prt_a')").run()
+        return db
+          .prepare(
+            "INSERT INTO event_parts (id, part_id) VALUES (1000, 'prt_b') ON CONFLICT (id) DO UPDATE SET part_id = excluded.part_id",
+          )
+          .run()
+      },
+    ],
   ]
 
   it.each(attacks)('%s is refused and the log is unchanged', (_name, attack) => {
@@ -58,14 +99,20 @@ describe('no statement replaces a logged row', () => {
     const db = raw as Database.Database
     const before = db.prepare('SELECT seq, session_id, version, type, data, meta FROM events ORDER BY seq').all()
     expect(() => attack(db, row)).toThrow(IMMUTABLE)
-    expect(db.prepare('SELECT seq, session_id, version, type, data, meta FROM events ORDER BY seq').all()).toEqual(before)
+    expect(db.prepare('SELECT seq, session_id, version, type, data, meta FROM events ORDER BY seq').all()).toEqual(
+      before,
+    )
   })
 
   it('the events view still takes new rows, interning what is missing', () => {
     loggedDb()
     const db = raw as Database.Database
-    db.prepare("INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (NULL, 'ses_new', 1, 'session.archived', 1, '{}', '{\"actor\":\"user\"}', 0)").run()
-    db.prepare("INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (NULL, 'ses_new', 2, 'session.archived', 1, '{}', '{\"actor\":\"user\"}', 0)").run()
+    db.prepare(
+      "INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (NULL, 'ses_new', 1, 'session.archived', 1, '{}', '{\"actor\":\"user\"}', 0)",
+    ).run()
+    db.prepare(
+      "INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (NULL, 'ses_new', 2, 'session.archived', 1, '{}', '{\"actor\":\"user\"}', 0)",
+    ).run()
     expect(db.prepare("SELECT version, type FROM events WHERE session_id = 'ses_new' ORDER BY seq").all()).toEqual([
       { version: 1, type: 'session.archived' },
       { version: 2, type: 'session.archived' },

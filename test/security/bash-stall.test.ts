@@ -30,14 +30,22 @@ function rssMb(pid: number): number {
 
 describe('a command cannot exhaust the server', () => {
   it('600 MB of output: bounded memory, a capped saved file, a bounded result; /health answers throughout', async () => {
-    server = await startHostile({ steps: calls({ name: 'bash', input: { command: 'yes chronicle | head -c 600000000; echo; echo finished' } }), config: ALLOW_BASH })
+    server = await startHostile({
+      steps: calls({ name: 'bash', input: { command: 'yes chronicle | head -c 600000000; echo; echo finished' } }),
+      config: ALLOW_BASH,
+    })
     const s = server
     const before = rssMb(s.pid)
     let peak = before
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(s.pid))), 50)
-    const { result: session, slowestMs } = await whileHealthy(s, () => s.prompt('go')).finally(() => clearInterval(sampler))
+    const { result: session, slowestMs } = await whileHealthy(s, () => s.prompt('go')).finally(() =>
+      clearInterval(sampler),
+    )
     const events = await s.events(session)
-    const completed = events.find((e) => e.type === 'tool.completed')?.data as { output: string; metadata: { outputPath: string; truncated: boolean } }
+    const completed = events.find((e) => e.type === 'tool.completed')?.data as {
+      output: string
+      metadata: { outputPath: string; truncated: boolean }
+    }
     expect(completed.metadata.truncated).toBe(true)
     expect(completed.output.length).toBeLessThan(60 * 1024)
     expect(completed.output).toContain('finished')
@@ -52,8 +60,11 @@ describe('a command cannot exhaust the server', () => {
     const s = server
     const { result: session, slowestMs } = await whileHealthy(s, () => s.prompt('go'))
     const events = await s.events(session)
-    const progressed = events.filter((e) => e.type === 'tool.progressed').map((e) => (e.data.metadata as { output: string; skipped?: number }))
-    const printed = 40 * Buffer.byteLength(Array.from({ length: 2000 }, (_, i) => `${i + 1}\n`).join('')) + 'finished\n'.length
+    const progressed = events
+      .filter((e) => e.type === 'tool.progressed')
+      .map((e) => e.data.metadata as { output: string; skipped?: number })
+    const printed =
+      40 * Buffer.byteLength(Array.from({ length: 2000 }, (_, i) => `${i + 1}\n`).join('')) + 'finished\n'.length
     const logged = progressed.reduce((n, p) => n + p.output.length, 0)
     expect(progressed.every((p) => p.output.length <= PROGRESS_MAX_CHARS)).toBe(true)
     expect(logged).toBeLessThan(printed) // never more than was printed: nothing is repeated

@@ -16,7 +16,9 @@ describe("the data directory is this user's alone", () => {
   it('refuses a data directory (or a file in it) that another user owns, or a symlinked token', () => {
     const dir = temp('chronicle-data-')
     const me = statSync(dir).uid
-    expect(() => secureDataDir(dir, { uid: me + 1 })).toThrow(new RegExp(`${dir} belongs to user ${me}, not to this server's user ${me + 1}`))
+    expect(() => secureDataDir(dir, { uid: me + 1 })).toThrow(
+      new RegExp(`${dir} belongs to user ${me}, not to this server's user ${me + 1}`),
+    )
     expect(secureDataDir(dir, { uid: me })).toBe(join(dir, 'chronicle.db'))
     writeFileSync(join(dir, 'elsewhere'), 'a-token-somewhere-else-0123\n', { mode: 0o600 })
     symlinkSync(join(dir, 'elsewhere'), join(dir, 'token'))

@@ -23,10 +23,15 @@ const child = (afterToolResult: boolean) => ({ userContains: 'CHILD:', afterTool
 const bash = (id: string, command: string) => ({ toolCalls: [{ id, name: 'bash', input: { command } }] })
 
 function reply(h: SubagentHarness, sessionId: string, requestId: string, answer: 'once' | 'always' | 'reject') {
-  execute(h.store, sessionId, (s) => decidePermission({ type: 'reply', requestId, reply: answer }, s, sessionId, h.ids), {
-    meta: { actor: 'user' },
-    durability: 'full',
-  })
+  execute(
+    h.store,
+    sessionId,
+    (s) => decidePermission({ type: 'reply', requestId, reply: answer }, s, sessionId, h.ids),
+    {
+      meta: { actor: 'user' },
+      durability: 'full',
+    },
+  )
 }
 
 /** Runs a parent whose child calls bash `touch pwned`; resolves once the request is raised (or the run ends). */
@@ -72,7 +77,9 @@ describe('delegation never widens permission', () => {
     reply(h, parent, pending[0]!.requestId, 'reject')
     await h.runtime.idle(parent)
     expect(existsSync(join(h.directory, 'pwned'))).toBe(false)
-    expect(dataOf(h.events(child()), 'tool.failed')).toEqual([{ partId: expect.any(String), error: { kind: 'denied', message: expect.any(String) } }])
+    expect(dataOf(h.events(child()), 'tool.failed')).toEqual([
+      { partId: expect.any(String), error: { kind: 'denied', message: expect.any(String) } },
+    ])
     expect(dataOf(h.events(parent), 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
   })
 
@@ -129,7 +136,18 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
       execute(
         h.store,
         id,
-        (s) => decideSession({ type: 'create', directory: h.directory, agent: 'general', model: 'mock:model', parent: { sessionId: parent, callId: `call_${id}`, agent } }, s, id),
+        (s) =>
+          decideSession(
+            {
+              type: 'create',
+              directory: h.directory,
+              agent: 'general',
+              model: 'mock:model',
+              parent: { sessionId: parent, callId: `call_${id}`, agent },
+            },
+            s,
+            id,
+          ),
         { meta: { actor: 'tool' } },
       )
       return id
@@ -139,7 +157,9 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     return { root, kid, grandkid }
   }
   const setRules = (sessionId: string, rules: PermissionRule[]) =>
-    execute(h.store, sessionId, (s) => decideSession({ type: 'set-rules', rules }, s, sessionId), { meta: { actor: 'user' } })
+    execute(h.store, sessionId, (s) => decideSession({ type: 'set-rules', rules }, s, sessionId), {
+      meta: { actor: 'user' },
+    })
   const decision = (sessionId: string, permission: string, pattern: string) =>
     h.gate.evaluate({ sessionId, agent: 'general' }, { permission, patterns: [pattern] }).action
 
@@ -159,9 +179,19 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
   it('approvals from anywhere up the chain lift an ask, never a deny', () => {
     h = subagentHarness([])
     const { root, grandkid } = chain()
-    execute(h.store, root, () => [{ type: 'permission.rule.added', data: { ruleId: 'rul_a', rule: { permission: 'bash', pattern: 'make *', action: 'allow' } } }], {
-      meta: { actor: 'user' },
-    })
+    execute(
+      h.store,
+      root,
+      () => [
+        {
+          type: 'permission.rule.added',
+          data: { ruleId: 'rul_a', rule: { permission: 'bash', pattern: 'make *', action: 'allow' } },
+        },
+      ],
+      {
+        meta: { actor: 'user' },
+      },
+    )
     expect(decision(grandkid, 'bash', 'make test')).toBe('allow')
     setRules(root, [{ permission: 'bash', pattern: 'make *', action: 'deny' }])
     expect(decision(grandkid, 'bash', 'make test')).toBe('deny')
@@ -171,8 +201,13 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     h = subagentHarness([])
     const { root, grandkid } = chain()
     const abort = new AbortController()
-    const asked = h.gate.ask({ sessionId: grandkid, agent: 'general', callId: 'c_x', partId: 'prt_x', abort: abort.signal }, { permission: 'bash', patterns: ['ls'] })
-    expect(getSession(h.store, root)?.pendingPermissions.map((p) => p.from)).toEqual([{ sessionId: grandkid, partId: 'prt_x', callId: 'c_x' }])
+    const asked = h.gate.ask(
+      { sessionId: grandkid, agent: 'general', callId: 'c_x', partId: 'prt_x', abort: abort.signal },
+      { permission: 'bash', patterns: ['ls'] },
+    )
+    expect(getSession(h.store, root)?.pendingPermissions.map((p) => p.from)).toEqual([
+      { sessionId: grandkid, partId: 'prt_x', callId: 'c_x' },
+    ])
     abort.abort()
     await expect(asked).rejects.toMatchObject({ kind: 'aborted' })
     expect(getSession(h.store, root)?.pendingPermissions).toEqual([]) // an abandoned request is closed where it was raised

@@ -31,7 +31,9 @@ export interface HostileServer {
 
 export interface HostileOptions {
   /** the model's script; given the server's paths when it needs them */
-  readonly steps: readonly ScriptStep[] | ((paths: { home: string; workspace: string; dataDir: string }) => readonly ScriptStep[])
+  readonly steps:
+    | readonly ScriptStep[]
+    | ((paths: { home: string; workspace: string; dataDir: string }) => readonly ScriptStep[])
   /** the user's own config file ($XDG_CONFIG_HOME/chronicle/chronicle.json) */
   readonly config?: Record<string, unknown>
   /** the server's environment, beyond HOME and the port */
@@ -53,19 +55,30 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
   const configFile = join(home, '.config', 'chronicle', 'chronicle.json')
   if (options.config) writeFileSync(configFile, JSON.stringify(options.config))
   const expectedDataDir = join(home, '.local', 'share', 'chronicle') // where `npm start` keeps its data for this HOME
-  const steps = typeof options.steps === 'function' ? options.steps({ home, workspace, dataDir: expectedDataDir }) : options.steps
+  const steps =
+    typeof options.steps === 'function' ? options.steps({ home, workspace, dataDir: expectedDataDir }) : options.steps
   const script = join(root, 'script.json')
   writeFileSync(script, JSON.stringify({ chunkSize: 64, uniqueCallIds: true, steps }))
   // `--config` names the user's file explicitly (the XDG default would find it too): older servers read it the same way
   const args = ['serve', ...(options.config ? ['--config', configFile] : [])]
-  const proc: Proc = run(args, { HOME: home, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, ...options.env }, workspace)
-  const [, url, tokenFile] = (await proc.waitFor(/listening on (http:\/\/\S+) — .*(?:stored in|token in) (\S+)/)) as RegExpMatchArray
+  const proc: Proc = run(
+    args,
+    { HOME: home, CHRONICLE_PORT: '0', CHRONICLE_MODEL: `scripted:${script}`, ...options.env },
+    workspace,
+  )
+  const [, url, tokenFile] = (await proc.waitFor(
+    /listening on (http:\/\/\S+) — .*(?:stored in|token in) (\S+)/,
+  )) as RegExpMatchArray
   // the data dir is wherever the server says its token is (so these specs also run against older servers)
   const dataDir = dirname(tokenFile as string)
   const token = readFileSync(tokenFile as string, 'utf8').trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    })
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
     return (await res.json()) as Record<string, unknown>
   }
@@ -86,7 +99,9 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
     async events(sessionId) {
       const out: { seq: number; type: string; at: string; data: Record<string, unknown> }[] = []
       for (let after = 0; ; ) {
-        const page = (await call('GET', `/sessions/${sessionId}/events?after=${after}&limit=1000`)) as { events: typeof out }
+        const page = (await call('GET', `/sessions/${sessionId}/events?after=${after}&limit=1000`)) as {
+          events: typeof out
+        }
         out.push(...page.events)
         if (page.events.length < 1000) return out
         after = page.events.at(-1)?.seq as number
@@ -113,7 +128,10 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
 }
 
 /** Polls /health every 100 ms while `work` runs; resolves with the work's result and the slowest answer (ms). */
-export async function whileHealthy<T>(server: HostileServer, work: () => Promise<T>): Promise<{ result: T; slowestMs: number }> {
+export async function whileHealthy<T>(
+  server: HostileServer,
+  work: () => Promise<T>,
+): Promise<{ result: T; slowestMs: number }> {
   let slowestMs = 0
   let done = false
   const probe = (async () => {
@@ -155,6 +173,10 @@ export function calls(...toolCalls: { name: string; input: Record<string, unknow
 /** Every tool result the model was sent (completed output or failure message), in order. */
 export function results(events: { type: string; data: Record<string, unknown> }[]): string[] {
   return events.flatMap((e) =>
-    e.type === 'tool.completed' ? [String(e.data.output)] : e.type === 'tool.failed' ? [`${(e.data.error as { kind: string }).kind}: ${(e.data.error as { message: string }).message}`] : [],
+    e.type === 'tool.completed'
+      ? [String(e.data.output)]
+      : e.type === 'tool.failed'
+        ? [`${(e.data.error as { kind: string }).kind}: ${(e.data.error as { message: string }).message}`]
+        : [],
   )
 }

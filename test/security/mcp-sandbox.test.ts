@@ -39,10 +39,22 @@ describe('an MCP server in the sandbox', () => {
   it('that asks for it where it cannot run fails closed, with the reason', async () => {
     tmp = tempDir()
     handle = await connectMcpServer(
-      { name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {}, sandbox: true },
-      { directory: tmp.dir, sandbox: unconfined('unavailable', 'bubblewrap (bwrap) cannot run here: no user namespaces') },
+      {
+        name: 'everything',
+        type: 'local',
+        command: [process.execPath, EVERYTHING, 'stdio'],
+        environment: {},
+        sandbox: true,
+      },
+      {
+        directory: tmp.dir,
+        sandbox: unconfined('unavailable', 'bubblewrap (bwrap) cannot run here: no user namespaces'),
+      },
     )
-    expect(handle.status()).toMatchObject({ state: 'failed', error: expect.stringContaining('asks for the sandbox, which cannot run here (bubblewrap') })
+    expect(handle.status()).toMatchObject({
+      state: 'failed',
+      error: expect.stringContaining('asks for the sandbox, which cannot run here (bubblewrap'),
+    })
     expect(handle.status().pid).toBeUndefined()
   })
 })

@@ -17,7 +17,9 @@ describe('?token= is accepted on the WebSocket upgrade only', () => {
   it.each(['/sessions', '/sessions?limit=1', '/openapi.json'])('GET %s with ?token= is 401', async (path) => {
     const url = `${server.url}${path}${path.includes('?') ? '&' : '?'}token=${server.token}`
     expect((await fetch(url)).status).toBe(401)
-    expect((await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.token}` } })).status).toBe(200)
+    expect((await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.token}` } })).status).toBe(
+      200,
+    )
   })
 
   it('POST /sessions with ?token= is 401 and creates nothing', async () => {

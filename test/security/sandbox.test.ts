@@ -48,10 +48,20 @@ beforeAll(async () => {
     files: { 'leak.txt': LEAK },
     steps: ({ dataDir }) =>
       rows({
-        '[proc]': [bash('cat /proc/$PPID/environ | tr "\\0" "\\n"; cat /proc/1/environ | tr "\\0" "\\n"; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | sort -u')],
+        '[proc]': [
+          bash(
+            'cat /proc/$PPID/environ | tr "\\0" "\\n"; cat /proc/1/environ | tr "\\0" "\\n"; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | sort -u',
+          ),
+        ],
         '[ps]': [bash('ps -eo pid,comm --no-headers')],
-        '[data-dir]': [bash(`cat ${join(dataDir, 'token')}; ls -la ${dataDir}; cat ~/.config/chronicle/chronicle.json`)],
-        '[writes]': [bash(`touch ~/pwned-home; touch ${VAR_TMP}; echo ok > inside.txt; echo private > /tmp/scratch && cat /tmp/scratch`)],
+        '[data-dir]': [
+          bash(`cat ${join(dataDir, 'token')}; ls -la ${dataDir}; cat ~/.config/chronicle/chronicle.json`),
+        ],
+        '[writes]': [
+          bash(
+            `touch ~/pwned-home; touch ${VAR_TMP}; echo ok > inside.txt; echo private > /tmp/scratch && cat /tmp/scratch`,
+          ),
+        ],
         '[network]': [bash(`(echo hi > /dev/tcp/127.0.0.1/${port}) 2>&1 && echo CONNECTED || echo REFUSED`)],
         '[env]': [bash('env')],
         '[print-secret]': [bash('cat leak.txt; sleep 0.3; cat leak.txt')],
@@ -126,7 +136,9 @@ describe("the server's secrets never enter the log", () => {
     const { events, outputs } = await row('[print-secret]')
     expect(outputs[0]).toContain('key=[redacted:OPENAI_API_KEY]')
     expect(outputs[0]).toContain('db=[redacted:DATABASE_URL:password]')
-    const progressed = events.filter((e) => e.type === 'tool.progressed').map((e) => String((e.data.metadata as { output: string }).output))
+    const progressed = events
+      .filter((e) => e.type === 'tool.progressed')
+      .map((e) => String((e.data.metadata as { output: string }).output))
     expect(progressed.join('')).toContain('[redacted:OPENAI_API_KEY]')
   })
 

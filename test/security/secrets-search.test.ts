@@ -27,9 +27,18 @@ describe('search tools and the read rules', () => {
   }
   const reply = (f: Fixture, reply: 'once' | 'reject', message?: string) => {
     const [request] = f.requested()
-    f.store.append(f.sessionId, [{ type: 'permission.replied', data: { requestId: request?.requestId as string, reply, ...(message && { message }) } }], {
-      meta: { actor: 'user' },
-    })
+    f.store.append(
+      f.sessionId,
+      [
+        {
+          type: 'permission.replied',
+          data: { requestId: request?.requestId as string, reply, ...(message && { message }) },
+        },
+      ],
+      {
+        meta: { actor: 'user' },
+      },
+    )
   }
   const at = (rel: string) => join(tmp.dir, rel)
 
@@ -70,20 +79,28 @@ describe('search tools and the read rules', () => {
     await vi.waitFor(() => expect(f.requested()).toHaveLength(1))
     reply(f, 'once')
     expect((await call).output).toBe(
-      [`${at('.env')}:1: API_KEY=${SECRET}`, `${at('.env.example')}:1: API_KEY=`, `${at('src/a.ts')}:1: const key = process.env.API_KEY`].join('\n'),
+      [
+        `${at('.env')}:1: API_KEY=${SECRET}`,
+        `${at('.env.example')}:1: API_KEY=`,
+        `${at('src/a.ts')}:1: const key = process.env.API_KEY`,
+      ].join('\n'),
     )
   })
 
   it('grep leaves a denied file out without a word and still finds the rest', async () => {
     const f = build([{ permission: 'read', pattern: '.env', action: 'deny' }])
     const r = await createGrepTool().execute({ pattern: 'API_KEY' }, f.ctx())
-    expect(r.output).toBe([`${at('.env.example')}:1: API_KEY=`, `${at('src/a.ts')}:1: const key = process.env.API_KEY`].join('\n'))
+    expect(r.output).toBe(
+      [`${at('.env.example')}:1: API_KEY=`, `${at('src/a.ts')}:1: const key = process.env.API_KEY`].join('\n'),
+    )
     expect(f.requested()).toEqual([])
   })
 
-  it('a file named as grep\'s path obeys the same rules', async () => {
+  it("a file named as grep's path obeys the same rules", async () => {
     const f = build([{ permission: 'read', pattern: '.env', action: 'deny' }])
-    expect((await createGrepTool().execute({ pattern: 'API_KEY', path: '.env' }, f.ctx())).output).toBe('No matches found')
+    expect((await createGrepTool().execute({ pattern: 'API_KEY', path: '.env' }, f.ctx())).output).toBe(
+      'No matches found',
+    )
     const g = build()
     const call = createGrepTool().execute({ pattern: 'sk-', path: '.env' }, g.ctx())
     await vi.waitFor(() => expect(g.requested().map((r) => r.patterns)).toEqual([['.env']]))
@@ -103,7 +120,9 @@ describe('search tools and the read rules', () => {
     const list = await createListTool({ forbidden }).execute({}, f.ctx())
     expect(list.output).toBe(`${tmp.dir}/\n  .env.example\n  src/\n    a.ts\n  var/\n    notes.txt`)
     const grep = await createGrepTool({ forbidden }).execute({ pattern: 'API_KEY' }, f.ctx())
-    expect(grep.output).toBe([`${at('.env.example')}:1: API_KEY=`, `${at('src/a.ts')}:1: const key = process.env.API_KEY`].join('\n'))
+    expect(grep.output).toBe(
+      [`${at('.env.example')}:1: API_KEY=`, `${at('src/a.ts')}:1: const key = process.env.API_KEY`].join('\n'),
+    )
   })
 
   it('glob and list leave out what the rules deny to read, and do not ask for names', async () => {

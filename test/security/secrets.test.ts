@@ -51,14 +51,19 @@ describe('the data directory is closed to every tool', () => {
     ['bash', { command: 'pwd', workdir: '.chronicle' }],
   ]
   it.each(attempts)('%s %j is denied, whatever the rules say', async (id, args) => {
-    await expect(tools.get(id)?.execute(args as never, f.ctx())).rejects.toMatchObject({ kind: 'denied', message: expect.stringContaining("Chronicle's own data") })
+    await expect(tools.get(id)?.execute(args as never, f.ctx())).rejects.toMatchObject({
+      kind: 'denied',
+      message: expect.stringContaining("Chronicle's own data"),
+    })
   })
 
-  it("a session reads its own saved outputs, and only its own", async () => {
+  it('a session reads its own saved outputs, and only its own', async () => {
     const own = truncateOutput('x\n'.repeat(3000), { dataDir, sessionId: f.sessionId, name: 'bash_prt_1' })
     const read = tools.get('read') as Tool
     expect((await read.execute({ filePath: own.outputPath }, f.ctx())).output).toContain('00001| x')
-    await expect(read.execute({ filePath: join(dataDir, 'tool-output', 'ses_other', 'bash_prt_9.txt') }, f.ctx())).rejects.toMatchObject({ kind: 'denied' })
+    await expect(
+      read.execute({ filePath: join(dataDir, 'tool-output', 'ses_other', 'bash_prt_9.txt') }, f.ctx()),
+    ).rejects.toMatchObject({ kind: 'denied' })
   })
 })
 
@@ -99,12 +104,20 @@ describe('the secrets the server knows', () => {
       HOME: '/home/me',
       EDITOR: 'vim',
     })
-    expect(secrets.map((s) => s.name)).toEqual(['OPENAI_API_KEY', 'DATABASE_URL:password', 'DATABASE_URL:credentials', 'REDIS:password', 'REDIS:credentials'])
+    expect(secrets.map((s) => s.name)).toEqual([
+      'OPENAI_API_KEY',
+      'DATABASE_URL:password',
+      'DATABASE_URL:credentials',
+      'REDIS:password',
+      'REDIS:credentials',
+    ])
     const redact = createRedactor(secrets)
     expect(redact.text('key sk-abcdefghijklmnop and url postgres://app:correct-horse-battery@db')).toBe(
       'key [redacted:OPENAI_API_KEY] and url postgres://[redacted:DATABASE_URL:credentials]db',
     )
-    expect(redact.value({ nested: ['correct-horse-battery', 1, null] })).toEqual({ nested: ['[redacted:DATABASE_URL:password]', 1, null] })
+    expect(redact.value({ nested: ['correct-horse-battery', 1, null] })).toEqual({
+      nested: ['[redacted:DATABASE_URL:password]', 1, null],
+    })
     expect(redact.text('/home/me')).toBe('/home/me') // not a secret
   })
 

@@ -118,7 +118,7 @@ const HOSTILE: readonly { command: string; parsed: Parsed }[] = [
   { command: 's="rm f"; bash -c "$s"', parsed: 'dynamic' },
   { command: 's="rm f"; eval "$s"', parsed: 'dynamic' },
   { command: "echo 'rm f' > s.sh; source s.sh", parsed: 'dynamic' },
-  { command: "shopt -s expand_aliases; alias del=rm\ndel f", parsed: 'dynamic' },
+  { command: 'shopt -s expand_aliases; alias del=rm\ndel f', parsed: 'dynamic' },
   { command: "x='a[$(rm f)]'; echo $((x))", parsed: 'dynamic' },
   { command: "PS4='$(rm f)' bash -xc true", parsed: 'dynamic' },
   { command: 'echo f | xargs sh -c', parsed: 'dynamic' },
@@ -183,7 +183,10 @@ describe('hostile shell forms cannot delete a file when `rm *` is denied', () =>
       if (events.some((e) => e.type === 'permission.requested')) abort.abort()
     })
     try {
-      const result = await createBashTool({ dataDir: data.dir }).execute({ command, timeout: 10_000 }, f.ctx({ abort: abort.signal }))
+      const result = await createBashTool({ dataDir: data.dir }).execute(
+        { command, timeout: 10_000 },
+        f.ctx({ abort: abort.signal }),
+      )
       return { outcome: 'ran', exitCode: result.metadata?.['exitCode'] }
     } catch (err) {
       if (err instanceof ToolFailure && err.kind === 'denied') return { outcome: 'denied' }

@@ -85,7 +85,10 @@ const rows: Row[] = [
     attack: 'grep of a FIFO named as the path',
     arrange: mkfifo,
     act: (t, ctx) => t.grep.execute({ pattern: 'x', path: 'pipe' }, ctx),
-    expected: () => ({ ok: true, result: { output: 'No matches found', title: 'x', metadata: { matches: 0, truncated: false } } }),
+    expected: () => ({
+      ok: true,
+      result: { output: 'No matches found', title: 'x', metadata: { matches: 0, truncated: false } },
+    }),
     withinMs: 2000,
   },
   {
@@ -108,7 +111,14 @@ const rows: Row[] = [
       for (let i = 0; i < 30; i++) writeFileSync(join(dir, `${'a'.repeat(200)}${i}`), '')
     },
     act: (t, ctx) => t.glob.execute({ pattern: '*a*a*a*a*a*a*a*a*a*a*a*a*b' }, ctx),
-    expected: () => ({ ok: true, result: { output: 'No files found', title: '*a*a*a*a*a*a*a*a*a*a*a*a*b', metadata: { count: 0, truncated: false } } }),
+    expected: () => ({
+      ok: true,
+      result: {
+        output: 'No files found',
+        title: '*a*a*a*a*a*a*a*a*a*a*a*a*b',
+        metadata: { count: 0, truncated: false },
+      },
+    }),
     withinMs: 2000,
   },
 ]
@@ -160,7 +170,9 @@ describe('stall attacks', () => {
     closeSync(fd)
     const t = tools(tmp.dir)
     await t.read.execute({ filePath: 'huge.txt' }, f.ctx())
-    await expect(t.edit.execute({ filePath: 'huge.txt', oldString: 'x', newString: 'y', replaceAll: true }, f.ctx())).rejects.toMatchObject({
+    await expect(
+      t.edit.execute({ filePath: 'huge.txt', oldString: 'x', newString: 'y', replaceAll: true }, f.ctx()),
+    ).rejects.toMatchObject({
       kind: 'failed',
       message: 'huge.txt is 20971520 bytes; edit changes files up to 16 MiB. Use bash for larger files.',
     })
@@ -177,7 +189,9 @@ describe('stall attacks', () => {
     const r = await t.read.execute({ filePath: 'one-line.txt' }, f.ctx())
     const grew = process.memoryUsage().rss - rssBefore
     const { maxGapMs, fired } = probe.stop()
-    expect(r.output).toBe(`<file path="one-line.txt">\n00001| ${'x'.repeat(2000)}... (line truncated to 2000 characters)\n\n(End of file - 1 lines)\n</file>`)
+    expect(r.output).toBe(
+      `<file path="one-line.txt">\n00001| ${'x'.repeat(2000)}... (line truncated to 2000 characters)\n\n(End of file - 1 lines)\n</file>`,
+    )
     expect(grew).toBeLessThan(8 * 1024 * 1024) // the line alone would be 20 MB (40 MB as a JS string)
     expect(fired).toBeGreaterThan(0)
     expect(maxGapMs).toBeLessThan(100)

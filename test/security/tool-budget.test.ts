@@ -40,14 +40,21 @@ describe('the wall-clock budget of a tool call', () => {
   afterEach(() => h.close())
 
   it('a call that outlives its budget fails, the run goes on', async () => {
-    h = harness({ model: call(60_000), tools: [stubborn], agents: [{ name: 'build', rules: [{ permission: 'slow', pattern: '*', action: 'allow' }] }] })
+    h = harness({
+      model: call(60_000),
+      tools: [stubborn],
+      agents: [{ name: 'build', rules: [{ permission: 'slow', pattern: '*', action: 'allow' }] }],
+    })
     const id = h.session()
     const started = Date.now()
     h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(Date.now() - started).toBeLessThan(10_000)
     const failed = h.events(id).find((e) => e.type === 'tool.failed')
-    expect(failed?.data).toEqual({ partId: expect.any(String), error: { kind: 'failed', message: 'The stubborn call ran longer than its 300 ms budget and was stopped.' } })
+    expect(failed?.data).toEqual({
+      partId: expect.any(String),
+      error: { kind: 'failed', message: 'The stubborn call ran longer than its 300 ms budget and was stopped.' },
+    })
     expect(h.events(id).at(-1)).toMatchObject({ type: 'run.finished', data: { outcome: 'idle' } })
   })
 
@@ -59,7 +66,9 @@ describe('the wall-clock budget of a tool call', () => {
         if (e.type !== 'permission.requested') continue
         const { requestId } = e.data
         const answer = () =>
-          execute(h.store, id, (s) => decidePermission({ type: 'reply', requestId, reply: 'once' }, s, id, h.ids), { meta: { actor: 'user' } })
+          execute(h.store, id, (s) => decidePermission({ type: 'reply', requestId, reply: 'once' }, s, id, h.ids), {
+            meta: { actor: 'user' },
+          })
         setTimeout(answer, 600)
       }
     })

@@ -1,4 +1,13 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -52,7 +61,9 @@ async function status(url: string, token: string, headers: Record<string, string
 
 function wsOpens(url: string, token: string, origin: string): Promise<number | 'open'> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${token}`, origin } })
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, {
+      headers: { authorization: `Bearer ${token}`, origin },
+    })
     ws.once('open', () => {
       ws.close()
       resolve('open')
@@ -86,7 +97,10 @@ describe('a repository cannot configure the server', () => {
     const repo = hostileRepo()
     const home = temp('chronicle-home-')
     mkdirSync(join(home, '.config', 'chronicle'), { recursive: true })
-    writeFileSync(join(home, '.config', 'chronicle', 'chronicle.json'), JSON.stringify({ token: 'the-users-own-token-0123456789' }))
+    writeFileSync(
+      join(home, '.config', 'chronicle', 'chronicle.json'),
+      JSON.stringify({ token: 'the-users-own-token-0123456789' }),
+    )
     const url = await serve(repo, home)
     expect(server?.stdout).toContain(`token from ${join(home, '.config', 'chronicle', 'chronicle.json')}`)
     expect(await status(url, 'the-users-own-token-0123456789')).toBe(200)
@@ -103,12 +117,14 @@ describe('the data directory is private at every start', () => {
     writeFileSync(join(dataDir, 'chronicle.db'), '', { mode: 0o644 })
     writeFileSync(join(dataDir, 'tool-output', 'ses_x', 'bash_prt.txt'), 'saved', { mode: 0o644 })
     await serve(home, home, { CHRONICLE_DATA_DIR: dataDir })
-    expect([dataDir, join(dataDir, 'chronicle.db'), join(dataDir, 'tool-output'), join(dataDir, 'tool-output', 'ses_x', 'bash_prt.txt')].map(mode)).toEqual([
-      '700',
-      '600',
-      '700',
-      '600',
-    ])
+    expect(
+      [
+        dataDir,
+        join(dataDir, 'chronicle.db'),
+        join(dataDir, 'tool-output'),
+        join(dataDir, 'tool-output', 'ses_x', 'bash_prt.txt'),
+      ].map(mode),
+    ).toEqual(['700', '600', '700', '600'])
   })
 
   it('a token file others can read is refused with a clear error, and the server does not start', async () => {

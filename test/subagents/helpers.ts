@@ -66,7 +66,12 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
   const tools = createToolRegistry({
     agents,
     store,
-    tools: [...builtins, createLookupTool({ resolve: (q) => `result for ${q}` }), slow, createTaskTool({ agents, run: (r) => subagents.run(r) })],
+    tools: [
+      ...builtins,
+      createLookupTool({ resolve: (q) => `result for ${q}` }),
+      slow,
+      createTaskTool({ agents, run: (r) => subagents.run(r) }),
+    ],
   })
   const gate = createPermissionGate({ store, ids, agents })
   const model = createScriptedModel({ chunkSize: 64, steps })
@@ -100,11 +105,14 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
     directory,
     session(agent = 'build') {
       const id = ids.next('ses')
-      execute(store, id, (s) => decideSession({ type: 'create', directory, agent, model: 'mock:model' }, s, id), { meta: { actor: 'user' } })
+      execute(store, id, (s) => decideSession({ type: 'create', directory, agent, model: 'mock:model' }, s, id), {
+        meta: { actor: 'user' },
+      })
       return id
     },
     events,
-    children: (sessionId) => events(sessionId).flatMap((e) => (e.type === 'subtask.started' ? [e.data.childSessionId] : [])),
+    children: (sessionId) =>
+      events(sessionId).flatMap((e) => (e.type === 'subtask.started' ? [e.data.childSessionId] : [])),
     async close() {
       await (runtime as Runtime).stop()
       gate.close()
@@ -113,7 +121,8 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
   }
 }
 
-export const dataOf = (events: StoredEvent[], type: string) => events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
+export const dataOf = (events: StoredEvent[], type: string) =>
+  events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
 
 export const task = (id: string, prompt: string, subagent_type = 'general') => ({
   toolCalls: [{ id, name: 'task', input: { description: 'delegated work', prompt, subagent_type } }],

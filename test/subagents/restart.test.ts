@@ -16,10 +16,16 @@ describe('a sub-agent across a restart', () => {
   it('the child resumes as a normal session and its outcome reaches the waiting parent as a queued report', async () => {
     h = subagentHarness([
       { when: { userContains: PARENT, afterToolResult: false }, ...task('c_task', 'CHILD: wait, then answer') },
-      { when: { userContains: 'CHILD:', afterToolResult: false }, toolCalls: [{ id: 'c_slow', name: 'slow', input: { ms: 20_000 } }] },
+      {
+        when: { userContains: 'CHILD:', afterToolResult: false },
+        toolCalls: [{ id: 'c_slow', name: 'slow', input: { ms: 20_000 } }],
+      },
       { when: { userContains: 'CHILD:', afterToolResult: true }, text: 'child answer after restart' },
       { when: { userContains: 'whose task call was interrupted' }, text: 'parent got the child result' },
-      { when: { userContains: PARENT, afterToolResult: true }, text: 'the task was interrupted; waiting for its report' },
+      {
+        when: { userContains: PARENT, afterToolResult: true },
+        text: 'the task was interrupted; waiting for its report',
+      },
     ])
     const id = h.session()
     h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })

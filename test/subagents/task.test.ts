@@ -27,8 +27,16 @@ describe('sub-agents through the task tool', () => {
     expect(childId).toBeDefined()
     const parent = h.events(id)
     const order = parent.map((e) => e.type).filter((t) => t.startsWith('tool.') || t.startsWith('subtask.'))
-    expect(order.filter((t) => t !== 'tool.input.delta')).toEqual(['tool.input.started', 'tool.called', 'subtask.started', 'subtask.finished', 'tool.completed'])
-    expect(dataOf(parent, 'subtask.finished')).toEqual([{ partId: expect.any(String), callId: 'c_task', childSessionId: childId, outcome: 'idle' }])
+    expect(order.filter((t) => t !== 'tool.input.delta')).toEqual([
+      'tool.input.started',
+      'tool.called',
+      'subtask.started',
+      'subtask.finished',
+      'tool.completed',
+    ])
+    expect(dataOf(parent, 'subtask.finished')).toEqual([
+      { partId: expect.any(String), callId: 'c_task', childSessionId: childId, outcome: 'idle' },
+    ])
     expect(dataOf(parent, 'tool.completed')[0]).toMatchObject({
       output: `task_id: ${childId} (the sub-agent's session)\n\n<task_result>\nchild found: result for x\n</task_result>`,
       metadata: { sessionId: childId, outcome: 'idle', agent: 'general' },
@@ -39,7 +47,13 @@ describe('sub-agents through the task tool', () => {
     const events = h.events(childId!)
     expect(events[0]).toMatchObject({
       type: 'session.created',
-      data: { agent: 'general', model: 'mock:model', directory: h.directory, parent: { sessionId: id, callId: 'c_task' }, title: 'delegated work (@general subagent)' },
+      data: {
+        agent: 'general',
+        model: 'mock:model',
+        directory: h.directory,
+        parent: { sessionId: id, callId: 'c_task' },
+        title: 'delegated work (@general subagent)',
+      },
     })
     expect(dataOf(events, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
     // Its prompt is the runtime's input, not the user's; the parent's prompt is the user's.
@@ -84,7 +98,10 @@ describe('sub-agents through the task tool', () => {
     const parent = h.events(id)
     expect(dataOf(parent, 'subtask.finished')[0]).toMatchObject({ childSessionId: childId, outcome: 'error' })
     expect(dataOf(parent, 'tool.failed')).toEqual([
-      { partId: expect.any(String), error: { kind: 'failed', message: `The general sub-agent (session ${childId}) failed: provider: boom` } },
+      {
+        partId: expect.any(String),
+        error: { kind: 'failed', message: `The general sub-agent (session ${childId}) failed: provider: boom` },
+      },
     ])
     expect(dataOf(parent, 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
     expect(JSON.stringify(h.model.calls.at(-1)!.prompt)).toContain('failed: provider: boom') // the model saw why
@@ -92,14 +109,22 @@ describe('sub-agents through the task tool', () => {
 
   it('an unknown or primary agent is a tool error naming the sub-agents; no child is created', async () => {
     h = subagentHarness([
-      { when: parentFirst, toolCalls: [{ id: 'c1', name: 'task', input: { description: 'd', prompt: 'CHILD: x', subagent_type: 'wizard' } }] },
+      {
+        when: parentFirst,
+        toolCalls: [
+          { id: 'c1', name: 'task', input: { description: 'd', prompt: 'CHILD: x', subagent_type: 'wizard' } },
+        ],
+      },
       { when: parentAfter, text: 'sorry' },
     ])
     const id = h.session()
     h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
     expect(dataOf(h.events(id), 'tool.failed')[0]).toMatchObject({
-      error: { kind: 'invalid', message: 'Unknown sub-agent "wizard". Available sub-agents: general. Call task again with one of those.' },
+      error: {
+        kind: 'invalid',
+        message: 'Unknown sub-agent "wizard". Available sub-agents: general. Call task again with one of those.',
+      },
     })
     expect(h.children(id)).toEqual([])
   })
@@ -131,7 +156,10 @@ describe('sub-agents through the task tool', () => {
   it('a plan-mode parent cannot edit through a child: the child inherits the deny', async () => {
     h = subagentHarness([
       { when: parentFirst, ...task('c_task', 'CHILD: write the file') },
-      { when: child(false), toolCalls: [{ id: 'c_write', name: 'write', input: { filePath: 'out.txt', content: 'hi' } }] },
+      {
+        when: child(false),
+        toolCalls: [{ id: 'c_write', name: 'write', input: { filePath: 'out.txt', content: 'hi' } }],
+      },
       { when: child(true), text: 'could not write' },
       { when: parentAfter, text: 'done' },
     ])
@@ -147,7 +175,9 @@ describe('sub-agents through the task tool', () => {
       ]),
     )
     // The general agent itself may edit; inside this child it may not.
-    expect(h.gate.evaluate({ sessionId: childId, agent: 'general' }, { permission: 'edit', patterns: ['out.txt'] }).action).toBe('deny')
+    expect(
+      h.gate.evaluate({ sessionId: childId, agent: 'general' }, { permission: 'edit', patterns: ['out.txt'] }).action,
+    ).toBe('deny')
     const childCall = h.model.calls.find((c) => JSON.stringify(c.prompt).includes('CHILD: write the file'))!
     expect(childCall.tools).not.toContain('write')
     expect(childCall.tools).not.toContain('edit')
@@ -169,7 +199,9 @@ describe('sub-agents through the task tool', () => {
     expect(h.children(childId)).toEqual([])
     const childCall = h.model.calls.find((c) => JSON.stringify(c.prompt).includes('CHILD: nest'))!
     expect(childCall.tools).not.toContain('task')
-    expect(dataOf(h.events(childId), 'tool.failed')[0]).toMatchObject({ error: { kind: 'invalid', message: expect.stringContaining('Unknown tool "task"') } })
+    expect(dataOf(h.events(childId), 'tool.failed')[0]).toMatchObject({
+      error: { kind: 'invalid', message: expect.stringContaining('Unknown tool "task"') },
+    })
     // The depth limit holds even if a rule were to allow the call.
     const ctx = {
       sessionId: childId,

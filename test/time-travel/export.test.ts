@@ -45,7 +45,9 @@ function source() {
   const store = open(() => (t += 1000))
   const ids = sequentialIds()
   const rec = recordSession(store)
-  store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+  store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], {
+    meta: { actor: 'user' },
+  })
   const child = fork(store, ids, 'ses_rec', rec[40] as number)
   store.append(child.id, [{ type: 'session.renamed', data: { title: 'child' } }], { meta: { actor: 'user' } })
   const grand = fork(store, ids, child.id, rec[12] as number) // the fork point is in the child's inherited prefix
@@ -54,7 +56,10 @@ function source() {
 }
 
 function lines(jsonl: string): Record<string, unknown>[] {
-  return jsonl.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+  return jsonl
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
 }
 
 function lastEvent(store: EventStore, sessionId: string): StoredEvent {
@@ -65,15 +70,32 @@ function lastEvent(store: EventStore, sessionId: string): StoredEvent {
  * The imported session right before its marker is the source's read model with seqs and
  * session ids mapped; the marker then adds `imported` and moves the head only.
  */
-function expectImportedReadModel(from: EventStore, to: EventStore, originalId: string, report: ImportReport, upTo?: number) {
+function expectImportedReadModel(
+  from: EventStore,
+  to: EventStore,
+  originalId: string,
+  report: ImportReport,
+  upTo?: number,
+) {
   const sessionId = report.ids.get(originalId) as string
   const marker = lastEvent(to, sessionId)
   const source = upTo === undefined ? loadView(from, originalId) : foldSession(from, originalId, upTo)
   const before = foldSession(to, sessionId, marker.seq - 1)
   expect(asState(before, 0)).toEqual(asState(renumberView(source, report.seqs, report.ids), 0))
   const imported = { originalId, importId: report.importId, events: marker.version - 1, digest: expect.any(String) }
-  expect(marker).toMatchObject({ type: 'session.imported', data: imported, meta: { actor: 'user', command: 'import' }, at: new Date(T_IMPORT).toISOString() })
-  expect(getSession(to, sessionId)).toEqual({ ...before.session, imported, version: marker.version, lastSeq: marker.seq, updatedAt: marker.at })
+  expect(marker).toMatchObject({
+    type: 'session.imported',
+    data: imported,
+    meta: { actor: 'user', command: 'import' },
+    at: new Date(T_IMPORT).toISOString(),
+  })
+  expect(getSession(to, sessionId)).toEqual({
+    ...before.session,
+    imported,
+    version: marker.version,
+    lastSeq: marker.seq,
+    updatedAt: marker.at,
+  })
 }
 
 /** The file's lines as the import wrote them: seqs renumbered, session ids mapped. */
@@ -107,7 +129,10 @@ describe('import', () => {
     const report = importSessions(to, ids, jsonl)
     // ids: the import, the file's session, then the sub-agent child it names but does not hold
     expect(report.importId).toBe('imp_t001')
-    expect([...report.ids]).toEqual([['ses_rec', 'ses_t002'], ['ses_child', 'ses_t003']])
+    expect([...report.ids]).toEqual([
+      ['ses_rec', 'ses_t002'],
+      ['ses_child', 'ses_t003'],
+    ])
     expect(report.exported).toEqual({ originalId: 'ses_rec', sessionId: 'ses_t002', events: rec.length })
     expect(report.sessions).toEqual([report.exported])
     expect(report.appended).toBe(rec.length + 1)
@@ -118,7 +143,10 @@ describe('import', () => {
     // a re-export is the file, renumbered and renamed, then the marker
     const again = lines(exportSession(to, 'ses_t002'))
     const original = lines(jsonl)
-    expect(again.slice(0, -1)).toEqual([{ ...original[0], sessionId: 'ses_t002' }, ...original.slice(1).map((l) => mapped(l, report))])
+    expect(again.slice(0, -1)).toEqual([
+      { ...original[0], sessionId: 'ses_t002' },
+      ...original.slice(1).map((l) => mapped(l, report)),
+    ])
     expect(again.at(-1)).toMatchObject({ sessionId: 'ses_t002', version: rec.length + 1, type: 'session.imported' })
   })
 
@@ -143,8 +171,15 @@ describe('import', () => {
     expect(verify(to).differences).toEqual([])
     expectImportedReadModel(store, to, grand, report)
     expectImportedReadModel(store, to, 'ses_rec', report, rec[40])
-    expect(getSession(to, 'ses_t004')?.forkedFrom).toEqual({ sessionId: 'ses_t003', seq: report.seqs.get(rec[12] as number) })
-    expect([to.version('ses_t002'), to.version('ses_t003'), to.version('ses_t004')]).toEqual([42, 2, store.version(grand) + 1])
+    expect(getSession(to, 'ses_t004')?.forkedFrom).toEqual({
+      sessionId: 'ses_t003',
+      seq: report.seqs.get(rec[12] as number),
+    })
+    expect([to.version('ses_t002'), to.version('ses_t003'), to.version('ses_t004')]).toEqual([
+      42,
+      2,
+      store.version(grand) + 1,
+    ])
   })
 
   it('importing the same file twice makes two independent copies; the first is untouched by the second', () => {
@@ -164,7 +199,11 @@ describe('import', () => {
   it('never appends to a session the store has, even one with the same id as the file’s', () => {
     const { store } = source()
     const { store: to, ids } = target()
-    to.append('ses_rec', [{ type: 'session.created', data: { directory: '/elsewhere', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    to.append(
+      'ses_rec',
+      [{ type: 'session.created', data: { directory: '/elsewhere', agent: 'build', model: null } }],
+      { meta: { actor: 'user' } },
+    )
     const existing = to.readSession('ses_rec')
     const report = importSessions(to, ids, exportSession(store, 'ses_rec'))
     expect(report.exported.sessionId).toBe('ses_t002')

@@ -28,25 +28,52 @@ interface Node {
 type Command = { kind: 'step'; node: number; n: number } | { kind: 'fork'; node: number; at: number }
 
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('step' as const), node: fc.nat(), n: fc.integer({ min: 1, max: 5 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('step' as const), node: fc.nat(), n: fc.integer({ min: 1, max: 5 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('fork' as const), node: fc.nat(), at: fc.nat() }) },
 )
 
 let unique = 0
 function turn(): ChronicleEvent[] {
   const k = ++unique
-  const [input, user, msg, text, tool] = ['in', 'msg_u', 'msg_a', 'prt_t', 'prt_c'].map((p) => `${p}${k}`) as [string, string, string, string, string]
+  const [input, user, msg, text, tool] = ['in', 'msg_u', 'msg_a', 'prt_t', 'prt_c'].map((p) => `${p}${k}`) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ]
   return [
-    { type: 'input.accepted', data: { inputId: input, parts: [{ type: 'text', text: `turn ${k}` }], delivery: 'queue', noReply: false, digest: input } },
+    {
+      type: 'input.accepted',
+      data: {
+        inputId: input,
+        parts: [{ type: 'text', text: `turn ${k}` }],
+        delivery: 'queue',
+        noReply: false,
+        digest: input,
+      },
+    },
     { type: 'run.started', data: { runId: `run${k}`, reason: 'input' } },
     { type: 'input.delivered', data: { inputId: input, messageId: user, partIds: [`prt_u${k}`] } },
-    { type: 'message.created', data: { messageId: msg, role: 'assistant', parentId: user, agent: 'build', model: null } },
+    {
+      type: 'message.created',
+      data: { messageId: msg, role: 'assistant', parentId: user, agent: 'build', model: null },
+    },
     { type: 'text.started', data: { messageId: msg, partId: text } },
     { type: 'text.delta', data: { partId: text, text: 'hello ' } },
     { type: 'tool.input.started', data: { messageId: msg, partId: tool, callId: `call${k}`, tool: 'bash' } },
     { type: 'tool.input.delta', data: { partId: tool, delta: '{"command":"ls"}' } },
-    { type: 'tool.called', data: { messageId: msg, partId: tool, callId: `call${k}`, tool: 'bash', input: { command: 'ls' } } },
-    { type: 'permission.requested', data: { requestId: `per${k}`, partId: tool, permission: 'bash', patterns: ['ls'] } },
+    {
+      type: 'tool.called',
+      data: { messageId: msg, partId: tool, callId: `call${k}`, tool: 'bash', input: { command: 'ls' } },
+    },
+    {
+      type: 'permission.requested',
+      data: { requestId: `per${k}`, partId: tool, permission: 'bash', patterns: ['ls'] },
+    },
     { type: 'permission.replied', data: { requestId: `per${k}`, reply: 'once' } },
     k % 2 === 0
       ? { type: 'tool.completed', data: { partId: tool, output: 'a b' } }
@@ -74,7 +101,11 @@ function run(commands: Command[]): void {
   try {
     const ids = sequentialIds()
     const nodes = new Map<string, Node>()
-    const created = store.append('ses_root', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    const created = store.append(
+      'ses_root',
+      [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }],
+      { meta: { actor: 'user' } },
+    )
     nodes.set('ses_root', { id: 'ses_root', own: created.map((e) => e.seq), script: [] })
     for (const c of commands) {
       const list = [...nodes.values()]
@@ -87,7 +118,12 @@ function run(commands: Command[]): void {
         const hist = expectedHistory(nodes, node.id)
         const cut = (hist[c.at % hist.length] as [number, string, boolean])[0]
         const child = fork(store, ids, node.id, cut)
-        nodes.set(child.id, { id: child.id, parent: { id: node.id, cut }, own: store.readSession(child.id).map((e) => e.seq), script: [] })
+        nodes.set(child.id, {
+          id: child.id,
+          parent: { id: node.id, cut },
+          own: store.readSession(child.id).map((e) => e.seq),
+          script: [],
+        })
       }
     }
 
@@ -108,7 +144,8 @@ function run(commands: Command[]): void {
     }
     expect(verify(store).differences).toEqual([])
     store.db.exec('DELETE FROM snapshots')
-    for (const { id, seq, answer } of samples) expect(json(stateAt(store, id, seq, { snapshotEvery: 0 }))).toEqual(answer)
+    for (const { id, seq, answer } of samples)
+      expect(json(stateAt(store, id, seq, { snapshotEvery: 0 }))).toEqual(answer)
   } finally {
     store.close()
   }

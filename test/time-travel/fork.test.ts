@@ -29,7 +29,8 @@ const ABORTED = { kind: 'aborted', message: 'forked while running' }
 function settledPart(p: Part, sessionId: string, at: string): Part {
   const q = { ...p, sessionId }
   if ((q.type === 'text' || q.type === 'reasoning') && !q.ended) return { ...q, ended: true }
-  if (q.type === 'tool' && (q.state === 'pending' || q.state === 'running')) return { ...q, state: 'error', error: { kind: 'aborted', message: 'forked while running' }, endedAt: at }
+  if (q.type === 'tool' && (q.state === 'pending' || q.state === 'running'))
+    return { ...q, state: 'error', error: { kind: 'aborted', message: 'forked while running' }, endedAt: at }
   if (q.type === 'subtask' && q.outcome === undefined) return { ...q, outcome: 'cancelled' }
   return q
 }
@@ -76,7 +77,10 @@ describe('fork', () => {
         retry: null,
         lastRun: p.run ? { runId: p.run.runId, outcome: 'cancelled', error: ABORTED } : p.lastRun,
         pendingPermissions: [],
-        compaction: p.compaction && ['requested', 'running'].includes(p.compaction.status) ? { ...p.compaction, status: 'failed' } : p.compaction,
+        compaction:
+          p.compaction && ['requested', 'running'].includes(p.compaction.status)
+            ? { ...p.compaction, status: 'failed' }
+            : p.compaction,
         createdAt: at,
         updatedAt: at,
         lastSeq: state.seq,
@@ -84,7 +88,10 @@ describe('fork', () => {
       }
       expect(JSON.parse(JSON.stringify(state.session))).toEqual(JSON.parse(JSON.stringify(expected)))
       expect(state.session.inbox).toEqual(p.inbox) // queued inputs stay queued
-      expect(ownEvents(store, child.id)[0]).toEqual({ type: 'session.forked', data: { from: { sessionId: 'ses_rec', seq } } })
+      expect(ownEvents(store, child.id)[0]).toEqual({
+        type: 'session.forked',
+        data: { from: { sessionId: 'ses_rec', seq } },
+      })
     }
     expect(asState(loadView(store, 'ses_rec'), 0)).toEqual(parentBefore)
     expect(verify(store).differences).toEqual([])
@@ -98,7 +105,14 @@ describe('fork', () => {
     expect(ownEvents(store, child.id)).toEqual([
       { type: 'session.forked', data: { from: { sessionId: 'ses_rec', seq }, title: 'what if' } },
       { type: 'tool.failed', data: { partId: 'prt_c2', error: ABORTED } },
-      { type: 'permission.replied', data: { requestId: 'per_1', reply: 'reject', message: 'forked while running: the request was closed unanswered' } },
+      {
+        type: 'permission.replied',
+        data: {
+          requestId: 'per_1',
+          reply: 'reject',
+          message: 'forked while running: the request was closed unanswered',
+        },
+      },
       { type: 'message.completed', data: { messageId: 'msg_a1', error: ABORTED } },
       { type: 'run.finished', data: { runId: 'run_1', outcome: 'cancelled', error: ABORTED } },
     ])
@@ -123,15 +137,33 @@ describe('fork', () => {
     const ids = sequentialIds()
     const cut = seqs[seqs.length - 3] as number // text 'Editing' streaming
     const child = fork(store, ids, 'ses_rec', cut)
-    store.append('ses_rec', [
-      { type: 'tool.input.delta', data: { partId: 'prt_c5', delta: '.md"}' } },
-      { type: 'text.delta', data: { partId: 'prt_t4', text: ' more' } },
-    ], { meta: { actor: 'model' } })
+    store.append(
+      'ses_rec',
+      [
+        { type: 'tool.input.delta', data: { partId: 'prt_c5', delta: '.md"}' } },
+        { type: 'text.delta', data: { partId: 'prt_t4', text: ' more' } },
+      ],
+      { meta: { actor: 'model' } },
+    )
     const input: ChronicleEvent = {
       type: 'input.accepted',
-      data: { inputId: 'in_c', parts: [{ type: 'text', text: 'try again' }], delivery: 'queue', noReply: false, digest: 'dc' },
+      data: {
+        inputId: 'in_c',
+        parts: [{ type: 'text', text: 'try again' }],
+        delivery: 'queue',
+        noReply: false,
+        digest: 'dc',
+      },
     }
-    store.append(child.id, [input, { type: 'run.started', data: { runId: 'run_c', reason: 'input' } }, { type: 'input.delivered', data: { inputId: 'in_c', messageId: 'msg_c', partIds: ['prt_c'] } }], { meta: { actor: 'runtime' } })
+    store.append(
+      child.id,
+      [
+        input,
+        { type: 'run.started', data: { runId: 'run_c', reason: 'input' } },
+        { type: 'input.delivered', data: { inputId: 'in_c', messageId: 'msg_c', partIds: ['prt_c'] } },
+      ],
+      { meta: { actor: 'runtime' } },
+    )
 
     const parentNow = stateAt(store, 'ses_rec')
     const childNow = stateAt(store, child.id)
@@ -144,7 +176,9 @@ describe('fork', () => {
     const grandOwn = fork(store, ids, child.id, childNow.seq)
     const grandInherited = fork(store, ids, child.id, seqs[10] as number)
     expect(json(stateAt(store, grandOwn.id))).toEqual(plainStateAt(store, grandOwn.id, stateAt(store, grandOwn.id).seq))
-    expect(stateAt(store, grandInherited.id).messages.map((m) => m.id)).toEqual(stateAt(store, 'ses_rec', seqs[10]).messages.map((m) => m.id))
+    expect(stateAt(store, grandInherited.id).messages.map((m) => m.id)).toEqual(
+      stateAt(store, 'ses_rec', seqs[10]).messages.map((m) => m.id),
+    )
     // the inherited prefix of the grandchild is the parent's events up to seqs[10], then its own
     const page = history(store, grandInherited.id, { limit: 100 })
     expect(page.events.map((e) => [e.seq, e.inherited ?? false])).toEqual([
@@ -158,7 +192,10 @@ describe('fork', () => {
     const store = open()
     recordSession(store)
     const head = store.head()
-    for (const [id, seq, code] of [['ses_nope', 1, 'SESSION_NOT_FOUND'], ['ses_rec', head + 5, 'SEQ_OUT_OF_RANGE']] as const) {
+    for (const [id, seq, code] of [
+      ['ses_nope', 1, 'SESSION_NOT_FOUND'],
+      ['ses_rec', head + 5, 'SEQ_OUT_OF_RANGE'],
+    ] as const) {
       let caught: unknown
       try {
         fork(store, sequentialIds(), id, seq)

@@ -5,8 +5,11 @@ import type { SessionState } from '../../src/projections/time-travel.js'
 
 /** A view as stateAt returns it (entities ordered by id), through JSON like the stored read models. */
 export function asState(view: SessionView, seq: number): unknown {
-  const byId = <T extends { id: string }>(m: Map<string, T>) => [...m.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  return JSON.parse(JSON.stringify({ session: view.session, messages: byId(view.messages), parts: byId(view.parts), seq }))
+  const byId = <T extends { id: string }>(m: Map<string, T>) =>
+    [...m.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return JSON.parse(
+    JSON.stringify({ session: view.session, messages: byId(view.messages), parts: byId(view.parts), seq }),
+  )
 }
 
 export function json(state: SessionState): unknown {

@@ -18,9 +18,14 @@ function setup() {
   stores.push(store)
   const ids = sequentialIds()
   const rec = recordSession(store)
-  const other = store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+  const other = store.append(
+    'ses_other',
+    [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }],
+    { meta: { actor: 'user' } },
+  )
   const child = fork(store, ids, 'ses_rec', rec[30] as number)
-  const rename = (id: string, title: string) => store.append(id, [{ type: 'session.renamed', data: { title } }], { meta: { actor: 'user' } })
+  const rename = (id: string, title: string) =>
+    store.append(id, [{ type: 'session.renamed', data: { title } }], { meta: { actor: 'user' } })
   const own = [...store.readSession(child.id).map((e) => e.seq), ...rename(child.id, 'c1').map((e) => e.seq)]
   rename('ses_rec', 'parent moves on')
   rename('ses_other', 'other')
@@ -59,7 +64,7 @@ describe('history', () => {
       before = page.next
     }
     expect(pages[0]).toEqual(all.slice(-10))
-    expect(pages.flatMap((p) => p).sort((a, b) => a - b)).toEqual(all)
+    expect(pages.flat().sort((a, b) => a - b)).toEqual(all)
     expect(pages.every((p) => p.every((s, i) => i === 0 || s > (p[i - 1] as number)))).toBe(true)
   })
 

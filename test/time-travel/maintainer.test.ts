@@ -26,14 +26,20 @@ describe('background snapshot maintenance', () => {
     await tick()
     expect(snapshotRows(store)).toBe(Math.floor(seqs.length / 4))
     const child = fork(store, sequentialIds(), 'ses_rec', seqs[20] as number)
-    for (let i = 0; i < 9; i++) store.append(child.id, [{ type: 'session.renamed', data: { title: `t${i}` } }], { meta: { actor: 'user' } })
+    for (let i = 0; i < 9; i++)
+      store.append(child.id, [{ type: 'session.renamed', data: { title: `t${i}` } }], { meta: { actor: 'user' } })
     await tick()
-    const rows = store.db.prepare('SELECT version, base_version AS base FROM snapshots WHERE session_id = ? ORDER BY version').all(child.id)
+    const rows = store.db
+      .prepare('SELECT version, base_version AS base FROM snapshots WHERE session_id = ? ORDER BY version')
+      .all(child.id)
     const version = store.version(child.id)
     expect(version).toBeGreaterThanOrEqual(12)
-    expect(rows).toEqual(Array.from({ length: Math.floor(version / 4) }, (_, i) => ({ version: 4 * (i + 1), base: 4 * i })))
+    expect(rows).toEqual(
+      Array.from({ length: Math.floor(version / 4) }, (_, i) => ({ version: 4 * (i + 1), base: 4 * i })),
+    )
     for (const seq of seqs) expect(json(stateAt(store, 'ses_rec', seq))).toEqual(plainStateAt(store, 'ses_rec', seq))
-    for (const e of store.readSession(child.id)) expect(json(stateAt(store, child.id, e.seq))).toEqual(plainStateAt(store, child.id, e.seq))
+    for (const e of store.readSession(child.id))
+      expect(json(stateAt(store, child.id, e.seq))).toEqual(plainStateAt(store, child.id, e.seq))
   })
 
   it('is off with snapshotOnCommit: false, and harmless when the store closes first', async () => {

@@ -25,7 +25,12 @@ describe('settleInFlight (pure)', () => {
   })
 
   it('for recovery: interrupted tools and an errored message, while the permission request and the run stay', () => {
-    const reason = { kind: 'interrupted' as const, message: 'interrupted by a server restart', rejectPermissions: false, finishRun: false }
+    const reason = {
+      kind: 'interrupted' as const,
+      message: 'interrupted by a server restart',
+      rejectPermissions: false,
+      finishRun: false,
+    }
     const error = { kind: 'interrupted', message: 'interrupted by a server restart' }
     expect(settleInFlight(given('permission.requested'), reason)).toEqual([
       { type: 'tool.failed', data: { partId: 'prt_c2', error } },
@@ -47,7 +52,10 @@ describe('settleInFlight (pure)', () => {
     const error = { kind: 'aborted', message: 'forked while running' }
     expect(settleInFlight(given('subtask.started'), FORK_SETTLEMENT)).toEqual([
       { type: 'tool.failed', data: { partId: 'prt_c4', error } },
-      { type: 'subtask.finished', data: { partId: 'prt_c4', callId: 'call_4', childSessionId: 'ses_child', outcome: 'cancelled' } },
+      {
+        type: 'subtask.finished',
+        data: { partId: 'prt_c4', callId: 'call_4', childSessionId: 'ses_child', outcome: 'cancelled' },
+      },
       { type: 'message.completed', data: { messageId: 'msg_a3', error } },
       { type: 'run.finished', data: { runId: 'run_2', outcome: 'cancelled', error } },
     ])

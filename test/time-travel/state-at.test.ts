@@ -49,11 +49,27 @@ describe('stateAt', () => {
         const e = store.get(s)
         return e?.type === type && pred(e.data as Record<string, unknown>)
       }) as number
-    const midText = stateAt(store, 'ses_rec', at('text.delta', (d) => d.text === 'look at '))
-    expect(midText.parts.find((p) => p.id === 'prt_t1')).toMatchObject({ type: 'text', text: 'Let me look at ', ended: false })
+    const midText = stateAt(
+      store,
+      'ses_rec',
+      at('text.delta', (d) => d.text === 'look at '),
+    )
+    expect(midText.parts.find((p) => p.id === 'prt_t1')).toMatchObject({
+      type: 'text',
+      text: 'Let me look at ',
+      ended: false,
+    })
     expect(midText.session.status).toBe('busy')
-    const waiting = stateAt(store, 'ses_rec', at('permission.requested', (d) => d.requestId === 'per_1'))
-    expect(waiting.parts.find((p) => p.id === 'prt_c2')).toMatchObject({ type: 'tool', state: 'running', input: { command: 'rm -rf build' } })
+    const waiting = stateAt(
+      store,
+      'ses_rec',
+      at('permission.requested', (d) => d.requestId === 'per_1'),
+    )
+    expect(waiting.parts.find((p) => p.id === 'prt_c2')).toMatchObject({
+      type: 'tool',
+      state: 'running',
+      input: { command: 'rm -rf build' },
+    })
     expect(waiting.session.status).toBe('waiting')
     expect(waiting.session.pendingPermissions.map((p) => p.requestId)).toEqual(['per_1'])
   })
@@ -81,12 +97,28 @@ describe('stateAt', () => {
   it('stores a part streaming across many rows once (only the growth per row), and ignores a suffix that does not fit', () => {
     const store = open(':memory:', 10)
     const meta = { meta: { actor: 'model' as const } }
-    store.append('ses_long', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], meta)
-    store.append('ses_long', [{ type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }], meta)
+    store.append(
+      'ses_long',
+      [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }],
+      meta,
+    )
+    store.append(
+      'ses_long',
+      [{ type: 'message.created', data: { messageId: 'msg_1', role: 'assistant', agent: 'build', model: null } }],
+      meta,
+    )
     store.append('ses_long', [{ type: 'text.started', data: { messageId: 'msg_1', partId: 'prt_1' } }], meta)
     const seqs: number[] = []
     for (let i = 0; i < 200; i++) {
-      seqs.push(...store.append('ses_long', [{ type: 'text.delta', data: { partId: 'prt_1', text: `${String(i).padStart(3, '0')}${'x'.repeat(97)}` } }], meta).map((e) => e.seq))
+      seqs.push(
+        ...store
+          .append(
+            'ses_long',
+            [{ type: 'text.delta', data: { partId: 'prt_1', text: `${String(i).padStart(3, '0')}${'x'.repeat(97)}` } }],
+            meta,
+          )
+          .map((e) => e.seq),
+      )
     }
     stateAt(store, 'ses_long')
     const bytes = store.db.prepare('SELECT SUM(LENGTH(data)) FROM snapshots').pluck().get() as number
@@ -96,15 +128,21 @@ describe('stateAt', () => {
     const row = store.db.prepare('SELECT data FROM snapshots WHERE version = 100').pluck().get() as string
     store.db.prepare('UPDATE snapshots SET data = ? WHERE version = 100').run(row.replace(/\[\d+,/, '[5,'))
     expect(snapshotCache(store.db).mergeInto(emptyView(), 'ses_long', 200)?.version).toBe(90)
-    for (const seq of seqs) expect(json(stateAt(store, 'ses_long', seq, { snapshotEvery: 0 }))).toEqual(plainStateAt(store, 'ses_long', seq))
+    for (const seq of seqs)
+      expect(json(stateAt(store, 'ses_long', seq, { snapshotEvery: 0 }))).toEqual(plainStateAt(store, 'ses_long', seq))
   })
 
   it('rebuilds the snapshot cache from the log to the same rows', () => {
     const store = open()
     recordSession(store)
-    store.append('ses_short', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    store.append('ses_short', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
     stateAt(store, 'ses_rec')
-    const rows = () => store.db.prepare('SELECT session_id, version, seq, base_version, data FROM snapshots ORDER BY session_id, version').all()
+    const rows = () =>
+      store.db
+        .prepare('SELECT session_id, version, seq, base_version, data FROM snapshots ORDER BY session_id, version')
+        .all()
     const before = rows()
     expect(rebuildSnapshots(store)).toEqual({ sessions: 1, rows: before.length })
     expect(rows()).toEqual(before)
@@ -131,9 +169,15 @@ describe('stateAt', () => {
   it('refuses a seq that is not an event of the session’s history', () => {
     const store = open()
     const seqs = recordSession(store)
-    store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], { meta: { actor: 'user' } })
+    store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
     const other = store.head()
-    expectCode(() => stateAt(store, 'ses_rec', other), 'SEQ_OUT_OF_RANGE', new RegExp(`seq ${other} is not an event of session ses_rec's history`))
+    expectCode(
+      () => stateAt(store, 'ses_rec', other),
+      'SEQ_OUT_OF_RANGE',
+      new RegExp(`seq ${other} is not an event of session ses_rec's history`),
+    )
     expectCode(() => stateAt(store, 'ses_rec', other + 1), 'SEQ_OUT_OF_RANGE')
     expectCode(() => stateAt(store, 'ses_rec', 0), 'SEQ_OUT_OF_RANGE')
     expectCode(() => stateAt(store, 'ses_rec', 1.5), 'SEQ_OUT_OF_RANGE')

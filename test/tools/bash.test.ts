@@ -147,14 +147,18 @@ describe('bash tool', () => {
     expect(result.output).toContain('LC_ALL=C.UTF-8')
     expect(result.output).not.toMatch(/leak-|sk-leak|not-listed/)
     // the user's config may add variables and pass named ones through
-    const configured = createBashTool({ dataDir: join(tmp.dir, 'data'), env, childEnv: { set: { FOO: 'bar' }, pass: ['UNKNOWN'] } })
+    const configured = createBashTool({
+      dataDir: join(tmp.dir, 'data'),
+      env,
+      childEnv: { set: { FOO: 'bar' }, pass: ['UNKNOWN'] },
+    })
     const more = await configured.execute({ command: 'env' }, f.ctx())
     expect(more.output).toContain('FOO=bar')
     expect(more.output).toContain('UNKNOWN=not-listed')
     expect(more.output).not.toMatch(/leak-/)
   })
 
-  it('long output keeps its head and tail, with the full text saved in the session\'s own directory and pointed to', async () => {
+  it("long output keeps its head and tail, with the full text saved in the session's own directory and pointed to", async () => {
     const result = await tool().execute({ command: 'seq 1 3000' }, f.ctx())
     const path = result.metadata?.['outputPath'] as string
     expect(result.metadata?.['truncated']).toBe(true)
@@ -174,7 +178,13 @@ describe('bash tool', () => {
     mkdirSync(work)
     writeFileSync(join(work, 'inside.txt'), 'inside\n')
     const g = fixture({ directory: work, agentRules: [allow('bash', '*'), deny('external_directory', '*')] })
-    for (const command of ['cat ../secret.txt', `cat ${tmp.dir}/secret.txt`, 'cd /etc && ls', 'echo hi && rm -rf ~/x', 'ls ../work-evil']) {
+    for (const command of [
+      'cat ../secret.txt',
+      `cat ${tmp.dir}/secret.txt`,
+      'cd /etc && ls',
+      'echo hi && rm -rf ~/x',
+      'ls ../work-evil',
+    ]) {
       await expect(tool().execute({ command }, g.ctx()), command).rejects.toMatchObject({ kind: 'denied' })
     }
     expect(spawned).toEqual([])

@@ -49,8 +49,16 @@ describe('workspace confinement', () => {
 
   it('resolves real paths: all escapes are outside, inside paths and new files inside are inside', () => {
     for (const [what, p] of escapes()) expect(resolveInWorkspace(work, p as string).inside, what).toBe(false)
-    expect(resolveInWorkspace(work, 'inside.txt')).toEqual({ real: join(work, 'inside.txt'), inside: true, display: 'inside.txt' })
-    expect(resolveInWorkspace(work, 'new/dir/file.ts')).toEqual({ real: join(work, 'new/dir/file.ts'), inside: true, display: 'new/dir/file.ts' })
+    expect(resolveInWorkspace(work, 'inside.txt')).toEqual({
+      real: join(work, 'inside.txt'),
+      inside: true,
+      display: 'inside.txt',
+    })
+    expect(resolveInWorkspace(work, 'new/dir/file.ts')).toEqual({
+      real: join(work, 'new/dir/file.ts'),
+      inside: true,
+      display: 'new/dir/file.ts',
+    })
     expect(resolveInWorkspace(work, `${work}/./a/../inside.txt`).inside).toBe(true)
     expect(resolveInWorkspace(work, 'link/new-file.txt').inside).toBe(false) // a new file under an outside link
   })
@@ -59,9 +67,15 @@ describe('workspace confinement', () => {
     symlinkSync(join(tmp.dir, 'outside', 'new.txt'), join(work, 'dangling'))
     symlinkSync(join(work, 'dangling'), join(work, 'dangling-twice'))
     symlinkSync(join(tmp.dir, 'outside', 'no-such-dir'), join(work, 'dangling-dir'))
-    expect(resolveInWorkspace(work, 'dangling')).toEqual({ real: join(tmp.dir, 'outside', 'new.txt'), inside: false, display: join(tmp.dir, 'outside', 'new.txt') })
+    expect(resolveInWorkspace(work, 'dangling')).toEqual({
+      real: join(tmp.dir, 'outside', 'new.txt'),
+      inside: false,
+      display: join(tmp.dir, 'outside', 'new.txt'),
+    })
     expect(resolveInWorkspace(work, 'dangling-twice').inside).toBe(false)
-    expect(resolveInWorkspace(work, 'dangling-dir/deep/file.ts').real).toBe(join(tmp.dir, 'outside', 'no-such-dir', 'deep', 'file.ts'))
+    expect(resolveInWorkspace(work, 'dangling-dir/deep/file.ts').real).toBe(
+      join(tmp.dir, 'outside', 'no-such-dir', 'deep', 'file.ts'),
+    )
     symlinkSync('self-loop', join(work, 'self-loop'))
     expect(resolveInWorkspace(work, 'self-loop').inside).toBe(true) // a loop resolves nowhere: it stays where it is
   })
@@ -83,8 +97,13 @@ describe('workspace confinement', () => {
     const write = createWriteTool({ fileTimes })
     const edit = createEditTool({ fileTimes })
     for (const [what, p] of escapes()) {
-      await expect(write.execute({ filePath: p as string, content: 'pwned' }, f.ctx()), what).rejects.toMatchObject({ kind: 'denied' })
-      await expect(edit.execute({ filePath: p as string, oldString: 'TOP', newString: 'pwned' }, f.ctx()), what).rejects.toMatchObject({
+      await expect(write.execute({ filePath: p as string, content: 'pwned' }, f.ctx()), what).rejects.toMatchObject({
+        kind: 'denied',
+      })
+      await expect(
+        edit.execute({ filePath: p as string, oldString: 'TOP', newString: 'pwned' }, f.ctx()),
+        what,
+      ).rejects.toMatchObject({
         kind: 'denied',
       })
     }
@@ -100,7 +119,10 @@ describe('workspace confinement', () => {
   })
 
   it('outside the directory asks external_directory for that directory when the rules say ask', async () => {
-    const g = fixture({ directory: work, agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'ask' as const }] })
+    const g = fixture({
+      directory: work,
+      agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'ask' as const }],
+    })
     const read = createReadTool({ dataDir: join(tmp.dir, 'data'), fileTimes: createFileTimes() })
     const ac = new AbortController()
     const p = read.execute({ filePath: '../outside/secret.txt' }, g.ctx({ abort: ac.signal }))

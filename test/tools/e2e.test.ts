@@ -37,7 +37,10 @@ describe('permission replies end to end', () => {
     const todos: unknown[] = []
     h = harness({
       model,
-      tools: createBuiltinTools({ dataDir: '/tmp/unused-chronicle-data', updateTodos: (_s, items) => void todos.push(items) }),
+      tools: createBuiltinTools({
+        dataDir: '/tmp/unused-chronicle-data',
+        updateTodos: (_s, items) => void todos.push(items),
+      }),
     })
     return h.session()
   }
@@ -80,7 +83,13 @@ describe('permission replies end to end', () => {
     const lastMessage = model.doStreamCalls[1]?.prompt.at(-1)
     expect(lastMessage).toMatchObject({
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: 'c1', output: { value: expect.stringContaining('Do not create files; answer in chat.') } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          output: { value: expect.stringContaining('Do not create files; answer in chat.') },
+        },
+      ],
     })
   })
 
@@ -109,21 +118,38 @@ describe('permission replies end to end', () => {
     h.runtime.submit(id, { parts: text('echo twice') })
     await h.runtime.idle(id)
     expect(asked).toEqual(['bash'])
-    expect(h.events(id).filter((e) => e.type === 'permission.rule.added').map((e) => e.data)).toEqual([
+    expect(
+      h
+        .events(id)
+        .filter((e) => e.type === 'permission.rule.added')
+        .map((e) => e.data),
+    ).toEqual([
       { ruleId: expect.stringMatching(/^rul_/), rule: { permission: 'bash', pattern: 'echo *', action: 'allow' } },
     ])
     const outputs = h.events(id).flatMap((e) => (e.type === 'tool.completed' ? [e.data.output] : []))
-    expect(outputs).toEqual(['one\n<bash_metadata>\nexit code: 0\n</bash_metadata>', 'two\n<bash_metadata>\nexit code: 0\n</bash_metadata>'])
+    expect(outputs).toEqual([
+      'one\n<bash_metadata>\nexit code: 0\n</bash_metadata>',
+      'two\n<bash_metadata>\nexit code: 0\n</bash_metadata>',
+    ])
   })
 })
 
 describe('an MCP server dying mid-call, end to end', () => {
   it('the call is recorded tool.failed {failed}, the model is told, and the run completes', async () => {
     const everything = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
-    const mcp = createMcpManager([{ name: 'ev', type: 'local', command: [process.execPath, everything, 'stdio'], environment: {} }])
+    const mcp = createMcpManager([
+      { name: 'ev', type: 'local', command: [process.execPath, everything, 'stdio'], environment: {} },
+    ])
     await mcp.start()
-    const model = mockModel(toolCall('c1', 'ev_trigger-long-running-operation', { duration: 20, steps: 40 }), answer('The server went away.'))
-    const h = harness({ model, tools: [...mcp.tools()], agents: [{ name: 'build', rules: [{ permission: 'ev_*', pattern: '*', action: 'allow' }] }] })
+    const model = mockModel(
+      toolCall('c1', 'ev_trigger-long-running-operation', { duration: 20, steps: 40 }),
+      answer('The server went away.'),
+    )
+    const h = harness({
+      model,
+      tools: [...mcp.tools()],
+      agents: [{ name: 'build', rules: [{ permission: 'ev_*', pattern: '*', action: 'allow' }] }],
+    })
     try {
       const id = h.session()
       const pid = mcp.status()[0]?.pid as number
@@ -135,7 +161,12 @@ describe('an MCP server dying mid-call, end to end', () => {
       const toolEvents = collapse(h.types(id)).filter((t) => t.startsWith('tool.') && t !== 'tool.progressed')
       expect(toolEvents).toEqual(['tool.input.started', 'tool.input.delta', 'tool.called', 'tool.failed'])
       const failed = h.events(id).find((e) => e.type === 'tool.failed')
-      expect(failed?.data).toMatchObject({ error: { kind: 'failed', message: expect.stringMatching(/^The MCP server "ev" failed during trigger-long-running-operation/) } })
+      expect(failed?.data).toMatchObject({
+        error: {
+          kind: 'failed',
+          message: expect.stringMatching(/^The MCP server "ev" failed during trigger-long-running-operation/),
+        },
+      })
       expect(model.doStreamCalls[1]?.prompt.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c1' }] })
       expect(h.events(id).at(-1)).toMatchObject({ type: 'run.finished', data: { outcome: 'idle' } })
       expect(mcp.status()[0]).toMatchObject({ state: 'failed' })

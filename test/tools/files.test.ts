@@ -40,7 +40,9 @@ describe('file tools', () => {
     it('returns numbered lines from offset for limit lines, and says where to continue', async () => {
       writeFileSync(join(tmp.dir, 'a.txt'), 'one\ntwo\nthree\nfour\n')
       const r = await read.execute({ filePath: 'a.txt', offset: 2, limit: 2 }, f.ctx())
-      expect(r.output).toBe('<file path="a.txt">\n00002| two\n00003| three\n\n(File has more lines. Use offset=4 to continue reading.)\n</file>')
+      expect(r.output).toBe(
+        '<file path="a.txt">\n00002| two\n00003| three\n\n(File has more lines. Use offset=4 to continue reading.)\n</file>',
+      )
       expect(r.metadata).toEqual({ lines: 2, offset: 2, truncated: true, nextOffset: 4 })
       const end = await read.execute({ filePath: 'a.txt', offset: 4 }, f.ctx())
       expect(end.output).toBe('<file path="a.txt">\n00004| four\n\n(End of file - 4 lines)\n</file>')
@@ -56,7 +58,10 @@ describe('file tools', () => {
     })
 
     it('cuts lines at 2000 characters and stops at 50 KB', async () => {
-      writeFileSync(join(tmp.dir, 'wide.txt'), `${'x'.repeat(3000)}\n${Array.from({ length: 100 }, () => 'y'.repeat(1000)).join('\n')}`)
+      writeFileSync(
+        join(tmp.dir, 'wide.txt'),
+        `${'x'.repeat(3000)}\n${Array.from({ length: 100 }, () => 'y'.repeat(1000)).join('\n')}`,
+      )
       const r = await read.execute({ filePath: 'wide.txt' }, f.ctx())
       expect(r.output).toContain(`00001| ${'x'.repeat(2000)}... (line truncated to 2000 characters)\n`)
       expect(r.output).not.toContain('x'.repeat(2001))
@@ -74,7 +79,9 @@ describe('file tools', () => {
         `<file path="breaks.txt">\n00001| ${'a'.repeat(2000)}... (line truncated to 2000 characters)\n00002| b\n00003| c\n00004| \n00005| d\n\n(End of file - 5 lines)\n</file>`,
       )
       const tail = await read.execute({ filePath: 'breaks.txt', offset: 2, limit: 2 }, f.ctx())
-      expect(tail.output).toBe('<file path="breaks.txt">\n00002| b\n00003| c\n\n(File has more lines. Use offset=4 to continue reading.)\n</file>')
+      expect(tail.output).toBe(
+        '<file path="breaks.txt">\n00002| b\n00003| c\n\n(File has more lines. Use offset=4 to continue reading.)\n</file>',
+      )
     })
 
     it('cuts lines at 2000 characters, not bytes', async () => {
@@ -99,21 +106,37 @@ describe('file tools', () => {
     it('refuses binary files and reports missing files', async () => {
       writeFileSync(join(tmp.dir, 'blob.dat2'), Buffer.from([0x41, 0x00, 0x42, 0x01]))
       writeFileSync(join(tmp.dir, 'img.png'), 'not really')
-      await expect(read.execute({ filePath: 'blob.dat2' }, f.ctx())).rejects.toMatchObject({ kind: 'failed', message: 'Cannot read binary file: blob.dat2' })
-      await expect(read.execute({ filePath: 'img.png' }, f.ctx())).rejects.toMatchObject({ message: 'Cannot read binary file: img.png' })
-      await expect(read.execute({ filePath: 'nope.txt' }, f.ctx())).rejects.toMatchObject({ message: 'File not found: nope.txt' })
+      await expect(read.execute({ filePath: 'blob.dat2' }, f.ctx())).rejects.toMatchObject({
+        kind: 'failed',
+        message: 'Cannot read binary file: blob.dat2',
+      })
+      await expect(read.execute({ filePath: 'img.png' }, f.ctx())).rejects.toMatchObject({
+        message: 'Cannot read binary file: img.png',
+      })
+      await expect(read.execute({ filePath: 'nope.txt' }, f.ctx())).rejects.toMatchObject({
+        message: 'File not found: nope.txt',
+      })
     })
 
     it('lists a directory', async () => {
       mkdirSync(join(tmp.dir, 'd/sub'), { recursive: true })
       writeFileSync(join(tmp.dir, 'd/b.txt'), '')
-      expect((await read.execute({ filePath: 'd' }, f.ctx())).output).toBe('<directory path="d">\nb.txt\nsub/\n</directory>')
+      expect((await read.execute({ filePath: 'd' }, f.ctx())).output).toBe(
+        '<directory path="d">\nb.txt\nsub/\n</directory>',
+      )
     })
 
     it('may read saved tool output in the data directory without external_directory', async () => {
-      const g = fixture({ directory: join(tmp.dir, 'd'), agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'deny' }] })
+      const g = fixture({
+        directory: join(tmp.dir, 'd'),
+        agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'deny' }],
+      })
       mkdirSync(join(tmp.dir, 'd'), { recursive: true })
-      const t = truncateOutput(Array.from({ length: 3000 }, (_, i) => String(i)).join('\n'), { dataDir: join(tmp.dir, '.data'), sessionId: g.sessionId, name: 'x' })
+      const t = truncateOutput(Array.from({ length: 3000 }, (_, i) => String(i)).join('\n'), {
+        dataDir: join(tmp.dir, '.data'),
+        sessionId: g.sessionId,
+        name: 'x',
+      })
       const r = await read.execute({ filePath: t.outputPath as string, offset: 2999, limit: 2 }, g.ctx())
       expect(r.output).toContain('02999| 2998\n03000| 2999')
       g.gate.close()
@@ -124,15 +147,22 @@ describe('file tools', () => {
   describe('edit and write', () => {
     it('edit needs a prior read, replaces exactly once, and refuses ambiguous matches', async () => {
       writeFileSync(join(tmp.dir, 'x.ts'), 'const a = 1\nconst b = 1\n')
-      await expect(edit.execute({ filePath: 'x.ts', oldString: 'a = 1', newString: 'a = 2' }, f.ctx())).rejects.toMatchObject({
+      await expect(
+        edit.execute({ filePath: 'x.ts', oldString: 'a = 1', newString: 'a = 2' }, f.ctx()),
+      ).rejects.toMatchObject({
         kind: 'failed',
         message: 'You must read x.ts with the read tool before changing it.',
       })
       await read.execute({ filePath: 'x.ts' }, f.ctx())
-      await expect(edit.execute({ filePath: 'x.ts', oldString: '= 1', newString: '= 2' }, f.ctx())).rejects.toMatchObject({
-        message: 'oldString occurs 2 times in x.ts. Add surrounding lines to make it unique, or set replaceAll to true.',
+      await expect(
+        edit.execute({ filePath: 'x.ts', oldString: '= 1', newString: '= 2' }, f.ctx()),
+      ).rejects.toMatchObject({
+        message:
+          'oldString occurs 2 times in x.ts. Add surrounding lines to make it unique, or set replaceAll to true.',
       })
-      await expect(edit.execute({ filePath: 'x.ts', oldString: 'zzz', newString: 'y' }, f.ctx())).rejects.toMatchObject({ kind: 'failed' })
+      await expect(edit.execute({ filePath: 'x.ts', oldString: 'zzz', newString: 'y' }, f.ctx())).rejects.toMatchObject(
+        { kind: 'failed' },
+      )
       const r = await edit.execute({ filePath: 'x.ts', oldString: 'a = 1', newString: 'a = $&2' }, f.ctx())
       expect(r.output).toBe('Edited x.ts: 1 replacement.')
       expect(readFileSync(join(tmp.dir, 'x.ts'), 'utf8')).toBe('const a = $&2\nconst b = 1\n')
@@ -145,7 +175,9 @@ describe('file tools', () => {
       writeFileSync(join(tmp.dir, 'y.txt'), 'alpha\n')
       await read.execute({ filePath: 'y.txt' }, f.ctx())
       writeFileSync(join(tmp.dir, 'y.txt'), 'ALPHA\n')
-      await expect(edit.execute({ filePath: 'y.txt', oldString: 'ALPHA', newString: 'beta' }, f.ctx())).rejects.toMatchObject({
+      await expect(
+        edit.execute({ filePath: 'y.txt', oldString: 'ALPHA', newString: 'beta' }, f.ctx()),
+      ).rejects.toMatchObject({
         kind: 'failed',
         message: 'y.txt was modified since it was last read. Read it again before changing it.',
       })
@@ -166,17 +198,26 @@ describe('file tools', () => {
     it('write creates new files freely but overwrites only what was read', async () => {
       await write.execute({ filePath: 'n/new.txt', content: 'v1' }, f.ctx())
       writeFileSync(join(tmp.dir, 'n/new.txt'), 'changed elsewhere')
-      await expect(write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).rejects.toMatchObject({ kind: 'failed' })
+      await expect(write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).rejects.toMatchObject({
+        kind: 'failed',
+      })
       await read.execute({ filePath: 'n/new.txt' }, f.ctx())
-      expect((await write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).output).toBe('Overwrote n/new.txt (2 bytes).')
+      expect((await write.execute({ filePath: 'n/new.txt', content: 'v2' }, f.ctx())).output).toBe(
+        'Overwrote n/new.txt (2 bytes).',
+      )
     })
 
     it('a dangling symlink is a path outside: writing through it needs external_directory; edit refuses a directory', async () => {
       const outside = tempDir()
-      const g = fixture({ directory: tmp.dir, agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'deny' }] })
+      const g = fixture({
+        directory: tmp.dir,
+        agentRules: [...allowAll, { permission: 'external_directory', pattern: '*', action: 'deny' }],
+      })
       try {
         symlinkSync(join(outside.dir, 'created.txt'), join(tmp.dir, 'link.txt'))
-        await expect(write.execute({ filePath: 'link.txt', content: 'x' }, g.ctx())).rejects.toMatchObject({ kind: 'denied' })
+        await expect(write.execute({ filePath: 'link.txt', content: 'x' }, g.ctx())).rejects.toMatchObject({
+          kind: 'denied',
+        })
         expect(existsSync(join(outside.dir, 'created.txt'))).toBe(false)
       } finally {
         g.gate.close()
@@ -192,7 +233,9 @@ describe('file tools', () => {
 
     it('edits ask the edit permission with the relative path; plan mode denies them outside the plans directory', async () => {
       const plan = fixture({ directory: tmp.dir, agent: 'plan' })
-      await expect(write.execute({ filePath: 'src/a.ts', content: 'x' }, plan.ctx())).rejects.toMatchObject({ kind: 'denied' })
+      await expect(write.execute({ filePath: 'src/a.ts', content: 'x' }, plan.ctx())).rejects.toMatchObject({
+        kind: 'denied',
+      })
       await write.execute({ filePath: '.chronicle/plans/plan.md', content: '# plan' }, plan.ctx())
       expect(readFileSync(join(tmp.dir, '.chronicle/plans/plan.md'), 'utf8')).toBe('# plan')
       plan.gate.close()
@@ -202,9 +245,13 @@ describe('file tools', () => {
       const p = write.execute({ filePath: 'src/b.ts', content: 'x' }, build.ctx())
       await new Promise((r) => setImmediate(r))
       expect(build.requested().map((d) => [d.permission, d.patterns])).toEqual([['edit', ['src/b.ts']]])
-      build.store.append(build.sessionId, [{ type: 'permission.replied', data: { requestId: 'per_000001', reply: 'reject', message: 'not now' } }], {
-        meta: { actor: 'user' },
-      })
+      build.store.append(
+        build.sessionId,
+        [{ type: 'permission.replied', data: { requestId: 'per_000001', reply: 'reject', message: 'not now' } }],
+        {
+          meta: { actor: 'user' },
+        },
+      )
       await expect(p).rejects.toMatchObject({ kind: 'denied', message: 'not now' })
       build.gate.close()
       build.store.close()
@@ -254,7 +301,10 @@ describe('file tools', () => {
   })
 
   it('todowrite asks its permission before it records anything: a deny rule stops it', async () => {
-    const g = fixture({ directory: tmp.dir, agentRules: [...allowAll, { permission: 'todowrite', pattern: '*', action: 'deny' }] })
+    const g = fixture({
+      directory: tmp.dir,
+      agentRules: [...allowAll, { permission: 'todowrite', pattern: '*', action: 'deny' }],
+    })
     try {
       const recorded: unknown[] = []
       const tool = createTodoWriteTool({ updateTodos: (sessionId, items) => void recorded.push([sessionId, items]) })

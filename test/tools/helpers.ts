@@ -30,7 +30,12 @@ export interface Fixture {
 }
 
 /** A real in-memory store with one session, the default agents (plus extra agent rules) and a real gate. */
-export function fixture(opts: { directory: string; agent?: string; rules?: PermissionRule[]; agentRules?: PermissionRule[] }): Fixture {
+export function fixture(opts: {
+  directory: string
+  agent?: string
+  rules?: PermissionRule[]
+  agentRules?: PermissionRule[]
+}): Fixture {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const sessionId = 'ses_test'
@@ -38,7 +43,12 @@ export function fixture(opts: { directory: string; agent?: string; rules?: Permi
   execute(
     store,
     sessionId,
-    (s) => decideSession({ type: 'create', directory: opts.directory, agent, model: null, ...(opts.rules && { rules: opts.rules }) }, s, sessionId),
+    (s) =>
+      decideSession(
+        { type: 'create', directory: opts.directory, agent, model: null, ...(opts.rules && { rules: opts.rules }) },
+        s,
+        sessionId,
+      ),
     { meta: { actor: 'user' } },
   )
   const agents = resolveAgents(opts.agentRules ? [{ name: agent, rules: opts.agentRules }] : [])
@@ -49,12 +59,18 @@ export function fixture(opts: { directory: string; agent?: string; rules?: Permi
     gate,
     ids,
     events: (types) => store.readSession(sessionId).filter((e) => !types || types.includes(e.type)),
-    requested: () =>
-      store.readSession(sessionId).flatMap((e) => (e.type === 'permission.requested' ? [e.data] : [])),
+    requested: () => store.readSession(sessionId).flatMap((e) => (e.type === 'permission.requested' ? [e.data] : [])),
     ctx(overrides = {}) {
       const progressed: Record<string, unknown>[] = []
       const abort = overrides.abort ?? new AbortController().signal
-      const scope = { sessionId, agent: overrides.agent ?? agent, messageId: 'msg_1', callId: 'call_1', partId: 'prt_1', abort }
+      const scope = {
+        sessionId,
+        agent: overrides.agent ?? agent,
+        messageId: 'msg_1',
+        callId: 'call_1',
+        partId: 'prt_1',
+        abort,
+      }
       return {
         sessionId,
         messageId: 'msg_1',

@@ -22,7 +22,10 @@ describe('scanLines', () => {
   const file = join(tmp.dir, 'f.txt')
   afterAll(() => tmp.cleanup())
 
-  async function scan(content: string, opts: { from: number; to: number; keepChars: number; chunkBytes: number; maxBytes?: number }) {
+  async function scan(
+    content: string,
+    opts: { from: number; to: number; keepChars: number; chunkBytes: number; maxBytes?: number },
+  ) {
     writeFileSync(file, content)
     const handle = await open(file)
     try {
@@ -40,22 +43,34 @@ describe('scanLines', () => {
   it('gives the lines readline gives — \\n, \\r\\n and lone \\r, multi-byte text, breaks on chunk boundaries — each cut at keepChars', async () => {
     const content = fc.array(fc.constantFrom('a', 'b', '\n', '\r', '€', '😀'), { maxLength: 40 }).map((t) => t.join(''))
     await fc.assert(
-      fc.asyncProperty(content, fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 6 }), async (text, chunkBytes, from, span) => {
-        const expected = await readlineLines(text, 3)
-        const to = from + span
-        const { seen, result } = await scan(text, { from, to, keepChars: 3, chunkBytes })
-        expect(seen.map(({ text, cut }) => ({ text, cut }))).toEqual(expected.slice(from - 1, to))
-        expect(seen.map((l) => l.number)).toEqual(expected.slice(from - 1, to).map((_, i) => from + i))
-        expect(result.more).toBe(expected.length > to)
-        expect(result.ended).toBe(expected.length <= to)
-        if (result.ended) expect(result.lines).toBe(expected.length)
-      }),
+      fc.asyncProperty(
+        content,
+        fc.integer({ min: 1, max: 7 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 0, max: 6 }),
+        async (text, chunkBytes, from, span) => {
+          const expected = await readlineLines(text, 3)
+          const to = from + span
+          const { seen, result } = await scan(text, { from, to, keepChars: 3, chunkBytes })
+          expect(seen.map(({ text, cut }) => ({ text, cut }))).toEqual(expected.slice(from - 1, to))
+          expect(seen.map((l) => l.number)).toEqual(expected.slice(from - 1, to).map((_, i) => from + i))
+          expect(result.more).toBe(expected.length > to)
+          expect(result.ended).toBe(expected.length <= to)
+          if (result.ended) expect(result.lines).toBe(expected.length)
+        },
+      ),
       { numRuns: 400 },
     )
   })
 
   it('stops at maxBytes, handing on the line it stopped in as cut', async () => {
-    const { seen, result } = await scan('one\ntwo three four\nfive\n', { from: 1, to: 10, keepChars: 100, chunkBytes: 4, maxBytes: 10 })
+    const { seen, result } = await scan('one\ntwo three four\nfive\n', {
+      from: 1,
+      to: 10,
+      keepChars: 100,
+      chunkBytes: 4,
+      maxBytes: 10,
+    })
     expect(seen).toEqual([
       { number: 1, text: 'one', cut: false },
       { number: 2, text: 'two th', cut: true },

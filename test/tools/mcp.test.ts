@@ -47,18 +47,36 @@ describe('MCP configuration', () => {
     expect(
       parseMcpConfig({
         mcp: {
-          everything: { type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
+          everything: {
+            type: 'local',
+            command: ['npx', '@modelcontextprotocol/server-everything'],
+            environment: { A: '1' },
+          },
           docs: { type: 'remote', url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
           off: { type: 'local', command: ['x'], enabled: false },
         },
-        mcpServers: { fs: { command: 'npx', args: ['@modelcontextprotocol/server-filesystem', '/srv/repo'], env: { B: '2' } } },
+        mcpServers: {
+          fs: { command: 'npx', args: ['@modelcontextprotocol/server-filesystem', '/srv/repo'], env: { B: '2' } },
+        },
       }),
     ).toEqual([
-      { name: 'everything', type: 'local', command: ['npx', '@modelcontextprotocol/server-everything'], environment: { A: '1' } },
+      {
+        name: 'everything',
+        type: 'local',
+        command: ['npx', '@modelcontextprotocol/server-everything'],
+        environment: { A: '1' },
+      },
       { name: 'docs', type: 'remote', url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer x' } },
-      { name: 'fs', type: 'local', command: ['npx', '@modelcontextprotocol/server-filesystem', '/srv/repo'], environment: { B: '2' } },
+      {
+        name: 'fs',
+        type: 'local',
+        command: ['npx', '@modelcontextprotocol/server-filesystem', '/srv/repo'],
+        environment: { B: '2' },
+      },
     ])
-    expect(() => parseMcpConfig({ mcp: { a: { type: 'local', command: ['x'] } }, mcpServers: { a: { command: 'y' } } })).toThrow(/twice/)
+    expect(() =>
+      parseMcpConfig({ mcp: { a: { type: 'local', command: ['x'] } }, mcpServers: { a: { command: 'y' } } }),
+    ).toThrow(/twice/)
   })
 
   it('names tools <server>_<tool>, sanitised to [a-zA-Z0-9_-]', () => {
@@ -76,7 +94,10 @@ describe('MCP client against the reference servers', () => {
 
   beforeAll(async () => {
     port = await freePort()
-    http = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
+    http = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('everything server did not start')), 15_000)
       http?.stderr?.on('data', (d: Buffer) => {
@@ -101,20 +122,31 @@ describe('MCP client against the reference servers', () => {
   const setup = async (servers: Parameters<typeof createMcpManager>[0], statuses?: McpServerStatus[]) => {
     tmp = tempDir()
     f = fixture({ directory: tmp.dir, agentRules: allowAll })
-    manager = createMcpManager(servers, { directory: tmp.dir, dataDir: join(tmp.dir, '.data'), connectTimeoutMs: 15_000, ...(statuses && { onStatus: (s) => statuses.push(s) }) })
+    manager = createMcpManager(servers, {
+      directory: tmp.dir,
+      dataDir: join(tmp.dir, '.data'),
+      connectTimeoutMs: 15_000,
+      ...(statuses && { onStatus: (s) => statuses.push(s) }),
+    })
     await manager.start()
     return manager
   }
 
   it('server-everything over stdio: echo, get-sum, get-tiny-image → an image attachment', async () => {
-    const m = await setup([{ name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} }])
+    const m = await setup([
+      { name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} },
+    ])
     expect(m.status()).toMatchObject([{ name: 'everything', state: 'connected', transport: 'stdio' }])
     const tools = m.tools()
-    expect(tools.map((t) => t.id)).toEqual(expect.arrayContaining(['everything_echo', 'everything_get-sum', 'everything_get-tiny-image']))
+    expect(tools.map((t) => t.id)).toEqual(
+      expect.arrayContaining(['everything_echo', 'everything_get-sum', 'everything_get-tiny-image']),
+    )
     expect((await run(byId(tools, 'everything_echo'), { message: 'hi' }, f)).output).toBe('Echo: hi')
     expect((await run(byId(tools, 'everything_get-sum'), { a: 2, b: 40 }, f)).output).toContain('42')
     const image = await run(byId(tools, 'everything_get-tiny-image'), {}, f)
-    expect(image.attachments).toEqual([{ type: 'image', mediaType: 'image/png', data: expect.stringMatching(/^iVBOR/) }])
+    expect(image.attachments).toEqual([
+      { type: 'image', mediaType: 'image/png', data: expect.stringMatching(/^iVBOR/) },
+    ])
     // arguments are validated with the server's own schema, turned into zod
     expect(byId(tools, 'everything_get-sum').parameters.safeParse({ a: 'x', b: 1 }).success).toBe(false)
   })
@@ -131,7 +163,10 @@ describe('MCP client against the reference servers', () => {
 
   it('a remote URL that only speaks the legacy HTTP+SSE transport falls back to SSE', async () => {
     const ssePort = await freePort()
-    const sse = spawn(process.execPath, [EVERYTHING, 'sse'], { env: { ...process.env, PORT: String(ssePort) }, stdio: ['ignore', 'ignore', 'pipe'] })
+    const sse = spawn(process.execPath, [EVERYTHING, 'sse'], {
+      env: { ...process.env, PORT: String(ssePort) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error('sse server did not start')), 15_000)
@@ -155,10 +190,15 @@ describe('MCP client against the reference servers', () => {
     writeFileSync(join(tmp.dir, 'hello.txt'), 'hello from disk')
     const dir = tmp.dir
     f = fixture({ directory: dir, agentRules: allowAll })
-    manager = createMcpManager([{ name: 'fs', type: 'local', command: [process.execPath, FILESYSTEM, dir], environment: {} }], { connectTimeoutMs: 15_000 })
+    manager = createMcpManager(
+      [{ name: 'fs', type: 'local', command: [process.execPath, FILESYSTEM, dir], environment: {} }],
+      { connectTimeoutMs: 15_000 },
+    )
     await manager.start()
     const tools = manager.tools()
-    expect((await run(byId(tools, 'fs_read_text_file'), { path: join(dir, 'hello.txt') }, f)).output).toBe('hello from disk')
+    expect((await run(byId(tools, 'fs_read_text_file'), { path: join(dir, 'hello.txt') }, f)).output).toBe(
+      'hello from disk',
+    )
     await expect(run(byId(tools, 'fs_read_text_file'), { path: '/etc/hostname' }, f)).rejects.toMatchObject({
       name: 'ToolFailure',
       kind: 'failed',
@@ -167,7 +207,9 @@ describe('MCP client against the reference servers', () => {
   })
 
   it('MCP calls go through the permission gate: the permission is the tool name', async () => {
-    const m = await setup([{ name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} }])
+    const m = await setup([
+      { name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} },
+    ])
     const g = fixture({ directory: tmp.dir, rules: [{ permission: 'everything_echo', pattern: '*', action: 'deny' }] })
     await expect(run(byId(m.tools(), 'everything_echo'), { message: 'x' }, g)).rejects.toMatchObject({ kind: 'denied' })
     // the build agent allows other tools ('*' allow), so get-sum runs without asking
@@ -193,22 +235,35 @@ describe('MCP client against the reference servers', () => {
     )
     const victim = m.status().find((s) => s.name === 'victim')
     expect(victim?.state).toBe('connected')
-    const long = run(byId(m.tools(), 'victim_trigger-long-running-operation'), { duration: 20, steps: 20 }, f).catch((e) => e)
+    const long = run(byId(m.tools(), 'victim_trigger-long-running-operation'), { duration: 20, steps: 20 }, f).catch(
+      (e) => e,
+    )
     await new Promise((r) => setTimeout(r, 500))
     process.kill(victim?.pid as number, 'SIGKILL')
     const err = await long
     expect(err).toMatchObject({ name: 'ToolFailure', kind: 'failed' })
     expect(err.message).toMatch(/^The MCP server "victim" failed during trigger-long-running-operation: /)
     expect(m.status().find((s) => s.name === 'victim')).toMatchObject({ state: 'failed', tools: 0 })
-    expect(statuses.at(-1)).toMatchObject({ name: 'victim', state: 'failed', error: expect.stringContaining('closed the connection') })
+    expect(statuses.at(-1)).toMatchObject({
+      name: 'victim',
+      state: 'failed',
+      error: expect.stringContaining('closed the connection'),
+    })
     expect(m.tools().some((t) => t.id.startsWith('victim_'))).toBe(false)
     expect((await run(byId(m.tools(), 'other_echo'), { message: 'still here' }, f)).output).toBe('Echo: still here')
   })
 
   it('a cancelled call is aborted', async () => {
-    const m = await setup([{ name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} }])
+    const m = await setup([
+      { name: 'everything', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} },
+    ])
     const ac = new AbortController()
-    const long = run(byId(m.tools(), 'everything_trigger-long-running-operation'), { duration: 20, steps: 20 }, f, ac.signal).catch((e) => e)
+    const long = run(
+      byId(m.tools(), 'everything_trigger-long-running-operation'),
+      { duration: 20, steps: 20 },
+      f,
+      ac.signal,
+    ).catch((e) => e)
     setTimeout(() => ac.abort(), 300)
     expect(await long).toMatchObject({ kind: 'aborted' })
     expect((await run(byId(m.tools(), 'everything_echo'), { message: 'after' }, f)).output).toBe('Echo: after')
@@ -220,8 +275,18 @@ describe('MCP client against the reference servers', () => {
     manager = createMcpManager(
       [
         { name: 'missing', type: 'local', command: ['/nonexistent/mcp-server'], environment: {} },
-        { name: 'silent', type: 'local', command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'], environment: {} },
-        { name: 'crashy', type: 'local', command: [process.execPath, '-e', 'console.error("boom: bad config"); process.exit(3)'], environment: {} },
+        {
+          name: 'silent',
+          type: 'local',
+          command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'],
+          environment: {},
+        },
+        {
+          name: 'crashy',
+          type: 'local',
+          command: [process.execPath, '-e', 'console.error("boom: bad config"); process.exit(3)'],
+          environment: {},
+        },
         { name: 'ok', type: 'local', command: [process.execPath, EVERYTHING, 'stdio'], environment: {} },
       ],
       { connectTimeoutMs: 2000 },
@@ -237,31 +302,57 @@ describe('MCP client against the reference servers', () => {
 
   it('lists tools page by page and picks up tools/list_changed', async () => {
     const m = await setup([{ name: 'paged', type: 'local', command: [process.execPath, PAGED], environment: {} }])
-    expect(m.tools().map((t) => t.id)).toEqual(['paged_alpha', 'paged_beta', 'paged_gamma', 'paged_grow', 'paged_mutate', 'paged_dotted_name'])
+    expect(m.tools().map((t) => t.id)).toEqual([
+      'paged_alpha',
+      'paged_beta',
+      'paged_gamma',
+      'paged_grow',
+      'paged_mutate',
+      'paged_dotted_name',
+    ])
     expect((await run(byId(m.tools(), 'paged_grow'), {}, f)).output).toBe('grown')
     for (let i = 0; i < 100 && m.tools().length < 7; i++) await new Promise((r) => setTimeout(r, 20))
-    expect(m.tools().map((t) => t.id).at(-1)).toBe('paged_grown6')
+    expect(
+      m
+        .tools()
+        .map((t) => t.id)
+        .at(-1),
+    ).toBe('paged_grown6')
   })
 
   it('an "always" approval pins the tool definition: a changed tool is asked again', async () => {
     const m = await setup([{ name: 'paged', type: 'local', command: [process.execPath, PAGED], environment: {} }])
-    const g = fixture({ directory: tmp.dir, agentRules: [{ permission: 'paged_*', pattern: '*', action: 'ask' }, { permission: 'paged_mutate', pattern: '*', action: 'allow' }] })
+    const g = fixture({
+      directory: tmp.dir,
+      agentRules: [
+        { permission: 'paged_*', pattern: '*', action: 'ask' },
+        { permission: 'paged_mutate', pattern: '*', action: 'allow' },
+      ],
+    })
     const answer = (requestId: string, reply: 'always' | 'once') =>
-      execute(g.store, g.sessionId, (s) => decidePermission({ type: 'reply', requestId, reply }, s, g.sessionId, g.ids), {
-        meta: { actor: 'user' },
-      })
+      execute(
+        g.store,
+        g.sessionId,
+        (s) => decidePermission({ type: 'reply', requestId, reply }, s, g.sessionId, g.ids),
+        {
+          meta: { actor: 'user' },
+        },
+      )
     const first = run(byId(m.tools(), 'paged_alpha'), {}, g)
     await new Promise((r) => setImmediate(r))
     const [request] = g.requested()
     expect(request?.patterns).toEqual([expect.stringMatching(/^definition:[0-9a-f]{16}$/)])
     answer(request?.requestId as string, 'always')
-    expect(getSession(g.store, g.sessionId)?.approvals.map((a) => [a.permission, a.pattern])).toEqual([['paged_alpha', request?.patterns[0]]])
+    expect(getSession(g.store, g.sessionId)?.approvals.map((a) => [a.permission, a.pattern])).toEqual([
+      ['paged_alpha', request?.patterns[0]],
+    ])
     expect((await first).output).toBe('called alpha')
     expect((await run(byId(m.tools(), 'paged_alpha'), {}, g)).output).toBe('called alpha') // approved: no new request
     expect(g.requested().length).toBe(1)
 
     await run(byId(m.tools(), 'paged_mutate'), {}, g)
-    for (let i = 0; i < 100 && !byId(m.tools(), 'paged_alpha').description.startsWith('IMPORTANT'); i++) await new Promise((r) => setTimeout(r, 20))
+    for (let i = 0; i < 100 && !byId(m.tools(), 'paged_alpha').description.startsWith('IMPORTANT'); i++)
+      await new Promise((r) => setTimeout(r, 20))
     const again = run(byId(m.tools(), 'paged_alpha'), {}, g)
     await new Promise((r) => setImmediate(r))
     expect(g.requested().length).toBe(2) // the changed definition is not covered by the old approval

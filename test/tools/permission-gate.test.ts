@@ -29,7 +29,8 @@ function reply(f: Fixture, requestId: string, answer: 'once' | 'always' | 'rejec
   return execute(
     f.store,
     f.sessionId,
-    (s) => decidePermission({ type: 'reply', requestId, reply: answer, ...(message && { message }) }, s, f.sessionId, f.ids),
+    (s) =>
+      decidePermission({ type: 'reply', requestId, reply: answer, ...(message && { message }) }, s, f.sessionId, f.ids),
     { meta: { actor: 'user', request: requestId }, durability: 'full' },
   )
 }
@@ -64,7 +65,11 @@ describe('rule evaluation', () => {
   })
 
   it('an always-approval turns ask into allow but never overrides a configured deny', () => {
-    const sources = { agent: [allow('*', '*'), ask('bash', '*')], session: [deny('bash', 'git clean *')], approvals: [allow('bash', 'git *')] }
+    const sources = {
+      agent: [allow('*', '*'), ask('bash', '*')],
+      session: [deny('bash', 'git clean *')],
+      approvals: [allow('bash', 'git *')],
+    }
     expect(ruleDecision('bash', 'git status', sources)).toBe('allow')
     expect(ruleDecision('bash', 'git clean -fd', sources)).toBe('deny')
     expect(ruleDecision('bash', 'rm x', sources)).toBe('ask')
@@ -118,13 +123,18 @@ describe('permission gate with the real store', () => {
   it('no sub-command limit: 60 chained no-ops and then a denied command is still denied', async () => {
     f = fixture({ directory: '/w', rules: [allow('bash', '*'), deny('bash', 'git clean *')] })
     const command = `${Array.from({ length: 60 }, () => 'true').join(' && ')} && git clean -fd`
-    await expect(f.gate.ask(scope(f), { permission: 'bash', patterns: [command] })).rejects.toMatchObject({ kind: 'denied' })
+    await expect(f.gate.ask(scope(f), { permission: 'bash', patterns: [command] })).rejects.toMatchObject({
+      kind: 'denied',
+    })
   })
 
   it('shell built-ins are commands too: `export X=…; git status` is not covered by `git *`', async () => {
     f = fixture({ directory: '/w', rules: [allow('bash', 'git *')] })
     const ac = new AbortController()
-    const p = f.gate.ask(scope(f, ac.signal), { permission: 'bash', patterns: ['export GIT_SSH_COMMAND=evil; git status'] })
+    const p = f.gate.ask(scope(f, ac.signal), {
+      permission: 'bash',
+      patterns: ['export GIT_SSH_COMMAND=evil; git status'],
+    })
     expect(await settled(p)).toBe('pending')
     ac.abort()
     await expect(p).rejects.toMatchObject({ kind: 'aborted' })
@@ -173,18 +183,30 @@ describe('permission gate with the real store', () => {
     await tick()
     reply(f, 'per_000001', 'always')
     await p
-    expect(f.events().slice(1).map((e) => [e.type, e.data])).toEqual([
+    expect(
+      f
+        .events()
+        .slice(1)
+        .map((e) => [e.type, e.data]),
+    ).toEqual([
       ['permission.requested', expect.objectContaining({ requestId: 'per_000001' })],
       ['permission.replied', { requestId: 'per_000001', reply: 'always' }],
       ['permission.rule.added', { ruleId: 'rul_000002', rule: allow('bash', 'git status *') }],
     ])
-    expect(getSession(f.store, f.sessionId)?.approvals).toEqual([{ ruleId: 'rul_000002', ...allow('bash', 'git status *') }])
+    expect(getSession(f.store, f.sessionId)?.approvals).toEqual([
+      { ruleId: 'rul_000002', ...allow('bash', 'git status *') },
+    ])
     await f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] }) // allowed by the approval, no event
     expect(f.events().length).toBe(4)
 
-    execute(f.store, f.sessionId, (s) => decidePermission({ type: 'revoke', ruleId: 'rul_000002' }, s, f.sessionId, f.ids), {
-      meta: { actor: 'user' },
-    })
+    execute(
+      f.store,
+      f.sessionId,
+      (s) => decidePermission({ type: 'revoke', ruleId: 'rul_000002' }, s, f.sessionId, f.ids),
+      {
+        meta: { actor: 'user' },
+      },
+    )
     expect(f.events().at(-1)?.type).toBe('permission.rule.removed')
     expect(getSession(f.store, f.sessionId)?.approvals).toEqual([])
     const asked = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] })
@@ -199,17 +221,27 @@ describe('permission gate with the real store', () => {
     await tick()
     reply(f, 'per_000001', 'always')
     await p
-    execute(f.store, f.sessionId, (s) => decideSession({ type: 'set-rules', rules: [deny('bash', 'git clean -f*')] }, s, f.sessionId), {
-      meta: { actor: 'user' },
-    })
+    execute(
+      f.store,
+      f.sessionId,
+      (s) => decideSession({ type: 'set-rules', rules: [deny('bash', 'git clean -f*')] }, s, f.sessionId),
+      {
+        meta: { actor: 'user' },
+      },
+    )
     await f.gate.ask(scope(f), { permission: 'bash', patterns: ['git clean -n'] })
-    await expect(f.gate.ask(scope(f), { permission: 'bash', patterns: ['git clean -fd'] })).rejects.toMatchObject({ kind: 'denied' })
+    await expect(f.gate.ask(scope(f), { permission: 'bash', patterns: ['git clean -fd'] })).rejects.toMatchObject({
+      kind: 'denied',
+    })
   })
 
   it('ask → reject with a message: the call fails with that message and the other pending requests are rejected too', async () => {
     f = fixture({ directory: '/w' })
     const first = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] })
-    const second = f.gate.ask({ ...scope(f), callId: 'call_2', partId: 'prt_2' }, { permission: 'bash', patterns: ['make'] })
+    const second = f.gate.ask(
+      { ...scope(f), callId: 'call_2', partId: 'prt_2' },
+      { permission: 'bash', patterns: ['make'] },
+    )
     const firstErr = first.catch((e) => e)
     const secondErr = second.catch((e) => e)
     await tick()
@@ -247,7 +279,9 @@ describe('permission gate with the real store', () => {
 
   it('replying to an unknown or already answered request is PERMISSION_REQUEST_NOT_FOUND; revoking an unknown rule is RULE_NOT_FOUND', async () => {
     f = fixture({ directory: '/w' })
-    expect(() => reply(f, 'per_nope', 'once')).toThrow(expect.objectContaining({ code: 'PERMISSION_REQUEST_NOT_FOUND' }))
+    expect(() => reply(f, 'per_nope', 'once')).toThrow(
+      expect.objectContaining({ code: 'PERMISSION_REQUEST_NOT_FOUND' }),
+    )
     const p = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] })
     await tick()
     reply(f, 'per_000001', 'once')
@@ -260,7 +294,12 @@ describe('permission gate with the real store', () => {
     }
     expect(isChronicleError(err, 'PERMISSION_REQUEST_NOT_FOUND')).toBe(true)
     expect(() =>
-      execute(f.store, f.sessionId, (s) => decidePermission({ type: 'revoke', ruleId: 'rul_x' }, s, f.sessionId, f.ids), { meta: { actor: 'user' } }),
+      execute(
+        f.store,
+        f.sessionId,
+        (s) => decidePermission({ type: 'revoke', ruleId: 'rul_x' }, s, f.sessionId, f.ids),
+        { meta: { actor: 'user' } },
+      ),
     ).toThrow(expect.objectContaining({ code: 'RULE_NOT_FOUND' }))
   })
 
@@ -285,7 +324,9 @@ describe('permission gate with the real store', () => {
   it('agent rules apply per agent: plan denies edits outside the plans directory', async () => {
     f = fixture({ directory: '/w', agent: 'plan' })
     const planScope = { ...scope(f), agent: 'plan' }
-    await expect(f.gate.ask(planScope, { permission: 'edit', patterns: ['src/a.ts'] })).rejects.toMatchObject({ kind: 'denied' })
+    await expect(f.gate.ask(planScope, { permission: 'edit', patterns: ['src/a.ts'] })).rejects.toMatchObject({
+      kind: 'denied',
+    })
     await f.gate.ask(planScope, { permission: 'edit', patterns: ['.chronicle/plans/p.md'] })
   })
 })

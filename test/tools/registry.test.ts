@@ -7,7 +7,11 @@ import { evaluate } from '../../src/tools/permission/evaluate.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { type Fixture, fixture } from './helpers.js'
 
-const rule = (permission: string, pattern: string, action: 'allow' | 'deny' | 'ask') => ({ permission, pattern, action })
+const rule = (permission: string, pattern: string, action: 'allow' | 'deny' | 'ask') => ({
+  permission,
+  pattern,
+  action,
+})
 const ALL = ['bash', 'read', 'glob', 'grep', 'list', 'edit', 'write', 'todowrite']
 
 describe('tool registry', () => {
@@ -38,17 +42,26 @@ describe('tool registry', () => {
     f = fixture({ directory: '/w', rules: [rule('bash', '*', 'deny')] })
     const registry = createToolRegistry({ agents: resolveAgents(), tools, store: f.store })
     expect(await ids(registry, 'build')).toEqual(ALL.filter((t) => t !== 'bash'))
-    execute(f.store, f.sessionId, (s) => decideSession({ type: 'set-rules', rules: [rule('bash', 'git *', 'allow')] }, s, f.sessionId), {
-      meta: { actor: 'user' },
-    })
+    execute(
+      f.store,
+      f.sessionId,
+      (s) => decideSession({ type: 'set-rules', rules: [rule('bash', 'git *', 'allow')] }, s, f.sessionId),
+      {
+        meta: { actor: 'user' },
+      },
+    )
     expect(await ids(registry, 'build')).toEqual(ALL)
   })
 
   it('a durable approval never un-hides a tool denied by configuration', async () => {
     f = fixture({ directory: '/w', rules: [rule('bash', '*', 'deny')] })
-    f.store.append(f.sessionId, [{ type: 'permission.rule.added', data: { ruleId: 'rul_1', rule: rule('bash', '*', 'allow') } }], {
-      meta: { actor: 'user' },
-    })
+    f.store.append(
+      f.sessionId,
+      [{ type: 'permission.rule.added', data: { ruleId: 'rul_1', rule: rule('bash', '*', 'allow') } }],
+      {
+        meta: { actor: 'user' },
+      },
+    )
     const registry = createToolRegistry({ agents: resolveAgents(), tools, store: f.store })
     expect(await ids(registry, 'build')).not.toContain('bash')
   })
@@ -57,8 +70,15 @@ describe('tool registry', () => {
 describe('agents', () => {
   it('build asks for bash, edits, external_directory and doom_loop, and allows the rest', () => {
     const build = resolveAgents().get('build')?.rules ?? []
-    expect(['bash', 'edit', 'external_directory', 'doom_loop'].map((p) => evaluate(p, 'x', build))).toEqual(['ask', 'ask', 'ask', 'ask'])
-    expect(['read', 'glob', 'grep', 'list', 'todowrite', 'mcp_tool'].map((p) => evaluate(p, 'x', build))).toEqual(Array(6).fill('allow'))
+    expect(['bash', 'edit', 'external_directory', 'doom_loop'].map((p) => evaluate(p, 'x', build))).toEqual([
+      'ask',
+      'ask',
+      'ask',
+      'ask',
+    ])
+    expect(['read', 'glob', 'grep', 'list', 'todowrite', 'mcp_tool'].map((p) => evaluate(p, 'x', build))).toEqual(
+      Array(6).fill('allow'),
+    )
   })
 
   it('reading .env files asks, .env.example does not', () => {

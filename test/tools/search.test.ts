@@ -66,7 +66,9 @@ describe('glob matching', () => {
   })
 
   it('agrees with the RegExp translation it replaces on globs of literals, ?, * and **', () => {
-    const pattern = fc.array(fc.constantFrom('a', 'b', '.', '/', '*', '**', '?'), { maxLength: 8 }).map((t) => t.join(''))
+    const pattern = fc
+      .array(fc.constantFrom('a', 'b', '.', '/', '*', '**', '?'), { maxLength: 8 })
+      .map((t) => t.join(''))
     const path = fc.array(fc.constantFrom('a', 'b', '.', '/'), { maxLength: 8 }).map((t) => t.join(''))
     fc.assert(
       fc.property(pattern, path, (glob, p) => {
@@ -160,7 +162,9 @@ describe('walking and searching large trees', () => {
       ],
     })
     try {
-      const paths = Array.from({ length: 1000 }, (_, i) => (i % 97 === 0 ? `secret/${i}` : i % 89 === 0 ? `x${i}/.env` : `src/f${i}.ts`))
+      const paths = Array.from({ length: 1000 }, (_, i) =>
+        i % 97 === 0 ? `secret/${i}` : i % 89 === 0 ? `x${i}/.env` : `src/f${i}.ts`,
+      )
       const ctx = g.ctx()
       const decisions = await readDecisions(ctx, paths, createTick())
       expect(decisions).toEqual(paths.map((p) => ctx.check({ permission: 'read', patterns: [p] })))
@@ -200,7 +204,9 @@ describe('grep', () => {
       ].join('\n'),
     )
     expect(r.metadata).toEqual({ matches: 3, truncated: false })
-    expect((await createGrepTool().execute({ pattern: 'todo', path: 'src/a.ts' }, f.ctx())).output).toBe(`${join(tmp.dir, 'src/a.ts')}:1: // todo: a`)
+    expect((await createGrepTool().execute({ pattern: 'todo', path: 'src/a.ts' }, f.ctx())).output).toBe(
+      `${join(tmp.dir, 'src/a.ts')}:1: // todo: a`,
+    )
     expect((await createGrepTool().execute({ pattern: 'nothing here' }, f.ctx())).output).toBe('No matches found')
   })
 

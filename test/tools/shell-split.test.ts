@@ -6,8 +6,16 @@ const commands = (c: string) => splitShellCommand(c).commands
 
 describe('splitShellCommand: lists, pipelines and structures', () => {
   it('splits on && || ; | & and newlines', () => {
-    expect(split('git fetch && git clean -fd')).toEqual({ commands: ['git fetch', 'git clean -fd'], complete: true, dynamic: false })
-    expect(split('a || b; c | d & e\nf')).toEqual({ commands: ['a', 'b', 'c', 'd', 'e', 'f'], complete: true, dynamic: false })
+    expect(split('git fetch && git clean -fd')).toEqual({
+      commands: ['git fetch', 'git clean -fd'],
+      complete: true,
+      dynamic: false,
+    })
+    expect(split('a || b; c | d & e\nf')).toEqual({
+      commands: ['a', 'b', 'c', 'd', 'e', 'f'],
+      complete: true,
+      dynamic: false,
+    })
   })
 
   it('keeps redirections in the pattern, after the words, and never in the name', () => {
@@ -25,10 +33,18 @@ describe('splitShellCommand: lists, pipelines and structures', () => {
   it('finds commands inside $( ), backticks (also in double quotes), <( ) and >( )', () => {
     expect(commands('echo $(rm -rf /tmp/x)')).toEqual(['echo $(rm -rf /tmp/x)', 'rm -rf /tmp/x'])
     expect(commands('echo `git clean -fd`')).toEqual(['echo `git clean -fd`', 'git clean -fd'])
-    expect(commands('echo "now: $(date; git clean -x)"')).toEqual(['echo "now: $(date; git clean -x)"', 'date', 'git clean -x'])
+    expect(commands('echo "now: $(date; git clean -x)"')).toEqual([
+      'echo "now: $(date; git clean -x)"',
+      'date',
+      'git clean -x',
+    ])
     expect(commands('diff <(ls a) <(ls b)')).toEqual(['diff <(ls a) <(ls b)', 'ls a', 'ls b'])
     expect(commands('tee >(gzip -c) < x')).toEqual(['tee >(gzip -c) < x', 'gzip -c'])
-    expect(commands('echo $(echo $(git clean -fd))')).toEqual(['echo $(echo $(git clean -fd))', 'echo $(git clean -fd)', 'git clean -fd'])
+    expect(commands('echo $(echo $(git clean -fd))')).toEqual([
+      'echo $(echo $(git clean -fd))',
+      'echo $(git clean -fd)',
+      'git clean -fd',
+    ])
   })
 
   it('finds substitutions in arithmetic, tests, assignments, expansions and redirection targets', () => {
@@ -47,7 +63,11 @@ describe('splitShellCommand: lists, pipelines and structures', () => {
   })
 
   it('runs the substitutions of an unquoted heredoc, backticks included', () => {
-    expect(commands('cat <<EOF\n$(git clean -fd) `git reset --hard`\nEOF')).toEqual(['cat <<EOF', 'git clean -fd', 'git reset --hard'])
+    expect(commands('cat <<EOF\n$(git clean -fd) `git reset --hard`\nEOF')).toEqual([
+      'cat <<EOF',
+      'git clean -fd',
+      'git reset --hard',
+    ])
   })
 
   it('splits groups, subshells, negations, control structures and function bodies', () => {
@@ -76,7 +96,7 @@ describe('splitShellCommand: lists, pipelines and structures', () => {
 })
 
 describe('splitShellCommand: command names resolve as bash resolves them', () => {
-  it('through quotes, escapes and $\'…\' strings', () => {
+  it("through quotes, escapes and $'…' strings", () => {
     for (const spelling of ['\\rm', 'r\\m', '"rm"', "'rm'", '"r"m', "r''m", "$'rm'", "$'\\x72\\x6d'", '$"rm"']) {
       expect(split(`${spelling} -f x`), spelling).toEqual({ commands: ['rm -f x'], complete: true, dynamic: false })
     }
@@ -182,7 +202,10 @@ describe('splitShellCommand: wrappers run the command in their arguments', () =>
   })
 
   it('counts find -delete as rm of the paths find searches', () => {
-    expect(commands('find src build -name "*.tmp" -delete')).toEqual(['find src build -name *.tmp -delete', 'rm src build'])
+    expect(commands('find src build -name "*.tmp" -delete')).toEqual([
+      'find src build -name *.tmp -delete',
+      'rm src build',
+    ])
     expect(commands('find -L -name x -delete')).toEqual(['find -L -name x -delete', 'rm .'])
   })
 })
@@ -239,7 +262,11 @@ describe('splitShellCommand: scripts handed to shells, eval and friends are spli
   })
 
   it('is not dynamic for a shell running a script file, or asked for its version', () => {
-    expect(split('bash ./build.sh --fast')).toEqual({ commands: ['bash ./build.sh --fast'], complete: true, dynamic: false })
+    expect(split('bash ./build.sh --fast')).toEqual({
+      commands: ['bash ./build.sh --fast'],
+      complete: true,
+      dynamic: false,
+    })
     expect(split('bash --version').dynamic).toBe(false)
   })
 
@@ -262,7 +289,25 @@ describe('simpleCommands', () => {
 })
 
 /** bash's reserved words are not command names, so generated commands avoid them. */
-const RESERVED = new Set(['if', 'then', 'else', 'elif', 'fi', 'case', 'esac', 'for', 'select', 'while', 'until', 'do', 'done', 'in', 'function', 'time', 'coproc'])
+const RESERVED = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'case',
+  'esac',
+  'for',
+  'select',
+  'while',
+  'until',
+  'do',
+  'done',
+  'in',
+  'function',
+  'time',
+  'coproc',
+])
 
 describe('splitShellCommand (property)', () => {
   it('finds every simple command however they are chained, grouped or substituted', async () => {

@@ -45,9 +45,14 @@ describe('createTooling (the composition root helper)', () => {
     ])
     expect(statuses.filter((s) => s.state === 'failed').map((s) => s.name)).toEqual(['broken'])
 
-    execute(store, 'ses_1', (s) => decideSession({ type: 'create', directory: tmp.dir, agent: 'build', model: null }, s, 'ses_1'), {
-      meta: { actor: 'user' },
-    })
+    execute(
+      store,
+      'ses_1',
+      (s) => decideSession({ type: 'create', directory: tmp.dir, agent: 'build', model: null }, s, 'ses_1'),
+      {
+        meta: { actor: 'user' },
+      },
+    )
     const offered = (await tooling.registry.tools({ sessionId: 'ses_1', agent: 'build' })).map((t) => t.id)
     // the global deny hides every everything_* tool except echo, which build's own config re-allows
     expect(offered).toEqual(['bash', 'read', 'glob', 'grep', 'list', 'edit', 'write', 'todowrite', 'everything_echo'])

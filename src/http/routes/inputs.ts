@@ -59,8 +59,10 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
     },
     async (req) => api['permission.reply']({ session: req.params.id, requestId: req.params.requestId, ...req.body }),
   )
-  app.get('/sessions/:id/rules', { schema: { summary: 'permission.rules', tags: ['permissions'], params: Id } }, async (req) =>
-    api['permission.rules']({ session: req.params.id }),
+  app.get(
+    '/sessions/:id/rules',
+    { schema: { summary: 'permission.rules', tags: ['permissions'], params: Id } },
+    async (req) => api['permission.rules']({ session: req.params.id }),
   )
   app.delete(
     '/sessions/:id/rules/:ruleId',
@@ -84,5 +86,11 @@ function finalAnswer(deps: AppDeps, sessionId: string) {
     .at(-1)
   const parts = message ? getParts(deps.store, sessionId, message.id) : []
   const text = parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')
-  return { outcome: session?.lastRun?.outcome ?? null, error: session?.lastRun?.error ?? null, message: message ?? null, parts, text }
+  return {
+    outcome: session?.lastRun?.outcome ?? null,
+    error: session?.lastRun?.error ?? null,
+    message: message ?? null,
+    parts,
+    text,
+  }
 }

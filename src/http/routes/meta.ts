@@ -6,7 +6,14 @@ import type { AppDeps } from '../deps.js'
 export function metaRoutes(app: App, deps: AppDeps): void {
   app.get(
     '/health',
-    { schema: { summary: 'liveness (no token needed)', tags: ['meta'], security: [], response: { 200: z.object({ status: z.literal('ok'), version: z.string() }) } } },
+    {
+      schema: {
+        summary: 'liveness (no token needed)',
+        tags: ['meta'],
+        security: [],
+        response: { 200: z.object({ status: z.literal('ok'), version: z.string() }) },
+      },
+    },
     async () => ({ status: 'ok' as const, version: deps.version }),
   )
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -26,7 +26,14 @@ export function sessionRoutes(app: App, api: Api): void {
   )
   app.post(
     '/sessions/:id/fork',
-    { schema: { summary: 'session.fork', tags: ['time travel'], params: Id, body: Params['session.fork'].omit({ session: true }) } },
+    {
+      schema: {
+        summary: 'session.fork',
+        tags: ['time travel'],
+        params: Id,
+        body: Params['session.fork'].omit({ session: true }),
+      },
+    },
     async (req, reply) => reply.status(201).send(await api['session.fork']({ session: req.params.id, ...req.body })),
   )
   app.get(
@@ -51,7 +58,9 @@ export function sessionRoutes(app: App, api: Api): void {
     },
     async (req) => api['session.history']({ session: req.params.id, ...req.query }),
   )
-  app.post('/sessions/:id/compact', { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } }, async (req) =>
-    api['session.compact']({ session: req.params.id }),
+  app.post(
+    '/sessions/:id/compact',
+    { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } },
+    async (req) => api['session.compact']({ session: req.params.id }),
   )
 }

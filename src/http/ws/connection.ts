@@ -26,7 +26,10 @@ const Envelope = z.object({
 const SubscribeParams = z.object({
   sessions: z.union([z.literal('*'), z.array(z.string().min(1).max(200)).min(1).max(1000)]),
   after: z.number().int().nonnegative().optional(),
-  types: z.array(z.enum(EVENT_TYPES as [string, ...string[]])).min(1).optional(),
+  types: z
+    .array(z.enum(EVENT_TYPES as [string, ...string[]]))
+    .min(1)
+    .optional(),
 })
 const UnsubscribeParams = z.object({ sub: z.string().min(1) })
 const HelloParams = z.object({ protocol: z.literal(1) })
@@ -84,7 +87,10 @@ export class Connection {
   }
 
   private async onMessage(data: RawData, isBinary: boolean): Promise<void> {
-    if (isBinary) return this.send(errorFrame(null, { code: 'BAD_REQUEST', message: 'binary frames are not supported; send JSON text' }))
+    if (isBinary)
+      return this.send(
+        errorFrame(null, { code: 'BAD_REQUEST', message: 'binary frames are not supported; send JSON text' }),
+      )
     let json: unknown
     try {
       json = JSON.parse(data.toString())
@@ -100,7 +106,9 @@ export class Connection {
     const now = Date.now()
     if (now - this.window.start >= 1000) this.window = { start: now, count: 0 }
     if (++this.window.count > MAX_COMMANDS_PER_SECOND) {
-      return this.send(errorFrame(id, { code: 'RATE_LIMITED', message: `more than ${MAX_COMMANDS_PER_SECOND} commands per second` }))
+      return this.send(
+        errorFrame(id, { code: 'RATE_LIMITED', message: `more than ${MAX_COMMANDS_PER_SECOND} commands per second` }),
+      )
     }
     try {
       const result = await this.dispatch(method, params)
@@ -136,13 +144,16 @@ export class Connection {
   private subscribe(p: z.infer<typeof SubscribeParams>): { sub: string; head: number } {
     const { store } = this.deps
     store.flush()
-    if (this.pumps.size >= MAX_SUBSCRIPTIONS) throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
+    if (this.pumps.size >= MAX_SUBSCRIPTIONS)
+      throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
     if (p.sessions !== '*') {
-      for (const id of p.sessions) if (!getSession(store, id)) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
+      for (const id of p.sessions)
+        if (!getSession(store, id)) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
     }
     const head = store.head()
     const after = p.after ?? 0
-    if (after > head) throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
+    if (after > head)
+      throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
     const id = `s${this.nextSub++}`
     let pump: SubscriptionPump | undefined
     const subscription = this.fanout.subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
@@ -156,7 +167,8 @@ export class Connection {
     this.pumps.set(id, pump)
     // The reply goes out first; the pump starts on the next turn, after it.
     setImmediate(() => {
-      if (this.pumps.get(id) === pump) void pump.run().catch((err: unknown) => this.deps.logger.error({ err }, 'subscription failed'))
+      if (this.pumps.get(id) === pump)
+        void pump.run().catch((err: unknown) => this.deps.logger.error({ err }, 'subscription failed'))
     })
     return { sub: id, head }
   }
@@ -176,5 +188,8 @@ export class Connection {
 function usableId(json: unknown): RequestId {
   if (typeof json !== 'object' || json === null) return null
   const id = (json as { id?: unknown }).id
-  return (typeof id === 'string' && id.length > 0 && id.length <= 200) || (typeof id === 'number' && Number.isInteger(id)) ? id : null
+  return (typeof id === 'string' && id.length > 0 && id.length <= 200) ||
+    (typeof id === 'number' && Number.isInteger(id))
+    ? id
+    : null
 }

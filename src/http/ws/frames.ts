@@ -37,6 +37,10 @@ export const resultFrame = (id: RequestId, result: unknown): string => JSON.stri
 
 export const errorFrame = (id: RequestId, error: ErrorBody): string => JSON.stringify({ id, error })
 
-export function closingFrame(reason: 'slow-consumer' | 'shutdown', after: number, subs: Record<string, number>): string {
+export function closingFrame(
+  reason: 'slow-consumer' | 'shutdown',
+  after: number,
+  subs: Record<string, number>,
+): string {
   return JSON.stringify({ type: 'closing', reason, resume: { after, subs } })
 }

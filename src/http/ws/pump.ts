@@ -64,7 +64,8 @@ export class SubscriptionPump {
    * and I/O that turn brings, adding that to every event's latency.
    */
   private cork(): void {
-    const raw = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void; writableCorked: number } })._socket
+    const raw = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void; writableCorked: number } })
+      ._socket
     if (!raw || raw.writableCorked > 0) return
     raw.cork()
     process.nextTick(() => raw.uncork())

@@ -60,13 +60,19 @@ export interface CompactRequest {
 /** Summary output allowance subtracted from the window when sizing the request. */
 const SUMMARY_ALLOWANCE = 4_000
 
-export async function compact(deps: CompactionDeps, scope: RunScope, request: CompactRequest): Promise<CompactionResult> {
+export async function compact(
+  deps: CompactionDeps,
+  scope: RunScope,
+  request: CompactRequest,
+): Promise<CompactionResult> {
   const { recorder, runId, sessionId, signal } = scope
   const meta = { actor: 'runtime' as const, run: runId }
   const compactionId = request.compactionId ?? deps.ids.next('cmp')
   recorder.append(
     [
-      ...(request.compactionId ? [] : [{ type: 'compaction.requested' as const, data: { compactionId, reason: request.reason } }]),
+      ...(request.compactionId
+        ? []
+        : [{ type: 'compaction.requested' as const, data: { compactionId, reason: request.reason } }]),
       { type: 'compaction.started', data: { compactionId } },
     ],
     meta,
@@ -82,14 +88,19 @@ export async function compact(deps: CompactionDeps, scope: RunScope, request: Co
   if (!model) return fail('no model is configured for the compaction agent')
   const budget = budgetFor(deps.config, model.spec)
   const split = splitHistory(view, budget?.tail ?? deps.config.tail)
-  if (!split.head.some((m) => !m.summary)) return fail('nothing to compact: the history since the last summary is all recent')
+  if (!split.head.some((m) => !m.summary))
+    return fail('nothing to compact: the history since the last summary is all recent')
   const entries = transcriptEntries(view, split.head)
   const tokensBefore = request.tokensBefore ?? historyTokens(view)
 
-  let target = budget ? Math.max(500, budget.usable - estimateTokens(COMPACTION_SYSTEM) - SUMMARY_ALLOWANCE) : Number.POSITIVE_INFINITY
+  let target = budget
+    ? Math.max(500, budget.usable - estimateTokens(COMPACTION_SYSTEM) - SUMMARY_ALLOWANCE)
+    : Number.POSITIVE_INFINITY
   for (let attempt = 0; ; attempt++) {
     const fit = fitTranscript(entries, target)
-    const messages: ChatMessage[] = [{ role: 'user', content: [{ type: 'text', text: compactionRequestText(fit.text, split.tail.length > 0) }] }]
+    const messages: ChatMessage[] = [
+      { role: 'user', content: [{ type: 'text', text: compactionRequestText(fit.text, split.tail.length > 0) }] },
+    ]
     const base = { system: COMPACTION_SYSTEM, messages, tools: [], toolChoice: 'auto' as const }
     const context: CompiledContext = { ...base, digest: digestOf(base), agent: COMPACTION_AGENT, toolset: new Map() }
     const messageId = deps.ids.next('msg')
@@ -107,22 +118,39 @@ export async function compact(deps: CompactionDeps, scope: RunScope, request: Co
       },
       meta,
     )
-    const outcome = await runModelStep({ recorder, ids: deps.ids, runId, messageId, step: 1, model, context, signal, retry: deps.retry })
+    const outcome = await runModelStep({
+      recorder,
+      ids: deps.ids,
+      runId,
+      messageId,
+      step: 1,
+      model,
+      context,
+      signal,
+      retry: deps.retry,
+    })
     await recorder.settle()
     if (outcome.status === 'aborted' || signal.aborted) return fail('cancelled', true)
     if (outcome.status === 'error') {
-      if (outcome.failure.kind !== 'context_overflow') return fail(`the compaction model failed: ${outcome.failure.message}`)
+      if (outcome.failure.kind !== 'context_overflow')
+        return fail(`the compaction model failed: ${outcome.failure.message}`)
       if (attempt >= deps.config.maxShrinks) {
-        return fail(`the compaction request is too large for the model even after ${attempt} shrinks (last target ${fit.tokens} tokens)`)
+        return fail(
+          `the compaction request is too large for the model even after ${attempt} shrinks (last target ${fit.tokens} tokens)`,
+        )
       }
       target = Math.max(1, Math.floor(Math.min(target, fit.tokens) / 2))
       continue
     }
     const after = deps.views.read(sessionId)
-    const summary = (partsByMessage(after).get(messageId) ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('').trim()
+    const summary = (partsByMessage(after).get(messageId) ?? [])
+      .map((p) => (p.type === 'text' ? p.text : ''))
+      .join('')
+      .trim()
     if (!summary) return fail('the compaction model returned no summary')
     const parts = partsByMessage(after)
-    const tokensAfter = estimateTokens(summary) + split.tail.reduce((n, m) => n + estimateMessage(parts.get(m.id) ?? []), 0)
+    const tokensAfter =
+      estimateTokens(summary) + split.tail.reduce((n, m) => n + estimateMessage(parts.get(m.id) ?? []), 0)
     recorder.append(
       [
         {
@@ -145,11 +173,15 @@ export async function compact(deps: CompactionDeps, scope: RunScope, request: Co
 function historyTokens(view: SessionView): number {
   const parts = partsByMessage(view)
   let n = 0
-  for (const m of view.messages.values()) if (!m.summary || m.id === view.session?.compaction?.applied?.summaryMessageId) n += estimateMessage(parts.get(m.id) ?? [])
+  for (const m of view.messages.values())
+    if (!m.summary || m.id === view.session?.compaction?.applied?.summaryMessageId)
+      n += estimateMessage(parts.get(m.id) ?? [])
   return n
 }
 
-export type OverflowVerdict = { readonly retry: true } | { readonly retry: false; readonly error: { kind: string; message: string } }
+export type OverflowVerdict =
+  | { readonly retry: true }
+  | { readonly retry: false; readonly error: { kind: string; message: string } }
 
 /**
  * One run's compaction policy: a requested (manual) compaction runs at the
@@ -171,7 +203,11 @@ export class RunCompaction {
     const c = view.session?.compaction
     if (c?.status !== 'requested') return false
     const answered = answersLatestUser(view)
-    await compact(this.deps, this.scope, { reason: c.reason as CompactRequest['reason'], compactionId: c.compactionId, answered })
+    await compact(this.deps, this.scope, {
+      reason: c.reason as CompactRequest['reason'],
+      compactionId: c.compactionId,
+      answered,
+    })
     return true
   }
 
@@ -182,7 +218,12 @@ export class RunCompaction {
     if (!budget || nothingSinceSummary(view)) return false
     const size = contextSize(view, context)
     if (size.tokens < budget.usable) return false
-    const result = await compact(this.deps, this.scope, { reason: 'auto', answered: false, model, tokensBefore: size.tokens })
+    const result = await compact(this.deps, this.scope, {
+      reason: 'auto',
+      answered: false,
+      model,
+      tokensBefore: size.tokens,
+    })
     if (result.status === 'failed') this.autoFailed = true
     return result.status === 'completed' || result.aborted === true
   }
@@ -205,14 +246,21 @@ export class RunCompaction {
         retry: false,
         error: {
           kind: 'CONTEXT_OVERFLOW',
-          message: 'The request still exceeds the model context window after compacting the history; start a new session or use a model with a larger window.',
+          message:
+            'The request still exceeds the model context window after compacting the history; start a new session or use a model with a larger window.',
         },
       }
     }
     this.overflowStep = step
     const result = await compact(this.deps, this.scope, { reason: 'overflow', answered: false, model })
     if (result.status === 'completed' || result.aborted) return { retry: true } // aborted: the loop ends the run cancelled
-    return { retry: false, error: { kind: 'CONTEXT_OVERFLOW', message: `The request exceeds the model context window and compaction failed: ${result.error}` } }
+    return {
+      retry: false,
+      error: {
+        kind: 'CONTEXT_OVERFLOW',
+        message: `The request exceeds the model context window and compaction failed: ${result.error}`,
+      },
+    }
   }
 }
 
@@ -233,8 +281,10 @@ export function answersLatestUser(view: SessionView): boolean {
   const user = latestUser(view)
   if (!user) return true
   let assistant: Message | undefined
-  for (const m of view.messages.values()) if (m.role === 'assistant' && !m.summary && (!assistant || m.id > assistant.id)) assistant = m
-  if (!assistant || assistant.parentId !== user.id || !assistant.completedAt || assistant.finish === 'tool-calls') return false
+  for (const m of view.messages.values())
+    if (m.role === 'assistant' && !m.summary && (!assistant || m.id > assistant.id)) assistant = m
+  if (!assistant || assistant.parentId !== user.id || !assistant.completedAt || assistant.finish === 'tool-calls')
+    return false
   for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
   return true
 }

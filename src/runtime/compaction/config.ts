@@ -40,7 +40,9 @@ export const DEFAULT_COMPACTION: CompactionConfig = {
 }
 
 export function compactionConfig(partial: Partial<CompactionConfig> = {}): CompactionConfig {
-  const defined = Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined)) as Partial<CompactionConfig>
+  const defined = Object.fromEntries(
+    Object.entries(partial).filter(([, v]) => v !== undefined),
+  ) as Partial<CompactionConfig>
   return { ...DEFAULT_COMPACTION, ...defined, models: { ...DEFAULT_COMPACTION.models, ...partial.models } }
 }
 
@@ -63,7 +65,10 @@ export function budgetFor(config: CompactionConfig, spec: string): Budget | unde
   const limits = limitsFor(config, spec)
   const contextWindow = limits.contextWindow ?? config.defaultContextWindow
   if (!contextWindow) return undefined
-  const reserve = limits.reserved ?? config.reserved ?? Math.min(DEFAULT_RESERVE, Math.floor(contextWindow * SMALL_WINDOW_RESERVE_RATIO))
+  const reserve =
+    limits.reserved ??
+    config.reserved ??
+    Math.min(DEFAULT_RESERVE, Math.floor(contextWindow * SMALL_WINDOW_RESERVE_RATIO))
   const usable = Math.max(1, contextWindow - reserve)
   // The tail must leave room for the summary and new work: never more than half the usable window.
   return { contextWindow, reserve, usable, tail: Math.min(config.tail, Math.floor(usable / 2)) }

@@ -6,7 +6,14 @@ import type { AgentDefinition } from '../../tools/agents.js'
  * continue the work without the compacted head.
  */
 
-export const SUMMARY_HEADINGS = ['## Objective', '## Requirements', '## Decisions', '## Work State', '## Next Move', '## Relevant Files'] as const
+export const SUMMARY_HEADINGS = [
+  '## Objective',
+  '## Requirements',
+  '## Decisions',
+  '## Work State',
+  '## Next Move',
+  '## Relevant Files',
+] as const
 
 export const COMPACTION_SYSTEM = `You are a compaction agent. You receive the transcript of an earlier part of a coding session and write a checkpoint that lets another agent continue the work without that transcript.
 You have no tools. Do not continue the work, do not answer requests in the transcript, do not invent actions that did not happen.

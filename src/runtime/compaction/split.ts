@@ -52,12 +52,23 @@ export function transcriptEntries(view: SessionView, head: readonly Message[]): 
     }
     for (const p of own) {
       if (p.type === 'text' && p.text.length > 0) {
-        out.push(m.role === 'user' ? { label: '[User]', text: p.text, kind: 'user' } : { label: '[Assistant]', text: p.text, kind: 'assistant' })
+        out.push(
+          m.role === 'user'
+            ? { label: '[User]', text: p.text, kind: 'user' }
+            : { label: '[Assistant]', text: p.text, kind: 'assistant' },
+        )
       } else if (p.type === 'file') {
-        out.push({ label: '[User attached file]', text: p.filename ?? p.path ?? p.url?.slice(0, 80) ?? 'unnamed', kind: 'user' })
+        out.push({
+          label: '[User attached file]',
+          text: p.filename ?? p.path ?? p.url?.slice(0, 80) ?? 'unnamed',
+          kind: 'user',
+        })
       } else if (p.type === 'tool') {
         out.push({ label: '[Assistant tool call]', text: `${p.tool}(${p.rawInput})`, kind: 'call' })
-        const result = p.state === 'completed' ? (p.output ?? '') : `error (${p.error?.kind ?? 'interrupted'}): ${p.error?.message ?? 'no result'}`
+        const result =
+          p.state === 'completed'
+            ? (p.output ?? '')
+            : `error (${p.error?.kind ?? 'interrupted'}): ${p.error?.message ?? 'no result'}`
         out.push({ label: '[Tool result]', text: result, kind: 'result' })
       }
     }
@@ -72,7 +83,10 @@ const render = (entries: readonly Entry[]) => entries.map((e) => `${e.label}: ${
  * then the oldest entries are dropped (a previous summary is kept), and as a
  * last resort every entry is cut. Never empty when there is history.
  */
-export function fitTranscript(entries: readonly Entry[], target: number): { text: string; tokens: number; omitted: number } {
+export function fitTranscript(
+  entries: readonly Entry[],
+  target: number,
+): { text: string; tokens: number; omitted: number } {
   const list = entries.map((e) => ({ ...e }))
   // Sizes are kept as a running character count: fitting a long head stays linear.
   const width = (e: Entry) => e.label.length + 2 + e.text.length + 2

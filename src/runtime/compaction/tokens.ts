@@ -18,7 +18,11 @@ export function estimateTokens(text: string): number {
 
 /** The whole request as the provider would count it: system, tool definitions, messages. */
 export function estimateRequest(request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
-  return estimateTokens(request.system) + estimateTokens(JSON.stringify(request.tools)) + estimateTokens(JSON.stringify(request.messages))
+  return (
+    estimateTokens(request.system) +
+    estimateTokens(JSON.stringify(request.tools)) +
+    estimateTokens(JSON.stringify(request.messages))
+  )
 }
 
 /** One message's content: text, tool inputs and outputs (file attachments count a flat amount). */
@@ -37,7 +41,9 @@ export function estimatePart(p: Part): number {
     case 'file':
       return p.url?.startsWith('data:') ? FILE_TOKENS : 10
     case 'tool':
-      return estimateTokens(p.tool) + estimateTokens(p.rawInput) + estimateTokens(p.output ?? p.error?.message ?? '') + 8
+      return (
+        estimateTokens(p.tool) + estimateTokens(p.rawInput) + estimateTokens(p.output ?? p.error?.message ?? '') + 8
+      )
     default:
       return 0 // reasoning is not replayed; step markers and subtask links are not sent
   }
@@ -55,7 +61,12 @@ export function reportedTokens(usage: Usage | undefined): number | undefined {
  */
 export function completeUsage(usage: Usage, request: ModelRequest, outputChars: number): Usage {
   if (usage.inputTokens) return usage
-  return { ...usage, inputTokens: estimateRequest(request), outputTokens: usage.outputTokens || Math.ceil(outputChars / CHARS_PER_TOKEN), estimated: true }
+  return {
+    ...usage,
+    inputTokens: estimateRequest(request),
+    outputTokens: usage.outputTokens || Math.ceil(outputChars / CHARS_PER_TOKEN),
+    estimated: true,
+  }
 }
 
 export interface ContextSize {
@@ -76,10 +87,12 @@ export function contextSize(view: SessionView, fixed: { system: string; tools: r
   // Usage from before the latest compaction counted the compacted head: it is no anchor.
   const since = view.session?.compaction?.applied?.summaryMessageId ?? ''
   let anchor: Message | undefined
-  for (const m of visible) if (m.role === 'assistant' && !m.summary && m.id > since && reportedTokens(m.usage) !== undefined) anchor = m
+  for (const m of visible)
+    if (m.role === 'assistant' && !m.summary && m.id > since && reportedTokens(m.usage) !== undefined) anchor = m
   if (anchor) {
     let tokens = reportedTokens(anchor.usage) as number
-    for (const p of parts.get(anchor.id) ?? []) if (p.type === 'tool') tokens += estimateTokens(p.output ?? p.error?.message ?? '')
+    for (const p of parts.get(anchor.id) ?? [])
+      if (p.type === 'tool') tokens += estimateTokens(p.output ?? p.error?.message ?? '')
     for (const m of visible) if (m.id > anchor.id) tokens += estimateMessage(parts.get(m.id) ?? [])
     return { tokens, source: 'usage' }
   }

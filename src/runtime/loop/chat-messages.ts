@@ -12,8 +12,12 @@ import type { Message, Part, SessionView, ToolPart } from '../../projections/mod
  * here so that only the adapter imports `ai`.
  */
 
-export type ChatUserPart = { type: 'text'; text: string } | { type: 'file'; data: string; mediaType: string; filename?: string }
-export type ChatAssistantPart = { type: 'text'; text: string } | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
+export type ChatUserPart =
+  | { type: 'text'; text: string }
+  | { type: 'file'; data: string; mediaType: string; filename?: string }
+export type ChatAssistantPart =
+  | { type: 'text'; text: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
 export interface ChatToolResult {
   type: 'tool-result'
   toolCallId: string
@@ -44,7 +48,9 @@ export function visibleMessages(view: SessionView): Message[] {
   if (!c) return all
   const summary = all.find((m) => m.id === c.summaryMessageId)
   const tail = c.tailStartMessageId
-  const kept = all.filter((m) => m.id !== c.summaryMessageId && (m.id > c.summaryMessageId || (tail !== undefined && m.id >= tail)))
+  const kept = all.filter(
+    (m) => m.id !== c.summaryMessageId && (m.id > c.summaryMessageId || (tail !== undefined && m.id >= tail)),
+  )
   return summary ? [summary, ...kept] : kept
 }
 
@@ -64,7 +70,8 @@ export function toChatMessages(view: SessionView): ChatMessage[] {
   const parts = partsByMessage(view)
   const out: ChatMessage[] = []
   const seenCalls = new Set<string>()
-  for (const message of visibleMessages(view)) out.push(...messageToChat(message, parts.get(message.id) ?? [], seenCalls).chat)
+  for (const message of visibleMessages(view))
+    out.push(...messageToChat(message, parts.get(message.id) ?? [], seenCalls).chat)
   return out
 }
 
@@ -73,11 +80,18 @@ export function toChatMessages(view: SessionView): ChatMessage[] {
  * an assistant message followed by the results of its calls. Call ids in
  * `seenCalls` are dropped; the ones this message adds are returned.
  */
-export function messageToChat(message: Message, own: readonly Part[], seenCalls: Set<string>): { chat: ChatMessage[]; calls: string[] } {
+export function messageToChat(
+  message: Message,
+  own: readonly Part[],
+  seenCalls: Set<string>,
+): { chat: ChatMessage[]; calls: string[] } {
   if (message.summary) {
     // The summary stands in for the compacted head; sent as user context so the request still starts with the user.
     const text = own.map((p) => (p.type === 'text' ? p.text : '')).join('')
-    return { chat: [{ role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}${text}${SUMMARY_SUFFIX}` }] }], calls: [] }
+    return {
+      chat: [{ role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}${text}${SUMMARY_SUFFIX}` }] }],
+      calls: [],
+    }
   }
   if (message.role === 'user') {
     const content = userContent(own, message.steered === true)
@@ -103,7 +117,8 @@ export function messageToChat(message: Message, own: readonly Part[], seenCalls:
 function userContent(parts: readonly Part[], steered: boolean): ChatUserPart[] {
   const content: ChatUserPart[] = []
   for (const p of parts) {
-    if (p.type === 'text') content.push({ type: 'text', text: steered ? `${STEER_PREFIX}${p.text}${STEER_SUFFIX}` : p.text })
+    if (p.type === 'text')
+      content.push({ type: 'text', text: steered ? `${STEER_PREFIX}${p.text}${STEER_SUFFIX}` : p.text })
     if (p.type === 'file') {
       if (p.url?.startsWith('data:') && p.mediaType) {
         content.push({ type: 'file', data: p.url, mediaType: p.mediaType, ...(p.filename && { filename: p.filename }) })
@@ -132,7 +147,10 @@ function toolOutput(p: ToolPart): ChatToolResult['output'] {
   if (p.state === 'completed') return { type: 'text', value: p.output ?? '' }
   if (p.state === 'error' && p.error) {
     const prefix = p.error.kind === 'interrupted' ? INTERRUPTED : `Error (${p.error.kind})`
-    return { type: 'error-text', value: p.error.kind === 'interrupted' ? `${prefix} ${p.error.message}`.trim() : `${prefix}: ${p.error.message}` }
+    return {
+      type: 'error-text',
+      value: p.error.kind === 'interrupted' ? `${prefix} ${p.error.message}`.trim() : `${prefix}: ${p.error.message}`,
+    }
   }
   return { type: 'error-text', value: INTERRUPTED }
 }

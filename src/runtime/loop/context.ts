@@ -9,7 +9,12 @@ import { DEFAULT_AGENTS, type AgentDefinition } from '../../tools/agents.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'
 import { toChatMessages, type ChatMessage } from './chat-messages.js'
 import type { ModelRequest, ToolSpec } from '../model/adapter.js'
-import { buildSystemPrompt, defaultEnvironment, type ServerInstructions, type SystemEnvironment } from './system-prompt.js'
+import {
+  buildSystemPrompt,
+  defaultEnvironment,
+  type ServerInstructions,
+  type SystemEnvironment,
+} from './system-prompt.js'
 import { chainDigest, chainOf, type Transcript } from './transcript.js'
 
 /**
@@ -45,7 +50,11 @@ export function latestUser(view: SessionView): Message | undefined {
 }
 
 /** The agent the session's latest user message asked for (else the session's own). */
-export function agentFor(view: SessionView, agents: ReadonlyMap<string, AgentDefinition>, transcript?: Transcript): AgentDefinition {
+export function agentFor(
+  view: SessionView,
+  agents: ReadonlyMap<string, AgentDefinition>,
+  transcript?: Transcript,
+): AgentDefinition {
   const user = transcript ? transcript.latest('user') : latestUser(view)
   const name = user?.agent ?? view.session?.agent ?? 'build'
   const agent = agents.get(name)
@@ -72,13 +81,22 @@ export interface CompileOptions {
   readonly transcript?: Transcript
 }
 
-export async function compileView(view: SessionView, deps: ContextDeps, opts: CompileOptions = {}): Promise<CompiledContext> {
+export async function compileView(
+  view: SessionView,
+  deps: ContextDeps,
+  opts: CompileOptions = {},
+): Promise<CompiledContext> {
   const session = view.session
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no session')
   const agent = agentFor(view, deps.agents, opts.transcript)
   const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name })
   const toolset = new Map(offered.map((t) => [t.id, t]))
-  const system = buildSystemPrompt(agent, session.directory, (deps.environment ?? defaultEnvironment)(), deps.serverInstructions?.())
+  const system = buildSystemPrompt(
+    agent,
+    session.directory,
+    (deps.environment ?? defaultEnvironment)(),
+    deps.serverInstructions?.(),
+  )
   let messages: ChatMessage[]
   let chain: string
   if (opts.transcript) ({ messages, chain } = opts.transcript.chat())
@@ -108,7 +126,9 @@ export function digestOf(request: ModelRequest): string {
 }
 
 function requestDigest(system: string, tools: readonly ToolSpec[], toolChoice: string, chain: string): string {
-  return createHash('sha256').update(JSON.stringify({ system, tools, toolChoice, messages: chain })).digest('hex')
+  return createHash('sha256')
+    .update(JSON.stringify({ system, tools, toolChoice, messages: chain }))
+    .digest('hex')
 }
 
 /**

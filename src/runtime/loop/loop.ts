@@ -65,7 +65,10 @@ export async function runLoop(
   const meta = { actor: 'runtime' as const, run: runId }
   if (!resume) recorder.append([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
 
-  const finish = async (outcome: RunOutcome, error?: { kind: string; message: string }): Promise<RunOutcome | 'shutdown'> => {
+  const finish = async (
+    outcome: RunOutcome,
+    error?: { kind: string; message: string },
+  ): Promise<RunOutcome | 'shutdown'> => {
     await recorder.settle().catch(() => undefined)
     if (signal.reason === SHUTDOWN) return 'shutdown'
     recorder.append([{ type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }], meta, 'full')
@@ -75,14 +78,16 @@ export async function runLoop(
   try {
     let step = 0
     let first = true
-    const compaction = deps.compaction && new RunCompaction({ ...deps, config: deps.compaction }, { recorder, runId, sessionId, signal })
+    const compaction =
+      deps.compaction && new RunCompaction({ ...deps, config: deps.compaction }, { recorder, runId, sessionId, signal })
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
       let { view, transcript } = deps.views.state(sessionId)
       const delivered = deliver(view, first, deps.ids)
       if (delivered.length > 0) {
         recorder.append(delivered, meta)
-        if (!first) step = 0 // new user input renews the step budget
+        if (!first)
+          step = 0 // new user input renews the step budget
         ;({ view, transcript } = deps.views.state(sessionId))
       }
       first = false
@@ -101,12 +106,16 @@ export async function runLoop(
         model = deps.models.resolve(user.model ?? view.session?.model ?? null)
       } catch (err) {
         // e.g. a session created with a model this server cannot build (UNKNOWN_MODEL)
-        return await finish('error', { kind: isChronicleError(err) ? err.code : 'provider', message: err instanceof Error ? err.message : String(err) })
+        return await finish('error', {
+          kind: isChronicleError(err) ? err.code : 'provider',
+          message: err instanceof Error ? err.message : String(err),
+        })
       }
       if (!model) {
         return await finish('error', {
           kind: 'NO_MODEL_CONFIGURED',
-          message: 'No model is configured: set CHRONICLE_MODEL (openai:<id>, compatible:<id> or scripted:<file>) or pass a model with the input.',
+          message:
+            'No model is configured: set CHRONICLE_MODEL (openai:<id>, compatible:<id> or scripted:<file>) or pass a model with the input.',
         })
       }
       if (compaction && (await compaction.beforeStep(view, context, model))) continue // compacted: recompile
@@ -114,10 +123,23 @@ export async function runLoop(
 
       const messageId = deps.ids.next('msg')
       recorder.emit(
-        { type: 'message.created', data: { messageId, role: 'assistant', parentId: user.id, agent: context.agent.name, model: model.spec } },
+        {
+          type: 'message.created',
+          data: { messageId, role: 'assistant', parentId: user.id, agent: context.agent.name, model: model.spec },
+        },
         meta,
       )
-      const outcome = await runModelStep({ recorder, ids: deps.ids, runId, messageId, step, model, context, signal, retry: deps.retry })
+      const outcome = await runModelStep({
+        recorder,
+        ids: deps.ids,
+        runId,
+        messageId,
+        step,
+        model,
+        context,
+        signal,
+        retry: deps.retry,
+      })
       if (outcome.status === 'aborted') return await finish('cancelled')
       if (outcome.status === 'error' && outcome.failure.kind === 'context_overflow' && compaction) {
         const verdict = await compaction.overflow(step, model)
@@ -125,7 +147,8 @@ export async function runLoop(
         step-- // compacted: the same step again
         continue
       }
-      if (outcome.status === 'error') return await finish('error', { kind: outcome.failure.kind, message: outcome.failure.message })
+      if (outcome.status === 'error')
+        return await finish('error', { kind: outcome.failure.kind, message: outcome.failure.message })
       if (outcome.calls.length > 0) {
         await recorder.settle()
         await executeCalls(outcome.calls, {
@@ -144,7 +167,10 @@ export async function runLoop(
       }
     }
   } catch (err) {
-    return await finish('failed', { kind: isChronicleError(err) ? err.code : 'INTERNAL', message: err instanceof Error ? err.message : String(err) })
+    return await finish('failed', {
+      kind: isChronicleError(err) ? err.code : 'INTERNAL',
+      message: err instanceof Error ? err.message : String(err),
+    })
   }
 }
 
@@ -169,7 +195,10 @@ function deliver(view: SessionView, first: boolean, ids: IdSource): ChronicleEve
     }
     const messageId = ids.next('msg')
     const partIds = input.parts.map(() => ids.next('prt'))
-    out.push({ type: 'input.delivered', data: { inputId: input.inputId, messageId, partIds, ...(!first && { steered: true }) } })
+    out.push({
+      type: 'input.delivered',
+      data: { inputId: input.inputId, messageId, partIds, ...(!first && { steered: true }) },
+    })
   }
   return out
 }
@@ -183,7 +212,8 @@ export function answered(view: SessionView): boolean {
   const user = latestUser(view)
   if (!user) return true
   let assistant: Message | undefined
-  for (const m of view.messages.values()) if (m.role === 'assistant' && (!assistant || m.id > assistant.id)) assistant = m
+  for (const m of view.messages.values())
+    if (m.role === 'assistant' && (!assistant || m.id > assistant.id)) assistant = m
   if (!assistant || assistant.parentId !== user.id || assistant.id < user.id || !assistant.completedAt) return false
   if (assistant.error?.kind === 'interrupted') return false // cut off by a restart: recovery resumes it
   if (assistant.finish === 'tool-calls') return false

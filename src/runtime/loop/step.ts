@@ -47,7 +47,10 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
   const delta = { actor: 'model' as const }
   for (let attempt = 0; ; attempt++) {
     recorder.emit(
-      { type: 'step.started', data: { messageId, partId: ids.next('prt'), step: input.step, contextDigest: input.context.digest } },
+      {
+        type: 'step.started',
+        data: { messageId, partId: ids.next('prt'), step: input.step, contextDigest: input.context.digest },
+      },
       model,
     )
     // 'text:<stream id>' or 'reasoning:<stream id>' → its part (a provider may number both kinds from 0)
@@ -93,7 +96,10 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           streamed = true
           const partId = ids.next('prt')
           tools.set(part.callId, { partId, tool: part.tool, raw: '' })
-          recorder.emit({ type: 'tool.input.started', data: { messageId, partId, callId: part.callId, tool: part.tool } }, model)
+          recorder.emit(
+            { type: 'tool.input.started', data: { messageId, partId, callId: part.callId, tool: part.tool } },
+            model,
+          )
           break
         }
         case 'tool-input-delta': {
@@ -113,13 +119,22 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
             tools.set(part.callId, t)
             recorder.emit(
               [
-                { type: 'tool.input.started', data: { messageId, partId: t.partId, callId: part.callId, tool: part.tool } },
+                {
+                  type: 'tool.input.started',
+                  data: { messageId, partId: t.partId, callId: part.callId, tool: part.tool },
+                },
                 { type: 'tool.input.delta', data: { partId: t.partId, delta: part.rawInput } },
               ],
               model,
             )
           }
-          calls.push({ partId: t.partId, callId: part.callId, tool: part.tool, rawInput: t.raw || part.rawInput, input: part.input })
+          calls.push({
+            partId: t.partId,
+            callId: part.callId,
+            tool: part.tool,
+            rawInput: t.raw || part.rawInput,
+            input: part.input,
+          })
           break
         }
         case 'finish':
@@ -139,7 +154,10 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
 
     if (!aborted && failure && !streamed && failure.retryable && attempt < input.retry.maxRetries) {
       const delayMs = retryDelay(attempt + 1, failure, input.retry)
-      recorder.emit({ type: 'step.retried', data: { messageId, attempt: attempt + 1, delayMs, error: failure.message } }, model)
+      recorder.emit(
+        { type: 'step.retried', data: { messageId, attempt: attempt + 1, delayMs, error: failure.message } },
+        model,
+      )
       await recorder.settle()
       await sleep(delayMs, signal)
       if (signal.aborted) return finishStep(input, { status: 'aborted' }, undefined)
@@ -148,8 +166,12 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
 
     // Calls that will not run (input incomplete, or the run was cancelled) fail now: every call gets a result.
     const complete = new Set(calls.map((c) => c.callId))
-    const unfinished = [...tools.entries()].filter(([callId]) => aborted || !complete.has(callId)).map(([, t]) => t.partId)
-    const error = aborted ? abortError(signal) : { kind: 'failed' as const, message: 'the model stopped before the call was complete' }
+    const unfinished = [...tools.entries()]
+      .filter(([callId]) => aborted || !complete.has(callId))
+      .map(([, t]) => t.partId)
+    const error = aborted
+      ? abortError(signal)
+      : { kind: 'failed' as const, message: 'the model stopped before the call was complete' }
     for (const partId of unfinished) recorder.emit({ type: 'tool.failed', data: { partId, error } }, model)
 
     const outcome: StepOutcome = aborted
@@ -157,14 +179,23 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
       : failure
         ? { status: 'error', failure }
         : { status: 'done', finishReason: finish?.finishReason ?? 'other', calls }
-    return finishStep(input, outcome, finish && { ...finish, usage: completeUsage(finish.usage, input.context, produced) })
+    return finishStep(
+      input,
+      outcome,
+      finish && { ...finish, usage: completeUsage(finish.usage, input.context, produced) },
+    )
   }
 }
 
-function finishStep(input: StepInput, outcome: StepOutcome, finish: { finishReason: string; usage: Usage } | undefined): StepOutcome {
+function finishStep(
+  input: StepInput,
+  outcome: StepOutcome,
+  finish: { finishReason: string; usage: Usage } | undefined,
+): StepOutcome {
   const { recorder, messageId } = input
   const meta = { actor: 'runtime' as const, run: input.runId }
-  const finishReason = outcome.status === 'done' ? outcome.finishReason : outcome.status === 'aborted' ? 'aborted' : 'error'
+  const finishReason =
+    outcome.status === 'done' ? outcome.finishReason : outcome.status === 'aborted' ? 'aborted' : 'error'
   const usage = finish?.usage ?? {}
   const error =
     outcome.status === 'aborted'

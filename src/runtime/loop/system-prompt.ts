@@ -80,7 +80,9 @@ function instructions(directory: string, repoRoot: string | undefined): string[]
   const out: string[] = []
   const root = realOrSelf(stop)
   for (const d of dirs) {
-    const file = ['AGENTS.md', 'CLAUDE.md'].map((name) => join(d, name)).find((f) => isFile(f) && within(root, realOrSelf(f)))
+    const file = ['AGENTS.md', 'CLAUDE.md']
+      .map((name) => join(d, name))
+      .find((f) => isFile(f) && within(root, realOrSelf(f)))
     if (!file) continue
     const text = readHead(file, MAX_INSTRUCTION_BYTES)
     out.push(`Instructions from: ${file}\n${text}`)

@@ -50,7 +50,11 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
   const redact = input.redactor ?? NO_SECRETS
   const meta = { actor: 'tool' as const, run: input.runId, call: call.callId }
   const fail = async (kind: ToolErrorKind, message: string) => {
-    recorder.emit({ type: 'tool.failed', data: { partId: call.partId, error: { kind, message: redact.text(message) } } }, meta, 'full')
+    recorder.emit(
+      { type: 'tool.failed', data: { partId: call.partId, error: { kind, message: redact.text(message) } } },
+      meta,
+      'full',
+    )
     await recorder.settle()
   }
   if (signal.aborted) return fail(abortError(signal).kind, 'the run stopped before the tool ran')
@@ -64,11 +68,17 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
   try {
     args = typeof call.input === 'string' ? JSON.parse(call.rawInput || '{}') : call.input
   } catch (err) {
-    return fail('invalid', `The arguments for ${call.tool} are not valid JSON (${(err as Error).message}). Send a JSON object matching the tool's schema.`)
+    return fail(
+      'invalid',
+      `The arguments for ${call.tool} are not valid JSON (${(err as Error).message}). Send a JSON object matching the tool's schema.`,
+    )
   }
   const parsed = tool.parameters.safeParse(args)
   if (!parsed.success) {
-    return fail('invalid', `Invalid arguments for ${call.tool}:\n${z.prettifyError(parsed.error)}\nFix the arguments and call ${call.tool} again.`)
+    return fail(
+      'invalid',
+      `Invalid arguments for ${call.tool}:\n${z.prettifyError(parsed.error)}\nFix the arguments and call ${call.tool} again.`,
+    )
   }
 
   const scope = {
@@ -81,14 +91,27 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
   }
   try {
     if (isDoomLoop(input.transcript, call, parsed.data)) {
-      await input.permissions.ask(scope, { permission: 'doom_loop', patterns: [call.tool], metadata: { tool: call.tool, input: parsed.data } })
+      await input.permissions.ask(scope, {
+        permission: 'doom_loop',
+        patterns: [call.tool],
+        metadata: { tool: call.tool, input: parsed.data },
+      })
     }
   } catch (err) {
     return fail(failureKind(err, signal, 'denied'), messageOf(err))
   }
 
   recorder.emit(
-    { type: 'tool.called', data: { messageId: input.messageId, partId: call.partId, callId: call.callId, tool: call.tool, input: parsed.data } },
+    {
+      type: 'tool.called',
+      data: {
+        messageId: input.messageId,
+        partId: call.partId,
+        callId: call.callId,
+        tool: call.tool,
+        input: parsed.data,
+      },
+    },
     meta,
   )
   const budget = new Budget(tool.budgetMs?.(parsed.data) ?? DEFAULT_BUDGET_MS, signal)
@@ -100,7 +123,8 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     agent: input.agent,
     directory: input.directory,
     abort: budget.signal,
-    progress: (metadata) => recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata: redact.value(metadata) } }, meta),
+    progress: (metadata) =>
+      recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata: redact.value(metadata) } }, meta),
     ask: (request) => budget.paused(() => input.permissions.ask({ ...scope, abort: budget.signal }, request)),
     check: (request) => input.permissions.check(scope, request),
   }
@@ -122,7 +146,8 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     )
     await recorder.settle()
   } catch (err) {
-    if (budget.spent) return fail('failed', `The ${call.tool} call ran longer than its ${duration(budget.ms)} budget and was stopped.`)
+    if (budget.spent)
+      return fail('failed', `The ${call.tool} call ran longer than its ${duration(budget.ms)} budget and was stopped.`)
     return fail(failureKind(err, signal, 'failed'), messageOf(err))
   } finally {
     budget.close()

@@ -122,7 +122,9 @@ export class Transcript {
     const found: ToolPart[] = []
     const stop = Math.max(0, this.entries.length - 16) // "in a row" never reaches further back than the last few steps
     for (let i = this.entries.length - 1; i >= stop && found.length < count; i--) {
-      const tools = this.partsOf((this.entries[i] as Entry).message.id).filter((p): p is ToolPart => p.type === 'tool' && p.id < beforeId)
+      const tools = this.partsOf((this.entries[i] as Entry).message.id).filter(
+        (p): p is ToolPart => p.type === 'tool' && p.id < beforeId,
+      )
       found.unshift(...tools.slice(-(count - found.length)))
     }
     return found
@@ -140,13 +142,16 @@ export class Transcript {
     let at = this.entries.findIndex((e) => e.message.id > id)
     if (at < 0) at = this.entries.length
     this.entries.splice(at, 0, entry)
-    this.entries.forEach((e, i) => this.position.set(e.message.id, i))
+    this.entries.forEach((e, i) => {
+      this.position.set(e.message.id, i)
+    })
     this.invalidate(at)
   }
 
   private invalidate(at: number): void {
     if (at >= this.valid) return
-    for (let i = at; i < this.valid; i++) for (const c of (this.entries[i] as Entry).calls ?? []) this.seenCalls.delete(c)
+    for (let i = at; i < this.valid; i++)
+      for (const c of (this.entries[i] as Entry).calls ?? []) this.seenCalls.delete(c)
     this.valid = at
   }
 }

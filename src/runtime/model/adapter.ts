@@ -1,4 +1,9 @@
-import { APICallError, type LanguageModelV3, type LanguageModelV3Message, type LanguageModelV3Prompt } from '@ai-sdk/provider'
+import {
+  APICallError,
+  type LanguageModelV3,
+  type LanguageModelV3Message,
+  type LanguageModelV3Prompt,
+} from '@ai-sdk/provider'
 import { jsonSchema, streamText, wrapLanguageModel, type ModelMessage, type ToolSet } from 'ai'
 import type { Usage } from '../../events/catalogue.js'
 import type { ChatMessage } from '../loop/chat-messages.js'
@@ -63,7 +68,11 @@ export type StepPart =
   | { type: 'aborted' }
 
 /** Streams one model step. Never throws for model or HTTP failures: they arrive as an `error` part. */
-export async function* streamModelStep(handle: ModelHandle, request: ModelRequest, signal: AbortSignal): AsyncGenerator<StepPart> {
+export async function* streamModelStep(
+  handle: ModelHandle,
+  request: ModelRequest,
+  signal: AbortSignal,
+): AsyncGenerator<StepPart> {
   const tools: ToolSet = {}
   for (const t of request.tools) {
     tools[t.name] = { description: t.description, inputSchema: jsonSchema(t.parameters) }
@@ -159,8 +168,13 @@ export function classify(err: unknown): ModelFailure {
     const status = err.statusCode
     const headers = err.responseHeaders ?? {}
     const retryAfterMs = retryAfter(headers)
-    const base = { message, ...(status !== undefined && { status }), ...(retryAfterMs !== undefined && { retryAfterMs }) }
-    if (OVERFLOW.test(message) || OVERFLOW.test(err.responseBody ?? '')) return { ...base, kind: 'context_overflow', retryable: false }
+    const base = {
+      message,
+      ...(status !== undefined && { status }),
+      ...(retryAfterMs !== undefined && { retryAfterMs }),
+    }
+    if (OVERFLOW.test(message) || OVERFLOW.test(err.responseBody ?? ''))
+      return { ...base, kind: 'context_overflow', retryable: false }
     if (status === 429) return { ...base, kind: 'rate_limited', retryable: true }
     if (status !== undefined && status >= 500) return { ...base, kind: 'server', retryable: true }
     if (status === undefined) return { ...base, kind: 'network', retryable: true }
@@ -168,7 +182,10 @@ export function classify(err: unknown): ModelFailure {
   }
   if (OVERFLOW.test(message)) return { kind: 'context_overflow', message, retryable: false }
   const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined
-  if (err instanceof TypeError || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|fetch failed|socket hang up/i.test(`${message} ${cause?.code ?? ''}`)) {
+  if (
+    err instanceof TypeError ||
+    /ECONNREFUSED|ECONNRESET|ETIMEDOUT|fetch failed|socket hang up/i.test(`${message} ${cause?.code ?? ''}`)
+  ) {
     return { kind: 'network', message, retryable: true }
   }
   return { kind: 'provider', message, retryable: false }
@@ -222,13 +239,20 @@ function toProviderMessage(m: ChatMessage): LanguageModelV3Message {
       return {
         role: 'assistant',
         content: m.content.map((p) =>
-          p.type === 'text' ? { type: 'text', text: p.text } : { type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input },
+          p.type === 'text'
+            ? { type: 'text', text: p.text }
+            : { type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input },
         ),
       }
     case 'tool':
       return {
         role: 'tool',
-        content: m.content.map((r) => ({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: r.output })),
+        content: m.content.map((r) => ({
+          type: 'tool-result',
+          toolCallId: r.toolCallId,
+          toolName: r.toolName,
+          output: r.output,
+        })),
       }
   }
 }

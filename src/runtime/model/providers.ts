@@ -50,15 +50,24 @@ export function createModelResolver(config: ProviderConfig = {}): ModelResolver 
           ...((config.openaiBaseURL ?? config.baseURL) && { baseURL: config.openaiBaseURL ?? config.baseURL }),
         })(id)
       case 'compatible':
-        if (!config.baseURL) throw new ChronicleError('UNKNOWN_MODEL', `model "${spec}" needs a base URL (CHRONICLE_BASE_URL)`)
-        return createOpenAICompatible({ name: 'compatible', baseURL: config.baseURL, apiKey: config.apiKey ?? 'unset', includeUsage: true }).chatModel(id)
+        if (!config.baseURL)
+          throw new ChronicleError('UNKNOWN_MODEL', `model "${spec}" needs a base URL (CHRONICLE_BASE_URL)`)
+        return createOpenAICompatible({
+          name: 'compatible',
+          baseURL: config.baseURL,
+          apiKey: config.apiKey ?? 'unset',
+          includeUsage: true,
+        }).chatModel(id)
       case 'scripted': {
         const file = resolve(config.cwd ?? process.cwd(), id)
         if (!existsSync(file)) throw new ChronicleError('UNKNOWN_MODEL', `scripted model file not found: ${file}`)
         return createScriptedModel(loadScript(file), id)
       }
       default:
-        throw new ChronicleError('UNKNOWN_MODEL', `unknown model "${spec}": expected openai:<id>, compatible:<id> or scripted:<file>`)
+        throw new ChronicleError(
+          'UNKNOWN_MODEL',
+          `unknown model "${spec}": expected openai:<id>, compatible:<id> or scripted:<file>`,
+        )
     }
   }
 

@@ -52,7 +52,12 @@ export interface ScriptReply {
   readonly toolCalls?: readonly ScriptToolCall[]
   readonly finish?: 'stop' | 'tool-calls' | 'length' | 'content-filter' | 'error' | 'other'
   readonly usage?: { readonly input?: number; readonly output?: number }
-  readonly error?: { readonly status?: number; readonly message?: string; readonly retryAfterMs?: number; readonly kind?: 'context_overflow' }
+  readonly error?: {
+    readonly status?: number
+    readonly message?: string
+    readonly retryAfterMs?: number
+    readonly kind?: 'context_overflow'
+  }
   readonly delayMs?: number
 }
 
@@ -198,7 +203,11 @@ function describe(prompt: LanguageModelV3Prompt, call: number): ScriptRequest {
 function scriptedError(e: NonNullable<ScriptReply['error']>): APICallError {
   const overflow = e.kind === 'context_overflow'
   const status = e.status ?? (overflow ? 400 : 500)
-  const message = e.message ?? (overflow ? "context_length_exceeded: This model's maximum context length was exceeded" : `scripted error ${status}`)
+  const message =
+    e.message ??
+    (overflow
+      ? "context_length_exceeded: This model's maximum context length was exceeded"
+      : `scripted error ${status}`)
   return new APICallError({
     message,
     url: 'scripted://model',
@@ -252,7 +261,11 @@ function parts(reply: ScriptReply, size: number, fresh?: () => string): Language
   return out
 }
 
-function play(reply: ScriptReply, script: Script, signal: AbortSignal | undefined): ReadableStream<LanguageModelV3StreamPart> {
+function play(
+  reply: ScriptReply,
+  script: Script,
+  signal: AbortSignal | undefined,
+): ReadableStream<LanguageModelV3StreamPart> {
   const queue = parts(reply, script.chunkSize ?? 16, script.uniqueCallIds ? freshCallId : undefined)
   const delay = reply.delayMs ?? script.delayMs ?? 0
   let i = 0

@@ -56,7 +56,6 @@ export interface PermissionGateHandle extends PermissionGate {
   close(): void
 }
 
-
 interface Waiter {
   settle(reply: PermissionReply): void
 }
@@ -121,7 +120,8 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     // A command we could not fully parse is never auto-allowed; one whose name is only known
     // at run time (`$x f`, `eval "$s"`) asks whenever any configured rule restricts the permission.
     if (action === 'allow' && !complete) action = 'ask'
-    if (action === 'allow' && dynamic && configured.some((r) => restricts(request.permission, r.agent, r.session))) action = 'ask'
+    if (action === 'allow' && dynamic && configured.some((r) => restricts(request.permission, r.agent, r.session)))
+      action = 'ask'
     return { action, patterns }
   }
 
@@ -168,7 +168,13 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
       top,
       {
         type: 'request',
-        request: { requestId, permission: request.permission, patterns: [...request.patterns], metadata: { ...request.metadata, always: [...always] }, ...where },
+        request: {
+          requestId,
+          permission: request.permission,
+          patterns: [...request.patterns],
+          metadata: { ...request.metadata, always: [...always] },
+          ...where,
+        },
       },
       { actor: 'tool', ...(scope.callId && { call: scope.callId }), request: requestId },
     )
@@ -184,7 +190,13 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   function closeAbandoned(sessionId: string, requestId: string): void {
     try {
       const message = 'cancelled: the tool call was aborted'
-      permissionCommand(store, ids, sessionId, { type: 'abandon', requestId, message }, { actor: 'runtime', request: requestId })
+      permissionCommand(
+        store,
+        ids,
+        sessionId,
+        { type: 'abandon', requestId, message },
+        { actor: 'runtime', request: requestId },
+      )
     } catch {
       // The session moved on in between (a conflict): nothing left to close.
     }
@@ -200,7 +212,8 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     },
     close() {
       unsubscribe()
-      for (const set of waiters.values()) for (const w of set) w.settle({ requestId: '', reply: 'reject', message: 'permission gate closed' })
+      for (const set of waiters.values())
+        for (const w of set) w.settle({ requestId: '', reply: 'reject', message: 'permission gate closed' })
       waiters.clear()
     },
   }

@@ -40,13 +40,23 @@ import { loadView, sessionsWithOpenWork } from '../../projections/read-model.js'
  * would have without the crash.
  */
 
-export const INTERRUPTED_MESSAGE = 'interrupted by a server restart; it may have partially executed; its outcome is unknown'
+export const INTERRUPTED_MESSAGE =
+  'interrupted by a server restart; it may have partially executed; its outcome is unknown'
 export const DEFAULT_RESUME_BUDGET = 3
 export const SUBAGENT_ASK_INTERRUPTED = 'closed by a server restart: the sub-agent call that asked was interrupted'
 
-
-const KEEP_PERMISSIONS: SettleReason = { kind: 'interrupted', message: INTERRUPTED_MESSAGE, rejectPermissions: false, finishRun: false }
-const CLOSE_ALL: SettleReason = { kind: 'interrupted', message: INTERRUPTED_MESSAGE, rejectPermissions: true, finishRun: false }
+const KEEP_PERMISSIONS: SettleReason = {
+  kind: 'interrupted',
+  message: INTERRUPTED_MESSAGE,
+  rejectPermissions: false,
+  finishRun: false,
+}
+const CLOSE_ALL: SettleReason = {
+  kind: 'interrupted',
+  message: INTERRUPTED_MESSAGE,
+  rejectPermissions: true,
+  finishRun: false,
+}
 
 export type RecoveryAction =
   | { readonly kind: 'none' }
@@ -77,7 +87,8 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
     events: [...settleInFlight(view, CLOSE_ALL), { type: 'run.finished', data: { runId, outcome, error } }],
     action: { kind: outcome, runId },
   })
-  if (run.cancelRequested) return finish('cancelled', { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` })
+  if (run.cancelRequested)
+    return finish('cancelled', { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` })
   const attempt = run.attempt + 1
   if (attempt > budget) {
     return finish('failed', {
@@ -89,13 +100,21 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
   const parked = new Set(own.flatMap((p) => (p.partId ? [p.partId] : [])))
   const childAsks = session.pendingPermissions
     .filter((p) => p.from)
-    .map((p): ChronicleEvent => ({ type: 'permission.replied', data: { requestId: p.requestId, reply: 'reject', message: SUBAGENT_ASK_INTERRUPTED } }))
+    .map(
+      (p): ChronicleEvent => ({
+        type: 'permission.replied',
+        data: { requestId: p.requestId, reply: 'reject', message: SUBAGENT_ASK_INTERRUPTED },
+      }),
+    )
   // Kept for the resumed run: calls parked on a re-offered request, and a compaction requested but not started.
   const requested = session.compaction?.status === 'requested'
   const settle = settleInFlight(view, KEEP_PERMISSIONS).filter(
     (e) => !(e.type === 'tool.failed' && parked.has(e.data.partId)) && !(e.type === 'compaction.failed' && requested),
   )
-  return { events: [...settle, ...childAsks, { type: 'run.resumed', data: { runId, attempt } }], action: { kind: 'resumed', runId, attempt } }
+  return {
+    events: [...settle, ...childAsks, { type: 'run.resumed', data: { runId, attempt } }],
+    action: { kind: 'resumed', runId, attempt },
+  }
 }
 
 export interface RecoveryReport {

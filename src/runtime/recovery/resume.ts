@@ -30,7 +30,12 @@ export const PARKED_APPROVED = (reply: string) =>
 
 type Reply = DataOf<'permission.replied'>
 
-export async function continueRun(deps: LoopDeps, sessionId: string, signal: AbortSignal, runId: string): Promise<RunOutcome | 'shutdown'> {
+export async function continueRun(
+  deps: LoopDeps,
+  sessionId: string,
+  signal: AbortSignal,
+  runId: string,
+): Promise<RunOutcome | 'shutdown'> {
   await settleParkedCalls(deps, sessionId, signal, runId)
   return runLoop(deps, sessionId, signal, { runId })
 }
@@ -60,14 +65,21 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
       if (signal.aborted) {
         if (signal.reason !== CANCELLED) return // shutdown: the next recovery sees the same state
         const events: ChronicleEvent[] = [
-          ...pending.map((r): ChronicleEvent => ({
-            type: 'permission.replied',
-            data: { requestId: r.requestId, reply: 'reject', message: 'cancelled: the tool call was aborted' },
-          })),
-          ...open.map((p): ChronicleEvent => ({
-            type: 'tool.failed',
-            data: { partId: p.id, error: { kind: 'aborted', message: 'the run was cancelled while the call waited for permission' } },
-          })),
+          ...pending.map(
+            (r): ChronicleEvent => ({
+              type: 'permission.replied',
+              data: { requestId: r.requestId, reply: 'reject', message: 'cancelled: the tool call was aborted' },
+            }),
+          ),
+          ...open.map(
+            (p): ChronicleEvent => ({
+              type: 'tool.failed',
+              data: {
+                partId: p.id,
+                error: { kind: 'aborted', message: 'the run was cancelled while the call waited for permission' },
+              },
+            }),
+          ),
         ]
         store.append(sessionId, events, { durability: 'full', meta })
         return

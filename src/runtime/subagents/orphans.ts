@@ -49,9 +49,13 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const { outcome } = child.lastRun
     // Recovery settled the link as cancelled; the child's real outcome is recorded over it.
     if (link.outcome !== outcome) {
-      store.append(parentId, [{ type: 'subtask.finished', data: { partId, callId: link.callId, childSessionId: childId, outcome } }], {
-        meta: { actor: 'runtime', call: link.callId },
-      })
+      store.append(
+        parentId,
+        [{ type: 'subtask.finished', data: { partId, callId: link.callId, childSessionId: childId, outcome } }],
+        {
+          meta: { actor: 'runtime', call: link.callId },
+        },
+      )
     }
     const error = child.lastRun.error ? `\nError: ${child.lastRun.error.kind}: ${child.lastRun.error.message}` : ''
     const text =

@@ -55,7 +55,11 @@ export function depthOf(store: EventStore, sessionId: string): number {
 }
 
 /** The child's session rules: the parent's denies (agent, then session), and `task` denied at the depth limit. */
-export function childRules(parentAgent: AgentDefinition | undefined, parent: Session, atDepthLimit: boolean): PermissionRule[] {
+export function childRules(
+  parentAgent: AgentDefinition | undefined,
+  parent: Session,
+  atDepthLimit: boolean,
+): PermissionRule[] {
   const denies = [...(parentAgent?.rules ?? []), ...parent.rules].filter((r) => r.action === 'deny')
   const unique = new Map(denies.map((r) => [`${r.permission}\u0000${r.pattern}`, r]))
   return [...unique.values(), ...(atDepthLimit ? [{ permission: 'task', pattern: '*', action: 'deny' as const }] : [])]
@@ -78,7 +82,10 @@ export function createSubagents(deps: SubagentDeps): Subagents {
     if (!parent) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
     const depth = depthOf(store, ctx.sessionId) + 1
     if (depth > maxDepth) {
-      throw new ToolFailure('denied', `Sub-agents cannot start sub-agents here (nesting limit ${maxDepth}). Do the task yourself.`)
+      throw new ToolFailure(
+        'denied',
+        `Sub-agents cannot start sub-agents here (nesting limit ${maxDepth}). Do the task yourself.`,
+      )
     }
     const childSessionId = ids.next('ses')
     const meta = { actor: 'tool' as const, call: ctx.callId }
@@ -92,7 +99,11 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
     }
     execute(store, childSessionId, (s) => decideSession(create, s, childSessionId), { meta })
-    store.append(ctx.sessionId, [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }], { meta })
+    store.append(
+      ctx.sessionId,
+      [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }],
+      { meta },
+    )
 
     const runtime = deps.runtime()
     const onAbort = () => {
@@ -111,11 +122,23 @@ export function createSubagents(deps: SubagentDeps): Subagents {
     store.flush()
     const child = getSession(store, childSessionId)
     if (ctx.abort.reason === SHUTDOWN || child?.run) {
-      throw new ToolFailure('interrupted', `the server stopped while the sub-agent session ${childSessionId} was running`)
+      throw new ToolFailure(
+        'interrupted',
+        `the server stopped while the sub-agent session ${childSessionId} was running`,
+      )
     }
     const outcome: RunOutcome = child?.lastRun?.outcome ?? 'failed'
-    store.append(ctx.sessionId, [{ type: 'subtask.finished', data: { partId: ctx.partId, callId: ctx.callId, childSessionId, outcome } }], { meta })
-    return { childSessionId, outcome, text: finalText(store, childSessionId), ...(child?.lastRun?.error && { error: child.lastRun.error }) }
+    store.append(
+      ctx.sessionId,
+      [{ type: 'subtask.finished', data: { partId: ctx.partId, callId: ctx.callId, childSessionId, outcome } }],
+      { meta },
+    )
+    return {
+      childSessionId,
+      outcome,
+      text: finalText(store, childSessionId),
+      ...(child?.lastRun?.error && { error: child.lastRun.error }),
+    }
   }
 
   return { run, awaited }
@@ -126,7 +149,10 @@ export function finalText(store: EventStore, sessionId: string): string {
   const messages = getMessages(store, sessionId).filter((m) => m.role === 'assistant' && !m.summary)
   for (let i = messages.length - 1; i >= 0; i--) {
     const parts = getParts(store, sessionId, messages[i]!.id)
-    const text = parts.map((p) => (p.type === 'text' ? p.text : '')).join('').trim()
+    const text = parts
+      .map((p) => (p.type === 'text' ? p.text : ''))
+      .join('')
+      .trim()
     if (text) return text
   }
   return ''

@@ -55,7 +55,11 @@ export function createTooling(options: ToolingOptions): Tooling {
     (async (sessionId: string, items: TodoItem[]) => {
       await store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
     })
-  const builtins = createBuiltinTools({ dataDir: options.dataDir, updateTodos, ...(options.env && { env: options.env }) })
+  const builtins = createBuiltinTools({
+    dataDir: options.dataDir,
+    updateTodos,
+    ...(options.env && { env: options.env }),
+  })
   const registry = createToolRegistry({ agents, store, mcp, tools: [...builtins, ...(options.extraTools ?? [])] })
   return {
     agents,

@@ -24,8 +24,14 @@ const parameters = z.object({
     .min(1)
     .max(MAX_TIMEOUT_MS)
     .optional()
-    .describe(`Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, maximum ${MAX_TIMEOUT_MS}); on timeout the whole process group is killed`),
-  workdir: z.string().min(1).optional().describe('The directory to run in (default: the session directory); use this instead of `cd dir &&`'),
+    .describe(
+      `Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, maximum ${MAX_TIMEOUT_MS}); on timeout the whole process group is killed`,
+    ),
+  workdir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('The directory to run in (default: the session directory); use this instead of `cd dir &&`'),
   description: z.string().max(200).optional().describe('What the command does, in 5-10 words (shown to the user)'),
 })
 
@@ -67,14 +73,17 @@ export function createBashTool(deps: BashToolDeps) {
     id: 'bash',
     permission: 'bash',
     description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.${
-      sandbox.kind === 'bwrap' ? ` Commands run in a sandbox: only the session directory and /tmp are writable${sandbox.network ? '.' : ', and there is no network.'}` : ''
+      sandbox.kind === 'bwrap'
+        ? ` Commands run in a sandbox: only the session directory and /tmp are writable${sandbox.network ? '.' : ', and there is no network.'}`
+        : ''
     }`,
     parameters,
     // its own timeout, the kill grace, and room to read what is left and save it
     budgetMs: (args) => (args.timeout ?? DEFAULT_TIMEOUT_MS) + grace + 30_000,
     async execute(args, ctx) {
       const cwd = args.workdir ? (await accessPath(ctx, args.workdir, { forbidden })).real : ctx.directory
-      if (!existsSync(cwd) || !statSync(cwd).isDirectory()) throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
+      if (!existsSync(cwd) || !statSync(cwd).isDirectory())
+        throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
       const outside = outsidePaths(args.command, cwd, ctx.directory)
       if (outside.length > 0) {
         await ctx.ask({
@@ -87,7 +96,11 @@ export function createBashTool(deps: BashToolDeps) {
       await ctx.ask({
         permission: 'bash',
         patterns: [args.command],
-        metadata: { command: args.command, description: args.description, ...(sandbox.kind === 'unavailable' && { sandbox: 'unavailable' }) },
+        metadata: {
+          command: args.command,
+          description: args.description,
+          ...(sandbox.kind === 'unavailable' && { sandbox: 'unavailable' }),
+        },
         // Unconfined against the user's wish (no bubblewrap here): a person approves every command.
         ...(sandbox.kind === 'unavailable' && { requireUser: true }),
       })
@@ -160,7 +173,9 @@ export function createBashTool(deps: BashToolDeps) {
       if (ended === 'timeout') notes.push(`The command timed out after ${timeout} ms; its process group was killed.`)
       if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
       notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
-      const captured = await capture.finish(`${last === '' || last.endsWith('\n') ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`)
+      const captured = await capture.finish(
+        `${last === '' || last.endsWith('\n') ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`,
+      )
       if (ended === 'abort') throw new ToolFailure('aborted', captured.output)
       return {
         output: captured.output,
@@ -181,8 +196,34 @@ export function createBashTool(deps: BashToolDeps) {
 
 /** Programs whose path arguments we check against the workspace (OpenCode scans the same kind). */
 const FILE_COMMANDS = new Set([
-  'cd', 'ls', 'cat', 'head', 'tail', 'less', 'more', 'rm', 'rmdir', 'cp', 'mv', 'mkdir', 'touch', 'chmod', 'chown', 'ln',
-  'tee', 'find', 'grep', 'rg', 'sed', 'awk', 'diff', 'tar', 'zip', 'unzip', 'source', '.',
+  'cd',
+  'ls',
+  'cat',
+  'head',
+  'tail',
+  'less',
+  'more',
+  'rm',
+  'rmdir',
+  'cp',
+  'mv',
+  'mkdir',
+  'touch',
+  'chmod',
+  'chown',
+  'ln',
+  'tee',
+  'find',
+  'grep',
+  'rg',
+  'sed',
+  'awk',
+  'diff',
+  'tar',
+  'zip',
+  'unzip',
+  'source',
+  '.',
 ])
 
 /**
@@ -204,4 +245,3 @@ export function outsidePaths(command: string, cwd: string, directory: string): s
   }
   return [...out]
 }
-

@@ -10,9 +10,14 @@ const parameters = z.object({
   filePath: z.string().min(1).describe('The file to modify: absolute, or relative to the session directory'),
   oldString: z
     .string()
-    .describe('The exact text to replace, including whitespace and indentation. An empty string creates a new file with newString'),
+    .describe(
+      'The exact text to replace, including whitespace and indentation. An empty string creates a new file with newString',
+    ),
   newString: z.string().describe('The text to put in its place (must differ from oldString)'),
-  replaceAll: z.boolean().optional().describe('Replace every occurrence of oldString (default false: it must occur exactly once)'),
+  replaceAll: z
+    .boolean()
+    .optional()
+    .describe('Replace every occurrence of oldString (default false: it must occur exactly once)'),
 })
 
 /** edit: exact string replacement in a file the session has read and that has not changed since. */
@@ -36,7 +41,11 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
         mkdirSync(dirname(path.real), { recursive: true })
         await writeRegular(path.real, path.display, args.newString)
         await deps.fileTimes.record(ctx.sessionId, path.real)
-        return { output: `Created ${path.display}.`, title: path.display, metadata: { filePath: path.real, replacements: 0 } }
+        return {
+          output: `Created ${path.display}.`,
+          title: path.display,
+          metadata: { filePath: path.real, replacements: 0 },
+        }
       }
       const existing = statSync(path.real, { throwIfNoEntry: false })
       if (!existing) throw new ToolFailure('failed', `File not found: ${path.display}`)
@@ -44,13 +53,19 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
       if (!existing.isFile()) throw notRegular(path.display, existing)
       // edit holds the file and its new text in memory: a huge file is bash's (sed, patch) to change
       if (existing.size > MAX_EDIT_BYTES) {
-        throw new ToolFailure('failed', `${path.display} is ${existing.size} bytes; edit changes files up to ${MAX_EDIT_BYTES / 1024 / 1024} MiB. Use bash for larger files.`)
+        throw new ToolFailure(
+          'failed',
+          `${path.display} is ${existing.size} bytes; edit changes files up to ${MAX_EDIT_BYTES / 1024 / 1024} MiB. Use bash for larger files.`,
+        )
       }
       await deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
       const content = await readRegularText(path.real, path.display)
       const count = occurrences(content, args.oldString)
       if (count === 0) {
-        throw new ToolFailure('failed', `oldString was not found in ${path.display}. It must match exactly, including whitespace; read the file again if unsure.`)
+        throw new ToolFailure(
+          'failed',
+          `oldString was not found in ${path.display}. It must match exactly, including whitespace; read the file again if unsure.`,
+        )
       }
       if (count > 1 && !args.replaceAll) {
         throw new ToolFailure(
@@ -63,7 +78,9 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
         patterns: [path.display],
         metadata: { filePath: path.real, tool: 'edit', replacements: count },
       })
-      const next = args.replaceAll ? content.split(args.oldString).join(args.newString) : content.replace(args.oldString, () => args.newString)
+      const next = args.replaceAll
+        ? content.split(args.oldString).join(args.newString)
+        : content.replace(args.oldString, () => args.newString)
       await writeRegular(path.real, path.display, next)
       await deps.fileTimes.record(ctx.sessionId, path.real)
       return {

@@ -29,7 +29,8 @@ export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
     parameters,
     async execute(args, ctx) {
       const root = await accessPath(ctx, args.path ?? '.', { forbidden })
-      if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory()) throw new ToolFailure('failed', `Not a directory: ${root.display}`)
+      if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory())
+        throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'glob', patterns: [args.pattern], metadata: { path: root.real } })
       const matches = compileGlob(args.pattern)
       const tick = createTick()
@@ -39,7 +40,11 @@ export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
         if (ctx.abort.aborted) throw new ToolFailure('aborted', 'glob was cancelled')
         if (e.dirent.isFile() && matches(e.relative)) matched.push({ path: e.path, display: scope.display(e) })
       }
-      const decisions = await readDecisions(ctx, matched.map((m) => m.display), tick)
+      const decisions = await readDecisions(
+        ctx,
+        matched.map((m) => m.display),
+        tick,
+      )
       const found: { path: string; mtime: number }[] = []
       for (const [i, m] of matched.entries()) {
         if (decisions[i] === 'deny') continue
@@ -48,7 +53,10 @@ export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
       }
       found.sort((a, b) => b.mtime - a.mtime)
       const shown = found.slice(0, LIMIT)
-      const more = found.length > LIMIT ? `\n(${found.length - LIMIT} more results not shown; use a narrower pattern or path.)` : ''
+      const more =
+        found.length > LIMIT
+          ? `\n(${found.length - LIMIT} more results not shown; use a narrower pattern or path.)`
+          : ''
       return {
         output: shown.length ? shown.map((f) => f.path).join('\n') + more : 'No files found',
         title: args.pattern,

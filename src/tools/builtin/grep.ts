@@ -17,9 +17,16 @@ const MAX_FILE_BYTES = 5 * 1024 * 1024
 const MAX_ASKED_FILES = 100
 
 const parameters = z.object({
-  pattern: z.string().min(1).describe('A JavaScript regular expression to search file contents for, e.g. "function\\s+\\w+"'),
+  pattern: z
+    .string()
+    .min(1)
+    .describe('A JavaScript regular expression to search file contents for, e.g. "function\\s+\\w+"'),
   path: z.string().min(1).optional().describe('The directory (or file) to search (default: the session directory)'),
-  include: z.string().min(1).optional().describe('Only search files whose path matches this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}"'),
+  include: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Only search files whose path matches this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}"'),
 })
 
 export interface GrepToolDeps {
@@ -48,7 +55,10 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
       try {
         new RegExp(args.pattern)
       } catch (err) {
-        throw new ToolFailure('invalid', `Invalid regular expression ${JSON.stringify(args.pattern)}: ${(err as Error).message}`)
+        throw new ToolFailure(
+          'invalid',
+          `Invalid regular expression ${JSON.stringify(args.pattern)}: ${(err as Error).message}`,
+        )
       }
       // a session's own saved outputs may be searched, as the truncation note tells the model
       const trusted = deps.dataDir ? [outputDir(deps.dataDir, ctx.sessionId)] : []
@@ -63,11 +73,16 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
       if (stat.isDirectory()) {
         for await (const e of walk(root.real, { skip: scope.skip, tick })) {
           if (ctx.abort.aborted) throw new ToolFailure('aborted', 'grep was cancelled')
-          if (e.dirent.isFile() && (!include || include(e.relative))) candidates.push({ path: e.path, display: scope.display(e) })
+          if (e.dirent.isFile() && (!include || include(e.relative)))
+            candidates.push({ path: e.path, display: scope.display(e) })
         }
       } else candidates.push({ path: root.real, display: root.display })
 
-      const decisions = await readDecisions(ctx, candidates.map((c) => c.display), tick)
+      const decisions = await readDecisions(
+        ctx,
+        candidates.map((c) => c.display),
+        tick,
+      )
       const asked = candidates.filter((_, i) => decisions[i] === 'ask').map((c) => c.display)
       if (asked.length > MAX_ASKED_FILES) {
         throw new ToolFailure(
@@ -76,7 +91,11 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
         )
       }
       if (asked.length > 0) {
-        await ctx.ask({ permission: 'read', patterns: asked, metadata: { tool: 'grep', pattern: args.pattern, path: root.real } })
+        await ctx.ask({
+          permission: 'read',
+          patterns: asked,
+          metadata: { tool: 'grep', pattern: args.pattern, path: root.real },
+        })
       }
       const files = candidates.filter((_, i) => decisions[i] !== 'deny').map((c) => c.path)
       const found = await searchInWorker(
@@ -84,10 +103,13 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
         { deadlineMs: deps.deadlineMs ?? GREP_DEADLINE_MS, signal: ctx.abort },
       )
       const { matches, total } = found
-      const more = total > LIMIT ? `\n(${total - LIMIT} more matches not shown; narrow the pattern, path or include.)` : ''
+      const more =
+        total > LIMIT ? `\n(${total - LIMIT} more matches not shown; narrow the pattern, path or include.)` : ''
       const text = matches.length ? matches.join('\n') + more : 'No matches found'
       // 100 long lines can still exceed 50 KB: cap like every other output
-      const capped = deps.dataDir ? truncateOutput(text, { dataDir: deps.dataDir, sessionId: ctx.sessionId, name: `grep_${ctx.partId}` }) : { output: text, truncated: false }
+      const capped = deps.dataDir
+        ? truncateOutput(text, { dataDir: deps.dataDir, sessionId: ctx.sessionId, name: `grep_${ctx.partId}` })
+        : { output: text, truncated: false }
       return {
         output: capped.output,
         title: args.pattern,

@@ -27,7 +27,8 @@ export function createListTool(deps: { forbidden?: readonly string[] } = {}) {
     parameters,
     async execute(args, ctx) {
       const root = await accessPath(ctx, args.path ?? '.', { forbidden })
-      if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory()) throw new ToolFailure('failed', `Not a directory: ${root.display}`)
+      if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory())
+        throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'list', patterns: [root.display], metadata: { path: root.real } })
       const ignores = (args.ignore ?? []).map(compileGlob)
       const scope = createSearchScope(ctx, root, forbidden)

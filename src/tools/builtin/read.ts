@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs'
+import { type Stats, statSync } from 'node:fs'
 import { opendir } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { extname } from 'node:path'
@@ -23,9 +23,41 @@ export const MAX_SCAN_MIB = 256
 const MAX_SCAN_BYTES = MAX_SCAN_MIB * 1024 * 1024
 
 const BINARY_EXTENSIONS = new Set([
-  '.zip', '.tar', '.gz', '.tgz', '.bz2', '.xz', '.7z', '.exe', '.dll', '.so', '.dylib', '.o', '.a', '.class', '.jar',
-  '.wasm', '.pyc', '.bin', '.dat', '.db', '.sqlite', '.png', '.jpg', '.jpeg', '.gif', '.webp', '.ico', '.pdf', '.mp3',
-  '.mp4', '.mov', '.woff', '.woff2', '.ttf', '.otf',
+  '.zip',
+  '.tar',
+  '.gz',
+  '.tgz',
+  '.bz2',
+  '.xz',
+  '.7z',
+  '.exe',
+  '.dll',
+  '.so',
+  '.dylib',
+  '.o',
+  '.a',
+  '.class',
+  '.jar',
+  '.wasm',
+  '.pyc',
+  '.bin',
+  '.dat',
+  '.db',
+  '.sqlite',
+  '.png',
+  '.jpg',
+  '.jpeg',
+  '.gif',
+  '.webp',
+  '.ico',
+  '.pdf',
+  '.mp3',
+  '.mp4',
+  '.mov',
+  '.woff',
+  '.woff2',
+  '.ttf',
+  '.otf',
 ])
 
 const parameters = z.object({
@@ -60,9 +92,12 @@ export function createReadTool(deps: ReadToolDeps) {
     description: `Reads a text file from the project. Returns numbered lines (\`N| text\`). By default up to ${MAX_LINES} lines from the start; lines longer than ${MAX_LINE_CHARS} characters are cut and output stops at 50 KB — use offset/limit to read further. A directory path returns its entries. Binary files are refused. Read a file before editing it.`,
     parameters,
     async execute(args, ctx) {
-      const path = await accessPath(ctx, args.filePath, { trusted: [outputDir(deps.dataDir, ctx.sessionId)], forbidden: deps.forbidden ?? [deps.dataDir] })
+      const path = await accessPath(ctx, args.filePath, {
+        trusted: [outputDir(deps.dataDir, ctx.sessionId)],
+        forbidden: deps.forbidden ?? [deps.dataDir],
+      })
       await ctx.ask({ permission: 'read', patterns: [path.display], metadata: { filePath: path.real } })
-      let stat
+      let stat: Stats
       try {
         stat = statSync(path.real)
       } catch {
@@ -80,8 +115,13 @@ export function createReadTool(deps: ReadToolDeps) {
           entries.push(e.isDirectory() ? `${e.name}/` : e.name)
         }
         entries.sort()
-        const note = more ? `\n(more than ${MAX_DIRECTORY_ENTRIES} entries; use glob or list with ignore globs to narrow it)` : ''
-        return { output: `<directory path="${path.display}">\n${entries.join('\n')}${note}\n</directory>`, title: path.display }
+        const note = more
+          ? `\n(more than ${MAX_DIRECTORY_ENTRIES} entries; use glob or list with ignore globs to narrow it)`
+          : ''
+        return {
+          output: `<directory path="${path.display}">\n${entries.join('\n')}${note}\n</directory>`,
+          title: path.display,
+        }
       }
       // refused before it is opened; the descriptor is checked again (it may have been swapped since)
       if (!stat.isFile()) throw notRegular(path.display, stat)
@@ -96,18 +136,22 @@ export function createReadTool(deps: ReadToolDeps) {
       let scan: ScanResult
       try {
         if (await looksBinary(handle)) throw binary(path.display)
-        scan = await scanLines(handle, { from: offset, to: offset + limit - 1, keepChars: MAX_LINE_CHARS, maxBytes: MAX_SCAN_BYTES }, (l) => {
-          const text = l.cut ? `${l.text}... (line truncated to ${MAX_LINE_CHARS} characters)` : l.text
-          const line = `${String(l.number).padStart(5, '0')}| ${text}`
-          const size = Buffer.byteLength(line) + 1
-          if (bytes + size > MAX_BYTES) {
-            cappedAtBytes = true
-            return false
-          }
-          lines.push(line)
-          bytes += size
-          return true
-        })
+        scan = await scanLines(
+          handle,
+          { from: offset, to: offset + limit - 1, keepChars: MAX_LINE_CHARS, maxBytes: MAX_SCAN_BYTES },
+          (l) => {
+            const text = l.cut ? `${l.text}... (line truncated to ${MAX_LINE_CHARS} characters)` : l.text
+            const line = `${String(l.number).padStart(5, '0')}| ${text}`
+            const size = Buffer.byteLength(line) + 1
+            if (bytes + size > MAX_BYTES) {
+              cappedAtBytes = true
+              return false
+            }
+            lines.push(line)
+            bytes += size
+            return true
+          },
+        )
       } finally {
         await handle.close()
       }
@@ -131,7 +175,12 @@ export function createReadTool(deps: ReadToolDeps) {
       return {
         output: `<file path="${path.display}">\n${lines.join('\n')}\n${footer}\n</file>`,
         title: path.display,
-        metadata: { lines: lines.length, offset, truncated: more || scan.capped, ...(more && { nextOffset: last + 1 }) },
+        metadata: {
+          lines: lines.length,
+          offset,
+          truncated: more || scan.capped,
+          ...(more && { nextOffset: last + 1 }),
+        },
       }
     },
   })

@@ -34,7 +34,10 @@ export interface TaskToolDeps {
 
 const parameters = z.object({
   description: z.string().min(1).max(200).describe('A short (3-5 words) description of the task'),
-  prompt: z.string().min(1).describe('The complete task for the sub-agent: it sees nothing of this conversation but this prompt'),
+  prompt: z
+    .string()
+    .min(1)
+    .describe('The complete task for the sub-agent: it sees nothing of this conversation but this prompt'),
   subagent_type: z.string().min(1).describe('Which sub-agent performs the task'),
 })
 
@@ -61,18 +64,26 @@ export function createTaskTool(deps: TaskToolDeps): Tool<typeof parameters> {
     async execute(args, ctx) {
       const agent = deps.agents.get(args.subagent_type)
       if (!agent || agent.mode === 'primary') {
-        const known = subagentsOf(deps.agents).map((a) => a.name).join(', ') || 'none'
-        throw new ToolFailure('invalid', `Unknown sub-agent "${args.subagent_type}". Available sub-agents: ${known}. Call task again with one of those.`)
+        const known =
+          subagentsOf(deps.agents)
+            .map((a) => a.name)
+            .join(', ') || 'none'
+        throw new ToolFailure(
+          'invalid',
+          `Unknown sub-agent "${args.subagent_type}". Available sub-agents: ${known}. Call task again with one of those.`,
+        )
       }
       await ctx.ask({ permission: 'task', patterns: [agent.name], metadata: { description: args.description } })
       const result = await deps.run({ description: args.description, prompt: args.prompt, agent: agent.name, ctx })
       const metadata = { sessionId: result.childSessionId, outcome: result.outcome, agent: agent.name }
-      if (result.outcome === 'cancelled') throw new ToolFailure('aborted', `The sub-agent session ${result.childSessionId} was cancelled.`)
+      if (result.outcome === 'cancelled')
+        throw new ToolFailure('aborted', `The sub-agent session ${result.childSessionId} was cancelled.`)
       if (result.outcome === 'error' || result.outcome === 'failed') {
         const why = result.error ? `${result.error.kind}: ${result.error.message}` : 'no reason recorded'
         throw new ToolFailure('failed', `The ${agent.name} sub-agent (session ${result.childSessionId}) failed: ${why}`)
       }
-      const note = result.outcome === 'max_steps' ? '\n(the sub-agent ran out of steps; its answer may be incomplete)' : ''
+      const note =
+        result.outcome === 'max_steps' ? '\n(the sub-agent ran out of steps; its answer may be incomplete)' : ''
       return {
         title: args.description,
         output: `task_id: ${result.childSessionId} (the sub-agent's session)${note}\n\n<task_result>\n${result.text}\n</task_result>`,

@@ -3,7 +3,9 @@ import { defineTool } from '../tool.js'
 
 export const TodoItem = z.object({
   content: z.string().min(1).describe('What to do, in one short imperative sentence'),
-  status: z.enum(['pending', 'in_progress', 'completed', 'cancelled']).describe('Where the item stands; keep at most one in_progress'),
+  status: z
+    .enum(['pending', 'in_progress', 'completed', 'cancelled'])
+    .describe('Where the item stands; keep at most one in_progress'),
   priority: z.enum(['high', 'medium', 'low']).describe('How important the item is'),
 })
 export type TodoItem = z.infer<typeof TodoItem>
@@ -16,7 +18,9 @@ const parameters = z.object({
  * todowrite: replaces the session's todo list. Tools never append events
  * themselves: `updateTodos` (injected by the runtime) records `todo.updated`.
  */
-export function createTodoWriteTool(deps: { updateTodos: (sessionId: string, items: TodoItem[]) => Promise<void> | void }) {
+export function createTodoWriteTool(deps: {
+  updateTodos: (sessionId: string, items: TodoItem[]) => Promise<void> | void
+}) {
   return defineTool({
     id: 'todowrite',
     permission: 'todowrite',

@@ -42,7 +42,12 @@ const Remote = z.object({
   timeout: z.number().int().positive().optional(),
 })
 const Desktop = z.union([
-  z.object({ command: z.string().min(1), args: z.array(z.string()).optional(), env: strings.optional(), sandbox: z.boolean().optional() }),
+  z.object({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: strings.optional(),
+    sandbox: z.boolean().optional(),
+  }),
   z.object({ url: z.url(), headers: strings.optional() }),
 ])
 
@@ -60,15 +65,29 @@ export function parseMcpConfig(input: unknown): McpServerConfig[] {
     const timeout = s.timeout !== undefined ? { timeout: s.timeout } : {}
     out.push(
       s.type === 'local'
-        ? { name, type: 'local', command: s.command, environment: s.environment ?? {}, ...timeout, ...(s.sandbox && { sandbox: true }) }
+        ? {
+            name,
+            type: 'local',
+            command: s.command,
+            environment: s.environment ?? {},
+            ...timeout,
+            ...(s.sandbox && { sandbox: true }),
+          }
         : { name, type: 'remote', url: s.url, headers: s.headers ?? {}, ...timeout },
     )
   }
   for (const [name, s] of Object.entries(file.mcpServers ?? {})) {
-    if (out.some((o) => o.name === name)) throw new Error(`MCP server "${name}" is configured twice (mcp and mcpServers)`)
+    if (out.some((o) => o.name === name))
+      throw new Error(`MCP server "${name}" is configured twice (mcp and mcpServers)`)
     out.push(
       'command' in s
-        ? { name, type: 'local', command: [s.command, ...(s.args ?? [])], environment: s.env ?? {}, ...(s.sandbox && { sandbox: true }) }
+        ? {
+            name,
+            type: 'local',
+            command: [s.command, ...(s.args ?? [])],
+            environment: s.env ?? {},
+            ...(s.sandbox && { sandbox: true }),
+          }
         : { name, type: 'remote', url: s.url, headers: s.headers ?? {} },
     )
   }

@@ -33,10 +33,11 @@ export function createMcpManager(servers: readonly McpServerConfig[], opts: McpS
     },
     tools: () => handles.flatMap((h) => h.tools()),
     status: () => (handles.length ? handles.map((h) => h.status()) : [...pending.values()]),
-    instructions: () => handles.flatMap((h) => {
-      const text = h.instructions()
-      return text ? [{ server: h.name, text }] : []
-    }),
+    instructions: () =>
+      handles.flatMap((h) => {
+        const text = h.instructions()
+        return text ? [{ server: h.name, text }] : []
+      }),
     async close() {
       await Promise.all(handles.map((h) => h.close()))
     },

@@ -52,15 +52,27 @@ export function createMcpTool(
         result = await call(def.name, (args ?? {}) as Record<string, unknown>, {
           signal: ctx.abort,
           timeout: opts.callTimeoutMs,
-          onprogress: (p) => ctx.progress({ progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message }) }),
+          onprogress: (p) =>
+            ctx.progress({
+              progress: p.progress,
+              ...(p.total !== undefined && { total: p.total }),
+              ...(p.message && { message: p.message }),
+            }),
         })
       } catch (err) {
         if (ctx.abort.aborted) throw new ToolFailure('aborted', `The ${id} call was cancelled.`)
-        throw new ToolFailure('failed', `The MCP server "${server}" failed during ${def.name}: ${(err as Error).message}`)
+        throw new ToolFailure(
+          'failed',
+          `The MCP server "${server}" failed during ${def.name}: ${(err as Error).message}`,
+        )
       }
       const normalized = normalizeResult(result)
       if (!opts.dataDir) return normalized
-      const truncated = truncateOutput(normalized.output, { dataDir: opts.dataDir, sessionId: ctx.sessionId, name: `mcp_${ctx.partId}` })
+      const truncated = truncateOutput(normalized.output, {
+        dataDir: opts.dataDir,
+        sessionId: ctx.sessionId,
+        name: `mcp_${ctx.partId}`,
+      })
       return {
         ...normalized,
         output: truncated.output,

@@ -9,7 +9,12 @@ export interface McpContent {
   readonly mimeType?: string
   readonly uri?: string
   readonly name?: string
-  readonly resource?: { readonly uri: string; readonly mimeType?: string; readonly text?: string; readonly blob?: string }
+  readonly resource?: {
+    readonly uri: string
+    readonly mimeType?: string
+    readonly text?: string
+    readonly blob?: string
+  }
 }
 
 export interface McpCallResult {
@@ -34,7 +39,11 @@ export function normalizeResult(result: McpCallResult): ToolResult {
         break
       case 'image':
       case 'audio':
-        attachments.push({ type: item.type, ...(item.mimeType && { mediaType: item.mimeType }), ...(item.data !== undefined && { data: item.data }) })
+        attachments.push({
+          type: item.type,
+          ...(item.mimeType && { mediaType: item.mimeType }),
+          ...(item.data !== undefined && { data: item.data }),
+        })
         break
       case 'resource': {
         const r = item.resource

@@ -84,7 +84,11 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
   }
   const withStderr = (message: string) => (stderr.trim() ? `${message}; stderr: ${stderr.trim().slice(-500)}` : message)
 
-  const call = async (name: string, args: Record<string, unknown>, o: Parameters<Parameters<typeof createMcpTool>[2]>[2]) => {
+  const call = async (
+    name: string,
+    args: Record<string, unknown>,
+    o: Parameters<Parameters<typeof createMcpTool>[2]>[2],
+  ) => {
     if (!client || state !== 'connected') throw new Error(`server is ${state}${error ? `: ${error}` : ''}`)
     return (await client.callTool({ name, arguments: args }, CallToolResultSchema, {
       signal: o.signal,
@@ -102,13 +106,20 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
       defs.push(...(page.tools as McpToolDefinition[]))
       cursor = page.nextCursor
     } while (cursor)
-    return defs.map((d) => createMcpTool(config.name, d, call, { callTimeoutMs, ...(opts.dataDir && { dataDir: opts.dataDir }) }))
+    return defs.map((d) =>
+      createMcpTool(config.name, d, call, { callTimeoutMs, ...(opts.dataDir && { dataDir: opts.dataDir }) }),
+    )
   }
 
   const attempt = async (transport: Transport, kind: NonNullable<McpServerStatus['transport']>): Promise<Client> => {
     const c = new Client({ name: 'chronicle', version: '0.1.0' })
     transportKind = kind
-    await withTimeout(c.connect(transport), connectTimeout, `connecting timed out after ${connectTimeout} ms`, () => void transport.close())
+    await withTimeout(
+      c.connect(transport),
+      connectTimeout,
+      `connecting timed out after ${connectTimeout} ms`,
+      () => void transport.close(),
+    )
     return c
   }
 
@@ -175,7 +186,9 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
 function confined(config: Extract<McpServerConfig, { type: 'local' }>, opts: McpServerOptions): string[] {
   if (!config.sandbox) return [...config.command]
   if (opts.sandbox?.kind !== 'bwrap' || !opts.directory) {
-    throw new Error(`it asks for the sandbox, which cannot run here${opts.sandbox?.reason ? ` (${opts.sandbox.reason})` : ''}`)
+    throw new Error(
+      `it asks for the sandbox, which cannot run here${opts.sandbox?.reason ? ` (${opts.sandbox.reason})` : ''}`,
+    )
   }
   const { file, args } = opts.sandbox.wrap(config.command, { workspace: opts.directory, cwd: opts.directory })
   return [file, ...args]

@@ -50,9 +50,34 @@ export function defaultAlways(request: PermissionAsk): readonly string[] {
 
 /** How many leading words name the action: programs whose first argument is a subcommand. */
 const ARITY: Record<string, number> = Object.fromEntries(
-  ['git', 'npm', 'pnpm', 'yarn', 'bun', 'deno', 'cargo', 'go', 'docker', 'podman', 'kubectl', 'helm', 'gh', 'pip', 'pip3',
-    'poetry', 'uv', 'apt', 'apt-get', 'brew', 'systemctl', 'terraform', 'dotnet', 'mvn', 'gradle', 'composer', 'rustup']
-    .map((p) => [p, 2]),
+  [
+    'git',
+    'npm',
+    'pnpm',
+    'yarn',
+    'bun',
+    'deno',
+    'cargo',
+    'go',
+    'docker',
+    'podman',
+    'kubectl',
+    'helm',
+    'gh',
+    'pip',
+    'pip3',
+    'poetry',
+    'uv',
+    'apt',
+    'apt-get',
+    'brew',
+    'systemctl',
+    'terraform',
+    'dotnet',
+    'mvn',
+    'gradle',
+    'composer',
+    'rustup',
+  ].map((p) => [p, 2]),
 )
 const RUNNERS = new Set(['npm', 'pnpm', 'yarn', 'bun', 'deno', 'uv', 'poetry'])
-

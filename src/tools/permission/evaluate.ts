@@ -19,7 +19,11 @@ export function lastMatch(
 }
 
 /** Last match wins; nothing matching means `ask`. */
-export function evaluate(permission: string, pattern: string, ...rulesets: readonly (readonly PermissionRule[])[]): PermissionAction {
+export function evaluate(
+  permission: string,
+  pattern: string,
+  ...rulesets: readonly (readonly PermissionRule[])[]
+): PermissionAction {
   return lastMatch(permission, pattern, ...rulesets)?.action ?? 'ask'
 }
 
@@ -51,6 +55,6 @@ export function ruleDecision(permission: string, pattern: string, sources: RuleS
 export function deniesEverything(permission: string, ...rulesets: readonly (readonly PermissionRule[])[]): boolean {
   const relevant = rulesets.flat().filter((r) => wildcardMatch(permission, r.permission))
   const last = relevant.at(-1)
-  if (!last || last.action !== 'deny' || last.pattern !== '*') return false
+  if (last?.action !== 'deny' || last.pattern !== '*') return false
   return true
 }

@@ -48,7 +48,11 @@ export function interpreterRuns(name: string, args: readonly ShellWord[]): Runs[
  * input. A file named by an expansion (`bash <(curl …)`) is unknown code.
  */
 function shell(args: readonly ShellWord[]): Runs[] {
-  const { operand, flags, values } = scanOptions(args, 0, { values: 'oO', long: ['rcfile', 'init-file', 'command'], plus: true })
+  const { operand, flags, values } = scanOptions(args, 0, {
+    values: 'oO',
+    long: ['rcfile', 'init-file', 'command'],
+    plus: true,
+  })
   const command = values.get('command') // fish --command
   if (command) return [{ kind: 'script', text: command }]
   if (flags.has('c')) return [{ kind: 'script', text: args[operand] }]
@@ -63,7 +67,11 @@ const STDIN_FILES = /^-$|^\/dev\/(stdin|fd\/0)$|^\/proc\/(self|\d+)\/fd\/0$/
 
 /** `watch [opts] command…` joins its words and runs them with `sh -c`, unless `-x` (exec) is given. */
 function watch(args: readonly ShellWord[]): Runs[] {
-  const { operand, flags } = scanOptions(args, 0, { values: 'nqs', attached: 'd', long: ['interval', 'equexit', 'shotsdir'] })
+  const { operand, flags } = scanOptions(args, 0, {
+    values: 'nqs',
+    attached: 'd',
+    long: ['interval', 'equexit', 'shotsdir'],
+  })
   const command = args.slice(operand)
   if (command.length === 0) return []
   if (flags.has('x') || flags.has('exec')) return [{ kind: 'command', words: command }]
@@ -74,7 +82,10 @@ function watch(args: readonly ShellWord[]): Runs[] {
 function commandOption(args: readonly ShellWord[]): Runs[] {
   for (let i = 0; i < args.length; i++) {
     const word = args[i] as ShellWord
-    const { values } = scanOptions([word, ...args.slice(i + 1, i + 2)], 0, { values: 'c', long: ['command', 'session-command'] })
+    const { values } = scanOptions([word, ...args.slice(i + 1, i + 2)], 0, {
+      values: 'c',
+      long: ['command', 'session-command'],
+    })
     const script = values.get('c') ?? values.get('command') ?? values.get('session-command')
     if (script) return [{ kind: 'script', text: script }]
     if (word.literal && word.text === '--') break

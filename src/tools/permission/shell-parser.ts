@@ -83,7 +83,13 @@ function skipsText(root: ShellNode, source: string): boolean {
  * such a merge: a `;` put before it ends the command there, as bash does.
  */
 const MAX_REPAIRS = 8
-const ONE_LINE = new Set(['command', 'redirected_statement', 'file_redirect', 'herestring_redirect', 'heredoc_redirect'])
+const ONE_LINE = new Set([
+  'command',
+  'redirected_statement',
+  'file_redirect',
+  'herestring_redirect',
+  'heredoc_redirect',
+])
 
 function mergedLines(node: ShellNode, found: number[] = []): number[] {
   if (ONE_LINE.has(node.type)) {
@@ -135,7 +141,13 @@ function redirectLast(node: ShellNode, source: string): ShellNode {
   const last = body && LISTS.has(body.type) ? body.children.findLast((c) => c.named) : undefined
   if (!body || !last) return node
   const inner = redirectLast(
-    { ...node, field: last.field, start: last.start, text: source.slice(last.start, endOf(node)), children: [{ ...last, field: 'body' }, ...redirects] },
+    {
+      ...node,
+      field: last.field,
+      start: last.start,
+      text: source.slice(last.start, endOf(node)),
+      children: [{ ...last, field: 'body' }, ...redirects],
+    },
     source,
   )
   return { ...body, field: node.field, children: body.children.map((c) => (c === last ? inner : c)) }
@@ -144,7 +156,10 @@ function redirectLast(node: ShellNode, source: string): ShellNode {
 const LISTS = new Set(['list', 'pipeline', 'negated_command'])
 
 /** Moves the words the grammar put in `command`'s redirections (its own and `around` it) into its arguments. */
-function withStrayWords(command: ShellNode, around: readonly ShellNode[]): { command: ShellNode; redirects: ShellNode[] } {
+function withStrayWords(
+  command: ShellNode,
+  around: readonly ShellNode[],
+): { command: ShellNode; redirects: ShellNode[] } {
   const strays: ShellNode[] = []
   const own = command.children.map((c) => (c.field === 'redirect' ? withoutStrays(c, strays) : c))
   const redirects = around.map((r) => withoutStrays(r, strays))
@@ -160,7 +175,11 @@ function withoutStrays(redirect: ShellNode, strays: ShellNode[]): ShellNode {
     if (extra.length === 0) return redirect
     strays.push(...extra)
     const kept = redirect.children.filter((c) => !extra.includes(c))
-    return { ...redirect, text: redirect.text.slice(0, endOf(kept.at(-1) as ShellNode) - redirect.start), children: kept }
+    return {
+      ...redirect,
+      text: redirect.text.slice(0, endOf(kept.at(-1) as ShellNode) - redirect.start),
+      children: kept,
+    }
   }
   if (redirect.type === 'heredoc_redirect') {
     strays.push(...childrenByField(redirect, 'argument'))

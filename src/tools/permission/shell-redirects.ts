@@ -10,7 +10,10 @@ import { literalWord, readWord, type ShellWord } from './shell-words.js'
 export function redirectText(node: ShellNode): string {
   if (node.type !== 'heredoc_redirect') return node.text.replace(/\s+/g, ' ')
   const start = node.children.findIndex((c) => c.type === 'heredoc_start')
-  const operator = node.children.slice(0, start + 1).map((c) => c.text).join('')
+  const operator = node.children
+    .slice(0, start + 1)
+    .map((c) => c.text)
+    .join('')
   return [operator, ...childrenByField(node, 'redirect').map(redirectText)].join(' ')
 }
 
@@ -44,4 +47,3 @@ function heredocText(node: ShellNode): ShellWord {
 export function isQuotedHeredoc(node: ShellNode): boolean {
   return /['"\\]/.test(node.children.find((c) => c.type === 'heredoc_start')?.text ?? '')
 }
-

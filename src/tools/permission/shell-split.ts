@@ -94,7 +94,11 @@ function walk(node: ShellNode, out: Findings, depth: number): void {
       return heredoc(node, out, depth)
     case 'declaration_command': // export, declare, local, readonly, typeset
     case 'unset_command':
-      out.commands.push({ name: node.children[0]?.text ?? '', args: namedChildren(node).map((n) => readWord(n).text), redirects: [] })
+      out.commands.push({
+        name: node.children[0]?.text ?? '',
+        args: namedChildren(node).map((n) => readWord(n).text),
+        redirects: [],
+      })
       return walkChildren(node, out, depth)
     case 'variable_assignment':
       if (changesMeaning(node)) out.dynamic = true
@@ -135,7 +139,14 @@ function redirected(node: ShellNode, out: Findings, depth: number): void {
  * the script text on its standard input when the command line holds it (a
  * heredoc or here-string), for a shell that reads its script from there.
  */
-function run(words: readonly ShellWord[], redirects: readonly string[], stdin: ShellWord | undefined, out: Findings, depth: number, hops: number): void {
+function run(
+  words: readonly ShellWord[],
+  redirects: readonly string[],
+  stdin: ShellWord | undefined,
+  out: Findings,
+  depth: number,
+  hops: number,
+): void {
   const [head, ...rest] = words
   if (!head) return
   const known = head.literal && !head.pattern
@@ -148,7 +159,8 @@ function run(words: readonly ShellWord[], redirects: readonly string[], stdin: S
     out.complete = false
     return
   }
-  for (const runs of wrapperRuns(name, rest) ?? interpreterRuns(name, rest) ?? []) follow(runs, stdin, out, depth, hops + 1)
+  for (const runs of wrapperRuns(name, rest) ?? interpreterRuns(name, rest) ?? [])
+    follow(runs, stdin, out, depth, hops + 1)
 }
 
 function follow(runs: Runs, stdin: ShellWord | undefined, out: Findings, depth: number, hops: number): void {

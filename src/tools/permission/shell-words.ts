@@ -50,10 +50,13 @@ function pieces(node: ShellNode): Pieces {
     case 'translated_string': // $"…": a string looked up in a message catalogue, which we treat as itself
       return doubleQuoted(namedChildren(node)[0] ?? node)
     case 'concatenation':
-      return node.children.map(pieces).reduce(
-        (a, b) => ({ text: a.text + b.text, literal: a.literal && b.literal, shape: a.shape + b.shape }),
-        { text: '', literal: true, shape: '' },
-      )
+      return node.children
+        .map(pieces)
+        .reduce((a, b) => ({ text: a.text + b.text, literal: a.literal && b.literal, shape: a.shape + b.shape }), {
+          text: '',
+          literal: true,
+          shape: '',
+        })
     default:
       // A lone `$` (as in `x$`) is a token of its own; expansions, substitutions
       // and brace expressions are known only when the shell runs.
@@ -69,7 +72,8 @@ function quoted(text: string): Pieces {
 function doubleQuoted(node: ShellNode): Pieces {
   let text = ''
   for (const part of node.children.slice(1, -1)) {
-    if (part.type === 'string_content') text += part.text.replace(/\\([$`"\\\n])/g, (_, c: string) => (c === '\n' ? '' : c))
+    if (part.type === 'string_content')
+      text += part.text.replace(/\\([$`"\\\n])/g, (_, c: string) => (c === '\n' ? '' : c))
     else if (part.named) return { text: node.text, literal: false, shape: '' }
     else text += part.text // a lone `$`
   }
@@ -96,6 +100,17 @@ export function decodeAnsiC(body: string): string {
 }
 
 const ANSI_C_ESCAPES: Record<string, string> = {
-  a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v',
-  '\\': '\\', "'": "'", '"': '"', '?': '?',
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  E: '\x1b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  '?': '?',
 }

@@ -29,7 +29,12 @@ interface Wrapper extends OptionSpec {
 }
 
 const WRAPPERS: Readonly<Record<string, Wrapper>> = {
-  env: { values: 'uCSa', long: ['unset', 'chdir', 'split-string', 'argv0'], assignments: true, scripts: ['S', 'split-string'] },
+  env: {
+    values: 'uCSa',
+    long: ['unset', 'chdir', 'split-string', 'argv0'],
+    assignments: true,
+    scripts: ['S', 'split-string'],
+  },
   command: {}, // -v/-V only print what would run; treated as running it, conservatively
   builtin: {},
   exec: { values: 'a' },
@@ -46,7 +51,20 @@ const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   sudo: {
     values: 'aCcDgpRrTtUu',
     attached: 'h',
-    long: ['auth-type', 'close-from', 'login-class', 'chdir', 'group', 'prompt', 'chroot', 'role', 'command-timeout', 'type', 'other-user', 'user'],
+    long: [
+      'auth-type',
+      'close-from',
+      'login-class',
+      'chdir',
+      'group',
+      'prompt',
+      'chroot',
+      'role',
+      'command-timeout',
+      'type',
+      'other-user',
+      'user',
+    ],
     assignments: true,
     shellFlags: 'si',
   },
@@ -103,7 +121,10 @@ function coproc(args: readonly ShellWord[]): Runs[] {
 
 /** `flock [opts] FILE command…` or `flock [opts] FILE -c 'script'` (the script runs in a shell). */
 function flock(args: readonly ShellWord[]): Runs[] {
-  const { operand, values } = scanOptions(args, 0, { values: 'wEc', long: ['timeout', 'conflict-exit-code', 'command'] })
+  const { operand, values } = scanOptions(args, 0, {
+    values: 'wEc',
+    long: ['timeout', 'conflict-exit-code', 'command'],
+  })
   const before = values.get('c') ?? values.get('command')
   if (before) return [{ kind: 'script', text: before }]
   const after = scanOptions(args, operand + 1, { values: 'c', long: ['command'] })
@@ -128,7 +149,8 @@ function find(args: readonly ShellWord[]): Runs[] {
   const runs: Runs[] = []
   for (; i < args.length; i++) {
     const word = args[i] as ShellWord
-    if (word.text === '-delete') runs.push({ kind: 'command', words: [literalWord('rm'), ...(paths.length ? paths : [literalWord('.')])] })
+    if (word.text === '-delete')
+      runs.push({ kind: 'command', words: [literalWord('rm'), ...(paths.length ? paths : [literalWord('.')])] })
     if (!FIND_EXEC.has(word.text)) continue
     const end = args.findIndex((w, k) => k > i && (w.text === ';' || w.text === '+'))
     const command = args.slice(i + 1, end < 0 ? args.length : end)

@@ -43,14 +43,23 @@ type Node =
   | { readonly kind: 'alt'; readonly branches: Node[][] }
 
 export function compileGlob(glob: string): GlobMatcher {
-  if (glob.length > MAX_GLOB_LENGTH) throw new ToolFailure('invalid', `The glob is longer than ${MAX_GLOB_LENGTH} characters; use a shorter pattern.`)
+  if (glob.length > MAX_GLOB_LENGTH)
+    throw new ToolFailure('invalid', `The glob is longer than ${MAX_GLOB_LENGTH} characters; use a shorter pattern.`)
   const anywhere = !glob.includes('/')
   const nodes = parse(glob.startsWith('./') ? glob.slice(2) : glob)
   const states: State[] = []
   const add = () => states.push({ eps: [], edges: [] }) - 1
   const start = add()
   const accept = build(nodes, start, states, add)
-  const nfa: Nfa = { states, start, accept, anywhere, seen: new Int32Array(states.length).fill(-1), stack: [], epoch: 0 }
+  const nfa: Nfa = {
+    states,
+    start,
+    accept,
+    anywhere,
+    seen: new Int32Array(states.length).fill(-1),
+    stack: [],
+    epoch: 0,
+  }
   return (path) => run(nfa, path)
 }
 

@@ -38,12 +38,19 @@ export interface GrepFound {
   readonly total: number
 }
 
-export function searchInWorker(search: GrepSearch, opts: { deadlineMs: number; signal: AbortSignal }): Promise<GrepFound> {
+export function searchInWorker(
+  search: GrepSearch,
+  opts: { deadlineMs: number; signal: AbortSignal },
+): Promise<GrepFound> {
   if (opts.signal.aborted) return Promise.reject(cancelled())
   if (search.files.length === 0) return Promise.resolve({ matches: [], total: 0 })
   return new Promise<GrepFound>((resolve, reject) => {
     // execArgv: none of the parent's flags (a --import loader would only slow the start of a plain .cjs file)
-    const worker = new Worker(WORKER_URL, { workerData: search, execArgv: [], resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } })
+    const worker = new Worker(WORKER_URL, {
+      workerData: search,
+      execArgv: [],
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
+    })
     const finish = (settle: () => void) => {
       clearTimeout(timer)
       opts.signal.removeEventListener('abort', onAbort)
@@ -56,8 +63,12 @@ export function searchInWorker(search: GrepSearch, opts: { deadlineMs: number; s
     const timer = setTimeout(() => finish(() => reject(tooSlow(opts.deadlineMs))), opts.deadlineMs)
     opts.signal.addEventListener('abort', onAbort, { once: true })
     worker.once('message', (found: GrepFound) => finish(() => resolve(found)))
-    worker.once('error', (err) => finish(() => reject(new ToolFailure('failed', `grep's search failed: ${err.message}`))))
-    worker.once('exit', (code) => finish(() => reject(new ToolFailure('failed', `grep's search stopped unexpectedly (exit code ${code}).`))))
+    worker.once('error', (err) =>
+      finish(() => reject(new ToolFailure('failed', `grep's search failed: ${err.message}`))),
+    )
+    worker.once('exit', (code) =>
+      finish(() => reject(new ToolFailure('failed', `grep's search stopped unexpectedly (exit code ${code}).`))),
+    )
   })
 }
 

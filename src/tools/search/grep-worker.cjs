@@ -25,7 +25,8 @@ for (const file of files) {
     const line = lines[i]
     if (!re.test(line)) continue
     total++
-    if (matches.length < limit) matches.push(`${file}:${i + 1}: ${line.length > maxLineChars ? `${line.slice(0, maxLineChars)}...` : line}`)
+    if (matches.length < limit)
+      matches.push(`${file}:${i + 1}: ${line.length > maxLineChars ? `${line.slice(0, maxLineChars)}...` : line}`)
   }
 }
 parentPort.postMessage({ matches, total })

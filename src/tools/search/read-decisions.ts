@@ -13,7 +13,11 @@ const BATCH = 256
  * path's decision is known — about k·log(n) checks for the k paths that ask
  * or are denied. Nothing is asked or recorded.
  */
-export async function readDecisions(ctx: ToolContext, paths: readonly string[], tick: Tick): Promise<PermissionDecision[]> {
+export async function readDecisions(
+  ctx: ToolContext,
+  paths: readonly string[],
+  tick: Tick,
+): Promise<PermissionDecision[]> {
   const decisions: PermissionDecision[] = new Array(paths.length)
   const settle = (from: number, to: number) => {
     const decision = ctx.check({ permission: 'read', patterns: paths.slice(from, to) })

@@ -27,7 +27,10 @@ export function createSearchScope(ctx: ToolContext, root: ResolvedPath, forbidde
     skip(entry) {
       if (closed.some((c) => isWithin(c, entry.path))) return true
       if (!entry.dirent.isDirectory()) return false
-      return DEFAULT_IGNORES.includes(entry.dirent.name) || ctx.check({ permission: 'read', patterns: [display(entry)] }) === 'deny'
+      return (
+        DEFAULT_IGNORES.includes(entry.dirent.name) ||
+        ctx.check({ permission: 'read', patterns: [display(entry)] }) === 'deny'
+      )
     },
   }
 }
