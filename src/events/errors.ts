@@ -11,6 +11,8 @@ export const ERROR_STATUS = {
   SEQ_OUT_OF_RANGE: 404,
   PERMISSION_REQUEST_NOT_FOUND: 404,
   RULE_NOT_FOUND: 404,
+  /** a path or tree that a workspace snapshot does not hold (a file over the size cap is listed, not stored) */
+  NOT_IN_SNAPSHOT: 404,
   INPUT_CONFLICT: 409,
   VERSION_CONFLICT: 409,
   SESSION_ARCHIVED: 409,
@@ -18,6 +20,10 @@ export const ERROR_STATUS = {
   SESSION_READ_ONLY: 409,
   /** a fork of imported history without the directory the child is to work in */
   DIRECTORY_REQUIRED: 400,
+  /** a session directory that no longer exists (or is not a directory): nothing to snapshot or restore */
+  WORKSPACE_MISSING: 409,
+  /** a snapshot materialized into a directory that exists and is not empty */
+  DIRECTORY_NOT_EMPTY: 409,
   /** an import file that is not a valid Chronicle export (the message names the line); nothing was appended */
   IMPORT_INVALID: 400,
   NO_MODEL_CONFIGURED: 422,
