@@ -128,6 +128,11 @@ export const FileConfig = z
     allowedOrigins: z.array(z.string()).optional(),
     allowedHosts: z.array(z.string()).optional(),
     sandbox: SandboxSettings.optional(),
+    /** workspace history (docs/TIME-TRAVEL.md): `snapshots: false` records none; files over `maxFileBytes` are listed, not stored */
+    workspace: z
+      .object({ snapshots: z.boolean().optional(), maxFileBytes: z.number().int().positive().optional() })
+      .strict()
+      .optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -166,10 +171,14 @@ export interface ChronicleConfig {
   readonly allowedOrigins: readonly string[]
   readonly allowedHosts: readonly string[]
   readonly sandbox: SandboxConfig
+  readonly workspace: { readonly snapshots: boolean; readonly maxFileBytes: number }
   readonly logLevel: string
   /** the config file that was read, if any */
   readonly configFile: string | undefined
 }
+
+/** A file larger than this is listed in a workspace snapshot, not stored. */
+export const DEFAULT_MAX_SNAPSHOT_FILE_BYTES = 10 * 1024 * 1024
 
 export const DEFAULT_LIMITS: ResolvedLimits = {
   bodyBytes: 1024 * 1024,
@@ -241,6 +250,10 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     allowedOrigins: file.allowedOrigins ?? [],
     allowedHosts: file.allowedHosts ?? [],
     sandbox: sandboxOf(file.sandbox),
+    workspace: {
+      snapshots: file.workspace?.snapshots ?? true,
+      maxFileBytes: file.workspace?.maxFileBytes ?? DEFAULT_MAX_SNAPSHOT_FILE_BYTES,
+    },
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
     configFile,
   }

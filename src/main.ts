@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
+import { join } from 'node:path'
 import type { DestinationStream, Logger } from 'pino'
 import { ChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
@@ -10,6 +11,9 @@ import { stateAt } from './projections/time-travel.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
+import { createWorkspaceHistory } from './runtime/workspace/history.js'
+import { createShadowStore } from './runtime/workspace/shadow-store.js'
+import { createWorkspaceSnapshots } from './runtime/workspace/snapshots.js'
 import { createSubagents } from './runtime/subagents/subagents.js'
 import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
@@ -102,6 +106,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     )
   }
   const store = openStore(dbPath)
+  // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
+  const shadow = createShadowStore({
+    root: join(config.dataDir, 'workspaces'),
+    maxFileBytes: config.workspace.maxFileBytes,
+    exclude: [config.dataDir, ...(config.configFile ? [config.configFile] : [])],
+  })
   const ids = options.ids ?? createIdSource()
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
@@ -151,6 +161,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     serverInstructions: () => mcp.instructions(),
     log: logger,
     redactor,
+    ...(config.workspace.snapshots && { workspace: createWorkspaceSnapshots({ store, shadow, log: logger }) }),
     limits: { maxInputBytes: config.limits.inputBytes },
     compaction: { ...config.compaction, models: config.models },
   })
@@ -180,6 +191,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     submit: runtime.submitContext,
     timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
+    workspace: createWorkspaceHistory(store, shadow),
   }
   const app = await buildApp(deps)
 

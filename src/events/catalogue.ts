@@ -295,6 +295,36 @@ export const SubtaskFinished = event('subtask.finished', {
   outcome: RunOutcome,
 })
 
+// ── workspace ─────────────────────────────────────────────────────────────
+/** A file's change between two snapshots of a workspace, with its line counts (none for a binary file). */
+export const ChangedFile = z.object({
+  path: z.string(),
+  status: z.enum(['added', 'modified', 'deleted']),
+  added: z.number().int().nonnegative().optional(),
+  removed: z.number().int().nonnegative().optional(),
+  binary: z.literal(true).optional(),
+})
+export type ChangedFile = z.infer<typeof ChangedFile>
+
+/**
+ * runtime. The session directory's files as recorded (docs/TIME-TRAVEL.md
+ * "The workspace at any seq"): `tree` names a content-addressed snapshot;
+ * `changed` is what differs from the session's previous snapshot. Taken at
+ * the start of each step (`step`: changes found there were made outside the
+ * agent), after each tool that may write (`tool`, naming its call), when a
+ * resumed run starts (`recovery`) and around a revert. Files over the size
+ * cap are listed in `large`, not stored. Sets Session.workspace; a `tool`
+ * snapshot with changes adds them to its message's `patch` part.
+ */
+export const WorkspaceSnapshotted = event('workspace.snapshotted', {
+  tree: z.string().regex(/^[0-9a-f]{40}$/),
+  reason: z.enum(['step', 'tool', 'recovery', 'revert']),
+  messageId: id.optional(),
+  partId: id.optional(),
+  changed: z.array(ChangedFile),
+  large: z.array(z.object({ path: z.string(), size: z.number().int().nonnegative() })).optional(),
+})
+
 // ── todo ──────────────────────────────────────────────────────────────────
 /** tools (todowrite). Replaces the session's todo list. */
 export const TodoUpdated = event('todo.updated', {
@@ -348,6 +378,7 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   SubtaskStarted,
   SubtaskFinished,
   TodoUpdated,
+  WorkspaceSnapshotted,
 ])
 
 export type ChronicleEvent = z.infer<typeof ChronicleEvent>

@@ -1,6 +1,6 @@
 import { ChronicleError } from '../events/errors.js'
 import type { StoredEvent } from '../events/envelope.js'
-import type { ChronicleEvent, Usage } from '../events/catalogue.js'
+import type { ChangedFile, ChronicleEvent, Usage } from '../events/catalogue.js'
 import type { Message, Part, Session, SessionView, Totals, ToolPart } from './model.js'
 
 /**
@@ -312,6 +312,17 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'todo.updated':
       return { session: touch(session, event, { todos: event.data.items }) }
 
+    case 'workspace.snapshotted': {
+      const { tree, reason, messageId, changed, large } = event.data
+      const workspace = { tree, seq: event.seq, ...(large && large.length > 0 && { large }) }
+      const next = touch(session, event, { workspace })
+      if (reason !== 'tool' || !messageId || changed.length === 0) return { session: next }
+      const id = `${messageId}:patch`
+      const prior = view.parts.get(id)
+      const files = mergeChanges(prior?.type === 'patch' ? prior.files : [], changed)
+      return { session: next, parts: [{ ...base(session, messageId, id), type: 'patch', files }] }
+    }
+
     default: {
       const unknown: never = event
       throw new ChronicleError('CORRUPT_EVENT', `unknown event type at seq ${(unknown as StoredEvent).seq}`)
@@ -430,6 +441,33 @@ function forked(parent: Session, event: StoredEvent<Extract<ChronicleEvent, { ty
     lastSeq: event.seq,
     version: event.version,
   }
+}
+
+/** A message's patch after another tool's changes: per file, the latest status and the summed line counts. */
+function mergeChanges(prior: readonly ChangedFile[], changed: readonly ChangedFile[]): ChangedFile[] {
+  const byPath = new Map(prior.map((f) => [f.path, f]))
+  for (const f of changed) {
+    const before = byPath.get(f.path)
+    if (!before) {
+      byPath.set(f.path, f)
+      continue
+    }
+    // added then modified is still added; anything then deleted is deleted; deleted then added is modified
+    const status =
+      f.status === 'deleted'
+        ? 'deleted'
+        : before.status === 'added'
+          ? 'added'
+          : before.status === 'deleted'
+            ? 'modified'
+            : f.status
+    const binary = before.binary || f.binary
+    const counts = binary
+      ? {}
+      : { added: (before.added ?? 0) + (f.added ?? 0), removed: (before.removed ?? 0) + (f.removed ?? 0) }
+    byPath.set(f.path, { path: f.path, status, ...counts, ...(binary && { binary: true as const }) })
+  }
+  return [...byPath.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 
 function compaction(session: Session, compactionId: string, patch: Partial<NonNullable<Session['compaction']>>) {

@@ -1,4 +1,12 @@
-import type { Attachment, InputPart, PermissionRule, RunOutcome, ToolErrorKind, Usage } from '../events/catalogue.js'
+import type {
+  Attachment,
+  ChangedFile,
+  InputPart,
+  PermissionRule,
+  RunOutcome,
+  ToolErrorKind,
+  Usage,
+} from '../events/catalogue.js'
 
 /** The read models (docs/EVENTS.md). Every field is derived from the log by evolve. */
 
@@ -89,6 +97,15 @@ export interface Session {
     readonly events: number
     readonly digest: string
   }
+  /**
+   * The latest recorded snapshot of the session directory (workspace.snapshotted):
+   * its tree and the seq that recorded it. Optional, like `imported`.
+   */
+  readonly workspace?: {
+    readonly tree: string
+    readonly seq: number
+    readonly large?: readonly { path: string; size: number }[]
+  }
   readonly createdAt: string
   readonly updatedAt: string
   /** seq of the session's latest own event */
@@ -172,7 +189,13 @@ export interface SubtaskPart extends PartBase {
   readonly outcome?: RunOutcome
 }
 
-export type Part = TextPart | FilePart | ToolPart | StepStartPart | StepFinishPart | SubtaskPart
+/** What an assistant message's tool calls changed in the workspace: one entry per file, line counts summed. */
+export interface PatchPart extends PartBase {
+  readonly type: 'patch'
+  readonly files: readonly ChangedFile[]
+}
+
+export type Part = TextPart | FilePart | ToolPart | StepStartPart | StepFinishPart | SubtaskPart | PatchPart
 
 /** One session's whole read model: what a fold of its log produces. */
 export interface SessionView {

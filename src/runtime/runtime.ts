@@ -8,6 +8,7 @@ import { getSession } from '../projections/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { Redactor } from '../tools/redact.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
+import type { WorkspaceSnapshots } from './workspace/snapshots.js'
 import { compactionConfig, type CompactionConfig } from './compaction/config.js'
 import { compileContext } from './loop/context.js'
 import { RunCoordinator } from './inbox/coordinator.js'
@@ -72,6 +73,8 @@ export interface RuntimeDeps {
   readonly compaction?: Partial<CompactionConfig>
   /** the server's secrets, kept out of what tools report (docs/SECURITY.md) */
   readonly redactor?: Redactor
+  /** records the session directory at each step and after writing tools (docs/TIME-TRAVEL.md) */
+  readonly workspace?: WorkspaceSnapshots
 }
 
 export type { SubmitInput, SubmitResult }
@@ -126,6 +129,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.serverInstructions && { serverInstructions: deps.serverInstructions }),
     ...(deps.compaction && { compaction: compactionConfig(deps.compaction) }),
     ...(deps.redactor && { redactor: deps.redactor }),
+    ...(deps.workspace && { workspace: deps.workspace }),
   }
   const coordinator = new RunCoordinator(
     (sessionId, signal, resume) =>

@@ -51,6 +51,8 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
   readonly parameters: P
   /** the permission that governs this tool; a tool whose rules deny every pattern of it is hidden */
   readonly permission?: string
+  /** it may change files in the workspace: the runtime records the workspace after each call (docs/TIME-TRAVEL.md) */
+  readonly writes?: boolean
   /** its wall-clock budget for these arguments (default: the runtime's); waiting for permission does not count */
   readonly budgetMs?: (args: z.infer<P>) => number
   execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>

@@ -771,6 +771,45 @@ describe('sub-agent and todo events', () => {
     }).when({ type: 'todo.updated', data: { items } })
     expect(after.session.todos).toEqual(items)
   })
+
+  it("workspace.snapshotted: the session's latest tree; a tool's changes summed into its message's patch", () => {
+    const tree = (c: string) => c.repeat(40)
+    const baseline = {
+      type: 'workspace.snapshotted' as const,
+      data: { tree: tree('a'), reason: 'step' as const, changed: [] },
+    }
+    const byTool = (
+      t: string,
+      changed: { path: string; status: 'added' | 'modified' | 'deleted'; added?: number; removed?: number }[],
+    ) => ({
+      type: 'workspace.snapshotted' as const,
+      data: { tree: tree(t), reason: 'tool' as const, messageId: 'msg_2', partId: 'prt_tool', changed },
+    })
+    const first = byTool('b', [{ path: 'a.ts', status: 'added', added: 3, removed: 0 }])
+    const { after } = given(...running, toolCalled, baseline, first).when(
+      byTool('c', [
+        { path: 'a.ts', status: 'modified', added: 1, removed: 1 },
+        { path: 'b.ts', status: 'deleted', added: 0, removed: 2 },
+      ]),
+    )
+    expect(after.session.workspace).toEqual({ tree: tree('c'), seq: after.session.lastSeq })
+    expect(after.parts.find((p) => p.type === 'patch')).toEqual({
+      id: 'msg_2:patch',
+      sessionId: 'ses_1',
+      messageId: 'msg_2',
+      type: 'patch',
+      files: [
+        { path: 'a.ts', status: 'added', added: 4, removed: 1 },
+        { path: 'b.ts', status: 'deleted', added: 0, removed: 2 },
+      ],
+    })
+    // changes found at a step's start were made outside the agent: no patch for them
+    const outside = given(created, baseline).when({
+      type: 'workspace.snapshotted',
+      data: { tree: tree('d'), reason: 'step', changed: [{ path: 'x', status: 'added', added: 1, removed: 0 }] },
+    })
+    expect(outside.after.parts).toEqual([])
+  })
 })
 
 describe('every event', () => {

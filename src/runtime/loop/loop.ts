@@ -1,4 +1,5 @@
 import type { Redactor } from '../../tools/redact.js'
+import type { WorkspaceSnapshots } from '../workspace/snapshots.js'
 import type { ChronicleEvent, RunOutcome } from '../../events/catalogue.js'
 import { isChronicleError } from '../../events/errors.js'
 import type { IdSource } from '../../events/ids.js'
@@ -45,6 +46,8 @@ export interface LoopDeps {
   readonly compaction?: CompactionConfig
   /** the server's secrets, kept out of what tools report */
   readonly redactor?: Redactor
+  /** records the session directory at each step and after writing tools; without it, none is recorded */
+  readonly workspace?: WorkspaceSnapshots
 }
 
 export { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
@@ -120,6 +123,10 @@ export async function runLoop(
       }
       if (compaction && (await compaction.beforeStep(view, context, model))) continue // compacted: recompile
       step++
+      // The workspace as the step starts (changes found here were made outside the agent), taken while the
+      // model is called; the step's tools wait for it, so it never sees their writes.
+      const directory = view.session?.directory ?? '.'
+      const snapshot = deps.workspace?.take(sessionId, directory, 'step')
 
       const messageId = deps.ids.next('msg')
       recorder.emit(
@@ -140,6 +147,8 @@ export async function runLoop(
         signal,
         retry: deps.retry,
       })
+      const taken = await snapshot
+      if (taken) recorder.emit({ type: 'workspace.snapshotted', data: taken }, meta)
       if (outcome.status === 'aborted') return await finish('cancelled')
       if (outcome.status === 'error' && outcome.failure.kind === 'context_overflow' && compaction) {
         const verdict = await compaction.overflow(step, model)
@@ -157,12 +166,13 @@ export async function runLoop(
           sessionId,
           messageId,
           agent: context.agent.name,
-          directory: view.session?.directory ?? '.',
+          directory,
           toolset: context.toolset,
           permissions: deps.permissions,
           signal,
           transcript: deps.views.state(sessionId).transcript,
           ...(deps.redactor && { redactor: deps.redactor }),
+          ...(deps.workspace && { workspace: deps.workspace }),
         })
       }
     }

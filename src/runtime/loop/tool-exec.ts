@@ -2,9 +2,10 @@ import { z } from 'zod'
 import type { ToolErrorKind } from '../../events/catalogue.js'
 import { NO_SECRETS, type Redactor } from '../../tools/redact.js'
 import { ToolFailure, type PermissionGate, type Tool, type ToolContext } from '../../tools/tool.js'
-import { abortError } from '../abort-reasons.js'
+import { abortError, SHUTDOWN } from '../abort-reasons.js'
 import type { Recorder } from './recorder.js'
 import type { StreamedCall } from './step.js'
+import type { WorkspaceSnapshots } from '../workspace/snapshots.js'
 import type { Transcript } from './transcript.js'
 
 /**
@@ -39,6 +40,8 @@ export interface ExecuteInput {
   readonly transcript: Transcript
   /** the server's secrets, kept out of what tools report */
   readonly redactor?: Redactor
+  /** records the workspace after a tool that may write (docs/TIME-TRAVEL.md) */
+  readonly workspace?: WorkspaceSnapshots
 }
 
 export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
@@ -151,6 +154,16 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     return fail(failureKind(err, signal, 'failed'), messageOf(err))
   } finally {
     budget.close()
+    // What a writing tool changed — completed, failed or cut off by a cancel — is in the next snapshot;
+    // one cut off by a shutdown is found when the resumed run starts.
+    if (tool.writes && input.workspace && signal.reason !== SHUTDOWN) {
+      const call_ = { messageId: input.messageId, partId: call.partId }
+      const snapshot = await input.workspace.take(input.sessionId, input.directory, 'tool', call_)
+      if (snapshot) {
+        recorder.emit({ type: 'workspace.snapshotted', data: snapshot }, { actor: 'runtime', run: input.runId })
+        await recorder.settle()
+      }
+    }
   }
 }
 

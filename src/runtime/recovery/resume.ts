@@ -37,7 +37,19 @@ export async function continueRun(
   runId: string,
 ): Promise<RunOutcome | 'shutdown'> {
   await settleParkedCalls(deps, sessionId, signal, runId)
+  await recordWhatTheRestartLeft(deps, sessionId, runId)
   return runLoop(deps, sessionId, signal, { runId })
+}
+
+/** A tool the restart cut off may have written: the workspace as the resumed run finds it. */
+async function recordWhatTheRestartLeft(deps: LoopDeps, sessionId: string, runId: string): Promise<void> {
+  const directory = deps.views.read(sessionId).session?.directory
+  if (!deps.workspace || !directory) return
+  const snapshot = await deps.workspace.take(sessionId, directory, 'recovery')
+  if (snapshot)
+    deps.store.append(sessionId, [{ type: 'workspace.snapshotted', data: snapshot }], {
+      meta: { actor: 'recovery', run: runId },
+    })
 }
 
 async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: AbortSignal, runId: string): Promise<void> {

@@ -72,6 +72,7 @@ export function createBashTool(deps: BashToolDeps) {
   return defineTool({
     id: 'bash',
     permission: 'bash',
+    writes: true,
     description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.${
       sandbox.kind === 'bwrap'
         ? ` Commands run in a sandbox: only the session directory and /tmp are writable${sandbox.network ? '.' : ', and there is no network.'}`

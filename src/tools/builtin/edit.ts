@@ -25,6 +25,7 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
   return defineTool({
     id: 'edit',
     permission: 'edit',
+    writes: true,
     description:
       'Replaces exact text in a file. oldString must match the file exactly and occur once (add surrounding lines to make it unique), unless replaceAll is true. You must read the file in this session first; if it changed since, read it again.',
     parameters,

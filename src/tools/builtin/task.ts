@@ -54,6 +54,7 @@ export function createTaskTool(deps: TaskToolDeps): Tool<typeof parameters> {
   return defineTool({
     id: 'task',
     permission: 'task',
+    writes: true,
     description:
       'Delegate a self-contained, multi-step task to a sub-agent that runs in its own session and reports back. ' +
       'The sub-agent sees only your prompt, so include every detail it needs. Its final answer is returned to you.\n' +

@@ -16,6 +16,7 @@ export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readon
   return defineTool({
     id: 'write',
     permission: 'edit',
+    writes: true,
     description:
       'Writes a file with the given content, creating parent directories. To overwrite an existing file you must have read it in this session (and it must not have changed since). Prefer edit for changes to existing files.',
     parameters,

@@ -41,6 +41,7 @@ export function createMcpTool(
   return defineTool({
     id,
     permission: id,
+    writes: true,
     description: def.description?.trim() || `The ${def.name} tool of the ${server} MCP server.`,
     parameters: parametersOf(def.inputSchema),
     // progress notifications keep resetting the call's own timeout: this bounds it however chatty the server is

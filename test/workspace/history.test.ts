@@ -1,0 +1,251 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { execute } from '../../src/commands/execute.js'
+import { decideSession } from '../../src/commands/session.js'
+import type { StoredEvent } from '../../src/events/envelope.js'
+import { sequentialIds } from '../../src/events/ids.js'
+import type { EventStore } from '../../src/events/store.js'
+import { openStore } from '../../src/projections/open.js'
+import { getParts } from '../../src/projections/read-model.js'
+import { fixedModelResolver } from '../../src/runtime/model/providers.js'
+import { createScriptedModel, type ScriptStep } from '../../src/runtime/model/scripted-model.js'
+import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
+import { createToolRegistry } from '../../src/runtime/tools/registry.js'
+import { createWorkspaceHistory, type WorkspaceHistory } from '../../src/runtime/workspace/history.js'
+import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
+import { createWorkspaceSnapshots } from '../../src/runtime/workspace/snapshots.js'
+import { resolveAgents } from '../../src/tools/agents.js'
+import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+
+/**
+ * The workspace at any seq (docs/TIME-TRAVEL.md), through the real runtime:
+ * a scripted model writes and edits files with the real tools in a real git
+ * repository; the runtime records the directory at each step and after each
+ * writing tool; the history answers what the files were at any event, and
+ * the diff between two.
+ */
+
+interface World {
+  readonly store: EventStore
+  readonly runtime: Runtime
+  readonly history: WorkspaceHistory
+  readonly directory: string
+  readonly dataDir: string
+  session(): string
+  events(id: string): StoredEvent[]
+  close(): Promise<void>
+}
+
+function world(steps: ScriptStep[]): World {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-workspace-')))
+  const directory = join(root, 'repo')
+  const dataDir = join(root, 'data')
+  mkdirSync(directory)
+  execFileSync('git', ['init', '-q'], { cwd: directory })
+  writeFileSync(join(directory, '.gitignore'), 'build/\n')
+  writeFileSync(join(directory, 'README.md'), '# demo\n')
+  const store = openStore(join(root, 'chronicle.db'))
+  const ids = sequentialIds()
+  const agents = resolveAgents([], [{ permission: '*', pattern: '*', action: 'allow' }])
+  const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null })
+  const tools = createToolRegistry({
+    agents,
+    store,
+    tools: createBuiltinTools({ dataDir, updateTodos: () => undefined }),
+  })
+  const runtime = createRuntime({
+    store,
+    ids,
+    models: fixedModelResolver(createScriptedModel({ steps, uniqueCallIds: true }), 'mock:model'),
+    tools,
+    permissions: createPermissionGate({ store, ids, agents }),
+    agents,
+    workspace: createWorkspaceSnapshots({ store, shadow }),
+    environment: () => ({ platform: 'test', date: '2026-01-01' }),
+  })
+  return {
+    store,
+    runtime,
+    history: createWorkspaceHistory(store, shadow),
+    directory,
+    dataDir,
+    session() {
+      const id = ids.next('ses')
+      execute(
+        store,
+        id,
+        (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, id),
+        {
+          meta: { actor: 'user' },
+        },
+      )
+      return id
+    },
+    events: (id) => (store.flush(), store.readSession(id)),
+    async close() {
+      await runtime.stop()
+      store.close()
+    },
+  }
+}
+
+const write = (filePath: string, content: string) => ({ name: 'write', input: { filePath, content } })
+const bash = (command: string) => ({ name: 'bash', input: { command } })
+
+/** The model makes one round of tool calls per prompt keyword, then answers. */
+function script(rounds: Record<string, { name: string; input: Record<string, unknown> }[]>): ScriptStep[] {
+  return [
+    ...Object.entries(rounds).map(([keyword, toolCalls]) => ({
+      when: { userContains: keyword, afterToolResult: false },
+      toolCalls,
+    })),
+    { when: { afterToolResult: true }, text: 'done' },
+  ]
+}
+
+let w: World | undefined
+afterEach(async () => {
+  await w?.close()
+  w = undefined
+})
+
+async function prompt(id: string, text: string) {
+  w?.runtime.submit(id, { parts: [{ type: 'text', text }] })
+  await w?.runtime.idle(id)
+}
+
+const snapshots = (events: StoredEvent[]) => events.filter((e) => e.type === 'workspace.snapshotted')
+
+describe('the runtime records the workspace', () => {
+  it('a baseline at the first step, then what each writing tool changed, as events and as the message patch', async () => {
+    w = world(
+      script({
+        one: [
+          write('src/a.ts', 'export const a = 1\n'),
+          bash('printf "x\\ny\\n" > notes.txt && mkdir -p build && echo o > build/out'),
+        ],
+      }),
+    )
+    const id = w.session()
+    await prompt(id, 'one')
+    const recorded = snapshots(w.events(id)).map((e) => e.data as Record<string, unknown>)
+    expect(recorded.map(({ tree: _t, ...rest }) => rest)).toEqual([
+      { reason: 'step', changed: [] },
+      {
+        reason: 'tool',
+        messageId: expect.any(String),
+        partId: expect.any(String),
+        changed: [{ path: 'src/a.ts', status: 'added', added: 1, removed: 0 }],
+      },
+      {
+        reason: 'tool',
+        messageId: expect.any(String),
+        partId: expect.any(String),
+        changed: [{ path: 'notes.txt', status: 'added', added: 2, removed: 0 }],
+      },
+    ])
+    const messageId = recorded[1]?.messageId as string
+    expect(getParts(w.store, id, messageId).filter((p) => p.type === 'patch')).toEqual([
+      {
+        id: `${messageId}:patch`,
+        sessionId: id,
+        messageId,
+        type: 'patch',
+        files: [
+          { path: 'notes.txt', status: 'added', added: 2, removed: 0 },
+          { path: 'src/a.ts', status: 'added', added: 1, removed: 0 },
+        ],
+      },
+    ])
+  })
+
+  it('changes made outside the agent show up at the next step, not in its patch; nothing changed records nothing', async () => {
+    w = world(script({ one: [write('a.txt', 'one\n')], two: [bash('true')], three: [write('a.txt', 'three\n')] }))
+    const id = w.session()
+    await prompt(id, 'one')
+    writeFileSync(join(w.directory, 'by-hand.txt'), 'the user typed this\n')
+    await prompt(id, 'two')
+    const recorded = snapshots(w.events(id)).map((e) => ({
+      reason: e.data.reason,
+      changed: e.data.changed.map((c) => c.path),
+    }))
+    expect(recorded).toEqual([
+      { reason: 'step', changed: [] },
+      { reason: 'tool', changed: ['a.txt'] },
+      { reason: 'step', changed: ['by-hand.txt'] }, // bash true then changed nothing: no event
+    ])
+  })
+})
+
+describe('the workspace at any seq', () => {
+  it('files and their content as they were at an event; the diff between two events', async () => {
+    w = world(
+      script({ first: [write('a.txt', 'first\n')], second: [bash('printf "second\\n" > a.txt && rm README.md')] }),
+    )
+    const id = w.session()
+    await prompt(id, 'first')
+    const afterFirst = w.events(id).at(-1)?.seq as number
+    await prompt(id, 'second')
+    const end = w.events(id).at(-1)?.seq as number
+    const created = w.events(id)[0]?.seq as number
+
+    expect((await w.history.files(id, created)).files).toEqual([]) // before any snapshot
+    const then = await w.history.files(id, afterFirst)
+    expect(then.files.map((f) => [f.path, f.size, f.type])).toEqual([
+      ['.gitignore', 7, 'file'],
+      ['README.md', 7, 'file'],
+      ['a.txt', 6, 'file'],
+    ])
+    expect((await w.history.file(id, 'a.txt', afterFirst)).content).toBe('first\n')
+    expect((await w.history.file(id, 'a.txt')).content).toBe('second\n')
+    expect(readFileSync(join(w.directory, 'a.txt'), 'utf8')).toBe('second\n')
+    await expect(w.history.file(id, 'README.md', end)).rejects.toMatchObject({ code: 'NOT_IN_SNAPSHOT' })
+
+    const diff = await w.history.diff(id, afterFirst, end)
+    expect(diff.files).toEqual([
+      { path: 'README.md', status: 'deleted', added: 0, removed: 1 },
+      { path: 'a.txt', status: 'modified', added: 1, removed: 1 },
+    ])
+    expect(diff.patch).toContain('--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-first\n+second\n')
+  })
+
+  it('at a seq inside a running tool, the files are those before the tool', async () => {
+    w = world(script({ go: [write('late.txt', 'written\n')] }))
+    const id = w.session()
+    await prompt(id, 'go')
+    const called = w.events(id).find((e) => e.type === 'tool.called')?.seq as number
+    expect((await w.history.files(id, called)).files.map((f) => f.path)).not.toContain('late.txt')
+    expect((await w.history.files(id)).files.map((f) => f.path)).toContain('late.txt')
+  })
+
+  it('bad input: a seq out of range or of another session is a clear error', async () => {
+    w = world(script({ go: [write('x.txt', 'x\n')] }))
+    const id = w.session()
+    const other = w.session()
+    await prompt(id, 'go')
+    await expect(w.history.files(id, 10_000)).rejects.toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
+    const seqOfOther = w.events(other)[0]?.seq as number
+    await expect(w.history.diff(id, seqOfOther, seqOfOther)).rejects.toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
+  })
+
+  it("the user's own .git is never touched", async () => {
+    w = world(script({ go: [write('x.txt', 'x\n'), bash('echo y >> x.txt')] }))
+    const before = digestOf(join(w.directory, '.git'))
+    const id = w.session()
+    await prompt(id, 'go')
+    await w.history.diff(id, w.events(id)[0]?.seq as number, w.events(id).at(-1)?.seq as number)
+    expect(digestOf(join(w.directory, '.git'))).toBe(before)
+  })
+})
+
+/** Every file under a directory, with its bytes, as one string. */
+function digestOf(dir: string): string {
+  return execFileSync('sh', ['-c', 'find . -type f -print0 | sort -z | xargs -0 sha256sum'], {
+    cwd: dir,
+    encoding: 'utf8',
+  })
+}
