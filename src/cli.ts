@@ -6,6 +6,7 @@ import { demo } from './cli/demo.js'
 import { exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
 import { events, forkCommand, sessions, show } from './cli/remote.js'
 import { serve } from './cli/serve.js'
+import { diffCommand, filesCommand } from './cli/workspace.js'
 import { isChronicleError } from './events/errors.js'
 
 /** `chronicle <command>`: the server and its terminal clients. */
@@ -20,6 +21,8 @@ const USAGE = `usage: chronicle <command> [options]
   fork <session> --at seq [--title t] [--dir d] fork a session at an event; --dir: where the fork works
                                                 (required for an imported session)
   compact <session> [--no-wait]                 summarise the session's older history now (context compaction)
+  files <session> [--at seq] [--path file]      the session directory's files at a seq (or one file's content)
+  diff <session> --from seq --to seq            the unified diff of the session directory between two seqs
   export <session> [--out file]                 session history as JSONL
   import <file>                                 import an export as new, read-only sessions (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
@@ -60,6 +63,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         return await forkCommand(args, out)
       case 'compact':
         return await compactCommand(args, out)
+      case 'files':
+        return await filesCommand(args, out, write)
+      case 'diff':
+        return await diffCommand(args, out, write)
       case 'export':
         return await exportCommand(args, out)
       case 'import':

@@ -36,6 +36,8 @@ export function renderPart(part: Part): string | undefined {
     }
     case 'subtask':
       return `↳ subtask ${part.childSessionId}${part.outcome ? ` (${part.outcome})` : ''}`
+    case 'patch':
+      return `± ${part.files.map((f) => `${f.path} ${f.binary ? '(binary)' : `+${f.added ?? 0} -${f.removed ?? 0}`}${f.status === 'modified' ? '' : ` (${f.status})`}`).join(', ')}`
     default:
       return undefined
   }

@@ -72,6 +72,10 @@ export const Params = {
     limit: z.coerce.number().int().min(1).max(5000).optional(),
   }),
   'session.compact': z.object({ session: sessionId }),
+  /** the workspace's files at a seq (default: now), or one file's content with `path` */
+  'session.files': z.object({ session: sessionId, at: seq.optional(), path: z.string().min(1).max(4096).optional() }),
+  /** the unified diff of the workspace between two seqs */
+  'session.diff': z.object({ session: sessionId, from: seq, to: seq }),
 } as const
 
 export type Method = keyof typeof Params
@@ -188,6 +192,16 @@ export function createApi(deps: AppDeps): Api {
       session(p.session)
       const context = deps.context ?? missing('the model context compiler')
       return context(p.session, p.at)
+    },
+    async 'session.files'(p) {
+      session(p.session)
+      const workspace = deps.workspace ?? missing('workspace history')
+      return p.path === undefined ? workspace.files(p.session, p.at) : workspace.file(p.session, p.path, p.at)
+    },
+    async 'session.diff'(p) {
+      session(p.session)
+      const workspace = deps.workspace ?? missing('workspace history')
+      return workspace.diff(p.session, p.from, p.to)
     },
     'session.history'(p) {
       session(p.session)

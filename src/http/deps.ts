@@ -6,6 +6,7 @@ import type { Message, Part, Session } from '../projections/model.js'
 import type { ResolvedLimits } from '../config.js'
 import type { SubmitContext } from '../commands/input.js'
 import type { ModelContext } from '../runtime/runtime.js'
+import type { WorkspaceHistory } from '../runtime/workspace/history.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -65,6 +66,8 @@ export interface AppDeps {
   readonly submit?: SubmitContext
   readonly timeTravel?: Partial<TimeTravelPort>
   readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
+  /** the workspace at any seq: files, file contents, diffs (docs/TIME-TRAVEL.md) */
+  readonly workspace?: WorkspaceHistory
   /** agents that session.create accepts */
   readonly agents?: ReadonlySet<string>
 }

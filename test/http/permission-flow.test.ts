@@ -63,7 +63,10 @@ describe('permission over WebSocket', () => {
     expect(reply.result).toEqual({})
     await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
     // deltas and shell progress depend on chunking; everything else is the exact trace
-    const seq = types(c).filter((t) => !t.endsWith('.delta') && t !== 'tool.progressed')
+    // workspace snapshots (taken alongside the step) are specified in test/workspace
+    const seq = types(c).filter(
+      (t) => !t.endsWith('.delta') && t !== 'tool.progressed' && t !== 'workspace.snapshotted',
+    )
     expect(seq).toEqual([
       'session.created',
       'input.accepted',

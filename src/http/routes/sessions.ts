@@ -58,6 +58,32 @@ export function sessionRoutes(app: App, api: Api): void {
     },
     async (req) => api['session.history']({ session: req.params.id, ...req.query }),
   )
+  app.get(
+    '/sessions/:id/files',
+    {
+      schema: {
+        summary: 'session.files',
+        description: "The workspace at a seq (default: now): every file, or one file's content with ?path=.",
+        tags: ['time travel'],
+        params: Id,
+        querystring: Params['session.files'].omit({ session: true }),
+      },
+    },
+    async (req) => api['session.files']({ session: req.params.id, ...req.query }),
+  )
+  app.get(
+    '/sessions/:id/diff',
+    {
+      schema: {
+        summary: 'session.diff',
+        description: 'The unified diff of the workspace between two seqs.',
+        tags: ['time travel'],
+        params: Id,
+        querystring: Params['session.diff'].omit({ session: true }),
+      },
+    },
+    async (req) => api['session.diff']({ session: req.params.id, ...req.query }),
+  )
   app.post(
     '/sessions/:id/compact',
     { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } },

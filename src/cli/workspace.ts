@@ -1,0 +1,63 @@
+import { flag, intFlag, UsageError, type Args } from './args.js'
+import { HttpClient, serverInfo } from './client.js'
+
+/** `chronicle files` and `chronicle diff`: a session's workspace at any seq (docs/TIME-TRAVEL.md). */
+
+type Out = (line: string) => void
+
+interface Listed {
+  readonly seq: number
+  readonly tree: string | null
+  readonly snapshotSeq: number | null
+  readonly files: readonly { path: string; size: number; type: string }[]
+}
+
+/** `files <session> [--at <seq>] [--path <file>]`: the file list, or one file's content. */
+export async function filesCommand(args: Args, out: Out, write: (text: string) => void): Promise<number> {
+  const id = args.positionals[0]
+  if (!id) throw new UsageError('files needs a session id')
+  const at = intFlag(args, 'at')
+  const path = flag(args, 'path')
+  const query = new URLSearchParams({ ...(at !== undefined && { at: String(at) }), ...(path && { path }) })
+  const http = new HttpClient(serverInfo())
+  if (path) {
+    const file = await http.request<{ content: string; encoding: 'utf8' | 'base64' }>(
+      'GET',
+      `/sessions/${id}/files?${query}`,
+    )
+    write(
+      file.encoding === 'utf8' ? file.content : `(binary file, ${Buffer.from(file.content, 'base64').length} bytes)\n`,
+    )
+    return 0
+  }
+  const listed = await http.request<Listed>('GET', `/sessions/${id}/files?${query}`)
+  if (!listed.tree) {
+    out(`(no workspace snapshot at or before seq ${listed.seq})`)
+    return 0
+  }
+  out(
+    `# workspace of ${id} at seq ${listed.seq} (snapshot of seq ${listed.snapshotSeq}, tree ${listed.tree.slice(0, 12)})`,
+  )
+  for (const f of listed.files)
+    out(`${String(f.size).padStart(10)}  ${f.path}${f.type === 'file' ? '' : `  (${f.type})`}`)
+  return 0
+}
+
+/** `diff <session> --from <seq> --to <seq>`: the unified diff of the workspace between two seqs. */
+export async function diffCommand(args: Args, out: Out, write: (text: string) => void): Promise<number> {
+  const id = args.positionals[0]
+  if (!id) throw new UsageError('diff needs a session id')
+  const from = intFlag(args, 'from')
+  const to = intFlag(args, 'to')
+  if (from === undefined || to === undefined) throw new UsageError('diff needs --from <seq> and --to <seq>')
+  const diff = await new HttpClient(serverInfo()).request<{
+    files: { path: string; status: string; added?: number; removed?: number; binary?: boolean }[]
+    patch: string
+  }>('GET', `/sessions/${id}/diff?from=${from}&to=${to}`)
+  if (diff.files.length === 0) {
+    out(`(no changes between seq ${from} and seq ${to})`)
+    return 0
+  }
+  write(diff.patch.endsWith('\n') ? diff.patch : `${diff.patch}\n`)
+  return 0
+}
