@@ -17,6 +17,7 @@ import { createScriptedModel, type ScriptReply, type ScriptRequest } from '../sr
 import { resolveAgents } from '../src/tools/agents.js'
 import { createLookupTool } from '../src/tools/lookup.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
+import type { WorkspaceSnapshots } from '../src/runtime/workspace/snapshots.js'
 import { createToolRegistry } from '../src/runtime/tools/registry.js'
 
 /**
@@ -55,7 +56,7 @@ function reply(request: ScriptRequest): ScriptReply {
   return { text: text(`answer ${tag}`, 500), usage: { input: 10, output: 10 } }
 }
 
-interface Setup {
+export interface Setup {
   store: EventStore
   runtime: Runtime
   sessionId: string
@@ -64,7 +65,14 @@ interface Setup {
   ids: ReturnType<typeof createIdSource>
 }
 
-function setup(): Setup {
+export interface SetupOptions {
+  /** records the session directory at each step (bench/workspace.ts measures what that costs) */
+  readonly workspace?: (store: EventStore) => WorkspaceSnapshots
+  /** the session's directory (default: the bench's own temporary directory, which holds the db) */
+  readonly directory?: string
+}
+
+export function setup(options: SetupOptions = {}): Setup {
   delete process.env.CHRONICLE_SCRIPT_LOG
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-conv-'))
   const path = join(dir, 'chronicle.db')
@@ -80,14 +88,20 @@ function setup(): Setup {
     permissions: createPermissionGate({ store, ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
+    ...(options.workspace && { workspace: options.workspace(store) }),
   })
   const sessionId = ids.next('ses')
-  const create = { type: 'create' as const, directory: dir, agent: 'build', model: 'scripted:conversation' }
+  const create = {
+    type: 'create' as const,
+    directory: options.directory ?? dir,
+    agent: 'build',
+    model: 'scripted:conversation',
+  }
   execute(store, sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
   return { store, runtime, sessionId, dir, path, ids }
 }
 
-async function turn(
+export async function turn(
   runtime: Runtime,
   sessionId: string,
   kind: string,

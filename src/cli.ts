@@ -6,7 +6,7 @@ import { demo } from './cli/demo.js'
 import { exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
 import { events, forkCommand, sessions, show } from './cli/remote.js'
 import { serve } from './cli/serve.js'
-import { diffCommand, filesCommand } from './cli/workspace.js'
+import { diffCommand, filesCommand, revertCommand, unrevertCommand } from './cli/workspace.js'
 import { isChronicleError } from './events/errors.js'
 
 /** `chronicle <command>`: the server and its terminal clients. */
@@ -23,6 +23,8 @@ const USAGE = `usage: chronicle <command> [options]
   compact <session> [--no-wait]                 summarise the session's older history now (context compaction)
   files <session> [--at seq] [--path file]      the session directory's files at a seq (or one file's content)
   diff <session> --from seq --to seq            the unified diff of the session directory between two seqs
+  revert <session> --to seq [--force]           the session directory back to a seq; later messages hidden from the model
+  unrevert <session> [--force]                  undo the latest revert (until the next input makes it final)
   export <session> [--out file]                 session history as JSONL
   import <file>                                 import an export as new, read-only sessions (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
@@ -67,6 +69,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         return await filesCommand(args, out, write)
       case 'diff':
         return await diffCommand(args, out, write)
+      case 'revert':
+        return await revertCommand(args, out)
+      case 'unrevert':
+        return await unrevertCommand(args, out)
       case 'export':
         return await exportCommand(args, out)
       case 'import':

@@ -13,6 +13,7 @@ import { createModelResolver } from './runtime/model/providers.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createWorkspaceHistory } from './runtime/workspace/history.js'
 import { createShadowStore } from './runtime/workspace/shadow-store.js'
+import { createWorkspaceRestorer } from './runtime/workspace/restore.js'
 import { createWorkspaceSnapshots } from './runtime/workspace/snapshots.js'
 import { createSubagents } from './runtime/subagents/subagents.js'
 import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
@@ -113,6 +114,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     exclude: [config.dataDir, ...(config.configFile ? [config.configFile] : [])],
   })
   const ids = options.ids ?? createIdSource()
+  const restorer = createWorkspaceRestorer({ store, shadow, ids, log: logger })
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
@@ -192,6 +194,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
     workspace: createWorkspaceHistory(store, shadow),
+    restorer,
   }
   const app = await buildApp(deps)
 
@@ -210,6 +213,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     async start() {
       void mcp.start() // never rejects: a failing server is a status, and the HTTP side need not wait
       // Crash recovery (docs/RECOVERY.md): settle before anyone can connect; continue the runs once listening.
+      // A revert a crash cut off is finished first: a resumed run must find the files the log says.
+      await restorer.recover()
       recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       await app.listen({ host: config.host, port: config.port })
       void continueRecovered(recovery, runtime)

@@ -1,7 +1,10 @@
 import { flag, intFlag, UsageError, type Args } from './args.js'
 import { HttpClient, serverInfo } from './client.js'
 
-/** `chronicle files` and `chronicle diff`: a session's workspace at any seq (docs/TIME-TRAVEL.md). */
+/**
+ * `chronicle files`, `diff`, `revert` and `unrevert`: a session's workspace at
+ * any seq, and the session directory brought back to one (docs/TIME-TRAVEL.md).
+ */
 
 type Out = (line: string) => void
 
@@ -60,4 +63,46 @@ export async function diffCommand(args: Args, out: Out, write: (text: string) =>
   }
   write(diff.patch.endsWith('\n') ? diff.patch : `${diff.patch}\n`)
   return 0
+}
+
+interface RestoreAnswer {
+  readonly tree: string
+  readonly changed: readonly { path: string; status: string }[]
+  readonly messages: readonly string[]
+}
+
+/** `revert <session> --to <seq> [--force]`: the directory as it was at the seq; later messages hidden from the model. */
+export async function revertCommand(args: Args, out: Out): Promise<number> {
+  const id = args.positionals[0]
+  if (!id) throw new UsageError('revert needs a session id')
+  const to = intFlag(args, 'to')
+  if (to === undefined) throw new UsageError('revert needs --to <seq>')
+  const force = args.flags.get('force') === true
+  const answer = await new HttpClient(serverInfo()).request<RestoreAnswer>('POST', `/sessions/${id}/revert`, {
+    to,
+    ...(force && { force: true }),
+  })
+  out(`reverted ${id} to seq ${to}: ${describe(answer)}, ${answer.messages.length} message(s) hidden from the model`)
+  out('(chronicle unrevert brings them back, until the next input makes the revert final)')
+  return 0
+}
+
+/** `unrevert <session> [--force]`: undoes the latest revert. */
+export async function unrevertCommand(args: Args, out: Out): Promise<number> {
+  const id = args.positionals[0]
+  if (!id) throw new UsageError('unrevert needs a session id')
+  const force = args.flags.get('force') === true
+  const answer = await new HttpClient(serverInfo()).request<RestoreAnswer>(
+    'POST',
+    `/sessions/${id}/unrevert`,
+    force ? { force: true } : {},
+  )
+  out(`unreverted ${id}: ${describe(answer)}, ${answer.messages.length} message(s) shown again`)
+  return 0
+}
+
+function describe(answer: RestoreAnswer): string {
+  if (answer.changed.length === 0) return 'no file changed'
+  const sign = { added: '+', deleted: '-', modified: '~' } as Record<string, string>
+  return `${answer.changed.length} file(s) changed (${answer.changed.map((c) => `${sign[c.status] ?? '~'}${c.path}`).join(' ')})`
 }

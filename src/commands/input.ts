@@ -81,7 +81,7 @@ export function submitInput(
     { durability: 'full', meta: { actor: by, input: command.inputId } },
   )
   if (duplicate) return { inputId: command.inputId, seq: duplicate.seq, duplicate: true }
-  const [accepted] = events
+  const accepted = events.find((e) => e.type === 'input.accepted')
   if (!accepted) throw new ChronicleError('INTERNAL', 'input.accepted was not appended')
   return { inputId: command.inputId, seq: accepted.seq, duplicate: false }
 }
@@ -121,6 +121,14 @@ export function checkInput(command: SubmitCommand, maxBytes: number = DEFAULT_MA
   }
 }
 
+/** SESSION_BUSY while the session's files are being restored or written: nothing may run on them. */
+export function assertNotRestoring(session: Session): void {
+  if (session.restoring)
+    throw new ChronicleError('SESSION_BUSY', `session ${session.id} is being reverted; try again when it ends`)
+  if (session.materializing)
+    throw new ChronicleError('SESSION_BUSY', `session ${session.id}'s directory is still being written`)
+}
+
 export function decideSubmit(
   command: SubmitCommand,
   session: Session | undefined,
@@ -143,9 +151,14 @@ export function decideSubmit(
     return { duplicate: true, seq: prior.seq }
   }
   if (session.archived) throw new ChronicleError('SESSION_ARCHIVED', `session ${session.id} is archived`)
+  assertNotRestoring(session)
   return {
     duplicate: false,
     events: [
+      // a new input after a revert makes it final: the model will never see the reverted messages again
+      ...(session.revert
+        ? [{ type: 'session.revert.finalized' as const, data: { restoreId: session.revert.restoreId } }]
+        : []),
       {
         type: 'input.accepted',
         data: {

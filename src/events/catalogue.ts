@@ -303,6 +303,8 @@ export const ChangedFile = z.object({
   added: z.number().int().nonnegative().optional(),
   removed: z.number().int().nonnegative().optional(),
   binary: z.literal(true).optional(),
+  /** over the size cap at one end or both: listed, not stored (session.diff only) */
+  large: z.literal(true).optional(),
 })
 export type ChangedFile = z.infer<typeof ChangedFile>
 
@@ -323,6 +325,73 @@ export const WorkspaceSnapshotted = event('workspace.snapshotted', {
   partId: id.optional(),
   changed: z.array(ChangedFile),
   large: z.array(z.object({ path: z.string(), size: z.number().int().nonnegative() })).optional(),
+})
+
+/**
+ * command (session.revert / session.unrevert). A restore of the session
+ * directory, as a recorded task: started → completed or failed, so a crash in
+ * between is finished on restart (docs/TIME-TRAVEL.md "Revert"). `from` is the
+ * directory as the restore began (recorded by the `workspace.snapshotted`
+ * just before), `tree` what it is made to equal. A revert hides the
+ * `messages` created after `to` from the model; an unrevert shows them again.
+ * Sets Session.restoring.
+ */
+export const WorkspaceRestoreStarted = event('workspace.restore.started', {
+  restoreId: id,
+  kind: z.enum(['revert', 'unrevert']),
+  /** the seq reverted to (a revert only) */
+  to: z.number().int().positive().optional(),
+  from: z.string().regex(/^[0-9a-f]{40}$/),
+  tree: z.string().regex(/^[0-9a-f]{40}$/),
+  messages: z.array(id),
+  /** the user overrode a conflict with files changed outside the agent */
+  force: z.literal(true).optional(),
+})
+
+/**
+ * command, or recovery. The directory now equals the restore's `tree`;
+ * `changed` is what the restore changed. A revert becomes Session.revert
+ * (its messages marked reverted); an unrevert clears it. Sets
+ * Session.workspace to the tree.
+ */
+export const WorkspaceRestoreCompleted = event('workspace.restore.completed', {
+  restoreId: id,
+  changed: z.array(ChangedFile),
+})
+
+/** command, or recovery. The restore did not happen: the directory was put back to `from` (or is gone). */
+export const WorkspaceRestoreFailed = event('workspace.restore.failed', {
+  restoreId: id,
+  error: z.object({ code: z.string(), message: z.string() }),
+})
+
+/**
+ * command (input.submit after a revert). The revert is final: its messages
+ * stay in the log, hidden from the model for good; unrevert is no longer
+ * possible. Clears Session.revert.
+ */
+export const SessionRevertFinalized = event('session.revert.finalized', { restoreId: id })
+
+/**
+ * command (session.fork with files). The child's directory is being written
+ * from the workspace `tree` at the fork point: a recorded task, finished on
+ * restart after a crash. Sets Session.materializing.
+ */
+export const WorkspaceMaterializeStarted = event('workspace.materialize.started', {
+  tree: z.string().regex(/^[0-9a-f]{40}$/),
+  directory: z.string(),
+})
+
+/** command, or recovery. The directory holds the tree; clears Session.materializing. */
+export const WorkspaceMaterialized = event('workspace.materialized', {
+  tree: z.string().regex(/^[0-9a-f]{40}$/),
+  files: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+})
+
+/** command, or recovery. The directory could not be written (and was removed); the session has no files. */
+export const WorkspaceMaterializeFailed = event('workspace.materialize.failed', {
+  error: z.object({ code: z.string(), message: z.string() }),
 })
 
 // ── todo ──────────────────────────────────────────────────────────────────
@@ -379,6 +448,13 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   SubtaskFinished,
   TodoUpdated,
   WorkspaceSnapshotted,
+  WorkspaceRestoreStarted,
+  WorkspaceRestoreCompleted,
+  WorkspaceRestoreFailed,
+  SessionRevertFinalized,
+  WorkspaceMaterializeStarted,
+  WorkspaceMaterialized,
+  WorkspaceMaterializeFailed,
 ])
 
 export type ChronicleEvent = z.infer<typeof ChronicleEvent>

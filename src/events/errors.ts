@@ -24,6 +24,18 @@ export const ERROR_STATUS = {
   WORKSPACE_MISSING: 409,
   /** a snapshot materialized into a directory that exists and is not empty */
   DIRECTORY_NOT_EMPTY: 409,
+  /** a session with a run, a revert or a fork materialization in progress: the command waits for it to end */
+  SESSION_BUSY: 409,
+  /** a revert or unrevert would overwrite files changed outside the agent (details.files); `force` overrides */
+  WORKSPACE_CONFLICT: 409,
+  /** unrevert without a revert to undo (none, or a later input made it final) */
+  NOTHING_TO_UNREVERT: 409,
+  /** a session with no recorded workspace (snapshots off, or no step has run): nothing to revert to */
+  NO_WORKSPACE_HISTORY: 409,
+  /** a revert to before the session's latest compaction: the model's context starts at its summary */
+  REVERT_BEFORE_COMPACTION: 409,
+  /** a session directory inside Chronicle's data dir (other than a fork's own under forks/) */
+  DIRECTORY_FORBIDDEN: 400,
   /** an import file that is not a valid Chronicle export (the message names the line); nothing was appended */
   IMPORT_INVALID: 400,
   NO_MODEL_CONFIGURED: 422,

@@ -76,6 +76,10 @@ export const Params = {
   'session.files': z.object({ session: sessionId, at: seq.optional(), path: z.string().min(1).max(4096).optional() }),
   /** the unified diff of the workspace between two seqs */
   'session.diff': z.object({ session: sessionId, from: seq, to: seq }),
+  /** the session directory back to the workspace at a seq; later messages hidden from the model */
+  'session.revert': z.object({ session: sessionId, to: z.number().int().positive(), force: z.boolean().optional() }),
+  /** undoes the latest revert, until a new input makes it final */
+  'session.unrevert': z.object({ session: sessionId, force: z.boolean().optional() }),
 } as const
 
 export type Method = keyof typeof Params
@@ -202,6 +206,16 @@ export function createApi(deps: AppDeps): Api {
       session(p.session)
       const workspace = deps.workspace ?? missing('workspace history')
       return workspace.diff(p.session, p.from, p.to)
+    },
+    async 'session.revert'(p) {
+      session(p.session)
+      const restorer = deps.restorer ?? missing('workspace revert')
+      return restorer.revert(p.session, p.to, { ...(p.force && { force: true }) })
+    },
+    async 'session.unrevert'(p) {
+      session(p.session)
+      const restorer = deps.restorer ?? missing('workspace revert')
+      return restorer.unrevert(p.session, { ...(p.force && { force: true }) })
     },
     'session.history'(p) {
       session(p.session)

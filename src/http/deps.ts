@@ -7,6 +7,7 @@ import type { ResolvedLimits } from '../config.js'
 import type { SubmitContext } from '../commands/input.js'
 import type { ModelContext } from '../runtime/runtime.js'
 import type { WorkspaceHistory } from '../runtime/workspace/history.js'
+import type { WorkspaceRestorer } from '../runtime/workspace/restore.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -68,6 +69,8 @@ export interface AppDeps {
   readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
   /** the workspace at any seq: files, file contents, diffs (docs/TIME-TRAVEL.md) */
   readonly workspace?: WorkspaceHistory
+  /** revert and unrevert of the session directory (docs/TIME-TRAVEL.md "Revert") */
+  readonly restorer?: WorkspaceRestorer
   /** agents that session.create accepts */
   readonly agents?: ReadonlySet<string>
 }

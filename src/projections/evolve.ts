@@ -323,6 +323,59 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: next, parts: [{ ...base(session, messageId, id), type: 'patch', files }] }
     }
 
+    case 'workspace.restore.started':
+      return { session: touch(session, event, { restoring: event.data }) }
+    case 'workspace.restore.completed': {
+      const restore = session.restoring
+      if (!restore || restore.restoreId !== event.data.restoreId)
+        throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} completes a restore that was not started`)
+      const { restoring: _, revert: prior, ...rest } = session
+      const workspace = { tree: restore.tree, seq: event.seq }
+      if (restore.kind === 'unrevert') {
+        const messages = revealed(view, prior?.messages ?? [])
+        return { session: touch(rest as Session, event, { workspace }), messages }
+      }
+      const hidden = new Set(restore.messages)
+      // a revert over a revert: messages the earlier one hid and this one keeps are shown again
+      const messages = [
+        ...revealed(
+          view,
+          (prior?.messages ?? []).filter((id) => !hidden.has(id)),
+        ),
+        ...restore.messages.flatMap((id) => {
+          const message = view.messages.get(id)
+          return message ? [{ ...message, reverted: restore.restoreId }] : []
+        }),
+      ]
+      const revert = {
+        restoreId: restore.restoreId,
+        to: restore.to ?? 0,
+        // what unrevert brings back is the directory before the first of consecutive reverts
+        from: prior?.from ?? restore.from,
+        tree: restore.tree,
+        messages: restore.messages,
+      }
+      return { session: touch(rest as Session, event, { workspace, revert }), messages }
+    }
+    case 'workspace.restore.failed': {
+      const { restoring: _, ...rest } = session
+      return { session: touch(rest as Session, event) }
+    }
+    case 'session.revert.finalized': {
+      const { revert: _, ...rest } = session
+      return { session: touch(rest as Session, event) }
+    }
+    case 'workspace.materialize.started':
+      return { session: touch(session, event, { materializing: event.data }) }
+    case 'workspace.materialized': {
+      const { materializing: _, ...rest } = session
+      return { session: touch(rest as Session, event, { workspace: { tree: event.data.tree, seq: event.seq } }) }
+    }
+    case 'workspace.materialize.failed': {
+      const { materializing: _, ...rest } = session
+      return { session: touch(rest as Session, event) }
+    }
+
     default: {
       const unknown: never = event
       throw new ChronicleError('CORRUPT_EVENT', `unknown event type at seq ${(unknown as StoredEvent).seq}`)
@@ -332,6 +385,16 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
 // Module-level helpers rather than closures inside evolve: under tsx (esbuild keepNames)
 // every closure created per call costs a defineProperty, which made evolve ~20x slower.
+
+/** Messages a revert hid, shown again. */
+function revealed(view: SessionView, ids: readonly string[]): Message[] {
+  return ids.flatMap((id) => {
+    const message = view.messages.get(id)
+    if (!message) return []
+    const { reverted: _, ...shown } = message
+    return [shown]
+  })
+}
 
 /** The session after an event that changed `patch` (and always its version, seq and time). */
 function touch(session: Session, event: StoredEvent, patch: Partial<Session> = {}): Session {

@@ -1,6 +1,7 @@
 import type {
   Attachment,
   ChangedFile,
+  DataOf,
   InputPart,
   PermissionRule,
   RunOutcome,
@@ -106,6 +107,21 @@ export interface Session {
     readonly seq: number
     readonly large?: readonly { path: string; size: number }[]
   }
+  /** a revert or unrevert in progress (workspace.restore.started, until completed or failed) */
+  readonly restoring?: DataOf<'workspace.restore.started'>
+  /**
+   * The latest completed revert, until an unrevert undoes it or an input makes
+   * it final: `from` is the tree unrevert restores, `messages` those hidden.
+   */
+  readonly revert?: {
+    readonly restoreId: string
+    readonly to: number
+    readonly from: string
+    readonly tree: string
+    readonly messages: readonly string[]
+  }
+  /** a fork's directory being written (workspace.materialize.started, until it ends) */
+  readonly materializing?: { readonly tree: string; readonly directory: string }
   readonly createdAt: string
   readonly updatedAt: string
   /** seq of the session's latest own event */
@@ -130,6 +146,8 @@ export interface Message {
   readonly usage?: Usage
   readonly cost?: number
   readonly error?: { readonly kind: string; readonly message: string }
+  /** hidden from the model by this revert (kept in the log; shown again by an unrevert until it is final) */
+  readonly reverted?: string
 }
 
 interface PartBase {

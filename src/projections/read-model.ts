@@ -127,6 +127,15 @@ export function sessionsWithOpenWork(store: ReadModelSource): string[] {
   ).all() as string[]
 }
 
+/** Ids of sessions whose files a crash left mid-task: a restore or a fork's materialization started and not ended. */
+export function sessionsWithWorkspaceTask(store: ReadModelSource): string[] {
+  return prepared(
+    store.db,
+    "SELECT id FROM sessions WHERE data ->> '$.restoring' IS NOT NULL OR data ->> '$.materializing' IS NOT NULL ORDER BY id",
+    true,
+  ).all() as string[]
+}
+
 /** Ids of every session with a read model. */
 export function sessionIds(store: EventStore): string[] {
   return prepared(store.db, 'SELECT id FROM sessions ORDER BY id', true).all() as string[]

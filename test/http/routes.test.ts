@@ -284,9 +284,11 @@ describe('time travel', () => {
       '/sessions/{id}/fork',
       '/sessions/{id}/inputs',
       '/sessions/{id}/permissions/{requestId}',
+      '/sessions/{id}/revert',
       '/sessions/{id}/rules',
       '/sessions/{id}/rules/{ruleId}',
       '/sessions/{id}/state',
+      '/sessions/{id}/unrevert',
     ])
   })
 })

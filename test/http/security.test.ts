@@ -47,6 +47,8 @@ describe('authentication', () => {
       'POST /sessions/:id/fork',
       'POST /sessions/:id/inputs',
       'POST /sessions/:id/permissions/:requestId',
+      'POST /sessions/:id/revert',
+      'POST /sessions/:id/unrevert',
     ])
   })
 

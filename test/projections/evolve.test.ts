@@ -810,6 +810,80 @@ describe('sub-agent and todo events', () => {
     })
     expect(outside.after.parts).toEqual([])
   })
+
+  const tree = (c: string) => c.repeat(40)
+  const restoreStarted = (kind: 'revert' | 'unrevert', messages: string[], id = 'rst_1') => ({
+    type: 'workspace.restore.started' as const,
+    data: { restoreId: id, kind, ...(kind === 'revert' && { to: 3 }), from: tree('e'), tree: tree('a'), messages },
+  })
+  const restoreCompleted = (id = 'rst_1') => ({
+    type: 'workspace.restore.completed' as const,
+    data: { restoreId: id, changed: [] },
+  })
+
+  it('workspace.restore.started: the restore in progress', () => {
+    const { after } = given(...running).when(restoreStarted('revert', ['msg_2']))
+    expect(after.session.restoring).toEqual(restoreStarted('revert', ['msg_2']).data)
+  })
+
+  it('workspace.restore.completed: a revert hides its messages and can be undone; an unrevert shows them again', () => {
+    const { after } = given(...running, restoreStarted('revert', ['msg_2'])).when(restoreCompleted())
+    expect(after.session.restoring).toBeUndefined()
+    expect(after.session.revert).toEqual({
+      restoreId: 'rst_1',
+      to: 3,
+      from: tree('e'),
+      tree: tree('a'),
+      messages: ['msg_2'],
+    })
+    expect(after.session.workspace).toEqual({ tree: tree('a'), seq: after.session.lastSeq })
+    expect(after.messages.find((m) => m.id === 'msg_2')?.reverted).toBe('rst_1')
+
+    const undone = given(...running, restoreStarted('revert', ['msg_2']), restoreCompleted(), {
+      ...restoreStarted('unrevert', ['msg_2'], 'rst_2'),
+      data: { ...restoreStarted('unrevert', ['msg_2'], 'rst_2').data, from: tree('a'), tree: tree('e') },
+    }).when(restoreCompleted('rst_2'))
+    expect(undone.after.session.revert).toBeUndefined()
+    expect(undone.after.session.workspace?.tree).toBe(tree('e'))
+    expect(undone.after.messages.find((m) => m.id === 'msg_2')?.reverted).toBeUndefined()
+  })
+
+  it('workspace.restore.failed: nothing but the end of the restore', () => {
+    const { before, after } = given(...running, restoreStarted('revert', ['msg_2'])).when({
+      type: 'workspace.restore.failed',
+      data: { restoreId: 'rst_1', error: { code: 'WORKSPACE_MISSING', message: 'gone' } },
+    })
+    expect(after.session.restoring).toBeUndefined()
+    expect(after.session.revert).toBeUndefined()
+    expect(after.messages).toEqual(before.messages)
+  })
+
+  it('session.revert.finalized: the revert can no longer be undone; its messages stay hidden', () => {
+    const { after } = given(...running, restoreStarted('revert', ['msg_2']), restoreCompleted()).when({
+      type: 'session.revert.finalized',
+      data: { restoreId: 'rst_1' },
+    })
+    expect(after.session.revert).toBeUndefined()
+    expect(after.messages.find((m) => m.id === 'msg_2')?.reverted).toBe('rst_1')
+  })
+
+  it("workspace.materialize.started / workspace.materialized / .failed: a fork's directory being written", () => {
+    const started = { type: 'workspace.materialize.started' as const, data: { tree: tree('a'), directory: '/forks/x' } }
+    const writing = given(created).when(started)
+    expect(writing.after.session.materializing).toEqual(started.data)
+    const done = given(created, started).when({
+      type: 'workspace.materialized',
+      data: { tree: tree('a'), files: 3, bytes: 10 },
+    })
+    expect(done.after.session.materializing).toBeUndefined()
+    expect(done.after.session.workspace).toEqual({ tree: tree('a'), seq: done.after.session.lastSeq })
+    const failed = given(created, started).when({
+      type: 'workspace.materialize.failed',
+      data: { error: { code: 'INTERNAL', message: 'disk full' } },
+    })
+    expect(failed.after.session.materializing).toBeUndefined()
+    expect(failed.after.session.workspace).toBeUndefined()
+  })
 })
 
 describe('every event', () => {

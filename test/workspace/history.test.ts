@@ -1,25 +1,10 @@
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { execute } from '../../src/commands/execute.js'
-import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
-import { sequentialIds } from '../../src/events/ids.js'
-import type { EventStore } from '../../src/events/store.js'
-import { openStore } from '../../src/projections/open.js'
 import { getParts } from '../../src/projections/read-model.js'
-import { fixedModelResolver } from '../../src/runtime/model/providers.js'
-import { createScriptedModel, type ScriptStep } from '../../src/runtime/model/scripted-model.js'
-import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
-import { createToolRegistry } from '../../src/runtime/tools/registry.js'
-import { createWorkspaceHistory, type WorkspaceHistory } from '../../src/runtime/workspace/history.js'
-import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
-import { createWorkspaceSnapshots } from '../../src/runtime/workspace/snapshots.js'
-import { resolveAgents } from '../../src/tools/agents.js'
-import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+import { bash, prompt as run, script, type World, world, write } from './world.js'
 
 /**
  * The workspace at any seq (docs/TIME-TRAVEL.md), through the real runtime:
@@ -29,94 +14,13 @@ import { createBuiltinTools } from '../../src/tools/builtin/index.js'
  * the diff between two.
  */
 
-interface World {
-  readonly store: EventStore
-  readonly runtime: Runtime
-  readonly history: WorkspaceHistory
-  readonly directory: string
-  readonly dataDir: string
-  session(): string
-  events(id: string): StoredEvent[]
-  close(): Promise<void>
-}
-
-function world(steps: ScriptStep[]): World {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-workspace-')))
-  const directory = join(root, 'repo')
-  const dataDir = join(root, 'data')
-  mkdirSync(directory)
-  execFileSync('git', ['init', '-q'], { cwd: directory })
-  writeFileSync(join(directory, '.gitignore'), 'build/\n')
-  writeFileSync(join(directory, 'README.md'), '# demo\n')
-  const store = openStore(join(root, 'chronicle.db'))
-  const ids = sequentialIds()
-  const agents = resolveAgents([], [{ permission: '*', pattern: '*', action: 'allow' }])
-  const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null })
-  const tools = createToolRegistry({
-    agents,
-    store,
-    tools: createBuiltinTools({ dataDir, updateTodos: () => undefined }),
-  })
-  const runtime = createRuntime({
-    store,
-    ids,
-    models: fixedModelResolver(createScriptedModel({ steps, uniqueCallIds: true }), 'mock:model'),
-    tools,
-    permissions: createPermissionGate({ store, ids, agents }),
-    agents,
-    workspace: createWorkspaceSnapshots({ store, shadow }),
-    environment: () => ({ platform: 'test', date: '2026-01-01' }),
-  })
-  return {
-    store,
-    runtime,
-    history: createWorkspaceHistory(store, shadow),
-    directory,
-    dataDir,
-    session() {
-      const id = ids.next('ses')
-      execute(
-        store,
-        id,
-        (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, id),
-        {
-          meta: { actor: 'user' },
-        },
-      )
-      return id
-    },
-    events: (id) => (store.flush(), store.readSession(id)),
-    async close() {
-      await runtime.stop()
-      store.close()
-    },
-  }
-}
-
-const write = (filePath: string, content: string) => ({ name: 'write', input: { filePath, content } })
-const bash = (command: string) => ({ name: 'bash', input: { command } })
-
-/** The model makes one round of tool calls per prompt keyword, then answers. */
-function script(rounds: Record<string, { name: string; input: Record<string, unknown> }[]>): ScriptStep[] {
-  return [
-    ...Object.entries(rounds).map(([keyword, toolCalls]) => ({
-      when: { userContains: keyword, afterToolResult: false },
-      toolCalls,
-    })),
-    { when: { afterToolResult: true }, text: 'done' },
-  ]
-}
-
 let w: World | undefined
 afterEach(async () => {
   await w?.close()
   w = undefined
 })
 
-async function prompt(id: string, text: string) {
-  w?.runtime.submit(id, { parts: [{ type: 'text', text }] })
-  await w?.runtime.idle(id)
-}
+const prompt = (id: string, text: string) => run(w as World, id, text)
 
 const snapshots = (events: StoredEvent[]) => events.filter((e) => e.type === 'workspace.snapshotted')
 
@@ -193,7 +97,8 @@ describe('the workspace at any seq', () => {
     const end = w.events(id).at(-1)?.seq as number
     const created = w.events(id)[0]?.seq as number
 
-    expect((await w.history.files(id, created)).files).toEqual([]) // before any snapshot
+    // before the first snapshot: the baseline it recorded (the agent had changed nothing yet)
+    expect((await w.history.files(id, created)).files.map((f) => f.path)).toEqual(['.gitignore', 'README.md'])
     const then = await w.history.files(id, afterFirst)
     expect(then.files.map((f) => [f.path, f.size, f.type])).toEqual([
       ['.gitignore', 7, 'file'],
@@ -230,6 +135,35 @@ describe('the workspace at any seq', () => {
     await expect(w.history.files(id, 10_000)).rejects.toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
     const seqOfOther = w.events(other)[0]?.seq as number
     await expect(w.history.diff(id, seqOfOther, seqOfOther)).rejects.toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
+  })
+
+  it('binary files and files over the size cap are listed as such in diffs, never printed', async () => {
+    w = world(
+      script({
+        one: [write('small.txt', 'small\n')],
+        two: [bash('head -c 4096 /dev/zero | tr "\\000" x > big.txt && printf "\\000bin" > b.bin')],
+      }),
+      { maxFileBytes: 1024 },
+    )
+    const id = w.session()
+    await prompt(id, 'one')
+    const one = w.events(id).at(-1)?.seq as number
+    await prompt(id, 'two')
+    const two = w.events(id).at(-1)?.seq as number
+    const diff = await w.history.diff(id, one, two)
+    expect(diff.files).toEqual([
+      { path: 'b.bin', status: 'added', binary: true },
+      { path: 'big.txt', status: 'added', large: true },
+    ])
+    expect(diff.patch).toContain('Binary files /dev/null and b/b.bin differ')
+    expect(diff.patch).toContain('Large files a/big.txt and b/big.txt differ (over the size cap: listed, not stored)')
+    expect(diff.patch).not.toContain('xxxx')
+    expect((await w.history.files(id, two)).files.find((f) => f.path === 'big.txt')).toEqual({
+      path: 'big.txt',
+      size: 4096,
+      type: 'large',
+    })
+    await expect(w.history.file(id, 'big.txt', two)).rejects.toMatchObject({ code: 'NOT_IN_SNAPSHOT' })
   })
 
   it("the user's own .git is never touched", async () => {

@@ -85,6 +85,33 @@ export function sessionRoutes(app: App, api: Api): void {
     async (req) => api['session.diff']({ session: req.params.id, ...req.query }),
   )
   app.post(
+    '/sessions/:id/revert',
+    {
+      schema: {
+        summary: 'session.revert',
+        description:
+          'Brings the session directory back to the workspace at seq `to` and hides later messages from the model. WORKSPACE_CONFLICT lists files changed outside the agent unless `force`.',
+        tags: ['time travel'],
+        params: Id,
+        body: Params['session.revert'].omit({ session: true }),
+      },
+    },
+    async (req) => api['session.revert']({ session: req.params.id, ...req.body }),
+  )
+  app.post(
+    '/sessions/:id/unrevert',
+    {
+      schema: {
+        summary: 'session.unrevert',
+        description: 'Restores what the latest revert replaced, until a new input makes the revert final.',
+        tags: ['time travel'],
+        params: Id,
+        body: Params['session.unrevert'].omit({ session: true }).optional(),
+      },
+    },
+    async (req) => api['session.unrevert']({ session: req.params.id, ...(req.body ?? {}) }),
+  )
+  app.post(
     '/sessions/:id/compact',
     { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } },
     async (req) => api['session.compact']({ session: req.params.id }),

@@ -38,12 +38,15 @@ export const SUMMARY_PREFIX =
   'it is not a new request from the user.\n<summary>\n'
 export const SUMMARY_SUFFIX = '\n</summary>\n</system-reminder>'
 
-/** The messages of a view the model should see, oldest first (after the latest completed compaction). */
+/**
+ * The messages of a view the model should see, oldest first: after the latest
+ * completed compaction, and none a revert hid.
+ */
 export function visibleMessages(view: SessionView): Message[] {
   const c = view.session?.compaction?.applied
   // Summaries other than the applied one (in flight, failed, superseded) are never replayed.
   const all = [...view.messages.values()]
-    .filter((m) => !m.summary || m.id === c?.summaryMessageId)
+    .filter((m) => !m.reverted && (!m.summary || m.id === c?.summaryMessageId))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   if (!c) return all
   const summary = all.find((m) => m.id === c.summaryMessageId)

@@ -1,3 +1,4 @@
+import type { ChangedFile, DataOf } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
 import { requireSession } from '../../projections/read-model.js'
@@ -7,7 +8,8 @@ import { EMPTY_TREE, type ShadowStore } from './shadow-store.js'
 /**
  * The workspace at any seq (docs/TIME-TRAVEL.md): the files a session's
  * directory held, as recorded by the latest `workspace.snapshotted` at or
- * before that seq — in a fork, its parent's before the fork point. At a seq
+ * before that seq — in a fork, its parent's before the fork point; before
+ * the session's first snapshot, that first one (its baseline). At a seq
  * inside a running tool that is the snapshot before the tool, as fork
  * settles a tool in flight. A file over the size cap is listed, not stored.
  */
@@ -48,10 +50,65 @@ export interface WorkspaceHistory {
   }>
 }
 
+type Large = readonly { path: string; size: number }[]
+
+/**
+ * A diff with the files over the size cap at either end: never stored, so
+ * git's diff shows such a file as gone (or new) where it crossed the cap, and
+ * not at all while it stays over it. Each is listed as `large` instead, and
+ * the patch says it differs without its content.
+ */
+function withLargeFiles(
+  stored: { files: ChangedFile[]; patch: string },
+  from: Large,
+  to: Large,
+): { files: ChangedFile[]; patch: string } {
+  const before = new Map(from.map((f) => [f.path, f.size]))
+  const after = new Map(to.map((f) => [f.path, f.size]))
+  const paths = [...new Set([...before.keys(), ...after.keys()])]
+  const byPath = new Map(stored.files.map((f) => [f.path, f]))
+  const notes: string[] = []
+  for (const path of paths) {
+    const [a, b] = [before.get(path), after.get(path)]
+    const known = byPath.get(path)
+    // over the cap at both ends with the same size: nothing to tell (its content is not known)
+    if (a !== undefined && b !== undefined && a === b) continue
+    const status =
+      a !== undefined && b !== undefined
+        ? 'modified'
+        : known
+          ? 'modified' // crossed the cap: stored at one end, listed at the other
+          : a !== undefined
+            ? 'deleted'
+            : 'added'
+    byPath.set(path, { path, status, large: true })
+    notes.push(`Large files a/${path} and b/${path} differ (over the size cap: listed, not stored)\n`)
+  }
+  const files = [...byPath.values()].sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0))
+  return { files, patch: stored.patch + notes.join('') }
+}
+
+/**
+ * The session's first recorded snapshot: its baseline, taken as its first
+ * step began. Before it the agent had changed nothing, so it stands for the
+ * files at any earlier seq.
+ */
+export function firstSnapshot(
+  store: EventStore,
+  sessionId: string,
+): { tree: string; seq: number; large?: DataOf<'workspace.snapshotted'>['large'] } | undefined {
+  for (const event of store.iterateSession(sessionId)) {
+    if (event.type !== 'workspace.snapshotted') continue
+    const { tree, large } = event.data as DataOf<'workspace.snapshotted'>
+    return { tree, seq: event.seq, ...(large && large.length > 0 && { large }) }
+  }
+  return undefined
+}
+
 export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): WorkspaceHistory {
   const at = (sessionId: string, seq?: number) => {
     const session = seq === undefined ? requireSession(store, sessionId) : stateAt(store, sessionId, seq).session
-    const workspace = session.workspace
+    const workspace = session.workspace ?? firstSnapshot(store, sessionId)
     return {
       point: { seq: seq ?? session.lastSeq, tree: workspace?.tree ?? null, snapshotSeq: workspace?.seq ?? null },
       large: workspace?.large ?? [],
@@ -88,11 +145,13 @@ export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): 
     },
     async diff(sessionId, fromSeq, toSeq) {
       store.flush()
-      const from = at(sessionId, fromSeq).point
-      const to = at(sessionId, toSeq).point
-      if (!from.tree && !to.tree) return { from, to, files: [], patch: '' }
-      const { files, patch } = await shadow.diff(from.tree ?? EMPTY_TREE, to.tree ?? EMPTY_TREE)
-      return { from, to, files, patch }
+      const { point: from, large: largeFrom } = at(sessionId, fromSeq)
+      const { point: to, large: largeTo } = at(sessionId, toSeq)
+      const stored =
+        from.tree || to.tree
+          ? await shadow.diff(from.tree ?? EMPTY_TREE, to.tree ?? EMPTY_TREE)
+          : { files: [], patch: '' }
+      return { from, to, ...withLargeFiles(stored, largeFrom, largeTo) }
     },
   }
 }

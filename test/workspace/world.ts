@@ -1,0 +1,115 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { execute } from '../../src/commands/execute.js'
+import { decideSession } from '../../src/commands/session.js'
+import type { StoredEvent } from '../../src/events/envelope.js'
+import { sequentialIds } from '../../src/events/ids.js'
+import type { EventStore } from '../../src/events/store.js'
+import { openStore } from '../../src/projections/open.js'
+import { fixedModelResolver } from '../../src/runtime/model/providers.js'
+import { createScriptedModel, type ScriptStep } from '../../src/runtime/model/scripted-model.js'
+import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
+import { createToolRegistry } from '../../src/runtime/tools/registry.js'
+import { createWorkspaceHistory, type WorkspaceHistory } from '../../src/runtime/workspace/history.js'
+import { createWorkspaceRestorer, type WorkspaceRestorer } from '../../src/runtime/workspace/restore.js'
+import { createShadowStore, type ShadowStore } from '../../src/runtime/workspace/shadow-store.js'
+import { createWorkspaceSnapshots } from '../../src/runtime/workspace/snapshots.js'
+import { resolveAgents } from '../../src/tools/agents.js'
+import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+
+/**
+ * A world for workspace tests: a real git repository as the session
+ * directory, the real tools driven by a scripted model, a real store and a
+ * real shadow store, with the runtime recording the workspace.
+ */
+
+export interface World {
+  readonly store: EventStore
+  readonly runtime: Runtime
+  readonly history: WorkspaceHistory
+  readonly restorer: WorkspaceRestorer
+  readonly shadow: ShadowStore
+  readonly directory: string
+  readonly dataDir: string
+  session(): string
+  events(id: string): StoredEvent[]
+  close(): Promise<void>
+}
+
+export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = {}): World {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-workspace-')))
+  const directory = join(root, 'repo')
+  const dataDir = join(root, 'data')
+  mkdirSync(directory)
+  execFileSync('git', ['init', '-q'], { cwd: directory })
+  writeFileSync(join(directory, '.gitignore'), 'build/\n')
+  writeFileSync(join(directory, 'README.md'), '# demo\n')
+  const store = openStore(join(root, 'chronicle.db'))
+  const ids = sequentialIds()
+  const agents = resolveAgents([], [{ permission: '*', pattern: '*', action: 'allow' }])
+  const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null, ...options })
+  const tools = createToolRegistry({
+    agents,
+    store,
+    tools: createBuiltinTools({ dataDir, updateTodos: () => undefined }),
+  })
+  const runtime = createRuntime({
+    store,
+    ids,
+    models: fixedModelResolver(createScriptedModel({ steps, uniqueCallIds: true }), 'mock:model'),
+    tools,
+    permissions: createPermissionGate({ store, ids, agents }),
+    agents,
+    workspace: createWorkspaceSnapshots({ store, shadow }),
+    environment: () => ({ platform: 'test', date: '2026-01-01' }),
+  })
+  return {
+    store,
+    runtime,
+    history: createWorkspaceHistory(store, shadow),
+    restorer: createWorkspaceRestorer({ store, shadow, ids }),
+    shadow,
+    directory,
+    dataDir,
+    session() {
+      const id = ids.next('ses')
+      execute(
+        store,
+        id,
+        (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, id),
+        {
+          meta: { actor: 'user' },
+        },
+      )
+      return id
+    },
+    events: (id) => (store.flush(), store.readSession(id)),
+    async close() {
+      await runtime.stop()
+      store.close()
+    },
+  }
+}
+
+export const write = (filePath: string, content: string) => ({ name: 'write', input: { filePath, content } })
+export const bash = (command: string) => ({ name: 'bash', input: { command } })
+
+/** The model makes one round of tool calls per prompt keyword, then answers. */
+export function script(rounds: Record<string, { name: string; input: Record<string, unknown> }[]>): ScriptStep[] {
+  return [
+    ...Object.entries(rounds).map(([keyword, toolCalls]) => ({
+      when: { userContains: keyword, afterToolResult: false },
+      toolCalls,
+    })),
+    { when: { afterToolResult: true }, text: 'done' },
+  ]
+}
+
+/** Submits a prompt and waits for the run it starts to end. */
+export async function prompt(w: World, id: string, text: string): Promise<void> {
+  w.runtime.submit(id, { parts: [{ type: 'text', text }] })
+  await w.runtime.idle(id)
+}
