@@ -13,6 +13,7 @@ import { createModelResolver } from './runtime/model/providers.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createWorkspaceHistory } from './runtime/workspace/history.js'
 import { createShadowStore } from './runtime/workspace/shadow-store.js'
+import { createWorkspaceForks } from './runtime/workspace/forks.js'
 import { createWorkspaceRestorer } from './runtime/workspace/restore.js'
 import { createWorkspaceSnapshots } from './runtime/workspace/snapshots.js'
 import { createSubagents } from './runtime/subagents/subagents.js'
@@ -115,6 +116,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   })
   const ids = options.ids ?? createIdSource()
   const restorer = createWorkspaceRestorer({ store, shadow, ids, log: logger })
+  const forks = createWorkspaceForks({ store, ids, shadow, forksDir: join(config.dataDir, 'forks'), log: logger })
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
@@ -195,6 +197,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     context: (sessionId, at) => runtime.context(sessionId, at),
     workspace: createWorkspaceHistory(store, shadow),
     restorer,
+    ...(config.workspace.snapshots && { forks }),
+    dataDir: config.dataDir,
   }
   const app = await buildApp(deps)
 
@@ -215,6 +219,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       // Crash recovery (docs/RECOVERY.md): settle before anyone can connect; continue the runs once listening.
       // A revert a crash cut off is finished first: a resumed run must find the files the log says.
       await restorer.recover()
+      await forks.recover()
       recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       await app.listen({ host: config.host, port: config.port })
       void continueRecovered(recovery, runtime)

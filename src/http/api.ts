@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import { requestCompaction } from '../commands/compact.js'
-import { checkDirectory } from '../commands/directory.js'
+import { checkDirectory, checkNotInDataDir } from '../commands/directory.js'
 import { execute } from '../commands/execute.js'
 import { fork } from '../commands/fork.js'
 import { submitInput } from '../commands/input.js'
@@ -60,8 +60,13 @@ export const Params = {
     session: sessionId,
     at: z.number().int().positive(),
     title: z.string().min(1).max(500).optional(),
-    /** where the child works (an existing absolute directory); required to fork imported history */
+    /**
+     * where the child works: with its files, a directory to write them into (absent or empty; default
+     * `<dataDir>/forks/<id>`); without, an existing one. Required to fork imported history.
+     */
     directory: z.string().min(1).max(4096).optional(),
+    /** false: fork the history only, the child working in the parent's directory (or the one named) */
+    files: z.boolean().optional(),
   }),
   'session.state': z.object({ session: sessionId, at: seq.optional() }),
   'session.context': z.object({ session: sessionId, at: seq.optional() }),
@@ -108,6 +113,7 @@ export function createApi(deps: AppDeps): Api {
     'session.create'(p) {
       const directory = p.directory ?? deps.defaults.directory
       checkDirectory(directory)
+      if (p.directory) checkNotInDataDir(p.directory, deps.dataDir)
       const agent = p.agent ?? deps.defaults.agent
       if (deps.agents && !deps.agents.has(agent)) throw new ChronicleError('UNKNOWN_AGENT', `no agent named ${agent}`)
       const id = deps.ids.next('ses')
@@ -173,10 +179,16 @@ export function createApi(deps: AppDeps): Api {
       permissionCommand(store, deps.ids, p.session, { type: 'revoke', ruleId: p.ruleId }, { actor: 'user' })
       return {}
     },
-    'session.fork'(p) {
+    async 'session.fork'(p) {
       session(p.session)
-      // The fork command itself, like session.create: it needs only the store and the id source, and takes the directory.
-      const options = { ...(p.title && { title: p.title }), ...(p.directory && { directory: p.directory }) }
+      if (p.directory) checkNotInDataDir(p.directory, deps.dataDir)
+      const options = {
+        ...(p.title && { title: p.title }),
+        ...(p.directory && { directory: p.directory }),
+        ...(p.files !== undefined && { files: p.files }),
+      }
+      // with files when the server records workspaces; else the fork command itself (history only)
+      if (deps.forks) return { session: await deps.forks.fork(p.session, p.at, options) }
       return { session: fork(store, deps.ids, p.session, p.at, options) }
     },
     'session.state'(p) {

@@ -7,6 +7,7 @@ import type { ResolvedLimits } from '../config.js'
 import type { SubmitContext } from '../commands/input.js'
 import type { ModelContext } from '../runtime/runtime.js'
 import type { WorkspaceHistory } from '../runtime/workspace/history.js'
+import type { WorkspaceForks } from '../runtime/workspace/forks.js'
 import type { WorkspaceRestorer } from '../runtime/workspace/restore.js'
 
 /**
@@ -69,6 +70,10 @@ export interface AppDeps {
   readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
   /** the workspace at any seq: files, file contents, diffs (docs/TIME-TRAVEL.md) */
   readonly workspace?: WorkspaceHistory
+  /** fork with files: the child's own directory written from the workspace at the fork point */
+  readonly forks?: WorkspaceForks
+  /** Chronicle's data dir: no session directory may lie inside it (a fork's own under forks/ excepted) */
+  readonly dataDir?: string
   /** revert and unrevert of the session directory (docs/TIME-TRAVEL.md "Revert") */
   readonly restorer?: WorkspaceRestorer
   /** agents that session.create accepts */

@@ -87,7 +87,7 @@ export async function accessPath(
 ): Promise<ResolvedPath> {
   const resolved = resolveInWorkspace(ctx.directory, filePath)
   if (options.trusted?.some((t) => isWithin(realpathNearest(t), resolved.real))) return resolved
-  assertNotForbidden(resolved, options.forbidden)
+  assertNotForbidden(resolved, options.forbidden, ctx.directory)
   if (resolved.inside) return resolved
   const dir = dirname(resolved.real)
   await ctx.ask({
@@ -99,15 +99,30 @@ export async function accessPath(
   return resolved
 }
 
-/** Throws `denied` when the path is, or lies inside, a forbidden root. */
-export function assertNotForbidden(resolved: ResolvedPath, forbidden: readonly string[] = []): void {
-  if (!isForbidden(resolved.real, forbidden)) return
+/** Throws `denied` when the path is, or lies inside, a forbidden root (the session's own directory excepted). */
+export function assertNotForbidden(
+  resolved: ResolvedPath,
+  forbidden: readonly string[] = [],
+  workspace?: string,
+): void {
+  if (!isForbidden(resolved.real, forbidden, workspace)) return
   throw new ToolFailure(
     'denied',
     `${resolved.display} is inside Chronicle's own data or configuration, which no tool may read or change.`,
   )
 }
 
-export function isForbidden(real: string, forbidden: readonly string[] = []): boolean {
-  return forbidden.some((root) => isWithin(realpathNearest(root), real))
+/**
+ * Whether a path is, or lies inside, a forbidden root. A session directory
+ * that lies strictly inside one (a fork's own directory under the data dir's
+ * `forks/`; the server refuses any other there) stays open to its session:
+ * that directory only, nothing else of the root.
+ */
+export function isForbidden(real: string, forbidden: readonly string[] = [], workspace?: string): boolean {
+  const own = workspace === undefined ? undefined : realpathNearest(workspace)
+  return forbidden.some((root) => {
+    const closed = realpathNearest(root)
+    if (!isWithin(closed, real)) return false
+    return !(own !== undefined && own !== closed && isWithin(closed, own) && isWithin(own, real))
+  })
 }

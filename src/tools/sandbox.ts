@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { isWithin } from './paths.js'
 
 /**
  * The OS sandbox commands run in (docs/SECURITY.md). Permission rules are a
@@ -55,8 +56,13 @@ export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
     wrap(argv, { workspace, cwd }) {
       const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run']
       for (const path of options.expose ?? []) args.push('--ro-bind', path, path)
+      // mounts stack in order: a hidden path that holds the workspace (a fork's directory under the data dir)
+      // goes first, so the workspace is bound over it; one inside the workspace goes after, over the workspace
+      const hidden = options.hidden ?? []
+      const holdsWorkspace = (path: string) => existsSync(path) && isWithin(realpathSync(path), workspace)
+      for (const path of hidden.filter(holdsWorkspace)) args.push(...hide(path))
       args.push('--bind', workspace, workspace)
-      for (const path of options.hidden ?? []) args.push(...hide(path))
+      for (const path of hidden.filter((p) => !holdsWorkspace(p))) args.push(...hide(path))
       args.push('--unshare-all', ...(options.network ? ['--share-net'] : []), '--die-with-parent', '--new-session')
       args.push('--chdir', cwd, '--', ...argv)
       return { file: bwrap, args }

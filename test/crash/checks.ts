@@ -4,6 +4,7 @@ import { openStore } from '../../src/projections/open.js'
 import { getSession, loadView } from '../../src/projections/read-model.js'
 import { verify } from '../../src/projections/verify.js'
 import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
+import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
 
 /**
  * What the harness asserts after the last clean shutdown, reading the data
@@ -286,4 +287,49 @@ export function pairingProblem(prompt: readonly PromptMessage[]): string | undef
     }
   }
   return undefined
+}
+
+/**
+ * The files agree with the log: every session directory equals the tree its
+ * read model records last (a revert or a fork's directory cut off by a kill
+ * was finished or rolled back on restart), and no workspace task is left
+ * open. Each session that does not is one mismatch.
+ */
+export async function checkWorkspaces(
+  dbPath: string,
+  sessions: readonly { readonly id: string; readonly dir: string }[],
+  scratch: string,
+): Promise<{ workspaceMismatches: number; workspaceTasks: number; violations: string[] }> {
+  const store = openStore(dbPath)
+  // a store of its own: trees are content ids, so its snapshot of a directory names the same tree
+  const shadow = createShadowStore({ root: scratch, globalExcludes: null })
+  const out = { workspaceMismatches: 0, workspaceTasks: 0, violations: [] as string[] }
+  try {
+    out.workspaceTasks = (
+      store.db
+        .prepare("SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.started', 'workspace.materialize.started')")
+        .get() as { n: number }
+    ).n
+    for (const { id, dir } of sessions) {
+      const session = getSession(store, id)
+      if (!session) continue
+      if (session.restoring || session.materializing) {
+        out.workspaceMismatches++
+        out.violations.push(`session ${id}: a workspace task is still open after the last restart`)
+        continue
+      }
+      if (!session.workspace) continue
+      const found = await shadow.snapshot(dir).then(
+        (s) => s.tree,
+        (err: unknown) => `unreadable (${String(err)})`,
+      )
+      if (found !== session.workspace.tree) {
+        out.workspaceMismatches++
+        out.violations.push(`session ${id}: ${dir} is ${found}, the log says ${session.workspace.tree}`)
+      }
+    }
+  } finally {
+    store.close()
+  }
+  return out
 }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { checkDataDir, type Acked, type CheckResult } from './checks.js'
+import { checkDataDir, checkWorkspaces, type Acked, type CheckResult } from './checks.js'
 import { Rng } from './rng.js'
 import { startServer } from './server-process.js'
 import { CrashClient, type WireEvent } from './ws-client.js'
@@ -42,6 +42,10 @@ export interface CrashResult extends CheckResult {
   readonly reoffered: number
   readonly reofferedAnswered: number
   readonly killPoints: Record<string, number>
+  /** session directories that differ from the tree the log records last (or a workspace task left open) */
+  readonly workspaceMismatches: number
+  /** reverts, unreverts and fork materializations started */
+  readonly workspaceTasks: number
 }
 
 const TOKEN = 'crash-harness-token-0123456789abcdef'
@@ -53,6 +57,8 @@ const KILL_POINTS = [
   'mid-tool',
   'permission-wait',
   'compaction',
+  'revert',
+  'fork-files',
   'random-instant',
 ] as const
 type KillPoint = (typeof KILL_POINTS)[number]
@@ -152,6 +158,9 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         if (point === 'mid-tool' && t === 'tool.called') setTimeout(kill, toolDelay)
         if (point === 'permission-wait' && t === 'permission.requested') setTimeout(kill, waitDelay)
         if (point === 'compaction' && t === 'compaction.started') setTimeout(kill, waitDelay)
+        // the restore or checkout runs right after its start is recorded: a kill within a few ms lands inside it
+        if (point === 'revert' && t === 'workspace.restore.started') setTimeout(kill, plan.int(0, 15))
+        if (point === 'fork-files' && t === 'workspace.materialize.started') setTimeout(kill, plan.int(0, 15))
       }
       const client = await CrashClient.connect(server.url, TOKEN, cursor, onEvent)
       await client.subscribeAll()
@@ -186,6 +195,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         onAck: () => {
           if (point === 'after-accept') kill()
         },
+        workspaceFirst: point === 'revert' ? 'revert' : point === 'fork-files' ? 'fork' : undefined,
         answer,
       })
       clearTimeout(fallback)
@@ -216,12 +226,15 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   }
 
   const checks = checkDataDir({ dbPath: join(dataDir, 'chronicle.db'), requestLog, acked, sessions })
+  const workspaces = await checkWorkspaces(join(dataDir, 'chronicle.db'), sessions, join(root, 'check-store'))
   if (gaps > 0) violations.push(`clients saw ${gaps} gaps in seq across reconnects`)
   if (duplicates > 0) violations.push(`clients saw ${duplicates} duplicate events across reconnects`)
   const result: CrashResult = {
     ...checks,
     gaps: checks.gaps + gaps + duplicates,
-    violations: [...violations, ...checks.violations],
+    violations: [...violations, ...checks.violations, ...workspaces.violations],
+    workspaceMismatches: workspaces.workspaceMismatches,
+    workspaceTasks: workspaces.workspaceTasks,
     iterations: options.iterations,
     kills,
     acked: acked.length,
@@ -246,6 +259,8 @@ interface DriveContext {
   readonly answered: Set<string>
   nextInput(): string
   onAck(): void
+  /** this iteration's kill point is a revert or a fork with files: do one as soon as a session can take it */
+  readonly workspaceFirst?: 'revert' | 'fork'
   answer(
     client: CrashClient,
     req: { sessionId: string; requestId: string },
@@ -257,6 +272,7 @@ interface DriveContext {
 /** The client's workload until the server is killed: create, submit, resend, cancel, reply. */
 async function drive(client: CrashClient, killed: () => boolean, c: DriveContext): Promise<void> {
   const { rng, answered } = c
+  let workspaceFirst = c.workspaceFirst
   while (!killed()) {
     if (c.sessions.length < 3 || (c.sessions.length < 6 && rng.chance(0.03))) {
       const dir = join(c.root, 'work', `s${c.sessions.length}`)
@@ -277,7 +293,23 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
       )
     }
     const roll = rng.next()
-    if (roll < 0.1 && c.acked.length > 0) {
+    const idle = c.sessions.filter((s) => !c.running.has(s.id))
+    const points = c.acked.filter((a) => idle.some((s) => s.id === a.sessionId))
+    if ((workspaceFirst || (roll >= 0.24 && roll < 0.3)) && points.length > 0) {
+      // Back to an earlier point (force: the harness's own bash jobs are not the user's edits), or a fork there with files.
+      const at = rng.pick(points)
+      const fork = workspaceFirst ? workspaceFirst === 'fork' : roll >= 0.28
+      workspaceFirst = undefined
+      if (fork && c.sessions.length < 10) {
+        const r = await client.call('session.fork', { session: at.sessionId, at: at.seq })
+        const child = r?.result?.['session'] as { id: string; directory: string } | undefined
+        if (child) c.sessions.push({ id: child.id, dir: child.directory })
+        else if (r?.error && r.error.code === 'INTERNAL') c.violations.push(`fork failed: ${r.error.message}`)
+      } else {
+        const r = await client.call('session.revert', { session: at.sessionId, to: at.seq, force: true })
+        if (r?.error && r.error.code === 'INTERNAL') c.violations.push(`revert failed: ${r.error.message}`)
+      }
+    } else if (roll < 0.1 && c.acked.length > 0) {
       // An idempotent retry: same id, same content → the original acknowledgement, nothing appended.
       const prior = rng.pick(c.acked)
       const sent = c.sentParts.get(prior.inputId)
@@ -341,7 +373,7 @@ async function settleAll(
 }
 
 export function summaryLine(r: CrashResult): string {
-  return `crash: iterations=${r.iterations} kills=${r.kills} lostInputs=${r.lostInputs} duplicateInputs=${r.duplicateInputs} gaps=${r.gaps} danglingTools=${r.danglingTools} verifyFailures=${r.verifyFailures}`
+  return `crash: iterations=${r.iterations} kills=${r.kills} lostInputs=${r.lostInputs} duplicateInputs=${r.duplicateInputs} gaps=${r.gaps} danglingTools=${r.danglingTools} verifyFailures=${r.verifyFailures} workspaceMismatches=${r.workspaceMismatches}`
 }
 
 function arg(args: string[], name: string, fallback: number): number {
@@ -361,7 +393,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(
     `crash: seed=${seed} acked=${result.acked} requests=${result.requests} resumeRequests=${result.resumeRequests} resumedRuns=${result.resumedRuns} ` +
       `interruptedTools=${result.interruptedTools} interruptedCompactions=${result.interruptedCompactions} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
-      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
+      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} workspaceTasks=${result.workspaceTasks} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))
   process.exit(result.violations.length > 0 ? 1 : 0)

@@ -14,6 +14,7 @@ import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { createWorkspaceHistory, type WorkspaceHistory } from '../../src/runtime/workspace/history.js'
+import { createWorkspaceForks, type WorkspaceForks } from '../../src/runtime/workspace/forks.js'
 import { createWorkspaceRestorer, type WorkspaceRestorer } from '../../src/runtime/workspace/restore.js'
 import { createShadowStore, type ShadowStore } from '../../src/runtime/workspace/shadow-store.js'
 import { createWorkspaceSnapshots } from '../../src/runtime/workspace/snapshots.js'
@@ -31,6 +32,7 @@ export interface World {
   readonly runtime: Runtime
   readonly history: WorkspaceHistory
   readonly restorer: WorkspaceRestorer
+  readonly forks: WorkspaceForks
   readonly shadow: ShadowStore
   readonly directory: string
   readonly dataDir: string
@@ -71,6 +73,7 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
     runtime,
     history: createWorkspaceHistory(store, shadow),
     restorer: createWorkspaceRestorer({ store, shadow, ids }),
+    forks: createWorkspaceForks({ store, ids, shadow, forksDir: join(dataDir, 'forks') }),
     shadow,
     directory,
     dataDir,

@@ -19,13 +19,16 @@ export interface SearchScope {
 }
 
 export function createSearchScope(ctx: ToolContext, root: ResolvedPath, forbidden: readonly string[]): SearchScope {
+  // a forbidden root that holds the session directory (a fork's, under the data dir) closes everything but it
+  const own = realpathNearest(ctx.directory)
   const closed = forbidden.map(realpathNearest)
   const prefix = root.inside && root.display !== '.' ? `${root.display}/` : ''
   const display = (entry: WalkEntry) => (root.inside ? prefix + entry.relative : entry.path)
   return {
     display,
     skip(entry) {
-      if (closed.some((c) => isWithin(c, entry.path))) return true
+      if (closed.some((c) => isWithin(c, entry.path) && !(c !== own && isWithin(c, own) && isWithin(own, entry.path))))
+        return true
       if (!entry.dirent.isDirectory()) return false
       return (
         DEFAULT_IGNORES.includes(entry.dirent.name) ||

@@ -1,0 +1,170 @@
+import { readdir, rm } from 'node:fs/promises'
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
+import type { ChronicleEvent } from '../../events/catalogue.js'
+import type { EventMeta } from '../../events/envelope.js'
+import { ChronicleError, isChronicleError } from '../../events/errors.js'
+import type { IdSource } from '../../events/ids.js'
+import type { EventStore } from '../../events/store.js'
+import { decideFork, type ForkOptions, fork as forkHistory } from '../../commands/fork.js'
+import { execute } from '../../commands/execute.js'
+import type { Session } from '../../projections/model.js'
+import { getSession, requireSession, sessionsWithWorkspaceTask } from '../../projections/read-model.js'
+import { viewAt } from '../../projections/time-travel.js'
+import { firstSnapshot } from './history.js'
+import type { ShadowStore } from './shadow-store.js'
+
+/**
+ * Fork with files (docs/TIME-TRAVEL.md "Fork"): the child gets its own
+ * directory, written from the workspace recorded at the fork point, so its
+ * model reads the files as they were there while the parent's directory is
+ * untouched. By default the directory is `<dataDir>/forks/<child id>`; a
+ * client may name one that does not exist or is empty.
+ *
+ * Writing it is a recorded task in the child's log:
+ * `workspace.materialize.started` (appended with `session.forked`) →
+ * `workspace.materialized` or `.failed`. The files are checked out beside
+ * the target and renamed into place, so after a crash the target is either
+ * absent or whole; `recover` finishes what was started.
+ *
+ * The history alone is forked (the child shares the parent's directory, or
+ * works in the one named) when `files` is false, when the parent has no
+ * recorded workspace (snapshots off, no step run), or for imported history,
+ * whose trees this server never recorded.
+ */
+
+export interface ForkWithFilesOptions extends ForkOptions {
+  /** false: fork the history only */
+  readonly files?: boolean
+}
+
+export interface WorkspaceForks {
+  fork(sessionId: string, at: number, options?: ForkWithFilesOptions): Promise<Session>
+  /** finishes every fork directory a crash left half-written; returns how many */
+  recover(): Promise<number>
+}
+
+export interface WorkspaceForksDeps {
+  readonly store: EventStore
+  readonly ids: IdSource
+  readonly shadow: ShadowStore
+  /** where a fork's directory goes when the client names none: `<dataDir>/forks` */
+  readonly forksDir: string
+  readonly log?: { warn(obj: object, msg?: string): void }
+}
+
+export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
+  const { store, shadow } = deps
+
+  async function materialize(childId: string, tree: string, directory: string, meta: EventMeta): Promise<void> {
+    try {
+      const written = await shadow.materialize(tree, directory)
+      store.append(
+        childId,
+        [{ type: 'workspace.materialized', data: { tree, files: written.files, bytes: written.bytes } }],
+        { meta, durability: 'full' },
+      )
+    } catch (err) {
+      const error = {
+        code: isChronicleError(err) ? err.code : 'INTERNAL',
+        message: err instanceof Error ? err.message : String(err),
+      }
+      store.append(childId, [{ type: 'workspace.materialize.failed', data: { error } }], { meta, durability: 'full' })
+      throw err
+    }
+  }
+
+  return {
+    async fork(sessionId, at, options = {}) {
+      store.flush()
+      const { files, directory, title, meta, ...travel } = options
+      const parent = viewAt(store, sessionId, at, travel) // SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE
+      const imported =
+        getSession(store, sessionId)?.imported !== undefined ||
+        (parent.session && getSession(store, parent.session.id)?.imported !== undefined)
+      const tree = parent.session?.workspace?.tree ?? firstSnapshot(store, sessionId)?.tree
+      if (files === false || imported || !tree) {
+        const history = {
+          ...travel,
+          ...(title !== undefined && { title }),
+          ...(directory !== undefined && { directory }),
+        }
+        return forkHistory(store, deps.ids, sessionId, at, { ...history, ...(meta && { meta }) })
+      }
+
+      if (directory !== undefined && !isAbsolute(directory))
+        throw new ChronicleError('BAD_REQUEST', `directory must be an absolute path: ${directory}`)
+      const childId = deps.ids.next('ses')
+      const target = resolve(directory ?? join(deps.forksDir, childId))
+      await requireAbsentOrEmpty(target)
+      const events: ChronicleEvent[] = [
+        ...decideFork(parent, { sessionId, seq: at }, { ...(title !== undefined && { title }), directory: target }),
+        { type: 'workspace.materialize.started', data: { tree, directory: target } },
+      ]
+      const by = meta ?? { actor: 'user', command: 'fork' }
+      execute(
+        store,
+        childId,
+        (child) => {
+          if (child) throw new ChronicleError('VERSION_CONFLICT', `session ${childId} already exists`)
+          return events
+        },
+        { durability: 'full', meta: by },
+      )
+      await materialize(childId, tree, target, by)
+      return requireSession(store, childId)
+    },
+
+    async recover() {
+      store.flush()
+      let finished = 0
+      for (const id of sessionsWithWorkspaceTask(store)) {
+        const session = requireSession(store, id)
+        if (!session.materializing) continue
+        const { tree, directory } = session.materializing
+        // a crash leaves the checkout beside the target, never a half-written target
+        await removePartials(directory)
+        const whole = await shadow.snapshot(directory).then(
+          (found) => found.tree === tree,
+          () => false,
+        )
+        if (whole) {
+          // renamed into place, and then the crash: only the event is missing
+          const entries = (await shadow.list(tree)).filter((e) => e.type !== 'gitlink')
+          const bytes = entries.reduce((sum, e) => sum + e.size, 0)
+          store.append(id, [{ type: 'workspace.materialized', data: { tree, files: entries.length, bytes } }], {
+            meta: { actor: 'recovery' },
+            durability: 'full',
+          })
+          finished++
+          continue
+        }
+        await materialize(id, tree, directory, { actor: 'recovery' }).catch((err: unknown) => {
+          deps.log?.warn({ err, sessionId: id, directory }, "a fork's directory could not be written")
+        })
+        finished++
+      }
+      return finished
+    },
+  }
+}
+
+async function requireAbsentOrEmpty(directory: string): Promise<void> {
+  const entries = await readdir(directory).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return []
+    if (err.code === 'ENOTDIR') return ['']
+    throw err
+  })
+  if (entries.length > 0)
+    throw new ChronicleError('DIRECTORY_NOT_EMPTY', `${directory} exists and is not an empty directory`, { directory })
+}
+
+async function removePartials(directory: string): Promise<void> {
+  const parent = dirname(directory)
+  const prefix = `${basename(directory)}.partial-`
+  const entries = await readdir(parent).catch(() => [] as string[])
+  await Promise.all(
+    entries
+      .filter((name) => name.startsWith(prefix))
+      .map((name) => rm(join(parent, name), { recursive: true, force: true })),
+  )
+}
