@@ -299,15 +299,30 @@ export async function checkWorkspaces(
   dbPath: string,
   sessions: readonly { readonly id: string; readonly dir: string }[],
   scratch: string,
-): Promise<{ workspaceMismatches: number; workspaceTasks: number; violations: string[] }> {
+): Promise<{
+  workspaceMismatches: number
+  workspaceTasks: number
+  workspaceTasksRecovered: number
+  violations: string[]
+}> {
   const store = openStore(dbPath)
   // a store of its own: trees are content ids, so its snapshot of a directory names the same tree
   const shadow = createShadowStore({ root: scratch, globalExcludes: null })
-  const out = { workspaceMismatches: 0, workspaceTasks: 0, violations: [] as string[] }
+  const out = { workspaceMismatches: 0, workspaceTasks: 0, workspaceTasksRecovered: 0, violations: [] as string[] }
   try {
     out.workspaceTasks = (
       store.db
-        .prepare("SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.started', 'workspace.materialize.started')")
+        .prepare(
+          "SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.started', 'workspace.materialize.started')",
+        )
+        .get() as { n: number }
+    ).n
+    // tasks a kill cut off, which the restart finished (or rolled back)
+    out.workspaceTasksRecovered = (
+      store.db
+        .prepare(
+          "SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.completed', 'workspace.restore.failed', 'workspace.materialized', 'workspace.materialize.failed') AND meta ->> '$.actor' = 'recovery'",
+        )
         .get() as { n: number }
     ).n
     for (const { id, dir } of sessions) {

@@ -46,6 +46,8 @@ export interface CrashResult extends CheckResult {
   readonly workspaceMismatches: number
   /** reverts, unreverts and fork materializations started */
   readonly workspaceTasks: number
+  /** of those, the ones a kill cut off and a restart finished */
+  readonly workspaceTasksRecovered: number
 }
 
 const TOKEN = 'crash-harness-token-0123456789abcdef'
@@ -235,6 +237,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     violations: [...violations, ...checks.violations, ...workspaces.violations],
     workspaceMismatches: workspaces.workspaceMismatches,
     workspaceTasks: workspaces.workspaceTasks,
+    workspaceTasksRecovered: workspaces.workspaceTasksRecovered,
     iterations: options.iterations,
     kills,
     acked: acked.length,
@@ -393,7 +396,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(
     `crash: seed=${seed} acked=${result.acked} requests=${result.requests} resumeRequests=${result.resumeRequests} resumedRuns=${result.resumedRuns} ` +
       `interruptedTools=${result.interruptedTools} interruptedCompactions=${result.interruptedCompactions} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
-      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} workspaceTasks=${result.workspaceTasks} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
+      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} workspaceTasks=${result.workspaceTasks} workspaceTasksRecovered=${result.workspaceTasksRecovered} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))
   process.exit(result.violations.length > 0 ? 1 : 0)
