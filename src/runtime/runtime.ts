@@ -97,6 +97,8 @@ export interface Runtime {
   wake(sessionId: string): void
   resume(sessionId: string, runId: string): void
   idle(sessionId: string): Promise<void>
+  /** idle, and the workspace snapshots its last steps took in the background recorded */
+  settled(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
   compact(sessionId: string): CompactRequested
   context(sessionId: string, seq?: number): Promise<ModelContext>
@@ -175,6 +177,10 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       coordinator.resume(sessionId, { runId })
     },
     idle: (sessionId) => coordinator.idle(sessionId),
+    async settled(sessionId) {
+      await coordinator.idle(sessionId)
+      await deps.workspace?.settled(sessionId)
+    },
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
     compact(sessionId) {
       const requested = requestCompaction(store, ids, sessionId)
@@ -194,6 +200,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     async stop() {
       unsubscribe()
       await coordinator.stop()
+      await deps.workspace?.drain()
       store.flush()
       views.close()
       inputs.close()

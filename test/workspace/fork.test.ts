@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { DataOf } from '../../src/events/catalogue.js'
 import { getParts, listSessions } from '../../src/projections/read-model.js'
 import { hashTree } from './helpers.js'
 import { prompt as run, script, type World, world, write } from './world.js'
@@ -147,9 +146,7 @@ describe('crash safety', () => {
     expect(existsSync(partial)).toBe(false)
     expect(readFileSync(join(directory, 'a.txt'), 'utf8')).toBe('old content\n')
     expect((await w.shadow.snapshot(directory)).tree).toBe(tree)
-    const done = w.events(id).at(-1)
-    expect(done?.type).toBe('workspace.materialized')
-    expect((done?.data as DataOf<'workspace.materialized'>).tree).toBe(tree)
+    expect(w.events(id).at(-1)).toMatchObject({ type: 'workspace.materialized', data: { tree } })
     expect(await w.forks.recover()).toBe(0)
   })
 

@@ -114,5 +114,5 @@ export function script(rounds: Record<string, { name: string; input: Record<stri
 /** Submits a prompt and waits for the run it starts to end. */
 export async function prompt(w: World, id: string, text: string): Promise<void> {
   w.runtime.submit(id, { parts: [{ type: 'text', text }] })
-  await w.runtime.idle(id)
+  await w.runtime.settled(id)
 }

@@ -123,10 +123,10 @@ export async function runLoop(
       }
       if (compaction && (await compaction.beforeStep(view, context, model))) continue // compacted: recompile
       step++
-      // The workspace as the step starts (changes found here were made outside the agent), taken while the
-      // model is called; the step's tools wait for it, so it never sees their writes.
+      // The workspace as the step starts (changes found here were made outside the agent), taken in the
+      // background; a tool that may write waits for it, so it never sees the tool's writes.
       const directory = view.session?.directory ?? '.'
-      const snapshot = deps.workspace?.take(sessionId, directory, 'step')
+      deps.workspace?.step(sessionId, directory, meta)
 
       const messageId = deps.ids.next('msg')
       recorder.emit(
@@ -147,8 +147,6 @@ export async function runLoop(
         signal,
         retry: deps.retry,
       })
-      const taken = await snapshot
-      if (taken) recorder.emit({ type: 'workspace.snapshotted', data: taken }, meta)
       if (outcome.status === 'aborted') return await finish('cancelled')
       if (outcome.status === 'error' && outcome.failure.kind === 'context_overflow' && compaction) {
         const verdict = await compaction.overflow(step, model)
@@ -159,6 +157,8 @@ export async function runLoop(
       if (outcome.status === 'error')
         return await finish('error', { kind: outcome.failure.kind, message: outcome.failure.message })
       if (outcome.calls.length > 0) {
+        if (deps.workspace && outcome.calls.some((c) => context.toolset.get(c.tool)?.writes))
+          await deps.workspace.settled(sessionId)
         await recorder.settle()
         await executeCalls(outcome.calls, {
           recorder,

@@ -80,8 +80,11 @@ export interface Materialized {
 }
 
 export interface ShadowStore {
-  /** records the directory's files; WORKSPACE_MISSING when it is gone */
-  snapshot(directory: string): Promise<Snapshot>
+  /**
+   * records the directory's files; WORKSPACE_MISSING when it is gone.
+   * `background`: nothing waits for it, so fewer processes are started (slower when files changed)
+   */
+  snapshot(directory: string, options?: { background?: boolean }): Promise<Snapshot>
   /** every file of a snapshot, by path */
   list(tree: string): Promise<TreeEntry[]>
   /** one file of a snapshot; NOT_IN_SNAPSHOT when it holds no file at that path */
@@ -215,7 +218,7 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
   }
 
   /** A snapshot, within the workspace's lock. */
-  async function capture(ws: Workspace): Promise<Snapshot> {
+  async function capture(ws: Workspace, background = false): Promise<Snapshot> {
     const created = await mkdir(ws.state, { recursive: true, mode: 0o700 })
     if (created) await writeFile(join(ws.state, 'directory'), `${ws.directory}\n`)
     // only this process works on the store, one operation per workspace at a time: a lock left behind is a crash's
@@ -223,8 +226,10 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
     const previous = await lastTree(ws)
     const indexTree = indexTrees.get(ws.key)
     indexTrees.delete(ws.key)
-    // started at once: git's start and its reading of the index overlap with ls-files looking at the directory
-    const update = startGit(ADD, ws.place)
+    // started at once, unless nothing waits for this snapshot: git's start and its reading of the index overlap
+    // with ls-files looking at the directory — but each process started blocks the server's event loop for a
+    // few milliseconds, and a background snapshot most often finds nothing to add
+    const update = background ? undefined : startGit(ADD, ws.place)
     let sorted: Candidates
     try {
       const listed = await git(
@@ -242,16 +247,18 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
       )
       sorted = await sortCandidates(ws.directory, listed, maxFileBytes)
     } catch (err) {
-      await update.finish()
+      await update?.finish()
       throw err
     }
     const { add, drop, repositories, large } = sorted
+    const adding = add.length > 0 ? joinNul(add) : undefined
     if (drop.length > 0) {
       // dropped first, by a process of their own (--force-remove applies to every path of a call)
-      check(ADD, await update.finish())
+      if (update) check(ADD, await update.finish())
       await git(['update-index', '-z', '--force-remove', '--stdin'], ws.place, joinNul(drop))
-      if (add.length > 0) await git(ADD, ws.place, joinNul(add))
-    } else check(ADD, await update.finish(add.length > 0 ? joinNul(add) : undefined))
+      if (adding) await git(ADD, ws.place, adding)
+    } else if (update) check(ADD, await update.finish(adding))
+    else if (adding) await git(ADD, ws.place, adding)
     for (const repository of repositories) {
       const result = await runGit(['update-index', '-z', '--add', '--stdin'], ws.place, joinNul([repository]))
       // a repository with no commit yet has nothing a gitlink could name: left out until it has one
@@ -293,9 +300,9 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
   }
 
   return {
-    async snapshot(directory) {
+    async snapshot(directory, options = {}) {
       const ws = await open(directory)
-      return exclusive(ws.key, () => capture(ws))
+      return exclusive(ws.key, () => capture(ws, options.background))
     },
 
     async list(tree) {

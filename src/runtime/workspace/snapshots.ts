@@ -1,11 +1,13 @@
 import type { ChangedFile, DataOf } from '../../events/catalogue.js'
+import type { EventMeta } from '../../events/envelope.js'
 import type { EventStore } from '../../events/store.js'
 import { getSession } from '../../projections/read-model.js'
 import type { ShadowStore } from './shadow-store.js'
 
 /**
  * When the runtime records a session's workspace (docs/TIME-TRAVEL.md "The
- * workspace at any seq"): at the start of each step, after each tool that
+ * workspace at any seq"): at the start of each step (in the background: a
+ * step waits for it only before a tool that may write), after each tool that
  * may write, when a resumed run starts. The snapshot itself is the shadow
  * store's; this decides what the event says — the changes since the
  * session's own previous snapshot (another session may share the directory)
@@ -18,12 +20,23 @@ import type { ShadowStore } from './shadow-store.js'
 export type SnapshotReason = DataOf<'workspace.snapshotted'>['reason']
 
 export interface WorkspaceSnapshots {
+  /**
+   * A step's snapshot, taken in the background and recorded when taken: the
+   * step does not wait for it. A request while another waits to start joins
+   * it (that one looks at the directory later than both asked).
+   */
+  step(sessionId: string, directory: string, meta: EventMeta): void
+  /** resolves when the session's background snapshots are recorded: before a tool that may write runs */
+  settled(sessionId: string): Promise<void>
+  /** resolves when every session's are */
+  drain(): Promise<void>
   /** the event to record, or undefined when nothing changed (or the snapshot could not be taken) */
   take(
     sessionId: string,
     directory: string,
     reason: SnapshotReason,
     call?: { messageId: string; partId: string },
+    options?: { background?: boolean },
   ): Promise<DataOf<'workspace.snapshotted'> | undefined>
 }
 
@@ -34,13 +47,45 @@ export interface WorkspaceSnapshotsDeps {
 }
 
 export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): WorkspaceSnapshots {
-  return {
-    async take(sessionId, directory, reason, call) {
+  /** per session: the last background snapshot queued, and whether it is still waiting to start */
+  const lanes = new Map<string, { tail: Promise<void>; waiting: boolean }>()
+
+  async function record(sessionId: string, directory: string, meta: EventMeta): Promise<void> {
+    try {
+      const data = await snapshots.take(sessionId, directory, 'step', undefined, { background: true })
+      if (data) await deps.store.enqueue(sessionId, [{ type: 'workspace.snapshotted', data }], { meta })
+    } catch (err) {
+      deps.log?.warn({ err, sessionId }, 'a step snapshot could not be recorded')
+    }
+  }
+
+  const snapshots: WorkspaceSnapshots = {
+    step(sessionId, directory, meta) {
+      const prior = lanes.get(sessionId)
+      if (prior?.waiting) return
+      const lane = { tail: Promise.resolve(), waiting: true }
+      lane.tail = (prior?.tail ?? Promise.resolve()).then(() => {
+        lane.waiting = false
+        return record(sessionId, directory, meta)
+      })
+      lanes.set(sessionId, lane)
+      void lane.tail.then(() => {
+        if (lanes.get(sessionId) === lane) lanes.delete(sessionId)
+      })
+    },
+
+    settled: (sessionId) => lanes.get(sessionId)?.tail ?? Promise.resolve(),
+
+    async drain() {
+      await Promise.all([...lanes.values()].map((lane) => lane.tail))
+    },
+
+    async take(sessionId, directory, reason, call, options) {
       deps.store.flush()
       const previous = getSession(deps.store, sessionId)?.workspace?.tree
       let snapshot: Awaited<ReturnType<ShadowStore['snapshot']>>
       try {
-        snapshot = await deps.shadow.snapshot(directory)
+        snapshot = await deps.shadow.snapshot(directory, options)
       } catch (err) {
         deps.log?.warn({ err, sessionId, directory }, 'workspace snapshot failed; the step goes on without one')
         return undefined
@@ -62,4 +107,5 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
       }
     },
   }
+  return snapshots
 }
