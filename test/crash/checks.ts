@@ -202,10 +202,15 @@ export function checkDataDir(input: CheckInput): CheckResult {
       ) {
         fail(`session ${id}: last run ended ${outcome} ${JSON.stringify(s.lastRun?.error)}`)
       }
-      // A completed bash call ran to the end, so its marker line exists (at least once).
+      // A completed bash call ran to the end, so its marker line exists (at least once) — unless a revert took
+      // the files back to before it (its message is then marked reverted).
       const view = loadView({ db }, id)
       const completedJobs = [...view.parts.values()].filter(
-        (p) => p.type === 'tool' && p.state === 'completed' && JSON.stringify(p.input ?? '').includes('work.marker'),
+        (p) =>
+          p.type === 'tool' &&
+          p.state === 'completed' &&
+          JSON.stringify(p.input ?? '').includes('work.marker') &&
+          !view.messages.get(p.messageId)?.reverted,
       ).length
       const marker = join(dir, 'work.marker')
       const lines = existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0

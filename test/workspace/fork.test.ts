@@ -105,6 +105,20 @@ describe('fork with files', () => {
     expect(listSessions(w.store).sessions).toHaveLength(sessions)
   })
 
+  it('at the event that completed a write, the child has the written file (the snapshot comes just before it)', async () => {
+    w = editTwice()
+    const parent = w.session()
+    await prompt(parent, 'first')
+    await prompt(parent, 'second')
+    const events = w.events(parent)
+    const completed = events.filter((e) => e.type === 'tool.completed').at(-1)?.seq as number
+    expect(events.find((e) => e.seq === completed - 1)?.type).toBe('workspace.snapshotted')
+    const child = await w.forks.fork(parent, completed)
+    expect(readFileSync(join(child.directory, 'a.txt'), 'utf8')).toBe('new content\n')
+    const before = await w.forks.fork(parent, completed - 2)
+    expect(readFileSync(join(before.directory, 'a.txt'), 'utf8')).toBe('old content\n')
+  })
+
   it('files: false forks the history only; the child works in the same directory', async () => {
     w = editTwice()
     const parent = w.session()

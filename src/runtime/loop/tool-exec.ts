@@ -131,8 +131,23 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     ask: (request) => budget.paused(() => input.permissions.ask({ ...scope, abort: budget.signal }, request)),
     check: (request) => input.permissions.check(scope, request),
   }
+  // What a writing tool changed — completed, failed or cut off by a cancel — is recorded just before its
+  // terminal event: up to that event the workspace is the one before the call, from it on the one after (a
+  // fork or revert at any seq gets files that agree with the call's state). One cut off by a shutdown is
+  // found when the resumed run starts.
+  let recorded = false
+  const recordWrites = async () => {
+    if (recorded || !tool.writes || !input.workspace || signal.reason === SHUTDOWN) return
+    recorded = true
+    const at = { messageId: input.messageId, partId: call.partId }
+    const snapshot = await input.workspace.take(input.sessionId, input.directory, 'tool', at)
+    if (snapshot)
+      recorder.emit({ type: 'workspace.snapshotted', data: snapshot }, { actor: 'runtime', run: input.runId })
+  }
   try {
     const result = await untilAborted(tool.execute(parsed.data, ctx), budget.signal)
+    budget.close()
+    await recordWrites()
     recorder.emit(
       {
         type: 'tool.completed',
@@ -149,21 +164,13 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     )
     await recorder.settle()
   } catch (err) {
+    budget.close()
+    await recordWrites()
     if (budget.spent)
       return fail('failed', `The ${call.tool} call ran longer than its ${duration(budget.ms)} budget and was stopped.`)
     return fail(failureKind(err, signal, 'failed'), messageOf(err))
   } finally {
     budget.close()
-    // What a writing tool changed — completed, failed or cut off by a cancel — is in the next snapshot;
-    // one cut off by a shutdown is found when the resumed run starts.
-    if (tool.writes && input.workspace && signal.reason !== SHUTDOWN) {
-      const call_ = { messageId: input.messageId, partId: call.partId }
-      const snapshot = await input.workspace.take(input.sessionId, input.directory, 'tool', call_)
-      if (snapshot) {
-        recorder.emit({ type: 'workspace.snapshotted', data: snapshot }, { actor: 'runtime', run: input.runId })
-        await recorder.settle()
-      }
-    }
   }
 }
 
