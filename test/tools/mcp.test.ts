@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -14,6 +14,8 @@ import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import type { Tool } from '../../src/tools/tool.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
 
+/** marks the hung server's process, to find it afterwards */
+const SILENT = `chronicle-silent-mcp-${process.pid}`
 const EVERYTHING = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
 const FILESYSTEM = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js')
 const PAGED = join(process.cwd(), 'test/tools/fixtures/paged-server.mjs')
@@ -278,7 +280,7 @@ describe('MCP client against the reference servers', () => {
         {
           name: 'silent',
           type: 'local',
-          command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'],
+          command: [process.execPath, '-e', `setInterval(() => {}, 1000) // ${SILENT}`],
           environment: {},
         },
         {
@@ -298,6 +300,9 @@ describe('MCP client against the reference servers', () => {
     expect(status['crashy']).toMatchObject({ state: 'failed', error: expect.stringContaining('boom: bad config') })
     expect(status['ok']).toMatchObject({ state: 'connected' })
     expect(manager.tools().every((t) => t.id.startsWith('ok_'))).toBe(true)
+    // the server that never answered is killed, not left running
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(processesRunning(SILENT)).toBe(0)
   })
 
   it('lists tools page by page and picks up tools/list_changed', async () => {
@@ -362,3 +367,16 @@ describe('MCP client against the reference servers', () => {
     g.store.close()
   })
 })
+
+/** How many processes have `marker` in their command line (Linux /proc). */
+function processesRunning(marker: string): number {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)
+      } catch {
+        return false // exited meanwhile
+      }
+    }).length
+}

@@ -114,12 +114,18 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
   const attempt = async (transport: Transport, kind: NonNullable<McpServerStatus['transport']>): Promise<Client> => {
     const c = new Client({ name: 'chronicle', version: '0.1.0' })
     transportKind = kind
-    await withTimeout(
-      c.connect(transport),
-      connectTimeout,
-      `connecting timed out after ${connectTimeout} ms`,
-      () => void transport.close(),
-    )
+    await withTimeout(c.connect(transport), connectTimeout, `connecting timed out after ${connectTimeout} ms`, () => {
+      // a server that never finished the handshake gets no graceful close (the SDK's waits 2 s, then SIGTERM):
+      // killed now, so a hung process is never left behind, even when this process exits first
+      const pid = transport instanceof StdioClientTransport ? transport.pid : null
+      if (pid)
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // already gone
+        }
+      void transport.close()
+    })
     return c
   }
 
