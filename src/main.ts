@@ -244,6 +244,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         await mcp.close()
         gate.close()
         orphans.close()
+        shadow.close()
         store.flush()
         store.close()
         logger.flush()

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import {
   chmodSync,
   existsSync,
@@ -31,7 +32,10 @@ beforeEach(() => {
   shadow = createShadowStore({ root, globalExcludes: null, maxFileBytes: 64 * 1024 })
 })
 
-afterEach(() => base.cleanup())
+afterEach(() => {
+  shadow.close()
+  base.cleanup()
+})
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -582,5 +586,62 @@ describe('global excludes', () => {
     writeFiles(work, { 'a.txt': 'a\n', 'b.tmp': 'b\n' })
     const snap = await createShadowStore({ root }).snapshot(work)
     expect(snap.changed.map((c) => c.path)).toEqual(['a.txt'])
+  })
+})
+
+describe('background snapshots of a quiet workspace', () => {
+  let restorePath: (() => void) | undefined
+  afterEach(() => restorePath?.())
+
+  /** Puts a `git` on the PATH that logs each invocation before running the real one; returns the calls so far. */
+  function countGit(): () => number {
+    const shim = join(base.dir, 'shim')
+    const log = join(base.dir, 'git-calls.log')
+    mkdirSync(shim, { recursive: true })
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
+    writeFileSync(join(shim, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${real}' "$@"\n`, { mode: 0o755 })
+    const path = process.env.PATH
+    process.env.PATH = `${shim}:${path}`
+    restorePath = () => {
+      process.env.PATH = path
+    }
+    return () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').length : 0)
+  }
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 100)) // inotify events reach the watch
+
+  it('starts no git process when nothing changed in the recorded directories, and sees every change made', async () => {
+    writeFiles(work, { 'a.txt': 'a\n', 'src/b.ts': 'b\n', 'src/deep/c.ts': 'c\n' })
+    const calls = countGit()
+    const first = await shadow.snapshot(work, { background: true })
+    await settle()
+    const before = calls()
+    const again = await shadow.snapshot(work, { background: true })
+    expect(calls()).toBe(before)
+    expect(again).toEqual({ tree: first.tree, previous: first.tree, changed: [], large: [] })
+
+    // each kind of change is seen: an edit deep down, a new file in a new directory, a removal
+    const changes = [
+      () => writeFiles(work, { 'src/deep/c.ts': 'changed\n' }),
+      () => writeFiles(work, { 'new/dir/d.ts': 'd\n' }),
+      () => rmSync(join(work, 'a.txt')),
+    ]
+    for (const change of changes) {
+      const prior = await shadow.snapshot(work, { background: true })
+      await settle()
+      change()
+      await settle()
+      const after = await shadow.snapshot(work, { background: true })
+      expect(after.tree).not.toBe(prior.tree)
+      expect(after.changed).toHaveLength(1)
+    }
+  })
+
+  it('a snapshot someone waits for always asks git', async () => {
+    writeFiles(work, { 'a.txt': 'a\n' })
+    await shadow.snapshot(work)
+    await settle()
+    const calls = countGit()
+    await shadow.snapshot(work)
+    expect(calls()).toBeGreaterThan(0)
   })
 })

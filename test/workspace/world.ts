@@ -92,6 +92,7 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
     events: (id) => (store.flush(), store.readSession(id)),
     async close() {
       await runtime.stop()
+      shadow.close()
       store.close()
     },
   }

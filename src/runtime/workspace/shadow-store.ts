@@ -4,9 +4,10 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { ChronicleError } from '../../events/errors.js'
 import { type Candidates, joinNul, sortCandidates } from './candidates.js'
 import { excludeArgs, findGlobalExcludes } from './excludes.js'
-import { type GitPlace, type GitResult, git, gitFailed, runGit, startGit } from './git.js'
+import { type GitPlace, type GitResult, git, gitFailed, runGit, splitNul, startGit } from './git.js'
 import { type FileChange, parseChanges, parseTree, type TreeEntry } from './git-output.js'
 import { keyedLock } from './keyed-lock.js'
+import { createChangeWatch } from './watch.js'
 import { checkoutInto } from './materialize.js'
 
 /**
@@ -103,6 +104,8 @@ export interface ShadowStore {
   materialize(tree: string, target: string): Promise<Materialized>
   /** the size of the object store: the sum of its files' sizes, and what the filesystem allocates for them */
   bytesOnDisk(): Promise<{ bytes: number; allocated: number }>
+  /** stops watching the workspaces */
+  close(): void
 }
 
 export interface ShadowStoreOptions {
@@ -121,6 +124,11 @@ export interface ShadowStoreOptions {
    * dir (a session directory may contain it). The store's own root always is.
    */
   readonly exclude?: readonly string[]
+  /**
+   * watch the recorded directories (inotify) so a background snapshot of a
+   * quiet workspace starts no git process (default true; src/runtime/workspace/watch.ts)
+   */
+  readonly watch?: boolean
 }
 
 /** Attributes that win over a workspace's `.gitattributes` ($GIT_DIR/info/attributes comes first): bytes as they are. */
@@ -147,6 +155,10 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
   const lastTrees = new Map<string, string>()
   /** the tree each workspace's index held when this process last finished an operation on it */
   const indexTrees = new Map<string, string>()
+  /** the files over the cap at each workspace's last snapshot in this process (what a quiet one repeats) */
+  const lastLarge = new Map<string, LargeFile[]>()
+  const changes = options.watch === false ? undefined : createChangeWatch()
+  const watchedDirectories = new Map<string, { tree: string; directories: string[] | null }>()
   let ready: Promise<void> | undefined
   let globalExcludes: Promise<string | undefined> | undefined
   let excluded: Promise<string[]> | undefined
@@ -224,6 +236,10 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
     // only this process works on the store, one operation per workspace at a time: a lock left behind is a crash's
     await rm(`${ws.place.index}.lock`, { force: true })
     const previous = await lastTree(ws)
+    const large = lastLarge.get(ws.key)
+    // nothing happened in the directories the last snapshot recorded: it stands, and no git process starts
+    if (background && large && changes?.quiet(ws.key, previous)) return { tree: previous, previous, changed: [], large }
+    changes?.begin(ws.key)
     const indexTree = indexTrees.get(ws.key)
     indexTrees.delete(ws.key)
     // started at once, unless nothing waits for this snapshot: git's start and its reading of the index overlap
@@ -250,7 +266,7 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
       await update?.finish()
       throw err
     }
-    const { add, drop, repositories, large } = sorted
+    const { add, drop, repositories } = sorted
     const adding = add.length > 0 ? joinNul(add) : undefined
     if (drop.length > 0) {
       // dropped first, by a process of their own (--force-remove applies to every path of a call)
@@ -280,7 +296,30 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
       written === previous ? [] : parseChanges(compared ?? (await git(changesArgs(previous, written), store)))
     if (written !== previous) await setLastTree(ws, written)
     indexTrees.set(ws.key, written)
-    return { tree: written, previous, changed, large }
+    lastLarge.set(ws.key, sorted.large)
+    if (changes) void watchTree(ws, written)
+    return { tree: written, previous, changed, large: sorted.large }
+  }
+
+  /** Watches the directories of the tree just recorded (listed by git once per tree); a tree with a gitlink is not watched. */
+  async function watchTree(ws: Workspace, tree: string): Promise<void> {
+    try {
+      let dirs = watchedDirectories.get(ws.key)
+      if (dirs?.tree !== tree) {
+        const listed = splitNul(
+          await git(['ls-tree', '-r', '-t', '-z', '--format=%(objecttype) %(path)', tree], store),
+        ).map((record) => record.toString('utf8'))
+        // a nested repository's commit moves in its own .git, which no watch sees: such a tree is not watched
+        const directories = listed.some((r) => r.startsWith('commit '))
+          ? null
+          : ['', ...listed.filter((r) => r.startsWith('tree ')).map((r) => r.slice(5))]
+        dirs = { tree, directories }
+        watchedDirectories.set(ws.key, dirs)
+      }
+      changes?.arm(ws.key, ws.directory, tree, dirs.directories)
+    } catch {
+      // not watched: git looks every time
+    }
   }
 
   /** Throws NOT_IN_SNAPSHOT unless each id names a tree in the store (BAD_REQUEST if it is not an id at all). */
@@ -380,6 +419,10 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
     async bytesOnDisk() {
       await init()
       return sizeOf(gitDir)
+    },
+
+    close() {
+      changes?.close()
     },
   }
 

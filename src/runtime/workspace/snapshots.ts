@@ -81,7 +81,9 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
     },
 
     async take(sessionId, directory, reason, call, options) {
-      deps.store.flush()
+      // every workspace event is committed before the next snapshot is asked for (a background one need not
+      // force the appender's open batch out early)
+      if (!options?.background) deps.store.flush()
       const previous = getSession(deps.store, sessionId)?.workspace?.tree
       let snapshot: Awaited<ReturnType<ShadowStore['snapshot']>>
       try {
