@@ -623,6 +623,7 @@ describe('background snapshots of a quiet workspace', () => {
     const changes = [
       () => writeFiles(work, { 'src/deep/c.ts': 'changed\n' }),
       () => writeFiles(work, { 'new/dir/d.ts': 'd\n' }),
+      () => writeFiles(work, { 'new/dir/d.ts': 'edited where nothing was watched before\n' }),
       () => rmSync(join(work, 'a.txt')),
     ]
     for (const change of changes) {

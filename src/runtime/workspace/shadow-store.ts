@@ -297,15 +297,29 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
     if (written !== previous) await setLastTree(ws, written)
     indexTrees.set(ws.key, written)
     lastLarge.set(ws.key, sorted.large)
-    if (changes) void watchTree(ws, written)
+    if (changes) void watchTree(ws, { previous, tree: written, changed, repositories: repositories.length > 0 })
     return { tree: written, previous, changed, large: sorted.large }
   }
 
-  /** Watches the directories of the tree just recorded (listed by git once per tree); a tree with a gitlink is not watched. */
-  async function watchTree(ws: Workspace, tree: string): Promise<void> {
+  /**
+   * Watches the directories of the tree just recorded: listed by git for a
+   * workspace's first, then kept up from what changed (an added file's
+   * directories join; a directory emptied stays watched, which costs nothing
+   * but a watch). A tree with a gitlink is not watched.
+   */
+  async function watchTree(
+    ws: Workspace,
+    snap: { previous: string; tree: string; changed: readonly FileChange[]; repositories: boolean },
+  ): Promise<void> {
+    const { tree } = snap
     try {
       let dirs = watchedDirectories.get(ws.key)
-      if (dirs?.tree !== tree) {
+      if (dirs && dirs.tree === snap.previous && dirs.tree !== tree) {
+        const known = dirs.directories
+        const directories = known === null || snap.repositories ? null : withParents(known, snap.changed)
+        dirs = { tree, directories }
+        watchedDirectories.set(ws.key, dirs)
+      } else if (dirs?.tree !== tree) {
         const listed = splitNul(
           await git(['ls-tree', '-r', '-t', '-z', '--format=%(objecttype) %(path)', tree], store),
         ).map((record) => record.toString('utf8'))
@@ -457,6 +471,17 @@ function check(args: readonly string[], result: GitResult): void {
 
 function changesArgs(from: string, to: string): string[] {
   return ['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to]
+}
+
+/** The directories, with those of every added file (and their parents). */
+function withParents(directories: readonly string[], changed: readonly FileChange[]): string[] {
+  const all = new Set(directories)
+  for (const change of changed) {
+    if (change.status !== 'added') continue
+    for (let slash = change.path.lastIndexOf('/'); slash > 0; slash = change.path.lastIndexOf('/', slash - 1))
+      all.add(change.path.slice(0, slash))
+  }
+  return [...all]
 }
 
 /** A literal path segment as a gitignore pattern: its wildcard and escape characters escaped. */

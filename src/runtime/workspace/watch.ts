@@ -39,6 +39,7 @@ interface Watched {
 
 export function createChangeWatch(maxDirectories = MAX_WATCHED_DIRECTORIES): ChangeWatch {
   const workspaces = new Map<string, Watched>()
+  let closed = false
   const entry = (key: string): Watched => {
     let found = workspaces.get(key)
     if (!found) {
@@ -60,6 +61,7 @@ export function createChangeWatch(maxDirectories = MAX_WATCHED_DIRECTORIES): Cha
     },
 
     arm(key, root, tree, directories) {
+      if (closed) return // a snapshot's watch set up after the store closed
       const w = entry(key)
       if (directories === null || directories.length > maxDirectories) {
         drop(w)
@@ -102,6 +104,7 @@ export function createChangeWatch(maxDirectories = MAX_WATCHED_DIRECTORIES): Cha
     },
 
     close() {
+      closed = true
       for (const w of workspaces.values()) drop(w)
       workspaces.clear()
     },
