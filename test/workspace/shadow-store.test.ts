@@ -614,6 +614,9 @@ describe('background snapshots of a quiet workspace', () => {
     const calls = countGit()
     const first = await shadow.snapshot(work, { background: true })
     await settle()
+    // the directories are watched from the end of the first snapshot: what happened before that, the second finds
+    await shadow.snapshot(work, { background: true })
+    await settle()
     const before = calls()
     const again = await shadow.snapshot(work, { background: true })
     expect(calls()).toBe(before)
@@ -637,12 +640,34 @@ describe('background snapshots of a quiet workspace', () => {
     }
   })
 
-  it('a snapshot someone waits for always asks git', async () => {
-    writeFiles(work, { 'a.txt': 'a\n' })
+  it('a .gitignore edited makes git look at everything: a file it no longer ignores is recorded', async () => {
+    writeFiles(work, { '.gitignore': '*.log\n', 'a.txt': 'a\n', 'logs/debug.log': 'log\n' })
     await shadow.snapshot(work)
     await settle()
-    const calls = countGit()
     await shadow.snapshot(work)
-    expect(calls()).toBeGreaterThan(0)
+    await settle()
+    writeFiles(work, { '.gitignore': '' })
+    const snap = await shadow.snapshot(work)
+    expect(snap.changed.map((c) => c.path)).toEqual(['.gitignore', 'logs/debug.log'])
+  })
+
+  it('a snapshot someone waits for looks, after a barrier, at exactly the paths that changed', async () => {
+    writeFiles(work, { 'a.txt': 'a\n', 'src/b.ts': 'b\n', 'src/c.ts': 'c\n' })
+    await shadow.snapshot(work)
+    await settle() // its directories get watched
+    await shadow.snapshot(work) // what happened before they were, it finds
+    await settle()
+    countGit()
+    // written just before: the barrier makes sure their events are in before git is asked
+    writeFiles(work, { 'src/b.ts': 'changed\n', 'src/new.ts': 'new\n' })
+    const snap = await shadow.snapshot(work)
+    expect(snap.changed.map((c) => [c.path, c.status])).toEqual([
+      ['src/b.ts', 'modified'],
+      ['src/new.ts', 'added'],
+    ])
+    const looked = readFileSync(join(base.dir, 'git-calls.log'), 'utf8').split('\n')
+    expect(looked.find((line) => line.includes('ls-files'))).toMatch(
+      / -- (src\/b\.ts src\/new\.ts|src\/new\.ts src\/b\.ts)$/,
+    )
   })
 })

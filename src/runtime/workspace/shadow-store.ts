@@ -131,6 +131,9 @@ export interface ShadowStoreOptions {
   readonly watch?: boolean
 }
 
+/** How long the change watch alone may decide what git looks at, before git looks at everything again. */
+const FULL_LOOK_MS = 30_000
+
 /** Attributes that win over a workspace's `.gitattributes` ($GIT_DIR/info/attributes comes first): bytes as they are. */
 const RAW_BYTES = '* -text -ident -filter -working-tree-encoding\n'
 const OBJECT_ID = /^[0-9a-f]{40}$/
@@ -157,8 +160,13 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
   const indexTrees = new Map<string, string>()
   /** the files over the cap at each workspace's last snapshot in this process (what a quiet one repeats) */
   const lastLarge = new Map<string, LargeFile[]>()
-  const changes = options.watch === false ? undefined : createChangeWatch()
-  const watchedDirectories = new Map<string, { tree: string; directories: string[] | null }>()
+  const changes = options.watch === false ? undefined : createChangeWatch(join(root, 'barrier'))
+  const lastFullLook = new Map<string, number>()
+  /** per workspace, for the tree last watched: its directories, and the paths it holds files at */
+  const watchedDirectories = new Map<
+    string,
+    { tree: string; directories: string[] | null; files: Set<string> | null }
+  >()
   let ready: Promise<void> | undefined
   let globalExcludes: Promise<string | undefined> | undefined
   let excluded: Promise<string[]> | undefined
@@ -236,10 +244,18 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
     // only this process works on the store, one operation per workspace at a time: a lock left behind is a crash's
     await rm(`${ws.place.index}.lock`, { force: true })
     const previous = await lastTree(ws)
-    const large = lastLarge.get(ws.key)
+    const known = lastLarge.get(ws.key)
+    // git looks at everything now and then, whatever the watch says: a change it cannot see (an exclude file
+    // edited, an event the system dropped) is found within FULL_LOOK_MS
+    const watched = known && changes && Date.now() - (lastFullLook.get(ws.key) ?? 0) < FULL_LOOK_MS
     // nothing happened in the directories the last snapshot recorded: it stands, and no git process starts
-    if (background && large && changes?.quiet(ws.key, previous)) return { tree: previous, previous, changed: [], large }
+    if (watched && background && changes.quiet(ws.key, previous))
+      return { tree: previous, previous, changed: [], large: known }
+    // else git looks only where the watch saw something happen, when it can say
+    const paths = watched ? await changes.changedPaths(ws.key, previous) : undefined
     changes?.begin(ws.key)
+    if (paths && paths.length === 0) return { tree: previous, previous, changed: [], large: known ?? [] }
+    if (!paths) lastFullLook.set(ws.key, Date.now())
     const indexTree = indexTrees.get(ws.key)
     indexTrees.delete(ws.key)
     // started at once, unless nothing waits for this snapshot: git's start and its reading of the index overlap
@@ -248,19 +264,29 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
     const update = background ? undefined : startGit(ADD, ws.place)
     let sorted: Candidates
     try {
-      const listed = await git(
-        [
-          'ls-files',
-          '-z',
-          '-t',
-          '--others',
-          '--modified',
-          '--exclude-standard',
-          ...(await excludeArgs(await globalExcludesFile(), ws.directory)),
-          ...(await excludedInside(ws)),
-        ],
-        ws.place,
-      )
+      // only files the last snapshot holds changed: they are tracked, so no ignore rule applies and ls-files
+      // has nothing to add (a process fewer); anything new, a directory or a name that is not UTF-8 asks it
+      const tracked = paths && watchedDirectories.get(ws.key)
+      const allTracked =
+        tracked && tracked.tree === previous && tracked.files
+          ? paths?.every((p) => tracked.files?.has(p) && !p.includes('\uFFFD'))
+          : false
+      const listed = allTracked
+        ? joinNul((paths ?? []).map((p) => Buffer.from(`C ${p}`)))
+        : await git(
+            [
+              'ls-files',
+              '-z',
+              '-t',
+              '--others',
+              '--modified',
+              '--exclude-standard',
+              ...(await excludeArgs(await globalExcludesFile(), ws.directory)),
+              ...(await excludedInside(ws)),
+              ...(paths ? ['--', ...paths] : []),
+            ],
+            ws.place,
+          )
       sorted = await sortCandidates(ws.directory, listed, maxFileBytes)
     } catch (err) {
       await update?.finish()
@@ -296,9 +322,16 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
       written === previous ? [] : parseChanges(compared ?? (await git(changesArgs(previous, written), store)))
     if (written !== previous) await setLastTree(ws, written)
     indexTrees.set(ws.key, written)
-    lastLarge.set(ws.key, sorted.large)
+    // a look at some paths found the large files among them; the others are as they were
+    const large = paths
+      ? [
+          ...(known ?? []).filter((f) => !paths.some((p) => f.path === p || f.path.startsWith(`${p}/`))),
+          ...sorted.large,
+        ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+      : sorted.large
+    lastLarge.set(ws.key, large)
     if (changes) void watchTree(ws, { previous, tree: written, changed, repositories: repositories.length > 0 })
-    return { tree: written, previous, changed, large: sorted.large }
+    return { tree: written, previous, changed, large }
   }
 
   /**
@@ -317,17 +350,18 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
       if (dirs && dirs.tree === snap.previous && dirs.tree !== tree) {
         const known = dirs.directories
         const directories = known === null || snap.repositories ? null : withParents(known, snap.changed)
-        dirs = { tree, directories }
+        const files = dirs.files && !snap.repositories ? withChanges(dirs.files, snap.changed) : null
+        dirs = { tree, directories, files }
         watchedDirectories.set(ws.key, dirs)
       } else if (dirs?.tree !== tree) {
         const listed = splitNul(
           await git(['ls-tree', '-r', '-t', '-z', '--format=%(objecttype) %(path)', tree], store),
         ).map((record) => record.toString('utf8'))
         // a nested repository's commit moves in its own .git, which no watch sees: such a tree is not watched
-        const directories = listed.some((r) => r.startsWith('commit '))
-          ? null
-          : ['', ...listed.filter((r) => r.startsWith('tree ')).map((r) => r.slice(5))]
-        dirs = { tree, directories }
+        const nested = listed.some((r) => r.startsWith('commit '))
+        const directories = nested ? null : ['', ...listed.filter((r) => r.startsWith('tree ')).map((r) => r.slice(5))]
+        const files = nested ? null : new Set(listed.filter((r) => r.startsWith('blob ')).map((r) => r.slice(5)))
+        dirs = { tree, directories, files }
         watchedDirectories.set(ws.key, dirs)
       }
       changes?.arm(ws.key, ws.directory, tree, dirs.directories)
@@ -471,6 +505,16 @@ function check(args: readonly string[], result: GitResult): void {
 
 function changesArgs(from: string, to: string): string[] {
   return ['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to]
+}
+
+/** The paths a tree holds files at, after its changes (a new set: the old one may still be read). */
+function withChanges(files: ReadonlySet<string>, changed: readonly FileChange[]): Set<string> {
+  const next = new Set(files)
+  for (const change of changed) {
+    if (change.status === 'deleted') next.delete(change.path)
+    else next.add(change.path)
+  }
+  return next
 }
 
 /** The directories, with those of every added file (and their parents). */
