@@ -23,9 +23,13 @@ export type { McpServerConfig }
 const ModelInfo = z.object({
   contextWindow: z.number().int().positive().optional(),
   maxOutput: z.number().int().positive().optional(),
-  /** USD per million tokens */
+  /** USD per million tokens: a step's cost, and the session's total (cached input: default the input price) */
   inputPrice: z.number().nonnegative().optional(),
   outputPrice: z.number().nonnegative().optional(),
+  cachedInputPrice: z.number().nonnegative().optional(),
+  /** sampling settings applied to every call of the model (maxOutput as its max output tokens) */
+  temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).optional(),
   /** tokens kept free below the window before compaction (default min(20k, 15% of the window)) */
   reserved: z.number().int().nonnegative().optional(),
 })

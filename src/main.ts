@@ -154,6 +154,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       ...(config.provider.apiKey && { apiKey: config.provider.apiKey }),
       ...(config.provider.openaiBaseURL && { openaiBaseURL: config.provider.openaiBaseURL }),
       ...(config.provider.openaiApiKey && { openaiApiKey: config.provider.openaiApiKey }),
+      models: config.models,
     })
   const runtime = createRuntime({
     store,

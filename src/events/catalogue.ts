@@ -175,6 +175,14 @@ export const StepStarted = event('step.started', {
   partId: id,
   step: z.number().int().positive(),
   contextDigest: z.string(),
+  /** the model's configured sampling settings applied to this call (none: the provider's defaults) */
+  settings: z
+    .object({
+      maxOutputTokens: z.number().int().positive().optional(),
+      temperature: z.number().optional(),
+      topP: z.number().optional(),
+    })
+    .optional(),
 })
 /** runtime (model adapter). The model call ended. Adds a step-finish Part with usage. */
 export const StepFinished = event('step.finished', {
@@ -182,6 +190,8 @@ export const StepFinished = event('step.finished', {
   partId: id,
   finishReason: z.string(),
   usage: Usage,
+  /** USD, from the model's configured prices (none when it has none) */
+  cost: z.number().nonnegative().optional(),
 })
 /** runtime (model adapter). A retryable failure; the session is `retrying` until the next step event. */
 export const StepRetried = event('step.retried', {

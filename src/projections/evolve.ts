@@ -137,17 +137,33 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     }
 
     case 'step.started': {
-      const { messageId, partId, step, contextDigest } = event.data
+      const { messageId, partId, step, contextDigest, settings } = event.data
       return {
         session: touch(session, event, session.status === 'retrying' ? { status: 'busy', retry: null } : {}),
-        parts: [{ ...base(session, messageId, partId), type: 'step-start', step, contextDigest }],
+        parts: [
+          {
+            ...base(session, messageId, partId),
+            type: 'step-start',
+            step,
+            contextDigest,
+            ...(settings && { settings }),
+          },
+        ],
       }
     }
     case 'step.finished': {
-      const { messageId, partId, finishReason, usage } = event.data
+      const { messageId, partId, finishReason, usage, cost } = event.data
       return {
         session: touch(session, event),
-        parts: [{ ...base(session, messageId, partId), type: 'step-finish', finishReason, usage }],
+        parts: [
+          {
+            ...base(session, messageId, partId),
+            type: 'step-finish',
+            finishReason,
+            usage,
+            ...(cost !== undefined && { cost }),
+          },
+        ],
       }
     }
     case 'step.retried': {

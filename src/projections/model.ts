@@ -192,12 +192,16 @@ export interface StepStartPart extends PartBase {
   readonly type: 'step-start'
   readonly step: number
   readonly contextDigest: string
+  /** the model's configured sampling settings applied to the call */
+  readonly settings?: { readonly maxOutputTokens?: number; readonly temperature?: number; readonly topP?: number }
 }
 
 export interface StepFinishPart extends PartBase {
   readonly type: 'step-finish'
   readonly finishReason: string
   readonly usage: Usage
+  /** USD, from the model's configured prices */
+  readonly cost?: number
 }
 
 export interface SubtaskPart extends PartBase {

@@ -6,6 +6,7 @@ import { streamModelStep, type ModelFailure, type ModelHandle } from '../model/a
 import type { Recorder } from './recorder.js'
 import { retryDelay, sleep, type RetryPolicy } from '../model/retry.js'
 import { completeUsage } from '../compaction/tokens.js'
+import { costOf } from '../model/pricing.js'
 
 /**
  * One model step, recorded: step.started, every streamed part as its event,
@@ -49,7 +50,13 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     recorder.emit(
       {
         type: 'step.started',
-        data: { messageId, partId: ids.next('prt'), step: input.step, contextDigest: input.context.digest },
+        data: {
+          messageId,
+          partId: ids.next('prt'),
+          step: input.step,
+          contextDigest: input.context.digest,
+          ...(input.model.settings && { settings: input.model.settings }),
+        },
       },
       model,
     )
@@ -197,6 +204,8 @@ function finishStep(
   const finishReason =
     outcome.status === 'done' ? outcome.finishReason : outcome.status === 'aborted' ? 'aborted' : 'error'
   const usage = finish?.usage ?? {}
+  const price = input.model.price
+  const cost = price && finish ? costOf(usage, price) : undefined
   const error =
     outcome.status === 'aborted'
       ? abortError(input.signal)
@@ -205,8 +214,14 @@ function finishStep(
         : undefined
   recorder.emit(
     [
-      { type: 'step.finished', data: { messageId, partId: input.ids.next('prt'), finishReason, usage } },
-      { type: 'message.completed', data: { messageId, finish: finishReason, usage, ...(error && { error }) } },
+      {
+        type: 'step.finished',
+        data: { messageId, partId: input.ids.next('prt'), finishReason, usage, ...(cost !== undefined && { cost }) },
+      },
+      {
+        type: 'message.completed',
+        data: { messageId, finish: finishReason, usage, ...(cost !== undefined && { cost }), ...(error && { error }) },
+      },
     ],
     meta,
   )

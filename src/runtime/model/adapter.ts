@@ -7,6 +7,7 @@ import {
 import { jsonSchema, streamText, wrapLanguageModel, type ModelMessage, type ToolSet } from 'ai'
 import type { Usage } from '../../events/catalogue.js'
 import type { ChatMessage } from '../loop/chat-messages.js'
+import type { ModelPrice, ModelSettings } from './pricing.js'
 
 /**
  * The model adapter: the one module (with providers.ts and scripted-model.ts)
@@ -22,6 +23,10 @@ export type LanguageModel = LanguageModelV3
 export interface ModelHandle {
   readonly spec: string
   readonly model: LanguageModel
+  /** applied to every call, and recorded on step.started */
+  readonly settings?: ModelSettings
+  /** gives each step its cost */
+  readonly price?: ModelPrice
 }
 
 /** Resolves configuration strings (`openai:<id>`, `compatible:<id>`, `scripted:<file>`) to models. */
@@ -95,6 +100,7 @@ export async function* streamModelStep(
       // ChatMessage is a structural subset of ModelMessage.
       messages: (request.messages as ModelMessage[]).slice(-1),
       ...(request.tools.length > 0 && { tools, toolChoice: request.toolChoice }),
+      ...handle.settings,
       maxRetries: 0,
       abortSignal: signal,
       onError: ({ error }) => {

@@ -4,6 +4,7 @@ import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { ChronicleError } from '../../events/errors.js'
 import type { LanguageModel, ModelHandle, ModelResolver } from './adapter.js'
+import { modelProfile } from './pricing.js'
 import { createScriptedModel, loadScript } from './scripted-model.js'
 
 /**
@@ -23,6 +24,8 @@ export interface ProviderConfig {
   readonly openaiApiKey?: string
   /** for scripted: paths */
   readonly cwd?: string
+  /** per model (by spec, or by the id after the provider): settings applied to its calls and its prices */
+  readonly models?: Readonly<Record<string, Parameters<typeof modelProfile>[0]>>
 }
 
 export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ProviderConfig {
@@ -74,7 +77,8 @@ export function createModelResolver(config: ProviderConfig = {}): ModelResolver 
   const handle = (spec: string): ModelHandle => {
     let h = cache.get(spec)
     if (!h) {
-      h = { spec, model: build(spec) }
+      const id = spec.slice(spec.indexOf(':') + 1)
+      h = { spec, model: build(spec), ...modelProfile(config.models?.[spec] ?? config.models?.[id] ?? {}) }
       cache.set(spec, h)
     }
     return h

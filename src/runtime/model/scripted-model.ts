@@ -98,6 +98,8 @@ export interface RecordedCall {
   readonly prompt: LanguageModelV3Prompt
   readonly tools: string[]
   readonly toolChoice?: string
+  /** the sampling settings the call carried */
+  readonly settings?: { readonly maxOutputTokens?: number; readonly temperature?: number; readonly topP?: number }
 }
 
 export interface ScriptedModel extends LanguageModelV3 {
@@ -146,6 +148,13 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
         prompt: options.prompt,
         tools: (options.tools ?? []).map((t) => t.name),
         ...(options.toolChoice && { toolChoice: options.toolChoice.type }),
+        ...((options.maxOutputTokens ?? options.temperature ?? options.topP) !== undefined && {
+          settings: {
+            ...(options.maxOutputTokens !== undefined && { maxOutputTokens: options.maxOutputTokens }),
+            ...(options.temperature !== undefined && { temperature: options.temperature }),
+            ...(options.topP !== undefined && { topP: options.topP }),
+          },
+        }),
       }
       if (keepCalls) calls.push(entry)
       if (record) appendFileSync(record, `${JSON.stringify(entry)}\n`)
