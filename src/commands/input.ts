@@ -29,8 +29,14 @@ export interface SubmitInput {
   readonly noReply?: boolean
 }
 
-/** A submission with its id settled. */
-export type SubmitCommand = SubmitInput & { readonly inputId: string }
+/**
+ * A submission with its id settled; a noReply one with the ids of the user
+ * message it becomes at once.
+ */
+export type SubmitCommand = SubmitInput & {
+  readonly inputId: string
+  readonly message?: { readonly messageId: string; readonly partIds: readonly string[] }
+}
 
 export interface SubmitResult {
   readonly inputId: string
@@ -58,7 +64,13 @@ export function submitInput(
   context: SubmitContext,
   by: 'user' | 'runtime' = 'user',
 ): SubmitResult {
-  const command: SubmitCommand = { ...input, inputId: input.inputId ?? context.ids.next('in') }
+  const command: SubmitCommand = {
+    ...input,
+    inputId: input.inputId ?? context.ids.next('in'),
+    ...(input.noReply && {
+      message: { messageId: context.ids.next('msg'), partIds: input.parts.map(() => context.ids.next('prt')) },
+    }),
+  }
   checkInput(command, context.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES)
   if (command.agent !== undefined && !context.agents.has(command.agent)) {
     throw new ChronicleError(
@@ -169,6 +181,9 @@ export function decideSubmit(
           delivery: command.delivery ?? 'steer',
           noReply: command.noReply ?? false,
           digest,
+          ...(command.message && {
+            message: { messageId: command.message.messageId, partIds: [...command.message.partIds] },
+          }),
         },
       },
     ],

@@ -114,7 +114,12 @@ export const SessionImported = event('session.imported', {
 })
 
 // ── input (the durable inbox) ─────────────────────────────────────────────
-/** commands (submit). Durable (FULL) before anything runs; adds to Session.inbox unless noReply. */
+/**
+ * commands (submit). Durable (FULL) before anything runs; adds to
+ * Session.inbox — unless noReply: then it is a user message at once (the
+ * ids in `message`), and no run starts for it. A noReply input logged before
+ * `message` existed stays only in the log.
+ */
 export const InputAccepted = event('input.accepted', {
   inputId: id,
   parts: z.array(InputPart).min(1),
@@ -124,6 +129,7 @@ export const InputAccepted = event('input.accepted', {
   noReply: z.boolean(),
   /** content digest that makes a resubmission with the same inputId idempotent */
   digest: z.string(),
+  message: z.object({ messageId: id, partIds: z.array(id) }).optional(),
 })
 /** runtime. The input became a user message: creates the Message and its Parts, leaves the inbox. */
 export const InputDelivered = event('input.delivered', {

@@ -285,15 +285,22 @@ describe('session events', () => {
 })
 
 describe('input events', () => {
-  it('input.accepted: joins the inbox (noReply: recorded only)', () => {
+  it('input.accepted: joins the inbox (noReply: a user message at once; logged before `message` existed: recorded only)', () => {
     const { after } = given(created).when(
       accepted('in_1', { agent: 'plan', delivery: 'steer' }),
       accepted('in_2', { noReply: true }),
+      accepted('in_3', { noReply: true, message: { messageId: 'msg_9', partIds: ['prt_9'] } }),
     )
     expect(after.session.inbox).toEqual([
       { inputId: 'in_1', seq: 2, parts: [{ type: 'text', text: 'fix the bug' }], delivery: 'steer', agent: 'plan' },
     ])
-    expect(after.session.version).toBe(3)
+    expect(after.session.version).toBe(4)
+    expect(after.messages).toEqual([
+      expect.objectContaining({ id: 'msg_9', role: 'user', inputId: 'in_3', agent: 'build' }),
+    ])
+    expect(after.parts).toEqual([
+      expect.objectContaining({ id: 'prt_9', messageId: 'msg_9', type: 'text', text: 'fix the bug', ended: true }),
+    ])
   })
 
   it('input.delivered: the user message and its parts; the input leaves the inbox', () => {

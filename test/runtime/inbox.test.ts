@@ -1,3 +1,4 @@
+import { getMessages } from '../../src/projections/read-model.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChronicleError } from '../../src/events/errors.js'
 import { createModelResolver } from '../../src/runtime/model/providers.js'
@@ -75,14 +76,21 @@ describe('submit: the durable inbox', () => {
     expect(h.types(id)).toEqual(['session.created'])
   })
 
-  it('noReply records the input without running', async () => {
-    const model = createScriptedModel({ steps: [{ text: 'never' }] })
+  it('noReply: the input becomes a user message without a run; the next run sends it to the model', async () => {
+    const model = createScriptedModel({ steps: [{ text: 'noted both' }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('just so you know'), noReply: true })
+    h.runtime.submit(id, { parts: text('just so you know: the API moved to v2'), noReply: true })
     await h.runtime.idle(id)
     expect(h.types(id)).toEqual(['session.created', 'input.accepted'])
     expect(model.calls).toHaveLength(0)
+    expect(getMessages(h.store, id).map((m) => m.role)).toEqual(['user'])
+
+    h.runtime.submit(id, { parts: text('now update the client') })
+    await h.runtime.idle(id)
+    const sent = JSON.stringify(model.calls[0]?.prompt)
+    expect(sent).toContain('the API moved to v2')
+    expect(sent).toContain('now update the client')
   })
 
   it('steering: input sent mid-run is delivered at the next step boundary, wrapped in a system-reminder', async () => {
