@@ -149,25 +149,6 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     }
   }
 
-  return {
-    revert: (sessionId, to, options = {}) => exclusive(sessionId, () => revert(sessionId, to, options)),
-    unrevert: (sessionId, options = {}) => exclusive(sessionId, () => unrevert(sessionId, options)),
-
-    async recover() {
-      store.flush()
-      let finished = 0
-      for (const session of interrupted(store)) {
-        const data = session.restoring as DataOf<'workspace.restore.started'>
-        // restoring a tree is idempotent: whatever the crash left, the directory ends equal to it (or back at `from`)
-        await finish(session, data, RECOVERY_META).catch((err: unknown) => {
-          deps.log?.warn({ err, sessionId: session.id }, 'an interrupted restore could not be completed; rolled back')
-        })
-        finished++
-      }
-      return finished
-    },
-  }
-
   async function revert(sessionId: string, to: number, options: RestoreOptions): Promise<Restored> {
     store.flush()
     const session = requireSession(store, sessionId)
@@ -260,6 +241,25 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     start(sessionId, here, data)
     const changed = await finish(session, data)
     return { restoreId: data.restoreId, kind: 'unrevert', tree: revert.from, changed, messages: revert.messages }
+  }
+
+  return {
+    revert: (sessionId, to, options = {}) => exclusive(sessionId, () => revert(sessionId, to, options)),
+    unrevert: (sessionId, options = {}) => exclusive(sessionId, () => unrevert(sessionId, options)),
+
+    async recover() {
+      store.flush()
+      let finished = 0
+      for (const session of interrupted(store)) {
+        const data = session.restoring as DataOf<'workspace.restore.started'>
+        // restoring a tree is idempotent: whatever the crash left, the directory ends equal to it (or back at `from`)
+        await finish(session, data, RECOVERY_META).catch((err: unknown) => {
+          deps.log?.warn({ err, sessionId: session.id }, 'an interrupted restore could not be completed; rolled back')
+        })
+        finished++
+      }
+      return finished
+    },
   }
 }
 
