@@ -128,6 +128,17 @@ describe('chronicle files / diff / revert / unrevert', () => {
       const usage = await runInProcess(['revert', session.id], env)
       expect(usage.code).toBe(2)
       expect(usage.stderr).toContain('revert needs --to <seq>')
+
+      // a fork over HTTP gets its own directory with the files as they were at the fork point
+      const forked = await api<{ session: { id: string; directory: string } }>('POST', `/sessions/${session.id}/fork`, {
+        at: second,
+      })
+      expect(forked.session.directory).toBe(join(dir, 'data', 'forks', forked.session.id))
+      expect(readFileSync(join(forked.session.directory, 'notes.md'), 'utf8')).toBe('second draft\n')
+      expect(readFileSync(join(work, 'notes.md'), 'utf8')).toBe('first draft\n')
+      // and no session may work elsewhere in the data dir
+      const inDataDir = await api<{ code: string }>('POST', '/sessions', { directory: join(dir, 'data') })
+      expect(inDataDir.code).toBe('DIRECTORY_FORBIDDEN')
     },
     SLOW,
   )
