@@ -9,8 +9,10 @@ import { getSession } from '../projections/read-model.js'
  * decide purely, append the decided events with the version that was read.
  * A concurrent write in between is a VERSION_CONFLICT, never a lost update.
  * Every client command and every runtime decision that appends goes through
- * here; only the model's streamed output (runtime/loop/recorder.ts) and an import
- * (projections/export.ts) append on their own.
+ * here; only the model's streamed output and what the run records beside it
+ * (runtime/loop/recorder.ts; the workspace snapshots, runtime/workspace/snapshots.ts),
+ * recovery's settlement (runtime/recovery/) and an import (projections/export.ts)
+ * append on their own.
  */
 export type Decide = (session: Session | undefined) => readonly ChronicleEvent[]
 

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { exportSession, importSessions } from '../../src/projections/export.js'
 import { getParts, listSessions } from '../../src/projections/read-model.js'
 import { hashTree } from './helpers.js'
 import { prompt as run, script, type World, world, write } from './world.js'
@@ -126,6 +127,25 @@ describe('fork with files', () => {
     const child = await w.forks.fork(parent, lastSeq(parent), { files: false })
     expect(child.directory).toBe(w.directory)
     expect(w.events(child.id).map((e) => e.type)).toEqual(['session.forked'])
+  })
+})
+
+describe('hostile imports', () => {
+  it("an imported session's snapshots are never written out or restored, even when their trees are in the store", async () => {
+    w = editTwice()
+    const parent = w.session()
+    await prompt(parent, 'first') // the store now holds this session's tree…
+    const file = exportSession(w.store, parent)
+    // …which an imported copy names: a fork must not write those files, a revert must not restore them
+    const imported = importSessions(w.store, w.ids, file).exported.sessionId
+    const at = lastSeq(imported)
+    const empty = join(w.dataDir, '..', 'import-target')
+    mkdirSync(empty)
+    const child = await w.forks.fork(imported, at - 1, { directory: empty })
+    expect(child.directory).toBe(empty)
+    expect(readdirSync(empty)).toEqual([])
+    expect(w.events(child.id).map((e) => e.type)).not.toContain('workspace.materialize.started')
+    await expect(w.restorer.revert(imported, at - 1)).rejects.toMatchObject({ code: 'SESSION_READ_ONLY' })
   })
 })
 

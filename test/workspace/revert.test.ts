@@ -38,6 +38,16 @@ function twoRuns(): World {
   )
 }
 
+/** Both runs in a new session: the seq and the files where the first ended; the second run done after it. */
+async function bothRuns(world: World): Promise<{ id: string; point: number; atPoint: Record<string, string> }> {
+  const id = world.session()
+  await prompt(id, 'first')
+  const point = lastSeq(id)
+  const atPoint = files()
+  await prompt(id, 'second')
+  return { id, point, atPoint }
+}
+
 describe('revert and unrevert', () => {
   it('round trip: the files at the point byte for byte, then back to the files it replaced', async () => {
     w = twoRuns()
@@ -75,10 +85,7 @@ describe('revert and unrevert', () => {
 
   it('the model no longer sees reverted messages; a new input makes the revert final', async () => {
     w = twoRuns()
-    const id = w.session()
-    await prompt(id, 'first')
-    const point = lastSeq(id)
-    await prompt(id, 'second')
+    const { id, point } = await bothRuns(w)
     const { messages: hidden } = await w.restorer.revert(id, point)
     const context = JSON.stringify((await w.runtime.context(id)).messages)
     expect(context).toContain('first')
@@ -107,10 +114,7 @@ describe('revert and unrevert', () => {
 describe('conflicts with changes made outside the agent', () => {
   it('refuses, listing the files, and changes nothing; force overwrites them', async () => {
     w = twoRuns()
-    const id = w.session()
-    await prompt(id, 'first')
-    const point = lastSeq(id)
-    await prompt(id, 'second')
+    const { id, point } = await bothRuns(w)
     writeFileSync(join(w.directory, 'a.txt'), 'the user edited this\n')
     writeFileSync(join(w.directory, 'notes.txt'), 'a new file of the user\n')
     const before = files()
@@ -144,10 +148,7 @@ describe('conflicts with changes made outside the agent', () => {
 
   it('unrevert refuses to overwrite files changed since the revert', async () => {
     w = twoRuns()
-    const id = w.session()
-    await prompt(id, 'first')
-    const point = lastSeq(id)
-    await prompt(id, 'second')
+    const { id, point } = await bothRuns(w)
     await w.restorer.revert(id, point)
     writeFileSync(join(w.directory, 'a.txt'), 'edited after the revert\n')
     await expect(w.restorer.unrevert(id)).rejects.toMatchObject({
@@ -182,11 +183,7 @@ describe('bad input: a clear error, nothing changed', () => {
 
   it('a second revert while one is under way is SESSION_BUSY; the first completes', async () => {
     w = twoRuns()
-    const id = w.session()
-    await prompt(id, 'first')
-    const point = lastSeq(id)
-    const atPoint = files()
-    await prompt(id, 'second')
+    const { id, point, atPoint } = await bothRuns(w)
     const reverting = w.restorer.revert(id, point)
     await expect(w.restorer.revert(id, point)).rejects.toMatchObject({ code: 'SESSION_BUSY' })
     await expect(w.restorer.unrevert(id)).rejects.toMatchObject({ code: 'SESSION_BUSY' })
@@ -198,11 +195,7 @@ describe('bad input: a clear error, nothing changed', () => {
 describe('crash safety', () => {
   it('a restore cut off mid-way is completed on restart: the directory equals the recorded tree', async () => {
     w = twoRuns()
-    const id = w.session()
-    await prompt(id, 'first')
-    const point = lastSeq(id)
-    const atPoint = files()
-    await prompt(id, 'second')
+    const { id, point, atPoint } = await bothRuns(w)
     const to = (await w.history.files(id, point)).tree as string
     const from = (await w.history.files(id)).tree as string
     // what a kill -9 leaves: the task recorded as started, the directory half-restored

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import {
   chmodSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -422,6 +423,21 @@ describe('diff', () => {
 })
 
 describe('restore', () => {
+  it('never writes through a symlink planted where a directory was (the files stay inside the workspace)', async () => {
+    const outside = join(base.dir, 'outside')
+    mkdirSync(outside)
+    writeFiles(work, { 'src/a.txt': 'a\n', 'src/deep/b.txt': 'b\n' })
+    const before = await shadow.snapshot(work)
+    // the model swaps the directory for a link to somewhere else
+    rmSync(join(work, 'src'), { recursive: true })
+    symlinkSync(outside, join(work, 'src'))
+    await shadow.snapshot(work)
+    await shadow.restore(work, before.tree)
+    expect(readdirSync(outside)).toEqual([])
+    expect(lstatSync(join(work, 'src')).isDirectory()).toBe(true)
+    expect(readFileSync(join(work, 'src', 'deep', 'b.txt'), 'utf8')).toBe('b\n')
+  })
+
   it('brings a directory back byte for byte, leaving ignored and large files alone', async () => {
     userGit(work, 'init', '-q')
     writeFiles(work, {

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
-import { sequentialIds } from '../../src/events/ids.js'
+import { type IdSource, sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { fixedModelResolver } from '../../src/runtime/model/providers.js'
@@ -33,6 +33,7 @@ export interface World {
   readonly history: WorkspaceHistory
   readonly restorer: WorkspaceRestorer
   readonly forks: WorkspaceForks
+  readonly ids: IdSource
   readonly shadow: ShadowStore
   readonly directory: string
   readonly dataDir: string
@@ -74,6 +75,7 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
     history: createWorkspaceHistory(store, shadow),
     restorer: createWorkspaceRestorer({ store, shadow, ids }),
     forks: createWorkspaceForks({ store, ids, shadow, forksDir: join(dataDir, 'forks') }),
+    ids,
     shadow,
     directory,
     dataDir,

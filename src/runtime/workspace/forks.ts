@@ -2,15 +2,17 @@ import { readdir, rm } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
 import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
-import { ChronicleError, isChronicleError } from '../../events/errors.js'
+import { ChronicleError } from '../../events/errors.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
 import { decideFork, type ForkOptions, fork as forkHistory } from '../../commands/fork.js'
+import { decideMaterializeEnd, taskError } from '../../commands/workspace-tasks.js'
 import { execute } from '../../commands/execute.js'
 import type { Session } from '../../projections/model.js'
 import { getSession, requireSession, sessionsWithWorkspaceTask } from '../../projections/read-model.js'
 import { viewAt } from '../../projections/time-travel.js'
 import { firstSnapshot } from './history.js'
+import { requireEmpty } from './materialize.js'
 import type { ShadowStore } from './shadow-store.js'
 
 /**
@@ -55,22 +57,19 @@ export interface WorkspaceForksDeps {
 export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
   const { store, shadow } = deps
 
+  /** Records the end of the child's materialization (once: see src/commands/workspace-tasks.ts). */
+  const end = (childId: string, result: Parameters<typeof decideMaterializeEnd>[1], meta: EventMeta) =>
+    execute(store, childId, (child) => decideMaterializeEnd(child, result), { meta, durability: 'full' })
+
   async function materialize(childId: string, tree: string, directory: string, meta: EventMeta): Promise<void> {
+    let written: { files: number; bytes: number }
     try {
-      const written = await shadow.materialize(tree, directory)
-      store.append(
-        childId,
-        [{ type: 'workspace.materialized', data: { tree, files: written.files, bytes: written.bytes } }],
-        { meta, durability: 'full' },
-      )
+      written = await shadow.materialize(tree, directory)
     } catch (err) {
-      const error = {
-        code: isChronicleError(err) ? err.code : 'INTERNAL',
-        message: err instanceof Error ? err.message : String(err),
-      }
-      store.append(childId, [{ type: 'workspace.materialize.failed', data: { error } }], { meta, durability: 'full' })
+      end(childId, { ok: false, error: taskError(err) }, meta)
       throw err
     }
+    end(childId, { ok: true, written: { tree, files: written.files, bytes: written.bytes } }, meta)
   }
 
   return {
@@ -95,7 +94,7 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
         throw new ChronicleError('BAD_REQUEST', `directory must be an absolute path: ${directory}`)
       const childId = deps.ids.next('ses')
       const target = resolve(directory ?? join(deps.forksDir, childId))
-      await requireAbsentOrEmpty(target)
+      await requireEmpty(target)
       const events: ChronicleEvent[] = [
         ...decideFork(parent, { sessionId, seq: at }, { ...(title !== undefined && { title }), directory: target }),
         { type: 'workspace.materialize.started', data: { tree, directory: target } },
@@ -131,10 +130,7 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
           // renamed into place, and then the crash: only the event is missing
           const entries = (await shadow.list(tree)).filter((e) => e.type !== 'gitlink')
           const bytes = entries.reduce((sum, e) => sum + e.size, 0)
-          store.append(id, [{ type: 'workspace.materialized', data: { tree, files: entries.length, bytes } }], {
-            meta: { actor: 'recovery' },
-            durability: 'full',
-          })
+          end(id, { ok: true, written: { tree, files: entries.length, bytes } }, { actor: 'recovery' })
           finished++
           continue
         }
@@ -146,16 +142,6 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
       return finished
     },
   }
-}
-
-async function requireAbsentOrEmpty(directory: string): Promise<void> {
-  const entries = await readdir(directory).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return []
-    if (err.code === 'ENOTDIR') return ['']
-    throw err
-  })
-  if (entries.length > 0)
-    throw new ChronicleError('DIRECTORY_NOT_EMPTY', `${directory} exists and is not an empty directory`, { directory })
 }
 
 async function removePartials(directory: string): Promise<void> {

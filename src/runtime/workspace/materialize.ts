@@ -43,7 +43,8 @@ function notEmpty(directory: string): ChronicleError {
   return new ChronicleError('DIRECTORY_NOT_EMPTY', `${directory} exists and is not an empty directory`, { directory })
 }
 
-async function requireEmpty(directory: string): Promise<void> {
+/** DIRECTORY_NOT_EMPTY unless `directory` is absent or an empty directory. */
+export async function requireEmpty(directory: string): Promise<void> {
   const st = await lstat(directory).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined // absent: creating it says whether it can be
     throw err

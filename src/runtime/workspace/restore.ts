@@ -1,9 +1,10 @@
 import type { ChangedFile, ChronicleEvent, DataOf } from '../../events/catalogue.js'
-import { ChronicleError, isChronicleError } from '../../events/errors.js'
+import { ChronicleError } from '../../events/errors.js'
 import type { EventMeta } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
 import { execute } from '../../commands/execute.js'
+import { decideRestoreEnd, taskError } from '../../commands/workspace-tasks.js'
 import { assertWritable } from '../../commands/read-only.js'
 import type { Session } from '../../projections/model.js'
 import { loadView, requireSession, sessionsWithWorkspaceTask } from '../../projections/read-model.js'
@@ -117,19 +118,13 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     session: Session,
     data: DataOf<'workspace.restore.started'>,
     meta: EventMeta = COMMAND_META(data.kind),
-  ) {
+  ): Promise<ChangedFile[]> {
+    const end = (result: Parameters<typeof decideRestoreEnd>[2]) =>
+      execute(store, session.id, (now) => decideRestoreEnd(now, data.restoreId, result), { meta, durability: 'full' })
+    let changed: ChangedFile[]
     try {
       await shadow.restore(session.directory, data.tree)
-      const { files: changed } = await shadow.diff(data.from, data.tree)
-      store.append(
-        session.id,
-        [{ type: 'workspace.restore.completed', data: { restoreId: data.restoreId, changed } }],
-        {
-          meta,
-          durability: 'full',
-        },
-      )
-      return changed
+      changed = (await shadow.diff(data.from, data.tree)).files
     } catch (err) {
       await shadow.restore(session.directory, data.from).catch((rollback: unknown) => {
         deps.log?.warn(
@@ -137,16 +132,11 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
           'the directory could not be put back after a failed restore',
         )
       })
-      const error = {
-        code: isChronicleError(err) ? err.code : 'INTERNAL',
-        message: err instanceof Error ? err.message : String(err),
-      }
-      store.append(session.id, [{ type: 'workspace.restore.failed', data: { restoreId: data.restoreId, error } }], {
-        meta,
-        durability: 'full',
-      })
+      end({ ok: false, error: taskError(err) })
       throw err
     }
+    end({ ok: true, changed })
+    return changed
   }
 
   async function revert(sessionId: string, to: number, options: RestoreOptions): Promise<Restored> {
