@@ -7,6 +7,7 @@ import { createIdSource, type IdSource } from './events/ids.js'
 import type { EventStore } from './events/store.js'
 import { history } from './projections/history.js'
 import { openStore } from './projections/open.js'
+import { getSession } from './projections/read-model.js'
 import { stateAt } from './projections/time-travel.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
@@ -156,6 +157,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       ...(config.provider.openaiApiKey && { openaiApiKey: config.provider.openaiApiKey }),
       models: config.models,
     })
+  const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
   const runtime = createRuntime({
     store,
     ids,
@@ -166,7 +168,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     serverInstructions: () => mcp.instructions(),
     log: logger,
     redactor,
-    ...(config.workspace.snapshots && { workspace: createWorkspaceSnapshots({ store, shadow, log: logger }) }),
+    ...(workspace && { workspace }),
     limits: { maxInputBytes: config.limits.inputBytes },
     compaction: { ...config.compaction, models: config.models },
   })
@@ -222,6 +224,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       await restorer.recover()
       await forks.recover()
       recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
+      // A run recovery ended is not continued, so nothing else records what its cut-off tools left in the files.
+      for (const id of [...recovery.cancelled, ...recovery.failed]) {
+        const directory = getSession(store, id)?.directory
+        if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
+      }
       await app.listen({ host: config.host, port: config.port })
       void continueRecovered(recovery, runtime)
       orphans.sweep() // children that finished while their parent's task call was cut off

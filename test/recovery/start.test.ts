@@ -7,6 +7,8 @@ import { loadConfig } from '../../src/config.js'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { createChronicle, type Chronicle } from '../../src/main.js'
 import { openStore } from '../../src/projections/open.js'
+import { getSession } from '../../src/projections/read-model.js'
+import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
 import { Client } from '../http/helpers.js'
 
 /**
@@ -116,5 +118,69 @@ describe('start() after a crash', () => {
     expect((done as { event: { data: unknown } }).event.data).toEqual({ runId: 'run_0a', outcome: 'idle' })
     expect(events.some((e) => e.event.type === 'tool.called')).toBe(false) // the interrupted job is never re-run
     client.close()
+  })
+})
+
+describe('start() after a crash cut off a tool in a run it does not continue', () => {
+  it.each([
+    ['failed: past the resume budget', [] as ChronicleEvent[], { failed: 1, cancelled: 0 }],
+    [
+      'cancelled: the user had asked to stop',
+      [{ type: 'run.cancel.requested', data: { runId: 'run_0a' } }] as ChronicleEvent[],
+      { failed: 0, cancelled: 1 },
+    ],
+  ])('records the files the cut-off call left (%s)', async (_, more, ended) => {
+    dir = mkdtempSync(join(tmpdir(), 'chronicle-start-'))
+    const dataDir = join(dir, 'data')
+    const work = join(dir, 'work')
+    mkdirSync(dataDir)
+    mkdirSync(work)
+    writeFileSync(join(work, 'a.txt'), 'a\n')
+    const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null })
+    const baseline = await shadow.snapshot(work)
+    shadow.close()
+    const model = 'scripted:none'
+    const s = 'ses_0crashed'
+    const before = openStore(join(dataDir, 'chronicle.db'))
+    before.append(
+      s,
+      [
+        { type: 'session.created', data: { directory: work, agent: 'build', model } },
+        { type: 'workspace.snapshotted', data: { tree: baseline.tree, reason: 'step', changed: [] } },
+        { type: 'run.started', data: { runId: 'run_0a', reason: 'input' } },
+        {
+          type: 'message.created',
+          data: { messageId: 'msg_0a', role: 'assistant', agent: 'build', model },
+        },
+        {
+          type: 'tool.called',
+          data: {
+            messageId: 'msg_0a',
+            partId: 'prt_0c',
+            callId: 'call_0',
+            tool: 'bash',
+            input: { command: 'printf b > b.txt; sleep 5' },
+          },
+        },
+        ...more,
+      ],
+      { meta: { actor: 'runtime' } },
+    )
+    before.close()
+    writeFileSync(join(work, 'b.txt'), 'b') // what the call did before the kill
+
+    const sink = new Writable({ write: (_c, _e, done) => done() })
+    const config = loadConfig({ env: { CHRONICLE_DATA_DIR: dataDir, CHRONICLE_PORT: '0' }, cwd: dir })
+    chronicle = await createChronicle(config, { logDestination: sink, directory: dir, resumeBudget: 0 })
+    await chronicle.start()
+    expect(chronicle.recovery?.failed.length).toBe(ended.failed)
+    expect(chronicle.recovery?.cancelled.length).toBe(ended.cancelled)
+
+    const events = chronicle.store.readSession(s)
+    const last = events.at(-1)
+    expect(last?.type).toBe('workspace.snapshotted')
+    expect(last?.meta.actor).toBe('recovery')
+    expect(last?.data).toMatchObject({ reason: 'recovery', changed: [{ path: 'b.txt', status: 'added' }] })
+    expect(getSession(chronicle.store, s)?.workspace?.tree).not.toBe(baseline.tree)
   })
 })

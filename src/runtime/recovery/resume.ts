@@ -45,11 +45,7 @@ export async function continueRun(
 async function recordWhatTheRestartLeft(deps: LoopDeps, sessionId: string, runId: string): Promise<void> {
   const directory = deps.views.read(sessionId).session?.directory
   if (!deps.workspace || !directory) return
-  const snapshot = await deps.workspace.take(sessionId, directory, 'recovery')
-  if (snapshot)
-    deps.store.append(sessionId, [{ type: 'workspace.snapshotted', data: snapshot }], {
-      meta: { actor: 'recovery', run: runId },
-    })
+  await deps.workspace.record(sessionId, directory, 'recovery', { actor: 'recovery', run: runId })
 }
 
 async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: AbortSignal, runId: string): Promise<void> {

@@ -30,6 +30,8 @@ export interface WorkspaceSnapshots {
   settled(sessionId: string): Promise<void>
   /** resolves when every session's are */
   drain(): Promise<void>
+  /** takes a snapshot now and records it when something changed */
+  record(sessionId: string, directory: string, reason: SnapshotReason, meta: EventMeta): Promise<void>
   /** the event to record, or undefined when nothing changed (or the snapshot could not be taken) */
   take(
     sessionId: string,
@@ -72,6 +74,11 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
       void lane.tail.then(() => {
         if (lanes.get(sessionId) === lane) lanes.delete(sessionId)
       })
+    },
+
+    async record(sessionId, directory, reason, meta) {
+      const data = await snapshots.take(sessionId, directory, reason)
+      if (data) deps.store.append(sessionId, [{ type: 'workspace.snapshotted', data }], { meta })
     },
 
     settled: (sessionId) => lanes.get(sessionId)?.tail ?? Promise.resolve(),
