@@ -3,7 +3,7 @@ import { chat } from './cli/chat.js'
 import { compactCommand } from './cli/compact.js'
 import { ApiError } from './cli/client.js'
 import { demo } from './cli/demo.js'
-import { exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
+import { auditCommand, exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
 import { events, forkCommand, sessions, show } from './cli/remote.js'
 import { serve } from './cli/serve.js'
 import { diffCommand, filesCommand, revertCommand, unrevertCommand } from './cli/workspace.js'
@@ -29,6 +29,8 @@ const USAGE = `usage: chronicle <command> [options]
   import <file>                                 import an export as new, read-only sessions (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
   verify                                        compare read models with the log; exit 1 on differences
+  audit <session> | --all                       rebuild every model request from the log and check its digest;
+                                                exit 1 on any mismatch
   demo                                          a scripted session, time travel and a fork; no API key
 
 Client commands find the server at CHRONICLE_URL (default http://127.0.0.1:4780) with the token
@@ -81,6 +83,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         return await rebuildCommand(args, out)
       case 'verify':
         return await verifyCommand(args, out)
+      case 'audit':
+        return await auditCommand(args, out)
       case 'demo':
         return await demo(out, write)
       case undefined:

@@ -5,7 +5,7 @@ export interface Args {
 }
 
 /** Flags that never take a value (so `--follow <id>` does not eat the id). */
-const BOOLEAN = new Set(['follow', 'archived', 'help', 'json', 'force', 'yes', 'no-wait'])
+const BOOLEAN = new Set(['follow', 'archived', 'help', 'json', 'force', 'yes', 'no-wait', 'all'])
 
 export function parseArgs(argv: readonly string[]): Args {
   const positionals: string[] = []

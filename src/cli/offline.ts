@@ -6,12 +6,13 @@ import { exportLines, importSessions } from '../projections/export.js'
 import { openStore } from '../projections/open.js'
 import { rebuild } from '../projections/rebuild.js'
 import { verify } from '../projections/verify.js'
+import { audit } from '../runtime/audit/audit.js'
 import { flag, UsageError, type Args } from './args.js'
 import { dataDirOf, dbPathOf, serverInfo } from './client.js'
 
 /**
  * Commands that work on the data directory's database directly: export,
- * import, rebuild, verify. Writers refuse while a server answers, because
+ * import, rebuild, verify, audit. Writers refuse while a server answers, because
  * the server is the log's one writer. An import creates new, read-only
  * sessions and prints each `<id in the file> → <new id>`.
  */
@@ -97,6 +98,30 @@ export async function rebuildCommand(args: Args, out: Out): Promise<number> {
     const report = rebuild(store, { progress: progress('rebuilding sessions') })
     out(`rebuilt ${report.sessions} sessions from ${report.events} events in ${Math.round(report.ms)} ms`)
     return 0
+  } finally {
+    store.close()
+  }
+}
+
+/** `audit <session>` / `audit --all`: every step's request rebuilt from the log and checked against its digest. */
+export async function auditCommand(args: Args, out: Out): Promise<number> {
+  const id = args.positionals[0]
+  const all = args.flags.has('all')
+  if (!id === !all) throw new UsageError('audit needs a session id or --all')
+  const store = open()
+  try {
+    const report = audit(store, all ? 'all' : [id as string], { progress: progress('auditing sessions') })
+    for (const m of report.mismatches) {
+      const rebuilt = m.computed === undefined ? '' : `\n  rebuilt:  ${m.computed}`
+      out(
+        `MISMATCH ${m.sessionId} seq ${m.seq} step ${m.step} (${m.messageId}): ${m.reason}\n  recorded: ${m.recorded}${rebuilt}`,
+      )
+    }
+    const older = report.unrecorded > 0 ? `, ${report.unrecorded} logged before requests were recorded` : ''
+    out(
+      `${report.sessions} sessions, ${report.steps} model steps: ${report.verified} verified, ${report.mismatches.length} mismatches${older} (${report.ms} ms)`,
+    )
+    return report.mismatches.length === 0 ? 0 : 1
   } finally {
     store.close()
   }

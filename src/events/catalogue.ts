@@ -181,6 +181,21 @@ export const StepStarted = event('step.started', {
   partId: id,
   step: z.number().int().positive(),
   contextDigest: z.string(),
+  /**
+   * What the request was compiled from, so it can be rebuilt byte for byte (docs/AUDIT.md): the system prompt
+   * and tool schemas as blobs (by sha256); the messages as the session's history at `version`, or (a
+   * compaction's request, which is not the history) as a blob; and whether this was the budget's last step
+   * (tools off, the max-steps note).
+   */
+  context: z
+    .object({
+      system: z.string(),
+      tools: z.string(),
+      version: z.number().int().positive().optional(),
+      messages: z.string().optional(),
+      lastStep: z.literal(true).optional(),
+    })
+    .optional(),
   /** the model's configured sampling settings applied to this call (none: the provider's defaults) */
   settings: z
     .object({

@@ -50,6 +50,10 @@ export const ERROR_STATUS = {
   /** a protocol operation whose module is not wired into this server */
   NOT_IMPLEMENTED: 501,
   CORRUPT_EVENT: 500,
+  /** a blob an event names (step.started's context) is not in the store */
+  BLOB_MISSING: 500,
+  /** a blob whose content no longer matches its hash: the store was edited */
+  BLOB_CORRUPT: 500,
   INTERNAL: 500,
 } as const
 

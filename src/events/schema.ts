@@ -394,6 +394,23 @@ export const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 12,
+    name: 'content-addressed blobs',
+    // What a model request was compiled from (system prompt, tool schemas),
+    // stored once by sha256 and named by step.started (src/events/blobs.ts).
+    // A rowid table: a blob runs to tens of KiB.
+    sql: `
+      CREATE TABLE blobs (
+        hash    TEXT NOT NULL UNIQUE,
+        content TEXT NOT NULL
+      );
+      CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs
+        BEGIN SELECT RAISE(ABORT, 'blobs are immutable: UPDATE is not allowed'); END;
+      CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs
+        BEGIN SELECT RAISE(ABORT, 'blobs are immutable: DELETE is not allowed'); END;
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

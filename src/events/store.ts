@@ -2,6 +2,7 @@ import Database from 'better-sqlite3'
 import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
+import { BlobStore } from './blobs.js'
 import { ChronicleError } from './errors.js'
 import { Interned } from './interned.js'
 import { deflated, migrate } from './schema.js'
@@ -64,6 +65,8 @@ const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
 export class EventStore {
   readonly db: Database.Database
+  /** content-addressed text events name by hash (step.started's context) */
+  readonly blobs: BlobStore
   private readonly project: ProjectHook | undefined
   private readonly now: () => number
   private readonly listeners = new Set<CommitListener>()
@@ -89,6 +92,7 @@ export class EventStore {
     version: Database.Statement
     streamVersion: Database.Statement
     seqAt: Database.Statement
+    sessionOfType: Database.Statement
     sessionFrom: Database.Statement
     sessionBefore: Database.Statement
     filtered: Database.Statement
@@ -109,6 +113,7 @@ export class EventStore {
     this.project = options.project
     this.now = options.now ?? Date.now
     migrate(db)
+    this.blobs = new BlobStore(db)
     this.stmt = {
       // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
       insert: db.prepare(
@@ -119,6 +124,7 @@ export class EventStore {
         .pluck(),
       streamVersion: db.prepare('SELECT MAX(version) FROM event_log WHERE stream = ?').pluck(),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
+      sessionOfType: db.prepare('SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY seq'),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
       sessionFrom: db.prepare(
         'SELECT * FROM events WHERE session_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?',
@@ -436,6 +442,16 @@ export class EventStore {
       if (page.length < pageSize) return
       from = (page[page.length - 1] as StoredEvent).version
     }
+  }
+
+  /** The seq of a session's own event at `version`, or undefined. */
+  seqOfVersion(sessionId: string, version: number): number | undefined {
+    return (this.stmt.seqAt.get(sessionId, version) as number | undefined) ?? undefined
+  }
+
+  /** One session's own events of one type, in order (e.g. its model steps, for an audit). */
+  readSessionOfType(sessionId: string, type: string): StoredEvent[] {
+    return (this.stmt.sessionOfType.all(sessionId, type) as EventRow[]).map(toEvent)
   }
 
   /** All events with seq > after, in seq order, at most `limit`. */

@@ -10,6 +10,7 @@ import type { Redactor } from '../tools/redact.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
 import type { WorkspaceSnapshots } from './workspace/snapshots.js'
 import { compactionConfig, type CompactionConfig } from './compaction/config.js'
+import { recordedRequest, type SentStep } from './audit/recorded.js'
 import { compileContext } from './loop/context.js'
 import { RunCoordinator } from './inbox/coordinator.js'
 import { runLoop } from './loop/loop.js'
@@ -83,6 +84,8 @@ export type { SubmitInput, SubmitResult }
 export interface ModelContext extends ModelRequest {
   readonly digest: string
   readonly agent: string
+  /** at a step.started: the step this exact request was sent for (rebuilt from the log: docs/AUDIT.md) */
+  readonly step?: SentStep
 }
 
 export interface Runtime {
@@ -188,6 +191,8 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return requested
     },
     async context(sessionId, seq) {
+      const sent = seq === undefined ? undefined : recordedRequest(store, sessionId, seq)
+      if (sent) return { ...sent.request, digest: sent.digest, agent: sent.agent, step: sent.step }
       const { system, messages, tools, toolChoice, digest, agent } = await compileContext(
         store,
         sessionId,

@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { openStore } from '../../src/projections/open.js'
 import { getSession, loadView } from '../../src/projections/read-model.js'
 import { verify } from '../../src/projections/verify.js'
@@ -352,4 +354,31 @@ export async function checkWorkspaces(
     store.close()
   }
   return out
+}
+
+/**
+ * `chronicle audit --all`, the real command, on the final data dir: every
+ * model step's request rebuilt from the log has the digest recorded when it
+ * was sent — across kills, resumed runs, compactions, reverts and forks.
+ */
+export async function auditDataDir(
+  dataDir: string,
+): Promise<{ auditMismatches: number; auditedSteps: number; violations: string[] }> {
+  const bin = fileURLToPath(new URL('../../bin/chronicle.mjs', import.meta.url))
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      const child = execFile(
+        process.execPath,
+        [bin, 'audit', '--all'],
+        { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', CHRONICLE_DATA_DIR: dataDir } },
+        (err, out, errOut) => resolve({ code: err ? (child.exitCode ?? 1) : 0, stdout: out, stderr: errOut }),
+      )
+    },
+  )
+  const summary = stdout.match(/(\d+) model steps: (\d+) verified, (\d+) mismatches/)
+  if (!summary) return { auditMismatches: 1, auditedSteps: 0, violations: [`audit failed (exit ${code}): ${stderr}`] }
+  const mismatches = Number(summary[3])
+  const violations = stdout.split('\n').filter((l) => l.startsWith('MISMATCH'))
+  if (code !== (mismatches === 0 ? 0 : 1)) violations.push(`audit exited ${code} with ${mismatches} mismatches`)
+  return { auditMismatches: mismatches, auditedSteps: Number(summary[2]), violations }
 }

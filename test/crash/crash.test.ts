@@ -12,13 +12,14 @@ describe('crash recovery under kill -9', () => {
     const result = await runCrash({ iterations: 20, seed: 20261130 })
     expect(result.violations).toEqual([])
     expect(summaryLine(result)).toBe(
-      'crash: iterations=20 kills=20 lostInputs=0 duplicateInputs=0 gaps=0 danglingTools=0 verifyFailures=0 workspaceMismatches=0',
+      'crash: iterations=20 kills=20 lostInputs=0 duplicateInputs=0 gaps=0 danglingTools=0 verifyFailures=0 workspaceMismatches=0 auditMismatches=0',
     )
     // The run exercised what it claims to: acknowledged inputs, resumed runs, interrupted calls, model requests after them.
     expect(result.acked).toBeGreaterThan(0)
     expect(result.resumedRuns).toBeGreaterThan(0)
     expect(result.resumeRequests).toBeGreaterThan(0)
     expect(result.requests).toBeGreaterThan(result.resumeRequests)
+    expect(result.auditedSteps).toBeGreaterThan(0) // audit rebuilt model requests, resumed runs' included
     // reverts and forks with files were among what was cut off
     expect(result.workspaceTasks).toBeGreaterThan(0)
   }, 170_000)

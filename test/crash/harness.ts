@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { checkDataDir, checkWorkspaces, type Acked, type CheckResult } from './checks.js'
+import { auditDataDir, checkDataDir, checkWorkspaces, type Acked, type CheckResult } from './checks.js'
 import { Rng } from './rng.js'
 import { startServer } from './server-process.js'
 import { CrashClient, type WireEvent } from './ws-client.js'
@@ -44,6 +44,10 @@ export interface CrashResult extends CheckResult {
   readonly killPoints: Record<string, number>
   /** session directories that differ from the tree the log records last (or a workspace task left open) */
   readonly workspaceMismatches: number
+  /** model steps whose request, rebuilt from the log by `chronicle audit --all`, has another digest */
+  readonly auditMismatches: number
+  /** model steps that audit verified */
+  readonly auditedSteps: number
   /** reverts, unreverts and fork materializations started */
   readonly workspaceTasks: number
   /** of those, the ones a kill cut off and a restart finished */
@@ -229,12 +233,15 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
 
   const checks = checkDataDir({ dbPath: join(dataDir, 'chronicle.db'), requestLog, acked, sessions })
   const workspaces = await checkWorkspaces(join(dataDir, 'chronicle.db'), sessions, join(root, 'check-store'))
+  const audited = await auditDataDir(dataDir)
   if (gaps > 0) violations.push(`clients saw ${gaps} gaps in seq across reconnects`)
   if (duplicates > 0) violations.push(`clients saw ${duplicates} duplicate events across reconnects`)
   const result: CrashResult = {
     ...checks,
     gaps: checks.gaps + gaps + duplicates,
-    violations: [...violations, ...checks.violations, ...workspaces.violations],
+    violations: [...violations, ...checks.violations, ...workspaces.violations, ...audited.violations],
+    auditMismatches: audited.auditMismatches,
+    auditedSteps: audited.auditedSteps,
     workspaceMismatches: workspaces.workspaceMismatches,
     workspaceTasks: workspaces.workspaceTasks,
     workspaceTasksRecovered: workspaces.workspaceTasksRecovered,
@@ -376,7 +383,7 @@ async function settleAll(
 }
 
 export function summaryLine(r: CrashResult): string {
-  return `crash: iterations=${r.iterations} kills=${r.kills} lostInputs=${r.lostInputs} duplicateInputs=${r.duplicateInputs} gaps=${r.gaps} danglingTools=${r.danglingTools} verifyFailures=${r.verifyFailures} workspaceMismatches=${r.workspaceMismatches}`
+  return `crash: iterations=${r.iterations} kills=${r.kills} lostInputs=${r.lostInputs} duplicateInputs=${r.duplicateInputs} gaps=${r.gaps} danglingTools=${r.danglingTools} verifyFailures=${r.verifyFailures} workspaceMismatches=${r.workspaceMismatches} auditMismatches=${r.auditMismatches}`
 }
 
 function arg(args: string[], name: string, fallback: number): number {
@@ -396,7 +403,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(
     `crash: seed=${seed} acked=${result.acked} requests=${result.requests} resumeRequests=${result.resumeRequests} resumedRuns=${result.resumedRuns} ` +
       `interruptedTools=${result.interruptedTools} interruptedCompactions=${result.interruptedCompactions} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
-      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} workspaceTasks=${result.workspaceTasks} workspaceTasksRecovered=${result.workspaceTasksRecovered} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
+      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} workspaceTasks=${result.workspaceTasks} workspaceTasksRecovered=${result.workspaceTasksRecovered} auditedSteps=${result.auditedSteps} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))
   process.exit(result.violations.length > 0 ? 1 : 0)

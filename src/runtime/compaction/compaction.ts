@@ -1,3 +1,4 @@
+import type { EventStore } from '../../events/store.js'
 import type { IdSource } from '../../events/ids.js'
 import type { Message, SessionView } from '../../projections/model.js'
 import { latestUser, digestOf, type CompiledContext } from '../loop/context.js'
@@ -29,6 +30,8 @@ import { contextSize, estimateMessage, estimateTokens } from './tokens.js'
  */
 
 export interface CompactionDeps {
+  /** where the compaction request's texts are stored as blobs */
+  readonly store: EventStore
   readonly ids: IdSource
   readonly views: SessionViews
   readonly models: ModelResolver
@@ -126,6 +129,11 @@ export async function compact(
       step: 1,
       model,
       context,
+      compiledFrom: {
+        system: deps.store.blobs.put(base.system),
+        tools: deps.store.blobs.put(JSON.stringify(base.tools)),
+        messages: deps.store.blobs.put(JSON.stringify(base.messages)),
+      },
       signal,
       retry: deps.retry,
     })

@@ -33,6 +33,8 @@ export interface ContextDeps {
 
 export interface CompiledContext extends ModelRequest {
   readonly digest: string
+  /** the session version whose history `messages` are (recorded on step.started: docs/AUDIT.md) */
+  readonly version?: number
   readonly agent: AgentDefinition
   /** the tool implementations behind `tools`, by name */
   readonly toolset: ReadonlyMap<string, Tool>
@@ -41,6 +43,11 @@ export interface CompiledContext extends ModelRequest {
 export const MAX_STEPS_NOTE =
   '<system-reminder>\nCRITICAL - MAXIMUM STEPS REACHED. Tools are disabled for this step. ' +
   'Respond with text only: summarise what you did, what remains, and your answer so far.\n</system-reminder>'
+
+/** The message the budget's last step ends its request with. */
+export function maxStepsNote(): ChatMessage {
+  return { role: 'user', content: [{ type: 'text', text: MAX_STEPS_NOTE }] }
+}
 
 /** The latest user message of a view, if any. */
 export function latestUser(view: SessionView): Message | undefined {
@@ -104,15 +111,17 @@ export async function compileView(
     messages = toChatMessages(view)
     chain = chainOf(messages)
   }
+  // read with the messages: a commit during an await below (or before the step starts) changes the view in place
+  const version = view.session?.version
   if (opts.lastStep) {
-    const note: ChatMessage = { role: 'user', content: [{ type: 'text', text: MAX_STEPS_NOTE }] }
+    const note = maxStepsNote()
     messages.push(note)
     chain = chainDigest(chain, note)
   }
   const tools = offered.map(toolSpec)
   const toolChoice = opts.lastStep ? 'none' : 'auto'
   const digest = requestDigest(system, tools, toolChoice, chain)
-  return { system, messages, tools, toolChoice, digest, agent, toolset }
+  return { system, messages, tools, toolChoice, digest, version, agent, toolset }
 }
 
 /**
@@ -125,7 +134,7 @@ export function digestOf(request: ModelRequest): string {
   return requestDigest(request.system, request.tools, request.toolChoice, chainOf(request.messages))
 }
 
-function requestDigest(system: string, tools: readonly ToolSpec[], toolChoice: string, chain: string): string {
+export function requestDigest(system: string, tools: readonly ToolSpec[], toolChoice: string, chain: string): string {
   return createHash('sha256')
     .update(JSON.stringify({ system, tools, toolChoice, messages: chain }))
     .digest('hex')

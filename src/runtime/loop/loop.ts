@@ -8,7 +8,7 @@ import type { Message, SessionView } from '../../projections/model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../../tools/tool.js'
 import { SHUTDOWN } from '../abort-reasons.js'
-import { compileView, latestUser } from './context.js'
+import { type CompiledContext, compileView, latestUser } from './context.js'
 import type { ModelHandle, ModelResolver } from '../model/adapter.js'
 import { Recorder } from './recorder.js'
 import type { RetryPolicy } from '../model/retry.js'
@@ -103,7 +103,8 @@ export async function runLoop(
       const user = transcript.latest('user') as Message // answered without one
       const maxSteps = budget(deps, view, user)
       if (step >= maxSteps) return await finish('max_steps')
-      const context = await compileView(view, deps, { lastStep: step + 1 >= maxSteps, transcript })
+      const lastStep = step + 1 >= maxSteps
+      const context = await compileView(view, deps, { lastStep, transcript })
       let model: ModelHandle | undefined
       try {
         model = deps.models.resolve(user.model ?? view.session?.model ?? null)
@@ -144,6 +145,7 @@ export async function runLoop(
         step,
         model,
         context,
+        compiledFrom: recordSources(deps.store, context, lastStep),
         signal,
         retry: deps.retry,
       })
@@ -181,6 +183,16 @@ export async function runLoop(
       kind: isChronicleError(err) ? err.code : 'INTERNAL',
       message: err instanceof Error ? err.message : String(err),
     })
+  }
+}
+
+/** step.started's `context`: what the request was compiled from, its texts stored as blobs (docs/AUDIT.md). */
+function recordSources(store: EventStore, context: CompiledContext, lastStep: boolean) {
+  return {
+    system: store.blobs.put(context.system),
+    tools: store.blobs.put(JSON.stringify(context.tools)),
+    ...(context.version !== undefined && { version: context.version }),
+    ...(lastStep && { lastStep: true as const }),
   }
 }
 

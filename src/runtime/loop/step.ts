@@ -1,4 +1,4 @@
-import type { Usage } from '../../events/catalogue.js'
+import type { DataOf, Usage } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import { abortError } from '../abort-reasons.js'
 import type { CompiledContext } from './context.js'
@@ -37,6 +37,8 @@ export interface StepInput {
   readonly step: number
   readonly model: ModelHandle
   readonly context: CompiledContext
+  /** what the request was compiled from, recorded on step.started */
+  readonly compiledFrom?: DataOf<'step.started'>['context']
   readonly signal: AbortSignal
   readonly retry: RetryPolicy
 }
@@ -55,6 +57,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           partId: ids.next('prt'),
           step: input.step,
           contextDigest: input.context.digest,
+          ...(input.compiledFrom && { context: input.compiledFrom }),
           ...(input.model.settings && { settings: input.model.settings }),
         },
       },

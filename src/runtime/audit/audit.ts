@@ -1,0 +1,136 @@
+import type { StoredEvent } from '../../events/envelope.js'
+import { isChronicleError } from '../../events/errors.js'
+import type { EventStore } from '../../events/store.js'
+import { apply, evolve } from '../../projections/evolve.js'
+import { inheritedView } from '../../projections/fold.js'
+import { emptyView } from '../../projections/model.js'
+import { requireSession, sessionIds } from '../../projections/read-model.js'
+import { snapshotInherit } from '../../projections/time-travel.js'
+import { Transcript } from '../loop/transcript.js'
+import { type CompiledFrom, digestOfSources, readSources, type StepSources, type StepStarted } from './recorded.js'
+
+/**
+ * `chronicle audit` (docs/AUDIT.md): every model step's request rebuilt from
+ * the log alone and its digest compared with the `contextDigest` recorded
+ * when it was sent. One pass per session: its events are folded once, and
+ * the history's digest chain is taken at each version a step was compiled
+ * from — O(events), not O(steps × history).
+ */
+
+export interface StepMismatch {
+  readonly sessionId: string
+  readonly seq: number
+  readonly step: number
+  readonly messageId: string
+  readonly recorded: string
+  /** the digest rebuilt from the log, when it could be */
+  readonly computed?: string
+  readonly reason: string
+}
+
+export interface AuditReport {
+  readonly sessions: number
+  /** model steps found */
+  readonly steps: number
+  /** steps whose rebuilt request has the recorded digest */
+  readonly verified: number
+  /** steps logged before requests were recorded (no `context` on step.started): nothing to compare */
+  readonly unrecorded: number
+  readonly mismatches: StepMismatch[]
+  readonly ms: number
+}
+
+export function audit(
+  store: EventStore,
+  sessions: readonly string[] | 'all',
+  options: { progress?: (done: number, total: number) => void } = {},
+): AuditReport {
+  const started = performance.now()
+  store.flush()
+  const ids = sessions === 'all' ? sessionIds(store) : sessions
+  for (const id of ids) requireSession(store, id) // SESSION_NOT_FOUND
+  let steps = 0
+  let verified = 0
+  let unrecorded = 0
+  const mismatches: StepMismatch[] = []
+  ids.forEach((sessionId, i) => {
+    const r = auditSession(store, sessionId)
+    steps += r.steps
+    verified += r.verified
+    unrecorded += r.unrecorded
+    mismatches.push(...r.mismatches)
+    options.progress?.(i + 1, ids.length)
+  })
+  return { sessions: ids.length, steps, verified, unrecorded, mismatches, ms: Math.round(performance.now() - started) }
+}
+
+function auditSession(
+  store: EventStore,
+  sessionId: string,
+): { steps: number; verified: number; unrecorded: number; mismatches: StepMismatch[] } {
+  const all = store.readSessionOfType(sessionId, 'step.started') as StepStarted[]
+  const recorded = all.filter((e) => e.data.context !== undefined)
+  const mismatches: StepMismatch[] = []
+  const fail = (e: StepStarted, reason: string, computed?: string) =>
+    mismatches.push({
+      sessionId,
+      seq: e.seq,
+      step: e.data.step,
+      messageId: e.data.messageId,
+      recorded: e.data.contextDigest,
+      ...(computed !== undefined && { computed }),
+      reason,
+    })
+
+  // the steps waiting for the history at each version
+  const byVersion = new Map<number, { event: StepStarted; sources: StepSources }[]>()
+  for (const e of recorded) {
+    const from = e.data.context as CompiledFrom
+    let sources: StepSources
+    try {
+      sources = readSources(store, from)
+    } catch (err) {
+      fail(e, isChronicleError(err) ? err.message : `its sources cannot be read: ${String(err)}`)
+      continue
+    }
+    if (from.version === undefined) {
+      check(e, sources, '') // a compaction's request holds its own messages
+      continue
+    }
+    const list = byVersion.get(from.version) ?? []
+    list.push({ event: e, sources })
+    byVersion.set(from.version, list)
+  }
+
+  function check(e: StepStarted, sources: StepSources, chain: string): void {
+    const computed = digestOfSources(sources, e.data.context as CompiledFrom, chain)
+    if (computed !== e.data.contextDigest) fail(e, 'the request rebuilt from the log has another digest', computed)
+  }
+
+  if (byVersion.size > 0) {
+    let view = emptyView()
+    let transcript: Transcript | undefined
+    let last = 0
+    for (const event of store.iterateSession(sessionId) as Iterable<StoredEvent>) {
+      if (!transcript) {
+        if (event.type === 'session.forked') view = inheritedView(snapshotInherit(store), event)
+        transcript = new Transcript(view)
+      }
+      const changes = evolve(view, event)
+      apply(view, changes)
+      transcript.apply(changes)
+      last = event.version
+      const waiting = byVersion.get(event.version)
+      if (!waiting) continue
+      byVersion.delete(event.version)
+      const { chain } = transcript.chat()
+      for (const { event: step, sources } of waiting) check(step, sources, chain)
+      if (byVersion.size === 0) break
+    }
+    for (const waiting of byVersion.values())
+      for (const { event } of waiting)
+        fail(event, `it names history version ${(event.data.context as CompiledFrom).version}, past the end (${last})`)
+  }
+  const verified = recorded.length - mismatches.length
+  return { steps: all.length, verified, unrecorded: all.length - recorded.length, mismatches }
+}
