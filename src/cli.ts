@@ -28,7 +28,9 @@ const USAGE = `usage: chronicle <command> [options]
   export <session> [--out file]                 session history as JSONL
   import <file>                                 import an export as new, read-only sessions (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
-  verify                                        compare read models with the log; exit 1 on differences
+  verify [--head seq:digest]                    check the log's hash chains and compare read models with the log;
+                                                exit 1 on a break or a difference. Prints the log's head digest:
+                                                --head checks the log still gives one recorded earlier
   audit <session> | --all                       rebuild every model request from the log and check its digest;
                                                 exit 1 on any mismatch
   demo                                          a scripted session, time travel and a fork; no API key

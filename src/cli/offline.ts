@@ -81,8 +81,10 @@ export async function importCommand(args: Args, out: Out): Promise<number> {
       `imported ${exported.originalId} as ${exported.sessionId}: ${appended} events appended, ${sessions.length} new sessions, read-only (fork one with --dir <path> to continue it)`,
     )
     const check = verify(store, { progress: progress('verifying') })
-    if (check.differences.length > 0) {
-      out(`verify found ${check.differences.length} differences after import`)
+    if (check.differences.length > 0 || check.chain.breaks.length > 0) {
+      out(
+        `verify found ${check.differences.length} differences and ${check.chain.breaks.length} chain breaks after import`,
+      )
       return 1
     }
     return 0
@@ -127,17 +129,33 @@ export async function auditCommand(args: Args, out: Out): Promise<number> {
   }
 }
 
-export async function verifyCommand(_args: Args, out: Out): Promise<number> {
+export async function verifyCommand(args: Args, out: Out): Promise<number> {
+  const head = flag(args, 'head')
+  const anchor = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
+  if (anchor === null) throw new UsageError('--head takes <seq>:<digest>, as verify printed it')
   const store = open()
   try {
-    const report = verify(store, { progress: progress('verifying sessions') })
+    const report = verify(store, {
+      chainProgress: progress('checking the hash chain'),
+      progress: progress('verifying sessions'),
+      ...(anchor && { anchor: { seq: Number(anchor[1]), digest: anchor[2] as string } }),
+    })
+    const { chain } = report
+    for (const b of chain.breaks.slice(0, 50))
+      out(`BROKEN seq ${b.seq}${b.sessionId && ` (${b.sessionId})`}: ${b.reason}`)
+    const unchained = chain.unchained > 0 ? ` (${chain.unchained} logged before the chain began)` : ''
+    out(
+      chain.breaks.length === 0
+        ? `chain intact: ${chain.events} events${unchained}; head ${chain.head.seq}:${chain.head.digest}`
+        : `chain broken: first at seq ${(chain.breaks[0] as { seq: number }).seq}, ${chain.breaks.length} breaks in ${chain.events} events`,
+    )
     for (const d of report.differences.slice(0, 50)) {
       out(
         `DIFF ${d.sessionId} ${d.entity} ${d.id}\n  stored:   ${JSON.stringify(d.stored)}\n  expected: ${JSON.stringify(d.expected)}`,
       )
     }
     out(`${report.sessions} sessions checked, ${report.differences.length} differences`)
-    return report.differences.length === 0 ? 0 : 1
+    return report.differences.length === 0 && chain.breaks.length === 0 ? 0 : 1
   } finally {
     store.close()
   }

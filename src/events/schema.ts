@@ -411,6 +411,29 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'blobs are immutable: DELETE is not allowed'); END;
     `,
   },
+  {
+    version: 13,
+    name: 'hash chains',
+    // Each event's hash chains it to the previous event of its stream; the
+    // log's head is its last seq and that event's hash, written with every
+    // commit (src/events/chain.ts). Events logged before this migration have
+    // no hash: the chain starts at from_seq.
+    sql: `
+      ALTER TABLE event_log ADD COLUMN hash BLOB;
+      CREATE TABLE log_chain (
+        id        INTEGER PRIMARY KEY CHECK (id = 1),
+        from_seq  INTEGER NOT NULL,
+        head_seq  INTEGER NOT NULL,
+        head_hash BLOB
+      );
+      INSERT INTO log_chain (id, from_seq, head_seq, head_hash)
+        SELECT 1, COALESCE(MAX(seq), 0) + 1, COALESCE(MAX(seq), 0), NULL FROM event_log;
+      CREATE TRIGGER log_chain_no_delete BEFORE DELETE ON log_chain
+        BEGIN SELECT RAISE(ABORT, 'the log chain head is not deleted'); END;
+      CREATE TRIGGER log_chain_from_fixed BEFORE UPDATE OF from_seq ON log_chain
+        BEGIN SELECT RAISE(ABORT, 'where the chain starts is fixed'); END;
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

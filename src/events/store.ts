@@ -3,6 +3,7 @@ import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { BlobStore } from './blobs.js'
+import { eventHash } from './chain.js'
 import { ChronicleError } from './errors.js'
 import { Interned } from './interned.js'
 import { deflated, migrate } from './schema.js'
@@ -63,6 +64,12 @@ const STREAM_VERSIONS_KEPT = 10_000
 
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
+/** A stream's last version and that event's hash (null: logged before the chain). */
+interface StreamHead {
+  readonly version: number
+  readonly hash: Buffer | null
+}
+
 export class EventStore {
   readonly db: Database.Database
   /** content-addressed text events name by hash (step.started's context) */
@@ -84,13 +91,15 @@ export class EventStore {
    * on this connection can leave one stale: a failed append that used them
    * forgets them and runs once more, looking versions up.
    */
-  private readonly streamVersions = new Map<number, number>()
+  private readonly streamVersions = new Map<number, StreamHead>()
   private dataVersion = -1
 
   private readonly stmt: {
     insert: Database.Statement
     version: Database.Statement
     streamVersion: Database.Statement
+    maxSeq: Database.Statement
+    setChainHead: Database.Statement
     seqAt: Database.Statement
     sessionOfType: Database.Statement
     sessionFrom: Database.Statement
@@ -117,12 +126,14 @@ export class EventStore {
     this.stmt = {
       // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
       insert: db.prepare(
-        'INSERT INTO event_log (stream, version, type, schema_version, data, meta, at, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at, part, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       version: db
         .prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)')
         .pluck(),
-      streamVersion: db.prepare('SELECT MAX(version) FROM event_log WHERE stream = ?').pluck(),
+      streamVersion: db.prepare('SELECT version, hash FROM event_log WHERE stream = ? ORDER BY version DESC LIMIT 1'),
+      maxSeq: db.prepare('SELECT MAX(seq) FROM event_log').pluck(),
+      setChainHead: db.prepare('UPDATE log_chain SET head_seq = ?, head_hash = ? WHERE id = 1'),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       sessionOfType: db.prepare('SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY seq'),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
@@ -250,7 +261,7 @@ export class EventStore {
     const nested = this.db.inTransaction
     const sync = full && !nested
     if (sync) this.db.pragma('synchronous = FULL')
-    let result: { out: StoredEvent[][]; all: StoredEvent[]; versions: Map<number, number> }
+    let result: ReturnType<EventStore['insertBatch']>
     const trusted = this.streamVersions.size > 0
     try {
       result = this.write.immediate(batch, at, atIso)
@@ -266,7 +277,7 @@ export class EventStore {
     // Inside a caller's transaction the ids are not committed yet: that caller may still roll back.
     this.settleInterned(!nested)
     if (nested || this.streamVersions.size > STREAM_VERSIONS_KEPT) this.streamVersions.clear()
-    else for (const [stream, version] of result.versions) this.streamVersions.set(stream, version)
+    else for (const [stream, head] of result.versions) this.streamVersions.set(stream, head)
     const last = result.all[result.all.length - 1]
     if (last) this.headSeq = last.seq
     this.publish(result.all)
@@ -278,8 +289,7 @@ export class EventStore {
    * (schema migration 6), and the rest, from DEFLATE_FROM characters, is
    * stored deflated as a BLOB when that is smaller (migration 7).
    */
-  private encode(e: ChronicleEvent): [data: string | Buffer, part: number | null] {
-    const json = JSON.stringify(e.data)
+  private encode(json: string, e: ChronicleEvent): [data: string | Buffer, part: number | null] {
     const partId = (e.data as { partId?: unknown }).partId
     // Only an id JSON writes as-is (no escapes), so the view's plain concatenation restores it exactly;
     // and only when it is the first key: the JSON then starts {"partId":"<id>".
@@ -302,16 +312,19 @@ export class EventStore {
       this.streamVersions.clear()
       this.dataVersion = dataVersion
     }
-    const versions = new Map<number, number>()
+    // Seqs are given, not left to SQLite: each event's hash covers its own (src/events/chain.ts).
+    let seq = (this.stmt.maxSeq.get() as number | null) ?? 0
+    let head: Buffer | null = null
+    const versions = new Map<number, StreamHead>()
     const out: StoredEvent[][] = []
     const all: StoredEvent[] = []
     for (const { sessionId, events, options } of batch) {
       const stream = this.interned.stream.id(sessionId)
-      let version =
-        versions.get(stream) ??
+      const last = versions.get(stream) ??
         this.streamVersions.get(stream) ??
-        (this.stmt.streamVersion.get(stream) as number | null) ??
-        0
+        (this.stmt.streamVersion.get(stream) as StreamHead | undefined) ?? { version: 0, hash: null }
+      let version = last.version
+      let previous = last.hash
       if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
         throw new ChronicleError(
           'VERSION_CONFLICT',
@@ -320,7 +333,8 @@ export class EventStore {
         )
       }
       const stored: StoredEvent[] = []
-      const meta = this.interned.meta.id(JSON.stringify(options.meta))
+      const metaJson = JSON.stringify(options.meta)
+      const meta = this.interned.meta.id(metaJson)
       const itemAt = options.at ?? at
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       for (const e of events) {
@@ -333,8 +347,23 @@ export class EventStore {
               : `${e.type} can only start a session; ${sessionId} already exists`,
           )
         }
-        const [data, part] = this.encode(e)
-        const { lastInsertRowid } = this.stmt.insert.run(
+        const json = JSON.stringify(e.data)
+        const [data, part] = this.encode(json, e)
+        seq++
+        const hash = eventHash(previous, {
+          seq,
+          sessionId,
+          version,
+          type: e.type,
+          schemaVersion: CURRENT_SCHEMA_VERSION,
+          at: itemAt,
+          meta: metaJson,
+          data: json,
+        })
+        previous = hash
+        head = hash
+        this.stmt.insert.run(
+          seq,
           stream,
           version,
           this.interned.type.id(e.type),
@@ -343,9 +372,10 @@ export class EventStore {
           meta,
           itemAt,
           part,
+          hash,
         )
         stored.push({
-          seq: Number(lastInsertRowid),
+          seq,
           sessionId,
           version,
           type: e.type,
@@ -355,10 +385,11 @@ export class EventStore {
           at: itemAtIso,
         } as StoredEvent)
       }
-      versions.set(stream, version)
+      versions.set(stream, { version, hash: previous })
       out.push(stored)
       all.push(...stored)
     }
+    if (head) this.stmt.setChainHead.run(seq, head)
     this.project?.(this.db, all)
     return { out, all, versions }
   }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { ChronicleEvent } from '../events/catalogue.js'
-import type { EventMeta } from '../events/envelope.js'
+import type { EventMeta, StoredEvent } from '../events/envelope.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import { checkImport, EXPORT_FORMAT, type ImportLine } from './import-check.js'
@@ -35,10 +35,46 @@ export function* exportLines(store: EventStore, sessionId: string): Generator<st
   store.flush()
   const segments = needed(store, sessionId, Number.MAX_SAFE_INTEGER)
   yield JSON.stringify({ chronicle: 'session-export', format: EXPORT_FORMAT, sessionId })
+  const blobs = new Set<string>()
   for (const { sessionId: owner, upToVersion } of segments) {
-    for (const event of eventsByVersion(store.db, owner, 0, upToVersion)) {
-      yield JSON.stringify(owner === sessionId ? event : { ...event, inherited: true })
+    for (const { event, hash } of chainedEvents(store, owner, upToVersion)) {
+      if (event.type === 'step.started' && event.data.context) {
+        const { system, tools, messages } = event.data.context
+        for (const h of [system, tools, ...(messages ? [messages] : [])]) blobs.add(h)
+      }
+      const line = {
+        ...event,
+        ...(owner !== sessionId && { inherited: true }),
+        ...(hash && { hash: hash.toString('hex') }),
+      }
+      yield JSON.stringify(line)
     }
+  }
+  // what the steps were compiled from (docs/AUDIT.md): an imported session can be audited too
+  for (const blob of blobs) {
+    const content = store.blobs.get(blob)
+    if (content !== undefined) yield JSON.stringify({ blob, content })
+  }
+}
+
+/** A session's own events up to a version, each with its chain hash (none: logged before the chain). */
+function* chainedEvents(
+  store: EventStore,
+  sessionId: string,
+  upToVersion: number,
+): Generator<{ event: StoredEvent; hash: Buffer | null }> {
+  const hashes = store.db.prepare(
+    'SELECT l.version, l.hash FROM event_log l JOIN streams s ON s.id = l.stream WHERE s.session_id = ? AND l.version > ? AND l.version <= ? ORDER BY l.version LIMIT 1000',
+  )
+  let page: { version: number; hash: Buffer | null }[] = []
+  let at = 0
+  for (const event of eventsByVersion(store.db, sessionId, 0, upToVersion)) {
+    if (at >= page.length) {
+      page = hashes.all(sessionId, event.version - 1, upToVersion) as typeof page
+      at = 0
+    }
+    const row = page[at++]
+    yield { event, hash: row?.version === event.version ? row.hash : null }
   }
 }
 
@@ -104,6 +140,7 @@ export function importSessions(store: EventStore, ids: IdSource, jsonl: string):
   let appended = 0
 
   const appendAll = () => {
+    for (const content of checked.blobs) store.blobs.put(content)
     let group: ImportLine[] = []
     const flush = () => {
       const first = group[0]

@@ -1,5 +1,7 @@
 import { z } from 'zod'
 import { ChronicleEvent, CURRENT_SCHEMA_VERSION, EVENT_TYPES } from '../events/catalogue.js'
+import { blobHash } from '../events/blobs.js'
+import { eventHash } from '../events/chain.js'
 import { EventMeta, type StoredEvent } from '../events/envelope.js'
 import { ChronicleError, isChronicleError } from '../events/errors.js'
 import { apply, evolve } from './evolve.js'
@@ -32,7 +34,12 @@ import { emptyView, type SessionView } from './model.js'
  *   none is open (so each run.started has at most one run.finished).
  */
 
-export const EXPORT_FORMAT = 1
+/** 2: every event line carries its chain hash, and the blobs its steps name follow as `{blob, content}` lines */
+export const EXPORT_FORMAT = 2
+/** formats this version reads: 1 (before the hash chain) has no hashes and no blobs to check */
+const READABLE_FORMATS = new Set([1, 2])
+
+const BlobLine = z.object({ blob: z.string().regex(/^[0-9a-f]{64}$/), content: z.string() })
 
 const ExportHeader = z.object({
   chronicle: z.literal('session-export'),
@@ -50,6 +57,11 @@ const ExportLine = z.object({
   meta: EventMeta,
   at: z.iso.datetime(),
   inherited: z.literal(true).optional(),
+  /** the event's hash in its session's chain, hex (format 2) */
+  hash: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional(),
 })
 
 /** One checked event line: the event as the file had it (original ids and seq). */
@@ -73,6 +85,8 @@ export interface CheckedImport {
   readonly sessions: readonly string[]
   /** session ids named in event data that are not sessions of the file (a sub-agent's parent or child) */
   readonly references: readonly string[]
+  /** the blobs the file carries, each checked against its hash */
+  readonly blobs: readonly string[]
 }
 
 export function checkImport(jsonl: string): CheckedImport {
@@ -92,7 +106,10 @@ interface SessionSoFar {
 }
 
 class ImportCheck {
-  private header: { line: number; sessionId: string } | undefined
+  private header: { line: number; sessionId: string; format: number } | undefined
+  /** each session's last hash in the file: its chain so far */
+  private readonly chains = new Map<string, Buffer>()
+  private readonly blobs = new Map<string, string>()
   private lastSeq = 0
   private readonly lines: ImportLine[] = []
   private readonly bySeq = new Map<number, ImportLine>()
@@ -113,16 +130,52 @@ class ImportCheck {
           n,
           'the file does not start with an export header {"chronicle":"session-export","format":1,"sessionId":…}',
         )
-      if (header.data.format !== EXPORT_FORMAT)
+      if (!READABLE_FORMATS.has(header.data.format))
         throw invalid(
           n,
-          `export format ${header.data.format} is not supported (this version reads format ${EXPORT_FORMAT})`,
+          `export format ${header.data.format} is not supported (this version reads formats ${[...READABLE_FORMATS].join(', ')})`,
         )
-      this.header = { line: n, sessionId: header.data.sessionId }
+      this.header = { line: n, sessionId: header.data.sessionId, format: header.data.format }
       return
     }
     if (header.success) throw invalid(n, 'a second export header: import one export at a time')
-    this.event(n, this.parse(n, json))
+    if (this.header.format >= 2 && typeof json === 'object' && json !== null && 'blob' in json) {
+      this.blob(n, json)
+      return
+    }
+    const line = this.parse(n, json)
+    if (this.header.format >= 2) this.chained(n, line, json as { data: unknown; meta: unknown; hash?: string })
+    this.event(n, line)
+  }
+
+  /** A blob line: its content must have its hash. */
+  private blob(n: number, json: object): void {
+    const parsed = BlobLine.safeParse(json)
+    if (!parsed.success) throw invalid(n, `not a blob line: ${z.prettifyError(parsed.error)}`)
+    if (blobHash(parsed.data.content) !== parsed.data.blob)
+      throw invalid(n, `blob ${parsed.data.blob} does not match its hash`)
+    this.blobs.set(parsed.data.blob, parsed.data.content)
+  }
+
+  /** The line's hash continues its session's chain in the file, over the event exactly as exported. */
+  private chained(n: number, line: ImportLine, raw: { data: unknown; meta: unknown; hash?: string }): void {
+    if (raw.hash === undefined) throw invalid(n, 'the event carries no hash (export format 2 chains every event)')
+    const hash = eventHash(this.chains.get(line.sessionId) ?? null, {
+      seq: line.seq,
+      sessionId: line.sessionId,
+      version: line.version,
+      type: line.event.type,
+      schemaVersion: CURRENT_SCHEMA_VERSION,
+      at: Date.parse(line.at),
+      meta: JSON.stringify(raw.meta),
+      data: JSON.stringify(raw.data),
+    })
+    if (hash.toString('hex') !== raw.hash)
+      throw invalid(
+        n,
+        `the hash does not match: this event, or an earlier one of session ${line.sessionId}, was changed`,
+      )
+    this.chains.set(line.sessionId, hash)
   }
 
   done(): CheckedImport {
@@ -131,7 +184,19 @@ class ImportCheck {
     if (!this.sessions.has(sessionId))
       throw invalid(line, `the header names session ${sessionId}, but the file holds no event of it`)
     const references = [...this.named].filter((id) => !this.sessions.has(id))
-    return { exported: sessionId, lines: this.lines, sessions: [...this.sessions.keys()], references }
+    for (const { line: at, event } of this.lines) {
+      if (event.type !== 'step.started' || !event.data.context || this.header.format < 2) continue
+      const { system, tools, messages } = event.data.context
+      for (const hash of [system, tools, ...(messages ? [messages] : [])])
+        if (!this.blobs.has(hash)) throw invalid(at, `the step names blob ${hash}, which the file does not carry`)
+    }
+    return {
+      exported: sessionId,
+      lines: this.lines,
+      sessions: [...this.sessions.keys()],
+      references,
+      blobs: [...this.blobs.values()],
+    }
   }
 
   private parse(n: number, json: unknown): ImportLine {

@@ -1,3 +1,4 @@
+import { type ChainAnchor, type ChainReport, checkChain } from '../events/chain-check.js'
 import type { EventStore } from '../events/store.js'
 import { foldSession } from './fold.js'
 import type { SessionView } from './model.js'
@@ -17,12 +18,24 @@ export interface Difference {
 export interface VerifyReport {
   readonly sessions: number
   readonly differences: Difference[]
+  /** the hash chains checked over every stored event (docs/AUDIT.md) */
+  readonly chain: ChainReport
 }
 
-/** Compares every stored read model with a fresh fold of the log and reports each difference. */
-export function verify(store: EventStore, options: { progress?: Progress } = {}): VerifyReport {
+/**
+ * Checks the log's hash chains, then compares every stored read model with a
+ * fresh fold of the log and reports each difference.
+ */
+export function verify(
+  store: EventStore,
+  options: { progress?: Progress; chainProgress?: Progress; anchor?: ChainAnchor } = {},
+): VerifyReport {
   store.flush()
   const { db } = store
+  const chain = checkChain(db, {
+    ...(options.chainProgress && { progress: options.chainProgress }),
+    ...(options.anchor && { anchor: options.anchor }),
+  })
   const fromLog = db.prepare('SELECT session_id FROM events WHERE version = 1 ORDER BY seq').pluck().all() as string[]
   const stored = db.prepare('SELECT id FROM sessions').pluck().all() as string[]
   const logged = new Set(fromLog)
@@ -33,7 +46,7 @@ export function verify(store: EventStore, options: { progress?: Progress } = {})
     differences.push(...diffViews(sessionId, loadView(store, sessionId), expected))
     options.progress?.(i + 1, ids.length)
   })
-  return { sessions: ids.length, differences }
+  return { sessions: ids.length, differences, chain }
 }
 
 export function diffViews(sessionId: string, stored: SessionView, expected: SessionView | null): Difference[] {

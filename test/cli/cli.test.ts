@@ -187,7 +187,9 @@ describe('offline commands', () => {
     async () => {
       const verify = await runToEnd(['verify'], env)
       expect(verify.code).toBe(0)
-      expect(verify.stdout).toMatch(/^\d+ sessions checked, 0 differences\n$/)
+      expect(verify.stdout).toMatch(
+        /^chain intact: \d+ events; head \d+:[0-9a-f]{64}\n\d+ sessions checked, 0 differences\n$/,
+      )
       expect(verify.stderr).toMatch(/verifying sessions \d+\/\d+\n$/)
       const rebuild = await runToEnd(['rebuild'], env)
       expect(rebuild.code).toBe(2)

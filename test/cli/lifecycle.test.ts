@@ -67,13 +67,20 @@ describe('shutdown and offline commands', () => {
       expect(Date.now() - stoppedAt).toBeLessThan(10_000) // it did not wait for the 20 s run
 
       const verify = await runToEnd(['verify'], { CHRONICLE_DATA_DIR: data })
-      expect([verify.code, verify.stdout]).toEqual([0, '2 sessions checked, 0 differences\n'])
+      expect([verify.code, verify.stdout]).toEqual([
+        0,
+        expect.stringMatching(/^chain intact: \d+ events; head \d+:[0-9a-f]{64}\n2 sessions checked, 0 differences\n$/),
+      ])
 
       const file = join(dir, 'quick.jsonl')
       const exported = await runToEnd(['export', quick, '--out', file], { CHRONICLE_DATA_DIR: data })
       expect(exported.code).toBe(0)
       const lines = readFileSync(file, 'utf8').trim().split('\n')
-      expect(JSON.parse(lines[0] as string)).toEqual({ chronicle: 'session-export', format: 1, sessionId: quick })
+      expect(JSON.parse(lines[0] as string)).toEqual({ chronicle: 'session-export', format: 2, sessionId: quick })
+      // the header, the events, then the blobs the model steps were compiled from (docs/AUDIT.md)
+      const blobs = lines.filter((l) => l.startsWith('{"blob":')).length
+      expect(blobs).toBeGreaterThan(0)
+      const eventLines = lines.length - blobs // the marker the import adds takes the header's place in the count
 
       const other = { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_URL: 'http://127.0.0.1:1' }
       // an import makes a new, read-only session (its events and a session.imported marker)
@@ -84,13 +91,13 @@ describe('shutdown and offline commands', () => {
       const copied = copy[1] as string
       expect(copied).not.toBe(quick)
       expect(imported.stdout).toBe(
-        `${quick} → ${copied}\nimported ${quick} as ${copied}: ${lines.length} events appended, 1 new sessions, read-only (fork one with --dir <path> to continue it)\n`,
+        `${quick} → ${copied}\nimported ${quick} as ${copied}: ${eventLines} events appended, 1 new sessions, read-only (fork one with --dir <path> to continue it)\n`,
       )
       expect(imported.stderr).toContain('verifying 1/1')
 
       const rebuilt = await runToEnd(['rebuild'], other)
       expect(rebuilt.code).toBe(0)
-      expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${lines.length} events in \\d+ ms\\n$`))
+      expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${eventLines} events in \\d+ ms\\n$`))
       expect(rebuilt.stderr).toContain('rebuilding sessions 1/1')
 
       // a read model that drifted from the log: verify says where, and exits 1

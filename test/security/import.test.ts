@@ -583,9 +583,9 @@ describe('malformed files are refused whole, naming the line; nothing is appende
     },
     {
       name: 'a header in an unknown format',
-      lines: [JSON.stringify({ chronicle: 'session-export', format: 2, sessionId: 'ses_evil' }), CREATED],
+      lines: [JSON.stringify({ chronicle: 'session-export', format: 3, sessionId: 'ses_evil' }), CREATED],
       line: 1,
-      reason: 'export format 2 is not supported (this version reads format 1)',
+      reason: 'export format 3 is not supported (this version reads formats 1, 2)',
     },
     {
       name: 'a second header',

@@ -1,0 +1,48 @@
+import { createHash, hash } from 'node:crypto'
+
+/**
+ * The log's hash chains (docs/AUDIT.md "A tamper-evident log"):
+ *
+ * - each event's `hash` chains it to the previous event of its stream:
+ *   sha256(previous hash ‖ the event as stored — seq, session, version, type,
+ *   schema version, time, meta and data, byte for byte), cut to 16 bytes;
+ * - seqs are global and gapless, so a removed event leaves a gap — except
+ *   at the end: the log's head (its last seq and that event's hash) is
+ *   stored with every commit;
+ * - the whole log's digest chains every event's hash in seq order:
+ *   sha256(previous digest ‖ event hash). `chronicle verify` computes and
+ *   prints it; recorded elsewhere, it pins every event up to its seq.
+ *
+ * An edit to any stored event changes its hash, and so breaks its stream's
+ * chain at that event unless every later hash of the stream is recomputed —
+ * which changes the whole-log digest at every later seq.
+ */
+
+export const HASH_BYTES = 16
+
+/** An event as the chain sees it: exactly what is stored. */
+export interface ChainedFields {
+  readonly seq: number
+  readonly sessionId: string
+  readonly version: number
+  readonly type: string
+  readonly schemaVersion: number
+  /** epoch milliseconds */
+  readonly at: number
+  /** the stored JSON texts */
+  readonly meta: string
+  readonly data: string
+}
+
+export function eventHash(previous: Buffer | null, e: ChainedFields): Buffer {
+  // One string, hashed at once (a Hash object per event costs more than the hash itself). A JSON array keeps the
+  // fields apart whatever a session id holds; meta is JSON (no raw newline); data comes last.
+  const fields = JSON.stringify([e.seq, e.sessionId, e.version, e.type, e.schemaVersion, e.at])
+  const text = `${previous ? previous.toString('hex') : ''}\n${fields}\n${e.meta}\n${e.data}`
+  return hash('sha256', text, 'buffer').subarray(0, HASH_BYTES)
+}
+
+/** The whole log's digest after one more event. */
+export function logDigest(previous: Buffer, eventHash: Buffer): Buffer {
+  return createHash('sha256').update(previous).update(eventHash).digest()
+}
