@@ -32,6 +32,8 @@ const ModelInfo = z.object({
   topP: z.number().gt(0).max(1).optional(),
   /** tokens kept free below the window before compaction (default min(20k, 15% of the window)) */
   reserved: z.number().int().nonnegative().optional(),
+  /** what the model takes besides text (default: images and PDFs, none for compatible:) */
+  accepts: z.array(z.enum(['image', 'pdf'])).optional(),
 })
 
 /** Context compaction (docs/COMPACTION.md). `auto: false` turns off automatic and overflow compaction; manual still works. */
@@ -84,6 +86,8 @@ const Limits = z.object({
   frameBytes: z.number().int().positive().optional(),
   /** one input's text, bytes */
   inputBytes: z.number().int().positive().optional(),
+  /** one file attached by path, bytes (read at submit) */
+  fileBytes: z.number().int().positive().optional(),
   maxConnections: z.number().int().positive().optional(),
   /** a subscription pauses while the socket holds more than this many unsent bytes */
   socketHighWaterBytes: z.number().int().positive().optional(),
@@ -145,6 +149,7 @@ export interface ResolvedLimits {
   readonly bodyBytes: number
   readonly frameBytes: number
   readonly inputBytes: number
+  readonly fileBytes: number
   readonly maxConnections: number
   readonly socketHighWaterBytes: number
   readonly slowConsumerMs: number
@@ -188,6 +193,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = {
   bodyBytes: 1024 * 1024,
   frameBytes: 1024 * 1024,
   inputBytes: 256 * 1024,
+  fileBytes: 5 * 1024 * 1024,
   maxConnections: 256,
   socketHighWaterBytes: 1024 * 1024,
   slowConsumerMs: 30_000,

@@ -169,7 +169,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     log: logger,
     redactor,
     ...(workspace && { workspace }),
-    limits: { maxInputBytes: config.limits.inputBytes },
+    limits: { maxInputBytes: config.limits.inputBytes, maxFileBytes: config.limits.fileBytes },
+    forbidden: hidden,
     compaction: { ...config.compaction, models: config.models },
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.

@@ -36,6 +36,8 @@ export interface SubmitInput {
 export type SubmitCommand = SubmitInput & {
   readonly inputId: string
   readonly message?: { readonly messageId: string; readonly partIds: readonly string[] }
+  /** the parts as logged: files given by path read into blobs (the digest stays over the parts as sent) */
+  readonly attached?: readonly InputPart[]
 }
 
 export interface SubmitResult {
@@ -54,6 +56,12 @@ export interface SubmitContext {
   /** throws UNKNOWN_MODEL (or NO_MODEL_CONFIGURED) for a model that cannot be resolved */
   validateModel(model: string): void
   readonly maxInputBytes?: number
+  /**
+   * Reads the files the parts give by path (inside the session directory) into blobs and returns the parts
+   * to log; throws the file's error (FILE_NOT_FOUND, FILE_FORBIDDEN, NOT_A_FILE, PAYLOAD_TOO_LARGE,
+   * UNSUPPORTED_MEDIA_TYPE). Without it, a path is logged as given.
+   */
+  attach?(sessionId: string, parts: readonly InputPart[]): InputPart[]
 }
 
 /** Makes an input durable in the session's inbox; nothing is appended for a duplicate. */
@@ -64,7 +72,7 @@ export function submitInput(
   context: SubmitContext,
   by: 'user' | 'runtime' = 'user',
 ): SubmitResult {
-  const command: SubmitCommand = {
+  let command: SubmitCommand = {
     ...input,
     inputId: input.inputId ?? context.ids.next('in'),
     ...(input.noReply && {
@@ -79,6 +87,10 @@ export function submitInput(
     )
   }
   if (command.model !== undefined) context.validateModel(command.model)
+  // a resubmission is answered from the log, without reading its files again (they may have changed since)
+  const known = input.inputId !== undefined && context.prior(sessionId, command.inputId) !== undefined
+  if (!known && context.attach && command.parts.some((p) => p.type === 'file' && p.path !== undefined))
+    command = { ...command, attached: context.attach(sessionId, command.parts) }
   let duplicate: { seq: number } | undefined
   const { events } = execute(
     store,
@@ -107,7 +119,7 @@ export type { PriorAcceptance }
 export const DEFAULT_MAX_INPUT_BYTES = 1024 * 1024
 
 /** The content digest that makes a resubmission idempotent: every field but the id. */
-export function inputDigest(command: SubmitCommand): string {
+export function inputDigest(command: SubmitInput): string {
   const content = {
     parts: command.parts,
     agent: command.agent ?? null,
@@ -120,6 +132,9 @@ export function inputDigest(command: SubmitCommand): string {
 
 /** EMPTY_INPUT and PAYLOAD_TOO_LARGE, checked before anything else. */
 export function checkInput(command: SubmitCommand, maxBytes: number = DEFAULT_MAX_INPUT_BYTES): void {
+  for (const p of command.parts)
+    if (p.type === 'file' && (p.blob !== undefined || p.size !== undefined || p.encoding !== undefined))
+      throw new ChronicleError('BAD_REQUEST', "a file part's blob, size and encoding are set by the server")
   const meaningful = command.parts.some((p) =>
     p.type === 'text' ? p.text.trim().length > 0 : Boolean(p.path ?? p.url),
   )
@@ -175,7 +190,7 @@ export function decideSubmit(
         type: 'input.accepted',
         data: {
           inputId: command.inputId,
-          parts: [...command.parts],
+          parts: [...(command.attached ?? command.parts)],
           ...(command.agent && { agent: command.agent }),
           ...(command.model && { model: command.model }),
           delivery: command.delivery ?? 'steer',

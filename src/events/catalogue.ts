@@ -38,6 +38,13 @@ export const InputPart = z.discriminatedUnion('type', [
     url: z.string().optional(),
     mediaType: z.string().optional(),
     filename: z.string().optional(),
+    /**
+     * Set by the server when it reads a file given by `path` at submit (never by a client): the content as a
+     * blob (sha256), its size in bytes, and how the blob holds it — UTF-8 text or base64 (docs/AUDIT.md).
+     */
+    blob: z.string().optional(),
+    size: z.number().int().nonnegative().optional(),
+    encoding: z.enum(['utf8', 'base64']).optional(),
   }),
 ])
 export type InputPart = z.infer<typeof InputPart>
@@ -194,6 +201,8 @@ export const StepStarted = event('step.started', {
       version: z.number().int().positive().optional(),
       messages: z.string().optional(),
       lastStep: z.literal(true).optional(),
+      /** what the model was taken to accept besides text: images and PDFs it takes are sent, others noted (absent: both) */
+      accepts: z.array(z.enum(['image', 'pdf'])).optional(),
     })
     .optional(),
   /** the model's configured sampling settings applied to this call (none: the provider's defaults) */

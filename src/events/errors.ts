@@ -42,6 +42,14 @@ export const ERROR_STATUS = {
   UNKNOWN_AGENT: 422,
   UNKNOWN_MODEL: 422,
   EMPTY_INPUT: 400,
+  /** a file part's path that does not exist */
+  FILE_NOT_FOUND: 404,
+  /** a file part's path outside the session directory (a symlink out of it included) */
+  FILE_FORBIDDEN: 403,
+  /** a file part's path that is a directory or another non-regular file */
+  NOT_A_FILE: 400,
+  /** a file whose media type cannot be sent to a model: not text, an image or a PDF, and not UTF-8 */
+  UNSUPPORTED_MEDIA_TYPE: 415,
   INVALID_EVENT: 400,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,

@@ -168,6 +168,10 @@ export interface FilePart extends PartBase {
   readonly url?: string
   readonly mediaType?: string
   readonly filename?: string
+  /** the content read at submit, as a blob (src/runtime/inbox/attach.ts) */
+  readonly blob?: string
+  readonly size?: number
+  readonly encoding?: 'utf8' | 'base64'
 }
 
 export type ToolState = 'pending' | 'running' | 'completed' | 'error'

@@ -11,6 +11,7 @@ import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
 import type { WorkspaceSnapshots } from './workspace/snapshots.js'
 import { compactionConfig, type CompactionConfig } from './compaction/config.js'
 import { recordedRequest, type SentStep } from './audit/recorded.js'
+import { createAttacher } from './inbox/attach.js'
 import { compileContext } from './loop/context.js'
 import { RunCoordinator } from './inbox/coordinator.js'
 import { runLoop } from './loop/loop.js'
@@ -48,6 +49,8 @@ import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt
 export interface RuntimeLimits {
   /** largest accepted input, in bytes of its parts' JSON (PAYLOAD_TOO_LARGE above) */
   readonly maxInputBytes?: number
+  /** largest file attached by path (src/runtime/inbox/attach.ts) */
+  readonly maxFileBytes?: number
   /** overrides every agent's step budget */
   readonly maxSteps?: number
   readonly retry?: Partial<RetryPolicy>
@@ -66,6 +69,8 @@ export interface RuntimeDeps {
   readonly agents: ReadonlyMap<string, AgentDefinition>
   readonly log?: RuntimeLog
   readonly limits?: RuntimeLimits
+  /** Chronicle's data dir and config file: never attached as a file part */
+  readonly forbidden?: readonly string[]
   /** platform and date told to the model; injectable for reproducible requests */
   readonly environment?: () => SystemEnvironment
   /** the instructions of the connected MCP servers, for the system prompt */
@@ -118,6 +123,11 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     agents: new Set(agents.keys()),
     validateModel: (model) => models.validate(model),
     ...(deps.limits?.maxInputBytes !== undefined && { maxInputBytes: deps.limits.maxInputBytes }),
+    attach: createAttacher({
+      store,
+      ...(deps.forbidden && { forbidden: deps.forbidden }),
+      ...(deps.limits?.maxFileBytes !== undefined && { maxBytes: deps.limits.maxFileBytes }),
+    }),
   }
   const retry = { ...DEFAULT_RETRY, ...deps.limits?.retry }
   const loopDeps = {

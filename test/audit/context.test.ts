@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -23,9 +23,25 @@ afterEach(async () => {
 
 const text = (t: string) => [{ type: 'text' as const, text: t }]
 
-/** A session with tool calls, steering, a noReply note, a max-steps last step and a compaction. */
+const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
+
+/**
+ * A session with tool calls, steering, a noReply note, files attached by path (text and an image), an MCP
+ * tool's image, a max-steps last step and a compaction.
+ */
 async function recordedSession(w: AuditWorld): Promise<string> {
   const id = w.session()
+  writeFileSync(join(w.directory, 'notes.txt'), 'remember the milk\n')
+  writeFileSync(join(w.directory, 'pixel.png'), Buffer.from(PIXEL, 'base64'))
+  w.runtime.submit(id, {
+    parts: [
+      { type: 'text', text: 'show the picture' },
+      { type: 'file', path: 'notes.txt' },
+      { type: 'file', path: 'pixel.png' },
+    ],
+  })
+  await w.runtime.idle(id)
+  writeFileSync(join(w.directory, 'notes.txt'), 'changed on disk since') // the log, not the disk, is what was sent
   // steering: a steer sent while the slow tool runs reaches the model at the next step
   w.runtime.submit(id, { parts: text('wait a little') })
   await new Promise((r) => setTimeout(r, 100))
@@ -44,6 +60,8 @@ async function recordedSession(w: AuditWorld): Promise<string> {
 
 const STEPS = [
   { when: TRANSCRIPT, text: '## Objective\n- keep going' },
+  { when: { userContains: 'show the picture', afterToolResult: false }, toolCalls: [{ name: 'ev_get-tiny-image' }] },
+  { when: { userContains: 'show the picture', afterToolResult: true }, text: 'A tiny image.' },
   { when: { userContains: 'MAXIMUM STEPS' }, text: 'Stopping here.' },
   {
     when: { userContains: 'wait a little', afterToolResult: false },
@@ -56,7 +74,7 @@ const STEPS = [
 
 describe('the request a step sent', () => {
   it('is what session.context returns at its step.started, byte for byte, and audit verifies every step', async () => {
-    world = auditWorld(STEPS)
+    world = await auditWorld(STEPS)
     const w = world
     const id = await recordedSession(w)
     w.store.flush()
@@ -70,6 +88,13 @@ describe('the request a step sent', () => {
     expect(steps.some((s) => s.data.context?.messages !== undefined)).toBe(true) // the compaction's own request
     expect(all.some((e) => e.type === 'input.accepted' && e.data.delivery === 'steer')).toBe(true)
     expect(all.some((e) => e.type === 'compaction.completed')).toBe(true)
+    expect(all.some((e) => e.type === 'tool.completed' && e.data.attachments?.some((a) => a.type === 'image'))).toBe(
+      true,
+    )
+    // the model received the file's text, the image file and the MCP image, not notes about them
+    expect(w.calls[0]).toContain('remember the milk')
+    expect(w.calls[0]).toContain('"mediaType":"image/png"')
+    expect(w.calls[1]).toContain('"type":"image-data"')
 
     for (const [i, step] of steps.entries()) {
       const context = await w.runtime.context(id, step.seq)
@@ -83,7 +108,7 @@ describe('the request a step sent', () => {
   })
 
   it('records the system prompt and tools once, however many steps use them', async () => {
-    world = auditWorld(STEPS)
+    world = await auditWorld(STEPS)
     const w = world
     const id = w.session()
     for (const t of ['one', 'two', 'three']) {
@@ -104,7 +129,7 @@ describe('the request a step sent', () => {
   it('chronicle audit exits 0 on the recorded log, and 1 naming the step after one byte of a recorded prompt changes', async () => {
     const data = mkdtempSync(join(tmpdir(), 'chronicle-audit-cli-'))
     try {
-      world = auditWorld(STEPS, join(data, 'chronicle.db'))
+      world = await auditWorld(STEPS, join(data, 'chronicle.db'))
       const id = await recordedSession(world)
       const steps = world.calls.length
       await world.close()

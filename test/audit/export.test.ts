@@ -18,7 +18,7 @@ afterEach(async () => {
 })
 
 async function exported(): Promise<string> {
-  world = auditWorld([
+  world = await auditWorld([
     { when: { afterToolResult: false }, toolCalls: [{ name: 'lookup', input: { query: 'q' } }] },
     { text: 'done', times: 10 },
   ])

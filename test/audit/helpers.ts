@@ -15,6 +15,7 @@ import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { resolveAgents } from '../../src/tools/agents.js'
+import { createMcpManager } from '../../src/tools/mcp/manager.js'
 import { testTools } from '../runtime/helpers.js'
 
 /** What a provider model receives for one call, as JSON: the prompt, tool schemas, tool choice and settings. */
@@ -69,12 +70,22 @@ export interface AuditWorld {
   /** what the model received, call by call */
   readonly calls: string[]
   readonly settings: NonNullable<ModelHandle['settings']>
+  /** the session directory */
+  readonly directory: string
   session(): string
   close(): Promise<void>
 }
 
-/** A real runtime over a SQLite file with compaction, a step budget of 3, and a recorded scripted model. */
-export function auditWorld(steps: ScriptStep[], file = ':memory:'): AuditWorld {
+/**
+ * A real runtime over a SQLite file with compaction, a step budget of 3, a recorded scripted model, and the
+ * real MCP reference server `everything` (its tools named `ev_*`).
+ */
+export async function auditWorld(steps: ScriptStep[], file = ':memory:'): Promise<AuditWorld> {
+  const everything = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
+  const mcp = createMcpManager([
+    { name: 'ev', type: 'local', command: [process.execPath, everything, 'stdio'], environment: {} },
+  ])
+  await mcp.start()
   const store = openStore(file)
   const ids = sequentialIds()
   const agents = resolveAgents([
@@ -88,7 +99,7 @@ export function auditWorld(steps: ScriptStep[], file = ':memory:'): AuditWorld {
     store,
     ids,
     models: { validate() {}, resolve: () => handle },
-    tools: createToolRegistry({ agents, tools: testTools(), store }),
+    tools: createToolRegistry({ agents, tools: [...testTools(), ...mcp.tools()], store }),
     permissions: createPermissionGate({ store, ids, agents }),
     agents,
     limits: { retry: { initialMs: 1, maxMs: 5 } },
@@ -101,6 +112,7 @@ export function auditWorld(steps: ScriptStep[], file = ':memory:'): AuditWorld {
     runtime,
     calls,
     settings,
+    directory,
     session() {
       const id = ids.next('ses')
       execute(
@@ -115,6 +127,7 @@ export function auditWorld(steps: ScriptStep[], file = ':memory:'): AuditWorld {
     },
     async close() {
       await runtime.stop()
+      await mcp.close()
       store.close()
     },
   }

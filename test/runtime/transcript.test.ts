@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { apply, evolve } from '../../src/projections/evolve.js'
 import { emptyView } from '../../src/projections/model.js'
@@ -35,6 +37,7 @@ describe('transcript', () => {
     const id = h.session()
     h.runtime.submit(id, { parts: text('first') })
     await h.runtime.idle(id)
+    writeFileSync(join(h.directory, 'notes.txt'), 'a note\n')
     h.runtime.submit(id, {
       parts: [
         { type: 'text', text: 'second' },
@@ -52,9 +55,10 @@ describe('transcript', () => {
     for (const event of h.events(id)) {
       const changes = evolve(view, event)
       apply(view, changes)
-      transcript ??= new Transcript(view)
+      const read = (hash: string) => h.store.blobs.get(hash)
+      transcript ??= new Transcript(view, read)
       if (event.type !== 'session.created') transcript.apply(changes)
-      const expected = toChatMessages(view)
+      const expected = toChatMessages(view, { accepts: ['image', 'pdf'], read })
       const got = transcript.chat()
       expect(got.messages).toEqual(expected)
       expect(got.chain).toBe(chainOf(expected))

@@ -7,7 +7,14 @@ import { emptyView } from '../../projections/model.js'
 import { requireSession, sessionIds } from '../../projections/read-model.js'
 import { snapshotInherit } from '../../projections/time-travel.js'
 import { Transcript } from '../loop/transcript.js'
-import { type CompiledFrom, digestOfSources, readSources, type StepSources, type StepStarted } from './recorded.js'
+import {
+  type CompiledFrom,
+  chatOptions,
+  digestOfSources,
+  readSources,
+  type StepSources,
+  type StepStarted,
+} from './recorded.js'
 
 /**
  * `chronicle audit` (docs/AUDIT.md): every model step's request rebuilt from
@@ -114,7 +121,7 @@ function auditSession(
     for (const event of store.iterateSession(sessionId) as Iterable<StoredEvent>) {
       if (!transcript) {
         if (event.type === 'session.forked') view = inheritedView(snapshotInherit(store), event)
-        transcript = new Transcript(view)
+        transcript = new Transcript(view, (hash) => store.blobs.get(hash))
       }
       const changes = evolve(view, event)
       apply(view, changes)
@@ -123,8 +130,10 @@ function auditSession(
       const waiting = byVersion.get(event.version)
       if (!waiting) continue
       byVersion.delete(event.version)
-      const { chain } = transcript.chat()
-      for (const { event: step, sources } of waiting) check(step, sources, chain)
+      for (const { event: step, sources } of waiting) {
+        const { chain } = transcript.chat(chatOptions(store, step.data.context as CompiledFrom).accepts)
+        check(step, sources, chain)
+      }
       if (byVersion.size === 0) break
     }
     for (const waiting of byVersion.values())

@@ -6,7 +6,8 @@ import type { EventStore } from '../../events/store.js'
 import type { ModelRequest, ToolSpec } from '../model/adapter.js'
 import type { ChatMessage } from '../loop/chat-messages.js'
 import { viewAt } from '../../projections/time-travel.js'
-import { toChatMessages } from '../loop/chat-messages.js'
+import { type ChatOptions, toChatMessages } from '../loop/chat-messages.js'
+import { ACCEPTS_ALL } from '../model/adapter.js'
 import { digestOf, maxStepsNote, requestDigest } from '../loop/context.js'
 import { chainDigest } from '../loop/transcript.js'
 
@@ -43,6 +44,11 @@ export function readSources(store: EventStore, from: CompiledFrom): StepSources 
     tools: JSON.parse(readBlob(store, from.tools)) as ToolSpec[],
     ...(from.messages !== undefined && { messages: JSON.parse(readBlob(store, from.messages)) as ChatMessage[] }),
   }
+}
+
+/** How the history was converted for the step: for what its model accepts, with the blobs of attached files. */
+export function chatOptions(store: EventStore, from: CompiledFrom): ChatOptions {
+  return { accepts: from.accepts ?? ACCEPTS_ALL, read: (hash) => store.blobs.get(hash) }
 }
 
 /** The request, given the history's chat messages at `from.version` (ignored for a compaction's). */
@@ -91,7 +97,7 @@ export function recordedRequest(
   if (from.version !== undefined) {
     const at = store.seqOfVersion(sessionId, from.version)
     if (at === undefined) throw new ChronicleError('CORRUPT_EVENT', `event ${seq} names a version its session lacks`)
-    history = toChatMessages(viewAt(store, sessionId, at))
+    history = toChatMessages(viewAt(store, sessionId, at), chatOptions(store, from))
   }
   const request = requestOf(sources, from, history)
   const { messageId, step, contextDigest, settings } = event.data

@@ -1,4 +1,5 @@
-import type { Message, Part, SessionView, ToolPart } from '../../projections/model.js'
+import type { FilePart, Message, Part, SessionView, ToolPart } from '../../projections/model.js'
+import { ACCEPTS_ALL, type Accepted } from '../model/adapter.js'
 
 /**
  * History → model messages. The read model is turned into the chat the model
@@ -22,8 +23,23 @@ export interface ChatToolResult {
   type: 'tool-result'
   toolCallId: string
   toolName: string
-  output: { type: 'text' | 'error-text'; value: string }
+  output:
+    | { type: 'text' | 'error-text'; value: string }
+    | {
+        type: 'content'
+        value: ({ type: 'text'; text: string } | { type: 'image-data'; data: string; mediaType: string })[]
+      }
 }
+
+/** What a conversion depends on besides the history: the step's model, and the blob store. */
+export interface ChatOptions {
+  /** what the model takes besides text (recorded on step.started: docs/AUDIT.md) */
+  readonly accepts: readonly Accepted[]
+  /** a blob's content: files read at submit */
+  readonly read?: (hash: string) => string | undefined
+}
+
+export const DEFAULT_CHAT: ChatOptions = { accepts: ACCEPTS_ALL }
 
 export type ChatMessage =
   | { role: 'user'; content: ChatUserPart[] }
@@ -69,12 +85,12 @@ export function partsByMessage(view: SessionView): Map<string, Part[]> {
   return out
 }
 
-export function toChatMessages(view: SessionView): ChatMessage[] {
+export function toChatMessages(view: SessionView, options: ChatOptions = DEFAULT_CHAT): ChatMessage[] {
   const parts = partsByMessage(view)
   const out: ChatMessage[] = []
   const seenCalls = new Set<string>()
   for (const message of visibleMessages(view))
-    out.push(...messageToChat(message, parts.get(message.id) ?? [], seenCalls).chat)
+    out.push(...messageToChat(message, parts.get(message.id) ?? [], seenCalls, options).chat)
   return out
 }
 
@@ -87,6 +103,7 @@ export function messageToChat(
   message: Message,
   own: readonly Part[],
   seenCalls: Set<string>,
+  options: ChatOptions = DEFAULT_CHAT,
 ): { chat: ChatMessage[]; calls: string[] } {
   if (message.summary) {
     // The summary stands in for the compacted head; sent as user context so the request still starts with the user.
@@ -97,7 +114,7 @@ export function messageToChat(
     }
   }
   if (message.role === 'user') {
-    const content = userContent(own, message.steered === true)
+    const content = userContent(own, message.steered === true, options)
     return { chat: content.length > 0 ? [{ role: 'user', content }] : [], calls: [] }
   }
   const chat: ChatMessage[] = []
@@ -110,27 +127,52 @@ export function messageToChat(
     seenCalls.add(p.callId)
     calls.push(p.callId)
     content.push({ type: 'tool-call', toolCallId: p.callId, toolName: p.tool, input: toolInput(p) })
-    results.push({ type: 'tool-result', toolCallId: p.callId, toolName: p.tool, output: toolOutput(p) })
+    results.push({ type: 'tool-result', toolCallId: p.callId, toolName: p.tool, output: toolOutput(p, options) })
   }
   if (content.length > 0) chat.push({ role: 'assistant', content })
   if (results.length > 0) chat.push({ role: 'tool', content: results })
   return { chat, calls }
 }
 
-function userContent(parts: readonly Part[], steered: boolean): ChatUserPart[] {
+function userContent(parts: readonly Part[], steered: boolean, options: ChatOptions): ChatUserPart[] {
   const content: ChatUserPart[] = []
   for (const p of parts) {
     if (p.type === 'text')
       content.push({ type: 'text', text: steered ? `${STEER_PREFIX}${p.text}${STEER_SUFFIX}` : p.text })
-    if (p.type === 'file') {
-      if (p.url?.startsWith('data:') && p.mediaType) {
-        content.push({ type: 'file', data: p.url, mediaType: p.mediaType, ...(p.filename && { filename: p.filename }) })
-      } else {
-        content.push({ type: 'text', text: `[attached file: ${p.path ?? p.url ?? p.filename ?? 'unnamed'}]` })
-      }
-    }
+    if (p.type === 'file') content.push(fileContent(p, options))
   }
   return content
+}
+
+/** The kind of non-text content a media type is, if the model may take it. */
+function kindOf(mediaType: string): Accepted | undefined {
+  return mediaType.startsWith('image/') ? 'image' : mediaType === 'application/pdf' ? 'pdf' : undefined
+}
+
+/**
+ * A file part as the model gets it: text read at submit inline; an image or
+ * PDF as a file when the model takes it, else a short note; a part with no
+ * content (a URL, a blob the store lacks) as its name.
+ */
+function fileContent(p: FilePart, options: ChatOptions): ChatUserPart {
+  const name = p.path ?? p.url ?? p.filename ?? 'unnamed'
+  const stored = p.blob === undefined ? undefined : options.read?.(p.blob)
+  if (stored !== undefined && p.encoding === 'utf8')
+    return { type: 'text', text: `<file path="${name}" type="${p.mediaType ?? 'text/plain'}">\n${stored}\n</file>` }
+  const data =
+    stored !== undefined && p.mediaType
+      ? `data:${p.mediaType};base64,${stored}`
+      : p.url?.startsWith('data:') && p.mediaType
+        ? p.url
+        : undefined
+  if (data === undefined || !p.mediaType) return { type: 'text', text: `[attached file: ${name}]` }
+  const kind = kindOf(p.mediaType)
+  if (kind && options.accepts.includes(kind))
+    return { type: 'file', data, mediaType: p.mediaType, ...(p.filename && { filename: p.filename }) }
+  return {
+    type: 'text',
+    text: `[attached file: ${name} (${p.mediaType}${p.size === undefined ? '' : `, ${p.size} bytes`}); this model does not take ${kind ? `${kind}s` : 'this type'}]`,
+  }
 }
 
 function toolInput(p: ToolPart): unknown {
@@ -146,8 +188,26 @@ function toolInput(p: ToolPart): unknown {
 
 const INTERRUPTED = 'Error: [Tool execution was interrupted before it returned a result]'
 
-function toolOutput(p: ToolPart): ChatToolResult['output'] {
-  if (p.state === 'completed') return { type: 'text', value: p.output ?? '' }
+function toolOutput(p: ToolPart, options: ChatOptions): ChatToolResult['output'] {
+  if (p.state === 'completed') {
+    const images = (p.attachments ?? []).filter((a) => a.type === 'image' && a.data !== undefined)
+    if (images.length === 0) return { type: 'text', value: p.output ?? '' }
+    if (!options.accepts.includes('image')) {
+      const note = `[the tool returned ${images.length} image${images.length > 1 ? 's' : ''}; this model does not take images]`
+      return { type: 'text', value: p.output ? `${p.output}\n${note}` : note }
+    }
+    return {
+      type: 'content',
+      value: [
+        ...(p.output ? [{ type: 'text' as const, text: p.output }] : []),
+        ...images.map((a) => ({
+          type: 'image-data' as const,
+          data: a.data as string,
+          mediaType: a.mediaType ?? 'image/png',
+        })),
+      ],
+    }
+  }
   if (p.state === 'error' && p.error) {
     const prefix = p.error.kind === 'interrupted' ? INTERRUPTED : `Error (${p.error.kind})`
     return {

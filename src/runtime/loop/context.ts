@@ -8,7 +8,7 @@ import { viewAt } from '../../projections/time-travel.js'
 import { DEFAULT_AGENTS, type AgentDefinition } from '../../tools/agents.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'
 import { toChatMessages, type ChatMessage } from './chat-messages.js'
-import type { ModelRequest, ToolSpec } from '../model/adapter.js'
+import { ACCEPTS_ALL, type Accepted, type ModelRequest, type ToolSpec } from '../model/adapter.js'
 import {
   buildSystemPrompt,
   defaultEnvironment,
@@ -35,6 +35,8 @@ export interface CompiledContext extends ModelRequest {
   readonly digest: string
   /** the session version whose history `messages` are (recorded on step.started: docs/AUDIT.md) */
   readonly version?: number
+  /** what the model was taken to accept when the history was converted */
+  readonly accepts?: readonly Accepted[]
   readonly agent: AgentDefinition
   /** the tool implementations behind `tools`, by name */
   readonly toolset: ReadonlyMap<string, Tool>
@@ -86,6 +88,10 @@ export interface CompileOptions {
   readonly lastStep?: boolean
   /** the view's maintained transcript (the runtime's); without it the history is converted afresh */
   readonly transcript?: Transcript
+  /** what the step's model takes besides text (default: images and PDFs) */
+  readonly accepts?: readonly Accepted[]
+  /** a blob's content (files read at submit), when converting afresh */
+  readonly read?: (hash: string) => string | undefined
 }
 
 export async function compileView(
@@ -106,9 +112,10 @@ export async function compileView(
   )
   let messages: ChatMessage[]
   let chain: string
-  if (opts.transcript) ({ messages, chain } = opts.transcript.chat())
+  const accepts = opts.accepts ?? ACCEPTS_ALL
+  if (opts.transcript) ({ messages, chain } = opts.transcript.chat(accepts))
   else {
-    messages = toChatMessages(view)
+    messages = toChatMessages(view, { accepts, ...(opts.read && { read: opts.read }) })
     chain = chainOf(messages)
   }
   // read with the messages: a commit during an await below (or before the step starts) changes the view in place
@@ -121,7 +128,7 @@ export async function compileView(
   const tools = offered.map(toolSpec)
   const toolChoice = opts.lastStep ? 'none' : 'auto'
   const digest = requestDigest(system, tools, toolChoice, chain)
-  return { system, messages, tools, toolChoice, digest, version, agent, toolset }
+  return { system, messages, tools, toolChoice, digest, version, accepts, agent, toolset }
 }
 
 /**
@@ -158,5 +165,5 @@ export async function compileContext(
   } else {
     view = viewAt(store, sessionId, seq)
   }
-  return compileView(view, deps)
+  return compileView(view, deps, { read: (hash) => store.blobs.get(hash) })
 }

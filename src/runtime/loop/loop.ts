@@ -9,7 +9,7 @@ import type { AgentDefinition } from '../../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../../tools/tool.js'
 import { SHUTDOWN } from '../abort-reasons.js'
 import { type CompiledContext, compileView, latestUser } from './context.js'
-import type { ModelHandle, ModelResolver } from '../model/adapter.js'
+import { ACCEPTS_ALL, type ModelHandle, type ModelResolver } from '../model/adapter.js'
 import { Recorder } from './recorder.js'
 import type { RetryPolicy } from '../model/retry.js'
 import type { SessionViews } from './session-views.js'
@@ -104,7 +104,6 @@ export async function runLoop(
       const maxSteps = budget(deps, view, user)
       if (step >= maxSteps) return await finish('max_steps')
       const lastStep = step + 1 >= maxSteps
-      const context = await compileView(view, deps, { lastStep, transcript })
       let model: ModelHandle | undefined
       try {
         model = deps.models.resolve(user.model ?? view.session?.model ?? null)
@@ -122,6 +121,7 @@ export async function runLoop(
             'No model is configured: set CHRONICLE_MODEL (openai:<id>, compatible:<id> or scripted:<file>) or pass a model with the input.',
         })
       }
+      const context = await compileView(view, deps, { lastStep, transcript, accepts: model.accepts ?? ACCEPTS_ALL })
       if (compaction && (await compaction.beforeStep(view, context, model))) continue // compacted: recompile
       step++
       // The workspace as the step starts (changes found here were made outside the agent), taken in the
@@ -192,6 +192,7 @@ function recordSources(store: EventStore, context: CompiledContext, lastStep: bo
     system: store.blobs.put(context.system),
     tools: store.blobs.put(JSON.stringify(context.tools)),
     ...(context.version !== undefined && { version: context.version }),
+    accepts: [...(context.accepts ?? ACCEPTS_ALL)],
     ...(lastStep && { lastStep: true as const }),
   }
 }

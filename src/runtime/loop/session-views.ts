@@ -55,7 +55,7 @@ export class SessionViews {
     } else {
       const view = loadView(this.store, sessionId)
       if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
-      state = { view, transcript: new Transcript(view) }
+      state = { view, transcript: new Transcript(view, (hash) => this.store.blobs.get(hash)) }
     }
     this.views.set(sessionId, state)
     while (this.views.size > this.capacity) {

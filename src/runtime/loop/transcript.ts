@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import type { Changes } from '../../projections/evolve.js'
 import type { Message, Part, SessionView, ToolPart } from '../../projections/model.js'
-import { messageToChat, toChatMessages, type ChatMessage } from './chat-messages.js'
+import { ACCEPTS_ALL, type Accepted } from '../model/adapter.js'
+import { type ChatMessage, type ChatOptions, messageToChat, toChatMessages } from './chat-messages.js'
 
 /**
  * The session's history as the model sees it, kept current change by change
@@ -42,8 +43,14 @@ export class Transcript {
   private readonly seenCalls = new Set<string>()
   private readonly flat: ChatMessage[] = []
   private compacted = false
+  /** what the cached chat forms were converted for (a model that takes images gets them; another a note) */
+  private accepts = ''
 
-  constructor(private readonly view: SessionView) {
+  /** `read`: a blob's content, for files read at submit */
+  constructor(
+    private readonly view: SessionView,
+    private readonly read?: (hash: string) => string | undefined,
+  ) {
     const byMessage = new Map<string, Part[]>()
     for (const p of view.parts.values()) {
       const list = byMessage.get(p.messageId)
@@ -79,11 +86,20 @@ export class Transcript {
     }
   }
 
-  /** The chat messages and their digest chain (the reference conversion when a compaction reshaped the history). */
-  chat(): { messages: ChatMessage[]; chain: string } {
+  /**
+   * The chat messages for a model that takes `accepts`, and their digest chain (the reference conversion when
+   * a compaction reshaped the history).
+   */
+  chat(accepts: readonly Accepted[] = ACCEPTS_ALL): { messages: ChatMessage[]; chain: string } {
+    const options: ChatOptions = { accepts, ...(this.read && { read: this.read }) }
     if (this.compacted) {
-      const messages = toChatMessages(this.view)
+      const messages = toChatMessages(this.view, options)
       return { messages, chain: chainOf(messages) }
+    }
+    const key = accepts.join(',')
+    if (key !== this.accepts) {
+      this.invalidate(0)
+      this.accepts = key
     }
     // `flat` holds the chat messages of the valid entries: cut it back to the first stale one, then extend.
     const from = this.valid
@@ -91,7 +107,7 @@ export class Transcript {
     for (let i = from; i < this.entries.length; i++) {
       const entry = this.entries[i] as Entry
       const own = [...entry.parts.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      const { chat, calls } = messageToChat(entry.message, own, this.seenCalls)
+      const { chat, calls } = messageToChat(entry.message, own, this.seenCalls, options)
       let chain = i === 0 ? '' : ((this.entries[i - 1] as Entry).chain ?? '')
       for (const m of chat) {
         chain = chainDigest(chain, m)

@@ -27,7 +27,12 @@ export interface ModelHandle {
   readonly settings?: ModelSettings
   /** gives each step its cost */
   readonly price?: ModelPrice
+  /** what it takes besides text: images and PDFs (default both); others reach it as a short note */
+  readonly accepts?: readonly Accepted[]
 }
+
+export type Accepted = 'image' | 'pdf'
+export const ACCEPTS_ALL: readonly Accepted[] = ['image', 'pdf']
 
 /** Resolves configuration strings (`openai:<id>`, `compatible:<id>`, `scripted:<file>`) to models. */
 export interface ModelResolver {

@@ -40,7 +40,8 @@ export function modelProfile(info: {
   readonly inputPrice?: number
   readonly outputPrice?: number
   readonly cachedInputPrice?: number
-}): { settings?: ModelSettings; price?: ModelPrice } {
+  readonly accepts?: readonly ('image' | 'pdf')[]
+}): { settings?: ModelSettings; price?: ModelPrice; accepts?: readonly ('image' | 'pdf')[] } {
   const settings: ModelSettings = {
     ...(info.maxOutput !== undefined && { maxOutputTokens: info.maxOutput }),
     ...(info.temperature !== undefined && { temperature: info.temperature }),
@@ -48,6 +49,7 @@ export function modelProfile(info: {
   }
   const priced = info.inputPrice !== undefined || info.outputPrice !== undefined
   return {
+    ...(info.accepts && { accepts: info.accepts }),
     ...(Object.keys(settings).length > 0 && { settings }),
     ...(priced && {
       price: {

@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { ChronicleError } from '../../events/errors.js'
-import type { LanguageModel, ModelHandle, ModelResolver } from './adapter.js'
+import { ACCEPTS_ALL, type LanguageModel, type ModelHandle, type ModelResolver } from './adapter.js'
 import { modelProfile } from './pricing.js'
 import { createScriptedModel, loadScript } from './scripted-model.js'
 
@@ -78,7 +78,10 @@ export function createModelResolver(config: ProviderConfig = {}): ModelResolver 
     let h = cache.get(spec)
     if (!h) {
       const id = spec.slice(spec.indexOf(':') + 1)
-      h = { spec, model: build(spec), ...modelProfile(config.models?.[spec] ?? config.models?.[id] ?? {}) }
+      const profile = modelProfile(config.models?.[spec] ?? config.models?.[id] ?? {})
+      // an OpenAI-compatible server's model is assumed to read text only unless its config says otherwise
+      const accepts = profile.accepts ?? (spec.startsWith('compatible:') ? [] : ACCEPTS_ALL)
+      h = { spec, model: build(spec), ...profile, accepts }
       cache.set(spec, h)
     }
     return h
