@@ -32,10 +32,12 @@ export interface Candidates {
   readonly repositories: Buffer[]
   /** files over the cap, by path */
   readonly large: { path: string; size: number }[]
+  /** tracked files that are directories now (dropped): what they hold is listed only when git looked inside */
+  readonly became: Buffer[]
 }
 
 export async function sortCandidates(directory: string, listed: Buffer, maxFileBytes: number): Promise<Candidates> {
-  const sorted: Candidates = { add: [], drop: [], repositories: [], large: [] }
+  const sorted: Candidates = { add: [], drop: [], repositories: [], large: [], became: [] }
   const base = Buffer.from(`${directory}/`)
   const realDirectories = new Map<string, Promise<boolean>>()
   const isRealDirectory = (prefix: Buffer) => {
@@ -84,6 +86,18 @@ export async function sortCandidates(directory: string, listed: Buffer, maxFileB
         )
         if (!readable) return void (tracked && sorted.drop.push(path))
         return void sorted.add.push(path)
+      }
+      // a tracked file replaced by a directory leaves the index (adding a directory by name fails); its files
+      // are candidates of their own
+      const repository = async () =>
+        lstat(Buffer.concat([full, Buffer.from('/.git')])).then(
+          () => true,
+          () => false,
+        )
+      // (a tracked directory that holds a repository is a gitlink: updated by name)
+      if (tracked && st.isDirectory() && !(await repository())) {
+        sorted.drop.push(path)
+        return void sorted.became.push(path)
       }
       if (st.isSymbolicLink() || st.isDirectory()) return void sorted.add.push(path)
       if (tracked) sorted.drop.push(path)

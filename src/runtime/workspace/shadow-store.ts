@@ -271,23 +271,37 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
         tracked && tracked.tree === previous && tracked.files
           ? paths?.every((p) => tracked.files?.has(p) && !p.includes('\uFFFD'))
           : false
-      const listed = allTracked
-        ? joinNul((paths ?? []).map((p) => Buffer.from(`C ${p}`)))
-        : await git(
-            [
-              'ls-files',
-              '-z',
-              '-t',
-              '--others',
-              '--modified',
-              '--exclude-standard',
-              ...(await excludeArgs(await globalExcludesFile(), ws.directory)),
-              ...(await excludedInside(ws)),
-              ...(paths ? ['--', ...paths] : []),
-            ],
-            ws.place,
-          )
+      const lsFiles = async (within: readonly string[] | undefined) =>
+        git(
+          [
+            'ls-files',
+            '-z',
+            '-t',
+            '--others',
+            '--modified',
+            '--exclude-standard',
+            ...(await excludeArgs(await globalExcludesFile(), ws.directory)),
+            ...(await excludedInside(ws)),
+            ...(within ? ['--', ...within] : []),
+          ],
+          ws.place,
+        )
+      const listed = allTracked ? joinNul((paths ?? []).map((p) => Buffer.from(`C ${p}`))) : await lsFiles(paths)
       sorted = await sortCandidates(ws.directory, listed, maxFileBytes)
+      if (allTracked && sorted.became.length > 0) {
+        // a file the watch named became a directory: git looks inside for what it now holds
+        const inside = await sortCandidates(
+          ws.directory,
+          await lsFiles(sorted.became.map((p) => p.toString('utf8'))),
+          maxFileBytes,
+        )
+        sorted = {
+          ...sorted,
+          add: [...sorted.add, ...inside.add],
+          repositories: [...sorted.repositories, ...inside.repositories],
+          large: [...sorted.large, ...inside.large].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+        }
+      }
     } catch (err) {
       await update?.finish()
       throw err
