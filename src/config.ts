@@ -122,6 +122,8 @@ export const FileConfig = z
         baseURL: z.url().optional(),
         apiKey: z.string().optional(),
         openai: z.object({ apiKey: z.string().optional(), baseURL: z.url().optional() }).optional(),
+        anthropic: z.object({ apiKey: z.string().optional(), baseURL: z.url().optional() }).optional(),
+        google: z.object({ apiKey: z.string().optional(), baseURL: z.url().optional() }).optional(),
       })
       .optional(),
     models: z.record(z.string(), ModelInfo).optional(),
@@ -137,6 +139,8 @@ export const FileConfig = z
     allowedHosts: z.array(z.string()).optional(),
     sandbox: SandboxSettings.optional(),
     /** workspace history (docs/TIME-TRAVEL.md): `snapshots: false` records none; files over `maxFileBytes` are listed, not stored */
+    /** a generated title after each session's first exchange (default true) */
+    titles: z.boolean().optional(),
     workspace: z
       .object({ snapshots: z.boolean().optional(), maxFileBytes: z.number().int().positive().optional() })
       .strict()
@@ -170,6 +174,10 @@ export interface ChronicleConfig {
     readonly apiKey?: string
     readonly openaiApiKey?: string
     readonly openaiBaseURL?: string
+    readonly anthropicApiKey?: string
+    readonly anthropicBaseURL?: string
+    readonly googleApiKey?: string
+    readonly googleBaseURL?: string
   }
   readonly models: Record<string, z.infer<typeof ModelInfo>>
   readonly compaction: z.infer<typeof CompactionSettings>
@@ -181,6 +189,7 @@ export interface ChronicleConfig {
   readonly allowedHosts: readonly string[]
   readonly sandbox: SandboxConfig
   readonly workspace: { readonly snapshots: boolean; readonly maxFileBytes: number }
+  readonly titles: boolean
   readonly logLevel: string
   /** the config file that was read, if any */
   readonly configFile: string | undefined
@@ -210,6 +219,10 @@ const Env = z.object({
   CHRONICLE_API_KEY: z.string().optional(),
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_BASE_URL: z.url().optional(),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.url().optional(),
+  GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
+  GOOGLE_BASE_URL: z.url().optional(),
   CHRONICLE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
 })
 
@@ -250,6 +263,10 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
       apiKey: file.provider?.apiKey ?? env.CHRONICLE_API_KEY,
       openaiApiKey: file.provider?.openai?.apiKey ?? env.OPENAI_API_KEY,
       openaiBaseURL: file.provider?.openai?.baseURL ?? env.OPENAI_BASE_URL,
+      anthropicApiKey: file.provider?.anthropic?.apiKey ?? env.ANTHROPIC_API_KEY,
+      anthropicBaseURL: file.provider?.anthropic?.baseURL ?? env.ANTHROPIC_BASE_URL,
+      googleApiKey: file.provider?.google?.apiKey ?? env.GOOGLE_GENERATIVE_AI_API_KEY,
+      googleBaseURL: file.provider?.google?.baseURL ?? env.GOOGLE_BASE_URL,
     }),
     models: file.models ?? {},
     compaction: file.compaction ?? {},
@@ -264,6 +281,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
       snapshots: file.workspace?.snapshots ?? true,
       maxFileBytes: file.workspace?.maxFileBytes ?? DEFAULT_MAX_SNAPSHOT_FILE_BYTES,
     },
+    titles: file.titles ?? true,
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
     configFile,
   }

@@ -94,7 +94,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   )
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [token.token, config.provider.apiKey, config.provider.openaiApiKey],
+    secrets: [
+      token.token,
+      config.provider.apiKey,
+      config.provider.openaiApiKey,
+      config.provider.anthropicApiKey,
+      config.provider.googleApiKey,
+    ],
     ...(options.logDestination && { destination: options.logDestination }),
   })
   const redactor = createRedactor(serverSecrets(config, token.token))
@@ -155,6 +161,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       ...(config.provider.apiKey && { apiKey: config.provider.apiKey }),
       ...(config.provider.openaiBaseURL && { openaiBaseURL: config.provider.openaiBaseURL }),
       ...(config.provider.openaiApiKey && { openaiApiKey: config.provider.openaiApiKey }),
+      ...(config.provider.anthropicBaseURL && { anthropicBaseURL: config.provider.anthropicBaseURL }),
+      ...(config.provider.anthropicApiKey && { anthropicApiKey: config.provider.anthropicApiKey }),
+      ...(config.provider.googleBaseURL && { googleBaseURL: config.provider.googleBaseURL }),
+      ...(config.provider.googleApiKey && { googleApiKey: config.provider.googleApiKey }),
       models: config.models,
     })
   const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
@@ -171,6 +181,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     ...(workspace && { workspace }),
     limits: { maxInputBytes: config.limits.inputBytes, maxFileBytes: config.limits.fileBytes },
     forbidden: hidden,
+    titles: config.titles,
     compaction: { ...config.compaction, models: config.models },
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
@@ -271,6 +282,8 @@ function serverSecrets(config: ChronicleConfig, token: string): Secret[] {
     ...secretsOf(process.env), // before the config's keys: a value found in both keeps its variable's name
     ...named('api key', config.provider.apiKey),
     ...named('OpenAI API key', config.provider.openaiApiKey),
+    ...named('Anthropic API key', config.provider.anthropicApiKey),
+    ...named('Google API key', config.provider.googleApiKey),
     ...config.mcp.flatMap((server) =>
       server.type === 'remote'
         ? Object.entries(server.headers).flatMap(([h, value]) =>

@@ -97,8 +97,12 @@ export const SessionForked = event('session.forked', {
   directory: z.string().min(1).optional(),
   fromImport: z.literal(true).optional(),
 })
-/** commands or runtime (generated title). Changes Session.title. */
-export const SessionRenamed = event('session.renamed', { title: z.string().min(1).max(500) })
+/** commands, or runtime (a generated title: `titleId` names its task, meta.actor is runtime). Changes Session.title. */
+export const SessionRenamed = event('session.renamed', { title: z.string().min(1).max(500), titleId: id.optional() })
+/** runtime. After a session's first exchange, a small tool-less model call proposes a title (src/runtime/titles.ts). */
+export const TitleStarted = event('title.started', { titleId: id, model: z.string() })
+/** runtime. The title call failed or proposed nothing usable; the session keeps its title, and no run is affected. */
+export const TitleFailed = event('title.failed', { titleId: id, error: z.string() })
 /** commands. Marks the session archived; the log stays. */
 export const SessionArchived = event('session.archived', {})
 /** commands. Replaces the session's configured permission rules. */
@@ -243,8 +247,14 @@ export const TextEnded = event('text.ended', { partId: id })
 export const ReasoningStarted = event('reasoning.started', started)
 /** runtime. Appends to the reasoning Part. */
 export const ReasoningDelta = event('reasoning.delta', { partId: id, text: z.string() })
-/** runtime. The reasoning Part is complete. */
-export const ReasoningEnded = event('reasoning.ended', { partId: id })
+/**
+ * runtime. The reasoning Part is complete. `providerMetadata`: what the provider attached to it (a signature, an
+ * item id, encrypted content), kept so the reasoning can be replayed to a provider that needs it.
+ */
+export const ReasoningEnded = event('reasoning.ended', {
+  partId: id,
+  providerMetadata: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+})
 
 // ── tool calls ────────────────────────────────────────────────────────────
 // `callId` is the provider's id (sent back with the result); `partId` is ours.
@@ -450,6 +460,8 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   SessionCreated,
   SessionForked,
   SessionRenamed,
+  TitleStarted,
+  TitleFailed,
   SessionArchived,
   SessionRulesChanged,
   SessionImported,

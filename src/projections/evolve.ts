@@ -26,6 +26,9 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: forked(session, event) }
     case 'session.renamed':
       return { session: touch(session, event, { title: event.data.title }) }
+    case 'title.started':
+    case 'title.failed':
+      return { session: touch(session, event) }
     case 'session.archived':
       return { session: touch(session, event, { archived: true }) }
     case 'session.rules.changed':
@@ -174,7 +177,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         'text',
         'reasoning',
       ])
-      return { session: touch(session, event), parts: [{ ...p, ended: true }] }
+      const metadata = event.type === 'reasoning.ended' ? event.data.providerMetadata : undefined
+      return {
+        session: touch(session, event),
+        parts: [{ ...p, ended: true, ...(metadata && { providerMetadata: metadata }) }],
+      }
     }
 
     case 'tool.input.started': {

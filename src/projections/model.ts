@@ -160,6 +160,8 @@ export interface TextPart extends PartBase {
   readonly type: 'text' | 'reasoning'
   readonly text: string
   readonly ended: boolean
+  /** reasoning: the provider's metadata for it (replayed to the provider: src/runtime/loop/chat-messages.ts) */
+  readonly providerMetadata?: Record<string, Record<string, unknown>>
 }
 
 export interface FilePart extends PartBase {

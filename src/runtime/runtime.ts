@@ -12,6 +12,7 @@ import type { WorkspaceSnapshots } from './workspace/snapshots.js'
 import { compactionConfig, type CompactionConfig } from './compaction/config.js'
 import { recordedRequest, type SentStep } from './audit/recorded.js'
 import { createAttacher } from './inbox/attach.js'
+import { createTitles } from './titles.js'
 import { compileContext } from './loop/context.js'
 import { RunCoordinator } from './inbox/coordinator.js'
 import { runLoop } from './loop/loop.js'
@@ -69,6 +70,8 @@ export interface RuntimeDeps {
   readonly agents: ReadonlyMap<string, AgentDefinition>
   readonly log?: RuntimeLog
   readonly limits?: RuntimeLimits
+  /** propose a title after a session's first exchange (src/runtime/titles.ts); default off */
+  readonly titles?: boolean
   /** Chronicle's data dir and config file: never attached as a file part */
   readonly forbidden?: readonly string[]
   /** platform and date told to the model; injectable for reproducible requests */
@@ -146,9 +149,15 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.redactor && { redactor: deps.redactor }),
     ...(deps.workspace && { workspace: deps.workspace }),
   }
+  const titles = deps.titles ? createTitles({ store, ids, models, ...(deps.log && { log: deps.log }) }) : undefined
   const coordinator = new RunCoordinator(
-    (sessionId, signal, resume) =>
-      resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal),
+    async (sessionId, signal, resume) => {
+      const outcome = await (resume
+        ? continueRun(loopDeps, sessionId, signal, resume.runId)
+        : runLoop(loopDeps, sessionId, signal))
+      if (outcome === 'idle') titles?.afterRun(sessionId)
+      return outcome
+    },
     (sessionId) => {
       store.flush()
       const session = getSession(store, sessionId)
@@ -215,6 +224,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     async stop() {
       unsubscribe()
       await coordinator.stop()
+      await titles?.drain()
       await deps.workspace?.drain()
       store.flush()
       views.close()

@@ -64,9 +64,11 @@ describe('permission over WebSocket', () => {
     await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
     // deltas and shell progress depend on chunking; everything else is the exact trace
     // workspace snapshots (taken alongside the step) are specified in test/workspace
-    const seq = types(c).filter(
-      (t) => !t.endsWith('.delta') && t !== 'tool.progressed' && t !== 'workspace.snapshotted',
-    )
+    // the session's title task follows the run (test/runtime/titles.test.ts): the run's trace ends at run.finished
+    const all = types(c)
+    const seq = all
+      .slice(0, all.indexOf('run.finished') + 1)
+      .filter((t) => !t.endsWith('.delta') && t !== 'tool.progressed' && t !== 'workspace.snapshotted')
     expect(seq).toEqual([
       'session.created',
       'input.accepted',
@@ -91,7 +93,9 @@ describe('permission over WebSocket', () => {
     ])
     const completed = c.events().find((e) => (e.event as { type: string }).type === 'tool.completed')
     expect((completed!.event as { data: { output: string } }).data.output).toContain('from-bash')
-    const finished = c.events().at(-1)?.event as { data: { outcome: string } }
+    const finished = c.events().find((e) => (e.event as { type: string }).type === 'run.finished')?.event as {
+      data: { outcome: string }
+    }
     expect(finished.data.outcome).toBe('idle')
     // a second reply to the same request is a typed error
     expect((await c.call('permission.reply', { session, requestId, reply: 'once' })).error).toMatchObject({

@@ -208,6 +208,14 @@ describe('session events', () => {
     expect(after.session).toEqual({ ...before.session, title: 'Fix login', lastSeq: 2, version: 2 })
   })
 
+  it.each([
+    { type: 'title.started' as const, data: { titleId: 'ttl_1', model: 'mock:model' } },
+    { type: 'title.failed' as const, data: { titleId: 'ttl_1', error: 'the model proposed no title' } },
+  ])('$type: the title task is in the log; only the session head moves', (event) => {
+    const { before, after } = given(created).when(event)
+    expect(after.session).toEqual({ ...before.session, lastSeq: 2, version: 2 })
+  })
+
   it('session.archived: archived, the log stays', () => {
     const { before, after, store } = given(created).when({ type: 'session.archived', data: {} })
     expect(after.session).toEqual({ ...before.session, archived: true, lastSeq: 2, version: 2 })

@@ -61,7 +61,52 @@ describe('over HTTP (aimock)', () => {
       apiKey: 'test-key',
       openaiBaseURL: `${mock.url}/v1`,
       openaiApiKey: 'test-key',
+      anthropicBaseURL: `${mock.url}/v1`,
+      anthropicApiKey: 'test-key',
+      googleBaseURL: `${mock.url}/v1beta`,
+      googleApiKey: 'test-key',
     })
+
+  // each provider's own API, as aimock serves it: the path of the first request, and whether call ids travel
+  const PROVIDERS = [
+    { spec: 'anthropic:claude-sonnet-4-5', api: 'the Anthropic Messages API', path: '/v1/messages', callIds: true },
+    {
+      spec: 'google:gemini-2.5-flash',
+      api: 'the Gemini API',
+      path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent',
+      callIds: false, // Gemini names no call ids: the SDK makes them
+    },
+  ]
+  for (const { spec, api, path, callIds } of PROVIDERS) {
+    it(`streams text and a tool call round trip through ${api} (${spec})`, async () => {
+      h = harness({ models: resolver() })
+      const id = h.session({ model: spec })
+      h.runtime.submit(id, { parts: text('what is the weather in paris?') })
+      await h.runtime.idle(id)
+
+      const events = h.events(id)
+      expect(events.at(-1)?.data).toMatchObject({ outcome: 'idle' })
+      const called = events.find((e) => e.type === 'tool.called')?.data as { callId: string } | undefined
+      expect(called).toMatchObject({ tool: 'lookup', input: { query: 'paris weather' } })
+      if (callIds) expect(called?.callId).toBe('call_1')
+      expect(events.find((e) => e.type === 'tool.completed')?.data).toMatchObject({
+        output: 'result for paris weather',
+      })
+      const answer = events
+        .filter((e) => e.type === 'text.delta')
+        .map((e) => (e.data as { text: string }).text)
+        .join('')
+      expect(answer).toBe('It is 21C in Paris.')
+      expect(events.filter((e) => e.type === 'text.delta').length).toBeGreaterThan(1) // streamed, not whole
+
+      const requests = mock.getRequests()
+      expect(requests).toHaveLength(2)
+      expect(requests[0]?.path?.split('?')[0]).toBe(path)
+      // the second request carries the call and its result back to the model
+      expect(JSON.stringify(requests[1]?.body)).toContain('result for paris weather')
+      if (callIds) expect(JSON.stringify(requests[1]?.body)).toContain('call_1')
+    })
+  }
 
   for (const spec of ['compatible:gpt-4o-mini', 'openai:gpt-4o-mini']) {
     it(`read then answer through ${spec.startsWith('openai') ? 'the Responses API' : 'chat completions'}`, async () => {

@@ -18,6 +18,7 @@ export type ChatUserPart =
   | { type: 'file'; data: string; mediaType: string; filename?: string }
 export type ChatAssistantPart =
   | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; providerOptions: Record<string, Record<string, unknown>> }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
 export interface ChatToolResult {
   type: 'tool-result'
@@ -122,6 +123,9 @@ export function messageToChat(
   const results: ChatToolResult[] = []
   const calls: string[] = []
   for (const p of own) {
+    // reasoning goes back only with the provider's metadata for it: what a provider that needs it checks
+    if (p.type === 'reasoning' && p.providerMetadata)
+      content.push({ type: 'reasoning', text: p.text, providerOptions: p.providerMetadata })
     if (p.type === 'text' && p.text.length > 0) content.push({ type: 'text', text: p.text })
     if (p.type !== 'tool' || seenCalls.has(p.callId)) continue
     seenCalls.add(p.callId)

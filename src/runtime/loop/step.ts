@@ -99,7 +99,16 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           const started = open.get(key)
           if (!started) break
           open.delete(key)
-          recorder.emit({ type: `${started.kind}.ended`, data: { partId: started.partId } }, model)
+          const metadata = part.type === 'reasoning-end' ? part.providerMetadata : undefined
+          recorder.emit(
+            started.kind === 'reasoning'
+              ? {
+                  type: 'reasoning.ended',
+                  data: { partId: started.partId, ...(metadata && { providerMetadata: metadata }) },
+                }
+              : { type: 'text.ended', data: { partId: started.partId } },
+            model,
+          )
           break
         }
         case 'tool-input-start': {

@@ -3,6 +3,7 @@ import {
   type LanguageModelV3,
   type LanguageModelV3Message,
   type LanguageModelV3Prompt,
+  type SharedV3ProviderOptions,
 } from '@ai-sdk/provider'
 import { jsonSchema, streamText, wrapLanguageModel, type ModelMessage, type ToolSet } from 'ai'
 import type { Usage } from '../../events/catalogue.js'
@@ -18,6 +19,9 @@ import type { ModelPrice, ModelSettings } from './pricing.js'
  */
 
 export type LanguageModel = LanguageModelV3
+
+/** What a provider attaches to a part, by provider name (replayed to it with the part). */
+export type ProviderMetadata = Record<string, Record<string, unknown>>
 
 /** A model the runtime can call, with the configuration string it came from. */
 export interface ModelHandle {
@@ -69,7 +73,8 @@ export interface ModelFailure {
 export type StepPart =
   | { type: 'text-start' | 'reasoning-start'; id: string }
   | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string }
-  | { type: 'text-end' | 'reasoning-end'; id: string }
+  | { type: 'text-end'; id: string }
+  | { type: 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
   | { type: 'tool-input-start'; callId: string; tool: string }
   | { type: 'tool-input-delta'; callId: string; delta: string }
   | { type: 'tool-call'; callId: string; tool: string; input: unknown; rawInput: string }
@@ -112,16 +117,36 @@ export async function* streamModelStep(
         failed = error
       },
     })
+    // a reasoning part's provider metadata may come with its start, a delta (a signature) or its end
+    const metadata = new Map<string, ProviderMetadata>()
+    const keep = (id: string, m: ProviderMetadata | undefined) => {
+      if (!m) return
+      const merged = { ...metadata.get(id) }
+      for (const [provider, fields] of Object.entries(m)) merged[provider] = { ...merged[provider], ...fields }
+      metadata.set(id, merged)
+    }
     for await (const part of result.fullStream) {
       switch (part.type) {
         case 'text-start':
-        case 'reasoning-start':
         case 'text-end':
-        case 'reasoning-end':
           yield { type: part.type, id: part.id }
           break
+        case 'reasoning-start':
+          keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
+          yield { type: part.type, id: part.id }
+          break
+        case 'reasoning-end': {
+          keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
+          const kept = metadata.get(part.id)
+          metadata.delete(part.id)
+          yield { type: 'reasoning-end', id: part.id, ...(kept && { providerMetadata: kept }) }
+          break
+        }
         case 'text-delta':
+          if (part.text.length > 0) yield { type: part.type, id: part.id, text: part.text }
+          break
         case 'reasoning-delta':
+          keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
           if (part.text.length > 0) yield { type: part.type, id: part.id, text: part.text }
           break
         case 'tool-input-start':
@@ -252,7 +277,9 @@ function toProviderMessage(m: ChatMessage): LanguageModelV3Message {
         content: m.content.map((p) =>
           p.type === 'text'
             ? { type: 'text', text: p.text }
-            : { type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input },
+            : p.type === 'reasoning'
+              ? { type: 'reasoning', text: p.text, providerOptions: p.providerOptions as SharedV3ProviderOptions }
+              : { type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input },
         ),
       }
     case 'tool':

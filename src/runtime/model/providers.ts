@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { ChronicleError } from '../../events/errors.js'
@@ -10,6 +12,8 @@ import { createScriptedModel, loadScript } from './scripted-model.js'
 /**
  * Providers from configuration strings (README "Configuration", docs/API.md):
  *   openai:<model>      OpenAI Responses API (@ai-sdk/openai)
+ *   anthropic:<model>   Anthropic Messages API (@ai-sdk/anthropic)
+ *   google:<model>      Google Gemini API (@ai-sdk/google)
  *   compatible:<model>  any OpenAI-compatible chat-completions server at `baseURL` (Ollama, vLLM, llama.cpp)
  *   scripted:<file>     the deterministic scripted model playing a JSON script
  */
@@ -22,6 +26,10 @@ export interface ProviderConfig {
   readonly apiKey?: string
   readonly openaiBaseURL?: string
   readonly openaiApiKey?: string
+  readonly anthropicBaseURL?: string
+  readonly anthropicApiKey?: string
+  readonly googleBaseURL?: string
+  readonly googleApiKey?: string
   /** for scripted: paths */
   readonly cwd?: string
   /** per model (by spec, or by the id after the provider): settings applied to its calls and its prices */
@@ -35,6 +43,10 @@ export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pro
     ...(env.CHRONICLE_API_KEY && { apiKey: env.CHRONICLE_API_KEY }),
     ...(env.OPENAI_BASE_URL && { openaiBaseURL: env.OPENAI_BASE_URL }),
     ...(env.OPENAI_API_KEY && { openaiApiKey: env.OPENAI_API_KEY }),
+    ...(env.ANTHROPIC_BASE_URL && { anthropicBaseURL: env.ANTHROPIC_BASE_URL }),
+    ...(env.ANTHROPIC_API_KEY && { anthropicApiKey: env.ANTHROPIC_API_KEY }),
+    ...(env.GOOGLE_BASE_URL && { googleBaseURL: env.GOOGLE_BASE_URL }),
+    ...(env.GOOGLE_GENERATIVE_AI_API_KEY && { googleApiKey: env.GOOGLE_GENERATIVE_AI_API_KEY }),
   }
 }
 
@@ -51,6 +63,16 @@ export function createModelResolver(config: ProviderConfig = {}): ModelResolver 
         return createOpenAI({
           apiKey: config.openaiApiKey ?? config.apiKey ?? 'unset',
           ...((config.openaiBaseURL ?? config.baseURL) && { baseURL: config.openaiBaseURL ?? config.baseURL }),
+        })(id)
+      case 'anthropic':
+        return createAnthropic({
+          apiKey: config.anthropicApiKey ?? 'unset',
+          ...(config.anthropicBaseURL && { baseURL: config.anthropicBaseURL }),
+        })(id)
+      case 'google':
+        return createGoogleGenerativeAI({
+          apiKey: config.googleApiKey ?? 'unset',
+          ...(config.googleBaseURL && { baseURL: config.googleBaseURL }),
         })(id)
       case 'compatible':
         if (!config.baseURL)
@@ -69,7 +91,7 @@ export function createModelResolver(config: ProviderConfig = {}): ModelResolver 
       default:
         throw new ChronicleError(
           'UNKNOWN_MODEL',
-          `unknown model "${spec}": expected openai:<id>, compatible:<id> or scripted:<file>`,
+          `unknown model "${spec}": expected openai:<id>, anthropic:<id>, google:<id>, compatible:<id> or scripted:<file>`,
         )
     }
   }

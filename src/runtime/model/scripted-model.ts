@@ -1,5 +1,6 @@
 import { appendFileSync, readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+import { TITLE_SYSTEM } from './title-prompt.js'
 import {
   APICallError,
   type LanguageModelV3,
@@ -107,6 +108,9 @@ export interface ScriptedModel extends LanguageModelV3 {
   readonly calls: RecordedCall[]
 }
 
+/** What the scripted model answers a title request with. */
+export const SCRIPTED_TITLE = 'Scripted session'
+
 export function loadScript(file: string): Script {
   const path = resolve(file)
   const script = JSON.parse(readFileSync(path, 'utf8')) as Script
@@ -142,6 +146,10 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
       throw new Error('the scripted model only streams')
     },
     async doStream(options: LanguageModelV3CallOptions) {
+      // A title request (src/runtime/titles.ts) is answered here: scripts need not script titles, and it plays no step.
+      const system = options.prompt[0]
+      if (system?.role === 'system' && system.content === TITLE_SYSTEM)
+        return { stream: play({ text: SCRIPTED_TITLE }, script, options.abortSignal) }
       const call = count++
       const entry: RecordedCall = {
         call,
