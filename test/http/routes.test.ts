@@ -244,6 +244,20 @@ describe('time travel', () => {
     }
     expect(typeof context.system).toBe('string')
     expect(context.digest).toMatch(/^[0-9a-f]+$/)
+    // at a step.started: that step's exact request, rebuilt from the log (docs/AUDIT.md)
+    const steps = all.filter((e) => e.type === 'step.started') as unknown as {
+      seq: number
+      data: { contextDigest: string; step: number }
+    }[]
+    expect(steps).toHaveLength(2)
+    for (const step of steps) {
+      const sent = (await inject('GET', `/sessions/${id}/context?at=${step.seq}`)).json() as {
+        digest: string
+        step: { seq: number; contextDigest: string }
+      }
+      expect(sent.digest).toBe(step.data.contextDigest)
+      expect(sent.step).toMatchObject({ seq: step.seq, step: step.data.step, contextDigest: step.data.contextDigest })
+    }
 
     const forked = await inject('POST', `/sessions/${id}/fork`, { at: completed, title: 'the fork' })
     expect(forked.statusCode).toBe(201)
