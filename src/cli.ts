@@ -6,6 +6,7 @@ import { demo } from './cli/demo.js'
 import { auditCommand, exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
 import { events, forkCommand, sessions, show } from './cli/remote.js'
 import { serve } from './cli/serve.js'
+import { tokenCommand, whoamiCommand } from './cli/tokens.js'
 import { diffCommand, filesCommand, revertCommand, unrevertCommand } from './cli/workspace.js'
 import { isChronicleError } from './events/errors.js'
 
@@ -28,6 +29,10 @@ const USAGE = `usage: chronicle <command> [options]
   export <session> [--out file]                 session history as JSONL
   import <file>                                 import an export as new, read-only sessions (server stopped)
   rebuild                                       re-project read models from the log (server stopped)
+  token create --name n --role audit|operate|admin [--sessions s1,s2] [--expires 30d]
+                                                a named token (admin); its secret is printed once
+  token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
+  whoami                                        who the CLI's token speaks for
   verify [--head seq:digest]                    check the log's hash chains and compare read models with the log;
                                                 exit 1 on a break or a difference. Prints the log's head digest:
                                                 --head checks the log still gives one recorded earlier
@@ -87,6 +92,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         return await verifyCommand(args, out)
       case 'audit':
         return await auditCommand(args, out)
+      case 'token':
+        return await tokenCommand(args, out)
+      case 'whoami':
+        return await whoamiCommand(args, out)
       case 'demo':
         return await demo(out, write)
       case undefined:

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { secureDataDir } from '../data-dir.js'
 import { createIdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
@@ -74,7 +75,9 @@ export async function importCommand(args: Args, out: Out): Promise<number> {
   try {
     const lines = text.split('\n').filter((l) => l.trim() !== '').length
     process.stderr.write(`importing ${lines} lines from ${file}…\n`)
-    const report = importSessions(store, createIdSource(), text)
+    // offline, with no token: the import is the local user's
+    const { username } = userInfo()
+    const report = importSessions(store, createIdSource(), text, { id: `local:${username}`, name: username })
     for (const s of report.sessions) out(`${s.originalId} → ${s.sessionId}`)
     const { exported, appended, sessions } = report
     out(

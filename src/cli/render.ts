@@ -52,7 +52,10 @@ export function renderTranscript(state: StateView): string {
   const byMessage = new Map<string, Part[]>()
   for (const p of state.parts) byMessage.set(p.messageId, [...(byMessage.get(p.messageId) ?? []), p])
   for (const m of state.messages) {
-    lines.push('', m.role === 'user' ? '> user' : `< assistant${m.model ? ` (${m.model})` : ''}`)
+    lines.push(
+      '',
+      m.role === 'user' ? `> user${m.by ? ` ${m.by.name}` : ''}` : `< assistant${m.model ? ` (${m.model})` : ''}`,
+    )
     for (const p of byMessage.get(m.id) ?? []) {
       const text = renderPart(p)
       if (text !== undefined && text !== '') lines.push(...text.split('\n').map((l) => `  ${l}`))

@@ -1,4 +1,5 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
+import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
@@ -31,11 +32,16 @@ export interface CompactRequested {
 }
 
 /** Appends the request (FULL durability) and says which compaction will run; waking the run is the caller's next step. */
-export function requestCompaction(store: EventStore, ids: IdSource, sessionId: string): CompactRequested {
+export function requestCompaction(
+  store: EventStore,
+  ids: IdSource,
+  sessionId: string,
+  by: Partial<EventMeta> = {},
+): CompactRequested {
   const compactionId = ids.next('cmp')
   const { events, state } = execute(store, sessionId, (session) => decideCompact(session, sessionId, compactionId), {
     durability: 'full',
-    meta: { actor: 'user', command: 'compact' },
+    meta: { actor: 'user', command: 'compact', ...by },
   })
   const [stored] = events
   if (!stored) return { compactionId: state?.compaction?.compactionId ?? '', seq: state?.lastSeq ?? 0, duplicate: true }

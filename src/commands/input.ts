@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { EventMeta } from '../events/envelope.js'
 import type { ChronicleEvent, InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
@@ -71,6 +72,7 @@ export function submitInput(
   input: SubmitInput,
   context: SubmitContext,
   by: 'user' | 'runtime' = 'user',
+  who: Partial<Pick<EventMeta, 'by' | 'connection' | 'commandId'>> = {},
 ): SubmitResult {
   let command: SubmitCommand = {
     ...input,
@@ -102,7 +104,7 @@ export function submitInput(
       duplicate = { seq: decision.seq }
       return []
     },
-    { durability: 'full', meta: { actor: by, input: command.inputId } },
+    { durability: 'full', meta: { actor: by, ...who, input: command.inputId } },
   )
   if (duplicate) return { inputId: command.inputId, seq: duplicate.seq, duplicate: true }
   const accepted = events.find((e) => e.type === 'input.accepted')

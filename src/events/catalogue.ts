@@ -456,10 +456,31 @@ export const TodoUpdated = event('todo.updated', {
   ),
 })
 
+// ── tokens (the system stream `sys_tokens`: docs/SECURITY.md "Principals and tokens") ─────────────
+export const Role = z.enum(['audit', 'operate', 'admin'])
+export type Role = z.infer<typeof Role>
+/**
+ * an admin (the command). A named token: its role, the sessions it is limited to (and their forks and
+ * sub-agents), its expiry, and its secret as a salted scrypt hash — never the secret itself.
+ */
+export const TokenCreated = event('token.created', {
+  tokenId: id,
+  name: z.string().min(1).max(100),
+  role: Role,
+  sessions: z.array(z.string().min(1)).optional(),
+  expiresAt: z.iso.datetime().optional(),
+  salt: z.string(),
+  hash: z.string(),
+})
+/** an admin (the command). The token stops working at once; its open sockets are closed. */
+export const TokenRevoked = event('token.revoked', { tokenId: id })
+
 export const ChronicleEvent = z.discriminatedUnion('type', [
   SessionCreated,
   SessionForked,
   SessionRenamed,
+  TokenCreated,
+  TokenRevoked,
   TitleStarted,
   TitleFailed,
   SessionArchived,

@@ -1,9 +1,16 @@
 import { z } from 'zod'
 import type { ChronicleEvent, EventType } from './catalogue.js'
 
-/** Who caused an event: the actor and, where there is one, the run / input / call / command behind it. */
+/**
+ * Who caused an event: the actor and, where there is one, the run / input / call / command behind it. An
+ * event a client caused also names the principal whose token it used (`by`), the connection it came over
+ * and the client's command id (docs/EVENTS.md "The envelope").
+ */
 export const EventMeta = z.object({
   actor: z.enum(['user', 'model', 'runtime', 'recovery', 'tool', 'system']),
+  by: z.object({ id: z.string(), name: z.string() }).optional(),
+  connection: z.string().optional(),
+  commandId: z.string().optional(),
   run: z.string().optional(),
   input: z.string().optional(),
   call: z.string().optional(),

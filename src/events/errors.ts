@@ -38,6 +38,12 @@ export const ERROR_STATUS = {
   DIRECTORY_FORBIDDEN: 400,
   /** an import file that is not a valid Chronicle export (the message names the line); nothing was appended */
   IMPORT_INVALID: 400,
+  /** token.create with a name an active token has */
+  TOKEN_NAME_TAKEN: 409,
+  /** token.revoke of a token this server never issued */
+  TOKEN_NOT_FOUND: 404,
+  /** token.revoke of a token already revoked */
+  TOKEN_REVOKED: 409,
   NO_MODEL_CONFIGURED: 422,
   UNKNOWN_AGENT: 422,
   UNKNOWN_MODEL: 422,

@@ -5,7 +5,20 @@ import { customAlphabet } from 'nanoid'
  * sorting by id sorts by creation. The time prefix is monotonic within a
  * process even when the clock stalls or steps back.
  */
-export type IdPrefix = 'ses' | 'msg' | 'prt' | 'run' | 'in' | 'per' | 'rul' | 'cmp' | 'call' | 'imp' | 'rst' | 'ttl'
+export type IdPrefix =
+  | 'ses'
+  | 'msg'
+  | 'prt'
+  | 'run'
+  | 'in'
+  | 'per'
+  | 'rul'
+  | 'cmp'
+  | 'call'
+  | 'imp'
+  | 'rst'
+  | 'ttl'
+  | 'tok'
 
 export interface IdSource {
   next(prefix: IdPrefix): string

@@ -64,6 +64,11 @@ const STREAM_VERSIONS_KEPT = 10_000
 
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
+/** Streams that are not sessions (`sys_tokens`): they hold only their own event types, and no session starts them. */
+export const SYSTEM_STREAM_PREFIX = 'sys_'
+export const isSystemStream = (streamId: string) => streamId.startsWith(SYSTEM_STREAM_PREFIX)
+const SYSTEM_TYPES = new Set(['token.created', 'token.revoked'])
+
 /** A stream's last version and that event's hash (null: logged before the chain). */
 interface StreamHead {
   readonly version: number
@@ -339,7 +344,9 @@ export class EventStore {
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       for (const e of events) {
         version++
-        if ((version === 1) !== FIRST_TYPES.has(e.type)) {
+        if (isSystemStream(sessionId) !== SYSTEM_TYPES.has(e.type))
+          throw new ChronicleError('INVALID_EVENT', `${e.type} does not belong in stream ${sessionId}`)
+        if (!isSystemStream(sessionId) && (version === 1) !== FIRST_TYPES.has(e.type)) {
           throw new ChronicleError(
             version === 1 ? 'SESSION_NOT_FOUND' : 'INVALID_EVENT',
             version === 1

@@ -3,6 +3,8 @@ import type { StoredEvent } from './envelope.js'
 export interface SubscriptionFilter {
   readonly sessions: readonly string[] | '*'
   readonly types?: readonly string[]
+  /** a further limit on the sessions (a token limited to some: docs/SECURITY.md) */
+  readonly allow?: (sessionId: string) => boolean
 }
 
 export interface SubscriptionOptions {
@@ -116,7 +118,7 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
       return
     }
     this.scanned = (page[page.length - 1] as StoredEvent).seq
-    this.buffer = this.types ? page.filter((e) => this.types?.has(e.type)) : page
+    this.buffer = page.filter((e) => this.matches(e))
   }
 
   private onCommit(events: readonly StoredEvent[]): void {
@@ -136,7 +138,13 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
   }
 
   private matches(e: StoredEvent): boolean {
-    return (this.sessions === null || this.sessions.has(e.sessionId)) && (this.types === null || this.types.has(e.type))
+    // `*` is every session: never a system stream (the token store)
+    const session = this.sessions === null ? !e.sessionId.startsWith('sys_') : this.sessions.has(e.sessionId)
+    return (
+      session &&
+      (this.types === null || this.types.has(e.type)) &&
+      (this.filter.allow === undefined || this.filter.allow(e.sessionId))
+    )
   }
 
   private signal(): void {

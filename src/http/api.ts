@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { InputPart } from '../events/catalogue.js'
+import { InputPart, Role } from '../events/catalogue.js'
+import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import { requestCompaction } from '../commands/compact.js'
 import { checkDirectory, checkNotInDataDir } from '../commands/directory.js'
@@ -11,6 +12,7 @@ import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
 import { getMessages, getParts, listSessions, requireSession } from '../projections/read-model.js'
 import type { AppDeps } from './deps.js'
+import type { Principal } from './principals.js'
 
 /**
  * The protocol's commands (docs/API.md), defined once: a zod schema for the
@@ -85,11 +87,54 @@ export const Params = {
   'session.revert': z.object({ session: sessionId, to: z.number().int().positive(), force: z.boolean().optional() }),
   /** undoes the latest revert, until a new input makes it final */
   'session.unrevert': z.object({ session: sessionId, force: z.boolean().optional() }),
+  /** admin: a named token with a role (docs/SECURITY.md "Principals and tokens"); its secret is answered once */
+  'token.create': z.object({
+    name: z.string().min(1).max(100),
+    role: Role,
+    sessions: z.array(sessionId).min(1).max(1000).optional(),
+    /** an ISO time, or a duration from now: `30d`, `12h`, `45m` */
+    expires: z.string().min(1).max(40).optional(),
+  }),
+  'token.list': z.object({}),
+  'token.revoke': z.object({ tokenId: z.string().min(1).max(200) }),
+  /** the principal the presented token speaks for */
+  whoami: z.object({}),
 } as const
 
 export type Method = keyof typeof Params
 export type ParamsOf<M extends Method> = z.output<(typeof Params)[M]>
-type Handler<M extends Method> = (params: ParamsOf<M>) => Promise<unknown> | unknown
+type Handler<M extends Method> = (params: ParamsOf<M>, caller: Caller) => Promise<unknown> | unknown
+
+/** Who calls, over which connection, with which command id: what authorization checks and the log records. */
+export interface Caller {
+  readonly principal: Principal
+  readonly connection?: string
+  readonly commandId?: string
+}
+
+/** The meta of an event a caller causes (docs/EVENTS.md "The envelope"). */
+export function metaOf(caller: Caller, extra: Partial<EventMeta> = {}): EventMeta {
+  return {
+    actor: 'user',
+    by: { id: caller.principal.id, name: caller.principal.name },
+    ...(caller.connection !== undefined && { connection: caller.connection }),
+    ...(caller.commandId !== undefined && { commandId: caller.commandId }),
+    ...extra,
+  }
+}
+
+/** `30d`, `12h`, `45m` from now, or an ISO time. */
+function expiryOf(expires: string, now = Date.now()): string {
+  const m = /^(\d+)([dhm])$/.exec(expires)
+  if (m)
+    return new Date(
+      now + Number(m[1]) * { d: 86_400_000, h: 3_600_000, m: 60_000 }[m[2] as 'd' | 'h' | 'm'],
+    ).toISOString()
+  const at = Date.parse(expires)
+  if (Number.isNaN(at))
+    throw new ChronicleError('BAD_REQUEST', `expires must be a duration (30d, 12h, 45m) or an ISO time: ${expires}`)
+  return new Date(at).toISOString()
+}
 export type Api = { [M in Method]: Handler<M> }
 
 export const METHODS = Object.keys(Params) as Method[]
@@ -110,7 +155,7 @@ export function createApi(deps: AppDeps): Api {
   }
 
   return {
-    'session.create'(p) {
+    'session.create'(p, caller) {
       const directory = p.directory ?? deps.defaults.directory
       checkDirectory(directory)
       if (p.directory) checkNotInDataDir(p.directory, deps.dataDir)
@@ -132,7 +177,7 @@ export function createApi(deps: AppDeps): Api {
             s,
             id,
           ),
-        { meta: { actor: 'user' }, durability: 'full' },
+        { meta: metaOf(caller), durability: 'full' },
       )
       return { session: session(id) }
     },
@@ -143,31 +188,32 @@ export function createApi(deps: AppDeps): Api {
     'session.get'(p) {
       return { session: session(p.session) }
     },
-    'session.archive'(p) {
+    'session.archive'(p, caller) {
       execute(store, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), {
-        meta: { actor: 'user' },
+        meta: metaOf(caller),
         durability: 'full',
       })
       return {}
     },
-    'input.submit'(p) {
+    'input.submit'(p, caller) {
       const { session: id, ...input } = p
       const wake = runtime().wake
-      const accepted = submitInput(store, id, input, deps.submit ?? missing('the agent runtime'))
+      const { actor: _, ...who } = metaOf(caller)
+      const accepted = submitInput(store, id, input, deps.submit ?? missing('the agent runtime'), 'user', who)
       if (!input.noReply && !accepted.duplicate) wake(id)
       return accepted
     },
-    'run.cancel'(p) {
-      return cancelRun(store, p.session) // the runtime aborts the run when it sees the request committed
+    'run.cancel'(p, caller) {
+      return cancelRun(store, p.session, metaOf(caller)) // the runtime aborts the run when it sees the request committed
     },
-    'permission.reply'(p) {
+    'permission.reply'(p, caller) {
       const { requestId, reply, message } = p
       permissionCommand(
         store,
         deps.ids,
         p.session,
         { type: 'reply', requestId, reply, ...(message !== undefined && { message }) },
-        { actor: 'user', request: requestId },
+        metaOf(caller, { request: requestId }),
       )
       return {}
     },
@@ -175,14 +221,15 @@ export function createApi(deps: AppDeps): Api {
       const s = session(p.session)
       return { rules: s.approvals, configured: s.rules }
     },
-    'permission.revoke'(p) {
-      permissionCommand(store, deps.ids, p.session, { type: 'revoke', ruleId: p.ruleId }, { actor: 'user' })
+    'permission.revoke'(p, caller) {
+      permissionCommand(store, deps.ids, p.session, { type: 'revoke', ruleId: p.ruleId }, metaOf(caller))
       return {}
     },
-    async 'session.fork'(p) {
+    async 'session.fork'(p, caller) {
       session(p.session)
       if (p.directory) checkNotInDataDir(p.directory, deps.dataDir)
       const options = {
+        meta: metaOf(caller, { command: 'fork' }),
         ...(p.title && { title: p.title }),
         ...(p.directory && { directory: p.directory }),
         ...(p.files !== undefined && { files: p.files }),
@@ -219,26 +266,52 @@ export function createApi(deps: AppDeps): Api {
       const workspace = deps.workspace ?? missing('workspace history')
       return workspace.diff(p.session, p.from, p.to)
     },
-    async 'session.revert'(p) {
+    async 'session.revert'(p, caller) {
       session(p.session)
       const restorer = deps.restorer ?? missing('workspace revert')
-      return restorer.revert(p.session, p.to, { ...(p.force && { force: true }) })
+      const { actor: _, ...by } = metaOf(caller)
+      return restorer.revert(p.session, p.to, { ...(p.force && { force: true }), by })
     },
-    async 'session.unrevert'(p) {
+    async 'session.unrevert'(p, caller) {
       session(p.session)
       const restorer = deps.restorer ?? missing('workspace revert')
-      return restorer.unrevert(p.session, { ...(p.force && { force: true }) })
+      const { actor: _, ...by } = metaOf(caller)
+      return restorer.unrevert(p.session, { ...(p.force && { force: true }), by })
     },
     'session.history'(p) {
       session(p.session)
       const history = deps.timeTravel?.history ?? missing('history')
       return history(p.session, p)
     },
-    'session.compact'(p) {
+    'session.compact'(p, caller) {
       const wake = runtime().wake
-      const requested = requestCompaction(store, deps.ids, p.session)
+      const { actor: _, ...by } = metaOf(caller)
+      const requested = requestCompaction(store, deps.ids, p.session, by)
       wake(p.session) // an idle session compacts now; a running one at its next step
       return requested
+    },
+    'token.create'(p, caller) {
+      const principals = deps.principals ?? missing('tokens')
+      const { token, info } = principals.create(
+        {
+          name: p.name,
+          role: p.role,
+          ...(p.sessions && { sessions: p.sessions }),
+          ...(p.expires !== undefined && { expiresAt: expiryOf(p.expires) }),
+        },
+        metaOf(caller, { command: 'token.create' }),
+      )
+      return { token, ...info }
+    },
+    'token.list'() {
+      return { tokens: (deps.principals ?? missing('tokens')).list() }
+    },
+    'token.revoke'(p, caller) {
+      return (deps.principals ?? missing('tokens')).revoke(p.tokenId, metaOf(caller, { command: 'token.revoke' }))
+    },
+    whoami(_p, caller) {
+      const { id, name, role, sessions } = caller.principal
+      return { id, name, role, ...(sessions && { sessions }) }
     },
   }
 }

@@ -16,6 +16,10 @@ import {
 } from 'fastify-type-provider-zod'
 import { ChronicleError } from '../events/errors.js'
 import { createApi } from './api.js'
+import { guarded } from './authorize.js'
+import { principalOf, setPrincipal } from './caller.js'
+import { Principals } from './principals.js'
+import { tokenRoutes } from './routes/tokens.js'
 import { SessionFanout } from './ws/fanout.js'
 import type { AppDeps } from './deps.js'
 import { problemBody, toProblem } from './problem.js'
@@ -23,7 +27,7 @@ import { inputRoutes } from './routes/inputs.js'
 import { metaRoutes } from './routes/meta.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { checkRequest, redactUrl, selectProtocol } from './security.js'
-import { Connection } from './ws/connection.js'
+import { Connection, REVOKED_CLOSE_CODE } from './ws/connection.js'
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -107,10 +111,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // Before routing, body parsing and the WebSocket upgrade. Added after the websocket plugin so its own
   // onRequest hook has marked upgrade requests: a refused upgrade's socket is then destroyed, not left open.
-  const policy = deps.security
+  const principals = deps.principals ?? new Principals(deps.store, deps.ids, deps.security.token)
+  const policy = { ...deps.security, authenticate: (presented: string) => principals.authenticate(presented) }
   app.addHook('onRequest', async (req) => {
     try {
-      checkRequest(req, policy)
+      const principal = checkRequest(req, policy)
+      if (principal) setPrincipal(req, principal)
     } catch (err) {
       // Refusals are logged (never the token): an exposed server should not be probed unseen.
       req.log.warn(
@@ -134,20 +140,31 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     done()
   })
 
-  const api = createApi(deps)
+  const withPrincipals = { ...deps, principals }
+  const api = guarded(createApi(withPrincipals), deps.store)
   const fanout = new SessionFanout(deps.store)
-  app.get('/ws', { websocket: true, schema: { hide: true } }, (socket) => {
+  app.get('/ws', { websocket: true, schema: { hide: true } }, (socket, req) => {
     if (connections.size >= deps.limits.maxConnections) {
       socket.close(1013, 'too many connections')
       return
     }
-    const connection = new Connection(socket, deps, api, fanout)
+    const connection = new Connection(socket, withPrincipals, api, fanout, principalOf(req))
     connections.add(connection)
     socket.on('close', () => connections.delete(connection))
+  })
+  // a revoked token stops at once: its open sockets are closed (docs/API.md "Closing codes")
+  const stopRevoking = principals.onRevoked((tokenId) => {
+    for (const c of connections) if (c.principal.id === tokenId) c.close('revoked', REVOKED_CLOSE_CODE)
+  })
+  app.addHook('onClose', (_app, done) => {
+    stopRevoking()
+    if (!deps.principals) principals.close()
+    done()
   })
 
   metaRoutes(app, deps)
   sessionRoutes(app, api)
+  tokenRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)
   return app
 }

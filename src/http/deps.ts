@@ -1,3 +1,4 @@
+import type { Principals } from './principals.js'
 import type { Logger } from 'pino'
 import type { StoredEvent } from '../events/envelope.js'
 import type { IdSource } from '../events/ids.js'
@@ -74,6 +75,8 @@ export interface AppDeps {
   readonly forks?: WorkspaceForks
   /** Chronicle's data dir: no session directory may lie inside it (a fork's own under forks/ excepted) */
   readonly dataDir?: string
+  /** named tokens and who they speak for (built by the app from the store and the owner's token) */
+  readonly principals?: Principals
   /** revert and unrevert of the session directory (docs/TIME-TRAVEL.md "Revert") */
   readonly restorer?: WorkspaceRestorer
   /** agents that session.create accepts */

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import { ChronicleError } from '../events/errors.js'
 import { isLoopback } from '../config.js'
+import { OWNER, type Principal } from './principals.js'
 
 /**
  * The checks every request passes before any handler (and before a
@@ -17,12 +18,15 @@ export interface SecurityPolicy {
   readonly token: string
   readonly allowedHosts: readonly string[]
   readonly allowedOrigins: readonly string[]
+  /** who a presented token speaks for (src/http/principals.ts); without it, only `token` is accepted */
+  readonly authenticate?: (presented: string) => Principal | undefined
 }
 
 /** Paths that need no token. */
 const PUBLIC = new Set(['/health'])
 
-export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): void {
+/** The request's principal, or undefined for a public path; throws FORBIDDEN / UNAUTHORIZED. */
+export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): Principal | undefined {
   const host = hostnameOf(req.headers.host)
   if (host === undefined || !(isLoopback(host) || policy.allowedHosts.includes(host))) {
     throw new ChronicleError('FORBIDDEN', 'this Host is not served here')
@@ -32,11 +36,16 @@ export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): void 
     throw new ChronicleError('FORBIDDEN', 'cross-origin requests are not allowed')
   }
   const path = req.url.split('?')[0] ?? ''
-  if (PUBLIC.has(path)) return
+  if (PUBLIC.has(path)) return undefined
   const presented = presentedToken(req)
-  if (presented === undefined || !same(presented, policy.token)) {
-    throw new ChronicleError('UNAUTHORIZED', presented === undefined ? 'a token is required' : 'wrong token')
-  }
+  if (presented === undefined) throw new ChronicleError('UNAUTHORIZED', 'a token is required')
+  const principal = policy.authenticate
+    ? policy.authenticate(presented)
+    : same(presented, policy.token)
+      ? OWNER
+      : undefined
+  if (!principal) throw new ChronicleError('UNAUTHORIZED', 'wrong, revoked or expired token')
+  return principal
 }
 
 /**

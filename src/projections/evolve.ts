@@ -38,12 +38,29 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
     case 'input.accepted': {
       const { inputId, parts, agent, model, delivery, noReply, message } = event.data
+      const by = event.meta.by
       if (noReply) {
         if (!message) return { session: touch(session, event) }
-        const input = { inputId, seq: event.seq, parts, delivery, ...(agent && { agent }), ...(model && { model }) }
+        const input = {
+          inputId,
+          seq: event.seq,
+          parts,
+          delivery,
+          ...(agent && { agent }),
+          ...(model && { model }),
+          ...(by && { by }),
+        }
         return { session: touch(session, event), ...userMessage(session, event, input, message) }
       }
-      const pending = { inputId, seq: event.seq, parts, delivery, ...(agent && { agent }), ...(model && { model }) }
+      const pending = {
+        inputId,
+        seq: event.seq,
+        parts,
+        delivery,
+        ...(agent && { agent }),
+        ...(model && { model }),
+        ...(by && { by }),
+      }
       return { session: touch(session, event, { inbox: [...session.inbox, pending] }) }
     }
     case 'input.delivered': {
@@ -384,6 +401,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(rest as Session, event) }
     }
 
+    case 'token.created':
+    case 'token.revoked':
+      // the system stream's (src/http/principals.ts folds it); never a session's
+      throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) is not a session's event`)
+
     default: {
       const unknown: never = event
       throw new ChronicleError('CORRUPT_EVENT', `unknown event type at seq ${(unknown as StoredEvent).seq}`)
@@ -410,6 +432,7 @@ function userMessage(
     agent: input.agent ?? session.agent,
     model: input.model ?? session.model,
     inputId: input.inputId,
+    ...(input.by && { by: input.by }),
     createdAt: event.at,
     ...(steered && { steered }),
   }

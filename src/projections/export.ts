@@ -129,7 +129,13 @@ export interface ImportReport {
  * `session.imported` marker ends each one. Nothing is appended to a session that
  * existed before, and importing the same file twice makes two independent copies.
  */
-export function importSessions(store: EventStore, ids: IdSource, jsonl: string): ImportReport {
+export function importSessions(
+  store: EventStore,
+  ids: IdSource,
+  jsonl: string,
+  /** who imports (the CLI: the local user), named on each session.imported */
+  by?: EventMeta['by'],
+): ImportReport {
   const checked = checkImport(jsonl)
   const digest = createHash('sha256').update(jsonl).digest('base64url')
   const importId = ids.next('imp')
@@ -177,7 +183,7 @@ export function importSessions(store: EventStore, ids: IdSource, jsonl: string):
       const marker: ChronicleEvent = { type: 'session.imported', data: { originalId, importId, events, digest } }
       appended += store.append(sessionIds.get(originalId) as string, [marker], {
         expectedVersion: events,
-        meta: IMPORT_META,
+        meta: { ...IMPORT_META, ...(by && { by }) },
       }).length
     }
   }

@@ -20,6 +20,8 @@ export interface PendingInput {
   readonly agent?: string
   readonly model?: string
   readonly delivery: 'steer' | 'queue'
+  /** who submitted it (the principal of its token: docs/EVENTS.md "The envelope") */
+  readonly by?: { readonly id: string; readonly name: string }
 }
 
 export interface PendingPermission {
@@ -138,6 +140,8 @@ export interface Message {
   readonly agent: string
   readonly model: string | null
   readonly inputId?: string
+  /** a user message: who submitted it */
+  readonly by?: { readonly id: string; readonly name: string }
   readonly summary?: boolean
   readonly steered?: boolean
   readonly createdAt: string

@@ -1,3 +1,4 @@
+import { isSystemStream } from '../events/store.js'
 import type Database from 'better-sqlite3'
 import type { StoredEvent } from '../events/envelope.js'
 import type { ProjectHook } from '../events/store.js'
@@ -36,7 +37,7 @@ export function createProjector(inherit: InheritFn, options: ProjectorOptions = 
   const cache = new ViewCache(options.cacheSessions ?? 256)
   const project: ProjectHook = (db, events) => {
     const writer = new BatchWriter(db, cache, inherit)
-    for (const event of events) writer.apply(event)
+    for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
     writer.write()
   }
   // After a rebuild the tables were rewritten behind the cached views: read them again.

@@ -25,7 +25,12 @@ export function rebuild(store: EventStore, options: { progress?: Progress; inher
   const { db } = store
   store.flush()
   const inherit = options.inherit ?? ((from) => foldSession(store, from.sessionId, from.seq))
-  const ids = db.prepare('SELECT session_id FROM events WHERE version = 1 ORDER BY seq').pluck().all() as string[]
+  const ids = db
+    .prepare(
+      "SELECT session_id FROM events WHERE version = 1 AND session_id NOT LIKE 'sys\\_%' ESCAPE '\\' ORDER BY seq",
+    )
+    .pluck()
+    .all() as string[]
   const insertMessage = db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)')
   const sessions = createSessionWriter(db)
   const parts = createPartWriter(db)

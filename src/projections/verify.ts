@@ -36,7 +36,12 @@ export function verify(
     ...(options.chainProgress && { progress: options.chainProgress }),
     ...(options.anchor && { anchor: options.anchor }),
   })
-  const fromLog = db.prepare('SELECT session_id FROM events WHERE version = 1 ORDER BY seq').pluck().all() as string[]
+  const fromLog = db
+    .prepare(
+      "SELECT session_id FROM events WHERE version = 1 AND session_id NOT LIKE 'sys\\_%' ESCAPE '\\' ORDER BY seq",
+    )
+    .pluck()
+    .all() as string[]
   const stored = db.prepare('SELECT id FROM sessions').pluck().all() as string[]
   const logged = new Set(fromLog)
   const ids = [...new Set([...fromLog, ...stored])]

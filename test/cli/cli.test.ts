@@ -198,3 +198,43 @@ describe('offline commands', () => {
     SLOW,
   )
 })
+
+describe('tokens from the CLI', () => {
+  it(
+    'token create prints the secret once; whoami speaks for it; list shows no secret; revoke stops it',
+    async () => {
+      const created = await runInProcess(
+        ['token', 'create', '--name', 'alice', '--role', 'operate', '--expires', '30d'],
+        env,
+      )
+      expect(created.code).toBe(0)
+      const token = created.stdout.trim()
+      expect(token).toMatch(/^tok_\w+\.[\w-]{40,}$/)
+      const tokenId = token.split('.')[0] as string
+
+      const me = await runInProcess(['whoami'], { ...env, CHRONICLE_TOKEN: token })
+      expect([me.code, me.stdout]).toEqual([0, `alice (${tokenId}): operate, all sessions\n`])
+      const owner = await runInProcess(['whoami'], env)
+      expect(owner.stdout).toBe('owner (owner): admin, all sessions\n')
+
+      const list = await runInProcess(['token', 'list'], env)
+      expect(list.stdout).toMatch(
+        new RegExp(`^${tokenId}  alice  operate  all sessions  active until \\S+  by owner \\S+\\n$`),
+      )
+      expect(list.stdout).not.toContain(token.split('.')[1])
+
+      // an operate token cannot make tokens
+      const refused = await runInProcess(['token', 'create', '--name', 'mallory', '--role', 'admin'], {
+        ...env,
+        CHRONICLE_TOKEN: token,
+      })
+      expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining('FORBIDDEN')])
+
+      const revoked = await runInProcess(['token', 'revoke', tokenId], env)
+      expect(revoked.stdout).toMatch(new RegExp(`^revoked ${tokenId} \\(alice\\) at \\S+\\n$`))
+      const gone = await runInProcess(['whoami'], { ...env, CHRONICLE_TOKEN: token })
+      expect([gone.code, gone.stderr]).toEqual([1, expect.stringContaining('UNAUTHORIZED')])
+    },
+    SLOW,
+  )
+})

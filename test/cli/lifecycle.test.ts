@@ -1,3 +1,5 @@
+import { openStore } from '../../src/projections/open.js'
+import { userInfo } from 'node:os'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -94,6 +96,14 @@ describe('shutdown and offline commands', () => {
         `${quick} → ${copied}\nimported ${quick} as ${copied}: ${eventLines} events appended, 1 new sessions, read-only (fork one with --dir <path> to continue it)\n`,
       )
       expect(imported.stderr).toContain('verifying 1/1')
+      // an offline import is the local user's: named on the marker
+      const importedLog = openStore(join(dir, 'other', 'chronicle.db'))
+      const marker = importedLog.readSession(copied).at(-1)
+      importedLog.close()
+      expect(marker).toMatchObject({
+        type: 'session.imported',
+        meta: { command: 'import', by: { id: `local:${userInfo().username}`, name: userInfo().username } },
+      })
 
       const rebuilt = await runToEnd(['rebuild'], other)
       expect(rebuilt.code).toBe(0)

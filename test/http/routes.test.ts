@@ -303,6 +303,9 @@ describe('time travel', () => {
       '/sessions/{id}/rules/{ruleId}',
       '/sessions/{id}/state',
       '/sessions/{id}/unrevert',
+      '/tokens',
+      '/tokens/{id}',
+      '/whoami',
     ])
   })
 })

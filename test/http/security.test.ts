@@ -30,6 +30,7 @@ describe('authentication', () => {
     expect(routes).toEqual([
       'DELETE /sessions/:id',
       'DELETE /sessions/:id/rules/:ruleId',
+      'DELETE /tokens/:id',
       'GET /health',
       'GET /openapi.json',
       'GET /sessions',
@@ -40,6 +41,8 @@ describe('authentication', () => {
       'GET /sessions/:id/files',
       'GET /sessions/:id/rules',
       'GET /sessions/:id/state',
+      'GET /tokens',
+      'GET /whoami',
       'GET /ws',
       'POST /sessions',
       'POST /sessions/:id/cancel',
@@ -49,6 +52,7 @@ describe('authentication', () => {
       'POST /sessions/:id/permissions/:requestId',
       'POST /sessions/:id/revert',
       'POST /sessions/:id/unrevert',
+      'POST /tokens',
     ])
   })
 

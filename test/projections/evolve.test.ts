@@ -914,6 +914,29 @@ describe('every event', () => {
     ])
   })
 
+  it('token.created, token.revoked: the system stream sys_tokens holds them; no session does, and no read model folds them', () => {
+    const created: ChronicleEvent = {
+      type: 'token.created',
+      data: { tokenId: 'tok_1', name: 'alice', role: 'audit', salt: 's', hash: 'h' },
+    }
+    const revoked: ChronicleEvent = { type: 'token.revoked', data: { tokenId: 'tok_1' } }
+    const store = openStore(':memory:')
+    store.append('ses_1', [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }], {
+      meta,
+    })
+    for (const e of [created, revoked]) {
+      covered.add(e.type)
+      expect(() => store.append('ses_1', [e], { meta })).toThrow(expect.objectContaining({ code: 'INVALID_EVENT' }))
+      store.append('sys_tokens', [e], { meta })
+    }
+    expect(store.readSession('sys_tokens').map((e) => e.type)).toEqual(['token.created', 'token.revoked'])
+    expect(getSession(store, 'sys_tokens')).toBeUndefined()
+    expect(() => store.append('sys_tokens', [{ type: 'session.renamed', data: { title: 'x' } }], { meta })).toThrow(
+      expect.objectContaining({ code: 'INVALID_EVENT' }),
+    )
+    store.close()
+  })
+
   it('each type in the catalogue has a spec above (this runs last)', () => {
     expect(EVENT_TYPES.filter((t) => !covered.has(t))).toEqual([])
   })

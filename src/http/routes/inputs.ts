@@ -1,3 +1,4 @@
+import { callerOf } from '../caller.js'
 import { z } from 'zod'
 import { getMessages, getParts, getSession } from '../../projections/read-model.js'
 import { Params, type Api } from '../api.js'
@@ -23,7 +24,7 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
       },
     },
     async (req, reply) => {
-      const accepted = (await api['input.submit']({ session: req.params.id, ...req.body })) as {
+      const accepted = (await api['input.submit']({ session: req.params.id, ...req.body }, callerOf(req))) as {
         inputId: string
         seq: number
         duplicate: boolean
@@ -45,7 +46,7 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
     },
   )
   app.post('/sessions/:id/cancel', { schema: { summary: 'run.cancel', tags: ['inputs'], params: Id } }, async (req) =>
-    api['run.cancel']({ session: req.params.id }),
+    api['run.cancel']({ session: req.params.id }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/permissions/:requestId',
@@ -57,12 +58,13 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
         body: Params['permission.reply'].pick({ reply: true, message: true }),
       },
     },
-    async (req) => api['permission.reply']({ session: req.params.id, requestId: req.params.requestId, ...req.body }),
+    async (req) =>
+      api['permission.reply']({ session: req.params.id, requestId: req.params.requestId, ...req.body }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/rules',
     { schema: { summary: 'permission.rules', tags: ['permissions'], params: Id } },
-    async (req) => api['permission.rules']({ session: req.params.id }),
+    async (req) => api['permission.rules']({ session: req.params.id }, callerOf(req)),
   )
   app.delete(
     '/sessions/:id/rules/:ruleId',
@@ -73,7 +75,7 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
         params: z.object({ id: z.string().min(1).max(200), ruleId: z.string().min(1).max(200) }),
       },
     },
-    async (req) => api['permission.revoke']({ session: req.params.id, ruleId: req.params.ruleId }),
+    async (req) => api['permission.revoke']({ session: req.params.id, ruleId: req.params.ruleId }, callerOf(req)),
   )
 }
 

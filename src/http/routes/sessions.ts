@@ -1,3 +1,4 @@
+import { callerOf } from '../caller.js'
 import { z } from 'zod'
 import { Params, type Api } from '../api.js'
 import type { App } from '../app.js'
@@ -11,18 +12,18 @@ export function sessionRoutes(app: App, api: Api): void {
   app.post(
     '/sessions',
     { schema: { summary: 'session.create', tags: ['sessions'], body: Params['session.create'].nullish() } },
-    async (req, reply) => reply.status(201).send(await api['session.create'](req.body ?? {})),
+    async (req, reply) => reply.status(201).send(await api['session.create'](req.body ?? {}, callerOf(req))),
   )
   app.get(
     '/sessions',
     { schema: { summary: 'session.list', tags: ['sessions'], querystring: Params['session.list'] } },
-    async (req) => api['session.list'](req.query),
+    async (req) => api['session.list'](req.query, callerOf(req)),
   )
   app.get('/sessions/:id', { schema: { summary: 'session.get', tags: ['sessions'], params: Id } }, async (req) =>
-    api['session.get']({ session: req.params.id }),
+    api['session.get']({ session: req.params.id }, callerOf(req)),
   )
   app.delete('/sessions/:id', { schema: { summary: 'session.archive', tags: ['sessions'], params: Id } }, async (req) =>
-    api['session.archive']({ session: req.params.id }),
+    api['session.archive']({ session: req.params.id }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/fork',
@@ -34,17 +35,18 @@ export function sessionRoutes(app: App, api: Api): void {
         body: Params['session.fork'].omit({ session: true }),
       },
     },
-    async (req, reply) => reply.status(201).send(await api['session.fork']({ session: req.params.id, ...req.body })),
+    async (req, reply) =>
+      reply.status(201).send(await api['session.fork']({ session: req.params.id, ...req.body }, callerOf(req))),
   )
   app.get(
     '/sessions/:id/state',
     { schema: { summary: 'session.state', tags: ['time travel'], params: Id, querystring: AtQuery } },
-    async (req) => api['session.state']({ session: req.params.id, ...req.query }),
+    async (req) => api['session.state']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/context',
     { schema: { summary: 'session.context', tags: ['time travel'], params: Id, querystring: AtQuery } },
-    async (req) => api['session.context']({ session: req.params.id, ...req.query }),
+    async (req) => api['session.context']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/events',
@@ -56,7 +58,7 @@ export function sessionRoutes(app: App, api: Api): void {
         querystring: Params['session.history'].omit({ session: true }),
       },
     },
-    async (req) => api['session.history']({ session: req.params.id, ...req.query }),
+    async (req) => api['session.history']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/files',
@@ -69,7 +71,7 @@ export function sessionRoutes(app: App, api: Api): void {
         querystring: Params['session.files'].omit({ session: true }),
       },
     },
-    async (req) => api['session.files']({ session: req.params.id, ...req.query }),
+    async (req) => api['session.files']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/diff',
@@ -82,7 +84,7 @@ export function sessionRoutes(app: App, api: Api): void {
         querystring: Params['session.diff'].omit({ session: true }),
       },
     },
-    async (req) => api['session.diff']({ session: req.params.id, ...req.query }),
+    async (req) => api['session.diff']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/revert',
@@ -96,7 +98,7 @@ export function sessionRoutes(app: App, api: Api): void {
         body: Params['session.revert'].omit({ session: true }),
       },
     },
-    async (req) => api['session.revert']({ session: req.params.id, ...req.body }),
+    async (req) => api['session.revert']({ session: req.params.id, ...req.body }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/unrevert',
@@ -109,11 +111,11 @@ export function sessionRoutes(app: App, api: Api): void {
         body: Params['session.unrevert'].omit({ session: true }).optional(),
       },
     },
-    async (req) => api['session.unrevert']({ session: req.params.id, ...(req.body ?? {}) }),
+    async (req) => api['session.unrevert']({ session: req.params.id, ...(req.body ?? {}) }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/compact',
     { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } },
-    async (req) => api['session.compact']({ session: req.params.id }),
+    async (req) => api['session.compact']({ session: req.params.id }, callerOf(req)),
   )
 }

@@ -3,7 +3,9 @@ import { z } from 'zod'
 import { EVENT_TYPES } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import { getSession } from '../../projections/read-model.js'
-import { isMethod, parseParams, type Api } from '../api.js'
+import { type Caller, isMethod, parseParams, type Api } from '../api.js'
+import { authorize, reaches } from '../authorize.js'
+import type { Principal } from '../principals.js'
 import type { AppDeps } from '../deps.js'
 import { errorBody, toProblem } from '../problem.js'
 import type { SessionFanout } from './fanout.js'
@@ -38,7 +40,14 @@ const MAX_SUBSCRIPTIONS = 100
 /** commands per second per connection; more are answered RATE_LIMITED without being run */
 const MAX_COMMANDS_PER_SECOND = 500
 
+let nextConnection = 1
+
+/** The close code of a socket whose token was revoked (docs/API.md "Closing codes"). */
+export const REVOKED_CLOSE_CODE = 4401
+
 export class Connection {
+  /** named in the meta of every event this connection's commands cause */
+  readonly id: string
   private readonly pumps = new Map<string, SubscriptionPump>()
   private nextSub = 1
   private readonly heartbeat: NodeJS.Timeout
@@ -52,7 +61,10 @@ export class Connection {
     private readonly api: Api,
     /** the app's one fan-out of the store's commits, shared by every connection */
     private readonly fanout: SessionFanout,
+    /** who this socket's token speaks for; checked again on every command (a token revoked meanwhile stops) */
+    readonly principal: Principal,
   ) {
+    this.id = `conn_${(nextConnection++).toString(36)}_${Date.now().toString(36)}`
     // Listeners attach synchronously: frames that arrive before an await would be lost.
     socket.on('message', (data, isBinary) => void this.onMessage(data, isBinary))
     socket.on('close', () => this.dispose())
@@ -74,7 +86,7 @@ export class Connection {
   }
 
   /** Tells the client why it is being closed and from where to resume, then closes. */
-  close(reason: 'slow-consumer' | 'shutdown', code: number): void {
+  close(reason: 'slow-consumer' | 'shutdown' | 'revoked', code: number): void {
     if (this.closing) return
     this.closing = true
     const cursors = Object.fromEntries([...this.pumps].map(([id, p]) => [id, p.cursor]))
@@ -111,7 +123,11 @@ export class Connection {
       )
     }
     try {
-      const result = await this.dispatch(method, params)
+      const result = await this.dispatch(method, params, {
+        principal: this.principal,
+        connection: this.id,
+        commandId: String(id),
+      })
       this.send(resultFrame(id, result))
     } catch (err) {
       const problem = toProblem(err)
@@ -120,13 +136,18 @@ export class Connection {
     }
   }
 
-  private async dispatch(method: string, params: unknown): Promise<unknown> {
+  private async dispatch(method: string, params: unknown, caller: Caller): Promise<unknown> {
+    if (!this.deps.principals?.stillValid(this.principal))
+      throw new ChronicleError('UNAUTHORIZED', 'this token was revoked or has expired')
     switch (method) {
       case 'hello':
         HelloParams.parse(params ?? {})
         return { protocol: 1, server: { version: this.deps.version }, head: this.deps.store.head() }
-      case 'subscribe':
-        return this.subscribe(SubscribeParams.parse(params ?? {}))
+      case 'subscribe': {
+        const p = SubscribeParams.parse(params ?? {})
+        authorize(this.deps.store, caller, 'subscribe', p.sessions === '*' ? {} : { sessions: p.sessions })
+        return this.subscribe(p)
+      }
       case 'unsubscribe': {
         const { sub } = UnsubscribeParams.parse(params ?? {})
         const pump = this.pumps.get(sub)
@@ -137,7 +158,7 @@ export class Connection {
       }
       default:
         if (!isMethod(method)) throw new ChronicleError('UNKNOWN_METHOD', `unknown method ${method}`)
-        return (this.api[method] as (p: unknown) => unknown)(parseParams(method, params))
+        return (this.api[method] as (p: unknown, c: Caller) => unknown)(parseParams(method, params), caller)
     }
   }
 
@@ -156,7 +177,11 @@ export class Connection {
       throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
     const id = `s${this.nextSub++}`
     let pump: SubscriptionPump | undefined
-    const subscription = this.fanout.subscribe({ sessions: p.sessions, ...(p.types && { types: p.types }) }, after, {
+    // a token limited to some sessions hears only those, whatever it subscribed to (`*` included)
+    const principal = this.principal
+    const allow = principal.sessions ? (sessionId: string) => reaches(store, principal, sessionId) : undefined
+    const filter = { sessions: p.sessions, ...(p.types && { types: p.types }), ...(allow && { allow }) }
+    const subscription = this.fanout.subscribe(filter, after, {
       onCaughtUp: (seq) => pump?.caughtUp(seq),
     })
     pump = new SubscriptionPump(id, this.socket, subscription, after, {

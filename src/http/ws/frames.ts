@@ -38,7 +38,7 @@ export const resultFrame = (id: RequestId, result: unknown): string => JSON.stri
 export const errorFrame = (id: RequestId, error: ErrorBody): string => JSON.stringify({ id, error })
 
 export function closingFrame(
-  reason: 'slow-consumer' | 'shutdown',
+  reason: 'slow-consumer' | 'shutdown' | 'revoked',
   after: number,
   subs: Record<string, number>,
 ): string {

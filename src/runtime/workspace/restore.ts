@@ -31,6 +31,8 @@ import type { ShadowStore } from './shadow-store.js'
 export interface RestoreOptions {
   /** overwrite files changed outside the agent */
   readonly force?: boolean
+  /** who asked, for the events' meta (docs/EVENTS.md "The envelope") */
+  readonly by?: Partial<Pick<EventMeta, 'by' | 'connection' | 'commandId'>>
 }
 
 export interface Restored {
@@ -93,6 +95,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     sessionId: string,
     now: { tree: string; outside: ChangedFile[] },
     data: DataOf<'workspace.restore.started'>,
+    by?: RestoreOptions['by'],
   ) {
     execute(
       store,
@@ -109,7 +112,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
         events.push({ type: 'workspace.restore.started', data })
         return events
       },
-      { durability: 'full', meta: COMMAND_META(data.kind) },
+      { durability: 'full', meta: { ...COMMAND_META(data.kind), ...by } },
     )
   }
 
@@ -189,8 +192,8 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
       messages: hidden,
       ...(options.force && { force: true as const }),
     }
-    start(sessionId, here, data)
-    const changed = await finish(session, data)
+    start(sessionId, here, data, options.by)
+    const changed = await finish(session, data, { ...COMMAND_META(data.kind), ...options.by })
     return { restoreId: data.restoreId, kind: 'revert', tree: target, changed, messages: hidden }
   }
 
@@ -228,8 +231,8 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
       messages: [...revert.messages],
       ...(options.force && { force: true as const }),
     }
-    start(sessionId, here, data)
-    const changed = await finish(session, data)
+    start(sessionId, here, data, options.by)
+    const changed = await finish(session, data, { ...COMMAND_META(data.kind), ...options.by })
     return { restoreId: data.restoreId, kind: 'unrevert', tree: revert.from, changed, messages: revert.messages }
   }
 
