@@ -29,7 +29,10 @@ export function renderPart(part: Part): string | undefined {
     case 'file':
       return `[file ${part.path ?? part.url ?? ''}]`
     case 'tool': {
-      const head = `⚙ ${part.tool} ${describeInput(part.input ?? part.rawInput)} — ${part.state}`
+      const answer = part.permission
+        ? ` (${part.permission.reply === 'reject' ? 'rejected' : `approved ${part.permission.reply}`}${part.permission.by ? ` by ${part.permission.by.name}` : ''})`
+        : ''
+      const head = `⚙ ${part.tool} ${describeInput(part.input ?? part.rawInput)} — ${part.state}${answer}`
       if (part.state === 'completed') return `${head}: ${oneLine(part.output ?? '')}`
       if (part.state === 'error') return `${head}: ${part.error?.kind} ${oneLine(part.error?.message ?? '')}`
       return head

@@ -274,9 +274,18 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       }
     }
     case 'permission.replied': {
+      const request = session.pendingPermissions.find((p) => p.requestId === event.data.requestId)
       const pendingPermissions = session.pendingPermissions.filter((p) => p.requestId !== event.data.requestId)
       const status = pendingPermissions.length > 0 ? 'waiting' : session.run ? 'busy' : 'idle'
-      return { session: touch(session, event, { pendingPermissions, status }) }
+      // the call it answered records the answer and who gave it (a sub-agent's call lives in its own session)
+      const part = request?.partId && !request.from ? view.parts.get(request.partId) : undefined
+      const by = event.meta.by
+      const answered =
+        part?.type === 'tool' ? [{ ...part, permission: { reply: event.data.reply, ...(by && { by }) } }] : []
+      return {
+        session: touch(session, event, { pendingPermissions, status }),
+        ...(answered.length > 0 && { parts: answered }),
+      }
     }
     case 'permission.rule.added':
       return {

@@ -194,6 +194,11 @@ export interface ToolPart extends PartBase {
   readonly metadata?: Record<string, unknown>
   readonly attachments?: readonly Attachment[]
   readonly error?: { readonly kind: ToolErrorKind; readonly message: string }
+  /** the user's answer to the call's permission request, and who gave it */
+  readonly permission?: {
+    readonly reply: 'once' | 'always' | 'reject'
+    readonly by?: { readonly id: string; readonly name: string }
+  }
   readonly startedAt?: string
   readonly endedAt?: string
 }

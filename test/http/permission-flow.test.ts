@@ -1,3 +1,4 @@
+import { renderTranscript } from '../../src/cli/render.js'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -97,6 +98,17 @@ describe('permission over WebSocket', () => {
       data: { outcome: string }
     }
     expect(finished.data.outcome).toBe('idle')
+    // who answered: on the reply's meta, on the call's part, and in `chronicle show`
+    const replied = c.events().find((e) => (e.event as { type: string }).type === 'permission.replied')
+    expect((replied?.event as { meta: unknown }).meta).toMatchObject({
+      actor: 'user',
+      by: { id: 'owner', name: 'owner' },
+    })
+    const state = (await c.call('session.state', { session })).result as Parameters<typeof renderTranscript>[0]
+    expect(state.parts.find((p) => p.type === 'tool')).toMatchObject({
+      permission: { reply: 'once', by: { id: 'owner', name: 'owner' } },
+    })
+    expect(renderTranscript(state)).toContain('— completed (approved once by owner)')
     // a second reply to the same request is a typed error
     expect((await c.call('permission.reply', { session, requestId, reply: 'once' })).error).toMatchObject({
       code: 'PERMISSION_REQUEST_NOT_FOUND',
