@@ -100,7 +100,7 @@ describe('permission over WebSocket', () => {
     expect(finished.data.outcome).toBe('idle')
     // who answered: on the reply's meta, on the call's part, and in `chronicle show`
     const replied = c.events().find((e) => (e.event as { type: string }).type === 'permission.replied')
-    expect((replied?.event as { meta: unknown }).meta).toMatchObject({
+    expect((replied?.event as { meta: unknown } | undefined)?.meta).toMatchObject({
       actor: 'user',
       by: { id: 'owner', name: 'owner' },
     })
