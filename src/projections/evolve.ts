@@ -277,8 +277,10 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const request = session.pendingPermissions.find((p) => p.requestId === event.data.requestId)
       const pendingPermissions = session.pendingPermissions.filter((p) => p.requestId !== event.data.requestId)
       const status = pendingPermissions.length > 0 ? 'waiting' : session.run ? 'busy' : 'idle'
-      // the call it answered records the answer and who gave it (a sub-agent's call lives in its own session)
-      const part = request?.partId && !request.from ? view.parts.get(request.partId) : undefined
+      // the call a person answered (the reply command names its request) records the answer and who gave it;
+      // a sub-agent's call lives in its own session; a settlement or a cascade closes requests unanswered
+      const answeredHere = event.meta.request === event.data.requestId && request?.partId && !request.from
+      const part = answeredHere ? view.parts.get(request.partId as string) : undefined
       const by = event.meta.by
       const answered =
         part?.type === 'tool' ? [{ ...part, permission: { reply: event.data.reply, ...(by && { by }) } }] : []

@@ -100,7 +100,9 @@ describe('client commands', () => {
 
       const show = await runInProcess(['show', session as string, '--at', String(seq)], env)
       expect(show.stdout).toContain(`at seq ${seq}`)
-      expect(show.stdout).toContain('⚙ bash {"command":"echo cli-ok","description":"echo"} — completed: cli-ok')
+      expect(show.stdout).toContain(
+        '⚙ bash {"command":"echo cli-ok","description":"echo"} — completed (approved once by owner): cli-ok',
+      )
       expect(show.stdout).not.toContain('The command printed cli-ok.')
 
       const fork = await runInProcess(['fork', session as string, '--at', String(seq)], env)
