@@ -188,6 +188,27 @@ describe('permission over WebSocket', () => {
     c.close()
   })
 
+  it('a cancel by a named operate token is attributed to it in the log', async () => {
+    server = await serverWithScript()
+    const owner = await Client.connect(server.wsUrl, server.token)
+    const made = await owner.call('token.create', { name: 'otto', role: 'operate' })
+    const { token, tokenId } = made.result as { token: string; tokenId: string }
+    const c = await Client.connect(server.wsUrl, token)
+    const { session } = await promptUntilPermission(server, c)
+    const cancelled = await c.call('run.cancel', { session })
+    expect(cancelled.result).toEqual({ cancelled: true })
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
+    const request = c.events().find((e) => (e.event as { type: string }).type === 'run.cancel.requested')
+    expect((request?.event as { meta: unknown } | undefined)?.meta).toMatchObject({
+      actor: 'user',
+      by: { id: tokenId, name: 'otto' },
+      connection: expect.stringMatching(/^conn_/),
+      commandId: String(cancelled.id),
+    })
+    c.close()
+    owner.close()
+  })
+
   it('a shutdown answers a ?wait=true request parked on a permission with 202, and completes', async () => {
     server = await serverWithScript()
     const c = await Client.connect(server.wsUrl, server.token)
