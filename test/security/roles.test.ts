@@ -146,6 +146,31 @@ describe('every HTTP route × every principal', () => {
   })
 })
 
+describe('archiving, which ends a session: on a fresh one each time', () => {
+  it.each(WHO)('%s', async (who) => {
+    const fresh = async (body: object, url = '/sessions') =>
+      ((await http('owner', 'POST', url, body)).json() as { session: { id: string } }).session.id
+    const outside = await fresh({ directory: server.dir }) // reached by no limited token
+    const forkOfA = await fresh({ at: 1, files: false }, `/sessions/${A}/fork`) // reached through A
+    for (const [session, reached] of [
+      [outside, B],
+      [forkOfA, A],
+    ] as const) {
+      server.chronicle.store.flush()
+      const head = server.chronicle.store.head()
+      const res = await http(who, 'DELETE', `/sessions/${session}`)
+      const want = expected(who, 'session.archive', reached)
+      const label = `${who} archive → ${res.statusCode}`
+      if (want === 'allowed') expect(res.statusCode, label).toBe(200)
+      else {
+        expect(res.statusCode, label).toBe(want === 'forbidden' ? 403 : 401)
+        server.chronicle.store.flush()
+        expect(server.chronicle.store.head(), label).toBe(head)
+      }
+    }
+  })
+})
+
 describe('every WebSocket method × every principal', () => {
   const params = (method: string, s: string): unknown => {
     const [, , url, body] = routes(s).find(([m]) => m === method) ?? []
