@@ -156,6 +156,24 @@ describe('the agent loop', () => {
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
 
+  it('doom loop: the same call once in each of three turns is no loop (repeats count within one run)', async () => {
+    const model = createScriptedModel({
+      steps: [
+        { when: { afterToolResult: false }, toolCalls: [{ name: 'lookup', input: { query: 'notes' } }], times: 3 },
+        { when: { afterToolResult: true }, text: 'read it', times: 3 },
+      ],
+    })
+    h = harness({ model })
+    const asked = autoReply(h, 'reject')
+    const id = h.session()
+    for (const turn of ['one', 'two', 'three']) {
+      h.runtime.submit(id, { parts: text(`read notes, ${turn}`) })
+      await h.runtime.idle(id)
+    }
+    expect(asked).toEqual([])
+    expect(data(h, id, 'tool.completed')).toHaveLength(3)
+  })
+
   it('doom loop: allowing once lets the third call run', async () => {
     const scripted = createScriptedModel({
       steps: [

@@ -81,6 +81,7 @@ export async function runLoop(
   try {
     let step = 0
     let first = true
+    let runStart: string | undefined // the first message this run creates (doom loops count within the run)
     const compaction =
       deps.compaction && new RunCompaction({ ...deps, config: deps.compaction }, { recorder, runId, sessionId, signal })
     for (;;) {
@@ -130,6 +131,7 @@ export async function runLoop(
       deps.workspace?.step(sessionId, directory, meta)
 
       const messageId = deps.ids.next('msg')
+      runStart ??= messageId
       recorder.emit(
         {
           type: 'message.created',
@@ -173,6 +175,7 @@ export async function runLoop(
           permissions: deps.permissions,
           signal,
           transcript: deps.views.state(sessionId).transcript,
+          ...(runStart && { runStartMessageId: runStart }),
           ...(deps.redactor && { redactor: deps.redactor }),
           ...(deps.workspace && { workspace: deps.workspace }),
         })

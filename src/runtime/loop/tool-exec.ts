@@ -38,6 +38,8 @@ export interface ExecuteInput {
   readonly signal: AbortSignal
   /** the session's history after the step: the doom-loop check reads its latest tool calls */
   readonly transcript: Transcript
+  /** the first message this run created: a repeat is a loop only within one run (earlier turns never count) */
+  readonly runStartMessageId?: string
   /** the server's secrets, kept out of what tools report */
   readonly redactor?: Redactor
   /** records the workspace after a tool that may write (docs/TIME-TRAVEL.md) */
@@ -93,7 +95,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: signal,
   }
   try {
-    if (isDoomLoop(input.transcript, call, parsed.data)) {
+    if (isDoomLoop(input.transcript, call, parsed.data, input.runStartMessageId)) {
       await input.permissions.ask(scope, {
         permission: 'doom_loop',
         patterns: [call.tool],
@@ -234,10 +236,12 @@ class Budget {
   }
 }
 
-/** The last DOOM_LOOP_THRESHOLD - 1 calls before this one were the same tool with the same input. */
-function isDoomLoop(transcript: Transcript, call: StreamedCall, args: unknown): boolean {
+/** The last DOOM_LOOP_THRESHOLD - 1 calls before this one, in this run, were the same tool with the same input. */
+function isDoomLoop(transcript: Transcript, call: StreamedCall, args: unknown, runStart?: string): boolean {
   const key = JSON.stringify(args)
-  const earlier = transcript.toolPartsBefore(call.partId, DOOM_LOOP_THRESHOLD - 1)
+  const earlier = transcript
+    .toolPartsBefore(call.partId, DOOM_LOOP_THRESHOLD - 1)
+    .filter((p) => runStart === undefined || p.messageId >= runStart)
   return (
     earlier.length === DOOM_LOOP_THRESHOLD - 1 &&
     earlier.every((p) => p.tool === call.tool && p.input !== undefined && JSON.stringify(p.input) === key)
