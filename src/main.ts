@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
 import type { DestinationStream, Logger } from 'pino'
-import { ChronicleError } from './events/errors.js'
+import { ChronicleError, isChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
 import type { EventStore } from './events/store.js'
 import { history } from './projections/history.js'
@@ -231,6 +231,17 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     },
     async start() {
       void mcp.start() // never rejects: a failing server is a status, and the HTTP side need not wait
+      // a default model this server cannot build is said now, not at the first prompt
+      if (config.model) {
+        try {
+          models.validate(config.model)
+        } catch (err) {
+          logger.warn(
+            { model: config.model, code: isChronicleError(err) ? err.code : 'INTERNAL' },
+            `the default model cannot be used: ${err instanceof Error ? err.message : String(err)}`,
+          )
+        }
+      }
       // Crash recovery (docs/RECOVERY.md): settle before anyone can connect; continue the runs once listening.
       // A revert a crash cut off is finished first: a resumed run must find the files the log says.
       await restorer.recover()

@@ -45,4 +45,11 @@ export function intFlag(args: Args, name: string): number | undefined {
 
 export class UsageError extends Error {
   override readonly name = 'UsageError'
+  /** the command it is about, when the message is not already about the one run */
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
+    super(message)
+  }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js'
+import { startServer } from './helpers.js'
 
 /** Configuration: environment variables (README "Configuration"), overridden by a validated chronicle.json. */
 
@@ -166,5 +167,22 @@ describe('loadConfig', () => {
     expect(loadConfig({ env: { CHRONICLE_TOKEN: 'c0ffee-c0ffee_c0ffee.c0ffee~' } }).token).toBe(
       'c0ffee-c0ffee_c0ffee.c0ffee~',
     )
+  })
+})
+
+describe('a default model the server cannot build', () => {
+  it.each([
+    ['gpt-4', /unknown model "gpt-4": expected openai:<id>/],
+    ['compatible:llama', /needs a base URL/],
+  ])('CHRONICLE_MODEL=%s: the server says so at start, with the reason', async (model, reason) => {
+    const s = await startServer({ CHRONICLE_MODEL: model, CHRONICLE_LOG_LEVEL: 'warn' })
+    try {
+      const warning = s.logs
+        .map((l) => JSON.parse(l) as { level: number; msg: string; code?: string })
+        .find((l) => l.msg.startsWith('the default model cannot be used'))
+      expect(warning).toMatchObject({ level: 40, code: 'UNKNOWN_MODEL', msg: expect.stringMatching(reason) })
+    } finally {
+      await s.close()
+    }
   })
 })
