@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events'
 import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyInstance,
   type RawReplyDefaultExpression,
@@ -59,6 +60,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // Time to receive a whole request (slowloris); a ?wait=true response may then take as long as the run.
     requestTimeout: 30_000,
     routerOptions: { maxParamLength: 300 },
+    // supervisors probe /health every few seconds: its requests are not logged (the rest are, at info)
+    logController: new LogController({ disableRequestLogging: (req) => req.url === '/health' }),
   }).withTypeProvider<ZodTypeProvider>()
   const routes: RouteInfo[] = []
   registered.set(app, routes)

@@ -186,3 +186,21 @@ describe('a default model the server cannot build', () => {
     }
   })
 })
+
+describe('request logs', () => {
+  it('a /health probe is not logged: the other requests are', async () => {
+    const s = await startServer({ CHRONICLE_LOG_LEVEL: 'info' }, { listen: false })
+    try {
+      const headers = { authorization: `Bearer ${s.token}` }
+      expect((await s.chronicle.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200)
+      expect((await s.chronicle.app.inject({ method: 'GET', url: '/sessions', headers })).statusCode).toBe(200)
+      const urls = s.logs
+        .map((l) => JSON.parse(l) as { req?: { url?: string } })
+        .flatMap((l) => (l.req?.url ? [l.req.url] : []))
+      expect(urls).toContain('/sessions')
+      expect(urls).not.toContain('/health')
+    } finally {
+      await s.close()
+    }
+  })
+})
