@@ -1,6 +1,6 @@
-import { inflateRawSync } from 'node:zlib'
 import type Database from 'better-sqlite3'
 import { type ChainedFields, eventHash, logDigest } from './chain.js'
+import { inflated, withPartId } from './schema.js'
 
 /**
  * Checks the log's hash chains (src/events/chain.ts) from the rows as they
@@ -125,13 +125,13 @@ function decode(row: RawRow): ChainedFields | string {
     return 'it names a session, type or meta the log does not hold'
   let data: string
   try {
-    data = Buffer.isBuffer(row.data) ? inflateRawSync(row.data).toString() : row.data
+    data = inflated(row.data)
   } catch {
     return 'its data cannot be decoded'
   }
   if (row.part !== null) {
     if (row.part_id === null) return 'it names a part id the log does not hold'
-    data = `{"partId":"${row.part_id}"${data}`
+    data = withPartId(row.part_id, data)
   }
   return {
     seq: row.seq,

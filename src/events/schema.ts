@@ -446,11 +446,22 @@ export function deflated(json: string): string | Buffer {
   return packed.length < Buffer.byteLength(json) ? packed : json
 }
 
+/** event_log's stored data as JSON again: the inverse of `deflated`. */
+export function inflated<T>(data: Buffer | T): string | T {
+  return Buffer.isBuffer(data) ? inflateRawSync(data).toString() : data
+}
+
+/** How event data that starts with a plain partId begins (migration 6 stores the rest, the id interned). */
+export const PART_PREFIX = '{"partId":"'
+
+/** A stored row's data with its leading part id restored: the `events` view's concatenation. */
+export function withPartId(partId: string, rest: string): string {
+  return `${PART_PREFIX}${partId}"${rest}`
+}
+
 /** SQL functions the schema's views call; defined per connection, before any query. */
 export function registerFunctions(db: Database.Database): void {
-  db.function('chronicle_inflate', { deterministic: true }, (data: unknown) =>
-    Buffer.isBuffer(data) ? inflateRawSync(data).toString() : data,
-  )
+  db.function('chronicle_inflate', { deterministic: true }, (data: unknown) => inflated(data))
 }
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

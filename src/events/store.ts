@@ -6,7 +6,7 @@ import { BlobStore } from './blobs.js'
 import { eventHash } from './chain.js'
 import { ChronicleError } from './errors.js'
 import { Interned } from './interned.js'
-import { deflated, migrate } from './schema.js'
+import { deflated, migrate, PART_PREFIX } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
 
 // Row decoding lives in rows.ts; re-exported for the readers that query events directly.
@@ -54,7 +54,6 @@ interface PendingAppend {
 }
 
 /** Event data whose first key is a partId starts so (schema migration 6). */
-const PART_PREFIX = '{"partId":"'
 /** Characters JSON.stringify writes as they are: no quote, backslash, control character or surrogate. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this must exclude
 const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/

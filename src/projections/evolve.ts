@@ -39,20 +39,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'input.accepted': {
       const { inputId, parts, agent, model, delivery, noReply, message } = event.data
       const by = event.meta.by
-      if (noReply) {
-        if (!message) return { session: touch(session, event) }
-        const input = {
-          inputId,
-          seq: event.seq,
-          parts,
-          delivery,
-          ...(agent && { agent }),
-          ...(model && { model }),
-          ...(by && { by }),
-        }
-        return { session: touch(session, event), ...userMessage(session, event, input, message) }
-      }
-      const pending = {
+      const input: PendingInput = {
         inputId,
         seq: event.seq,
         parts,
@@ -61,7 +48,10 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ...(model && { model }),
         ...(by && { by }),
       }
-      return { session: touch(session, event, { inbox: [...session.inbox, pending] }) }
+      // noReply: a user message at once (none when logged without its ids), else into the inbox
+      if (noReply)
+        return { session: touch(session, event), ...(message && userMessage(session, event, input, message)) }
+      return { session: touch(session, event, { inbox: [...session.inbox, input] }) }
     }
     case 'input.delivered': {
       const { inputId, messageId, partIds, steered } = event.data

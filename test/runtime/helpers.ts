@@ -65,6 +65,12 @@ export interface HarnessOptions {
   readonly permissions?: PermissionGate
   readonly agents?: Partial<AgentDefinition>[]
   readonly limits?: RuntimeDeps['limits']
+  /** generated titles after a session's first exchange (default off) */
+  readonly titles?: boolean
+  /** paths never attached as files (the data dir, the config) */
+  readonly forbidden?: readonly string[]
+  /** the sessions' directory (default: a new temporary one) */
+  readonly directory?: string
 }
 
 /** A real store (SQLite :memory:), real registry and permission gate, a temp session directory. */
@@ -72,7 +78,7 @@ export function harness(options: HarnessOptions = {}): Harness {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const agents = resolveAgents(options.agents ?? [])
-  const directory = mkdtempSync(join(tmpdir(), 'chronicle-runtime-'))
+  const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'chronicle-runtime-'))
   const tools = createToolRegistry({ agents, tools: options.tools ?? testTools(), store })
   const permissions = options.permissions ?? createPermissionGate({ store, ids, agents })
   const models =
@@ -86,6 +92,8 @@ export function harness(options: HarnessOptions = {}): Harness {
     agents,
     limits: { retry: { initialMs: 5, maxMs: 50 }, ...options.limits },
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
+    ...(options.titles !== undefined && { titles: options.titles }),
+    ...(options.forbidden && { forbidden: options.forbidden }),
   })
   return {
     store,

@@ -1,19 +1,14 @@
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
+import { harness } from './helpers.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { execute } from '../../src/commands/execute.js'
-import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
-import { sequentialIds } from '../../src/events/ids.js'
-import { openStore } from '../../src/projections/open.js'
+import type { openStore } from '../../src/projections/open.js'
 import { getSession } from '../../src/projections/read-model.js'
-import { fixedModelResolver } from '../../src/runtime/model/providers.js'
 import { TITLE_SYSTEM } from '../../src/runtime/model/title-prompt.js'
-import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
-import { createToolRegistry } from '../../src/runtime/tools/registry.js'
+import type { Runtime } from '../../src/runtime/runtime.js'
 import { clean } from '../../src/runtime/titles.js'
-import { resolveAgents } from '../../src/tools/agents.js'
 
 /**
  * After a session's first exchange a small tool-less call proposes a title,
@@ -47,32 +42,11 @@ afterEach(async () => {
 })
 
 function setup(doStream: MockLanguageModelV3['doStream'] | LanguageModelV3StreamPart[][], titles = true): World {
-  const store = openStore(':memory:')
-  const ids = sequentialIds()
-  const agents = resolveAgents([])
   const model = new MockLanguageModelV3({
     doStream: Array.isArray(doStream) ? doStream.map((s) => ({ stream: convertArrayToReadableStream(s) })) : doStream,
   })
-  const runtime = createRuntime({
-    store,
-    ids,
-    models: fixedModelResolver(model, 'mock:model'),
-    tools: createToolRegistry({ agents, tools: [], store }),
-    permissions: createPermissionGate({ store, ids, agents }),
-    agents,
-    titles,
-    environment: () => ({ platform: 'test', date: '2026-01-01' }),
-  })
-  const session = ids.next('ses')
-  execute(
-    store,
-    session,
-    (s) => decideSession({ type: 'create', directory: '/tmp', agent: 'build', model: 'mock:model' }, s, session),
-    {
-      meta: { actor: 'user' },
-    },
-  )
-  return { runtime, store, model, session }
+  const h = harness({ model, tools: [], titles })
+  return { runtime: h.runtime, store: h.store, model, session: h.session() }
 }
 
 /** The session's events once every title call has ended (stop drains them). */

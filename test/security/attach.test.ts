@@ -3,17 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
+import { harness } from '../runtime/helpers.js'
 import { afterEach, describe, expect, it } from 'vitest'
-import { execute } from '../../src/commands/execute.js'
-import { decideSession } from '../../src/commands/session.js'
 import type { InputPart } from '../../src/events/catalogue.js'
-import { sequentialIds } from '../../src/events/ids.js'
-import { openStore } from '../../src/projections/open.js'
+import type { openStore } from '../../src/projections/open.js'
 import type { ModelHandle } from '../../src/runtime/model/adapter.js'
-import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
-import { createToolRegistry } from '../../src/runtime/tools/registry.js'
-import { resolveAgents } from '../../src/tools/agents.js'
+import type { Runtime } from '../../src/runtime/runtime.js'
 
 /**
  * Files attached by path are read at submit (docs/API.md "Files"). The path
@@ -63,32 +58,16 @@ function setup(accepts?: ModelHandle['accepts']): World {
   writeFileSync(join(directory, 'big.txt'), 'x'.repeat(2048))
   mkdirSync(join(directory, 'src'))
   symlinkSync(join(root, 'outside.txt'), join(directory, 'link.txt'))
-  const store = openStore(':memory:')
-  const ids = sequentialIds()
-  const agents = resolveAgents([])
   const model = new MockLanguageModelV3({ doStream: { stream: convertArrayToReadableStream([finish]) } })
   const handle: ModelHandle = { spec: 'mock:model', model, ...(accepts && { accepts }) }
-  const runtime = createRuntime({
-    store,
-    ids,
+  const h = harness({
     models: { validate() {}, resolve: () => handle },
-    tools: createToolRegistry({ agents, tools: [], store }),
-    permissions: createPermissionGate({ store, ids, agents }),
-    agents,
+    tools: [],
     forbidden: [data],
     limits: { maxFileBytes: 1024 },
-    environment: () => ({ platform: 'test', date: '2026-01-01' }),
+    directory,
   })
-  const session = ids.next('ses')
-  execute(
-    store,
-    session,
-    (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, session),
-    {
-      meta: { actor: 'user' },
-    },
-  )
-  return { runtime, store, model, directory, data, session }
+  return { runtime: h.runtime, store: h.store, model, directory, data, session: h.session() }
 }
 
 const file = (path: string, more: Partial<InputPart> = {}): InputPart[] => [
