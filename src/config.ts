@@ -45,6 +45,22 @@ const CompactionSettings = z.object({
   defaultContextWindow: z.number().int().positive().optional(),
 })
 
+/**
+ * `permission`: the rules added after every agent's own (last match wins), as a list; or, to set
+ * more than the rules, `{rules, continueOnReject}`. `continueOnReject: true` keeps a run going
+ * when a person rejects a permission request without a message (the call fails `denied` and the
+ * model goes on); by default such a reject ends the run `rejected` (docs/TOOLS.md).
+ */
+const PermissionSettings = z.union([
+  z.array(PermissionRule),
+  z
+    .object({
+      rules: z.array(PermissionRule).optional(),
+      continueOnReject: z.boolean().optional(),
+    })
+    .strict(),
+])
+
 const AgentConfig = z.object({
   description: z.string().optional(),
   mode: z.enum(['primary', 'subagent', 'all']).optional(),
@@ -131,8 +147,8 @@ export const FileConfig = z
     mcp: McpConfigFile.shape.mcp,
     mcpServers: McpConfigFile.shape.mcpServers,
     agents: z.record(z.string(), AgentConfig).optional(),
-    /** permission rules added after every agent's own (last match wins) */
-    permission: z.array(PermissionRule).optional(),
+    /** permission rules added after every agent's own (last match wins), or `{rules, continueOnReject}` */
+    permission: PermissionSettings.optional(),
     limits: Limits.optional(),
     compaction: CompactionSettings.optional(),
     allowedOrigins: z.array(z.string()).optional(),
@@ -184,6 +200,8 @@ export interface ChronicleConfig {
   readonly mcp: readonly McpServerConfig[]
   readonly agents: readonly ({ name: string } & z.infer<typeof AgentConfig>)[]
   readonly rules: readonly PermissionRule[]
+  /** `permission.continueOnReject`: a person's reject does not end the run (default false: it ends it `rejected`) */
+  readonly continueOnReject: boolean
   readonly limits: ResolvedLimits
   readonly allowedOrigins: readonly string[]
   readonly allowedHosts: readonly string[]
@@ -191,6 +209,8 @@ export interface ChronicleConfig {
   readonly workspace: { readonly snapshots: boolean; readonly maxFileBytes: number }
   readonly titles: boolean
   readonly logLevel: string
+  /** `CHRONICLE_LOG_FORMAT`: JSON lines or pino-pretty; unset: pretty when the log goes to a terminal (src/http/logger.ts) */
+  readonly logFormat: 'json' | 'pretty' | undefined
   /** the config file that was read, if any */
   readonly configFile: string | undefined
 }
@@ -224,6 +244,7 @@ const Env = z.object({
   GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
   GOOGLE_BASE_URL: z.url().optional(),
   CHRONICLE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  CHRONICLE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
 })
 
 export interface LoadOptions {
@@ -272,7 +293,8 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     compaction: file.compaction ?? {},
     mcp: normalizeMcp(file),
     agents: Object.entries(file.agents ?? {}).map(([name, a]) => ({ name, ...a })),
-    rules: file.permission ?? [],
+    rules: (Array.isArray(file.permission) ? file.permission : file.permission?.rules) ?? [],
+    continueOnReject: (!Array.isArray(file.permission) && file.permission?.continueOnReject) || false,
     limits: { ...DEFAULT_LIMITS, ...compact(file.limits ?? {}) },
     allowedOrigins: file.allowedOrigins ?? [],
     allowedHosts: file.allowedHosts ?? [],
@@ -283,6 +305,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     },
     titles: file.titles ?? true,
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
+    logFormat: env.CHRONICLE_LOG_FORMAT,
     configFile,
   }
 }

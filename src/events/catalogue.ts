@@ -63,7 +63,13 @@ export const Attachment = z.object({
 })
 export type Attachment = z.infer<typeof Attachment>
 
-export const RunOutcome = z.enum(['idle', 'error', 'cancelled', 'max_steps', 'failed'])
+/**
+ * How a run ended: `idle` (the stop rule held), `error` (the model failed), `cancelled` (the user's
+ * cancel), `max_steps` (the step budget), `failed` (a bug, or recovery past its budget), `rejected`
+ * (a person rejected a permission request without a message: the run stopped after that step's
+ * calls settled, unless the config's `permission.continueOnReject` is set — docs/TOOLS.md).
+ */
+export const RunOutcome = z.enum(['idle', 'error', 'cancelled', 'max_steps', 'failed', 'rejected'])
 export type RunOutcome = z.infer<typeof RunOutcome>
 
 export const MessageError = z.object({ kind: z.string(), message: z.string() })

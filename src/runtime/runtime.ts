@@ -84,6 +84,8 @@ export interface RuntimeDeps {
   readonly redactor?: Redactor
   /** records the session directory at each step and after writing tools (docs/TIME-TRAVEL.md) */
   readonly workspace?: WorkspaceSnapshots
+  /** a person's reject fails only its call and the run goes on (config `permission.continueOnReject`); default: it ends the run `rejected` */
+  readonly continueOnReject?: boolean
 }
 
 export type { SubmitInput, SubmitResult }
@@ -148,6 +150,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.compaction && { compaction: compactionConfig(deps.compaction) }),
     ...(deps.redactor && { redactor: deps.redactor }),
     ...(deps.workspace && { workspace: deps.workspace }),
+    ...(deps.continueOnReject && { continueOnReject: true }),
   }
   const titles = deps.titles ? createTitles({ store, ids, models, ...(deps.log && { log: deps.log }) }) : undefined
   const coordinator = new RunCoordinator(
@@ -155,7 +158,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       const outcome = await (resume
         ? continueRun(loopDeps, sessionId, signal, resume.runId)
         : runLoop(loopDeps, sessionId, signal))
-      if (outcome === 'idle') titles?.afterRun(sessionId)
+      if (outcome === 'idle' || outcome === 'rejected') titles?.afterRun(sessionId)
       return outcome
     },
     (sessionId) => {

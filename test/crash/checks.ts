@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { openStore } from '../../src/projections/open.js'
 import { getSession, loadView } from '../../src/projections/read-model.js'
 import { verify } from '../../src/projections/verify.js'
 import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
 import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
+import { cliArgs } from '../cli/helpers.js'
 
 /**
  * What the harness asserts after the last clean shutdown, reading the data
@@ -200,6 +200,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
         outcome &&
         outcome !== 'idle' &&
         outcome !== 'cancelled' &&
+        outcome !== 'rejected' && // a person's plain reject ends the run (the harness rejects some asks)
         !(outcome === 'failed' && s.lastRun?.error?.kind === 'RESUME_BUDGET_EXHAUSTED')
       ) {
         fail(`session ${id}: last run ended ${outcome} ${JSON.stringify(s.lastRun?.error)}`)
@@ -364,13 +365,19 @@ export async function checkWorkspaces(
 export async function auditDataDir(
   dataDir: string,
 ): Promise<{ auditMismatches: number; auditedSteps: number; violations: string[] }> {
-  const bin = fileURLToPath(new URL('../../bin/chronicle.mjs', import.meta.url))
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
     (resolve) => {
       const child = execFile(
         process.execPath,
-        [bin, 'audit', '--all'],
-        { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', CHRONICLE_DATA_DIR: dataDir } },
+        cliArgs(['audit', '--all']),
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: process.env.HOME ?? '/tmp',
+            CHRONICLE_CLI: '1',
+            CHRONICLE_DATA_DIR: dataDir,
+          },
+        },
         (err, out, errOut) => resolve({ code: err ? (child.exitCode ?? 1) : 0, stdout: out, stderr: errOut }),
       )
     },

@@ -188,6 +188,59 @@ describe('permission over WebSocket', () => {
     c.close()
   })
 
+  it('a reject without a message ends the run: the call fails denied and the model gets no further step', async () => {
+    server = await serverWithScript()
+    const c = await Client.connect(server.wsUrl, server.token)
+    const { session, requestId } = await promptUntilPermission(server, c)
+    await c.call('permission.reply', { session, requestId, reply: 'reject' })
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
+    const all = types(c).filter((t) => !t.endsWith('.delta') && t !== 'workspace.snapshotted')
+    expect(all.slice(all.indexOf('message.completed'))).toEqual([
+      'message.completed',
+      'tool.called',
+      'permission.requested',
+      'permission.replied',
+      'tool.failed',
+      'run.finished',
+    ])
+    const finished = c.events().find((e) => (e.event as { type: string }).type === 'run.finished')?.event as {
+      data: { outcome: string }
+    }
+    expect(finished.data).toEqual({ runId: expect.any(String), outcome: 'rejected' })
+    const state = (await c.call('session.state', { session })).result as Parameters<typeof renderTranscript>[0]
+    expect(state.session).toMatchObject({ status: 'idle', lastRun: { outcome: 'rejected' } })
+    expect(state.parts.find((p) => p.type === 'tool')).toMatchObject({
+      state: 'error',
+      error: { kind: 'denied' },
+      permission: { reply: 'reject', by: { id: 'owner', name: 'owner' } },
+    })
+    c.close()
+  })
+
+  it('with permission.continueOnReject in the config a reject fails the call and the run goes on', async () => {
+    server = await serverWithScript({ continueOnReject: true })
+    const c = await Client.connect(server.wsUrl, server.token)
+    const { session, requestId } = await promptUntilPermission(server, c)
+    await c.call('permission.reply', { session, requestId, reply: 'reject' })
+    await c.wait((f) => f.type === 'event' && (f.event as { type: string }).type === 'run.finished')
+    const all = types(c).filter((t) => !t.endsWith('.delta') && t !== 'workspace.snapshotted')
+    expect(all.slice(all.indexOf('tool.failed'))).toEqual([
+      'tool.failed',
+      'message.created',
+      'step.started',
+      'text.started',
+      'text.ended',
+      'step.finished',
+      'message.completed',
+      'run.finished',
+    ])
+    const finished = c.events().find((e) => (e.event as { type: string }).type === 'run.finished')?.event as {
+      data: { outcome: string }
+    }
+    expect(finished.data.outcome).toBe('idle')
+    c.close()
+  })
+
   it('a cancel by a named operate token is attributed to it in the log', async () => {
     server = await serverWithScript()
     const owner = await Client.connect(server.wsUrl, server.token)

@@ -71,6 +71,8 @@ export interface HarnessOptions {
   readonly forbidden?: readonly string[]
   /** the sessions' directory (default: a new temporary one) */
   readonly directory?: string
+  /** the config's `permission.continueOnReject` (default off: a person's reject ends the run) */
+  readonly continueOnReject?: boolean
 }
 
 /** A real store (SQLite :memory:), real registry and permission gate, a temp session directory. */
@@ -94,6 +96,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
     ...(options.titles !== undefined && { titles: options.titles }),
     ...(options.forbidden && { forbidden: options.forbidden }),
+    ...(options.continueOnReject !== undefined && { continueOnReject: options.continueOnReject }),
   })
   return {
     store,

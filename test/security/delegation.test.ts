@@ -80,6 +80,17 @@ describe('delegation never widens permission', () => {
     expect(dataOf(h.events(child()), 'tool.failed')).toEqual([
       { partId: expect.any(String), error: { kind: 'denied', message: expect.any(String) } },
     ])
+    // the plain reject stopped the child; the parent's task call says so, and the parent answers on
+    expect(dataOf(h.events(child()), 'run.finished').at(-1)).toMatchObject({ outcome: 'rejected' })
+    expect(dataOf(h.events(parent), 'tool.failed')).toEqual([
+      {
+        partId: expect.any(String),
+        error: {
+          kind: 'denied',
+          message: expect.stringMatching(/^The user rejected a permission request of the general sub-agent/),
+        },
+      },
+    ])
     expect(dataOf(h.events(parent), 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
   })
 

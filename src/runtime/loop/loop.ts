@@ -19,13 +19,15 @@ import type { CompactionConfig } from '../compaction/config.js'
 import type { Transcript } from './transcript.js'
 import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
+import { watchRejections } from '../permissions/rejections.js'
 
 /**
  * The agent loop (docs/TRACES.md). One run: deliver pending input,
  * then step — re-read the session, decide stop or continue, create the
  * assistant message, compile, one model call, record, execute tools — until
- * the stop rule holds, the step budget is spent, the run is cancelled, or
- * something fails. Every decision reads the session as the log has it.
+ * the stop rule holds, the step budget is spent, the run is cancelled, a
+ * person rejects a permission request, or something fails. Every decision
+ * reads the session as the log has it.
  */
 
 export interface LoopDeps {
@@ -48,6 +50,11 @@ export interface LoopDeps {
   readonly redactor?: Redactor
   /** records the session directory at each step and after writing tools; without it, none is recorded */
   readonly workspace?: WorkspaceSnapshots
+  /**
+   * the config's `permission.continueOnReject`: a person's reject fails only its call and the run goes on;
+   * by default it ends the run `rejected` once the step's calls settle (src/runtime/permissions/rejections.ts)
+   */
+  readonly continueOnReject?: boolean
 }
 
 export { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
@@ -78,6 +85,10 @@ export async function runLoop(
     return outcome
   }
 
+  // A person's reject ends the run after its step's calls settle; read from the log, so a resumed run stops too.
+  const rejections = deps.continueOnReject
+    ? undefined
+    : watchRejections(deps.store, sessionId, runId, { resumed: resume !== undefined })
   try {
     let step = 0
     let first = true
@@ -86,6 +97,7 @@ export async function runLoop(
       deps.compaction && new RunCompaction({ ...deps, config: deps.compaction }, { recorder, runId, sessionId, signal })
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
+      if (rejections?.check()) return await finish('rejected')
       let { view, transcript } = deps.views.state(sessionId)
       const delivered = deliver(view, first, deps.ids)
       if (delivered.length > 0) {
@@ -178,6 +190,7 @@ export async function runLoop(
           ...(runStart && { runStartMessageId: runStart }),
           ...(deps.redactor && { redactor: deps.redactor }),
           ...(deps.workspace && { workspace: deps.workspace }),
+          ...(rejections && { rejected: () => rejections.check() !== undefined }),
         })
       }
     }
@@ -186,6 +199,8 @@ export async function runLoop(
       kind: isChronicleError(err) ? err.code : 'INTERNAL',
       message: err instanceof Error ? err.message : String(err),
     })
+  } finally {
+    rejections?.close()
   }
 }
 

@@ -13,7 +13,11 @@ import type { Transcript } from './transcript.js'
  * with the tool's zod schema before anything runs; an unknown tool or bad
  * arguments fail as `invalid` with a message the model can act on. The same
  * tool with the same input three times in a row asks the `doom_loop`
- * permission first. Every call ends in tool.completed or tool.failed.
+ * permission first (after `tool.called`, so the call's part holds its input
+ * like any other call that asks). Every call ends in tool.completed or
+ * tool.failed. Once a person has rejected a permission request of the run
+ * (`rejected`), the step's calls not yet started are not run: each fails
+ * `denied` with NOT_RUN_AFTER_REJECT, and the loop ends the run.
  *
  * Two guards hold for every tool, whatever it does (docs/SECURITY.md): what
  * it reports is redacted of the server's secrets before it is appended, and
@@ -25,6 +29,9 @@ import type { Transcript } from './transcript.js'
 export const DOOM_LOOP_THRESHOLD = 3
 export const DEFAULT_BUDGET_MS = 5 * 60_000
 const OVER_BUDGET = 'over budget'
+
+export const NOT_RUN_AFTER_REJECT =
+  'Not run: the user rejected a permission request in this step, which stopped the run. Wait for the user before trying it again.'
 
 export interface ExecuteInput {
   readonly recorder: Recorder
@@ -44,10 +51,27 @@ export interface ExecuteInput {
   readonly redactor?: Redactor
   /** records the workspace after a tool that may write (docs/TIME-TRAVEL.md) */
   readonly workspace?: WorkspaceSnapshots
+  /** whether a person's reject has stopped the run (src/runtime/permissions/rejections.ts); absent: never */
+  readonly rejected?: () => boolean
 }
 
 export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
-  for (const call of calls) await executeCall(call, input)
+  for (const [i, call] of calls.entries()) {
+    if (input.rejected?.()) return notRun(calls.slice(i), input)
+    await executeCall(call, input)
+  }
+}
+
+/** The step's calls a reject left unstarted: settled without running, in one commit. */
+async function notRun(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
+  for (const call of calls) {
+    input.recorder.emit(
+      { type: 'tool.failed', data: { partId: call.partId, error: { kind: 'denied', message: NOT_RUN_AFTER_REJECT } } },
+      { actor: 'tool', run: input.runId, call: call.callId },
+      'full',
+    )
+  }
+  await input.recorder.settle()
 }
 
 async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<void> {
@@ -94,18 +118,8 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     partId: call.partId,
     abort: signal,
   }
-  try {
-    if (isDoomLoop(input.transcript, call, parsed.data, input.runStartMessageId)) {
-      await input.permissions.ask(scope, {
-        permission: 'doom_loop',
-        patterns: [call.tool],
-        metadata: { tool: call.tool, input: parsed.data },
-      })
-    }
-  } catch (err) {
-    return fail(failureKind(err, signal, 'denied'), messageOf(err))
-  }
-
+  // Called first, then (for a repeat) asked: the part holds the input as a value, as for any call that asks.
+  const doomLoop = isDoomLoop(input.transcript, call, parsed.data, input.runStartMessageId)
   recorder.emit(
     {
       type: 'tool.called',
@@ -119,6 +133,18 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     },
     meta,
   )
+  try {
+    if (doomLoop) {
+      await input.permissions.ask(scope, {
+        permission: 'doom_loop',
+        patterns: [call.tool],
+        metadata: { tool: call.tool, input: parsed.data },
+      })
+    }
+  } catch (err) {
+    return fail(failureKind(err, signal, 'denied'), messageOf(err))
+  }
+
   const budget = new Budget(tool.budgetMs?.(parsed.data) ?? DEFAULT_BUDGET_MS, signal)
   const ctx: ToolContext = {
     sessionId: input.sessionId,

@@ -79,6 +79,11 @@ export function createTaskTool(deps: TaskToolDeps): Tool<typeof parameters> {
       const metadata = { sessionId: result.childSessionId, outcome: result.outcome, agent: agent.name }
       if (result.outcome === 'cancelled')
         throw new ToolFailure('aborted', `The sub-agent session ${result.childSessionId} was cancelled.`)
+      if (result.outcome === 'rejected')
+        throw new ToolFailure(
+          'denied',
+          `The user rejected a permission request of the ${agent.name} sub-agent (session ${result.childSessionId}), which stopped it.`,
+        )
       if (result.outcome === 'error' || result.outcome === 'failed') {
         const why = result.error ? `${result.error.kind}: ${result.error.message}` : 'no reason recorded'
         throw new ToolFailure('failed', `The ${agent.name} sub-agent (session ${result.childSessionId}) failed: ${why}`)

@@ -1,0 +1,109 @@
+import type { StoredEvent, StoredEventOf } from '../../events/envelope.js'
+import type { EventStore } from '../../events/store.js'
+import { getSession } from '../../projections/read-model.js'
+
+/**
+ * A person's reject stops the run (docs/TOOLS.md "A reject stops the run"), as OpenCode's
+ * loop stops on its RejectedError. What counts is a `permission.replied {reply: reject}`
+ * that a person gave (`meta.actor: user` — the reply command, and its cascade to the
+ * session's other pending requests) **without a message**, after the run's `run.started`,
+ * to a request of the run's own calls. Requests are raised in the top session of a
+ * sub-agent chain: a session's own are those there without `from` when it is the top,
+ * else those with `from.sessionId` naming it. So a reject of a sub-agent's call stops the
+ * sub-agent's run (its task call then returns); the parent goes on, as in OpenCode.
+ *
+ * A reject with a message is guidance for the model (OpenCode's CorrectedError): the
+ * run goes on and the model reads it. Rejections nobody typed — a deny rule (no request
+ * at all), the gate closing an abandoned request, a cancel, fork settlement, recovery
+ * closing a sub-agent's ask — carry a message or another actor and never count.
+ *
+ * The decision is read from the log, so a run resumed after a restart stops exactly
+ * as the live one would have; the commit stream only says when the log is worth reading.
+ */
+
+export interface Rejection {
+  readonly requestId: string
+  /** the seq of the reply */
+  readonly seq: number
+}
+
+/** A person's reject without a message. */
+export function isPlainReject(e: StoredEvent): e is StoredEventOf<'permission.replied'> {
+  return (
+    e.type === 'permission.replied' && e.data.reply === 'reject' && !e.data.message?.trim() && e.meta.actor === 'user'
+  )
+}
+
+/** Where a session's requests are raised and answered: the top of its sub-agent chain. */
+export function topSessionOf(store: EventStore, sessionId: string): string {
+  let id = sessionId
+  for (let depth = 0; depth < MAX_CHAIN; depth++) {
+    const parent = getSession(store, id)?.parent?.sessionId
+    if (!parent) return id
+    id = parent
+  }
+  return id
+}
+
+/** The first reject that stops the run, if any — from the log only. */
+export function rejectionInRun(store: EventStore, sessionId: string, runId: string): Rejection | undefined {
+  store.flush()
+  const started = store
+    .readSessionOfType(sessionId, 'run.started')
+    .findLast((e) => e.type === 'run.started' && e.data.runId === runId)
+  if (!started) return undefined
+  const top = topSessionOf(store, sessionId)
+  const replies = store
+    .readSessionOfType(top, 'permission.replied')
+    .filter((e) => e.seq > started.seq)
+    .filter(isPlainReject)
+  if (replies.length === 0) return undefined
+  const own = new Set(
+    store
+      .readSessionOfType(top, 'permission.requested')
+      .flatMap((e) =>
+        e.type === 'permission.requested' && (e.data.from?.sessionId ?? top) === sessionId ? [e.data.requestId] : [],
+      ),
+  )
+  const stops = replies.find((e) => own.has(e.data.requestId))
+  return stops && { requestId: stops.data.requestId, seq: stops.seq }
+}
+
+export interface RejectionWatch {
+  /** the reject that stops the run, if any; reads the log only when a candidate was committed since the last look */
+  check(): Rejection | undefined
+  close(): void
+}
+
+/**
+ * Watches one run for a reject that stops it. A resumed run reads the log at its first
+ * check (the reject may predate the restart); a new run only once a person's reject was
+ * committed in the session where its requests are answered.
+ */
+export function watchRejections(
+  store: EventStore,
+  sessionId: string,
+  runId: string,
+  opts: { readonly resumed: boolean },
+): RejectionWatch {
+  const top = topSessionOf(store, sessionId)
+  let dirty = opts.resumed
+  let found: Rejection | undefined
+  const unsubscribe = store.onCommit((events) => {
+    for (const e of events) if (e.sessionId === top && isPlainReject(e)) dirty = true
+  })
+  return {
+    check() {
+      if (found || !dirty) return found
+      dirty = false
+      found = rejectionInRun(store, sessionId, runId)
+      return found
+    },
+    close: () => {
+      unsubscribe()
+    },
+  }
+}
+
+/** A bound on the walk up a sub-agent chain (the configured nesting limit is far lower). */
+const MAX_CHAIN = 16
