@@ -102,6 +102,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       config.provider.googleApiKey,
     ],
     ...(options.logDestination && { destination: options.logDestination }),
+    // JSON lines, or pino-pretty where the log goes to a terminal (CHRONICLE_LOG_FORMAT overrides)
+    format: config.logFormat,
   })
   const redactor = createRedactor(serverSecrets(config, token.token))
   // Nothing a tool runs may see or touch Chronicle's own state: the data dir and the config file.
@@ -153,20 +155,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       createTaskTool({ agents, run: (request) => subagents.run(request) }),
     ],
   })
-  const models =
-    options.models ??
-    createModelResolver({
-      defaultModel: config.model ?? null,
-      ...(config.provider.baseURL && { baseURL: config.provider.baseURL }),
-      ...(config.provider.apiKey && { apiKey: config.provider.apiKey }),
-      ...(config.provider.openaiBaseURL && { openaiBaseURL: config.provider.openaiBaseURL }),
-      ...(config.provider.openaiApiKey && { openaiApiKey: config.provider.openaiApiKey }),
-      ...(config.provider.anthropicBaseURL && { anthropicBaseURL: config.provider.anthropicBaseURL }),
-      ...(config.provider.anthropicApiKey && { anthropicApiKey: config.provider.anthropicApiKey }),
-      ...(config.provider.googleBaseURL && { googleBaseURL: config.provider.googleBaseURL }),
-      ...(config.provider.googleApiKey && { googleApiKey: config.provider.googleApiKey }),
-      models: config.models,
-    })
+  const models = options.models ?? configuredModels(config)
   const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
   const runtime = createRuntime({
     store,
@@ -183,6 +172,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     forbidden: hidden,
     titles: config.titles,
     compaction: { ...config.compaction, models: config.models },
+    continueOnReject: config.continueOnReject,
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
   const subagents = createSubagents({ store, ids, agents, runtime: (): Runtime => runtime })
@@ -232,15 +222,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     async start() {
       void mcp.start() // never rejects: a failing server is a status, and the HTTP side need not wait
       // a default model this server cannot build is said now, not at the first prompt
-      if (config.model) {
-        try {
-          models.validate(config.model)
-        } catch (err) {
-          logger.warn(
-            { model: config.model, code: isChronicleError(err) ? err.code : 'INTERNAL' },
-            `the default model cannot be used: ${err instanceof Error ? err.message : String(err)}`,
-          )
-        }
+      const problem = defaultModelProblem(config, models)
+      if (problem) {
+        logger.warn({ model: config.model, code: problem.code }, `the default model cannot be used: ${problem.message}`)
       }
       // Crash recovery (docs/RECOVERY.md): settle before anyone can connect; continue the runs once listening.
       // A revert a crash cut off is finished first: a resumed run must find the files the log says.
@@ -282,6 +266,42 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       })()
       return stopping
     },
+  }
+}
+
+/** The providers the configuration names: the default model, base URLs, API keys, per-model settings. */
+export function configuredModels(config: ChronicleConfig): ModelResolver {
+  return createModelResolver({
+    defaultModel: config.model ?? null,
+    ...(config.provider.baseURL && { baseURL: config.provider.baseURL }),
+    ...(config.provider.apiKey && { apiKey: config.provider.apiKey }),
+    ...(config.provider.openaiBaseURL && { openaiBaseURL: config.provider.openaiBaseURL }),
+    ...(config.provider.openaiApiKey && { openaiApiKey: config.provider.openaiApiKey }),
+    ...(config.provider.anthropicBaseURL && { anthropicBaseURL: config.provider.anthropicBaseURL }),
+    ...(config.provider.anthropicApiKey && { anthropicApiKey: config.provider.anthropicApiKey }),
+    ...(config.provider.googleBaseURL && { googleBaseURL: config.provider.googleBaseURL }),
+    ...(config.provider.googleApiKey && { googleApiKey: config.provider.googleApiKey }),
+    models: config.models,
+  })
+}
+
+/**
+ * Why the configured default model cannot be built, if it cannot (e.g. UNKNOWN_MODEL): warned at
+ * start, so it is not first met at the first prompt, and reported by `chronicle doctor`.
+ */
+export function defaultModelProblem(
+  config: ChronicleConfig,
+  models: ModelResolver,
+): { readonly code: string; readonly message: string } | undefined {
+  if (!config.model) return undefined
+  try {
+    models.validate(config.model)
+    return undefined
+  } catch (err) {
+    return {
+      code: isChronicleError(err) ? err.code : 'INTERNAL',
+      message: err instanceof Error ? err.message : String(err),
+    }
   }
 }
 

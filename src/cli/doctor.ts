@@ -1,0 +1,347 @@
+import { execFile } from 'node:child_process'
+import { existsSync, lstatSync, readFileSync, type Stats, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { type ChronicleConfig, loadConfig } from '../config.js'
+import { DB_FILE } from '../data-dir.js'
+import { readClientToken, TOKEN_FILE } from '../http/token.js'
+import { configuredModels, defaultModelProblem } from '../main.js'
+import { detectSandbox } from '../tools/sandbox.js'
+import { type Args, flag } from './args.js'
+
+/**
+ * `chronicle doctor [--config file]`: is this machine ready to serve? One line
+ * per check — `ok|warn|fail  <check>: <detail>` — for the configuration, the
+ * default model (built as the server builds it, then asked for its model list
+ * over the network when there is a key), the sandbox (the server's own
+ * bubblewrap probe), git, the data directory's and token's private modes, and
+ * a server at CHRONICLE_URL (`/health`, then `/whoami` with the token). Exit 0
+ * when nothing failed (warnings allowed), 1 otherwise. No secret is ever
+ * printed: every line is scrubbed of the token, the API keys and credential
+ * variables.
+ */
+
+type Status = 'ok' | 'warn' | 'fail'
+type Say = (status: Status, check: string, detail: string) => void
+
+/** How long a network check waits. */
+const TIMEOUT_MS = 5_000
+
+export async function doctor(
+  args: Args,
+  out: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const secrets = new Set(credentialsOf(env))
+  let failed = false
+  const say: Say = (status, check, detail) => {
+    failed ||= status === 'fail'
+    out(scrub(`${status}  ${check}: ${detail}`, secrets))
+  }
+
+  const configPath = flag(args, 'config')
+  let config: ChronicleConfig
+  try {
+    config = loadConfig({ env, ...(configPath && { configPath }) })
+  } catch (err) {
+    say('fail', 'config', messageOf(err))
+    return 1
+  }
+  const { apiKey, openaiApiKey, anthropicApiKey, googleApiKey } = config.provider
+  for (const value of [config.token, apiKey, openaiApiKey, anthropicApiKey, googleApiKey]) if (value) secrets.add(value)
+  const token = config.token ?? readClientToken(config.dataDir, env)
+  if (token) secrets.add(token)
+  say('ok', 'config', config.configFile ? `${config.configFile} is valid` : 'no config file: the environment only')
+
+  await checkModel(config, say)
+  await checkSandbox(config, say)
+  await checkGit(config, say)
+  checkDataDir(config.dataDir, say)
+  checkToken(config, say)
+  await checkServer(serverUrl(config, env), token, say)
+  return failed ? 1 : 0
+}
+
+async function checkModel(config: ChronicleConfig, say: Say): Promise<void> {
+  const spec = config.model
+  if (!spec) {
+    say(
+      'warn',
+      'model',
+      'no default model (set CHRONICLE_MODEL, e.g. openai:<id> or compatible:<id>): sessions must name one',
+    )
+    return
+  }
+  const problem = defaultModelProblem(config, configuredModels(config))
+  if (problem) {
+    say('fail', 'model', `${spec} cannot be used: ${problem.code}: ${problem.message}`)
+    return
+  }
+  say('ok', 'model', `${spec} can be built`)
+  const endpoint = endpointOf(config, spec)
+  if (!endpoint) {
+    say('ok', 'provider', 'a scripted model: it plays a local script, no network')
+    return
+  }
+  await checkProvider(endpoint, spec.slice(spec.indexOf(':') + 1), say)
+}
+
+/** Where a provider lists its models, and how it takes its key. */
+interface Endpoint {
+  readonly base: string
+  readonly key: string | undefined
+  /** where the key is set */
+  readonly keyName: string
+  readonly headers: (key: string) => Record<string, string>
+  /** the names it lists the model under */
+  readonly listed: (id: string) => readonly string[]
+}
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
+
+function endpointOf(config: ChronicleConfig, spec: string): Endpoint | undefined {
+  const p = config.provider
+  const same = (id: string) => [id]
+  switch (spec.slice(0, spec.indexOf(':'))) {
+    case 'openai':
+      return {
+        base: p.openaiBaseURL ?? p.baseURL ?? 'https://api.openai.com/v1',
+        key: p.openaiApiKey ?? p.apiKey,
+        keyName: 'OPENAI_API_KEY',
+        headers: bearer,
+        listed: same,
+      }
+    case 'compatible':
+      return { base: p.baseURL ?? '', key: p.apiKey, keyName: 'CHRONICLE_API_KEY', headers: bearer, listed: same }
+    case 'anthropic':
+      return {
+        base: p.anthropicBaseURL ?? 'https://api.anthropic.com/v1',
+        key: p.anthropicApiKey,
+        keyName: 'ANTHROPIC_API_KEY',
+        headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
+        listed: same,
+      }
+    case 'google':
+      return {
+        base: p.googleBaseURL ?? 'https://generativelanguage.googleapis.com/v1beta',
+        key: p.googleApiKey,
+        keyName: 'GOOGLE_GENERATIVE_AI_API_KEY',
+        headers: (key) => ({ 'x-goog-api-key': key }),
+        listed: (id) => [id, `models/${id}`],
+      }
+    default:
+      return undefined
+  }
+}
+
+/** One cheap authenticated request: GET <base>/models, which every supported provider answers. */
+async function checkProvider(endpoint: Endpoint, id: string, say: Say): Promise<void> {
+  const where = displayUrl(endpoint.base)
+  if (!endpoint.key) {
+    say('warn', 'provider', `no API key (set ${endpoint.keyName}): ${where} was not contacted`)
+    return
+  }
+  let res: Response
+  try {
+    res = await fetch(`${endpoint.base.replace(/\/+$/, '')}/models`, {
+      headers: endpoint.headers(endpoint.key),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    })
+  } catch (err) {
+    say('fail', 'provider', `${where} is unreachable: ${networkReason(err)}`)
+    return
+  }
+  if (res.status === 401 || res.status === 403) {
+    say('fail', 'provider', `${where} refuses the API key (${endpoint.keyName}): HTTP ${res.status}`)
+    return
+  }
+  if (res.status === 404 || res.status === 405) {
+    say('warn', 'provider', `${where} answers, but lists no models (HTTP ${res.status}): ${id} not checked`)
+    return
+  }
+  if (!res.ok) {
+    say('fail', 'provider', `${where} answered HTTP ${res.status} to GET /models`)
+    return
+  }
+  const names = modelNames(await res.json().catch(() => undefined))
+  if (names.length === 0) say('ok', 'provider', `${where} answers with the key`)
+  else if (endpoint.listed(id).some((n) => names.includes(n)))
+    say('ok', 'provider', `${where} answers with the key and lists ${id}`)
+  else
+    say('warn', 'provider', `${where} answers with the key, but ${id} is not among the ${names.length} models it lists`)
+}
+
+/** The ids in a model list: OpenAI's and Anthropic's `data[].id`, Google's `models[].name`. */
+function modelNames(body: unknown): string[] {
+  const b = body as { data?: { id?: unknown }[]; models?: { name?: unknown }[] } | undefined
+  const items = [...(b?.data ?? []).map((m) => m?.id), ...(b?.models ?? []).map((m) => m?.name)]
+  return items.filter((n): n is string => typeof n === 'string')
+}
+
+async function checkSandbox(config: ChronicleConfig, say: Say): Promise<void> {
+  if (config.sandbox.mode === 'off') {
+    say('warn', 'sandbox', '"sandbox": "off" in the config: bash commands run unconfined')
+    return
+  }
+  const hidden = [config.dataDir, ...(config.configFile ? [config.configFile] : [])]
+  const sandbox = await detectSandbox('auto', { network: config.sandbox.network, hidden })
+  if (sandbox.kind === 'bwrap') say('ok', 'sandbox', 'bubblewrap runs a trivial command: bash commands run confined')
+  else
+    say(
+      'warn',
+      'sandbox',
+      `${sandbox.reason ?? 'bubblewrap cannot run here'}: every bash command will need approval (install bubblewrap, or set "sandbox": "off")`,
+    )
+}
+
+async function checkGit(config: ChronicleConfig, say: Say): Promise<void> {
+  const version = await new Promise<string | undefined>((resolve) =>
+    execFile('git', ['--version'], { timeout: TIMEOUT_MS }, (err, stdout) => resolve(err ? undefined : stdout.trim())),
+  )
+  if (version) say('ok', 'git', version)
+  else if (!config.workspace.snapshots) say('warn', 'git', 'not found on the PATH (workspace snapshots are off)')
+  else
+    say(
+      'fail',
+      'git',
+      'not found on the PATH: workspace snapshots need it (install git, or set "workspace": {"snapshots": false})',
+    )
+}
+
+/** The data directory 0700 and its files 0600, this user's, no symlinks (src/data-dir.ts). */
+function checkDataDir(dir: string, say: Say): void {
+  if (!existsSync(dir)) {
+    say('warn', 'data dir', `${dir} does not exist yet: the server creates it (0700) at its first start`)
+    return
+  }
+  const stat = statSync(dir)
+  if (!stat.isDirectory()) {
+    say('fail', 'data dir', `${dir} is not a directory`)
+    return
+  }
+  const problems = [privacyProblem(dir, stat, 0o700)]
+  const files = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'chronicle.json'].filter((f) => existsSync(join(dir, f)))
+  for (const f of files) problems.push(fileProblem(join(dir, f)))
+  const found = problems.filter((p): p is string => p !== undefined)
+  for (const p of found) say('fail', 'data dir', p)
+  if (found.length === 0)
+    say('ok', 'data dir', `${dir} is private (0700${files.length > 0 ? `; ${files.join(', ')} 0600` : ''})`)
+}
+
+function checkToken(config: ChronicleConfig, say: Say): void {
+  const file = join(config.dataDir, TOKEN_FILE)
+  const given =
+    config.tokenSource === 'environment'
+      ? 'given by CHRONICLE_TOKEN'
+      : config.tokenSource === 'config'
+        ? `given by ${config.configFile ?? 'the config file'}`
+        : undefined
+  if (!existsSync(file)) {
+    if (given) say('ok', 'token', given)
+    else say('warn', 'token', `${file} does not exist yet: the server generates it (0600) at its first start`)
+    return
+  }
+  const problem = fileProblem(file)
+  if (problem) say('fail', 'token', `${problem}: the server refuses a token file others can read`)
+  else if (readFileSync(file, 'utf8').trim().length < 16)
+    say('warn', 'token', `${file} holds no usable token: the server replaces it at its next start`)
+  else say('ok', 'token', given ? `${given} (${file} is private too)` : `${file} is private (0600)`)
+}
+
+/** What is wrong with a file that must be this user's private regular file, if anything. */
+function fileProblem(path: string): string | undefined {
+  const stat = lstatSync(path)
+  if (!stat.isFile()) return `${path} is not a regular file (a symlink or device is refused)`
+  return privacyProblem(path, stat, 0o600)
+}
+
+function privacyProblem(path: string, stat: Stats, want: number): string | undefined {
+  const uid = process.getuid?.()
+  if (uid !== undefined && stat.uid !== uid) return `${path} belongs to user ${stat.uid}, not to you (${uid})`
+  const mode = stat.mode & 0o777
+  if ((mode & 0o077) === 0) return undefined
+  return `${path} is mode ${mode.toString(8)}, not ${want.toString(8)}: other users can read it (chmod ${want.toString(8)} ${path})`
+}
+
+/** Where client commands look for the server: CHRONICLE_URL, else the configured port on this machine. */
+function serverUrl(config: ChronicleConfig, env: NodeJS.ProcessEnv): string {
+  if (env.CHRONICLE_URL) return env.CHRONICLE_URL.replace(/\/+$/, '')
+  const wildcard = config.host === '0.0.0.0' || config.host === '::'
+  const host = wildcard ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host
+  return `http://${host}:${config.port || 4780}`
+}
+
+async function checkServer(url: string, token: string | undefined, say: Say): Promise<void> {
+  const where = displayUrl(url)
+  let health: Response
+  try {
+    health = await fetch(`${url}/health`, { signal: AbortSignal.timeout(TIMEOUT_MS) })
+  } catch (err) {
+    say('warn', 'server', `none answers at ${where} (${networkReason(err)}): start one with \`chronicle serve\``)
+    return
+  }
+  const body = (await health.json().catch(() => undefined)) as { status?: unknown; version?: unknown } | undefined
+  if (!health.ok || body?.status !== 'ok') {
+    say(
+      'fail',
+      'server',
+      `${where}/health answered HTTP ${health.status}${body?.status ? '' : ', not as Chronicle does'}`,
+    )
+    return
+  }
+  const chronicle = `Chronicle${typeof body.version === 'string' ? ` ${body.version}` : ''} answers at ${where}`
+  if (!token) {
+    say('warn', 'server', `${chronicle}, but there is no token to present (CHRONICLE_TOKEN, or the token file)`)
+    return
+  }
+  let who: Response
+  try {
+    who = await fetch(`${url}/whoami`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    })
+  } catch (err) {
+    say('fail', 'server', `${chronicle}, but /whoami failed: ${networkReason(err)}`)
+    return
+  }
+  if (!who.ok) {
+    const problem = (await who.json().catch(() => undefined)) as { code?: unknown } | undefined
+    const code = typeof problem?.code === 'string' ? ` ${problem.code}` : ''
+    say('fail', 'server', `${chronicle}, but refuses the token: HTTP ${who.status}${code}`)
+    return
+  }
+  const me = (await who.json().catch(() => ({}))) as { name?: unknown; role?: unknown }
+  say('ok', 'server', `${chronicle}; the token speaks for ${String(me.name)} (${String(me.role)})`)
+}
+
+/** A URL without credentials or query: what may be printed of it. */
+function displayUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`
+  } catch {
+    return '(an invalid URL)'
+  }
+}
+
+function networkReason(err: unknown): string {
+  const e = err as { name?: string; cause?: { code?: string; message?: string }; message?: string }
+  if (e?.name === 'TimeoutError') return `no answer in ${TIMEOUT_MS / 1000} s`
+  return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err)
+}
+
+/** Values of credential variables (keys, tokens, passwords) in the environment. */
+function credentialsOf(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env).flatMap(([name, value]) =>
+    value && /(KEY|SECRET|TOKEN|PASSW|CREDENTIAL)/i.test(name) ? [value] : [],
+  )
+}
+
+function scrub(line: string, secrets: ReadonlySet<string>): string {
+  let out = line
+  for (const s of secrets) if (s.length >= 8 && out.includes(s)) out = out.split(s).join('[REDACTED]')
+  return out
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

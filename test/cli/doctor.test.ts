@@ -1,0 +1,207 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { LLMock } from '@copilotkit/aimock'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { doctor } from '../../src/cli/doctor.js'
+import { secureDataDir } from '../../src/data-dir.js'
+import { resolveToken } from '../../src/http/token.js'
+import { VERSION } from '../../src/main.js'
+import { startServer, type TestServer } from '../http/helpers.js'
+
+/**
+ * `chronicle doctor` (src/cli/doctor.ts), called directly with a real temp data
+ * dir (real files, real modes), a real Chronicle server, a real OpenAI-compatible
+ * mock server: one `ok|warn|fail  <check>: <detail>` line per check, exit 1 when
+ * any failed — and never a secret in what it prints.
+ */
+
+const API_KEY = 'sk-doctor-test-0123456789abcdef'
+const NOWHERE = 'http://127.0.0.1:9' // the discard port: nothing answers
+
+let root: string
+let server: TestServer | undefined
+let mock: LLMock
+let refusing: Server
+
+beforeAll(async () => {
+  mock = new LLMock({ port: 0, host: '127.0.0.1' })
+  await mock.start()
+  refusing = createServer((_req, res) => {
+    res.writeHead(401, { 'content-type': 'application/json' })
+    res.end('{"error":{"message":"invalid api key"}}')
+  })
+  await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve))
+})
+afterAll(async () => {
+  await mock.stop()
+  await new Promise((resolve) => refusing.close(resolve))
+})
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+  rmSync(root, { recursive: true, force: true })
+})
+
+/** A private data dir with a token, as a server's first start leaves it; returns the env pointing at it. */
+function prepared(env: Record<string, string> = {}): Record<string, string> {
+  root = mkdtempSync(join(tmpdir(), 'chronicle-doctor-'))
+  const dataDir = join(root, 'data')
+  secureDataDir(dataDir)
+  resolveToken(dataDir, undefined)
+  const script = join(root, 'script.json')
+  writeFileSync(script, JSON.stringify({ steps: [{ text: 'hi' }] }))
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: join(root, 'home'),
+    CHRONICLE_DATA_DIR: dataDir,
+    CHRONICLE_MODEL: `scripted:${script}`,
+    CHRONICLE_URL: NOWHERE,
+    ...env,
+  }
+}
+
+async function run(env: Record<string, string>, argv: string[] = []) {
+  const lines: string[] = []
+  const code = await doctor(
+    { positionals: [], flags: new Map(argv.length ? [['config', argv[0]!]] : []) },
+    (l) => lines.push(l),
+    env,
+  )
+  const line = (check: string) => lines.find((l) => l.replace(/^\w+ {2}/, '').startsWith(`${check}: `))
+  return { code, lines, line }
+}
+
+describe('chronicle doctor', () => {
+  it('passes on a ready machine with a running server: every line ok or warn, exit 0', async () => {
+    root = mkdtempSync(join(tmpdir(), 'chronicle-doctor-'))
+    server = await startServer()
+    const dataDir = server.chronicle.config.dataDir
+    const script = join(root, 'script.json')
+    writeFileSync(script, JSON.stringify({ steps: [{ text: 'hi' }] }))
+    const { code, lines, line } = await run({
+      PATH: process.env.PATH ?? '',
+      HOME: join(root, 'home'),
+      CHRONICLE_DATA_DIR: dataDir,
+      CHRONICLE_MODEL: `scripted:${script}`,
+      CHRONICLE_URL: server.url,
+    })
+    expect(code).toBe(0)
+    expect(lines.map((l) => l.split(':')[0])).toEqual([
+      'ok  config',
+      'ok  model',
+      'ok  provider',
+      expect.stringMatching(/^(ok|warn) {2}sandbox$/), // bubblewrap may not run in every test environment
+      'ok  git',
+      'ok  data dir',
+      'ok  token',
+      'ok  server',
+    ])
+    expect(line('config')).toBe('ok  config: no config file: the environment only')
+    expect(line('model')).toBe(`ok  model: scripted:${script} can be built`)
+    expect(line('git')).toMatch(/^ok {2}git: git version \d/)
+    expect(line('data dir')).toBe(
+      `ok  data dir: ${dataDir} is private (0700; chronicle.db, chronicle.db-wal, chronicle.db-shm 0600)`,
+    )
+    expect(line('token')).toBe(`ok  token: ${join(dataDir, 'token')} is private (0600)`)
+    expect(line('server')).toBe(
+      `ok  server: Chronicle ${VERSION} answers at ${server.url}; the token speaks for owner (admin)`,
+    )
+    expect(lines.join('\n')).not.toContain(server.token)
+  })
+
+  it('a data dir or token others can read fails, naming the path', async () => {
+    const env = prepared()
+    chmodSync(env.CHRONICLE_DATA_DIR!, 0o755)
+    chmodSync(join(env.CHRONICLE_DATA_DIR!, 'token'), 0o644)
+    const { code, lines } = await run(env)
+    expect(code).toBe(1)
+    expect(lines.filter((l) => l.startsWith('fail'))).toEqual([
+      `fail  data dir: ${env.CHRONICLE_DATA_DIR} is mode 755, not 700: other users can read it (chmod 700 ${env.CHRONICLE_DATA_DIR})`,
+      `fail  token: ${join(env.CHRONICLE_DATA_DIR!, 'token')} is mode 644, not 600: other users can read it (chmod 600 ${join(env.CHRONICLE_DATA_DIR!, 'token')}): the server refuses a token file others can read`,
+    ])
+  })
+
+  it('a default model the server cannot build fails with its code', async () => {
+    const { code, line } = await run(prepared({ CHRONICLE_MODEL: 'nope:model' }))
+    expect(code).toBe(1)
+    expect(line('model')).toBe(
+      'fail  model: nope:model cannot be used: UNKNOWN_MODEL: unknown model "nope:model": expected openai:<id>, anthropic:<id>, google:<id>, compatible:<id> or scripted:<file>',
+    )
+    const compatible = await run(prepared({ CHRONICLE_MODEL: 'compatible:qwen' }))
+    expect(compatible.line('model')).toBe(
+      'fail  model: compatible:qwen cannot be used: UNKNOWN_MODEL: model "compatible:qwen" needs a base URL (CHRONICLE_BASE_URL)',
+    )
+  })
+
+  it('an OpenAI-compatible server that answers with the key and lists the model: ok, and the key is never printed', async () => {
+    const env = prepared({
+      CHRONICLE_MODEL: 'compatible:gpt-4o',
+      CHRONICLE_BASE_URL: `${mock.url}/v1`,
+      CHRONICLE_API_KEY: API_KEY,
+    })
+    const { code, lines, line } = await run(env)
+    expect(code).toBe(0)
+    expect(line('model')).toBe('ok  model: compatible:gpt-4o can be built')
+    expect(line('provider')).toBe(`ok  provider: ${mock.url}/v1 answers with the key and lists gpt-4o`)
+    expect(lines.join('\n')).not.toContain(API_KEY)
+  })
+
+  it('a model the server does not list is a warning; a refused key and an unreachable server fail', async () => {
+    const base = { CHRONICLE_MODEL: 'openai:no-such-model', OPENAI_API_KEY: API_KEY }
+    const unlisted = await run(prepared({ ...base, OPENAI_BASE_URL: `${mock.url}/v1` }))
+    expect(unlisted.line('provider')).toMatch(
+      new RegExp(
+        `^warn {2}provider: ${mock.url}/v1 answers with the key, but no-such-model is not among the \\d+ models it lists$`,
+      ),
+    )
+    const port = (refusing.address() as AddressInfo).port
+    const refused = await run(prepared({ ...base, OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` }))
+    expect(refused.code).toBe(1)
+    expect(refused.line('provider')).toBe(
+      `fail  provider: http://127.0.0.1:${port}/v1 refuses the API key (OPENAI_API_KEY): HTTP 401`,
+    )
+    const unreachable = await run(prepared({ ...base, OPENAI_BASE_URL: `${NOWHERE}/v1` }))
+    expect(unreachable.code).toBe(1)
+    expect(unreachable.line('provider')).toMatch(/^fail {2}provider: http:\/\/127\.0\.0\.1:9\/v1 is unreachable: /)
+    for (const r of [unlisted, refused, unreachable]) expect(r.lines.join('\n')).not.toContain(API_KEY)
+  })
+
+  it('without an API key the provider is not contacted: a warning', async () => {
+    const { code, line } = await run(
+      prepared({ CHRONICLE_MODEL: 'compatible:qwen', CHRONICLE_BASE_URL: `${NOWHERE}/v1` }),
+    )
+    expect(code).toBe(0)
+    expect(line('provider')).toBe(`warn  provider: no API key (set CHRONICLE_API_KEY): ${NOWHERE}/v1 was not contacted`)
+  })
+
+  it('no server at CHRONICLE_URL is a warning; a server that refuses the token fails', async () => {
+    const alone = await run(prepared())
+    expect(alone.code).toBe(0)
+    expect(alone.line('server')).toMatch(
+      /^warn {2}server: none answers at http:\/\/127\.0\.0\.1:9 \(.+\): start one with `chronicle serve`$/,
+    )
+    server = await startServer()
+    const wrong = 'wrong-token-0123456789abcdef'
+    const refused = await run({ ...prepared({ CHRONICLE_URL: server.url }), CHRONICLE_TOKEN: wrong })
+    expect(refused.code).toBe(1)
+    expect(refused.line('server')).toBe(
+      `fail  server: Chronicle ${VERSION} answers at ${server.url}, but refuses the token: HTTP 401 UNAUTHORIZED`,
+    )
+    expect(refused.lines.join('\n')).not.toContain(wrong)
+  })
+
+  it('a config file that does not validate fails, and nothing else is checked', async () => {
+    const env = prepared()
+    const file = join(root, 'bad.json')
+    mkdirSync(root, { recursive: true })
+    writeFileSync(file, JSON.stringify({ port: 'eighty', token: 'short' }))
+    const { code, lines } = await run(env, [file])
+    expect(code).toBe(1)
+    expect(lines).toEqual([
+      `fail  config: invalid config file ${file}:\n  - port: Invalid input: expected number, received string\n  - token: token must be at least 16 characters`,
+    ])
+  })
+})
