@@ -1,33 +1,30 @@
 import { setMaxListeners } from 'node:events'
+import cors from '@fastify/cors'
 import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
 import Fastify, {
-  LogController,
   type FastifyBaseLogger,
   type FastifyInstance,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify'
-import {
-  jsonSchemaTransform,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod'
+import { createJsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import { ChronicleError } from '../events/errors.js'
 import { createApi } from './api.js'
+import { RequestLogController } from './logger.js'
 import { guarded } from './authorize.js'
 import { principalOf, setPrincipal } from './caller.js'
 import { Principals } from './principals.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { SessionFanout } from './ws/fanout.js'
 import type { AppDeps } from './deps.js'
+import { componentRegistry, finishDocument } from './openapi.js'
 import { problemBody, toProblem } from './problem.js'
 import { inputRoutes } from './routes/inputs.js'
 import { metaRoutes } from './routes/meta.js'
 import { sessionRoutes } from './routes/sessions.js'
-import { checkRequest, redactUrl, selectProtocol } from './security.js'
+import { checkRequest, corsOptions, redactUrl, selectProtocol } from './security.js'
 import { Connection, REVOKED_CLOSE_CODE } from './ws/connection.js'
 
 export type App = FastifyInstance<
@@ -60,8 +57,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // Time to receive a whole request (slowloris); a ?wait=true response may then take as long as the run.
     requestTimeout: 30_000,
     routerOptions: { maxParamLength: 300 },
-    // supervisors probe /health every few seconds: its requests are not logged (the rest are, at info)
-    logController: new LogController({ disableRequestLogging: (req) => req.url === '/health' }),
+    // supervisors probe /health every few seconds: its requests are logged at debug (the rest at info)
+    logController: new RequestLogController(),
   }).withTypeProvider<ZodTypeProvider>()
   const routes: RouteInfo[] = []
   registered.set(app, routes)
@@ -69,7 +66,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url })
   })
   app.setValidatorCompiler(validatorCompiler)
-  app.setSerializerCompiler(serializerCompiler)
+  // Replies are written as they are: the response schemas describe them (/openapi.json, checked against real
+  // replies by test/http/openapi.test.ts) but do not filter or re-validate them on every request.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data))
   // JSON only: text/plain is a preflight-free "simple" request a foreign page could send.
   app.removeContentTypeParser('text/plain')
   // An empty JSON body is no body (fetch(url, {method: 'POST', headers}) sends one): the route's schema decides.
@@ -92,13 +91,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     throw new ChronicleError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`)
   })
 
+  // Problem, Session, Message… are components the routes' schemas refer to (src/http/openapi.ts).
+  const components = componentRegistry()
   await app.register(swagger, {
     openapi: {
       info: { title: 'Chronicle', version: deps.version, description: 'See docs/API.md for the WebSocket protocol.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: createJsonSchemaTransform({ schemaRegistry: components }),
+    transformObject: finishDocument(components),
   })
 
   const connections = new Set<Connection>()
@@ -112,10 +114,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   })
 
-  // Before routing, body parsing and the WebSocket upgrade. Added after the websocket plugin so its own
-  // onRequest hook has marked upgrade requests: a refused upgrade's socket is then destroyed, not left open.
   const principals = deps.principals ?? new Principals(deps.store, deps.ids, deps.security.token)
   const policy = { ...deps.security, authenticate: (presented: string) => principals.authenticate(presented) }
+  // CORS for the configured origins only (none: no CORS at all). Its onRequest hook runs before the one below:
+  // it answers an allowed origin's preflight (204, no token: a browser sends none) and names that origin on
+  // every other response to it, refusals included, so a page can read them (security.ts corsOptions).
+  if (deps.security.allowedOrigins.length > 0) await app.register(cors, corsOptions(policy))
+
+  // Before routing, body parsing and the WebSocket upgrade. Added after the websocket plugin so its own
+  // onRequest hook has marked upgrade requests: a refused upgrade's socket is then destroyed, not left open.
   app.addHook('onRequest', async (req) => {
     try {
       const principal = checkRequest(req, policy)

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyRequest } from 'fastify'
 import { ChronicleError } from '../events/errors.js'
 import { isLoopback } from '../config.js'
@@ -8,7 +9,8 @@ import { OWNER, type Principal } from './principals.js'
  * The checks every request passes before any handler (and before a
  * WebSocket upgrade): Host (DNS rebinding), Origin (cross-site pages) and
  * the bearer token. Done in an onRequest hook — it works for real sockets
- * and for injectWS alike (verifyClient hangs injectWS).
+ * and for injectWS alike (verifyClient hangs injectWS). The one exception is
+ * a CORS preflight from an origin in `allowedOrigins` (corsOptions).
  */
 
 export const TOKEN_PROTOCOL_PREFIX = 'chronicle.token.'
@@ -27,10 +29,7 @@ const PUBLIC = new Set(['/health'])
 
 /** The request's principal, or undefined for a public path; throws FORBIDDEN / UNAUTHORIZED. */
 export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): Principal | undefined {
-  const host = hostnameOf(req.headers.host)
-  if (host === undefined || !(isLoopback(host) || policy.allowedHosts.includes(host))) {
-    throw new ChronicleError('FORBIDDEN', 'this Host is not served here')
-  }
+  if (!hostServed(req, policy)) throw new ChronicleError('FORBIDDEN', 'this Host is not served here')
   const origin = req.headers.origin
   if (origin !== undefined && !originAllowed(origin, req.headers.host as string, policy)) {
     throw new ChronicleError('FORBIDDEN', 'cross-origin requests are not allowed')
@@ -46,6 +45,33 @@ export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): Princ
       : undefined
   if (!principal) throw new ChronicleError('UNAUTHORIZED', 'wrong, revoked or expired token')
   return principal
+}
+
+/**
+ * CORS (@fastify/cors, registered only when `allowedOrigins` is configured):
+ * a response names in Access-Control-Allow-Origin the request's Origin when
+ * it is listed in `allowedOrigins` and the Host is served; any other request
+ * gets no CORS header. The plugin's hook runs before checkRequest's, so it
+ * answers such an origin's preflight without the token (a browser sends none
+ * on a preflight); every other request still passes checkRequest, where any
+ * other foreign Origin is refused. Decided per request (the plugin's
+ * delegator), as the answer depends on Origin and Host.
+ */
+export function corsOptions(policy: SecurityPolicy): FastifyCorsOptions {
+  return {
+    delegator: (req, done) =>
+      done(null, {
+        origin: corsOrigin(req, policy),
+        methods: ['GET', 'POST', 'DELETE'], // the routes' (src/http/routes/*)
+        allowedHeaders: ['authorization', 'content-type', 'x-command-id'], // x-command-id: caller.ts
+        maxAge: 600,
+      }),
+  }
+}
+
+function corsOrigin(req: FastifyRequest, policy: SecurityPolicy): string | false {
+  const origin = req.headers.origin
+  return origin !== undefined && policy.allowedOrigins.includes(origin) && hostServed(req, policy) ? origin : false
 }
 
 /**
@@ -85,6 +111,12 @@ function same(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest()
   const hb = createHash('sha256').update(b).digest()
   return timingSafeEqual(ha, hb)
+}
+
+/** Loopback, or a configured host (DNS rebinding). */
+function hostServed(req: FastifyRequest, policy: SecurityPolicy): boolean {
+  const host = hostnameOf(req.headers.host)
+  return host !== undefined && (isLoopback(host) || policy.allowedHosts.includes(host))
 }
 
 function hostnameOf(host: string | undefined): string | undefined {

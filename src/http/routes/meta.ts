@@ -1,6 +1,6 @@
-import { z } from 'zod'
 import type { App } from '../app.js'
 import type { AppDeps } from '../deps.js'
+import { Answers, ok, problem, problems } from '../openapi.js'
 
 /** Health (no token) and the OpenAPI document. */
 export function metaRoutes(app: App, deps: AppDeps): void {
@@ -8,13 +8,31 @@ export function metaRoutes(app: App, deps: AppDeps): void {
     '/health',
     {
       schema: {
+        operationId: 'getHealth',
         summary: 'liveness (no token needed)',
         tags: ['meta'],
         security: [],
-        response: { 200: z.object({ status: z.literal('ok'), version: z.string() }) },
+        response: {
+          200: ok('the server is up', Answers.health),
+          403: problem('FORBIDDEN: a foreign Origin or Host'),
+          500: problem('INTERNAL: a bug (logged, never detailed)'),
+        },
       },
     },
     async () => ({ status: 'ok' as const, version: deps.version }),
   )
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // Described, but left out of the document it serves (test/http/routes.test.ts pins the document's paths).
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        hide: true,
+        operationId: 'getOpenApi',
+        summary: 'this OpenAPI 3 document',
+        tags: ['meta'],
+        response: { 200: ok('the OpenAPI 3 document of the HTTP routes', Answers.openapi), ...problems({}) },
+      },
+    },
+    async () => app.swagger(),
+  )
 }

@@ -2,37 +2,108 @@ import { callerOf } from '../caller.js'
 import { z } from 'zod'
 import { Params, type Api } from '../api.js'
 import type { App } from '../app.js'
+import { Answers, ok, problems } from '../openapi.js'
 
 /** Session lifecycle and time travel over HTTP: each route maps onto one protocol command. */
 
 const Id = z.object({ id: z.string().min(1).max(200) })
 const AtQuery = z.object({ at: z.coerce.number().int().nonnegative().optional() })
 
+const NO_SESSION = 'SESSION_NOT_FOUND'
+const NO_SEQ = 'SESSION_NOT_FOUND, or SEQ_OUT_OF_RANGE: a seq not in the session’s history'
+const INVALID = 'BAD_REQUEST: the path, query or body does not match its schema'
+
 export function sessionRoutes(app: App, api: Api): void {
   app.post(
     '/sessions',
-    { schema: { summary: 'session.create', tags: ['sessions'], body: Params['session.create'].nullish() } },
+    {
+      schema: {
+        operationId: 'createSession',
+        summary: 'session.create',
+        tags: ['sessions'],
+        body: Params['session.create'].nullish(),
+        response: {
+          201: ok('the new session', Answers.session),
+          ...problems(
+            {
+              400: `${INVALID}; a directory that is not absolute or does not exist; DIRECTORY_FORBIDDEN: inside the data dir`,
+              403: 'a token limited to some sessions cannot create one',
+              422: 'UNKNOWN_AGENT or UNKNOWN_MODEL',
+            },
+            { body: true },
+          ),
+        },
+      },
+    },
     async (req, reply) => reply.status(201).send(await api['session.create'](req.body ?? {}, callerOf(req))),
   )
   app.get(
     '/sessions',
-    { schema: { summary: 'session.list', tags: ['sessions'], querystring: Params['session.list'] } },
+    {
+      schema: {
+        operationId: 'listSessions',
+        summary: 'session.list',
+        description: 'Most recently active first; `cursor` is there when more remain.',
+        tags: ['sessions'],
+        querystring: Params['session.list'],
+        response: {
+          200: ok('a page of sessions', Answers.sessions),
+          ...problems({ 400: `${INVALID}, or a bad cursor` }),
+        },
+      },
+    },
     async (req) => api['session.list'](req.query, callerOf(req)),
   )
-  app.get('/sessions/:id', { schema: { summary: 'session.get', tags: ['sessions'], params: Id } }, async (req) =>
-    api['session.get']({ session: req.params.id }, callerOf(req)),
+  app.get(
+    '/sessions/:id',
+    {
+      schema: {
+        operationId: 'getSession',
+        summary: 'session.get',
+        tags: ['sessions'],
+        params: Id,
+        response: { 200: ok('the session', Answers.session), ...problems({ 400: INVALID, 404: NO_SESSION }) },
+      },
+    },
+    async (req) => api['session.get']({ session: req.params.id }, callerOf(req)),
   )
-  app.delete('/sessions/:id', { schema: { summary: 'session.archive', tags: ['sessions'], params: Id } }, async (req) =>
-    api['session.archive']({ session: req.params.id }, callerOf(req)),
+  app.delete(
+    '/sessions/:id',
+    {
+      schema: {
+        operationId: 'archiveSession',
+        summary: 'session.archive',
+        description: 'Archives the session; its log stays.',
+        tags: ['sessions'],
+        params: Id,
+        response: {
+          200: ok('archived', Answers.empty),
+          ...problems({ 400: INVALID, 404: NO_SESSION, 409: 'VERSION_CONFLICT: a concurrent write' }, { body: true }),
+        },
+      },
+    },
+    async (req) => api['session.archive']({ session: req.params.id }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/fork',
     {
       schema: {
+        operationId: 'forkSession',
         summary: 'session.fork',
         tags: ['time travel'],
         params: Id,
         body: Params['session.fork'].omit({ session: true }),
+        response: {
+          201: ok('the new session, starting from the state at `at`', Answers.session),
+          ...problems(
+            {
+              400: `${INVALID}; DIRECTORY_REQUIRED: imported history forked without a directory; DIRECTORY_FORBIDDEN`,
+              404: NO_SEQ,
+              409: 'DIRECTORY_NOT_EMPTY, SESSION_BUSY or WORKSPACE_MISSING',
+            },
+            { body: true },
+          ),
+        },
       },
     },
     async (req, reply) =>
@@ -40,22 +111,53 @@ export function sessionRoutes(app: App, api: Api): void {
   )
   app.get(
     '/sessions/:id/state',
-    { schema: { summary: 'session.state', tags: ['time travel'], params: Id, querystring: AtQuery } },
+    {
+      schema: {
+        operationId: 'getSessionState',
+        summary: 'session.state',
+        description: 'The session, its messages and parts right after event `at` (default: now).',
+        tags: ['time travel'],
+        params: Id,
+        querystring: AtQuery,
+        response: { 200: ok('the state at the seq', Answers.state), ...problems({ 400: INVALID, 404: NO_SEQ }) },
+      },
+    },
     async (req) => api['session.state']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/context',
-    { schema: { summary: 'session.context', tags: ['time travel'], params: Id, querystring: AtQuery } },
+    {
+      schema: {
+        operationId: 'getSessionContext',
+        summary: 'session.context',
+        description:
+          'At a step.started seq, the exact request that step sent, rebuilt from the log; else the request the next step would send.',
+        tags: ['time travel'],
+        params: Id,
+        querystring: AtQuery,
+        response: {
+          200: ok('what the model is (or was) sent', Answers.context),
+          ...problems({
+            400: INVALID,
+            404: NO_SEQ,
+            500: 'BLOB_MISSING or BLOB_CORRUPT: a recorded blob is gone or edited',
+          }),
+        },
+      },
+    },
     async (req) => api['session.context']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
     '/sessions/:id/events',
     {
       schema: {
+        operationId: 'getSessionHistory',
         summary: 'session.history',
+        description: 'The log, ascending seq; `next` is the cursor for the following page.',
         tags: ['time travel'],
         params: Id,
         querystring: Params['session.history'].omit({ session: true }),
+        response: { 200: ok('a page of events', Answers.history), ...problems({ 400: INVALID, 404: NO_SEQ }) },
       },
     },
     async (req) => api['session.history']({ session: req.params.id, ...req.query }, callerOf(req)),
@@ -64,11 +166,16 @@ export function sessionRoutes(app: App, api: Api): void {
     '/sessions/:id/files',
     {
       schema: {
+        operationId: 'getSessionFiles',
         summary: 'session.files',
         description: "The workspace at a seq (default: now): every file, or one file's content with ?path=.",
         tags: ['time travel'],
         params: Id,
         querystring: Params['session.files'].omit({ session: true }),
+        response: {
+          200: ok('the files, or one file', Answers.files),
+          ...problems({ 400: INVALID, 404: `${NO_SEQ}; NOT_IN_SNAPSHOT: a path the snapshot does not hold` }),
+        },
       },
     },
     async (req) => api['session.files']({ session: req.params.id, ...req.query }, callerOf(req)),
@@ -77,11 +184,13 @@ export function sessionRoutes(app: App, api: Api): void {
     '/sessions/:id/diff',
     {
       schema: {
+        operationId: 'getSessionDiff',
         summary: 'session.diff',
         description: 'The unified diff of the workspace between two seqs.',
         tags: ['time travel'],
         params: Id,
         querystring: Params['session.diff'].omit({ session: true }),
+        response: { 200: ok('the diff', Answers.diff), ...problems({ 400: INVALID, 404: NO_SEQ }) },
       },
     },
     async (req) => api['session.diff']({ session: req.params.id, ...req.query }, callerOf(req)),
@@ -90,12 +199,24 @@ export function sessionRoutes(app: App, api: Api): void {
     '/sessions/:id/revert',
     {
       schema: {
+        operationId: 'revertSession',
         summary: 'session.revert',
         description:
           'Brings the session directory back to the workspace at seq `to` and hides later messages from the model. WORKSPACE_CONFLICT lists files changed outside the agent unless `force`.',
         tags: ['time travel'],
         params: Id,
         body: Params['session.revert'].omit({ session: true }),
+        response: {
+          200: ok('what the revert changed', Answers.restored),
+          ...problems(
+            {
+              400: INVALID,
+              404: NO_SEQ,
+              409: 'WORKSPACE_CONFLICT, SESSION_BUSY, NO_WORKSPACE_HISTORY, REVERT_BEFORE_COMPACTION, WORKSPACE_MISSING or SESSION_READ_ONLY',
+            },
+            { body: true },
+          ),
+        },
       },
     },
     async (req) => api['session.revert']({ session: req.params.id, ...req.body }, callerOf(req)),
@@ -104,18 +225,46 @@ export function sessionRoutes(app: App, api: Api): void {
     '/sessions/:id/unrevert',
     {
       schema: {
+        operationId: 'unrevertSession',
         summary: 'session.unrevert',
         description: 'Restores what the latest revert replaced, until a new input makes the revert final.',
         tags: ['time travel'],
         params: Id,
-        body: Params['session.unrevert'].omit({ session: true }).optional(),
+        body: Params['session.unrevert'].omit({ session: true }).nullish(),
+        response: {
+          200: ok('what the unrevert changed', Answers.restored),
+          ...problems(
+            {
+              400: INVALID,
+              404: NO_SESSION,
+              409: 'NOTHING_TO_UNREVERT, WORKSPACE_CONFLICT, SESSION_BUSY, WORKSPACE_MISSING or SESSION_READ_ONLY',
+            },
+            { body: true },
+          ),
+        },
       },
     },
     async (req) => api['session.unrevert']({ session: req.params.id, ...(req.body ?? {}) }, callerOf(req)),
   )
   app.post(
     '/sessions/:id/compact',
-    { schema: { summary: 'session.compact', tags: ['sessions'], params: Id } },
+    {
+      schema: {
+        operationId: 'compactSession',
+        summary: 'session.compact',
+        description:
+          'Requests a manual compaction (answered 200 with what was requested; it then runs as recorded events).',
+        tags: ['sessions'],
+        params: Id,
+        response: {
+          200: ok('the compaction requested, or the one already in flight', Answers.compaction),
+          ...problems(
+            { 400: INVALID, 404: NO_SESSION, 409: 'SESSION_ARCHIVED, SESSION_READ_ONLY or VERSION_CONFLICT' },
+            { body: true },
+          ),
+        },
+      },
+    },
     async (req) => api['session.compact']({ session: req.params.id }, callerOf(req)),
   )
 }
