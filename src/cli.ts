@@ -1,23 +1,25 @@
 import { readFileSync } from 'node:fs'
-import { UsageError, parseArgs } from './cli/args.js'
-import { chat } from './cli/chat.js'
-import { compactCommand } from './cli/compact.js'
-import { ApiError } from './cli/client.js'
-import { demo } from './cli/demo.js'
-import { auditCommand, exportCommand, importCommand, rebuildCommand, verifyCommand } from './cli/offline.js'
-import { events, forkCommand, sessions, show } from './cli/remote.js'
-import { serve } from './cli/serve.js'
-import { tokenCommand, whoamiCommand } from './cli/tokens.js'
-import { diffCommand, filesCommand, revertCommand, unrevertCommand } from './cli/workspace.js'
-import { isChronicleError } from './events/errors.js'
+import { type Args, type OptionSpec, parseCommandArgs, UsageError } from './cli/args.js'
+import { type Terminal, terminalOf } from './cli/terminal.js'
 
-/** `chronicle <command>`: the server and its terminal clients. */
+/**
+ * `chronicle <command>`: the server and its terminal clients. Each command's
+ * module is imported only when that command runs, so `--help` loads nothing
+ * but this file.
+ */
 
 const USAGE = `usage: chronicle <command> [options]
 
   serve [--config file] [--host h] [--port p]   run the server (default 127.0.0.1:4780)
-  chat [session] [--directory d] [--agent a] [--model m]
-                                                interactive session over WebSocket
+  run [prompt] [--session s | --continue] [--directory d] [--agent a] [--model m] [--format text|json]
+      [--allow perm[:pattern]]… [--deny perm[:pattern]]…
+                                                one prompt, headless: prints the answer (or, with --format json,
+                                                the session's events as JSON lines) and exits with how the run
+                                                ended. No prompt: read from stdin. A permission no --allow
+                                                matches is refused (fail closed)
+  chat [session] [--continue] [--directory d] [--agent a] [--model m]
+                                                interactive session over WebSocket; --continue: the most recent
+                                                session; a session picker when stdin is a terminal
   sessions [--archived]                         list sessions
   show <session> [--at seq]                     transcript (at a seq: as it was then)
   events <session> [--after seq] [--follow]     the event log; --follow keeps streaming
@@ -35,46 +37,121 @@ const USAGE = `usage: chronicle <command> [options]
                                                 a named token (admin); its secret is printed once
   token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
   whoami                                        who the CLI's token speaks for
-  verify [--head seq:digest]                    check the log's hash chains and compare read models with the log;
-                                                exit 1 on a break or a difference. Prints the log's head digest:
-                                                --head checks the log still gives one recorded earlier
+  verify [--head seq:digest] [--force]          check the log's hash chains and compare read models with the log
+                                                (server stopped); exit 1 on a break or a difference. Prints the
+                                                log's head digest: --head checks the log still gives one recorded earlier
   audit <session> | --all                       rebuild every model request from the log and check its digest;
                                                 exit 1 on any mismatch
+  doctor [--config file]                        check the config, the model, the sandbox, the data directory and the server
   demo                                          a scripted session, time travel and a fork; no API key
-  version                                       the version (also --version); any command takes --help
+  version                                       the version (also --version, -v); any command takes --help
 
 Client commands find the server at CHRONICLE_URL (default http://127.0.0.1:4780) with the token
-from CHRONICLE_TOKEN or the data directory (CHRONICLE_DATA_DIR, default $XDG_DATA_HOME/chronicle or ~/.local/share/chronicle).`
+from CHRONICLE_TOKEN or the data directory (CHRONICLE_DATA_DIR, default $XDG_DATA_HOME/chronicle or ~/.local/share/chronicle).
+Colours follow the terminal (NO_COLOR=1 turns them off).`
 
-/** The flags each command takes: any other is an error (--help is every command's). */
-const FLAGS: Record<string, readonly string[]> = {
-  serve: ['config', 'host', 'port'],
-  chat: ['directory', 'agent', 'model'],
-  sessions: ['archived'],
-  show: ['at'],
-  events: ['after', 'follow'],
-  fork: ['at', 'title', 'dir'],
-  compact: ['no-wait'],
-  files: ['at', 'path'],
-  diff: ['from', 'to'],
-  revert: ['to', 'force'],
-  unrevert: ['force'],
-  export: ['out'],
-  import: ['force'],
-  rebuild: ['force'],
-  token: ['name', 'role', 'sessions', 'expires'],
-  whoami: [],
-  verify: ['head'],
-  audit: ['all'],
-  demo: [],
+const S = { type: 'string' } as const
+const B = { type: 'boolean' } as const
+const MANY = { type: 'string', multiple: true } as const
+
+export interface CliIo {
+  readonly stdout: Terminal
+  readonly stderr: Terminal
+  readonly stdin: NodeJS.ReadableStream & { isTTY?: boolean }
+}
+
+interface Command {
+  readonly options: OptionSpec
+  readonly run: (args: Args, io: CliIo) => Promise<number>
+}
+
+const COMMANDS: Record<string, Command> = {
+  serve: {
+    options: { config: S, host: S, port: S },
+    run: async (a, io) => (await import('./cli/serve.js')).serve(a, io.stdout),
+  },
+  run: {
+    options: {
+      session: S,
+      continue: B,
+      directory: S,
+      agent: S,
+      model: S,
+      title: S,
+      format: S,
+      allow: MANY,
+      deny: MANY,
+    },
+    run: async (a, io) => (await import('./cli/run.js')).runCommand(a, io),
+  },
+  chat: {
+    options: { continue: B, directory: S, agent: S, model: S },
+    run: async (a, io) => (await import('./cli/chat.js')).chat(a, io),
+  },
+  sessions: {
+    options: { archived: B },
+    run: async (a, io) => (await import('./cli/remote.js')).sessions(a, io.stdout),
+  },
+  show: { options: { at: S }, run: async (a, io) => (await import('./cli/remote.js')).show(a, io.stdout) },
+  events: {
+    options: { after: S, follow: B },
+    run: async (a, io) => (await import('./cli/remote.js')).events(a, io.stdout),
+  },
+  fork: {
+    options: { at: S, title: S, dir: S },
+    run: async (a, io) => (await import('./cli/remote.js')).forkCommand(a, io.stdout),
+  },
+  compact: {
+    options: { 'no-wait': B },
+    run: async (a, io) => (await import('./cli/compact.js')).compactCommand(a, io.stdout),
+  },
+  files: {
+    options: { at: S, path: S },
+    run: async (a, io) => (await import('./cli/workspace.js')).filesCommand(a, io.stdout),
+  },
+  diff: {
+    options: { from: S, to: S },
+    run: async (a, io) => (await import('./cli/workspace.js')).diffCommand(a, io.stdout),
+  },
+  revert: {
+    options: { to: S, force: B },
+    run: async (a, io) => (await import('./cli/workspace.js')).revertCommand(a, io.stdout),
+  },
+  unrevert: {
+    options: { force: B },
+    run: async (a, io) => (await import('./cli/workspace.js')).unrevertCommand(a, io.stdout),
+  },
+  export: { options: { out: S }, run: async (a, io) => (await import('./cli/offline.js')).exportCommand(a, io.stdout) },
+  import: {
+    options: { force: B },
+    run: async (a, io) => (await import('./cli/offline.js')).importCommand(a, io.stdout),
+  },
+  rebuild: {
+    options: { force: B },
+    run: async (a, io) => (await import('./cli/offline.js')).rebuildCommand(a, io.stdout),
+  },
+  verify: {
+    options: { head: S, force: B },
+    run: async (a, io) => (await import('./cli/offline.js')).verifyCommand(a, io.stdout),
+  },
+  audit: { options: { all: B }, run: async (a, io) => (await import('./cli/offline.js')).auditCommand(a, io.stdout) },
+  token: {
+    options: { name: S, role: S, sessions: S, expires: S },
+    run: async (a, io) => (await import('./cli/tokens.js')).tokenCommand(a, io.stdout),
+  },
+  whoami: { options: {}, run: async (a, io) => (await import('./cli/tokens.js')).whoamiCommand(a, io.stdout) },
+  doctor: {
+    options: { config: S },
+    run: async (a, io) => (await import('./cli/doctor.js')).doctor(a, io.stdout.line),
+  },
+  demo: { options: {}, run: async (_a, io) => (await import('./cli/demo.js')).demo(io.stdout) },
 }
 
 /** A command's lines of the usage text (its first line and the ones continuing it). */
 function usageOf(command: string): string {
-  const lines = USAGE.split('\n')
   const out: string[] = []
   let inside = false
-  for (const line of lines) {
+  for (const line of USAGE.split('\n')) {
     if (/^ {2}\S/.test(line)) inside = line.trimStart().split(' ')[0] === command
     else if (!/^ {3,}\S/.test(line)) inside = false
     if (inside) out.push(line)
@@ -87,101 +164,65 @@ function version(): string {
   return pkg.version
 }
 
-export interface CliIo {
-  readonly write: (text: string) => void
-  readonly error: (text: string) => void
+const processIo = (): CliIo => ({
+  stdout: terminalOf(process.stdout),
+  stderr: terminalOf(process.stderr),
+  stdin: process.stdin,
+})
+
+/** Errors a command reports as one line (its message) and exit 1; the rest are bugs and throw. */
+function isReported(err: unknown): err is Error & { code?: string } {
+  if (!(err instanceof Error)) return false
+  const name = err.name
+  return name === 'ApiError' || name === 'ChronicleError' || name === 'Refusal'
 }
 
-const processIo: CliIo = {
-  write: (text) => void process.stdout.write(text),
-  error: (text) => void process.stderr.write(text),
-}
-
-export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   const [command, ...rest] = argv
-  const args = parseArgs(rest.map((a) => (a === '-h' ? '--help' : a)))
-  const write = io.write
-  const out = (line: string) => write(`${line}\n`)
+  const { stdout, stderr } = io
+  const fail = (text: string) => stderr.line(`${stderr.paint('red', 'chronicle:')} ${text}`)
   try {
-    if (command !== undefined && Object.hasOwn(FLAGS, command)) {
-      if (args.flags.has('help')) {
-        out(`usage: chronicle ${usageOf(command).trimStart()}`)
-        return 0
-      }
-      const known = FLAGS[command] as readonly string[]
-      for (const name of args.flags.keys())
-        if (!known.includes(name))
-          throw new UsageError(
-            `unknown flag --${name} for ${command}${known.length > 0 ? ` (it takes ${known.map((f) => `--${f}`).join(', ')})` : ''}`,
-            command,
-          )
-    }
     switch (command) {
-      case 'serve':
-        return await serve(args, out)
-      case 'chat':
-        return await chat(args, { input: process.stdin, output: process.stdout })
-      case 'sessions':
-        return await sessions(args, out)
-      case 'show':
-        return await show(args, out)
-      case 'events':
-        return await events(args, out)
-      case 'fork':
-        return await forkCommand(args, out)
-      case 'compact':
-        return await compactCommand(args, out)
-      case 'files':
-        return await filesCommand(args, out, write)
-      case 'diff':
-        return await diffCommand(args, out, write)
-      case 'revert':
-        return await revertCommand(args, out)
-      case 'unrevert':
-        return await unrevertCommand(args, out)
-      case 'export':
-        return await exportCommand(args, out)
-      case 'import':
-        return await importCommand(args, out)
-      case 'rebuild':
-        return await rebuildCommand(args, out)
-      case 'verify':
-        return await verifyCommand(args, out)
-      case 'audit':
-        return await auditCommand(args, out)
-      case 'token':
-        return await tokenCommand(args, out)
-      case 'whoami':
-        return await whoamiCommand(args, out)
-      case 'demo':
-        return await demo(out, write)
       case 'version':
       case '--version':
       case '-v':
-        out(`chronicle ${version()}`)
+        stdout.line(`chronicle ${version()}`)
         return 0
       case undefined:
       case 'help':
       case '--help':
       case '-h':
-        out(USAGE)
+        stdout.write(`${USAGE}\n`)
         return command === undefined ? 2 : 0
-      default:
-        throw new UsageError(`unknown command ${command}; chronicle --help lists them`)
     }
+    const spec = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined
+    if (!spec) throw new UsageError(`unknown command ${command}; chronicle --help lists them`)
+    const args = parseCommandArgs(command, rest, spec.options)
+    if (args.flags.has('help')) {
+      stdout.write(`usage: chronicle ${usageOf(command).trimStart()}\n`)
+      return 0
+    }
+    return await spec.run(args, io)
   } catch (err) {
     if (err instanceof UsageError) {
       // one clear line, and the usage of the command it was about (not the whole list)
-      const about = err.command ?? (command !== undefined && Object.hasOwn(FLAGS, command) ? command : undefined)
-      io.error(`chronicle: ${err.message}\n${about ? `usage: chronicle ${usageOf(about).trimStart()}\n` : ''}`)
+      const about = err.command ?? (command !== undefined && Object.hasOwn(COMMANDS, command) ? command : undefined)
+      fail(err.message)
+      if (about) stderr.write(`usage: chronicle ${usageOf(about).trimStart()}\n`)
       return 2
     }
-    if (err instanceof ApiError || isChronicleError(err)) {
-      io.error(`chronicle: ${err.message}\n`)
+    if (isReported(err)) {
+      fail(`${err.message}${hintFor(err.code)}`)
       return 1
     }
     throw err
   }
+}
+
+function hintFor(code: string | undefined): string {
+  if (code === 'UNAUTHORIZED') return ' (set CHRONICLE_TOKEN, or CHRONICLE_DATA_DIR to the server’s data directory)'
+  if (code === 'UNREACHABLE') return ' (start one with `chronicle serve`, or set CHRONICLE_URL)'
+  return ''
 }
 
 const invoked = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href

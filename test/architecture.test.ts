@@ -29,7 +29,12 @@ const FORBIDDEN: Record<string, readonly string[]> = {
   runtime: ['http', 'cli', 'main'],
   // tools act; what a session may do and what it is offered is the runtime's to read (runtime/permissions, runtime/tools)
   tools: ['projections', 'runtime', 'http', 'cli', 'main'],
+  // the SDK runs in other people's programs: it may borrow the server's types, never its code
+  client: ['commands', 'runtime', 'tools', 'cli', 'main', 'config'],
 }
+
+/** Layers that may import these others for their types only (`import type`), which leaves nothing at run time. */
+const TYPES_ONLY: Record<string, readonly string[]> = { client: ['events', 'projections', 'http'] }
 
 /** The layers that own the store's database: everything else goes through their functions. */
 const STORE_OWNERS = /^src\/(events|projections)\//
@@ -67,10 +72,18 @@ function layerOf(path: string): string | undefined {
   return m?.[1]
 }
 
+function typeOnlyImportsOf(source: string): Set<string> {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+  return new Set(
+    [...code.matchAll(/\b(?:import|export)\s+type\s[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]/g)].map((m) => m[1] as string),
+  )
+}
+
 function violations(files: readonly SourceFile[]): string[] {
   const out: string[] = []
   for (const file of files) {
     const from = layerOf(file.path)
+    const typeOnly = typeOnlyImportsOf(file.source)
     for (const spec of importsOf(file.source)) {
       if (AI_SDK.test(spec)) {
         if (!AI_SDK_USERS.test(file.path))
@@ -81,6 +94,10 @@ function violations(files: readonly SourceFile[]): string[] {
       const target = posix.normalize(posix.join(posix.dirname(file.path), spec)).replace(/\.js$/, '.ts')
       const to = layerOf(target)
       if (!to || to === from) continue
+      if (from && TYPES_ONLY[from]?.includes(to)) {
+        if (!typeOnly.has(spec)) out.push(`${file.path} imports ${target}: ${from} may import ${to} for types only`)
+        continue
+      }
       if (from && FORBIDDEN[from]?.includes(to))
         out.push(`${file.path} imports ${target}: ${from} must not depend on ${to}`)
       else if (to === 'http' && !HTTP_IMPORTERS.test(file.path))
@@ -191,6 +208,16 @@ describe('the import checker', () => {
     ])
     expect(reach('src/projections/x.ts', 'store.db.prepare("SELECT 1")')).toEqual([])
     expect(reach('src/cli/x.ts', "const file = 'chronicle.db'\n// store.db in a comment")).toEqual([])
+  })
+
+  it('lets the SDK borrow the server’s types but none of its code', () => {
+    expect(check('src/client/x.ts', "import type { Params } from '../http/api.js'")).toEqual([])
+    expect(check('src/client/x.ts', "import { Params } from '../http/api.js'")).toEqual([
+      'src/client/x.ts imports src/http/api.ts: client may import http for types only',
+    ])
+    expect(check('src/client/x.ts', "import { loadConfig } from '../config.js'")).toEqual([
+      'src/client/x.ts imports src/config.ts: client must not depend on config',
+    ])
   })
 
   it('lets only the composition root import http', () => {

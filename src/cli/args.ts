@@ -1,33 +1,43 @@
-/** A small argv parser: positionals, `--flag`, `--key value` and `--key=value`. */
+import { parseArgs } from 'node:util'
+
+/**
+ * A command's arguments, parsed strictly by `node:util` `parseArgs`: an
+ * unknown flag, a missing value or a value given to a boolean flag is a
+ * UsageError naming it.
+ */
+
+export type OptionSpec = Readonly<Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>
+
 export interface Args {
   readonly positionals: string[]
-  readonly flags: Map<string, string | true>
+  readonly flags: ReadonlyMap<string, string | true | readonly string[]>
 }
 
-/** Flags that never take a value (so `--follow <id>` does not eat the id). */
-const BOOLEAN = new Set(['follow', 'archived', 'help', 'json', 'force', 'yes', 'no-wait', 'all'])
-
-export function parseArgs(argv: readonly string[]): Args {
-  const positionals: string[] = []
-  const flags = new Map<string, string | true>()
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1))
-      break
-    }
-    if (!arg.startsWith('--')) {
-      positionals.push(arg)
-      continue
-    }
-    const eq = arg.indexOf('=')
-    const name = arg.slice(2, eq < 0 ? undefined : eq)
-    if (eq >= 0) flags.set(name, arg.slice(eq + 1))
-    else if (BOOLEAN.has(name) || i + 1 >= argv.length || (argv[i + 1] as string).startsWith('--'))
-      flags.set(name, true)
-    else flags.set(name, argv[++i] as string)
+export function parseCommandArgs(command: string, argv: readonly string[], options: OptionSpec): Args {
+  const spec = { ...options, help: { type: 'boolean', short: 'h' } } as const
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: true })
+  } catch (err) {
+    throw new UsageError(describeParseError(command, err as Error & { code?: string }, options), command)
   }
-  return { positionals, flags }
+  const flags = new Map<string, string | true | readonly string[]>()
+  for (const [name, value] of Object.entries(parsed.values))
+    if (value !== undefined && value !== false) flags.set(name, value as string | true | string[])
+  return { positionals: parsed.positionals, flags }
+}
+
+function describeParseError(command: string, err: Error & { code?: string }, options: OptionSpec): string {
+  const name = /'(-[^' ]+)/.exec(err.message)?.[1] ?? ''
+  const takes = Object.keys(options).map((f) => `--${f}`)
+  switch (err.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown flag ${name} for ${command}${takes.length > 0 ? ` (it takes ${takes.join(', ')})` : ''}`
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return /argument missing/.test(err.message) ? `${name} needs a value` : `${name} takes no value`
+    default:
+      return err.message
+  }
 }
 
 export function flag(args: Args, name: string): string | undefined {
@@ -35,12 +45,24 @@ export function flag(args: Args, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined
 }
 
+/** A repeatable flag's values, in order. */
+export function listFlag(args: Args, name: string): readonly string[] {
+  const v = args.flags.get(name)
+  return Array.isArray(v) ? v : typeof v === 'string' ? [v] : []
+}
+
 export function intFlag(args: Args, name: string): number | undefined {
   const v = flag(args, name)
   if (v === undefined) return undefined
   const n = Number(v)
-  if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer`)
+  if (!Number.isSafeInteger(n) || n < 0 || v.trim() === '')
+    throw new UsageError(`--${name} must be a non-negative integer`)
   return n
+}
+
+/** A command that cannot go on, said in one line (exit 1), without the usage text. */
+export class Refusal extends Error {
+  override readonly name = 'Refusal'
 }
 
 export class UsageError extends Error {

@@ -1,76 +1,109 @@
+import { randomUUID } from 'node:crypto'
 import { createInterface } from 'node:readline'
-import { flag, type Args } from './args.js'
-import { serverInfo, WsClient } from './client.js'
-import { LiveRenderer } from './live.js'
-import { renderTranscript, type StateView } from './render.js'
+import type { CliIo } from '../cli.js'
+import type { Args } from './args.js'
+import { connect } from './client.js'
+import { LiveRenderer, type PermissionAsk } from './live.js'
+import { chooseSession } from './pick.js'
+import { renderTranscript } from './render.js'
 
 /**
- * `chronicle chat [session] [--directory d] [--agent a] [--model m]`: an
- * interactive terminal client over WebSocket. Streams the assistant's text
- * live, shows tool calls with their states, asks permission questions
- * (y / n / a = always), and Ctrl-C cancels the running run (twice: quit).
+ * `chronicle chat [session] [--continue] [--directory d] [--agent a] [--model m]`:
+ * an interactive terminal client over WebSocket. Streams the assistant's
+ * text live, shows tool calls with their states, asks permission questions
+ * (y / n / a = always) and drops a question once the server records its
+ * answer or the run ends. Ctrl-C cancels the running run (twice: quit).
+ * When stdin ends (a pipe, or Ctrl-D), chat waits for the answers to what
+ * it sent before it exits.
  */
-export async function chat(
-  args: Args,
-  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream },
-): Promise<number> {
+export async function chat(args: Args, io: CliIo): Promise<number> {
+  const term = io.stdout
+  const interactive = Boolean(io.stdin.isTTY)
   // Read stdin from the start: lines typed (or piped) while connecting are kept, not lost.
   const rl = createInterface({
-    input: io.input,
-    output: io.output,
-    terminal: Boolean((io.input as { isTTY?: boolean }).isTTY),
+    input: io.stdin,
+    ...(interactive && { output: process.stdout }),
+    terminal: interactive,
   })
   const early: string[] = []
   let onLine: (line: string) => void = (line) => void early.push(line)
   rl.on('line', (line) => onLine(line))
-  const ended = new Promise<number>((resolve) => rl.on('close', () => resolve(0)))
-  const client = await WsClient.connect(serverInfo())
-  const write = (text: string) => void io.output.write(text)
-  let sessionId = args.positionals[0]
-  if (!sessionId) {
-    const directory = flag(args, 'directory')
-    const { session } = await client.call<{ session: { id: string } }>('session.create', {
-      ...(directory && { directory: (await import('node:path')).resolve(directory) }),
-      ...(flag(args, 'agent') && { agent: flag(args, 'agent') }),
-      ...(flag(args, 'model') && { model: flag(args, 'model') }),
-    })
-    sessionId = session.id
-    write(`session ${sessionId}\n`)
-  } else {
-    const state = await client.call<StateView>('session.state', { session: sessionId })
-    write(`${renderTranscript(state)}\n`)
-  }
-  const session = sessionId
-  const state = await client.call<StateView>('session.state', { session })
+  let inputEnded = false
+  let onEnd = () => {}
+  rl.on('close', () => {
+    inputEnded = true
+    onEnd()
+  })
+  let quit: (code: number) => void = () => {}
+  const done = new Promise<number>((resolve) => (quit = resolve))
 
-  let running = false
-  const permissions: { requestId: string; permission: string; patterns: string[] }[] = []
+  let lost = false
+  const socket = await connect({
+    onStatus: (status, reason) => {
+      if (status === 'reconnecting' && !lost)
+        term.line(term.paint('yellow', `(connection lost: ${reason}; reconnecting…)`))
+      if (status === 'open' && lost) term.line(term.paint('dim', '(reconnected)'))
+      lost = status === 'reconnecting'
+      if (status === 'closed') {
+        term.line(term.paint('red', `(connection closed: ${reason})`))
+        quit(1)
+      }
+    },
+  })
+  const chosen = await chooseSession(args, socket, {
+    ...(args.positionals[0] && { named: args.positionals[0] }),
+    term,
+    ...(interactive && { ask: rl }),
+  })
+  const session = chosen.id
+  const state = await socket.call('session.state', { session })
+  term.line(chosen.created ? `session ${session}` : renderTranscript(state, term.paint))
+
+  let running = state.session.run !== null
+  /** inputs sent and not yet delivered to a run: stdin's end waits for them */
+  const outstanding = new Set<string>()
+  const permissions: PermissionAsk[] = []
   const prompt = () => {
     const next = permissions[0]
-    write(
-      next ? `? allow ${next.permission} ${next.patterns.join(' ')} — [y]es / [n]o / [a]lways: ` : running ? '' : '> ',
-    )
+    if (next)
+      term.write(
+        term.paint(
+          ['bold', 'yellow'],
+          `? allow ${next.permission} ${next.patterns.join(' ')} — [y]es / [n]o / [a]lways: `,
+        ),
+      )
+    else if (!running && !inputEnded) term.write(term.paint('bold', '> '))
   }
-  const renderer = new LiveRenderer({
-    write,
+  const settled = () => inputEnded && !running && outstanding.size === 0 && permissions.length === 0
+  const closeRequest = (requestId: string) => {
+    const index = permissions.findIndex((p) => p.requestId === requestId)
+    if (index < 0) return
+    permissions.splice(index, 1)
+    if (index === 0) term.write(term.paint('dim', '\n(that question was answered or closed)\n'))
+    prompt()
+  }
+  const renderer = new LiveRenderer(term, {
     onPermission: (request) => {
+      if (permissions.some((p) => p.requestId === request.requestId)) return
       permissions.push(request)
       if (permissions.length === 1) prompt()
     },
+    onPermissionClosed: closeRequest,
     onRunFinished: () => {
       running = false
-      prompt()
+      // a run that ended has no open question left (a cancel settles them)
+      for (const p of [...permissions]) closeRequest(p.requestId)
+      if (settled()) quit(0)
+      else prompt()
     },
   })
-  client.onFrame = (frame) => {
-    if (frame.type !== 'event') return
-    const event = frame.event as { type: string; data: Record<string, unknown> }
-    if (event.type === 'run.started') running = true
-    renderer.handle({ seq: frame.seq as number, type: event.type, data: event.data })
-  }
-  const closed = Promise.race([ended, new Promise<number>((resolve) => (client.onClose = () => resolve(0)))])
-  // Live from here on; pending permission requests of a resumed session are asked again.
-  await client.call('subscribe', { sessions: [session], after: state.seq })
+  // Live from the state's seq on; the pending questions of a resumed session are asked again.
+  await socket.subscribe({ sessions: [session], after: state.seq }, (frame) => {
+    const { type, data } = frame.event
+    if (type === 'run.started') running = true
+    if (type === 'input.delivered') outstanding.delete(String(data.inputId))
+    renderer.handle({ seq: frame.seq, type, data })
+  })
   for (const p of state.session.pendingPermissions)
     renderer.handle({ seq: p.seq, type: 'permission.requested', data: { ...p } })
   prompt()
@@ -79,14 +112,15 @@ export async function chat(
   const onInterrupt = () => {
     if (running && interrupts === 0) {
       interrupts++
-      write('\n(cancelling — Ctrl-C again to quit)\n')
-      void client.call('run.cancel', { session }).catch((err: Error) => write(`${err.message}\n`))
+      term.write('\n(cancelling — Ctrl-C again to quit)\n')
+      void socket.call('run.cancel', { session }).catch((err: Error) => term.line(err.message))
       return
     }
-    rl.close()
+    quit(130)
   }
   rl.on('SIGINT', onInterrupt)
   process.on('SIGINT', onInterrupt)
+  onEnd = () => settled() && quit(0)
 
   onLine = (line) => {
     const text = line.trim()
@@ -95,26 +129,33 @@ export async function chat(
       const reply = /^a/i.test(text) ? 'always' : /^y/i.test(text) ? 'once' : /^n/i.test(text) ? 'reject' : undefined
       if (!reply) return prompt()
       permissions.shift()
-      void client
+      void socket
         .call('permission.reply', { session, requestId: request.requestId, reply })
-        .catch((err: Error) => write(`${err.message}\n`))
+        .catch((err: Error) => term.line(term.paint('red', err.message)))
         .finally(() => permissions.length > 0 && prompt())
       return
     }
     if (text === '') return prompt()
-    if (text === '/quit' || text === '/exit') return rl.close()
+    if (text === '/quit' || text === '/exit') return quit(0)
     interrupts = 0
     running = true
-    void client.call('input.submit', { session, parts: [{ type: 'text', text }] }).catch((err: Error) => {
+    // a client-chosen id: sent again after a reconnect, the server keeps one copy
+    const inputId = `in_${randomUUID()}`
+    outstanding.add(inputId)
+    socket.call('input.submit', { session, inputId, parts: [{ type: 'text', text }] }).catch((err: Error) => {
+      outstanding.delete(inputId)
       running = false
-      write(`${err.message}\n`)
-      prompt()
+      term.line(term.paint('red', err.message))
+      if (settled()) quit(1)
+      else prompt()
     })
   }
   for (const line of early.splice(0)) onLine(line)
+  if (inputEnded) onEnd()
 
-  const code = await closed
+  const code = await done
   process.removeListener('SIGINT', onInterrupt)
-  client.close()
+  rl.close()
+  socket.close()
   return code
 }

@@ -4,9 +4,10 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { loadConfig } from '../config.js'
 import { createChronicle } from '../main.js'
-import { WsClient } from './client.js'
+import { ChronicleSocket } from '../client/socket.js'
 import { LiveRenderer } from './live.js'
-import { renderTranscript, type StateView } from './render.js'
+import { renderTranscript } from './render.js'
+import type { Terminal } from './terminal.js'
 
 /**
  * `chronicle demo`: a temporary server with the scripted model in a temp
@@ -34,7 +35,8 @@ const SCRIPT = {
   ],
 }
 
-export async function demo(out: (line: string) => void, write: (text: string) => void): Promise<number> {
+export async function demo(term: Terminal): Promise<number> {
+  const out = term.line
   const root = mkdtempSync(join(tmpdir(), 'chronicle-demo-'))
   const project = join(root, 'project')
   mkdirSync(project)
@@ -54,41 +56,40 @@ export async function demo(out: (line: string) => void, write: (text: string) =>
   const chronicle = await createChronicle(config, { directory: project, logDestination: quiet })
   const url = await chronicle.start()
   out(`demo server on ${url} (scripted model, data in ${root})`)
-  const client = await WsClient.connect({ url, token: chronicle.token.token })
+  const client = await ChronicleSocket.connect({ url, token: chronicle.token.token })
   try {
+    let onEvent: (session: string, seq: number, type: string, data: Record<string, unknown>) => void = () => {}
     const ask = async (session: string, text: string) => {
       const finished = new Promise<number>((resolve) => {
-        const renderer = new LiveRenderer({ write, onRunFinished: (_outcome, seq) => resolve(seq) })
-        client.onFrame = (frame) => {
-          if (frame.type !== 'event' || frame.session !== session) return
-          const e = frame.event as { type: string; data: Record<string, unknown> }
-          renderer.handle({ seq: frame.seq as number, type: e.type, data: e.data })
-        }
+        const renderer = new LiveRenderer(term, { onRunFinished: (_outcome, seq) => resolve(seq) })
+        onEvent = (from, seq, type, data) => from === session && renderer.handle({ seq, type, data })
       })
-      out(`\n> user: ${text}`)
+      out(`\n${term.paint(['bold', 'green'], '> user:')} ${text}`)
       await client.call('input.submit', { session, parts: [{ type: 'text', text }] })
       return finished
     }
 
-    const { session } = await client.call<{ session: { id: string } }>('session.create', {
+    const { session } = await client.call('session.create', {
       directory: project,
       title: 'demo: read a file',
     })
-    await client.call('subscribe', { sessions: '*', after: chronicle.store.head() })
+    await client.subscribe({ sessions: '*', after: chronicle.store.head() }, (frame) =>
+      onEvent(frame.session, frame.seq, frame.event.type, frame.event.data),
+    )
     await ask(session.id, 'What does notes.txt say?')
 
     out('\n── transcript ──')
-    out(renderTranscript(await client.call<StateView>('session.state', { session: session.id })))
+    out(renderTranscript(await client.call('session.state', { session: session.id }), term.paint))
 
-    const history = await client.call<{ events: { seq: number; type: string }[] }>('session.history', {
+    const history = await client.call('session.history', {
       session: session.id,
       limit: 5000,
     })
     const earlier = history.events.find((e) => e.type === 'tool.completed')?.seq ?? 1
     out(`\n── the same session at seq ${earlier} (the file was read; the answer not yet written) ──`)
-    out(renderTranscript(await client.call<StateView>('session.state', { session: session.id, at: earlier })))
+    out(renderTranscript(await client.call('session.state', { session: session.id, at: earlier }), term.paint))
 
-    const { session: child } = await client.call<{ session: { id: string } }>('session.fork', {
+    const { session: child } = await client.call('session.fork', {
       session: session.id,
       at: earlier,
       title: 'demo: fork',
@@ -96,8 +97,8 @@ export async function demo(out: (line: string) => void, write: (text: string) =>
     out(`\n── forked at seq ${earlier} → ${child.id}; the fork goes its own way ──`)
     await ask(child.id, 'Say it shorter.')
     out('\n── the fork ──')
-    out(renderTranscript(await client.call<StateView>('session.state', { session: child.id })))
-    const parent = await client.call<StateView>('session.state', { session: session.id })
+    out(renderTranscript(await client.call('session.state', { session: child.id }), term.paint))
+    const parent = await client.call('session.state', { session: session.id })
     out(`\nthe original is untouched: ${parent.messages.length} messages, last seq ${parent.seq}`)
     return 0
   } finally {

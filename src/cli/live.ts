@@ -1,9 +1,11 @@
-import { describeInput } from './render.js'
+import { describeInput, paintDiff } from './render.js'
+import { StreamWrapper, type Terminal } from './terminal.js'
 
 /**
- * Renders one session's live events as they stream: text as it arrives,
- * tool calls with their states, retries and errors. Permission requests and
- * run ends are handed to the caller (chat prompts; demo answers).
+ * Renders one session's live events as they stream: text as it arrives
+ * (word-wrapped on a terminal), tool calls with their states, retries and
+ * errors. Permission requests, their ends and run ends are handed to the
+ * caller (chat prompts; run answers by its patterns; demo answers).
  */
 
 export interface LiveEvent {
@@ -12,84 +14,113 @@ export interface LiveEvent {
   readonly data: Record<string, unknown>
 }
 
+export interface PermissionAsk {
+  readonly requestId: string
+  readonly permission: string
+  readonly patterns: string[]
+  readonly metadata?: Record<string, unknown>
+}
+
 export interface LiveHandlers {
-  readonly write: (text: string) => void
-  readonly onPermission?: (request: { requestId: string; permission: string; patterns: string[] }) => void
-  readonly onRunFinished?: (outcome: string, seq: number) => void
+  readonly onPermission?: (request: PermissionAsk) => void
+  /** a request is no longer open: replied (by anyone) or settled by a cancel */
+  readonly onPermissionClosed?: (requestId: string) => void
+  readonly onRunFinished?: (outcome: string, seq: number, error?: { kind: string; message: string }) => void
 }
 
 export class LiveRenderer {
   private readonly tools = new Map<string, string>()
   private midLine = false
+  private readonly text: StreamWrapper
 
-  constructor(private readonly h: LiveHandlers) {}
+  constructor(
+    private readonly term: Pick<Terminal, 'write' | 'paint' | 'width'>,
+    private readonly h: LiveHandlers = {},
+  ) {
+    this.text = new StreamWrapper(term.write, term.width)
+  }
 
   private line(text: string): void {
-    this.h.write(`${this.midLine ? '\n' : ''}${text}\n`)
+    this.text.end()
+    this.term.write(`${this.midLine ? '\n' : ''}${text}\n`)
     this.midLine = false
   }
 
   handle(e: LiveEvent): void {
     const d = e.data
+    const paint = this.term.paint
     switch (e.type) {
       case 'message.created':
-        if (d.role === 'assistant') this.line(`< assistant${d.model ? ` (${String(d.model)})` : ''}`)
+        if (d.role === 'assistant')
+          this.line(paint(['bold', 'cyan'], `< assistant${d.model ? ` (${String(d.model)})` : ''}`))
         return
       case 'text.delta':
-        this.h.write(String(d.text))
+        this.text.write(String(d.text))
         this.midLine = !String(d.text).endsWith('\n')
         return
       case 'text.ended':
-        if (this.midLine) this.h.write('\n')
+        this.text.end()
+        if (this.midLine) this.term.write('\n')
         this.midLine = false
         return
       case 'reasoning.started':
-        this.line('  (thinking…)')
+        this.line(paint('dim', '  (thinking…)'))
         return
       case 'tool.input.started':
         this.tools.set(String(d.partId), String(d.tool))
-        this.line(`  ⚙ ${String(d.tool)} — pending`)
+        this.line(`  ${paint('yellow', '⚙')} ${paint('bold', String(d.tool))} — pending`)
         return
       case 'tool.called':
         this.tools.set(String(d.partId), String(d.tool))
-        this.line(`  ⚙ ${String(d.tool)} ${describeInput(d.input)} — running`)
+        this.line(`  ${paint('yellow', '⚙')} ${paint('bold', String(d.tool))} ${describeInput(d.input)} — running`)
         return
       case 'tool.completed': {
         const first =
           String(d.output)
             .split('\n')
             .find((l) => l.trim() !== '') ?? ''
-        this.line(`  ✓ ${this.tools.get(String(d.partId)) ?? 'tool'} — completed: ${first.slice(0, 100)}`)
+        this.line(
+          `  ${paint('green', '✓')} ${this.tools.get(String(d.partId)) ?? 'tool'} — completed: ${paint('dim', first.slice(0, 100))}`,
+        )
         return
       }
       case 'tool.failed': {
         const err = d.error as { kind: string; message: string }
-        this.line(`  ✗ ${this.tools.get(String(d.partId)) ?? 'tool'} — ${err.kind}: ${err.message.split('\n')[0]}`)
+        this.line(
+          `  ${paint('red', '✗')} ${this.tools.get(String(d.partId)) ?? 'tool'} — ${err.kind}: ${err.message.split('\n')[0]}`,
+        )
         return
       }
-      case 'permission.requested':
+      case 'permission.requested': {
+        const metadata = d.metadata as Record<string, unknown> | undefined
+        if (typeof metadata?.diff === 'string') this.line(paintDiff(metadata.diff.trimEnd(), paint))
         this.h.onPermission?.({
           requestId: String(d.requestId),
           permission: String(d.permission),
           patterns: (d.patterns as string[]) ?? [],
+          ...(metadata && { metadata }),
         })
         return
+      }
       case 'permission.replied':
-        this.line(`  permission ${String(d.reply)}`)
+        this.h.onPermissionClosed?.(String(d.requestId))
+        this.line(paint(d.reply === 'reject' ? 'red' : 'green', `  permission ${String(d.reply)}`))
         return
       case 'step.retried':
-        this.line(`  … retrying (attempt ${String(d.attempt)} in ${String(d.delayMs)} ms): ${String(d.error)}`)
+        this.line(
+          paint('yellow', `  … retrying (attempt ${String(d.attempt)} in ${String(d.delayMs)} ms): ${String(d.error)}`),
+        )
         return
       case 'message.completed': {
         const err = d.error as { kind: string; message: string } | undefined
-        if (err) this.line(`  ! ${err.kind}: ${err.message}`)
+        if (err) this.line(paint('red', `  ! ${err.kind}: ${err.message}`))
         return
       }
       case 'run.finished': {
         const err = d.error as { kind: string; message: string } | undefined
-        if (err) this.line(`! ${err.kind}: ${err.message}`)
-        else if (d.outcome !== 'idle') this.line(`(run ${String(d.outcome)})`)
-        this.h.onRunFinished?.(String(d.outcome), e.seq)
+        if (err) this.line(paint('red', `! ${err.kind}: ${err.message}`))
+        else if (d.outcome !== 'idle') this.line(paint('yellow', `(run ${String(d.outcome)})`))
+        this.h.onRunFinished?.(String(d.outcome), e.seq, err)
         return
       }
       default:

@@ -8,8 +8,9 @@ import { openStore } from '../projections/open.js'
 import { rebuild } from '../projections/rebuild.js'
 import { verify } from '../projections/verify.js'
 import { audit } from '../runtime/audit/audit.js'
-import { flag, UsageError, type Args } from './args.js'
+import { flag, Refusal, UsageError, type Args } from './args.js'
 import { dataDirOf, dbPathOf, serverInfo } from './client.js'
+import type { Terminal } from './terminal.js'
 
 /**
  * Commands that work on the data directory's database directly: export,
@@ -18,12 +19,10 @@ import { dataDirOf, dbPathOf, serverInfo } from './client.js'
  * sessions and prints each `<id in the file> → <new id>`.
  */
 
-type Out = (line: string) => void
-
 function open(create = false): EventStore {
   const dataDir = dataDirOf()
   const path = dbPathOf(dataDir)
-  if (!existsSync(path) && !create) throw new UsageError(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
+  if (!existsSync(path) && !create) throw new Refusal(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
   return openStore(secureDataDir(dataDir), { snapshotOnCommit: false })
 }
 
@@ -35,7 +34,7 @@ async function refuseIfServing(args: Args): Promise<void> {
     () => false,
   )
   if (up)
-    throw new UsageError(`a server is running at ${url}: stop it first (it is the log's only writer), or pass --force`)
+    throw new Refusal(`a server is running at ${url}: stop it first (it is the log's only writer), or pass --force`)
 }
 
 /** `progress 12/40 sessions` on one rewritten stderr line. */
@@ -49,7 +48,7 @@ function progress(label: string, err: NodeJS.WritableStream = process.stderr) {
   }
 }
 
-export async function exportCommand(args: Args, out: Out): Promise<number> {
+export async function exportCommand(args: Args, { line: out }: Terminal): Promise<number> {
   const id = args.positionals[0]
   if (!id) throw new UsageError('export needs a session id')
   const store = open()
@@ -66,7 +65,7 @@ export async function exportCommand(args: Args, out: Out): Promise<number> {
   }
 }
 
-export async function importCommand(args: Args, out: Out): Promise<number> {
+export async function importCommand(args: Args, { line: out }: Terminal): Promise<number> {
   const file = args.positionals[0]
   if (!file) throw new UsageError('import needs a file (JSONL from `chronicle export`)')
   await refuseIfServing(args)
@@ -96,7 +95,7 @@ export async function importCommand(args: Args, out: Out): Promise<number> {
   }
 }
 
-export async function rebuildCommand(args: Args, out: Out): Promise<number> {
+export async function rebuildCommand(args: Args, { line: out }: Terminal): Promise<number> {
   await refuseIfServing(args)
   const store = open()
   try {
@@ -109,7 +108,7 @@ export async function rebuildCommand(args: Args, out: Out): Promise<number> {
 }
 
 /** `audit <session>` / `audit --all`: every step's request rebuilt from the log and checked against its digest. */
-export async function auditCommand(args: Args, out: Out): Promise<number> {
+export async function auditCommand(args: Args, { line: out }: Terminal): Promise<number> {
   const id = args.positionals[0]
   const all = args.flags.has('all')
   if (!id === !all) throw new UsageError('audit needs a session id or --all')
@@ -132,10 +131,11 @@ export async function auditCommand(args: Args, out: Out): Promise<number> {
   }
 }
 
-export async function verifyCommand(args: Args, out: Out): Promise<number> {
+export async function verifyCommand(args: Args, { line: out }: Terminal): Promise<number> {
   const head = flag(args, 'head')
   const anchor = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
   if (anchor === null) throw new UsageError('--head takes <seq>:<digest>, as verify printed it')
+  await refuseIfServing(args) // read models written while it reads would show as differences
   const store = open()
   try {
     const report = verify(store, {

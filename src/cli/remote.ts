@@ -1,12 +1,10 @@
 import { resolve } from 'node:path'
-import type { Session } from '../projections/model.js'
 import { flag, intFlag, UsageError, type Args } from './args.js'
-import { HttpClient, serverInfo, WsClient } from './client.js'
-import { renderEventLine, renderSessionRow, renderTranscript, type StateView, type WireEvent } from './render.js'
+import { connect, httpClient } from './client.js'
+import { renderEventLine, renderSessionRow, renderTranscript } from './render.js'
+import type { Terminal } from './terminal.js'
 
 /** Client commands that talk to a running server: sessions, show, events, fork. */
-
-type Out = (line: string) => void
 
 function need(args: Args, what: string): string {
   const v = args.positionals[0]
@@ -14,85 +12,79 @@ function need(args: Args, what: string): string {
   return v
 }
 
-export async function sessions(args: Args, out: Out): Promise<number> {
-  const http = new HttpClient(serverInfo())
+export async function sessions(args: Args, term: Terminal): Promise<number> {
+  const http = httpClient()
   let cursor: string | undefined
   let n = 0
   do {
-    const q = new URLSearchParams({
-      limit: '200',
-      ...(args.flags.has('archived') && { archived: 'true' }),
+    const page = await http.call('session.list', {
+      limit: 200,
+      ...(args.flags.has('archived') && { archived: true }),
       ...(cursor && { cursor }),
     })
-    const page = await http.request<{ sessions: Session[]; cursor?: string }>('GET', `/sessions?${q}`)
-    for (const s of page.sessions) out(renderSessionRow(s))
+    for (const s of page.sessions) term.line(renderSessionRow(s, term.paint))
     n += page.sessions.length
     cursor = page.cursor
   } while (cursor)
-  if (n === 0) out('(no sessions)')
+  if (n === 0) term.line('(no sessions)')
   return 0
 }
 
-export async function show(args: Args, out: Out): Promise<number> {
-  const id = need(args, 'session id')
+export async function show(args: Args, term: Terminal): Promise<number> {
+  const session = need(args, 'session id')
   const at = intFlag(args, 'at')
-  const state = await new HttpClient(serverInfo()).request<StateView>(
-    'GET',
-    `/sessions/${encodeURIComponent(id)}/state${at === undefined ? '' : `?at=${at}`}`,
-  )
-  out(renderTranscript(state))
+  const state = await httpClient().call('session.state', { session, ...(at !== undefined && { at }) })
+  term.line(renderTranscript(state, term.paint))
   return 0
 }
 
-export async function events(args: Args, out: Out): Promise<number> {
-  const id = need(args, 'session id')
+export async function events(args: Args, term: Terminal): Promise<number> {
+  const session = need(args, 'session id')
   let after = intFlag(args, 'after') ?? 0
-  const http = new HttpClient(serverInfo())
+  const http = httpClient()
   for (;;) {
-    const page = await http.request<{ events: WireEvent[]; next?: number }>(
-      'GET',
-      `/sessions/${encodeURIComponent(id)}/events?after=${after}&limit=1000`,
-    )
-    for (const e of page.events) out(renderEventLine(e))
+    const page = await http.call('session.history', { session, after, limit: 1000 })
+    for (const e of page.events) term.line(renderEventLine(e, term.paint))
     const last = page.events.at(-1)
     if (last) after = last.seq
     if (page.next === undefined) break
     after = page.next
   }
   if (!args.flags.has('follow')) return 0
-  const interrupted = new Promise<number>((resolve) => process.once('SIGINT', () => resolve(0)))
-  // History came over HTTP; from its last seq on, the WebSocket subscription continues without a gap.
-  const ws = await WsClient.connect(serverInfo())
-  const closed = new Promise<number>((resolve) => (ws.onClose = () => resolve(1)))
-  ws.onFrame = (frame) => {
-    if (frame.type !== 'event') return
-    const e = frame.event as { type: string; data: Record<string, unknown>; at: string }
-    out(renderEventLine({ seq: frame.seq as number, version: frame.version as number, ...e }))
-  }
-  await ws.call('subscribe', { sessions: [id], after })
-  const code = await Promise.race([interrupted, closed])
-  ws.close()
+  // History came over HTTP; from its last seq on, the subscription continues without a gap, across reconnects.
+  let lost: (code: number) => void = () => {}
+  const ended = new Promise<number>((resolve) => {
+    lost = resolve
+    process.once('SIGINT', () => resolve(0))
+  })
+  const socket = await connect({
+    onStatus: (status, reason) => {
+      if (status === 'reconnecting') process.stderr.write(`(connection lost: ${reason}; reconnecting…)\n`)
+      if (status === 'closed') lost(1)
+    },
+  })
+  await socket.subscribe({ sessions: [session], after }, (frame) =>
+    term.line(renderEventLine({ seq: frame.seq, version: frame.version, ...frame.event }, term.paint)),
+  )
+  const code = await ended
+  socket.close()
   return code
 }
 
-export async function forkCommand(args: Args, out: Out): Promise<number> {
-  const id = need(args, 'session id')
+export async function forkCommand(args: Args, term: Terminal): Promise<number> {
+  const session = need(args, 'session id')
   const at = intFlag(args, 'at')
   if (at === undefined) throw new UsageError('fork needs --at <seq>')
   const title = flag(args, 'title')
-  const dir = flag(args, 'dir')
-  if (args.flags.get('dir') === true) throw new UsageError('--dir needs a path')
   // The server checks the directory on its own file system: send it absolute.
+  const dir = flag(args, 'dir')
   const directory = dir === undefined ? undefined : resolve(dir)
-  const { session } = await new HttpClient(serverInfo()).request<{ session: Session }>(
-    'POST',
-    `/sessions/${encodeURIComponent(id)}/fork`,
-    {
-      at,
-      ...(title && { title }),
-      ...(directory && { directory }),
-    },
-  )
-  out(`forked ${id} at seq ${at} → ${session.id}${directory ? ` in ${directory}` : ''}`)
+  const { session: child } = await httpClient().call('session.fork', {
+    session,
+    at,
+    ...(title && { title }),
+    ...(directory && { directory }),
+  })
+  term.line(`forked ${session} at seq ${at} → ${child.id}${directory ? ` in ${directory}` : ''}`)
   return 0
 }

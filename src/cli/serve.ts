@@ -2,13 +2,14 @@ import pino from 'pino'
 import { loadConfig } from '../config.js'
 import { createChronicle, VERSION } from '../main.js'
 import { flag, type Args } from './args.js'
+import type { Terminal } from './terminal.js'
 
 /**
  * `chronicle serve [--config file] [--host h] [--port p]`: runs the server
  * until SIGINT/SIGTERM, then shuts down gracefully. Prints one line on
  * start (URL and where the token is); logs go to stderr.
  */
-export async function serve(args: Args, out: (line: string) => void): Promise<number> {
+export async function serve(args: Args, { line: out }: Terminal): Promise<number> {
   const env = { ...process.env }
   const host = flag(args, 'host')
   const port = flag(args, 'port')

@@ -1,5 +1,6 @@
 import { flag, UsageError, type Args } from './args.js'
-import { HttpClient, serverInfo } from './client.js'
+import { httpClient } from './client.js'
+import type { Terminal } from './terminal.js'
 
 /**
  * `chronicle token create|list|revoke` and `chronicle whoami`
@@ -7,24 +8,11 @@ import { HttpClient, serverInfo } from './client.js'
  * token the CLI finds (CHRONICLE_TOKEN, else the data dir's: the owner's).
  */
 
-type Out = (line: string) => void
+const ROLES: readonly string[] = ['audit', 'operate', 'admin']
 
-interface TokenInfo {
-  tokenId: string
-  name: string
-  role: string
-  sessions?: string[]
-  expiresAt?: string
-  createdAt: string
-  createdBy?: string
-  revokedAt?: string
-}
-
-const ROLES = ['audit', 'operate', 'admin']
-
-export async function tokenCommand(args: Args, out: Out): Promise<number> {
+export async function tokenCommand(args: Args, { line: out }: Terminal): Promise<number> {
   const [sub, ...rest] = args.positionals
-  const http = new HttpClient(serverInfo())
+  const http = httpClient()
   switch (sub) {
     case 'create': {
       const name = flag(args, 'name')
@@ -33,9 +21,9 @@ export async function tokenCommand(args: Args, out: Out): Promise<number> {
       if (!role || !ROLES.includes(role)) throw new UsageError(`token create needs --role ${ROLES.join('|')}`)
       const sessions = flag(args, 'sessions')
       const expires = flag(args, 'expires')
-      const created = await http.request<TokenInfo & { token: string }>('POST', '/tokens', {
+      const created = await http.call('token.create', {
         name,
-        role,
+        role: role as 'audit' | 'operate' | 'admin',
         ...(sessions && {
           sessions: sessions
             .split(',')
@@ -51,7 +39,7 @@ export async function tokenCommand(args: Args, out: Out): Promise<number> {
       return 0
     }
     case 'list': {
-      const { tokens } = await http.request<{ tokens: TokenInfo[] }>('GET', '/tokens')
+      const { tokens } = await http.call('token.list', {})
       if (tokens.length === 0) out('(no tokens besides the owner’s)')
       for (const t of tokens) {
         const state = t.revokedAt
@@ -68,7 +56,7 @@ export async function tokenCommand(args: Args, out: Out): Promise<number> {
     case 'revoke': {
       const id = rest[0]
       if (!id) throw new UsageError('token revoke needs a token id (chronicle token list)')
-      const revoked = await http.request<TokenInfo>('DELETE', `/tokens/${encodeURIComponent(id)}`)
+      const revoked = await http.call('token.revoke', { tokenId: id })
       out(`revoked ${revoked.tokenId} (${revoked.name}) at ${revoked.revokedAt}`)
       return 0
     }
@@ -77,13 +65,8 @@ export async function tokenCommand(args: Args, out: Out): Promise<number> {
   }
 }
 
-export async function whoamiCommand(_args: Args, out: Out): Promise<number> {
-  const me = await new HttpClient(serverInfo()).request<{
-    id: string
-    name: string
-    role: string
-    sessions?: string[]
-  }>('GET', '/whoami')
+export async function whoamiCommand(_args: Args, { line: out }: Terminal): Promise<number> {
+  const me = await httpClient().call('whoami', {})
   out(`${me.name} (${me.id}): ${me.role}${me.sessions ? `, sessions ${me.sessions.join(',')}` : ', all sessions'}`)
   return 0
 }

@@ -1,9 +1,23 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+import { Readable } from 'node:stream'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { painter, type Terminal } from '../../src/cli/terminal.js'
 
-/** Runs the real `chronicle` bin as a child process. */
+/**
+ * Runs `chronicle` as a child process: src/cli.ts through tsx, so a test sees
+ * the source as it is now — no build first, never a stale dist/. The real bin
+ * (bin/chronicle.mjs → dist/cli.js) is run on the packed and installed
+ * package by pack.test.ts.
+ */
 
-export const BIN = fileURLToPath(new URL('../../bin/chronicle.mjs', import.meta.url))
+export const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+
+/** tsx's loader as a file URL: a bare `--import tsx` is looked up from the child's working directory */
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+
+/** node's arguments for `chronicle <args>` */
+export const cliArgs = (args: readonly string[]): string[] => ['--import', TSX, CLI, ...args]
 
 export interface Proc {
   readonly child: ChildProcessWithoutNullStreams
@@ -15,8 +29,9 @@ export interface Proc {
 }
 
 export function run(args: string[], env: Record<string, string>, cwd?: string): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+  const child = spawn(process.execPath, cliArgs(args), {
+    // CHRONICLE_CLI: run main(), as bin/chronicle.mjs asks
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', CHRONICLE_CLI: '1', ...env },
     ...(cwd && { cwd }),
   })
   const proc: Proc = {
@@ -64,6 +79,7 @@ export async function runToEnd(
 export async function runInProcess(
   args: string[],
   env: Record<string, string> = {},
+  stdin = '',
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const { main } = await import('../../src/cli.js')
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
@@ -71,7 +87,11 @@ export async function runInProcess(
   let stdout = ''
   let stderr = ''
   try {
-    const code = await main(args, { write: (t) => void (stdout += t), error: (t) => void (stderr += t) })
+    const code = await main(args, {
+      stdout: textTerminal((t) => void (stdout += t)),
+      stderr: textTerminal((t) => void (stderr += t)),
+      stdin: Readable.from(stdin === '' ? [] : [Buffer.from(stdin)]),
+    })
     return { code, stdout, stderr }
   } finally {
     for (const [k, v] of Object.entries(saved)) {
@@ -79,4 +99,9 @@ export async function runInProcess(
       else process.env[k] = v
     }
   }
+}
+
+/** A terminal that is a pipe: plain text, no wrapping. */
+export function textTerminal(write: (text: string) => void): Terminal {
+  return { write, line: (text = '') => write(`${text}\n`), paint: painter(false), width: undefined }
 }

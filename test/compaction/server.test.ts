@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { parseArgs } from '../../src/cli/args.js'
+import { parseCommandArgs } from '../../src/cli/args.js'
 import { compactCommand } from '../../src/cli/compact.js'
 import { Client, startServer, type TestServer } from '../http/helpers.js'
 
@@ -94,7 +94,7 @@ describe('manual compaction over the server', () => {
     process.env.CHRONICLE_TOKEN = server.token
     try {
       const lines: string[] = []
-      const code = await compactCommand(parseArgs([id]), (l) => lines.push(l), 10)
+      const code = await compactCommand(parseCommandArgs('compact', [id], {}), { line: (l = '') => lines.push(l) }, 10)
       expect(code).toBe(0)
       expect(lines[0]).toMatch(/^compaction cmp_\S+ requested \(seq \d+\)$/)
       expect(lines[1]).toMatch(/^compacted: ~\d+ → ~\d+ tokens \(summary msg_\S+\)$/)

@@ -256,6 +256,58 @@ describe('file tools', () => {
       build.gate.close()
       build.store.close()
     })
+
+    it('an edit or write a person must approve carries the unified diff of the change; an allowed one computes none', async () => {
+      writeFileSync(join(tmp.dir, 'a.txt'), 'one\ntwo\nthree\n')
+      const asked = fixture({ directory: tmp.dir }) // build: edits ask
+      const reply = () =>
+        asked.store.append(
+          asked.sessionId,
+          [
+            {
+              type: 'permission.replied',
+              data: { requestId: asked.requested().at(-1)?.requestId as string, reply: 'once' },
+            },
+          ],
+          { meta: { actor: 'user' } },
+        )
+      await read.execute({ filePath: 'a.txt' }, asked.ctx())
+      const askedFor = async (n: number) => {
+        while (asked.requested().length < n) await new Promise((r) => setTimeout(r, 5))
+      }
+      const editing = edit.execute({ filePath: 'a.txt', oldString: 'two', newString: 'TWO' }, asked.ctx())
+      await askedFor(1)
+      expect(asked.requested().at(-1)?.metadata?.diff).toBe(
+        '--- a.txt\n+++ a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n',
+      )
+      reply()
+      await editing
+      await read.execute({ filePath: 'a.txt' }, asked.ctx())
+      const writing = write.execute({ filePath: 'a.txt', content: 'one\n' }, asked.ctx())
+      await askedFor(2)
+      expect(asked.requested().at(-1)?.metadata?.diff).toBe(
+        '--- a.txt\n+++ a.txt\n@@ -1,3 +1,1 @@\n one\n-TWO\n-three\n',
+      )
+      reply()
+      await writing
+      asked.gate.close()
+      asked.store.close()
+
+      // allowed by the rules: nobody is asked, nothing is recorded
+      await write.execute({ filePath: 'b.txt', content: 'x' }, f.ctx())
+      expect(f.requested()).toEqual([])
+    })
+
+    it('a huge or unbounded change is described, not diffed, and a long diff is cut', async () => {
+      const { approvalDiff } = await import('../../src/tools/approval-diff.js')
+      expect(approvalDiff('big', 'x'.repeat(600_000), 'y'.repeat(600_000))).toEqual({
+        diffOmitted: 'the file is too large to diff here',
+      })
+      const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} line ${i}`).join('\n')
+      const long = approvalDiff('long', '', lines(3000, 'new')).diff as string
+      expect(long.length).toBeLessThanOrEqual(32 * 1024 + 40)
+      expect(long.endsWith('… (diff truncated)\n')).toBe(true)
+    })
   })
 
   describe('search', () => {

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
 import type { FileTimes } from '../file-times.js'
+import { askToChange } from '../approval-diff.js'
 import { accessPath } from '../paths.js'
 import { notRegular, readRegularText, writeRegular } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
@@ -38,7 +39,11 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
         if (existsSync(path.real)) {
           throw new ToolFailure('failed', `${path.display} already exists; give the text to replace in oldString.`)
         }
-        await ctx.ask({ permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'edit' } })
+        await askToChange(
+          ctx,
+          { permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'edit' } },
+          { display: path.display, before: () => '', after: args.newString },
+        )
         mkdirSync(dirname(path.real), { recursive: true })
         await writeRegular(path.real, path.display, args.newString)
         await deps.fileTimes.record(ctx.sessionId, path.real)
@@ -74,14 +79,18 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
           `oldString occurs ${count} times in ${path.display}. Add surrounding lines to make it unique, or set replaceAll to true.`,
         )
       }
-      await ctx.ask({
-        permission: 'edit',
-        patterns: [path.display],
-        metadata: { filePath: path.real, tool: 'edit', replacements: count },
-      })
       const next = args.replaceAll
         ? content.split(args.oldString).join(args.newString)
         : content.replace(args.oldString, () => args.newString)
+      await askToChange(
+        ctx,
+        {
+          permission: 'edit',
+          patterns: [path.display],
+          metadata: { filePath: path.real, tool: 'edit', replacements: count },
+        },
+        { display: path.display, before: () => content, after: next },
+      )
       await writeRegular(path.real, path.display, next)
       await deps.fileTimes.record(ctx.sessionId, path.real)
       return {

@@ -2,8 +2,9 @@ import { mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
 import type { FileTimes } from '../file-times.js'
+import { askToChange } from '../approval-diff.js'
 import { accessPath } from '../paths.js'
-import { notRegular, writeRegular } from '../regular-file.js'
+import { notRegular, readRegularText, writeRegular } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 
 const parameters = z.object({
@@ -28,7 +29,13 @@ export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readon
       // a FIFO or device is refused without opening it (writing to a FIFO blocks until a reader comes)
       if (existing && !existing.isFile()) throw notRegular(path.display, existing)
       if (exists) await deps.fileTimes.assertUnchanged(ctx.sessionId, path.real, path.display)
-      await ctx.ask({ permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'write' } })
+      const request = { permission: 'edit', patterns: [path.display], metadata: { filePath: path.real, tool: 'write' } }
+      await askToChange(ctx, request, {
+        display: path.display,
+        before: () => (exists ? readRegularText(path.real, path.display) : ''),
+        beforeBytes: existing?.size ?? 0,
+        after: args.content,
+      })
       mkdirSync(dirname(path.real), { recursive: true })
       await writeRegular(path.real, path.display, args.content)
       await deps.fileTimes.record(ctx.sessionId, path.real)

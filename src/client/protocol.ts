@@ -1,0 +1,130 @@
+import type { z } from 'zod'
+import type { Params } from '../http/api.js'
+import type { PermissionRule } from '../events/catalogue.js'
+import type { StoredEvent } from '../events/envelope.js'
+import type { Message, Part, Session, SessionRule } from '../projections/model.js'
+
+/**
+ * The protocol's methods with their params and results (docs/API.md), shared
+ * by the HTTP and WebSocket clients: a call names the same method over either
+ * transport. Types only: nothing of the server is loaded.
+ */
+
+export type { Message, Part, PermissionRule, Session, SessionRule }
+
+/** The methods only a WebSocket has. */
+export interface SocketParams {
+  hello: { protocol: 1 }
+  subscribe: { sessions: readonly string[] | '*'; after?: number; types?: readonly string[] }
+  unsubscribe: { sub: string }
+}
+
+export type Method = keyof typeof Params | keyof SocketParams
+/** the methods with an HTTP route */
+export type HttpMethod = keyof typeof Params
+export type ParamsOf<M extends Method> = M extends keyof typeof Params
+  ? z.input<(typeof Params)[M]>
+  : M extends keyof SocketParams
+    ? SocketParams[M]
+    : never
+
+/** An event of a history page; `inherited`: a fork's event that belongs to its parent's history. */
+export type HistoryEvent = StoredEvent & { readonly inherited?: true }
+
+/** An event as a subscription delivers it. */
+export interface EventFrame {
+  readonly type: 'event'
+  readonly sub: string
+  readonly seq: number
+  readonly session: string
+  readonly version: number
+  readonly event: {
+    readonly type: string
+    readonly data: Record<string, unknown>
+    readonly at: string
+    readonly meta?: Record<string, unknown>
+  }
+}
+
+export interface StateView {
+  readonly session: Session
+  readonly messages: readonly Message[]
+  readonly parts: readonly Part[]
+  readonly seq: number
+}
+
+export interface TokenInfo {
+  readonly tokenId: string
+  readonly name: string
+  readonly role: string
+  readonly sessions?: string[]
+  readonly expiresAt?: string
+  readonly createdAt: string
+  readonly createdBy?: string
+  readonly revokedAt?: string
+}
+
+export interface Accepted {
+  readonly inputId: string
+  readonly seq: number
+  readonly duplicate: boolean
+}
+
+export interface FileEntry {
+  readonly path: string
+  readonly size: number
+  readonly type: string
+}
+
+export interface FilesView {
+  readonly seq: number
+  readonly tree: string | null
+  readonly snapshotSeq: number | null
+  readonly files: readonly FileEntry[]
+}
+
+export interface FileContent {
+  readonly content: string
+  readonly encoding: 'utf8' | 'base64'
+}
+
+export interface DiffView {
+  readonly files: readonly { path: string; status: string; added?: number; removed?: number; binary?: boolean }[]
+  readonly patch: string
+}
+
+export interface RestoreAnswer {
+  readonly tree: string
+  readonly changed: readonly { path: string; status: string }[]
+  readonly messages: readonly string[]
+}
+
+export interface Results {
+  hello: { protocol: number; server: { version: string }; head: number }
+  subscribe: { sub: string; head: number }
+  unsubscribe: Record<string, never>
+  'session.create': { session: Session }
+  'session.list': { sessions: Session[]; cursor?: string }
+  'session.get': { session: Session }
+  'session.archive': Record<string, never>
+  'input.submit': Accepted
+  'run.cancel': { cancelled: boolean }
+  'permission.reply': Record<string, never>
+  'permission.rules': { rules: SessionRule[]; configured: PermissionRule[] }
+  'permission.revoke': Record<string, never>
+  'session.fork': { session: Session }
+  'session.state': StateView
+  'session.context': Record<string, unknown>
+  'session.history': { events: HistoryEvent[]; next?: number }
+  'session.compact': { compactionId: string; seq: number; duplicate: boolean }
+  'session.files': FilesView | FileContent
+  'session.diff': DiffView
+  'session.revert': RestoreAnswer
+  'session.unrevert': RestoreAnswer
+  'token.create': TokenInfo & { token: string }
+  'token.list': { tokens: TokenInfo[] }
+  'token.revoke': TokenInfo
+  whoami: { id: string; name: string; role: string; sessions?: string[] }
+}
+
+export type ResultOf<M extends Method> = Results[M]

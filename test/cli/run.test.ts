@@ -1,0 +1,161 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { run, runInProcess, type Proc } from './helpers.js'
+
+/**
+ * `chronicle run`: one prompt, headless, against a real server process with
+ * the scripted model. The answer on stdout, the exit status saying how the
+ * run ended, permissions by --allow / --deny and refused otherwise.
+ */
+
+const SLOW = 90_000
+
+const SCRIPT = {
+  chunkSize: 8,
+  steps: [
+    { when: { userContains: 'say hello' }, text: 'Hello from the script, in several small deltas.' },
+    {
+      when: { afterToolResult: false, userContains: 'list files' },
+      toolCalls: [{ id: 'call_ls', name: 'bash', input: { command: 'ls', description: 'list' } }],
+    },
+    { when: { afterToolResult: true, userContains: 'list files' }, text: 'Listed.' },
+    { when: { userContains: 'break please' }, error: { status: 400, message: 'the provider refused' } },
+  ],
+}
+
+let dir: string
+let env: Record<string, string>
+let server: Proc
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'chronicle-run-'))
+  writeFileSync(join(dir, 'script.json'), JSON.stringify(SCRIPT))
+  env = {
+    CHRONICLE_DATA_DIR: join(dir, 'data'),
+    CHRONICLE_PORT: '0',
+    CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`,
+    CHRONICLE_LOG_LEVEL: 'warn',
+  }
+  server = run(['serve'], env, dir)
+  const [, url] = await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
+  env = { ...env, CHRONICLE_URL: url as string }
+}, SLOW)
+
+afterAll(async () => {
+  server.child.kill('SIGTERM')
+  await server.exited
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const jsonLines = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { seq: number; session: string; type: string; data: Record<string, unknown> })
+
+describe('chronicle run', () => {
+  it('prints the answer and exits 0 when the run ends normally', async () => {
+    const r = await runInProcess(['run', '--directory', dir, 'say hello'], env)
+    expect(r).toMatchObject({ code: 0, stdout: 'Hello from the script, in several small deltas.\n' })
+  })
+
+  it(
+    'takes the prompt from stdin (a real pipe into a child process)',
+    async () => {
+      const child = run(['run', '--directory', dir], env, dir)
+      child.child.stdin.end('please say hello\n')
+      expect(await child.exited).toBe(0)
+      expect(child.stdout).toBe('Hello from the script, in several small deltas.\n')
+    },
+    SLOW,
+  )
+
+  it('--format json streams the session’s events from the prompt on, one object per line, in seq order', async () => {
+    const r = await runInProcess(['run', '--format', 'json', '--directory', dir, 'say hello'], env)
+    expect(r.code).toBe(0)
+    const events = jsonLines(r.stdout)
+    const types = events.map((e) => e.type)
+    expect(types[0]).toBe('input.accepted')
+    expect(types.at(-1)).toBe('run.finished')
+    expect(types).toContain('text.delta')
+    expect(new Set(events.map((e) => e.session)).size).toBe(1)
+    const seqs = events.map((e) => e.seq)
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+    expect(new Set(seqs).size).toBe(seqs.length)
+    const text = events.filter((e) => e.type === 'text.delta').map((e) => e.data.text)
+    expect(text.join('')).toBe('Hello from the script, in several small deltas.')
+  })
+
+  it('--continue goes on in the most recent session', async () => {
+    const first = jsonLines(
+      (await runInProcess(['run', '--format', 'json', '--directory', dir, 'say hello'], env)).stdout,
+    )
+    // "most recent" is by last event, and titles are written after a run: let the earlier tests' titles land first
+    for (let i = 0; i < 100; i++) {
+      const listed = await runInProcess(['sessions'], env)
+      if (listed.stdout.startsWith(first[0]?.session as string)) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    const again = await runInProcess(['run', '--continue', '--format', 'json', 'say hello once more'], env)
+    expect(again.code).toBe(0)
+    expect(jsonLines(again.stdout)[0]?.session).toBe(first[0]?.session)
+  })
+
+  it('fails closed: a permission no --allow covers is refused, said on stderr, exit 3', async () => {
+    const r = await runInProcess(['run', '--format', 'json', '--directory', dir, 'list files'], env)
+    expect(r.code).toBe(3)
+    expect(r.stderr).toContain(
+      "chronicle: refused bash ls: no --allow covers ls (a headless run fails closed; allow it with --allow 'bash:ls')",
+    )
+    const replied = jsonLines(r.stdout).find((e) => e.type === 'permission.replied')
+    expect(replied?.data).toMatchObject({ reply: 'reject' })
+    expect(jsonLines(r.stdout).some((e) => e.type === 'tool.completed')).toBe(false)
+  })
+
+  it('--allow lets the covered call run', async () => {
+    const r = await runInProcess(
+      ['run', '--allow', 'read', '--allow', 'bash:ls*', '--directory', dir, 'list files'],
+      env,
+    )
+    expect(r).toMatchObject({ code: 0, stdout: 'Listed.\n' })
+    expect(r.stderr).toContain('✓ bash — completed')
+  })
+
+  it('--deny wins over --allow', async () => {
+    const r = await runInProcess(['run', '--allow', 'bash', '--deny', 'bash:ls', '--directory', dir, 'list files'], env)
+    expect(r.stderr).toContain('chronicle: denied bash ls (--deny)')
+    expect(r.stderr).not.toContain('✓ bash')
+  })
+
+  it('a run that fails exits 1 and says why', async () => {
+    const r = await runInProcess(['run', '--directory', dir, 'break please'], env)
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain('the provider refused')
+  })
+
+  it.each([
+    [['run', '--format', 'xml', 'x'], 'chronicle: --format is text or json'],
+    [
+      ['run', '--allow', ':x', 'x'],
+      "chronicle: --allow/--deny take permission[:pattern], e.g. read or 'bash:git *' (got :x)",
+    ],
+    [['run', '--session', 's', '--continue', 'x'], 'chronicle: --session or --continue, not both'],
+    [['run'], 'chronicle: run needs a prompt: stdin was empty'],
+  ])('bad input %j is one line and exit 2', async (args, line) => {
+    const r = await runInProcess(args, env)
+    expect(r.code).toBe(2)
+    expect(r.stderr.split('\n')[0]).toBe(line)
+  })
+
+  it('an unknown session is one line and exit 1', async () => {
+    const r = await runInProcess(['run', '--session', 'ses_nope', 'hi'], env)
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/^chronicle: SESSION_NOT_FOUND: /)
+  })
+
+  it('the token from the data dir is the one the server wrote', () => {
+    expect(readFileSync(join(dir, 'data', 'token'), 'utf8').trim().length).toBeGreaterThan(16)
+  })
+})
