@@ -44,8 +44,17 @@ describe('chronicle help and version', () => {
     expect([r.code, r.stderr]).toEqual([2, 'chronicle: unknown command shwo; chronicle --help lists them\n'])
   })
 
-  it('the real bin answers --version in a child process', async () => {
+  it('a child process answers --version, and a bad flag with exit 2', async () => {
     const r = await runToEnd(['--version'], {})
     expect([r.code, r.stdout]).toEqual([0, `chronicle ${pkg.version}\n`])
+    const bad = await runToEnd(['show', 'ses_x', '--at'], {})
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, 'chronicle: --at needs a value'])
+  })
+
+  it('a flag given a value it does not take, or one missing its value, is one clear line', async () => {
+    expect((await runInProcess(['revert', 's', '--force=yes'])).stderr.split('\n')[0]).toBe(
+      'chronicle: --force takes no value',
+    )
+    expect((await runInProcess(['fork', 's', '--at'])).stderr.split('\n')[0]).toBe('chronicle: --at needs a value')
   })
 })

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { run, runInProcess, type Proc } from './helpers.js'
+import { run, runInProcess, runToEnd, type Proc } from './helpers.js'
 
 /**
  * `chronicle run`: one prompt, headless, against a real server process with
@@ -56,10 +56,14 @@ const jsonLines = (text: string) =>
     .map((l) => JSON.parse(l) as { seq: number; session: string; type: string; data: Record<string, unknown> })
 
 describe('chronicle run', () => {
-  it('prints the answer and exits 0 when the run ends normally', async () => {
-    const r = await runInProcess(['run', '--directory', dir, 'say hello'], env)
-    expect(r).toMatchObject({ code: 0, stdout: 'Hello from the script, in several small deltas.\n' })
-  })
+  it(
+    'prints the answer and exits 0 when the run ends normally (a real child process)',
+    async () => {
+      const r = await runToEnd(['run', '--directory', dir, 'say hello'], env)
+      expect(r).toMatchObject({ code: 0, stdout: 'Hello from the script, in several small deltas.\n' })
+    },
+    SLOW,
+  )
 
   it(
     'takes the prompt from stdin (a real pipe into a child process)',
@@ -73,7 +77,7 @@ describe('chronicle run', () => {
   )
 
   it('--format json streams the session’s events from the prompt on, one object per line, in seq order', async () => {
-    const r = await runInProcess(['run', '--format', 'json', '--directory', dir, 'say hello'], env)
+    const r = await runToEnd(['run', '--format', 'json', '--directory', dir, 'say hello'], env)
     expect(r.code).toBe(0)
     const events = jsonLines(r.stdout)
     const types = events.map((e) => e.type)
