@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { openStore } from '../../src/projections/open.js'
 import { getSession, loadView } from '../../src/projections/read-model.js'
 import { verify } from '../../src/projections/verify.js'
+import { NOT_STARTED_BEFORE_RESTART } from '../../src/runtime/loop/tool-exec.js'
 import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
 import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
 import { cliArgs } from '../cli/helpers.js'
@@ -127,7 +128,11 @@ export function checkDataDir(input: CheckInput): CheckResult {
         r.interruptedTools++
         if (!t.message?.includes('interrupted by a server restart'))
           fail(`tool ${t.p} failed interrupted without saying so: ${t.message}`)
-        if (t.message !== INTERRUPTED_MESSAGE && !t.message?.includes('waited for permission'))
+        if (
+          t.message !== INTERRUPTED_MESSAGE &&
+          t.message !== NOT_STARTED_BEFORE_RESTART &&
+          !t.message?.includes('waited for permission')
+        )
           fail(`tool ${t.p}: unexpected interrupted message ${t.message}`)
       }
     }

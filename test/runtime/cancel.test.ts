@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { NOT_STARTED_BEFORE_RESTART } from '../../src/runtime/loop/tool-exec.js'
 import type { EventType } from '../../src/events/catalogue.js'
 import { getParts } from '../../src/projections/read-model.js'
 import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
@@ -183,6 +184,30 @@ describe('stop (shutdown)', () => {
     expect(h.types(id).slice(-3)).toEqual(['tool.called', 'tool.progressed', 'tool.failed'])
     expect(h.events(id).at(-1)?.data).toMatchObject({ error: { kind: 'interrupted' } })
     expect(h.types(id)).not.toContain('run.finished') // recovery resumes it after the restart
+  })
+
+  it('a call of the step the shutdown reached before it started says it did not run', async () => {
+    const model = createScriptedModel({
+      steps: [
+        {
+          toolCalls: [
+            { id: 'c1', name: 'slow', input: { ms: 10_000 } },
+            { id: 'c2', name: 'slow', input: { ms: 1 } },
+          ],
+        },
+      ],
+    })
+    h = harness({ model })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('two jobs') })
+    await when(h, 'tool.progressed')
+    await h.runtime.stop()
+    const failed = h.events(id).filter((e) => e.type === 'tool.failed')
+    expect(failed.map((e) => (e.data as { error: { kind: string } }).error.kind)).toEqual([
+      'interrupted',
+      'interrupted',
+    ])
+    expect(failed[1]?.data).toMatchObject({ error: { message: NOT_STARTED_BEFORE_RESTART } })
   })
 
   it('cuts a stream off as interrupted, not cancelled', async () => {

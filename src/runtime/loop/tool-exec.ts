@@ -30,6 +30,9 @@ export const DOOM_LOOP_THRESHOLD = 3
 export const DEFAULT_BUDGET_MS = 5 * 60_000
 const OVER_BUDGET = 'over budget'
 
+/** a call the server's shutdown reached before it started: it never ran (a restart's other interrupted calls may have) */
+export const NOT_STARTED_BEFORE_RESTART = 'interrupted by a server restart before it started: it did not run'
+
 export const NOT_RUN_AFTER_REJECT =
   'Not run: the user rejected a permission request in this step, which stopped the run. Wait for the user before trying it again.'
 
@@ -86,7 +89,10 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     )
     await recorder.settle()
   }
-  if (signal.aborted) return fail(abortError(signal).kind, 'the run stopped before the tool ran')
+  if (signal.aborted) {
+    const { kind } = abortError(signal)
+    return fail(kind, kind === 'interrupted' ? NOT_STARTED_BEFORE_RESTART : 'the run was cancelled before the tool ran')
+  }
 
   const tool = input.toolset.get(call.tool)
   if (!tool) {
