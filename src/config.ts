@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
@@ -95,6 +95,23 @@ export interface SandboxConfig {
   readonly passEnv: readonly string[]
 }
 
+/**
+ * The web page (docs/API.md "Web page"): `false` (or `enabled: false`) serves
+ * no page and accepts no login or session cookie; `root` is the directory of
+ * the built page (`index.html`, `assets/`), default the package's `dist/web`
+ * (a relative root is taken from the config file's directory).
+ */
+const WebSettings = z.union([
+  z.boolean(),
+  z.object({ enabled: z.boolean().optional(), root: z.string().min(1).optional() }).strict(),
+])
+
+export interface WebConfig {
+  readonly enabled: boolean
+  /** the built page's directory; undefined: the package's own `dist/web` (src/http/web-root.ts) */
+  readonly root: string | undefined
+}
+
 const Limits = z.object({
   /** HTTP body limit, bytes */
   bodyBytes: z.number().int().positive().optional(),
@@ -161,6 +178,8 @@ export const FileConfig = z
       .object({ snapshots: z.boolean().optional(), maxFileBytes: z.number().int().positive().optional() })
       .strict()
       .optional(),
+    /** the web page: `false` turns it off; `{root}` serves another build */
+    web: WebSettings.optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -208,6 +227,8 @@ export interface ChronicleConfig {
   readonly sandbox: SandboxConfig
   readonly workspace: { readonly snapshots: boolean; readonly maxFileBytes: number }
   readonly titles: boolean
+  /** the web page at `/` and its login (docs/API.md "Web page") */
+  readonly web: WebConfig
   readonly logLevel: string
   /** `CHRONICLE_LOG_FORMAT`: JSON lines or pino-pretty; unset: pretty when the log goes to a terminal (src/http/logger.ts) */
   readonly logFormat: 'json' | 'pretty' | undefined
@@ -304,6 +325,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
       maxFileBytes: file.workspace?.maxFileBytes ?? DEFAULT_MAX_SNAPSHOT_FILE_BYTES,
     },
     titles: file.titles ?? true,
+    web: webOf(file.web, configFile),
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
     logFormat: env.CHRONICLE_LOG_FORMAT,
     configFile,
@@ -323,6 +345,12 @@ function configHome(env: NodeJS.ProcessEnv): string {
 function xdg(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const value = env[name]
   return value && isAbsolute(value) ? value : join(env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir(), fallback)
+}
+
+function webOf(settings: z.infer<typeof WebSettings> | undefined, configFile: string | undefined): WebConfig {
+  const s = typeof settings === 'boolean' ? { enabled: settings } : (settings ?? {})
+  const root = s.root === undefined ? undefined : configFile ? resolve(dirname(configFile), s.root) : resolve(s.root)
+  return { enabled: s.enabled ?? true, root }
 }
 
 function sandboxOf(settings: z.infer<typeof SandboxSettings> | undefined): SandboxConfig {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
 import type { DestinationStream, Logger } from 'pino'
@@ -37,8 +37,12 @@ import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
 import { buildApp, type App } from './http/app.js'
 import type { AppDeps, RuntimePort, TimeTravelPort } from './http/deps.js'
+import { LoginCodes, loginUrl } from './http/login-codes.js'
+import { OWNER } from './http/principals.js'
 import { createLogger } from './http/logger.js'
 import { resolveToken, type TokenInfo } from './http/token.js'
+import { DEFAULT_WEB_ROOT } from './http/web-root.js'
+import { WEB_SESSIONS_FILE, WebSessions } from './http/web-sessions.js'
 
 /**
  * The composition root: opens the store in the data directory and builds
@@ -58,6 +62,8 @@ export interface ChronicleOptions {
   readonly resumeBudget?: number
   /** replaces the detected sandbox (tests) */
   readonly sandbox?: Sandbox
+  /** the web login's clock and a login code's lifetime (tests; default Date.now and 10 minutes) */
+  readonly web?: { readonly now?: () => number; readonly codeTtlMs?: number }
 }
 
 export interface Chronicle {
@@ -74,6 +80,11 @@ export interface Chronicle {
   readonly recovery: RecoveryReport | undefined
   /** stop accepting, bring runs to a safe point, flush the appender, close the database */
   stop(): Promise<void>
+  /**
+   * A fresh one-time link logging a browser in as the owner (docs/API.md "Web page"), once listening:
+   * `<url>/login#<code>`. Throws when the web page is off (`web: false`) or the server is not listening.
+   */
+  loginLink(): { url: string; code: string; expiresAt: string }
 }
 
 export const VERSION: string = (
@@ -116,6 +127,23 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       'no sandbox: every bash command will need approval (install bubblewrap, or set "sandbox": "off" in your config)',
     )
   }
+  // The web page and its login: codes in memory, cookie sessions in the data dir (docs/SECURITY.md "The web page"):
+  // read before the store opens, so an unsafe sessions file stops the start with nothing left open.
+  const web = config.web.enabled
+    ? {
+        root: config.web.root ?? DEFAULT_WEB_ROOT,
+        codes: new LoginCodes({
+          ...(options.web?.now && { now: options.web.now }),
+          ...(options.web?.codeTtlMs !== undefined && { ttlMs: options.web.codeTtlMs }),
+        }),
+        sessions: new WebSessions({
+          file: join(config.dataDir, WEB_SESSIONS_FILE),
+          key: token.token,
+          ...(options.web?.now && { now: options.web.now }),
+          warn: (message) => logger.warn(message),
+        }),
+      }
+    : undefined
   const store = openStore(dbPath)
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
@@ -204,11 +232,14 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     restorer,
     ...(config.workspace.snapshots && { forks }),
     dataDir: config.dataDir,
+    ...(web && { web }),
   }
   const app = await buildApp(deps)
 
   let stopping: Promise<void> | undefined
   let recovery: RecoveryReport | undefined
+  /** where a browser reaches the server, once listening (a wildcard bind: loopback) */
+  let browserBase: string | undefined
   return {
     config,
     store,
@@ -249,7 +280,17 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       const address = app.server.address()
       const port = typeof address === 'object' && address ? address.port : config.port
       const host = config.host.includes(':') ? `[${config.host}]` : config.host
+      const reachable = config.host === '0.0.0.0' ? '127.0.0.1' : config.host === '::' ? '[::1]' : host
+      browserBase = `http://${reachable}:${port}`
+      if (web && !existsSync(join(web.root, 'index.html')))
+        logger.warn({ root: web.root }, 'the web page is not built (no index.html): run `npm run build`')
       return `http://${host}:${port}`
+    },
+    loginLink() {
+      if (!web) throw new ChronicleError('NOT_FOUND', 'the web page is off ("web": false in the config)')
+      if (!browserBase) throw new ChronicleError('BAD_REQUEST', 'the server is not listening yet: start() first')
+      const { code, expiresAt } = web.codes.mint(OWNER.id)
+      return { url: loginUrl(browserBase, code), code, expiresAt }
     },
     stop() {
       stopping ??= (async () => {

@@ -6,8 +6,11 @@ import type { Terminal } from './terminal.js'
 
 /**
  * `chronicle serve [--config file] [--host h] [--port p]`: runs the server
- * until SIGINT/SIGTERM, then shuts down gracefully. Prints one line on
- * start (URL and where the token is); logs go to stderr.
+ * until SIGINT/SIGTERM, then shuts down gracefully. Prints on start one
+ * line with the URL and where the token is, and — unless the web page is
+ * off — a second with a one-time link that logs a browser into the page as
+ * the owner (`open http://127.0.0.1:<port>/login#<code>`, valid 10 minutes);
+ * logs go to stderr.
  */
 export async function serve(args: Args, { line: out }: Terminal): Promise<number> {
   const env = { ...process.env }
@@ -40,6 +43,7 @@ export async function serve(args: Args, { line: out }: Terminal): Promise<number
           ? `token (shown once) ${token.token} stored in ${token.file}`
           : `token in ${token.file}`
   out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
+  if (config.web.enabled) out(`open ${chronicle.loginLink().url}`)
   if (chronicle.sandbox.kind === 'unavailable') {
     process.stderr.write(
       `chronicle: ${chronicle.sandbox.reason}. Every bash command will need your approval. ` +

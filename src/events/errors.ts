@@ -6,6 +6,8 @@ export const ERROR_STATUS = {
   BAD_REQUEST: 400,
   UNKNOWN_METHOD: 400,
   UNAUTHORIZED: 401,
+  /** the web page's login (`POST /login`) with a code that is wrong, used or expired */
+  LOGIN_INVALID: 401,
   FORBIDDEN: 403,
   SESSION_NOT_FOUND: 404,
   SEQ_OUT_OF_RANGE: 404,

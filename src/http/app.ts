@@ -14,7 +14,7 @@ import { ChronicleError } from '../events/errors.js'
 import { createApi } from './api.js'
 import { RequestLogController } from './logger.js'
 import { guarded } from './authorize.js'
-import { principalOf, setPrincipal } from './caller.js'
+import { credentialOf, principalOf, setAuthenticated } from './caller.js'
 import { Principals } from './principals.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { SessionFanout } from './ws/fanout.js'
@@ -22,9 +22,11 @@ import type { AppDeps } from './deps.js'
 import { componentRegistry, finishDocument } from './openapi.js'
 import { problemBody, toProblem } from './problem.js'
 import { inputRoutes } from './routes/inputs.js'
+import { loginRoutes } from './routes/login.js'
 import { metaRoutes } from './routes/meta.js'
+import { pageRoutes } from './routes/page.js'
 import { sessionRoutes } from './routes/sessions.js'
-import { checkRequest, corsOptions, redactUrl, selectProtocol } from './security.js'
+import { checkRequest, corsOptions, redactUrl, SECURITY_HEADERS, selectProtocol } from './security.js'
 import { Connection, REVOKED_CLOSE_CODE } from './ws/connection.js'
 
 export type App = FastifyInstance<
@@ -78,6 +80,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     body === '' ? done(null, undefined) : json(req, String(body), done),
   )
 
+  // Every response, refusals and the web page's files included, carries the security headers (security.ts).
+  app.addHook('onSend', async (_req, reply, payload) => {
+    void reply.headers(SECURITY_HEADERS)
+    return payload
+  })
   app.setErrorHandler((err, req, reply) => {
     const problem = toProblem(err)
     if (problem.internal) req.log.error({ err }, 'request failed')
@@ -115,7 +122,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
 
   const principals = deps.principals ?? new Principals(deps.store, deps.ids, deps.security.token)
-  const policy = { ...deps.security, authenticate: (presented: string) => principals.authenticate(presented) }
+  const web = deps.web
+  const policy = {
+    ...deps.security,
+    authenticate: (presented: string) => principals.authenticate(presented),
+    // a web session speaks for its principal while that principal's token is active (docs/SECURITY.md "The web page")
+    ...(web && {
+      webSession: (secret: string) => {
+        const session = web.sessions.find(secret)
+        const principal = session && principals.byId(session.principal)
+        return session && principal && { principal, session: session.id }
+      },
+    }),
+  }
   // CORS for the configured origins only (none: no CORS at all). Its onRequest hook runs before the one below:
   // it answers an allowed origin's preflight (204, no token: a browser sends none) and names that origin on
   // every other response to it, refusals included, so a page can read them (security.ts corsOptions).
@@ -125,8 +144,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // onRequest hook has marked upgrade requests: a refused upgrade's socket is then destroyed, not left open.
   app.addHook('onRequest', async (req) => {
     try {
-      const principal = checkRequest(req, policy)
-      if (principal) setPrincipal(req, principal)
+      const authenticated = checkRequest(req, policy)
+      if (authenticated) setAuthenticated(req, authenticated)
     } catch (err) {
       // Refusals are logged (never the token): an exposed server should not be probed unseen.
       req.log.warn(
@@ -153,6 +172,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const withPrincipals = { ...deps, principals }
   const api = guarded(createApi(withPrincipals), deps.store)
   const fanout = new SessionFanout(deps.store)
+  /** the web session each socket opened with the cookie came from: a logout closes them */
+  const webSockets = new WeakMap<Connection, string>()
   app.get('/ws', { websocket: true, schema: { hide: true } }, (socket, req) => {
     if (connections.size >= deps.limits.maxConnections) {
       socket.close(1013, 'too many connections')
@@ -160,11 +181,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
     const connection = new Connection(socket, withPrincipals, api, fanout, principalOf(req))
     connections.add(connection)
+    const credential = credentialOf(req)
+    if (credential.via === 'cookie') webSockets.set(connection, credential.session)
     socket.on('close', () => connections.delete(connection))
   })
-  // a revoked token stops at once: its open sockets are closed (docs/API.md "Closing codes")
+  // a revoked token stops at once: its open sockets are closed, its web sessions ended (docs/API.md "Closing codes")
   const stopRevoking = principals.onRevoked((tokenId) => {
     for (const c of connections) if (c.principal.id === tokenId) c.close('revoked', REVOKED_CLOSE_CODE)
+    web?.sessions.endFor(tokenId)
   })
   app.addHook('onClose', (_app, done) => {
     stopRevoking()
@@ -173,6 +197,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
 
   metaRoutes(app, deps)
+  if (web) {
+    pageRoutes(app, web.root)
+    loginRoutes(app, {
+      web,
+      principals,
+      onLogout: (session) => {
+        for (const c of connections) if (webSockets.get(c) === session) c.close('revoked', REVOKED_CLOSE_CODE)
+      },
+    })
+  }
   sessionRoutes(app, api)
   tokenRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)

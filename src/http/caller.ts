@@ -2,21 +2,31 @@ import type { FastifyRequest } from 'fastify'
 import { ChronicleError } from '../events/errors.js'
 import type { Caller } from './api.js'
 import type { Principal } from './principals.js'
+import type { Authenticated, Credential } from './security.js'
 
 /**
- * The principal of a request, set by the security hook once its token is
- * checked (src/http/security.ts) and read by every route.
+ * The principal of a request, and how it proved it (a token or the web
+ * session cookie), set by the security hook once checked
+ * (src/http/security.ts) and read by every route.
  */
-const principals = new WeakMap<object, Principal>()
+const authenticated = new WeakMap<object, Authenticated>()
 
-export function setPrincipal(req: FastifyRequest, principal: Principal): void {
-  principals.set(req.raw, principal)
+export function setAuthenticated(req: FastifyRequest, auth: Authenticated): void {
+  authenticated.set(req.raw, auth)
 }
 
 export function principalOf(req: FastifyRequest): Principal {
-  const principal = principals.get(req.raw)
-  if (!principal) throw new ChronicleError('UNAUTHORIZED', 'a token is required')
-  return principal
+  return authenticatedOf(req).principal
+}
+
+export function credentialOf(req: FastifyRequest): Credential {
+  return authenticatedOf(req).credential
+}
+
+function authenticatedOf(req: FastifyRequest): Authenticated {
+  const auth = authenticated.get(req.raw)
+  if (!auth) throw new ChronicleError('UNAUTHORIZED', 'a token is required')
+  return auth
 }
 
 /** An HTTP call: its principal, and the client's command id (`X-Command-Id`) or the request's id. */

@@ -1,4 +1,6 @@
+import type { LoginCodes } from './login-codes.js'
 import type { Principals } from './principals.js'
+import type { WebSessions } from './web-sessions.js'
 import type { Logger } from 'pino'
 import type { StoredEvent } from '../events/envelope.js'
 import type { IdSource } from '../events/ids.js'
@@ -49,6 +51,16 @@ export interface TimeTravelPort {
   history(sessionId: string, opts: { after?: number; before?: number; limit?: number }): HistoryPage
 }
 
+/** The web page and its login (docs/API.md "Web page"). */
+export interface WebDeps {
+  /** the built page: `index.html` and `assets/` (src/http/web-root.ts) */
+  readonly root: string
+  /** one-time login links (in memory) */
+  readonly codes: LoginCodes
+  /** the page's cookie sessions (durable) */
+  readonly sessions: WebSessions
+}
+
 export interface AppDeps {
   readonly store: EventStore
   readonly ids: IdSource
@@ -81,4 +93,6 @@ export interface AppDeps {
   readonly restorer?: WorkspaceRestorer
   /** agents that session.create accepts */
   readonly agents?: ReadonlySet<string>
+  /** the web page, its login links and cookie sessions; absent (`web: false`): no page, and no cookie is accepted */
+  readonly web?: WebDeps
 }

@@ -213,6 +213,8 @@ export const Answers = {
   tokens: z.looseObject({ tokens: z.array(Token) }),
   token: Token,
   whoami: z.looseObject({ id: z.string(), name: z.string(), role: Role, sessions: z.array(z.string()).optional() }),
+  /** the code is the URL's fragment */
+  loginLink: z.looseObject({ url: z.string(), expiresAt: z.string() }),
 } as const
 
 /** The schemas the document names as components (#/components/schemas/<id>) instead of repeating them inline. */
@@ -230,9 +232,9 @@ export function componentRegistry() {
 /**
  * The document as served: with its components — the registry's schemas the
  * paths refer to, directly or through another component (the transform also
- * emits an unused `<id>Input` copy of each) — and a body whose schema is
+ * emits an unused `<id>Input` copy of each) —, a body whose schema is
  * nullable marked optional (@fastify/swagger marks every body required; the
- * app reads an absent body as null: app.ts).
+ * app reads an absent body as null: app.ts), and a 204 without content.
  */
 export function finishDocument(registry: ReturnType<typeof componentRegistry>): SwaggerTransformObject {
   const transform = createJsonSchemaTransformObject({ schemaRegistry: registry })
@@ -244,6 +246,8 @@ export function finishDocument(registry: ReturnType<typeof componentRegistry>): 
         const body = item?.[method]?.requestBody
         const schema = body && 'content' in body ? body.content['application/json']?.schema : undefined
         if (body && 'required' in body && schema && 'nullable' in schema && schema.nullable) body.required = false
+        const empty = item?.[method]?.responses?.['204']
+        if (empty && 'content' in empty) delete empty.content
       }
     const schemas = document.components.schemas
     const used = new Set<string>()
@@ -274,6 +278,11 @@ export interface Described {
 /** A success response: JSON, described. */
 export function ok(description: string, schema: z.ZodType): Described {
   return { description, content: { 'application/json': { schema } } }
+}
+
+/** A 204: no body (finishDocument leaves the document's response without content). */
+export function noContent(description: string): Described {
+  return { description, content: { 'application/json': { schema: z.null() } } }
 }
 
 /** An error response: problem+json, its description naming the codes the route answers with it. */

@@ -88,12 +88,17 @@ export class Principals {
       if (!timingSafeEqual(key, Buffer.from(record.hash, 'base64'))) return undefined
       this.verified.set(digest, record.tokenId)
     }
-    return {
-      id: record.tokenId,
-      name: record.name,
-      role: record.role,
-      ...(record.sessions && { sessions: record.sessions }),
-    }
+    return principalOf(record)
+  }
+
+  /**
+   * The principal a token id speaks for while its token is active (a web session speaks for its
+   * principal: src/http/web-sessions.ts); undefined once it is revoked or expired.
+   */
+  byId(id: string): Principal | undefined {
+    if (id === OWNER.id) return OWNER
+    const record = this.tokens.get(id)
+    return record && this.active(record) ? principalOf(record) : undefined
   }
 
   /** Whether a principal still speaks (its token not revoked or expired since it connected). */
@@ -182,6 +187,15 @@ export class Principals {
       for (const [digest, id] of this.verified) if (id === tokenId) this.verified.delete(digest)
       for (const listener of this.revokedListeners) listener(tokenId)
     }
+  }
+}
+
+function principalOf(record: Record_): Principal {
+  return {
+    id: record.tokenId,
+    name: record.name,
+    role: record.role,
+    ...(record.sessions && { sessions: record.sessions }),
   }
 }
 

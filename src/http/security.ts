@@ -8,13 +8,17 @@ import { OWNER, type Principal } from './principals.js'
 /**
  * The checks every request passes before any handler (and before a
  * WebSocket upgrade): Host (DNS rebinding), Origin (cross-site pages) and
- * the bearer token. Done in an onRequest hook — it works for real sockets
- * and for injectWS alike (verifyClient hangs injectWS). The one exception is
- * a CORS preflight from an origin in `allowedOrigins` (corsOptions).
+ * the credential — a bearer token, or the web page's session cookie. Done
+ * in an onRequest hook (routing is done by then; body parsing is not) — it
+ * works for real sockets and for injectWS alike (verifyClient hangs
+ * injectWS). The one exception is a CORS preflight from an origin in
+ * `allowedOrigins` (corsOptions).
  */
 
 export const TOKEN_PROTOCOL_PREFIX = 'chronicle.token.'
 export const PROTOCOL = 'chronicle.v1'
+/** The web page's session cookie (src/http/web-sessions.ts, docs/API.md "Web page"). */
+export const SESSION_COOKIE = 'chronicle_session'
 
 export interface SecurityPolicy {
   readonly token: string
@@ -22,29 +26,93 @@ export interface SecurityPolicy {
   readonly allowedOrigins: readonly string[]
   /** who a presented token speaks for (src/http/principals.ts); without it, only `token` is accepted */
   readonly authenticate?: (presented: string) => Principal | undefined
+  /** who a session cookie's secret speaks for, and which web session it is; without it, cookies are ignored */
+  readonly webSession?: (secret: string) => { principal: Principal; session: string } | undefined
 }
 
-/** Paths that need no token. */
-const PUBLIC = new Set(['/health'])
+/**
+ * The routes that need no credential, as registered (`METHOD url`; a HEAD
+ * as its GET): health, and the web page with its login — the page must load
+ * for a person to log in. Decided by the route the router found, so no
+ * spelling of a path (`/assets/../sessions`, `%2e%2e`) makes another route
+ * public. Host and Origin are checked on these too.
+ */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set([
+  'GET /health',
+  'GET /',
+  'GET /login',
+  'GET /assets/*',
+  'POST /login',
+])
 
-/** The request's principal, or undefined for a public path; throws FORBIDDEN / UNAUTHORIZED. */
-export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): Principal | undefined {
+/** How a request proved who it is: a bearer token (header, subprotocol, upgrade query) or a web session cookie. */
+export type Credential = { readonly via: 'token' } | { readonly via: 'cookie'; readonly session: string }
+
+export interface Authenticated {
+  readonly principal: Principal
+  readonly credential: Credential
+}
+
+/** The request's principal and credential, or undefined for a public route; throws FORBIDDEN / UNAUTHORIZED. */
+export function checkRequest(req: FastifyRequest, policy: SecurityPolicy): Authenticated | undefined {
   if (!hostServed(req, policy)) throw new ChronicleError('FORBIDDEN', 'this Host is not served here')
   const origin = req.headers.origin
   if (origin !== undefined && !originAllowed(origin, req.headers.host as string, policy)) {
     throw new ChronicleError('FORBIDDEN', 'cross-origin requests are not allowed')
   }
-  const path = req.url.split('?')[0] ?? ''
-  if (PUBLIC.has(path)) return undefined
+  if (isPublic(req)) return undefined
+  // A token, when one is presented, decides alone: a wrong one is refused even beside a good cookie.
   const presented = presentedToken(req)
-  if (presented === undefined) throw new ChronicleError('UNAUTHORIZED', 'a token is required')
-  const principal = policy.authenticate
-    ? policy.authenticate(presented)
-    : same(presented, policy.token)
-      ? OWNER
-      : undefined
-  if (!principal) throw new ChronicleError('UNAUTHORIZED', 'wrong, revoked or expired token')
-  return principal
+  if (presented !== undefined) {
+    const principal = policy.authenticate
+      ? policy.authenticate(presented)
+      : same(presented, policy.token)
+        ? OWNER
+        : undefined
+    if (!principal) throw new ChronicleError('UNAUTHORIZED', 'wrong, revoked or expired token')
+    return { principal, credential: { via: 'token' } }
+  }
+  const secret = policy.webSession ? sessionCookie(req) : undefined
+  if (secret === undefined || !policy.webSession) throw new ChronicleError('UNAUTHORIZED', 'a token is required')
+  // A browser attaches a cookie to whatever request any page makes: one that can act (any method but GET and
+  // HEAD) or open a socket must show it comes from the page — the Origin a browser sets, checked above.
+  if (origin === undefined && (isUpgrade(req) || (req.method !== 'GET' && req.method !== 'HEAD')))
+    throw new ChronicleError('FORBIDDEN', 'a request with the session cookie must come from the page (Origin)')
+  const found = policy.webSession(secret)
+  if (!found)
+    throw new ChronicleError('UNAUTHORIZED', 'the web session has ended, or its token was revoked: log in again')
+  return { principal: found.principal, credential: { via: 'cookie', session: found.session } }
+}
+
+function isPublic(req: FastifyRequest): boolean {
+  const route = req.routeOptions.url
+  return route !== undefined && PUBLIC_ROUTES.has(`${req.method === 'HEAD' ? 'GET' : req.method} ${route}`)
+}
+
+/** The session cookie's value, if the request carries one (the first, if several). */
+export function sessionCookie(req: FastifyRequest): string | undefined {
+  const header = req.headers.cookie
+  if (!header) return undefined
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=')
+    if (eq > 0 && pair.slice(0, eq).trim() === SESSION_COOKIE) return pair.slice(eq + 1).trim()
+  }
+  return undefined
+}
+
+/**
+ * What every response carries (docs/SECURITY.md "The web page"): a strict
+ * Content-Security-Policy — the page's own scripts, styles, images, fonts and
+ * connections only, nothing inline, no framing, no base or foreign form
+ * target — and no sniffing, no Referer, no framing, its own browsing group.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
 }
 
 /**

@@ -50,12 +50,23 @@ afterAll(async () => {
 })
 
 describe('chronicle serve', () => {
-  it('prints one line with the URL and the token, stored 0600 in the data dir, shown only on the first start', () => {
+  it('prints the URL and the token, stored 0600 in the data dir, shown only on the first start; then a working login link', async () => {
     const token = readFileSync(join(data, 'token'), 'utf8').trim()
-    expect(server.stdout.trim().split('\n')).toEqual([
+    await server.waitFor(/^open \S+\n/m)
+    const [first, second, ...rest] = server.stdout.trim().split('\n')
+    expect([first, rest]).toEqual([
       `Chronicle 0.1.0 listening on ${url} — token (shown once) ${token} stored in ${join(data, 'token')}`,
+      [],
     ])
     expect(statSync(join(data, 'token')).mode & 0o777).toBe(0o600)
+    const [, link, code] = /^open (http:\/\/127\.0\.0\.1:\d+\/login)#([A-Za-z0-9_-]{43})$/.exec(second ?? '') ?? []
+    expect(link).toBe(`${url}/login`)
+    const login = await fetch(`${url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: url },
+      body: JSON.stringify({ code }),
+    })
+    expect([login.status, login.headers.get('set-cookie')]).toEqual([204, expect.stringMatching(/^chronicle_session=/)])
   })
 
   it(

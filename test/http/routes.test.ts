@@ -287,6 +287,9 @@ describe('time travel', () => {
     expect(doc.openapi).toMatch(/^3\./)
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/health',
+      '/login',
+      '/login-links',
+      '/logout',
       '/sessions',
       '/sessions/{id}',
       '/sessions/{id}/cancel',

@@ -2,6 +2,7 @@ import { request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js'
 import { routesOf } from '../../src/http/app.js'
+import { PUBLIC_ROUTES } from '../../src/http/security.js'
 import { createChronicle } from '../../src/main.js'
 import { Client, startServer, type TestServer } from './helpers.js'
 
@@ -20,6 +21,9 @@ afterAll(async () => {
   await server.close()
 })
 
+/** The only routes served without a credential: health, and the web page with its login (docs/SECURITY.md). */
+const PUBLIC = ['GET /', 'GET /assets/*', 'GET /health', 'GET /login', 'POST /login']
+
 const concrete = (url: string) => url.replace(':id', 'ses_x').replace(':requestId', 'per_x').replace(':ruleId', 'rul_x')
 
 describe('authentication', () => {
@@ -31,7 +35,10 @@ describe('authentication', () => {
       'DELETE /sessions/:id',
       'DELETE /sessions/:id/rules/:ruleId',
       'DELETE /tokens/:id',
+      'GET /',
+      'GET /assets/*',
       'GET /health',
+      'GET /login',
       'GET /openapi.json',
       'GET /sessions',
       'GET /sessions/:id',
@@ -44,6 +51,9 @@ describe('authentication', () => {
       'GET /tokens',
       'GET /whoami',
       'GET /ws',
+      'POST /login',
+      'POST /login-links',
+      'POST /logout',
       'POST /sessions',
       'POST /sessions/:id/cancel',
       'POST /sessions/:id/compact',
@@ -56,15 +66,24 @@ describe('authentication', () => {
     ])
   })
 
-  it('every route but /health answers 401 without a token or with a wrong one, before any handler runs', async () => {
+  it('the routes served without a credential are health and the web page with its login, and no other', () => {
+    expect([...PUBLIC_ROUTES].sort()).toEqual(PUBLIC)
+    const served = routesOf(server.chronicle.app).map((r) => `${r.method} ${r.url}`)
+    for (const route of PUBLIC) expect(served).toContain(route)
+  })
+
+  it('every other route answers 401 without a credential, with a wrong token or session cookie, before any handler runs', async () => {
     const app = server.chronicle.app
     const head = server.chronicle.store.head()
-    const routes = routesOf(app).filter((r) => r.url !== '/health')
+    const routes = routesOf(app).filter((r) => !PUBLIC.includes(`${r.method} ${r.url}`))
     for (const route of routes) {
       for (const headers of [
         {},
         { authorization: 'Bearer wrong-token-wrong-token' },
         { authorization: `Basic ${server.token}` },
+        // with the server's own Origin, as the page's requests come
+        { cookie: 'chronicle_session=not-a-session-not-a-session', host: 'localhost', origin: 'http://localhost' },
+        { cookie: `chronicle_session=${server.token}`, host: 'localhost', origin: 'http://localhost' },
       ]) {
         const res = await app.inject({
           method: route.method as 'GET',
@@ -89,6 +108,22 @@ describe('authentication', () => {
     expect(
       (await app.inject({ url: '/sessions', headers: { authorization: `Bearer ${server.token}` } })).statusCode,
     ).toBe(200)
+  })
+
+  it('the public routes answer without a credential, and append nothing', async () => {
+    const app = server.chronicle.app
+    server.chronicle.store.flush()
+    const head = server.chronicle.store.head()
+    // the page (this checkout's dist/web) is built or not: its index, or the page saying to build it
+    expect([200, 503]).toContain((await app.inject({ url: '/' })).statusCode)
+    expect([200, 503]).toContain((await app.inject({ url: '/login' })).statusCode)
+    const asset = await app.inject({ url: '/assets/no-such-file.js' })
+    expect([asset.statusCode, asset.json().code]).toEqual([404, 'NOT_FOUND'])
+    const login = await app.inject({ method: 'POST', url: '/login', payload: { code: 'not-a-code' } })
+    expect([login.statusCode, login.json().code]).toEqual([401, 'LOGIN_INVALID'])
+    expect(login.headers['set-cookie']).toBeUndefined()
+    server.chronicle.store.flush()
+    expect(server.chronicle.store.head()).toBe(head)
   })
 
   it('the WebSocket upgrade needs the token: header, subprotocol or query', async () => {
