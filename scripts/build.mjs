@@ -10,15 +10,21 @@
  * src/ does not linger in dist/ (or in a packed tarball), a failed build leaves
  * the last good dist/ in place, and `chronicle` never finds dist/ half-written.
  * Plain JavaScript: it runs before anything is compiled.
+ *
+ * The web page (src/web/) is not compiled by tsc: scripts/build-web.mjs
+ * bundles it into dist-next/web/ (index.html and assets/), the server's
+ * default web root.
  */
 import { execFileSync } from 'node:child_process'
 import { cpSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { buildWeb } from './build-web.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const src = join(root, 'src')
+const web = join(src, 'web')
 const dist = join(root, 'dist')
 const next = join(root, 'dist-next')
 
@@ -36,8 +42,16 @@ let assets = 0
 for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
   if (!entry.isFile() || entry.name.endsWith('.ts')) continue
   const file = join(entry.parentPath, entry.name)
+  if (file.startsWith(`${web}/`)) continue // bundled by buildWeb below
   cpSync(file, join(next, relative(src, file)))
   assets++
+}
+try {
+  await buildWeb({ out: join(next, 'web') })
+} catch (err) {
+  rmSync(next, { recursive: true, force: true })
+  console.error(`build: the web page failed (${err instanceof Error ? err.message : err}); dist/ is unchanged`)
+  process.exit(1)
 }
 rmSync(dist, { recursive: true, force: true })
 renameSync(next, dist)

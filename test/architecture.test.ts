@@ -31,6 +31,8 @@ const FORBIDDEN: Record<string, readonly string[]> = {
   tools: ['projections', 'runtime', 'http', 'cli', 'main'],
   // the SDK runs in other people's programs: it may borrow the server's types, never its code
   client: ['commands', 'runtime', 'tools', 'cli', 'main', 'config'],
+  // the page runs in a browser: the SDK, and the pure fold (evolve) and event types, nothing of the server's running parts
+  web: ['commands', 'runtime', 'tools', 'http', 'cli', 'main', 'config'],
 }
 
 /** Layers that may import these others for their types only (`import type`), which leaves nothing at run time. */
@@ -91,7 +93,7 @@ function violations(files: readonly SourceFile[]): string[] {
         continue
       }
       if (!spec.startsWith('.')) continue
-      const target = posix.normalize(posix.join(posix.dirname(file.path), spec)).replace(/\.js$/, '.ts')
+      const target = posix.normalize(posix.join(posix.dirname(file.path), spec)).replace(/\.jsx?$/, '.ts')
       const to = layerOf(target)
       if (!to || to === from) continue
       if (from && TYPES_ONLY[from]?.includes(to)) {
@@ -130,7 +132,7 @@ function sourceTree(root: string): SourceFile[] {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const full = join(dir, entry.name)
       if (entry.isDirectory()) walk(full)
-      else if (/\.(ts|mts|js|mjs)$/.test(entry.name))
+      else if (/\.(ts|tsx|mts|js|mjs)$/.test(entry.name))
         files.push({ path: relative(root, full).split('\\').join('/'), source: readFileSync(full, 'utf8') })
     }
   }

@@ -89,10 +89,13 @@ describe('the packed tarball, installed', () => {
     const dist = filesUnder(join(installed, 'dist'))
     expect(dist).toContain('cli.js')
     expect(dist.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])
-    // grep-worker.cjs and any other non-TypeScript file, beside the module that loads it
-    const assets = filesUnder(join(root, 'src')).filter((f) => !f.endsWith('.ts'))
+    // grep-worker.cjs and any other non-TypeScript file, beside the module that loads it (the page's
+    // sources are bundled instead: dist/web holds its index.html and assets)
+    const assets = filesUnder(join(root, 'src')).filter((f) => !/\.tsx?$/.test(f) && !f.startsWith('web/'))
     expect(assets.length).toBeGreaterThan(0)
     expect(assets.filter((f) => !dist.includes(f))).toEqual([])
+    expect(dist).toContain('web/index.html')
+    expect(dist.filter((f) => f.startsWith('web/') && !/^web\/(index\.html|assets\/)/.test(f))).toEqual([])
   })
 
   it('chronicle --version answers from another directory', async () => {

@@ -1,0 +1,323 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Page } from 'playwright-core'
+import { ChronicleSocket, type EventFrame } from '../src/client/index.js'
+import { loadConfig } from '../src/config.js'
+import { createIdSource } from '../src/events/ids.js'
+import { createChronicle } from '../src/main.js'
+import { ensureSnapshots } from '../src/projections/time-travel.js'
+import { buildSession } from './timetravel.js'
+
+/**
+ * `npm run bench -- web [--open-events 10000] [--events 100000] [--runs 7] [--samples 60] [--deltas 500]`
+ *
+ * The web page (src/web/, docs/WEB.md) in Debian's Chromium (playwright-core,
+ * /usr/bin/chromium) against an in-process Chronicle; the page is built
+ * first by scripts/build-web.mjs. Sessions are generated into the server's
+ * store as bench/timetravel.ts generates them (agent-like turns, many small
+ * deltas), their snapshot chains built as a running server has them.
+ *
+ * - open: a `--open-events` session opened from the list (hash change):
+ *   the page's own `performance.measure('chronicle:open')` (state read over
+ *   the socket, model built, transcript drawn), and cold: a fresh tab
+ *   loading `/#/s/<id>` until the transcript is drawn (page load, login
+ *   check, socket, state, draw). Baseline: the same `session.state` read by
+ *   a Node SDK client (`stateCallMs`); `openOverStateCall` = page open /
+ *   that read.
+ * - scrub: on the `--events` session, the range set to `--samples` random
+ *   seqs of it and released (input + change): the page's
+ *   `performance.measure('chronicle:scrub')`, release → state painted, and
+ *   its parts (`-state`: the answer arrived; `-dom`: the DOM holds it).
+ *   Baseline: `session.state {at}` for the same seqs from Node. The state
+ *   grows with the seq (up to ~1.3 MB of JSON at 100k events here), and
+ *   Chromium's receipt of a message grows with it, so the releases whose
+ *   state is at most 256 KB are also given apart.
+ * - stream: the scripted model streams `--deltas` deltas at 50 a second
+ *   (delayMs 20 on its own clock); a MutationObserver in the page notes
+ *   when each delta's text is in the DOM, a Node subscriber when it
+ *   arrived: lag = DOM − arrival (both Date.now on this machine), and
+ *   against commit time (`event.at`). `fellBehind`: the median lag of the
+ *   last 100 deltas over that of the first 100 (≈1 when it keeps up).
+ */
+export default async function web(args: string[]): Promise<object> {
+  const opt = (name: string, fallback: number) => {
+    const i = args.indexOf(`--${name}`)
+    return i >= 0 ? Number(args[i + 1]) : fallback
+  }
+  const openEvents = opt('open-events', 10_000)
+  const bigEvents = opt('events', 100_000)
+  const runs = opt('runs', 7)
+  const samples = opt('samples', 60)
+  const deltas = opt('deltas', 500)
+
+  const repo = fileURLToPath(new URL('..', import.meta.url))
+  const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-web-'))
+  const root = join(dir, 'web')
+  let t = performance.now()
+  const build = execFileSync(process.execPath, [join(repo, 'scripts', 'build-web.mjs'), root], { encoding: 'utf8' })
+  const buildMs = performance.now() - t
+  const gzipKb = Number(/total ([\d.]+) KB gzipped/.exec(build)?.[1] ?? Number.NaN)
+
+  const work = join(dir, 'work')
+  mkdirSync(work)
+  const script = join(dir, 'script.json')
+  const streamed = 'abcdefghij'.repeat(Math.ceil(deltas / 5)).slice(0, deltas * 2)
+  writeFileSync(
+    script,
+    JSON.stringify({ chunkSize: 2, steps: [{ when: { userContains: 'stream' }, text: streamed, delayMs: 20 }] }),
+  )
+  const config = loadConfig({
+    env: {
+      CHRONICLE_DATA_DIR: join(dir, 'data'),
+      CHRONICLE_PORT: '0',
+      CHRONICLE_MODEL: `scripted:${script}`,
+      CHRONICLE_LOG_LEVEL: 'warn',
+    },
+    cwd: work,
+    configPath: false,
+  })
+  const sink = new Writable({ write: (_c, _e, done) => done() })
+  const chronicle = await createChronicle(
+    { ...config, titles: false, web: { enabled: true, root } },
+    { logDestination: sink, directory: work },
+  )
+  const url = await chronicle.start()
+  const token = chronicle.token.token
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })
+  const node = await ChronicleSocket.connect({ url, token, reconnect: false })
+  try {
+    const ids = createIdSource()
+    t = performance.now()
+    const small = buildSession(chronicle.store, openEvents, ids.next('ses'), 11)
+    const big = buildSession(chronicle.store, bigEvents, ids.next('ses'), 7)
+    ensureSnapshots(chronicle.store, small.id)
+    ensureSnapshots(chronicle.store, big.id)
+    const generateMs = performance.now() - t
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    const page = await context.newPage()
+    await page.goto(chronicle.loginLink().url)
+    await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()
+
+    // open
+    const openMs: number[] = []
+    for (let i = 0; i < runs; i++) {
+      await page.evaluate(() => {
+        location.hash = '#/'
+      })
+      await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()
+      const before = await measures(page, 'chronicle:open')
+      await page.evaluate((id) => {
+        location.hash = `#/s/${id}`
+      }, small.id)
+      openMs.push(await nextMeasure(page, 'chronicle:open', before))
+    }
+    const coldMs: number[] = []
+    for (let i = 0; i < runs; i++) {
+      const tab = await context.newPage()
+      const started = performance.now()
+      await tab.goto(`${url}/#/s/${small.id}`)
+      await nextMeasure(tab, 'chronicle:open', 0)
+      coldMs.push(performance.now() - started)
+      await tab.close()
+    }
+    const stateCallMs: number[] = []
+    let stateBytes = 0
+    for (let i = 0; i < runs; i++) {
+      t = performance.now()
+      const state = await node.call('session.state', { session: small.id })
+      stateCallMs.push(performance.now() - t)
+      stateBytes = JSON.stringify(state).length
+    }
+
+    // scrub
+    const rng = mulberry32(3)
+    const seqs = Array.from({ length: samples }, () => big.seqs[Math.floor(rng() * big.seqs.length)] as number)
+    const first = big.seqs[Math.floor(big.seqs.length / 2)] as number
+    await page.evaluate(
+      ([id, seq]) => {
+        location.hash = `#/s/${id}@${seq}`
+      },
+      [big.id, first] as const,
+    )
+    await page.getByText(`Showing the session right after seq ${first}.`).waitFor({ timeout: 60_000 })
+    const scrubMs: number[] = []
+    for (const seq of seqs) {
+      const before = await measures(page, 'chronicle:scrub')
+      await page.evaluate((value) => {
+        const range = document.querySelector<HTMLInputElement>('#scrubber-range')
+        if (!range) throw new Error('no scrubber')
+        range.value = String(value)
+        range.dispatchEvent(new Event('input', { bubbles: true }))
+        range.dispatchEvent(new Event('change', { bubbles: true }))
+      }, seq)
+      scrubMs.push(await nextMeasure(page, 'chronicle:scrub', before))
+    }
+    const phases = await page.evaluate(
+      ([n]) =>
+        Object.fromEntries(
+          ['chronicle:scrub-state', 'chronicle:scrub-dom'].map((name) => [
+            name,
+            performance
+              .getEntriesByName(name)
+              .slice(-n)
+              .map((e) => e.duration),
+          ]),
+        ),
+      [samples] as const,
+    )
+    const stateInPage = phases['chronicle:scrub-state'] ?? []
+    const domInPage = phases['chronicle:scrub-dom'] ?? []
+    const scrubCallMs: number[] = []
+    const scrubBytes: number[] = []
+    for (const seq of seqs) {
+      t = performance.now()
+      const state = await node.call('session.state', { session: big.id, at: seq })
+      scrubCallMs.push(performance.now() - t)
+      scrubBytes.push(JSON.stringify(state).length)
+    }
+    // the same releases, split by how big the state at the seq is (what the browser must receive)
+    const smallStates = scrubMs.filter((_, i) => (scrubBytes[i] as number) <= SMALL_STATE)
+
+    // stream
+    const { session } = await node.call('session.create', { directory: work, title: 'stream' })
+    await page.evaluate((id) => {
+      location.hash = `#/s/${id}`
+    }, session.id)
+    await page.getByRole('heading', { level: 1, name: 'stream' }).waitFor()
+    await page.evaluate(() => {
+      const seen: [number, number][] = []
+      ;(window as unknown as { __seen: typeof seen }).__seen = seen
+      const box = document.querySelector('.transcript')
+      if (!box) throw new Error('no transcript')
+      new MutationObserver(() => {
+        const parts = box.querySelectorAll('.message-assistant .part.text')
+        const last = parts[parts.length - 1]
+        if (last) seen.push([Date.now(), (last.textContent ?? '').length])
+      }).observe(box, { subtree: true, childList: true, characterData: true })
+    })
+    const arrivals: { at: number; committed: number; length: number }[] = []
+    let length = 0
+    const sub = await node.subscribe({ sessions: [session.id], after: session.lastSeq }, (f: EventFrame) => {
+      if (f.event.type !== 'text.delta') return
+      length += String(f.event.data.text).length
+      arrivals.push({ at: Date.now(), committed: Date.parse(f.event.at), length })
+    })
+    const streamStarted = performance.now()
+    await node.call('input.submit', { session: session.id, parts: [{ type: 'text', text: 'stream' }] })
+    await page.locator('.part.text', { hasText: streamed }).waitFor({ timeout: 120_000 })
+    const streamSeconds = (performance.now() - streamStarted) / 1000
+    await sub.close()
+    const seen = (await page.evaluate(() => (window as unknown as { __seen: [number, number][] }).__seen)) ?? []
+    const lag: number[] = []
+    const lagCommit: number[] = []
+    const nodeLag = arrivals.map((a) => a.at - a.committed)
+    let j = 0
+    for (const a of arrivals) {
+      while (j < seen.length && (seen[j] as [number, number])[1] < a.length) j++
+      const shown = seen[j]
+      if (!shown) break
+      lag.push(shown[0] - a.at)
+      lagCommit.push(shown[0] - a.committed)
+    }
+    const head = lag.slice(0, 100)
+    const tail = lag.slice(-100)
+
+    return {
+      bundle: { gzipKb, buildMs: round(buildMs) },
+      generated: { openSession: openEvents, scrubSession: bigEvents, generateMs: Math.round(generateMs) },
+      open: {
+        events: openEvents,
+        messages: small.messages,
+        stateJsonBytes: stateBytes,
+        pageOpenMedianMs: round(percentile(openMs, 0.5)),
+        pageOpenP95Ms: round(percentile(openMs, 0.95)),
+        coldTabMedianMs: round(percentile(coldMs, 0.5)),
+        coldTabP95Ms: round(percentile(coldMs, 0.95)),
+        stateCallMedianMs: round(percentile(stateCallMs, 0.5)),
+        openOverStateCall: round(percentile(openMs, 0.5) / percentile(stateCallMs, 0.5)),
+        targetMs: 1500,
+      },
+      scrub: {
+        events: bigEvents,
+        samples,
+        stateJsonBytesP50: percentile(scrubBytes, 0.5),
+        stateJsonBytesMax: Math.max(...scrubBytes),
+        pageP50Ms: round(percentile(scrubMs, 0.5)),
+        pageP95Ms: round(percentile(scrubMs, 0.95)),
+        pageMaxMs: round(Math.max(...scrubMs)),
+        pageStateArrivedP50Ms: round(percentile(stateInPage, 0.5)),
+        pageDomCommittedP50Ms: round(percentile(domInPage, 0.5)),
+        stateCallP50Ms: round(percentile(scrubCallMs, 0.5)),
+        stateCallP95Ms: round(percentile(scrubCallMs, 0.95)),
+        pageOverStateCallP95: round(percentile(scrubMs, 0.95) / percentile(scrubCallMs, 0.95)),
+        statesUpTo256KB: {
+          samples: smallStates.length,
+          pageP50Ms: round(percentile(smallStates, 0.5)),
+          pageP95Ms: round(percentile(smallStates, 0.95)),
+        },
+        targetP95Ms: 150,
+      },
+      stream: {
+        deltas: arrivals.length,
+        deltasPerSecond: round(arrivals.length / streamSeconds),
+        matched: lag.length,
+        domLagAfterArrivalP50Ms: round(percentile(lag, 0.5)),
+        domLagAfterArrivalP95Ms: round(percentile(lag, 0.95)),
+        domLagAfterArrivalMaxMs: round(Math.max(...lag)),
+        domLagAfterCommitP95Ms: round(percentile(lagCommit, 0.95)),
+        nodeArrivalAfterCommitP95Ms: round(percentile(nodeLag, 0.95)),
+        fellBehind: round(percentile(tail, 0.5) / Math.max(1, percentile(head, 0.5))),
+        domUpdates: seen.length,
+      },
+    }
+  } finally {
+    node.close()
+    await browser.close()
+    await chronicle.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const SMALL_STATE = 256 * 1024
+
+async function measures(page: Page, name: string): Promise<number> {
+  return page.evaluate((n) => performance.getEntriesByName(n).length, name)
+}
+
+/** Waits for the page's next `name` measure past `count` and answers its duration. */
+async function nextMeasure(page: Page, name: string, count: number): Promise<number> {
+  await page.waitForFunction(([n, c]) => performance.getEntriesByName(n).length > c, [name, count] as const, {
+    timeout: 60_000,
+    polling: 'raf',
+  })
+  return page.evaluate((n) => {
+    const all = performance.getEntriesByName(n)
+    return (all[all.length - 1] as PerformanceEntry).duration
+  }, name)
+}
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] as number
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let x = a
+    x = Math.imul(x ^ (x >>> 15), x | 1)
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+}

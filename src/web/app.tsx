@@ -1,0 +1,197 @@
+import { useEffect, useMemo, useState } from 'preact/hooks'
+import type { ChronicleSocket } from '../client/index.js'
+import { Connection, login, logout, type Principal, whoami } from './connection.js'
+import { parseRoute, type Route } from './route.js'
+import { ErrorNote } from './ui.js'
+import { SessionList } from './views/session-list.js'
+import { SessionPage } from './views/session-page.js'
+
+/**
+ * The page: log in (a link's one-time code → the session cookie), then the
+ * views by route. At `/login#<code>` the code is exchanged (POST /login) and
+ * the address becomes `/#/`; a refused code shows that the link is invalid
+ * or expired, and no session starts. Without a cookie the page asks for the
+ * link the server printed. docs/WEB.md.
+ */
+
+type Phase =
+  | { readonly kind: 'starting' }
+  | { readonly kind: 'link-invalid' }
+  | { readonly kind: 'logged-out' }
+  | { readonly kind: 'failed'; readonly error: unknown }
+  | { readonly kind: 'ready'; readonly who: Principal; readonly socket: ChronicleSocket }
+
+export function App() {
+  const connection = useMemo(() => new Connection(), [])
+  const [phase, setPhase] = useState<Phase>({ kind: 'starting' })
+  const route = useRoute()
+
+  useEffect(() => {
+    void (async () => {
+      try {
+        if (location.pathname === '/login') {
+          const code = decodeURIComponent(location.hash.slice(1))
+          // the code is spent either way: take it out of the address bar and the history
+          history.replaceState(null, '', '/login')
+          if (code === '' || (await login(code)) === 'invalid') {
+            setPhase({ kind: 'link-invalid' })
+            return
+          }
+          history.replaceState(null, '', '/#/')
+          window.dispatchEvent(new HashChangeEvent('hashchange'))
+        }
+        const who = await whoami(connection.http)
+        if (!who) {
+          setPhase({ kind: 'logged-out' })
+          return
+        }
+        const socket = await connection.socket()
+        setPhase({ kind: 'ready', who, socket })
+        // A browser cannot see why a WebSocket upgrade failed: while reconnecting, ask over HTTP whether the
+        // web session still holds (it ends with a logout elsewhere, its 30 days, or its token's revocation).
+        let checking = false
+        const check = () => {
+          if (connection.status !== 'reconnecting' || checking) return
+          checking = true
+          setTimeout(async () => {
+            const who = await whoami(connection.http).catch(() => 'unreachable' as const)
+            checking = false
+            if (connection.status !== 'reconnecting') return
+            if (who === undefined) {
+              socket.close()
+              setPhase({ kind: 'logged-out' })
+            } else check() // the server is away, or back and the socket not yet: ask again
+          }, 3000)
+        }
+        connection.onChange(check)
+      } catch (error) {
+        setPhase({ kind: 'failed', error })
+      }
+    })()
+  }, [connection])
+
+  switch (phase.kind) {
+    case 'starting':
+      return (
+        <main class="centered">
+          <p aria-busy="true">Starting…</p>
+        </main>
+      )
+    case 'link-invalid':
+      return (
+        <main class="centered">
+          <h1>This login link is invalid or has expired</h1>
+          <p>
+            A login link works once, within 10 minutes. Open a new one: <code>chronicle serve</code> prints one when it
+            starts, and whoever holds a token can make one (<code>POST /login-links</code>).
+          </p>
+        </main>
+      )
+    case 'logged-out':
+      return (
+        <main class="centered">
+          <h1>Log in to Chronicle</h1>
+          <p>
+            Open the login link the server printed when it started (<code>open http://…/login#…</code>). It logs this
+            browser in.
+          </p>
+        </main>
+      )
+    case 'failed':
+      return (
+        <main class="centered">
+          <h1>Chronicle cannot be reached</h1>
+          <ErrorNote error={phase.error} />
+          <button type="button" onClick={() => location.reload()}>
+            Try again
+          </button>
+        </main>
+      )
+    case 'ready':
+      return <Shell connection={connection} who={phase.who} socket={phase.socket} route={route} />
+  }
+}
+
+function Shell({
+  connection,
+  who,
+  socket,
+  route,
+}: {
+  connection: Connection
+  who: Principal
+  socket: ChronicleSocket
+  route: Route
+}) {
+  const [, setTick] = useState(0)
+  useEffect(() => connection.onChange(() => setTick((t) => t + 1)), [connection])
+  const navigate = (hash: string) => {
+    location.hash = hash
+  }
+  const status = connection.status
+  return (
+    <div class="shell">
+      <header class="top">
+        <a href="#/" class="brand">
+          Chronicle
+        </a>
+        <div class={`connection connection-${status}`} role="status" aria-live="polite">
+          {status === 'reconnecting'
+            ? 'Reconnecting…'
+            : status === 'closed'
+              ? `Disconnected${connection.statusReason ? ` (${connection.statusReason})` : ''}`
+              : ''}
+        </div>
+        {status === 'closed' && (
+          <button type="button" onClick={() => location.reload()}>
+            Reload
+          </button>
+        )}
+        <span class="who-am-i">
+          {who.name} <span class="role">({who.role})</span>
+        </span>
+        <button
+          type="button"
+          onClick={() => {
+            void logout().finally(() => {
+              location.href = '/'
+            })
+          }}
+        >
+          Log out
+        </button>
+      </header>
+      <main class="content">
+        {route.view === 'list' && <SessionList socket={socket} navigate={navigate} />}
+        {(route.view === 'session' || route.view === 'at') && (
+          // one element for both modes: switching between live and the scrubber keeps the live model
+          <SessionPage
+            key={route.id}
+            socket={socket}
+            id={route.id}
+            at={route.view === 'at' ? route.seq : undefined}
+            navigate={navigate}
+          />
+        )}
+        {route.view === 'unknown' && (
+          <div>
+            <h1>No such page</h1>
+            <p>
+              <a href="#/">The session list</a>
+            </p>
+          </div>
+        )}
+      </main>
+    </div>
+  )
+}
+
+function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.pathname === '/login' ? '#/' : location.hash))
+  useEffect(() => {
+    const onChange = () => setRoute(parseRoute(location.hash))
+    window.addEventListener('hashchange', onChange)
+    return () => window.removeEventListener('hashchange', onChange)
+  }, [])
+  return route
+}

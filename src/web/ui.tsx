@@ -1,0 +1,84 @@
+import { Component, type ComponentChildren, type FunctionComponent, type VNode } from 'preact'
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { describeError } from './connection.js'
+
+/** Small pieces the views share. */
+
+/** A component that re-renders only when a prop changes identity (evolve keeps unchanged objects). */
+export function pure<P extends object>(render: (props: P) => VNode | null, equal = shallowEqual<P>) {
+  class Pure extends Component<P> {
+    override shouldComponentUpdate(next: P): boolean {
+      return !equal(this.props, next)
+    }
+    override render(props: P) {
+      return render(props)
+    }
+  }
+  return Pure as unknown as FunctionComponent<P>
+}
+
+export function shallowEqual<P extends object>(a: P, b: P): boolean {
+  const ka = Object.keys(a) as (keyof P)[]
+  if (ka.length !== Object.keys(b).length) return false
+  return ka.every((k) => a[k] === b[k])
+}
+
+/** A refusal, read out as it appears. */
+export function ErrorNote({ error, children }: { error: unknown; children?: ComponentChildren }) {
+  if (error === undefined || error === null) return null
+  const { code, message } = describeError(error)
+  return (
+    <div class="error" role="alert">
+      <strong>{code}</strong> {message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message}
+      {children}
+    </div>
+  )
+}
+
+export function formatTime(iso: string | undefined): string {
+  if (!iso) return ''
+  const d = new Date(iso)
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
+}
+
+export function clockTime(iso: string): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return iso
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0')
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString()} ${n === 1 ? one : many}`
+}
+
+/** The state of an async call a button starts: busy while it runs, the error if it failed. */
+export function useAction<A extends unknown[], T>(run: (...args: A) => Promise<T>) {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  const alive = useRef(true)
+  useEffect(
+    () => () => {
+      alive.current = false
+    },
+    [],
+  )
+  const start = async (...args: A): Promise<T | undefined> => {
+    setBusy(true)
+    setError(undefined)
+    try {
+      return await run(...args)
+    } catch (err) {
+      if (alive.current) setError(err)
+      return undefined
+    } finally {
+      if (alive.current) setBusy(false)
+    }
+  }
+  return { busy, error, start, setError }
+}
+
+/** Status words as a badge; the class carries the colour, the text carries the meaning. */
+export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {
+  return <span class={`badge badge-${kind}`}>{children}</span>
+}

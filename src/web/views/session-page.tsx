@@ -1,0 +1,320 @@
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
+import type { ChronicleSocket, DiffView as Diff, Session } from '../../client/index.js'
+import { download, eventsJsonl } from '../export.js'
+import { frameScheduler } from '../frame.js'
+import { LiveSession } from '../live-session.js'
+import { atHash, sessionHash } from '../route.js'
+import { StepIndexLoader } from '../step-index.js'
+import { ErrorNote, plural, useAction } from '../ui.js'
+import { Composer } from './composer.js'
+import { ContextView } from './context-view.js'
+import { DiffView } from './diff-view.js'
+import { EventsList } from './events-list.js'
+import type { PartActions } from './part-view.js'
+import { Permissions } from './permissions.js'
+import { Rules } from './rules.js'
+import { TimeTravel } from './time-travel.js'
+import { Transcript } from './transcript.js'
+
+/**
+ * A session (`#/s/<id>`, live) or the session at a seq (`#/s/<id>@<seq>`,
+ * the scrubber). Both share the live model: the header and the scrubber's
+ * end follow the session as it goes on. Redraws are batched per animation
+ * frame whatever the event rate. `performance.measure('chronicle:open')`
+ * times the open, from here to the first drawn state (bench/web.ts).
+ */
+export function SessionPage({
+  socket,
+  id,
+  at,
+  navigate,
+}: {
+  socket: ChronicleSocket
+  id: string
+  /** undefined: live; null: the scrubber at the head; a number: the scrubber there */
+  at: number | null | undefined
+  navigate: (hash: string) => void
+}) {
+  const [, setTick] = useState(0)
+  const redraw = useMemo(() => frameScheduler(() => setTick((t) => t + 1)), [])
+  const live = useMemo(() => {
+    performance.mark(`chronicle:open-start:${id}`)
+    return new LiveSession(socket, id)
+  }, [socket, id])
+  const steps = useMemo(() => new StepIndexLoader(socket, id, redraw), [socket, id, redraw])
+  useEffect(() => {
+    const off = live.onChange(() => redraw())
+    void live.open()
+    return () => {
+      off()
+      live.close()
+      steps.close()
+    }
+  }, [live, steps, redraw])
+  const opened = useRef<string | undefined>(undefined)
+  useLayoutEffect(() => {
+    if (live.model && opened.current !== id) {
+      opened.current = id
+      performance.measure('chronicle:open', `chronicle:open-start:${id}`)
+    }
+  })
+  const heading = useRef<HTMLHeadingElement>(null)
+  useEffect(() => heading.current?.focus(), [id])
+
+  const model = live.model
+  const session = model?.session
+  return (
+    <div class="session-page">
+      <header class="session-head">
+        <p class="crumbs">
+          <a href="#/">Sessions</a>
+        </p>
+        <h1 ref={heading} tabIndex={-1}>
+          {session?.title ?? id}
+        </h1>
+        {session && <SessionFacts session={session} />}
+        <p class="status-line" role="status" aria-live="polite">
+          {session ? statusText(session, model.seq) : live.error ? '' : 'Loading the session…'}
+        </p>
+        {session && <HeaderActions socket={socket} session={session} mode={at === undefined ? 'live' : 'at'} />}
+      </header>
+      <ErrorNote error={live.error} />
+      {model &&
+        session &&
+        (at === undefined ? (
+          <LiveBody socket={socket} live={live} revision={model.revision} steps={steps} />
+        ) : (
+          <TimeTravel
+            socket={socket}
+            live={live}
+            revision={model.revision}
+            id={id}
+            seq={at}
+            steps={steps}
+            stepsRevision={steps.index?.steps.length ?? -1}
+            navigate={navigate}
+          />
+        ))}
+    </div>
+  )
+}
+
+function SessionFacts({ session }: { session: Session }) {
+  return (
+    <p class="facts-line">
+      <code>{session.id}</code> · {session.agent}
+      {session.model && ` · ${session.model}`} · <span class="dir">{session.directory}</span>
+      {session.forkedFrom && (
+        <>
+          {' '}
+          · fork of{' '}
+          <a href={atHash(session.forkedFrom.sessionId, session.forkedFrom.seq)}>
+            {session.forkedFrom.sessionId}@{session.forkedFrom.seq}
+          </a>
+        </>
+      )}
+      {session.parent && (
+        <>
+          {' '}
+          · sub-agent of <a href={sessionHash(session.parent.sessionId)}>{session.parent.sessionId}</a>
+        </>
+      )}
+      {session.imported && ' · imported (read-only)'}
+      {session.totals.inputTokens + session.totals.outputTokens > 0 &&
+        ` · ${session.totals.inputTokens.toLocaleString()} in / ${session.totals.outputTokens.toLocaleString()} out tokens`}
+      {session.totals.cost > 0 && ` · $${session.totals.cost.toFixed(4)}`}
+    </p>
+  )
+}
+
+function statusText(session: Session, seq: number): string {
+  const at = ` (seq ${seq})`
+  switch (session.status) {
+    case 'busy':
+      return `Working…${session.run?.cancelRequested ? ' cancelling' : ''}${at}`
+    case 'waiting':
+      return `Waiting for approval: ${session.pendingPermissions.map((p) => p.permission).join(', ')}${at}`
+    case 'retrying':
+      return `Retrying after a provider error (attempt ${session.retry?.attempt ?? '?'})${at}`
+    case 'idle': {
+      const outcome = session.lastRun?.outcome
+      return `Idle${outcome && outcome !== 'idle' ? ` — the last run ended: ${outcome}` : ''}${at}`
+    }
+  }
+}
+
+function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; session: Session; mode: 'live' | 'at' }) {
+  const [progress, setProgress] = useState<string | undefined>(undefined)
+  const exporting = useAction(async () => {
+    const text = await eventsJsonl(socket, session.id, (n) => setProgress(`Reading the log: ${plural(n, 'event')}…`))
+    download(`${session.id}.events.jsonl`, text)
+    setProgress(`Exported ${plural(text === '' ? 0 : text.split('\n').length - 1, 'event')}.`)
+  })
+  const unrevert = useAction(() => socket.call('session.unrevert', { session: session.id }))
+  return (
+    <div class="actions head-actions">
+      {mode === 'live' ? (
+        <a class="button" href={atHash(session.id, null)}>
+          Time travel
+        </a>
+      ) : (
+        <a class="button" href={sessionHash(session.id)}>
+          Live
+        </a>
+      )}
+      <button type="button" disabled={exporting.busy} onClick={() => void exporting.start()}>
+        Export events (JSONL)
+      </button>
+      {session.revert && (
+        <button type="button" disabled={unrevert.busy} onClick={() => void unrevert.start()}>
+          Undo revert to seq {session.revert.to}
+        </button>
+      )}
+      <span class="progress" aria-live="polite">
+        {progress}
+      </span>
+      <ErrorNote error={exporting.error ?? unrevert.error} />
+    </div>
+  )
+}
+
+function LiveBody({
+  socket,
+  live,
+  revision,
+  steps,
+}: {
+  socket: ChronicleSocket
+  live: LiveSession
+  revision: number
+  steps: StepIndexLoader
+}) {
+  const model = live.model
+  const [tab, setTab] = useState<'transcript' | 'events'>('transcript')
+  const [panel, setPanel] = useState<
+    { kind: 'context'; seq: number | null } | { kind: 'diff'; from: number; to: number } | undefined
+  >(undefined)
+  const [panelError, setPanelError] = useState<unknown>(undefined)
+  const actions = useMemo<PartActions>(
+    () => ({
+      onContext: (partId) => {
+        setPanel({ kind: 'context', seq: null })
+        steps
+          .ensure()
+          .then((index) => setPanel({ kind: 'context', seq: index.stepOfPart(partId)?.seq ?? null }), setPanelError)
+      },
+      onDiff: (messageId) => {
+        steps.ensure().then((index) => {
+          const range = index.messageDiffRange(messageId)
+          if (range) setPanel({ kind: 'diff', ...range })
+          else setPanelError(new Error('no recorded workspace change for this message'))
+        }, setPanelError)
+      },
+    }),
+    [steps],
+  )
+  if (!model) return null
+  const session = model.session
+  const readOnly = session.imported !== undefined
+  return (
+    <div class="session-body">
+      <div class="main-col">
+        <div class="tabs">
+          <button type="button" aria-pressed={tab === 'transcript'} onClick={() => setTab('transcript')}>
+            Transcript
+          </button>
+          <button type="button" aria-pressed={tab === 'events'} onClick={() => setTab('events')}>
+            Events
+          </button>
+        </div>
+        {tab === 'transcript' ? (
+          <Transcript model={model} revision={revision} actions={actions} label="Transcript" />
+        ) : (
+          <EventsList socket={socket} live={live} revision={revision} />
+        )}
+        {panel && (
+          <section class="panel" aria-label={panel.kind === 'context' ? 'What the model saw' : 'Diff'}>
+            <button type="button" class="close" onClick={() => setPanel(undefined)}>
+              Close
+            </button>
+            {panel.kind === 'context' ? (
+              <>
+                <h2>What the model saw</h2>
+                {panel.seq === null ? (
+                  <p aria-busy="true">Finding the step…</p>
+                ) : (
+                  <ContextView socket={socket} session={session.id} seq={panel.seq} />
+                )}
+              </>
+            ) : (
+              <DiffPanel socket={socket} session={session.id} from={panel.from} to={panel.to} />
+            )}
+          </section>
+        )}
+        <ErrorNote error={panelError} />
+        <Permissions socket={socket} session={session} readOnly={readOnly} />
+        <Composer socket={socket} session={session} />
+      </div>
+      <aside class="side" aria-label="Session details">
+        {session.inbox.length > 0 && (
+          <section aria-labelledby="inbox-title">
+            <h2 id="inbox-title">Queued inputs</h2>
+            <ul class="inbox">
+              {session.inbox.map((i) => (
+                <li key={i.inputId}>
+                  {i.parts.map((p) => (p.type === 'text' ? p.text : `[file ${p.path ?? p.url ?? ''}]`)).join(' ')}
+                  <span class="who">
+                    {' '}
+                    — {i.delivery}
+                    {i.by && `, by ${i.by.name}`}
+                  </span>
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
+        {session.todos.length > 0 && (
+          <section aria-labelledby="todos-title">
+            <h2 id="todos-title">Todos</h2>
+            <ul class="todos">
+              {session.todos.map((t, i) => (
+                <li key={i} class={`todo-${t.status}`}>
+                  {t.content} <span class="who">({t.status})</span>
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
+        <Rules socket={socket} sessionId={session.id} approvalsKey={session.approvals} readOnly={readOnly} />
+      </aside>
+    </div>
+  )
+}
+
+function DiffPanel({
+  socket,
+  session,
+  from,
+  to,
+}: {
+  socket: ChronicleSocket
+  session: string
+  from: number
+  to: number
+}) {
+  const [diff, setDiff] = useState<Diff | undefined>(undefined)
+  const [error, setError] = useState<unknown>(undefined)
+  useEffect(() => {
+    let alive = true
+    socket.call('session.diff', { session, from, to }).then(
+      (d) => alive && setDiff(d),
+      (e: unknown) => alive && setError(e),
+    )
+    return () => {
+      alive = false
+    }
+  }, [socket, session, from, to])
+  if (error) return <ErrorNote error={error} />
+  if (!diff) return <p aria-busy="true">Reading the diff…</p>
+  return <DiffView diff={diff} title={`Files changed from seq ${from} to seq ${to}`} />
+}

@@ -1,0 +1,109 @@
+import { Component, createRef } from 'preact'
+import type { Message, Part } from '../../client/index.js'
+import type { SessionModel } from '../session-model.js'
+import { Badge, formatTime } from '../ui.js'
+import { type PartActions, PartView } from './part-view.js'
+
+/**
+ * The messages of a session model. Only the latest `window` messages are
+ * rendered (earlier ones on request) and each message block has CSS
+ * `content-visibility: auto`, so a long session costs the screen, not its
+ * length. A message re-renders only when it or one of its parts changed
+ * (evolve replaces exactly those objects). The box opens at its end and,
+ * while the reader is there, stays at the end as the stream grows.
+ */
+
+/** messages drawn at first, and added per "show earlier" */
+const WINDOW = 30
+
+interface Props {
+  readonly model: SessionModel
+  readonly revision: number
+  readonly actions: PartActions
+  /** how many of the latest messages are drawn at first (default 30) */
+  readonly window?: number
+  readonly label: string
+}
+
+interface State {
+  readonly shown: number
+}
+
+export class Transcript extends Component<Props, State> {
+  override state: State = { shown: this.props.window ?? WINDOW }
+  private readonly box = createRef<HTMLElement>()
+
+  override componentDidUpdate(previous: Props): void {
+    // another state (the scrubber moved): back to its end, which is scrollTop 0 in a column-reverse box
+    const el = this.box.current
+    if (el && previous.model !== this.props.model && el.scrollTop !== 0) el.scrollTop = 0
+  }
+
+  override render({ model, actions, label }: Props, { shown }: State) {
+    const messages = model.messages()
+    const hidden = Math.max(0, messages.length - shown)
+    const visible = hidden > 0 ? messages.slice(hidden) : messages
+    const step = this.props.window ?? WINDOW
+    return (
+      // The box is a column-reverse flex container, so it opens at its end and stays there while the end
+      // grows (no scroll position to read or set per frame); the messages inside are in reading order.
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard to scroll it
+      <section class="transcript" ref={this.box} tabIndex={0} aria-label={label}>
+        <div class="transcript-inner">
+          {hidden > 0 && (
+            <button type="button" class="earlier" onClick={() => this.setState({ shown: shown + step })}>
+              Show earlier messages ({hidden.toLocaleString()} not shown)
+            </button>
+          )}
+          {messages.length === 0 && <p class="empty">No messages yet.</p>}
+          {visible.map((m) => (
+            <MessageView key={m.id} message={m} parts={model.partsOf(m.id)} actions={actions} />
+          ))}
+        </div>
+      </section>
+    )
+  }
+}
+
+interface MessageProps {
+  readonly message: Message
+  readonly parts: readonly Part[]
+  readonly actions: PartActions
+}
+
+class MessageView extends Component<MessageProps> {
+  override shouldComponentUpdate(next: MessageProps): boolean {
+    const { message, parts, actions } = this.props
+    if (message !== next.message || actions !== next.actions || parts.length !== next.parts.length) return true
+    return parts.some((p, i) => p !== next.parts[i])
+  }
+
+  override render({ message, parts, actions }: MessageProps) {
+    const who =
+      message.role === 'user'
+        ? (message.by?.name ?? 'User')
+        : `Assistant${message.agent ? ` · ${message.agent}` : ''}${message.model ? ` · ${message.model}` : ''}`
+    return (
+      <article class={`message message-${message.role}${message.reverted ? ' reverted' : ''}`} aria-label={who}>
+        <header class="message-head">
+          <span class="who">{who}</span>
+          {message.role === 'user' && message.by && message.by.id !== message.by.name && (
+            <span class="principal">({message.by.id})</span>
+          )}
+          {message.steered && <Badge kind="steer">steered</Badge>}
+          {message.summary && <Badge kind="summary">summary</Badge>}
+          {message.reverted && <Badge kind="reverted">reverted</Badge>}
+          <time dateTime={message.createdAt}>{formatTime(message.createdAt)}</time>
+        </header>
+        {parts.map((p) => (
+          <PartView key={p.id} part={p} actions={actions} />
+        ))}
+        {message.error && (
+          <p class="tool-error">
+            {message.error.kind}: {message.error.message}
+          </p>
+        )}
+      </article>
+    )
+  }
+}
