@@ -51,6 +51,8 @@ export interface StateView {
   readonly messages: readonly Message[]
   readonly parts: readonly Part[]
   readonly seq: number
+  /** present when `last` cut the messages: how many the state holds */
+  readonly messageCount?: number
 }
 
 export interface TokenInfo {

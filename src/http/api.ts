@@ -70,7 +70,12 @@ export const Params = {
     /** false: fork the history only, the child working in the parent's directory (or the one named) */
     files: z.boolean().optional(),
   }),
-  'session.state': z.object({ session: sessionId, at: seq.optional() }),
+  /** with `last`: only the latest `last` messages and their parts (`messageCount` says how many there are) */
+  'session.state': z.object({
+    session: sessionId,
+    at: seq.optional(),
+    last: z.coerce.number().int().min(1).max(1_000_000).optional(),
+  }),
   'session.context': z.object({ session: sessionId, at: seq.optional() }),
   'session.history': z.object({
     session: sessionId,
@@ -136,6 +141,25 @@ function expiryOf(expires: string, now = Date.now()): string {
   return new Date(at).toISOString()
 }
 export type Api = { [M in Method]: Handler<M> }
+
+/**
+ * A state cut to its latest `last` messages and their parts: a page showing
+ * the end of a long session need not receive (and parse) all of it.
+ */
+function latest<S extends { messages: readonly { id: string }[]; parts: readonly { messageId: string }[] }>(
+  state: S,
+  last: number | undefined,
+): S | (S & { messageCount: number }) {
+  if (last === undefined || state.messages.length <= last) return state
+  const messages = state.messages.slice(-last)
+  const kept = new Set(messages.map((m) => m.id))
+  return {
+    ...state,
+    messages,
+    parts: state.parts.filter((part) => kept.has(part.messageId)),
+    messageCount: state.messages.length,
+  }
+}
 
 export const METHODS = Object.keys(Params) as Method[]
 
@@ -242,14 +266,12 @@ export function createApi(deps: AppDeps): Api {
       const s = session(p.session)
       if (p.at === undefined || !deps.timeTravel?.stateAt) {
         if (p.at !== undefined) missing('time travel')
-        return {
-          session: s,
-          messages: getMessages(store, p.session),
-          parts: getParts(store, p.session),
-          seq: s.lastSeq,
-        }
+        return latest(
+          { session: s, messages: getMessages(store, p.session), parts: getParts(store, p.session), seq: s.lastSeq },
+          p.last,
+        )
       }
-      return deps.timeTravel.stateAt(p.session, p.at)
+      return latest(deps.timeTravel.stateAt(p.session, p.at), p.last)
     },
     async 'session.context'(p) {
       session(p.session)

@@ -169,7 +169,14 @@ export const Answers = {
   }),
   cancelled: z.looseObject({ cancelled: z.boolean() }),
   rules: z.looseObject({ rules: z.array(rule.extend({ ruleId: z.string() })), configured: z.array(rule) }),
-  state: z.looseObject({ session: Session, messages: z.array(Message), parts: z.array(Part), seq: count }),
+  state: z.looseObject({
+    session: Session,
+    messages: z.array(Message),
+    parts: z.array(Part),
+    seq: count,
+    /** present when `last` cut the messages: how many the state holds */
+    messageCount: count.optional(),
+  }),
   context: z.looseObject({
     system: z.string(),
     messages: z.array(z.looseObject({ role: z.string() })),

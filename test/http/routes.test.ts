@@ -236,6 +236,16 @@ describe('time travel', () => {
     expect(now.messages).toHaveLength(3)
     expect(now.seq).toBe(all.at(-1)?.seq)
     expect((await inject('GET', `/sessions/${id}/state?at=999999`)).json()).toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
+    // `last`: the end of a long state without the rest of it, now and at a seq
+    type Cut = { messages: { id: string }[]; parts: { messageId: string }[]; messageCount?: number }
+    const cut = (await inject('GET', `/sessions/${id}/state?last=1`)).json() as Cut
+    expect(cut.messages.map((m) => m.id)).toEqual([(now.messages.at(-1) as { id: string }).id])
+    expect(new Set(cut.parts.map((p) => p.messageId))).toEqual(new Set([cut.messages[0]?.id]))
+    expect(cut.messageCount).toBe(3)
+    const cutThen = (await inject('GET', `/sessions/${id}/state?at=${completed}&last=1`)).json() as Cut
+    expect([cutThen.messages.length, cutThen.messageCount]).toEqual([1, 2])
+    const whole = (await inject('GET', `/sessions/${id}/state?last=3`)).json() as Cut
+    expect([whole.messages.length, whole.messageCount]).toEqual([3, undefined])
 
     const context = (await inject('GET', `/sessions/${id}/context`)).json() as {
       system: string

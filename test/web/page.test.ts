@@ -195,6 +195,28 @@ describe('a session', () => {
     await screenshot(page, 'scrubber')
   })
 
+  it('a long state arrives windowed: its latest messages, and the earlier ones on request', async () => {
+    const post = async <T>(path: string, body: unknown): Promise<T> => {
+      const res = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      expect(res.ok).toBe(true)
+      return (await res.json()) as T
+    }
+    const { session: long } = await post<{ session: { id: string } }>('/sessions', {})
+    const notes = Array.from({ length: 12 }, (_, i) => `note ${i}`)
+    for (const text of notes)
+      await post(`/sessions/${long.id}/inputs`, { parts: [{ type: 'text', text }], noReply: true })
+    const head = (await api<{ session: { lastSeq: number } }>(`/sessions/${long.id}`)).session.lastSeq
+    await page.goto(`${server.url}/#/s/${long.id}@${head}`)
+    await page.getByText(`Showing the session right after seq ${head}.`).waitFor()
+    expect(await pageTexts(page)).toEqual(notes.slice(2))
+    await page.getByRole('button', { name: 'Show earlier messages (2 not shown)' }).click()
+    await expect.poll(() => pageTexts(page)).toEqual(notes)
+  })
+
   it('forks at the seq shown and opens the child', async () => {
     const log = await events(session)
     const firstRun = log.find((e) => e.type === 'run.finished') as Ev

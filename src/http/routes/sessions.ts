@@ -115,10 +115,11 @@ export function sessionRoutes(app: App, api: Api): void {
       schema: {
         operationId: 'getSessionState',
         summary: 'session.state',
-        description: 'The session, its messages and parts right after event `at` (default: now).',
+        description:
+          'The session, its messages and parts right after event `at` (default: now). With `last`: only the latest `last` messages and their parts, and `messageCount`, how many there are.',
         tags: ['time travel'],
         params: Id,
-        querystring: AtQuery,
+        querystring: AtQuery.extend({ last: z.coerce.number().int().min(1).max(1_000_000).optional() }),
         response: { 200: ok('the state at the seq', Answers.state), ...problems({ 400: INVALID, 404: NO_SEQ }) },
       },
     },

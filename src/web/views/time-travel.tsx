@@ -25,6 +25,9 @@ import { Transcript } from './transcript.js'
  * to the DOM holding it (bench/web.ts reads them).
  */
 
+/** the latest messages a release of the scrubber fetches: the end of a long state, not all of it */
+const SCRUB_WINDOW = 10
+
 interface Props {
   readonly socket: ChronicleSocket
   readonly live: LiveSession
@@ -42,7 +45,8 @@ type Panel = 'none' | 'context' | 'diff' | 'revert'
 
 interface State {
   readonly first: number | undefined
-  readonly shown: { readonly seq: number; readonly model: SessionModel } | undefined
+  /** the state drawn: its latest messages (`messageCount` in all; earlier ones fetched on request) */
+  readonly shown: { readonly seq: number; readonly model: SessionModel; readonly messageCount: number } | undefined
   /** the slider's value while it moves */
   readonly pending: number | undefined
   readonly loading: boolean
@@ -138,20 +142,20 @@ export class TimeTravel extends Component<Props, State> {
       }
       let state: StateView
       try {
-        state = await socket.call('session.state', { session: id, at: seq })
+        state = await socket.call('session.state', { session: id, at: seq, last: SCRUB_WINDOW })
       } catch (err) {
         if (!(err instanceof ApiError) || err.code !== 'SEQ_OUT_OF_RANGE') throw err
         const near = await this.nearest(seq, direction)
         if (near === undefined) throw err
         notice = `Seq ${seq} is not an event of this session: showing seq ${near}, the nearest.`
-        state = await socket.call('session.state', { session: id, at: near })
+        state = await socket.call('session.state', { session: id, at: near, last: SCRUB_WINDOW })
       }
       if (token !== this.request || !this.alive) return
       performance.measure('chronicle:scrub-state', mark)
       this.measuring = mark
       const model = SessionModel.from(state)
       this.setState({
-        shown: { seq: state.seq, model },
+        shown: { seq: state.seq, model, messageCount: state.messageCount ?? state.messages.length },
         pending: state.seq,
         loading: false,
         notice,
@@ -161,6 +165,26 @@ export class TimeTravel extends Component<Props, State> {
       this.urlSeq = state.seq
     } catch (error) {
       if (token === this.request && this.alive) this.setState({ error, loading: false })
+    }
+  }
+
+  /** More of the shown state's earlier messages: the same seq, a larger window. */
+  private async earlier(): Promise<void> {
+    const { shown } = this.state
+    if (!shown) return
+    const last = shown.model.messages().length + SCRUB_WINDOW * 3
+    try {
+      const state = await this.props.socket.call('session.state', { session: this.props.id, at: shown.seq, last })
+      if (!this.alive || this.state.shown?.seq !== shown.seq) return
+      this.setState({
+        shown: {
+          seq: state.seq,
+          model: SessionModel.from(state),
+          messageCount: state.messageCount ?? state.messages.length,
+        },
+      })
+    } catch (actionError) {
+      if (this.alive) this.setState({ actionError })
     }
   }
 
@@ -384,10 +408,16 @@ export class TimeTravel extends Component<Props, State> {
             )}
 
             <Transcript
+              key={`${shown.seq}:${shown.model.messages().length}`}
               model={shown.model}
               revision={shown.seq}
               actions={this.actions}
-              window={10}
+              window={shown.model.messages().length}
+              more={
+                shown.messageCount > shown.model.messages().length
+                  ? { hidden: shown.messageCount - shown.model.messages().length, load: () => void this.earlier() }
+                  : undefined
+              }
               label={`Transcript at seq ${shown.seq}`}
             />
           </div>

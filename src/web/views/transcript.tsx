@@ -22,6 +22,8 @@ interface Props {
   readonly actions: PartActions
   /** how many of the latest messages are drawn at first (default 30) */
   readonly window?: number
+  /** earlier messages the model does not hold yet (a windowed state): how many, and how to fetch them */
+  readonly more?: { readonly hidden: number; readonly load: () => void }
   readonly label: string
 }
 
@@ -53,6 +55,11 @@ export class Transcript extends Component<Props, State> {
           {hidden > 0 && (
             <button type="button" class="earlier" onClick={() => this.setState({ shown: shown + step })}>
               Show earlier messages ({hidden.toLocaleString()} not shown)
+            </button>
+          )}
+          {hidden === 0 && this.props.more && (
+            <button type="button" class="earlier" onClick={this.props.more.load}>
+              Show earlier messages ({this.props.more.hidden.toLocaleString()} not shown)
             </button>
           )}
           {messages.length === 0 && <p class="empty">No messages yet.</p>}
