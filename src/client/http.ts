@@ -34,6 +34,7 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'session.context': ['GET', '/sessions/:session/context', 'query'],
   'session.history': ['GET', '/sessions/:session/events', 'query'],
   'session.compact': ['POST', '/sessions/:session/compact', 'body'],
+  'session.export': ['GET', '/sessions/:session/export', 'query'],
   'session.files': ['GET', '/sessions/:session/files', 'query'],
   'session.diff': ['GET', '/sessions/:session/diff', 'query'],
   'session.revert': ['POST', '/sessions/:session/revert', 'body'],
@@ -72,11 +73,13 @@ export class ChronicleHttp {
     })
     const inQuery = placement === 'query' ? (rest as RequestOptions['query']) : undefined
     const inBody = placement === 'body' && Object.keys(rest).length > 0 ? rest : undefined
-    return this.request<ResultOf<M>>(verb, path, {
+    const answer = this.request<unknown>(verb, path, {
       ...options,
       query: { ...inQuery, ...options.query },
       ...(inBody && { body: inBody }),
     })
+    // the export route answers the file itself (a download); over the protocol it is `{jsonl}`
+    return (method === 'session.export' ? answer.then((jsonl) => ({ jsonl })) : answer) as Promise<ResultOf<M>>
   }
 
   /** `input.submit` that answers when the run ends, with its final assistant message (`?wait=true`). */
@@ -110,7 +113,14 @@ export class ChronicleHttp {
       if (options.signal?.aborted) throw err
       throw new ApiError(0, 'UNREACHABLE', `no Chronicle server at ${this.url}`)
     }
-    const json = (await res.json().catch(() => ({}))) as Record<string, unknown>
+    const text = await res.text()
+    // JSON (application/json, application/problem+json) is parsed; a file (the export's x-ndjson) is its text
+    const type = res.headers.get('content-type') ?? 'application/json'
+    if (res.ok && !/^application\/(?:[\w.-]+\+)?json\b/.test(type)) return text as T
+    let json: Record<string, unknown> = {}
+    try {
+      json = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>)
+    } catch {}
     if (!res.ok) {
       const code = String(json.code ?? res.status)
       throw new ApiError(res.status, code, `${code}: ${String(json.detail ?? res.statusText)}`, json.details)

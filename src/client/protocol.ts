@@ -119,6 +119,7 @@ export interface Results {
   'session.context': Record<string, unknown>
   'session.history': { events: HistoryEvent[]; next?: number }
   'session.compact': { compactionId: string; seq: number; duplicate: boolean }
+  'session.export': { jsonl: string }
   'session.files': FilesView | FileContent
   'session.diff': DiffView
   'session.revert': RestoreAnswer

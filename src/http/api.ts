@@ -10,6 +10,7 @@ import { submitInput } from '../commands/input.js'
 import { permissionCommand } from '../commands/permission.js'
 import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
+import { exportLines } from '../projections/export.js'
 import { getMessages, getParts, listSessions, requireSession } from '../projections/read-model.js'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './principals.js'
@@ -84,6 +85,8 @@ export const Params = {
     limit: z.coerce.number().int().min(1).max(5000).optional(),
   }),
   'session.compact': z.object({ session: sessionId }),
+  /** the session's history as `chronicle export` writes it (format 2: hashes and blobs; `chronicle import` takes it) */
+  'session.export': z.object({ session: sessionId }),
   /** the workspace's files at a seq (default: now), or one file's content with `path` */
   'session.files': z.object({ session: sessionId, at: seq.optional(), path: z.string().min(1).max(4096).optional() }),
   /** the unified diff of the workspace between two seqs */
@@ -304,6 +307,11 @@ export function createApi(deps: AppDeps): Api {
       session(p.session)
       const history = deps.timeTravel?.history ?? missing('history')
       return history(p.session, p)
+    },
+    'session.export'(p) {
+      session(p.session)
+      store.flush()
+      return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
     },
     'session.compact'(p, caller) {
       const wake = runtime().wake

@@ -26,6 +26,7 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   'session.state': 'audit',
   'session.context': 'audit',
   'session.history': 'audit',
+  'session.export': 'audit',
   'session.files': 'audit',
   'session.diff': 'audit',
   'permission.rules': 'audit',

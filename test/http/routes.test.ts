@@ -307,6 +307,7 @@ describe('time travel', () => {
       '/sessions/{id}/context',
       '/sessions/{id}/diff',
       '/sessions/{id}/events',
+      '/sessions/{id}/export',
       '/sessions/{id}/files',
       '/sessions/{id}/fork',
       '/sessions/{id}/inputs',

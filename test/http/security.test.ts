@@ -45,6 +45,7 @@ describe('authentication', () => {
       'GET /sessions/:id/context',
       'GET /sessions/:id/diff',
       'GET /sessions/:id/events',
+      'GET /sessions/:id/export',
       'GET /sessions/:id/files',
       'GET /sessions/:id/rules',
       'GET /sessions/:id/state',

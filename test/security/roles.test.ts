@@ -80,6 +80,7 @@ const routes = (s: string): [string, string, string, unknown?][] => [
   ['session.state', 'GET', `/sessions/${s}/state?at=1`],
   ['session.context', 'GET', `/sessions/${s}/context`],
   ['session.history', 'GET', `/sessions/${s}/events`],
+  ['session.export', 'GET', `/sessions/${s}/export`],
   ['session.files', 'GET', `/sessions/${s}/files`],
   ['session.diff', 'GET', `/sessions/${s}/diff?from=1&to=2`],
   ['permission.rules', 'GET', `/sessions/${s}/rules`],

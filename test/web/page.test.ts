@@ -276,7 +276,7 @@ describe('a session', () => {
     expect(rules.rules).toEqual([])
   })
 
-  it('lists the raw events, following live ones, and exports them as JSON lines', async () => {
+  it('lists the raw events, following live ones, and exports the session as chronicle export writes it', async () => {
     await page.goto(`${server.url}/#/s/${session}`)
     await page.getByRole('button', { name: 'Events', exact: true }).click()
     const log = await events(session)
@@ -285,14 +285,20 @@ describe('a session', () => {
     await screenshot(page, 'events')
 
     const download = page.waitForEvent('download')
-    await page.getByRole('button', { name: 'Export events (JSONL)' }).click()
+    await page.getByRole('link', { name: 'Export (JSONL)' }).click()
     const file = await (await download).path()
-    const lines = readFileSync(file, 'utf8')
+    const text = readFileSync(file, 'utf8')
+    const lines = text
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as Ev)
+      .map((l) => JSON.parse(l) as Ev & { chronicle?: string; hash?: string; blob?: string })
+    expect(lines[0]).toMatchObject({ chronicle: 'session-export', format: 2, sessionId: session })
     const now = await events(session)
-    expect(lines.map((e) => e.seq)).toEqual(now.map((e) => e.seq))
-    expect(lines.map((e) => e.type)).toEqual(now.map((e) => e.type))
+    const logged = lines.filter((l) => l.seq !== undefined)
+    expect(logged.map((e) => e.seq)).toEqual(now.map((e) => e.seq))
+    expect(logged.every((e) => typeof e.hash === 'string')).toBe(true)
+    // the same file the server's export route answers (and `chronicle import` takes)
+    const res = await fetch(`${server.url}/sessions/${session}/export`, { headers: auth() })
+    expect(await res.text()).toBe(text)
   })
 })

@@ -164,6 +164,33 @@ export function sessionRoutes(app: App, api: Api): void {
     async (req) => api['session.history']({ session: req.params.id, ...req.query }, callerOf(req)),
   )
   app.get(
+    '/sessions/:id/export',
+    {
+      schema: {
+        operationId: 'exportSession',
+        summary: 'session.export',
+        description:
+          'The session’s history as `chronicle export` writes it: JSON lines with each event’s hash and the blobs its steps name (`chronicle import` takes the file), a fork’s inherited prefix included.',
+        tags: ['time travel'],
+        params: Id,
+        response: {
+          200: {
+            description: 'the export, as a download',
+            content: { 'application/x-ndjson': { schema: z.string() } },
+          },
+          ...problems({ 400: INVALID, 404: NO_SESSION }),
+        },
+      },
+    },
+    async (req, reply) => {
+      const { jsonl } = (await api['session.export']({ session: req.params.id }, callerOf(req))) as { jsonl: string }
+      return reply
+        .type('application/x-ndjson')
+        .header('content-disposition', `attachment; filename="${req.params.id.replace(/[^\w.-]/g, '_')}.jsonl"`)
+        .send(jsonl)
+    },
+  )
+  app.get(
     '/sessions/:id/files',
     {
       schema: {

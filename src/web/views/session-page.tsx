@@ -1,11 +1,10 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import type { ChronicleSocket, DiffView as Diff, Session } from '../../client/index.js'
-import { download, eventsJsonl } from '../export.js'
 import { frameScheduler } from '../frame.js'
 import { LiveSession } from '../live-session.js'
 import { atHash, sessionHash } from '../route.js'
 import { StepIndexLoader } from '../step-index.js'
-import { ErrorNote, plural, useAction } from '../ui.js'
+import { ErrorNote, useAction } from '../ui.js'
 import { Composer } from './composer.js'
 import { ContextView } from './context-view.js'
 import { DiffView } from './diff-view.js'
@@ -144,12 +143,6 @@ function statusText(session: Session, seq: number): string {
 }
 
 function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; session: Session; mode: 'live' | 'at' }) {
-  const [progress, setProgress] = useState<string | undefined>(undefined)
-  const exporting = useAction(async () => {
-    const text = await eventsJsonl(socket, session.id, (n) => setProgress(`Reading the log: ${plural(n, 'event')}…`))
-    download(`${session.id}.events.jsonl`, text)
-    setProgress(`Exported ${plural(text === '' ? 0 : text.split('\n').length - 1, 'event')}.`)
-  })
   const unrevert = useAction(() => socket.call('session.unrevert', { session: session.id }))
   return (
     <div class="actions head-actions">
@@ -162,18 +155,17 @@ function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; ses
           Live
         </a>
       )}
-      <button type="button" disabled={exporting.busy} onClick={() => void exporting.start()}>
-        Export events (JSONL)
-      </button>
+      {/* the server's export (GET with the cookie): the file `chronicle export` writes, which `chronicle import` takes */}
+      <a class="button" href={`/sessions/${encodeURIComponent(session.id)}/export`} download={`${session.id}.jsonl`}>
+        Export (JSONL)
+      </a>
       {session.revert && (
         <button type="button" disabled={unrevert.busy} onClick={() => void unrevert.start()}>
           Undo revert to seq {session.revert.to}
         </button>
       )}
-      <span class="progress" aria-live="polite">
-        {progress}
-      </span>
-      <ErrorNote error={exporting.error ?? unrevert.error} />
+
+      <ErrorNote error={unrevert.error} />
     </div>
   )
 }
