@@ -1,4 +1,4 @@
-import { describeInput, paintDiff } from './render.js'
+import { describeInput, paintDiff, printable } from './render.js'
 import { StreamWrapper, type Terminal } from './terminal.js'
 
 /**
@@ -55,7 +55,7 @@ export class LiveRenderer {
           this.line(paint(['bold', 'cyan'], `< assistant${d.model ? ` (${String(d.model)})` : ''}`))
         return
       case 'text.delta':
-        this.text.write(String(d.text))
+        this.text.write(printable(String(d.text)))
         this.midLine = !String(d.text).endsWith('\n')
         return
       case 'text.ended':
@@ -80,14 +80,14 @@ export class LiveRenderer {
             .split('\n')
             .find((l) => l.trim() !== '') ?? ''
         this.line(
-          `  ${paint('green', '✓')} ${this.tools.get(String(d.partId)) ?? 'tool'} — completed: ${paint('dim', first.slice(0, 100))}`,
+          `  ${paint('green', '✓')} ${this.tools.get(String(d.partId)) ?? 'tool'} — completed: ${paint('dim', printable(first.slice(0, 100)))}`,
         )
         return
       }
       case 'tool.failed': {
         const err = d.error as { kind: string; message: string }
         this.line(
-          `  ${paint('red', '✗')} ${this.tools.get(String(d.partId)) ?? 'tool'} — ${err.kind}: ${err.message.split('\n')[0]}`,
+          `  ${paint('red', '✗')} ${this.tools.get(String(d.partId)) ?? 'tool'} — ${err.kind}: ${printable(err.message.split('\n')[0] ?? '')}`,
         )
         return
       }

@@ -8,8 +8,21 @@ export type { StateView }
 type Paint = Terminal['paint']
 const plain: Paint = (_style, text) => text
 
+/**
+ * Text that came from the model, a workspace file or a tool, made safe for a
+ * terminal: control characters (an escape sequence that would move the
+ * cursor, recolour or retitle the screen among them) are shown as `\xNN`,
+ * not obeyed. Newlines and tabs stay.
+ */
+export function printable(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  return text
+    .replaceAll('\r\n', '\n')
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}
+
 const oneLine = (s: string, max = 100) => {
-  const line = s.replace(/\s+/g, ' ').trim()
+  const line = printable(s.replace(/\s+/g, ' ').trim())
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
@@ -34,7 +47,7 @@ const STATE_STYLE = { completed: 'green', error: 'red', running: 'yellow', pendi
 export function renderPart(part: Part, paint: Paint = plain): string | undefined {
   switch (part.type) {
     case 'text':
-      return part.text
+      return printable(part.text)
     case 'reasoning':
       return paint('dim', `(thinking) ${oneLine(part.text, 200)}`)
     case 'file':
@@ -121,7 +134,7 @@ export function renderEventLine(e: EventLine, paint: Paint = plain): string {
 
 /** A unified diff, its added lines green and removed ones red. */
 export function paintDiff(patch: string, paint: Paint = plain): string {
-  return patch
+  return printable(patch)
     .split('\n')
     .map((l) =>
       l.startsWith('+++') || l.startsWith('---')

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { CliIo } from '../cli.js'
+import { expandPatterns } from '../tools/permission/bash-patterns.js'
 import { wildcardMatch } from '../tools/permission/wildcard.js'
 import { type Args, flag, listFlag, UsageError } from './args.js'
 import { connect } from './client.js'
@@ -45,15 +46,21 @@ function matchers(values: readonly string[]): Matcher[] {
 const covers = (m: Matcher, permission: string, pattern: string) =>
   wildcardMatch(permission, m.permission) && wildcardMatch(pattern, m.pattern)
 
-/** What headless policy answers to a request: deny wins over allow, and nothing matching is a refusal. */
+/**
+ * What headless policy answers to a request: deny wins over allow, and nothing matching is a refusal. A bash
+ * request is judged per simple command, as the server's rules judge it (`ls && touch x` needs `touch x` allowed
+ * too), and one whose commands cannot all be read (`$cmd`, `eval …`) is never allowed by a pattern.
+ */
 export function decide(
   request: Pick<PermissionAsk, 'permission' | 'patterns'>,
   allow: readonly Matcher[],
   deny: readonly Matcher[],
 ): { reply: 'once' | 'reject'; why: 'allowed' | 'denied' | 'unmatched'; pattern?: string } {
-  const patterns = request.patterns.length > 0 ? request.patterns : ['*']
-  for (const pattern of patterns)
+  const given = request.patterns.length > 0 ? request.patterns : ['*']
+  const { patterns, complete, dynamic } = expandPatterns({ permission: request.permission, patterns: given })
+  for (const pattern of [...patterns, ...given])
     if (deny.some((m) => covers(m, request.permission, pattern))) return { reply: 'reject', why: 'denied', pattern }
+  if (!complete || dynamic) return { reply: 'reject', why: 'unmatched', pattern: given.join(' ') }
   for (const pattern of patterns)
     if (!allow.some((m) => covers(m, request.permission, pattern)))
       return { reply: 'reject', why: 'unmatched', pattern }

@@ -35,6 +35,26 @@ describe('LiveRenderer', () => {
     expect(r.asks.map((a) => a.requestId)).toEqual(['per_1'])
   })
 
+  it('shows a hostile file’s or model’s terminal escapes as text, never obeys them', () => {
+    const r = renderer()
+    const clear = '\u001b[2J\u001b]0;owned\u0007'
+    r.live.handle({
+      seq: 9,
+      type: 'permission.requested',
+      data: {
+        requestId: 'per_1',
+        permission: 'edit',
+        patterns: ['a.txt'],
+        metadata: { diff: `--- a.txt\n+++ a.txt\n@@ -1 +1 @@\n-two\n+${clear}TWO\r\n` },
+      },
+    })
+    r.live.handle({ seq: 10, type: 'text.delta', data: { text: `done${clear}\rfake prompt> ` } })
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: asserting none is left
+    expect(r.out()).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/)
+    expect(r.out()).toContain('+\\x1b[2J\\x1b]0;owned\\x07TWO\n')
+    expect(r.out()).toContain('done\\x1b[2J\\x1b]0;owned\\x07\\x0dfake prompt> ')
+  })
+
   it('hands a reply (from anyone) to the caller, so a question answered elsewhere is dropped', () => {
     const r = renderer()
     r.live.handle({ seq: 10, type: 'permission.replied', data: { requestId: 'per_1', reply: 'once' } })

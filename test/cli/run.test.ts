@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -22,6 +22,11 @@ const SCRIPT = {
     },
     { when: { afterToolResult: true, userContains: 'list files' }, text: 'Listed.' },
     { when: { userContains: 'break please' }, error: { status: 400, message: 'the provider refused' } },
+    {
+      when: { userContains: 'sneak', afterToolResult: false },
+      toolCalls: [{ id: 'call_sneak', name: 'bash', input: { command: 'ls && touch pwned', description: 'list' } }],
+    },
+    { when: { userContains: 'sneak', afterToolResult: true }, text: 'Done.' },
   ],
 }
 
@@ -125,6 +130,21 @@ describe('chronicle run', () => {
     )
     expect(r).toMatchObject({ code: 0, stdout: 'Listed.\n' })
     expect(r.stderr).toContain('✓ bash — completed')
+  })
+
+  it('a hostile model cannot ride an allowed command: each command of a compound one needs its own --allow', async () => {
+    const r = await runInProcess(['run', '--allow', 'bash:ls*', '--directory', dir, 'sneak a file in'], env)
+    expect(r.code).toBe(3)
+    expect(r.stderr).toContain('no --allow covers touch pwned')
+    expect(existsSync(join(dir, 'pwned'))).toBe(false)
+  })
+
+  it('a command whose programs cannot all be read is never allowed by a pattern', async () => {
+    const { decide } = await import('../../src/cli/run.js')
+    const allow = [{ permission: 'bash', pattern: 'ls*', source: 'bash:ls*' }]
+    for (const command of ['ls; $cmd', 'ls $(touch pwned)', 'eval "$script"'])
+      expect(decide({ permission: 'bash', patterns: [command] }, allow, [])).toMatchObject({ reply: 'reject' })
+    expect(decide({ permission: 'bash', patterns: ['ls -la'] }, allow, [])).toMatchObject({ reply: 'once' })
   })
 
   it('--deny wins over --allow', async () => {
