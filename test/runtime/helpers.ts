@@ -140,8 +140,16 @@ export function collapse(types: readonly string[]): string[] {
 export const text = (t: string) => [{ type: 'text' as const, text: t }]
 export { DEFAULT_AGENTS }
 
-/** Answers every permission request of the store with `reply` (as a user would, through the decider). */
-export function autoReply(h: Harness, reply: 'once' | 'always' | 'reject', message?: string): string[] {
+/**
+ * Answers every permission request of the store with `reply` (as a user would, through the decider). With `by`,
+ * as a named person over the API does: the meta names who answered and the request.
+ */
+export function autoReply(
+  h: Harness,
+  reply: 'once' | 'always' | 'reject',
+  message?: string,
+  by?: { id: string; name: string },
+): string[] {
   const asked: string[] = []
   h.store.onCommit((events) => {
     for (const e of events) {
@@ -154,10 +162,7 @@ export function autoReply(h: Harness, reply: 'once' | 'always' | 'reject', messa
           e.sessionId,
           (s) =>
             decidePermission({ type: 'reply', requestId, reply, ...(message && { message }) }, s, e.sessionId, h.ids),
-          {
-            meta: { actor: 'user' },
-            durability: 'full',
-          },
+          { meta: { actor: 'user', ...(by && { by, request: requestId }) }, durability: 'full' },
         ),
       )
     }

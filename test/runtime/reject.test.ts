@@ -16,7 +16,7 @@ import { INTERRUPTED_MESSAGE, recoverSessions } from '../../src/runtime/recovery
 import { createLookupTool } from '../../src/tools/lookup.js'
 import { defineTool, type Tool } from '../../src/tools/tool.js'
 import { dataOf, subagentHarness, task, until } from '../subagents/helpers.js'
-import { collapse, harness, text, type Harness } from './helpers.js'
+import { autoReply, collapse, harness, text, type Harness } from './helpers.js'
 
 /**
  * A person's reject stops the run (docs/TOOLS.md "A reject stops the run"): the
@@ -81,26 +81,8 @@ function setup(steps: ScriptStep[] = STEPS, opts: { continueOnReject?: boolean }
 }
 
 /** Answers every request as a person does over the API (meta names the request and who answered). */
-function replyAll(x: Harness, reply: 'once' | 'reject', message?: string): string[] {
-  const asked: string[] = []
-  x.store.onCommit((events) => {
-    for (const e of events) {
-      if (e.type !== 'permission.requested') continue
-      asked.push(e.data.permission)
-      const { requestId } = e.data
-      setImmediate(() =>
-        execute(
-          x.store,
-          e.sessionId,
-          (s) =>
-            decidePermission({ type: 'reply', requestId, reply, ...(message && { message }) }, s, e.sessionId, x.ids),
-          { meta: { actor: 'user', by: { id: 'owner', name: 'owner' }, request: requestId }, durability: 'full' },
-        ),
-      )
-    }
-  })
-  return asked
-}
+const replyAll = (x: Harness, reply: 'once' | 'reject', message?: string) =>
+  autoReply(x, reply, message, { id: 'owner', name: 'owner' })
 
 const of = (x: Harness, id: string, type: string) =>
   x
