@@ -15,10 +15,9 @@ const plain: Paint = (_style, text) => text
  * not obeyed. Newlines and tabs stay.
  */
 export function printable(text: string): string {
+  const escaped = (c: string) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-  return text
-    .replaceAll('\r\n', '\n')
-    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+  return text.replaceAll('\r\n', '\n').replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, escaped)
 }
 
 const oneLine = (s: string, max = 100) => {

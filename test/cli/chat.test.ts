@@ -1,8 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { run, runInProcess, type Proc } from './helpers.js'
+import { run, runInProcess, type ScriptedServer, serveScripted } from './helpers.js'
 
 /** `chronicle chat` as a person (or a pipe) uses it: real processes, a real server, the scripted model. */
 
@@ -22,28 +21,15 @@ const SCRIPT = {
 
 let dir: string
 let env: Record<string, string>
-let server: Proc
 let url: string
+let served: ScriptedServer
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'chronicle-chat-'))
-  writeFileSync(join(dir, 'script.json'), JSON.stringify(SCRIPT))
-  env = {
-    CHRONICLE_DATA_DIR: join(dir, 'data'),
-    CHRONICLE_PORT: '0',
-    CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`,
-    CHRONICLE_LOG_LEVEL: 'warn',
-  }
-  server = run(['serve'], env, dir)
-  url = (await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
-  env = { ...env, CHRONICLE_URL: url }
+  served = await serveScripted('chat', SCRIPT)
+  ;({ dir, env, url } = served)
 }, SLOW)
 
-afterAll(async () => {
-  server.child.kill('SIGTERM')
-  await server.exited
-  rmSync(dir, { recursive: true, force: true })
-})
+afterAll(() => served.stop())
 
 const CLOSED = '(that question was answered or closed)'
 

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { Readable } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -104,4 +107,38 @@ export async function runInProcess(
 /** A terminal that is a pipe: plain text, no wrapping. */
 export function textTerminal(write: (text: string) => void): Terminal {
   return { write, line: (text = '') => write(`${text}\n`), paint: painter(false), width: undefined }
+}
+
+/** `chronicle serve` as a child process in a temp directory, with the scripted model playing `script`. */
+export interface ScriptedServer {
+  readonly dir: string
+  /** what a client command needs: the data dir (its token) and CHRONICLE_URL */
+  readonly env: Record<string, string>
+  readonly url: string
+  readonly server: Proc
+  stop(): Promise<void>
+}
+
+export async function serveScripted(prefix: string, script: unknown): Promise<ScriptedServer> {
+  const dir = mkdtempSync(join(tmpdir(), `chronicle-${prefix}-`))
+  writeFileSync(join(dir, 'script.json'), JSON.stringify(script))
+  const base = {
+    CHRONICLE_DATA_DIR: join(dir, 'data'),
+    CHRONICLE_PORT: '0',
+    CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`,
+    CHRONICLE_LOG_LEVEL: 'warn',
+  }
+  const server = run(['serve'], base, dir)
+  const url = (await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
+  return {
+    dir,
+    env: { ...base, CHRONICLE_URL: url },
+    url,
+    server,
+    async stop() {
+      server.child.kill('SIGTERM')
+      await server.exited
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
 }

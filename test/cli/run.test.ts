@@ -1,8 +1,7 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { run, runInProcess, runToEnd, type Proc } from './helpers.js'
+import { run, runInProcess, runToEnd, type ScriptedServer, serveScripted } from './helpers.js'
 
 /**
  * `chronicle run`: one prompt, headless, against a real server process with
@@ -32,27 +31,14 @@ const SCRIPT = {
 
 let dir: string
 let env: Record<string, string>
-let server: Proc
+let served: ScriptedServer
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'chronicle-run-'))
-  writeFileSync(join(dir, 'script.json'), JSON.stringify(SCRIPT))
-  env = {
-    CHRONICLE_DATA_DIR: join(dir, 'data'),
-    CHRONICLE_PORT: '0',
-    CHRONICLE_MODEL: `scripted:${join(dir, 'script.json')}`,
-    CHRONICLE_LOG_LEVEL: 'warn',
-  }
-  server = run(['serve'], env, dir)
-  const [, url] = await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
-  env = { ...env, CHRONICLE_URL: url as string }
+  served = await serveScripted('run', SCRIPT)
+  ;({ dir, env } = served)
 }, SLOW)
 
-afterAll(async () => {
-  server.child.kill('SIGTERM')
-  await server.exited
-  rmSync(dir, { recursive: true, force: true })
-})
+afterAll(() => served.stop())
 
 const jsonLines = (text: string) =>
   text
