@@ -6,6 +6,7 @@ import { type Args, flag, listFlag, UsageError } from './args.js'
 import { connect } from './client.js'
 import { LiveRenderer, type PermissionAsk } from './live.js'
 import { chooseSession } from './pick.js'
+import { printable } from './render.js'
 import { StreamWrapper } from './terminal.js'
 
 /**
@@ -149,7 +150,8 @@ export async function runCommand(args: Args, io: CliIo): Promise<number> {
       if (format === 'json')
         stdout.write(`${JSON.stringify({ seq: frame.seq, session, version: frame.version, type, data, at, meta })}\n`)
       else if (ours && type === 'text.delta') {
-        answer.write(String(data.text))
+        // on a terminal the model's control characters are shown, not obeyed; a pipe gets its text as it is
+        answer.write(stdout.width ? printable(String(data.text)) : String(data.text))
         answerMidLine = !String(data.text).endsWith('\n')
         return
       } else if (ours && type === 'text.ended') {

@@ -21,6 +21,7 @@ const SCRIPT = {
     },
     { when: { afterToolResult: true, userContains: 'list files' }, text: 'Listed.' },
     { when: { userContains: 'break please' }, error: { status: 400, message: 'the provider refused' } },
+    { when: { userContains: 'escape' }, text: 'hi\u001b[2J\u001b]0;owned\u0007 there' },
     {
       when: { userContains: 'sneak', afterToolResult: false },
       toolCalls: [{ id: 'call_sneak', name: 'bash', input: { command: 'ls && touch pwned', description: 'list' } }],
@@ -137,6 +138,25 @@ describe('chronicle run', () => {
     const r = await runInProcess(['run', '--allow', 'bash', '--deny', 'bash:ls', '--directory', dir, 'list files'], env)
     expect(r.stderr).toContain('chronicle: denied bash ls (--deny)')
     expect(r.stderr).not.toContain('✓ bash')
+  })
+
+  it('a hostile answer’s terminal escapes are shown on a terminal, and passed through to a pipe', async () => {
+    const { main } = await import('../../src/cli.js')
+    const { textTerminal } = await import('./helpers.js')
+    const { Readable } = await import('node:stream')
+    const saved = { ...process.env }
+    Object.assign(process.env, env)
+    try {
+      let shown = ''
+      const terminal = { ...textTerminal((t) => void (shown += t)), width: 200 }
+      const io = { stdout: terminal, stderr: textTerminal(() => {}), stdin: Readable.from([]) }
+      expect(await main(['run', '--directory', dir, 'escape please'], io)).toBe(0)
+      expect(shown).toBe('hi\\x1b[2J\\x1b]0;owned\\x07 there\n')
+    } finally {
+      process.env = saved
+    }
+    const piped = await runInProcess(['run', '--directory', dir, 'escape please'], env)
+    expect(piped.stdout).toBe('hi\u001b[2J\u001b]0;owned\u0007 there\n')
   })
 
   it('a run that fails exits 1 and says why', async () => {
