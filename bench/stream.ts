@@ -51,6 +51,8 @@ interface Round {
   clientCores: number
   /** median over sessions of the delta rate a subscriber saw (nominal: 1000 / DELTA_MS) */
   deltasPerSecPerSession: number
+  /** text.delta events stored per model chunk: 1 when the server keeps up, lower when it merges (docs/EVENTS.md "Deltas") */
+  deltaEventsPerDelta: number
   seconds: number
 }
 
@@ -185,12 +187,13 @@ export default async function (args: string[]): Promise<object> {
     }
     const latencies: number[] = []
     const lags: number[] = []
-    const deltaTimes = new Map<string, { first: number; last: number; n: number; firstAt: number }>() // session → first subscriber's delta receipts
+    const deltaTimes = new Map<string, { first: number; last: number; n: number; n0: number; firstAt: number }>() // session → first subscriber's delta receipts
     const stepAt = new Map<string, number>() // session → commit time of its step.started
     const firstDelta: number[] = [] // step.started commit → first delta's receipt
     const received = new Map<string, number[]>() // subscriber → seqs
     const sockets: WebSocket[] = []
     let events = 0
+    let deltaEvents = 0
     let peakRss = rss()
     const done: Promise<void>[] = perSession === 0 ? ids.map((id) => waitIdle(id)) : []
     for (const id of ids) {
@@ -205,19 +208,27 @@ export default async function (args: string[]): Promise<object> {
           new Promise<void>((resolve) => {
             ws.on('message', (raw) => {
               const now = Date.now()
-              const f = JSON.parse(String(raw)) as { type?: string; seq?: number; event?: { type: string; at: string } }
+              const f = JSON.parse(String(raw)) as {
+                type?: string
+                seq?: number
+                event?: { type: string; at: string; data: { text?: string } }
+              }
               if (f.type !== 'event' || !f.event) return
               events++
               seqs.push(f.seq as number)
               if (k === 0 && f.event.type === 'step.started') stepAt.set(id, Date.parse(f.event.at))
               if (k === 0 && f.event.type === 'text.delta') {
+                // A loaded server may store several of the model's chunks as one delta:
+                // n counts chunks (by text), and an event is on time when its last chunk is.
+                const chunks = (f.event.data.text?.length ?? 0) / CHUNK
+                deltaEvents++
                 const t = deltaTimes.get(id)
                 if (t) {
                   t.last = now
-                  lags.push(now - (t.firstAt + t.n * DELTA_MS))
-                  t.n++
+                  t.n += chunks
+                  lags.push(now - (t.firstAt + (t.n - 1) * DELTA_MS))
                 } else {
-                  deltaTimes.set(id, { first: now, last: now, n: 1, firstAt: Date.parse(f.event.at) })
+                  deltaTimes.set(id, { first: now, last: now, n: chunks, n0: chunks, firstAt: Date.parse(f.event.at) })
                   firstDelta.push(now - (stepAt.get(id) ?? now))
                 }
               }
@@ -286,6 +297,7 @@ export default async function (args: string[]): Promise<object> {
       firstDeltaP50Ms: pct(50, firstDelta),
       firstDeltaP99Ms: pct(99, firstDelta),
       deltasPerSecPerSession: medianRate(deltaTimes),
+      deltaEventsPerDelta: Math.round((deltaEvents / (S * deltas)) * 100) / 100,
       lost,
       duplicated,
       outOfOrder,
@@ -310,10 +322,10 @@ function holds(r: Round): boolean {
   return r.latencyP99Ms <= 100 && r.lost === 0 && r.duplicated === 0
 }
 
-function medianRate(times: ReadonlyMap<string, { first: number; last: number; n: number }>): number {
+function medianRate(times: ReadonlyMap<string, { first: number; last: number; n: number; n0: number }>): number {
   const rates = [...times.values()]
-    .filter((t) => t.n > 1 && t.last > t.first)
-    .map((t) => ((t.n - 1) * 1000) / (t.last - t.first))
+    .filter((t) => t.n > t.n0 && t.last > t.first)
+    .map((t) => ((t.n - t.n0) * 1000) / (t.last - t.first))
     .sort((a, b) => a - b)
   return Math.round((rates[Math.floor(rates.length / 2)] ?? 0) * 10) / 10
 }

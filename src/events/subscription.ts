@@ -78,18 +78,40 @@ export class Subscription implements AsyncIterableIterator<StoredEvent> {
 
   async next(): Promise<IteratorResult<StoredEvent>> {
     for (;;) {
+      const event = this.take()
+      if (event) return { done: false, value: event }
       if (this.closed) return { done: true, value: undefined }
+      await this.ready()
+    }
+  }
+
+  /**
+   * The next event if one is at hand (buffered, or read from the log while
+   * catching up), without waiting: a consumer drains a whole commit in one
+   * synchronous loop instead of a promise per event. Undefined when none is
+   * (or the subscription is closed); then `ready()` says when to ask again.
+   */
+  take(): StoredEvent | undefined {
+    while (!this.closed) {
       const event = this.buffer.shift()
       if (event) {
         this.delivered = event.seq
-        return { done: false, value: event }
+        return event
       }
-      if (!this.live) {
-        this.catchUp()
-        continue
-      }
-      await new Promise<void>((resolve) => this.waiters.push(resolve))
+      if (this.live) return undefined
+      this.catchUp()
     }
+    return undefined
+  }
+
+  /** Resolves once events may be at hand, or the subscription closed. */
+  ready(): Promise<void> {
+    if (this.closed || this.buffer.length > 0 || !this.live) return Promise.resolve()
+    return new Promise<void>((resolve) => this.waiters.push(resolve))
+  }
+
+  get isClosed(): boolean {
+    return this.closed
   }
 
   /** Ends the subscription; a pending next() resolves done. */

@@ -34,7 +34,8 @@ export interface ProjectorOptions {
 const ENTITIES_PER_SESSION = 64
 
 export function createProjector(inherit: InheritFn, options: ProjectorOptions = {}): ProjectHook {
-  const cache = new ViewCache(options.cacheSessions ?? 256)
+  // Above the sessions that stream at once (bench stream: 400), or each batch reloads the ones evicted.
+  const cache = new ViewCache(options.cacheSessions ?? 1024)
   const project: ProjectHook = (db, events) => {
     const writer = new BatchWriter(db, cache, inherit)
     for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)

@@ -24,7 +24,10 @@ export class SessionViews {
 
   constructor(
     private readonly store: EventStore,
-    private readonly capacity = 32,
+    // Sized for the sessions that run at once (bench stream holds 400): a
+    // running session whose view was evicted reloads its whole history at
+    // every step.
+    private readonly capacity = 512,
   ) {
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) {

@@ -1,21 +1,24 @@
 import {
   APICallError,
+  type JSONSchema7,
   type LanguageModelV3,
+  type LanguageModelV3FunctionTool,
   type LanguageModelV3Message,
   type LanguageModelV3Prompt,
+  type LanguageModelV3StreamPart,
+  type LanguageModelV3Usage,
   type SharedV3ProviderOptions,
 } from '@ai-sdk/provider'
-import { jsonSchema, streamText, wrapLanguageModel, type ModelMessage, type ToolSet } from 'ai'
 import type { Usage } from '../../events/catalogue.js'
 import type { ChatMessage } from '../loop/chat-messages.js'
 import type { ModelPrice, ModelSettings } from './pricing.js'
 
 /**
  * The model adapter: the one module (with providers.ts and scripted-model.ts)
- * that speaks the AI SDK. One call = one model step: `streamText` with tools
- * that have no `execute` (the runtime executes them) and `maxRetries: 0`
- * (retries are the runtime's, recorded as step.retried). Every fullStream part
- * becomes a neutral `StepPart` the step recorder turns into events.
+ * that speaks the AI SDK. One call = one model step: the provider model's
+ * `doStream` with the tools' schemas (the runtime executes them) and no
+ * retries (those are the runtime's, recorded as step.retried). Every stream
+ * part becomes a neutral `StepPart` the step recorder turns into events.
  */
 
 export type LanguageModel = LanguageModelV3
@@ -88,35 +91,29 @@ export async function* streamModelStep(
   request: ModelRequest,
   signal: AbortSignal,
 ): AsyncGenerator<StepPart> {
-  const tools: ToolSet = {}
-  for (const t of request.tools) {
-    tools[t.name] = { description: t.description, inputSchema: jsonSchema(t.parameters) }
-  }
-  // The prompt the provider receives is the whole history, each message
-  // converted once (see providerPrompt). streamText itself is handed only
-  // the newest message: given the whole list it would re-validate (zod) and
-  // re-convert every message on every call — O(history) per step, measured
-  // as the only cost that grows with a long conversation.
-  const prompt = providerPrompt(request)
-  const model = wrapLanguageModel({
-    model: handle.model,
-    middleware: { specificationVersion: 'v3', transformParams: async ({ params }) => ({ ...params, prompt }) },
-  })
-  let failed: unknown
+  // The provider's own stream, read in one pass: streamText would pipe each
+  // part through some ten web-stream stages (its retries, tool execution and
+  // callbacks are all unused here), measured as most of the server's CPU per
+  // streamed delta (`npm run bench -- stream`).
+  const tools = request.tools.length > 0 ? request.tools.map(functionTool) : undefined
+  // With tool choice none, tool parts a provider sends anyway are dropped and the step fails, as streamText does.
+  const toolsOff = request.toolChoice === 'none'
+  let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined
+  const cancel = () => void reader?.cancel(signal.reason).catch(() => {})
+  signal.addEventListener('abort', cancel, { once: true })
   try {
-    const result = streamText({
-      model,
-      system: request.system,
-      // ChatMessage is a structural subset of ModelMessage.
-      messages: (request.messages as ModelMessage[]).slice(-1),
-      ...(request.tools.length > 0 && { tools, toolChoice: request.toolChoice }),
+    if (signal.aborted) {
+      yield { type: 'aborted' }
+      return
+    }
+    const { stream } = await handle.model.doStream({
+      prompt: providerPrompt(request),
+      ...(tools && { tools, toolChoice: { type: request.toolChoice } }),
       ...handle.settings,
-      maxRetries: 0,
       abortSignal: signal,
-      onError: ({ error }) => {
-        failed = error
-      },
     })
+    reader = stream.getReader()
+    if (signal.aborted) cancel()
     // a reasoning part's provider metadata may come with its start, a delta (a signature) or its end
     const metadata = new Map<string, ProviderMetadata>()
     const keep = (id: string, m: ProviderMetadata | undefined) => {
@@ -125,7 +122,10 @@ export async function* streamModelStep(
       for (const [provider, fields] of Object.entries(m)) merged[provider] = { ...merged[provider], ...fields }
       metadata.set(id, merged)
     }
-    for await (const part of result.fullStream) {
+    let violated = false
+    for (;;) {
+      const { done, value: part } = await reader.read()
+      if (done) break
       switch (part.type) {
         case 'text-start':
         case 'text-end':
@@ -143,55 +143,82 @@ export async function* streamModelStep(
           break
         }
         case 'text-delta':
-          if (part.text.length > 0) yield { type: part.type, id: part.id, text: part.text }
+          if (part.delta.length > 0) yield { type: part.type, id: part.id, text: part.delta }
           break
         case 'reasoning-delta':
           keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
-          if (part.text.length > 0) yield { type: part.type, id: part.id, text: part.text }
+          if (part.delta.length > 0) yield { type: part.type, id: part.id, text: part.delta }
           break
         case 'tool-input-start':
-          yield { type: 'tool-input-start', callId: part.id, tool: part.toolName }
+          if (!toolsOff) yield { type: 'tool-input-start', callId: part.id, tool: part.toolName }
           break
         case 'tool-input-delta':
-          yield { type: 'tool-input-delta', callId: part.id, delta: part.delta }
+          if (!toolsOff) yield { type: 'tool-input-delta', callId: part.id, delta: part.delta }
           break
-        case 'tool-call': {
-          const input: unknown = part.input
-          const rawInput = typeof input === 'string' ? input : JSON.stringify(input ?? {})
-          yield { type: 'tool-call', callId: part.toolCallId, tool: part.toolName, input, rawInput }
+        case 'tool-call':
+          if (toolsOff) violated = true
+          else yield toolCall(part.toolCallId, part.toolName, part.input, request.tools)
           break
-        }
-        case 'finish-step':
-          yield { type: 'finish', finishReason: part.finishReason, usage: usageOf(part.usage) }
+        case 'finish':
+          if (violated) {
+            const message = 'the model called a tool in a step that allowed none'
+            yield { type: 'error', failure: { kind: 'provider', message, retryable: false } }
+          }
+          yield {
+            type: 'finish',
+            finishReason: violated ? 'error' : part.finishReason.unified,
+            usage: usageOf(part.usage),
+          }
           break
         case 'error':
           yield { type: 'error', failure: classify(part.error) }
           break
-        case 'abort':
-          yield { type: 'aborted' }
-          break
         default:
-          // start, start-step, finish, tool-error (invalid calls are judged by the runtime), sources, raw…
+          // stream-start, tool-input-end, provider-executed tool results, files, sources, response metadata, raw
           break
       }
     }
+    if (signal.aborted) yield { type: 'aborted' }
   } catch (err) {
     if (signal.aborted) yield { type: 'aborted' }
-    else yield { type: 'error', failure: classify(failed ?? err) }
+    else yield { type: 'error', failure: classify(err) }
+  } finally {
+    signal.removeEventListener('abort', cancel)
+    // a consumer that stops early (return) leaves the provider's stream unread: release it
+    reader?.cancel().catch(() => {})
   }
 }
 
-function usageOf(u: {
-  inputTokens?: number | undefined
-  outputTokens?: number | undefined
-  reasoningTokens?: number | undefined
-  cachedInputTokens?: number | undefined
-}): Usage {
+function functionTool(t: ToolSpec): LanguageModelV3FunctionTool {
+  return { type: 'function', name: t.name, description: t.description, inputSchema: t.parameters as JSONSchema7 }
+}
+
+/**
+ * A whole call, its input parsed as streamText parses it: empty input is `{}`
+ * for a known tool; input that is not JSON, or a call to an unknown tool, is
+ * passed on as the model wrote it for the runtime to judge.
+ */
+function toolCall(callId: string, tool: string, text: string, tools: readonly ToolSpec[]): StepPart {
+  const known = tools.some((t) => t.name === tool)
+  let input: unknown = text
+  if (known && text.trim() === '') input = {}
+  else {
+    try {
+      input = JSON.parse(text)
+    } catch {
+      // not JSON: kept as text
+    }
+  }
+  const rawInput = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+  return { type: 'tool-call', callId, tool, input, rawInput }
+}
+
+function usageOf(u: LanguageModelV3Usage): Usage {
   const out: { -readonly [K in keyof Usage]: Usage[K] } = {}
-  if (u.inputTokens !== undefined) out.inputTokens = u.inputTokens
-  if (u.outputTokens !== undefined) out.outputTokens = u.outputTokens
-  if (u.reasoningTokens !== undefined) out.reasoningTokens = u.reasoningTokens
-  if (u.cachedInputTokens !== undefined) out.cachedInputTokens = u.cachedInputTokens
+  if (u.inputTokens.total !== undefined) out.inputTokens = u.inputTokens.total
+  if (u.outputTokens.total !== undefined) out.outputTokens = u.outputTokens.total
+  if (u.outputTokens.reasoning !== undefined) out.reasoningTokens = u.outputTokens.reasoning
+  if (u.inputTokens.cacheRead !== undefined) out.cachedInputTokens = u.inputTokens.cacheRead
   return out
 }
 
@@ -241,7 +268,7 @@ const converted = new WeakMap<ChatMessage, LanguageModelV3Message>()
 
 /**
  * The provider-level prompt: system, then every chat message in the V3 form
- * streamText would produce for it (text, file, tool-call, tool-result parts).
+ * the AI SDK's streamText would produce for it (text, file, tool-call, tool-result parts).
  * Chat messages are reused across steps by the transcript, so each is
  * converted once.
  */

@@ -290,6 +290,9 @@ function play(
   // first, as a provider's do: a reader that falls behind finds the chunks it
   // is late for ready at once (as in a socket's buffer), not postponed.
   let due = 0
+  // One abort listener for the whole reply, not one per chunk: it cuts the current wait short.
+  let cut: (() => void) | undefined
+  signal?.addEventListener('abort', () => cut?.(), { once: true })
   return new ReadableStream({
     async pull(controller) {
       if (signal?.aborted) {
@@ -300,7 +303,14 @@ function play(
       else if (delay > 0) {
         due += delay
         const wait = due - performance.now()
-        if (wait > 0) await sleep(wait, signal)
+        if (wait > 0)
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, wait)
+            cut = () => {
+              clearTimeout(timer)
+              resolve()
+            }
+          })
       }
       if (signal?.aborted) {
         controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
@@ -310,17 +320,5 @@ function play(
       if (next) controller.enqueue(next)
       else controller.close()
     },
-  })
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((res) => {
-    const timer = setTimeout(done, ms)
-    function done() {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', done)
-      res()
-    }
-    signal?.addEventListener('abort', done, { once: true })
   })
 }

@@ -89,8 +89,8 @@ export function watchRejections(
   const top = topSessionOf(store, sessionId)
   let dirty = opts.resumed
   let found: Rejection | undefined
-  const unsubscribe = store.onCommit((events) => {
-    for (const e of events) if (e.sessionId === top && isPlainReject(e)) dirty = true
+  const unsubscribe = rejectsOf(store).watch(top, () => {
+    dirty = true
   })
   return {
     check() {
@@ -103,6 +103,46 @@ export function watchRejections(
       unsubscribe()
     },
   }
+}
+
+/**
+ * One commit listener per store for every watching run, keyed by the session whose
+ * rejects they wait for: a listener per run would scan every commit once per
+ * running session, a cost per event that grows with the sessions streaming.
+ */
+class RejectsBySession {
+  private readonly watchers = new Map<string, Set<() => void>>()
+  private unsubscribe: (() => void) | undefined
+
+  constructor(private readonly store: EventStore) {}
+
+  watch(sessionId: string, onReject: () => void): () => void {
+    let set = this.watchers.get(sessionId)
+    if (!set) this.watchers.set(sessionId, (set = new Set()))
+    set.add(onReject)
+    this.unsubscribe ??= this.store.onCommit((events) => {
+      for (const e of events) {
+        if (e.type !== 'permission.replied' || !isPlainReject(e)) continue
+        for (const wake of this.watchers.get(e.sessionId) ?? []) wake()
+      }
+    })
+    return () => {
+      set.delete(onReject)
+      if (set.size === 0) this.watchers.delete(sessionId)
+      if (this.watchers.size === 0) {
+        this.unsubscribe?.()
+        this.unsubscribe = undefined
+      }
+    }
+  }
+}
+
+const registries = new WeakMap<EventStore, RejectsBySession>()
+
+function rejectsOf(store: EventStore): RejectsBySession {
+  let registry = registries.get(store)
+  if (!registry) registries.set(store, (registry = new RejectsBySession(store)))
+  return registry
 }
 
 /** A bound on the walk up a sub-agent chain (the configured nesting limit is far lower). */

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
+import type { StoredEvent } from '../../src/events/envelope.js'
+import { EventStore } from '../../src/events/store.js'
+import { openStore } from '../../src/projections/open.js'
+import { getParts } from '../../src/projections/read-model.js'
+import { created, delta, modelMeta, renamed, userMeta } from './fixtures/store.js'
+
+/**
+ * docs/EVENTS.md "Deltas": a store keeping up stores every delta as sent; one
+ * whose queue holds 64 appends waiting for a commit stores what it holds of a
+ * streaming part as one event.
+ */
+
+const LOADED = 64
+
+/** A store with ses_a (streaming part prt_a) and `others` sessions to load the queue with. */
+function storeWith(others: number, store = EventStore.open(':memory:')) {
+  const messageId = 'msg_a'
+  store.append(
+    'ses_a',
+    [
+      created(),
+      { type: 'run.started', data: { runId: 'run_1', reason: 'input' } },
+      { type: 'message.created', data: { messageId, role: 'assistant', agent: 'build', model: 'scripted:test' } },
+      { type: 'text.started', data: { messageId, partId: 'prt_a' } },
+    ] as ChronicleEvent[],
+    { meta: modelMeta },
+  )
+  for (let i = 0; i < others; i++) store.append(`ses_${i}`, [created()], { meta: userMeta })
+  const load = () =>
+    Array.from({ length: others }, (_, i) => store.enqueue(`ses_${i}`, [renamed(`t${i}`)], { meta: userMeta }))
+  return { store, load }
+}
+
+const deltasOf = (store: EventStore) =>
+  store.readSession('ses_a').flatMap((e) => (e.type === 'text.delta' ? [e.data.text] : []))
+
+describe('deltas under load', () => {
+  it('a store keeping up stores each delta as it came', async () => {
+    const { store } = storeWith(0)
+    await Promise.all(['a', 'b', 'c'].map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta })))
+    expect(deltasOf(store)).toEqual(['a', 'b', 'c'])
+  })
+
+  it('behind a loaded queue, consecutive deltas of one part become one event, and every call resolves with it', async () => {
+    const { store, load } = storeWith(LOADED)
+    const others = load()
+    const calls = ['Hel', 'lo', ', world'].map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta }))
+    const published: StoredEvent[] = []
+    store.onCommit((events) => published.push(...events.filter((e) => e.sessionId === 'ses_a')))
+    const results = await Promise.all(calls)
+    await Promise.all(others)
+    expect(deltasOf(store)).toEqual(['Hello, world'])
+    const [merged] = published
+    expect(published).toHaveLength(1)
+    for (const r of results) expect(r).toEqual([merged])
+  })
+
+  it('never merges across parts, actors, a full-durability append or another event in between', async () => {
+    const { store, load } = storeWith(LOADED)
+    const others = load()
+    const runtimeMeta = { actor: 'runtime' as const }
+    await Promise.all([
+      ...others,
+      store.enqueue('ses_a', [delta('prt_a', '1')], { meta: modelMeta }),
+      store.enqueue('ses_a', [delta('prt_a', '2')], { meta: runtimeMeta }),
+      store.enqueue('ses_a', [delta('prt_a', '3')], { meta: modelMeta, durability: 'full' }),
+      store.enqueue('ses_a', [delta('prt_a', '4')], { meta: modelMeta }),
+      store.enqueue('ses_a', [renamed('between')], { meta: userMeta }),
+      store.enqueue('ses_a', [delta('prt_a', '5')], { meta: modelMeta }),
+      store.enqueue('ses_a', [delta('prt_b', '6')], { meta: modelMeta }),
+      store.enqueue('ses_a', [{ type: 'reasoning.delta', data: { partId: 'prt_b', text: '7' } }], { meta: modelMeta }),
+    ])
+    expect(deltasOf(store)).toEqual(['1', '2', '3', '4', '5', '6'])
+  })
+
+  it('the read model holds the same text as if nothing had merged', async () => {
+    const { store, load } = storeWith(LOADED, openStore(':memory:'))
+    const others = load()
+    const texts = Array.from({ length: 20 }, (_, i) => `w${i} `)
+    await Promise.all([
+      ...others,
+      ...texts.map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta })),
+    ])
+    expect(deltasOf(store)).toHaveLength(1)
+    expect(getParts(store, 'ses_a').map((p) => (p.type === 'text' ? p.text : ''))).toEqual([texts.join('')])
+  })
+})
