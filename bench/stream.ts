@@ -77,6 +77,7 @@ export default async function (args: string[]): Promise<object> {
     JSON.stringify({
       chunkSize: CHUNK,
       delayMs: DELTA_MS,
+      pace: 'deltas', // the first delta comes with the stream start: the time to first delta is the server's
       steps: [{ when: { afterToolResult: false }, text: 'x'.repeat(CHUNK * deltas) }],
     }),
   )

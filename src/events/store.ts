@@ -57,11 +57,16 @@ interface PendingAppend {
 
 /**
  * The shortest time between two batched commits. A commit costs about the
- * same whether it holds one event or hundreds (each session's pages are
- * written once), so under load the queue waits this long and commits
- * together; an idle store still commits on the next turn.
+ * same whether it holds one event or hundreds of one session (each session
+ * it touches costs a few pages of WAL), so the queue waits this long after
+ * the last commit and commits together; a store idle that long commits on
+ * the next turn. Under load (the last commit held MERGE_FROM_QUEUED appends
+ * or more: many sessions streaming) it waits longer, so each session's
+ * deltas share commits, frames and, merged, events (bench stream: CPU per
+ * delta at S = 200 falls by about a third from 10 ms to 40 ms).
  */
 const COMMIT_INTERVAL_MS = 10
+const LOADED_COMMIT_INTERVAL_MS = 40
 
 /**
  * Deltas merge only into a queue this long: a server keeping up stores every
@@ -102,8 +107,11 @@ export class EventStore {
   private queue: PendingAppend[] = []
   /** each session's last append in `queue`: where its next delta may merge */
   private lastQueued = new Map<string, PendingAppend>()
+  /** a timer or immediate will flush: one at a time, whoever else flushes meanwhile */
   private flushScheduled = false
   private flushedAt = 0
+  /** appends in the last flush's batch */
+  private lastBatch = 0
   private publishing = false
   private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
@@ -260,22 +268,27 @@ export class EventStore {
       this.lastQueued.set(sessionId, item)
       if (!this.flushScheduled) {
         this.flushScheduled = true
-        const wait = this.flushedAt + COMMIT_INTERVAL_MS - Date.now()
-        if (wait > 0) setTimeout(() => this.flush(), wait)
-        else setImmediate(() => this.flush())
+        const scheduled = () => {
+          this.flushScheduled = false
+          this.flush()
+        }
+        const interval = this.lastBatch >= MERGE_FROM_QUEUED ? LOADED_COMMIT_INTERVAL_MS : COMMIT_INTERVAL_MS
+        const wait = this.flushedAt + interval - Date.now()
+        if (wait > 0) setTimeout(scheduled, wait)
+        else setImmediate(scheduled)
       }
     })
   }
 
   /** Commits everything queued. Safe to call at any time (e.g. before shutdown). */
   flush(): void {
-    this.flushScheduled = false
     if (this.queue.length === 0) return
     this.assertOpen()
     const batch = this.queue
     this.queue = []
     this.lastQueued = new Map()
     this.flushedAt = Date.now()
+    this.lastBatch = batch.length
     let committed: StoredEvent[][]
     try {
       committed = this.commit(batch)

@@ -75,6 +75,16 @@ describe('deltas under load', () => {
     expect(deltasOf(store)).toEqual(['1', '2', '3', '4', '5', '6'])
   })
 
+  it('after a loaded commit the next waits 40 ms, so the sessions streaming share commits', async () => {
+    const { store, load } = storeWith(LOADED)
+    const commits: number[] = []
+    store.onCommit(() => commits.push(performance.now()))
+    await Promise.all(load())
+    await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+    expect(commits).toHaveLength(2)
+    expect((commits[1] as number) - (commits[0] as number)).toBeGreaterThanOrEqual(38)
+  })
+
   it('the read model holds the same text as if nothing had merged', async () => {
     const { store, load } = storeWith(LOADED, openStore(':memory:'))
     const others = load()

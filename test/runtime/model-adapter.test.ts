@@ -154,6 +154,32 @@ describe('the scripted model', () => {
   })
 })
 
+describe('the scripted model paced by deltas', () => {
+  it('sends the first delta with the stream start, and only deltas wait their turn', async () => {
+    const model = createScriptedModel({ chunkSize: 2, delayMs: 30, pace: 'deltas', steps: [{ text: 'abcdef' }] })
+    const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }] })
+    const reader = stream.getReader()
+    const started = performance.now()
+    const arrivals: [string, number][] = []
+    for (let part = await reader.read(); !part.done; part = await reader.read())
+      arrivals.push([part.value.type, performance.now() - started])
+    expect(arrivals.map(([type]) => type)).toEqual([
+      'stream-start',
+      'text-start',
+      'text-delta',
+      'text-delta',
+      'text-delta',
+      'text-end',
+      'finish',
+    ])
+    const at = arrivals.map(([, t]) => t)
+    expect(at[2]).toBeLessThan(15) // the first delta: at once
+    expect(at[3]).toBeGreaterThanOrEqual(28) // each later one a delay after the one before
+    expect(at[4]).toBeGreaterThanOrEqual(58)
+    expect((at[6] as number) - (at[4] as number)).toBeLessThan(15) // the end and finish follow the last delta
+  })
+})
+
 describe('providers from configuration', () => {
   let h: Harness
   afterEach(() => h.close())

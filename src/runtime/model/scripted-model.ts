@@ -19,6 +19,7 @@ import {
  * Script file (`scripted:<file>`):
  *   {
  *     "chunkSize": 16, "delayMs": 0,
+ *     "pace": "parts",                   // every part waits delayMs; "deltas": only deltas do, the first at once
  *     "record": "requests.jsonl",        // or env CHRONICLE_SCRIPT_LOG: every request, one JSON line
  *     "uniqueCallIds": true,             // fresh tool call ids (default call_scripted_<i>)
  *     "steps": [
@@ -89,6 +90,13 @@ export interface Script {
   readonly respond?: (request: ScriptRequest) => ScriptReply | undefined
   readonly chunkSize?: number
   readonly delayMs?: number
+  /**
+   * `parts` (default): every part after the first waits `delayMs`. `deltas`:
+   * only text, reasoning and tool-input deltas keep the schedule, the first
+   * at once, as a provider's first token comes with the stream's start (bench
+   * stream: the time to first delta is then the server's alone).
+   */
+  readonly pace?: 'parts' | 'deltas'
   readonly record?: string
   /** give each tool call a fresh id, as real providers do (default: call_scripted_<i>) */
   readonly uniqueCallIds?: boolean
@@ -278,6 +286,8 @@ function parts(reply: ScriptReply, size: number, fresh?: () => string): Language
   return out
 }
 
+const PACED = new Set(['text-delta', 'reasoning-delta', 'tool-input-delta'])
+
 function play(
   reply: ScriptReply,
   script: Script,
@@ -285,11 +295,12 @@ function play(
 ): ReadableStream<LanguageModelV3StreamPart> {
   const queue = parts(reply, script.chunkSize ?? 16, script.uniqueCallIds ? freshCallId : undefined)
   const delay = reply.delayMs ?? script.delayMs ?? 0
+  const paced = (part: LanguageModelV3StreamPart | undefined) => script.pace !== 'deltas' || PACED.has(part?.type ?? '')
   let i = 0
   // Chunks keep the model's own schedule, one every `delay` ms from the
   // first, as a provider's do: a reader that falls behind finds the chunks it
   // is late for ready at once (as in a socket's buffer), not postponed.
-  let due = 0
+  let due: number | undefined
   // One abort listener for the whole reply, not one per chunk: it cuts the current wait short.
   let cut: (() => void) | undefined
   signal?.addEventListener('abort', () => cut?.(), { once: true })
@@ -299,18 +310,21 @@ function play(
         controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
         return
       }
-      if (i === 0) due = performance.now()
-      else if (delay > 0) {
-        due += delay
-        const wait = due - performance.now()
-        if (wait > 0)
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, wait)
-            cut = () => {
-              clearTimeout(timer)
-              resolve()
-            }
-          })
+      if (paced(queue[i])) {
+        if (due === undefined)
+          due = performance.now() // the first paced part: at once
+        else if (delay > 0) {
+          due += delay
+          const wait = due - performance.now()
+          if (wait > 0)
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, wait)
+              cut = () => {
+                clearTimeout(timer)
+                resolve()
+              }
+            })
+        }
       }
       if (signal?.aborted) {
         controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
