@@ -29,7 +29,9 @@ export interface Executed {
 }
 
 export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): Executed {
-  store.flush() // the read model must include everything queued before we read it
+  // The session's read model must include what it has queued; other sessions' queue is not
+  // committed here (under load a commit per command is what costs: src/events/store.ts).
+  if (store.queued(sessionId)) store.flush()
   const state = getSession(store, sessionId)
   const decided = decide(state)
   if (decided.length === 0) return { events: [], state }

@@ -58,14 +58,16 @@ interface PendingAppend {
 /**
  * The shortest time between two batched commits under load. A commit costs
  * about the same whether it holds one delta of a session or several (each
- * session it touches costs a few pages of WAL), so when the last commit held
- * MERGE_FROM_QUEUED appends or more (many sessions streaming) the queue
- * waits this long after it: each session's deltas then share commits,
- * frames and, merged, events (bench stream: CPU per delta at S = 200 falls
- * by about a third). Otherwise the queue commits on the next turn, so a
- * lightly loaded server adds no wait to a turn.
+ * session it touches costs a few pages of WAL), so once a commit held
+ * MERGE_FROM_QUEUED appends or more (many sessions streaming), for
+ * LOADED_FOR_MS the queue waits this long after each commit: each session's
+ * deltas then share commits, frames and, merged, events. Otherwise the queue
+ * commits on the next turn, so a lightly loaded server adds no wait to a
+ * turn.
  */
 const LOADED_COMMIT_INTERVAL_MS = 40
+/** How long a commit of MERGE_FROM_QUEUED appends keeps the store loaded (small forced commits in between do not end it). */
+const LOADED_FOR_MS = 1000
 
 /**
  * Deltas merge only into a queue this long: a server keeping up stores every
@@ -109,8 +111,8 @@ export class EventStore {
   /** a timer or immediate will flush: one at a time, whoever else flushes meanwhile */
   private flushScheduled = false
   private flushedAt = 0
-  /** appends in the last flush's batch */
-  private lastBatch = 0
+  /** until when the store counts as loaded: a second after its last commit of MERGE_FROM_QUEUED appends or more */
+  private loadedUntil = 0
   private publishing = false
   private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
@@ -227,10 +229,24 @@ export class EventStore {
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): StoredEvent[] {
     const validated = validate(events)
     if (validated.length === 0) return []
-    this.flush()
     this.assertOpen()
-    const [stored] = this.commit([{ sessionId, events: validated, options, resolve: () => {}, reject: () => {} }])
-    return stored ?? []
+    // Behind everything queued and in the same transaction: one commit, not two (a commit's cost is mostly per commit).
+    let stored: StoredEvent[] = []
+    let failure: { err: unknown } | undefined
+    this.queue.push({
+      sessionId,
+      events: validated,
+      options,
+      resolve: (events) => {
+        stored = events
+      },
+      reject: (err) => {
+        failure = { err }
+      },
+    })
+    this.flush()
+    if (failure) throw failure.err
+    return stored
   }
 
   /**
@@ -271,11 +287,17 @@ export class EventStore {
           this.flushScheduled = false
           this.flush()
         }
-        const wait = this.lastBatch >= MERGE_FROM_QUEUED ? this.flushedAt + LOADED_COMMIT_INTERVAL_MS - Date.now() : 0
+        const now = Date.now()
+        const wait = now < this.loadedUntil ? this.flushedAt + LOADED_COMMIT_INTERVAL_MS - now : 0
         if (wait > 0) setTimeout(scheduled, wait)
         else setImmediate(scheduled)
       }
     })
+  }
+
+  /** Whether the session has appends waiting in the queue (not yet committed). */
+  queued(sessionId: string): boolean {
+    return this.lastQueued.has(sessionId)
   }
 
   /** Commits everything queued. Safe to call at any time (e.g. before shutdown). */
@@ -286,7 +308,7 @@ export class EventStore {
     this.queue = []
     this.lastQueued = new Map()
     this.flushedAt = Date.now()
-    this.lastBatch = batch.length
+    if (batch.length >= MERGE_FROM_QUEUED) this.loadedUntil = this.flushedAt + LOADED_FOR_MS
     let committed: StoredEvent[][]
     try {
       committed = this.commit(batch)

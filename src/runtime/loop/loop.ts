@@ -73,7 +73,9 @@ export async function runLoop(
   const runId = resume?.runId ?? deps.ids.next('run')
   const recorder = new Recorder(deps.store, sessionId)
   const meta = { actor: 'runtime' as const, run: runId }
-  if (!resume) recorder.append([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
+  // Appended through the batching appender and awaited (not committed at once): under load a
+  // run's own commits then share the server's batched ones, `full` ones one fsync between them.
+  if (!resume) recorder.emit([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
 
   const finish = async (
     outcome: RunOutcome,
@@ -81,7 +83,8 @@ export async function runLoop(
   ): Promise<RunOutcome | 'shutdown'> => {
     await recorder.settle().catch(() => undefined)
     if (signal.reason === SHUTDOWN) return 'shutdown'
-    recorder.append([{ type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }], meta, 'full')
+    recorder.emit([{ type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }], meta, 'full')
+    await recorder.settle()
     return outcome
   }
 
@@ -98,10 +101,12 @@ export async function runLoop(
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
       if (rejections?.check()) return await finish('rejected')
+      await recorder.settle()
       let { view, transcript } = deps.views.state(sessionId)
       const delivered = deliver(view, first, deps.ids)
       if (delivered.length > 0) {
-        recorder.append(delivered, meta)
+        recorder.emit(delivered, meta)
+        await recorder.settle()
         if (!first)
           step = 0 // new user input renews the step budget
         ;({ view, transcript } = deps.views.state(sessionId))

@@ -51,7 +51,9 @@ export class SessionViews {
 
   /** The view and its transcript, including everything queued before this call. */
   state(sessionId: string): SessionState {
-    this.store.flush()
+    // Only this session's events change its view: committing other sessions' queue here would
+    // force a commit per step read, and under load commits are what cost (src/events/store.ts).
+    if (this.store.queued(sessionId)) this.store.flush()
     let state = this.views.get(sessionId)
     if (state) {
       this.views.delete(sessionId) // re-inserted below: most recently used last
