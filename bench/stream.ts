@@ -257,11 +257,11 @@ export default async function (args: string[]): Promise<object> {
     const cpuMs = serverCpuMs() - cpu0
     const clientCpu = process.cpuUsage(clientCpu0)
     clearInterval(sampler)
-    for (const ws of sockets) ws.terminate()
 
-    let lost = 0
-    let duplicated = 0
-    let outOfOrder = 0
+    // A session's log goes on past run.finished (its title, the workspace snapshot taken
+    // as the run ends): the sockets stay open until they have all the log held when it was
+    // read, or 10 s pass. What has not arrived by then is lost.
+    const expectedOf = new Map<string, number[]>()
     for (const id of ids) {
       const expected: number[] = []
       let after = from.get(id) ?? 0
@@ -274,6 +274,24 @@ export default async function (args: string[]): Promise<object> {
         if (page.next === undefined) break
         after = page.next
       }
+      expectedOf.set(id, expected)
+    }
+    const caughtUp = () =>
+      ids.every((id) => {
+        const last = expectedOf.get(id)?.at(-1) ?? 0
+        return Array.from({ length: perSession }, (_, k) => received.get(`${id}#${k}`)?.at(-1) ?? 0).every(
+          (seq) => seq >= last,
+        )
+      })
+    for (const deadline = Date.now() + 10_000; !caughtUp() && Date.now() < deadline; )
+      await new Promise((r) => setTimeout(r, 50))
+    for (const ws of sockets) ws.terminate()
+
+    let lost = 0
+    let duplicated = 0
+    let outOfOrder = 0
+    for (const id of ids) {
+      const expected = expectedOf.get(id) ?? []
       for (let k = 0; k < perSession; k++) {
         const got = received.get(`${id}#${k}`) ?? []
         const unique = new Set(got)
