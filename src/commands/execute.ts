@@ -29,9 +29,7 @@ export interface Executed {
 }
 
 export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): Executed {
-  // The session's read model must include what it has queued; other sessions' queue is not
-  // committed here (under load a commit per command is what costs: src/events/store.ts).
-  if (store.queued(sessionId)) store.flush()
+  store.flushFor(sessionId) // the read model must include what the session has queued
   const state = getSession(store, sessionId)
   const decided = decide(state)
   if (decided.length === 0) return { events: [], state }

@@ -23,7 +23,11 @@ export interface EventRow {
 /** Each type's data schema, for checking rows as they are read. */
 const DATA_SCHEMAS = new Map<string, z.ZodType>(ChronicleEvent.options.map((o) => [o.shape.type.value, o.shape.data]))
 
-/** Deltas are most of the log: their two string fields are checked by hand, with the schema's result. */
+/**
+ * The delta types, most of the log, and the field holding each one's text:
+ * checked by hand below (with the schema's result), merged by the store under
+ * load, and appended to their part by the projection's tails (part-rows.ts).
+ */
 const DELTA_FIELD: Readonly<Record<string, DeltaField>> = {
   'text.delta': 'text',
   'reasoning.delta': 'text',

@@ -295,9 +295,13 @@ export class EventStore {
     })
   }
 
-  /** Whether the session has appends waiting in the queue (not yet committed). */
-  queued(sessionId: string): boolean {
-    return this.lastQueued.has(sessionId)
+  /**
+   * Commits the queue if the session has appends in it: what a reader of that
+   * session's state needs, without forcing a commit for every other session's
+   * (under load a commit is what costs: LOADED_COMMIT_INTERVAL_MS).
+   */
+  flushFor(sessionId: string): void {
+    if (this.lastQueued.has(sessionId)) this.flush()
   }
 
   /** Commits everything queued. Safe to call at any time (e.g. before shutdown). */

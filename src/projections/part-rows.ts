@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { deltaField } from '../events/rows.js'
 import type { Part } from './model.js'
 import { prepared } from './prepared.js'
 
@@ -60,13 +61,6 @@ export function fromRow(row: PartRow): Part {
   return { id: row.id, sessionId: row.sessionId, messageId: row.messageId, ...stored } as Part
 }
 
-/** The deltas that grow a streamed string, and the data field each carries. */
-const DELTA_FIELDS: Readonly<Record<string, string>> = {
-  'text.delta': 'text',
-  'reasoning.delta': 'text',
-  'tool.input.delta': 'delta',
-}
-
 /**
  * The parts of `rows` (all of one session), each streaming one completed
  * with the deltas the log holds after its row's `through` (up to session
@@ -97,7 +91,7 @@ export function withTails(
   for (const d of deltas) {
     const data = JSON.parse(d.data) as Record<string, string>
     const tail = streaming.get(data.partId as string)
-    if (tail && d.version > tail.through) tail.chunks.push(data[DELTA_FIELDS[d.type] as string] as string)
+    if (tail && d.version > tail.through) tail.chunks.push(data[deltaField(d.type) as string] as string)
   }
   for (const { index, chunks } of streaming.values()) {
     if (chunks.length === 0) continue

@@ -162,7 +162,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return outcome
     },
     (sessionId) => {
-      if (store.queued(sessionId)) store.flush() // only its own events change its pending work
+      store.flushFor(sessionId) // only its own events change its pending work
       const session = getSession(store, sessionId)
       // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
       if (!session || session.imported) return undefined

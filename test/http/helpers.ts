@@ -6,6 +6,18 @@ import WebSocket from 'ws'
 import { loadConfig, type ChronicleConfig } from '../../src/config.js'
 import { createChronicle, type Chronicle } from '../../src/main.js'
 
+/** A log destination that keeps every line in memory. */
+export function capturedLogs(): { logs: string[]; sink: Writable } {
+  const logs: string[] = []
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk))
+      done()
+    },
+  })
+  return { logs, sink }
+}
+
 /** A real Chronicle in a temp data dir, logs captured in memory. */
 export interface TestServer {
   readonly chronicle: Chronicle
@@ -22,13 +34,7 @@ export async function startServer(
   opts: { listen?: boolean; config?: Partial<ChronicleConfig> } = {},
 ): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-http-'))
-  const logs: string[] = []
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      logs.push(String(chunk))
-      done()
-    },
-  })
+  const { logs, sink } = capturedLogs()
   const base = loadConfig({
     env: { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', ...env },
     cwd: dir,

@@ -2,12 +2,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, wr
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { DEFAULT_WEB_ROOT } from '../../src/http/web-root.js'
 import { createChronicle, type Chronicle } from '../../src/main.js'
-import { Client } from './helpers.js'
+import { capturedLogs, Client } from './helpers.js'
 
 /**
  * The web page's server side (docs/API.md "Web page", docs/SECURITY.md "The
@@ -53,13 +52,7 @@ async function serve(
   web: { root?: string } | false = { root },
   env: Record<string, string> = {},
 ): Promise<Server> {
-  const logs: string[] = []
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      logs.push(String(chunk))
-      done()
-    },
-  })
+  const { logs, sink } = capturedLogs()
   const base = loadConfig({
     env: { CHRONICLE_DATA_DIR: data, CHRONICLE_PORT: '0', CHRONICLE_LOG_LEVEL: 'info', ...env },
     cwd: dir,

@@ -51,9 +51,7 @@ export class SessionViews {
 
   /** The view and its transcript, including everything queued before this call. */
   state(sessionId: string): SessionState {
-    // Only this session's events change its view: committing other sessions' queue here would
-    // force a commit per step read, and under load commits are what cost (src/events/store.ts).
-    if (this.store.queued(sessionId)) this.store.flush()
+    this.store.flushFor(sessionId) // only this session's events change its view
     let state = this.views.get(sessionId)
     if (state) {
       this.views.delete(sessionId) // re-inserted below: most recently used last

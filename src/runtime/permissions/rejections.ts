@@ -117,8 +117,8 @@ class RejectsBySession {
   constructor(private readonly store: EventStore) {}
 
   watch(sessionId: string, onReject: () => void): () => void {
-    let set = this.watchers.get(sessionId)
-    if (!set) this.watchers.set(sessionId, (set = new Set()))
+    const set = this.watchers.get(sessionId) ?? new Set()
+    this.watchers.set(sessionId, set)
     set.add(onReject)
     this.unsubscribe ??= this.store.onCommit((events) => {
       for (const e of events) {
@@ -140,8 +140,8 @@ class RejectsBySession {
 const registries = new WeakMap<EventStore, RejectsBySession>()
 
 function rejectsOf(store: EventStore): RejectsBySession {
-  let registry = registries.get(store)
-  if (!registry) registries.set(store, (registry = new RejectsBySession(store)))
+  const registry = registries.get(store) ?? new RejectsBySession(store)
+  registries.set(store, registry)
   return registry
 }
 

@@ -2,6 +2,12 @@ import { useRef, useState } from 'preact/hooks'
 import type { ChronicleSocket, Session } from '../../client/index.js'
 import { ErrorNote, useAction } from '../ui.js'
 
+/** The two ways an input reaches a busy session, as the radio buttons offer them. */
+const DELIVERIES = [
+  ['steer', 'Steer the run'],
+  ['queue', 'Queue after it'],
+] as const
+
 /**
  * The input box: `input.submit` with a delivery — steer (into the running
  * turn, at the next step) or queue (after the run ends) — and cancel
@@ -66,26 +72,18 @@ export function Composer({ socket, session }: { socket: ChronicleSocket; session
       <div class="composer-actions">
         <fieldset class="delivery">
           <legend>When the session is busy</legend>
-          <label>
-            <input
-              type="radio"
-              name="delivery"
-              value="steer"
-              checked={delivery === 'steer'}
-              onChange={() => setDelivery('steer')}
-            />
-            Steer the run
-          </label>
-          <label>
-            <input
-              type="radio"
-              name="delivery"
-              value="queue"
-              checked={delivery === 'queue'}
-              onChange={() => setDelivery('queue')}
-            />
-            Queue after it
-          </label>
+          {DELIVERIES.map(([value, label]) => (
+            <label key={value}>
+              <input
+                type="radio"
+                name="delivery"
+                value={value}
+                checked={delivery === value}
+                onChange={() => setDelivery(value)}
+              />
+              {label}
+            </label>
+          ))}
         </fieldset>
         <button type="submit" class="primary" disabled={submit.busy || text.trim() === ''}>
           Send
