@@ -58,15 +58,15 @@ interface PendingAppend {
 /**
  * The shortest time between two batched commits under load. A commit costs
  * about the same whether it holds one delta of a session or several (each
- * session it touches costs a few pages of WAL), so once a commit held
- * MERGE_FROM_QUEUED appends or more (many sessions streaming), for
+ * session it touches costs a few pages of WAL), so once the commits of one
+ * interval held MERGE_FROM_QUEUED appends or more (many sessions streaming), for
  * LOADED_FOR_MS the queue waits this long after each commit: each session's
  * deltas then share commits, frames and, merged, events. Otherwise the queue
  * commits on the next turn, so a lightly loaded server adds no wait to a
  * turn.
  */
 const LOADED_COMMIT_INTERVAL_MS = 40
-/** How long a commit of MERGE_FROM_QUEUED appends keeps the store loaded (small forced commits in between do not end it). */
+/** How long an interval's MERGE_FROM_QUEUED appends keep the store loaded (small forced commits in between do not end it). */
 const LOADED_FOR_MS = 1000
 
 /**
@@ -111,7 +111,14 @@ export class EventStore {
   /** a timer or immediate will flush: one at a time, whoever else flushes meanwhile */
   private flushScheduled = false
   private flushedAt = 0
-  /** until when the store counts as loaded: a second after its last commit of MERGE_FROM_QUEUED appends or more */
+  /**
+   * Appends committed since `windowAt`, counted per LOADED_COMMIT_INTERVAL_MS:
+   * the load is a rate, not one commit's size. A store committing every turn
+   * never holds MERGE_FROM_QUEUED in one commit, however many sessions stream.
+   */
+  private windowAt = 0
+  private windowAppends = 0
+  /** until when the store counts as loaded: a second after an interval's commits held MERGE_FROM_QUEUED appends */
   private loadedUntil = 0
   private publishing = false
   private unpublished: (readonly StoredEvent[])[] = []
@@ -312,7 +319,12 @@ export class EventStore {
     this.queue = []
     this.lastQueued = new Map()
     this.flushedAt = Date.now()
-    if (batch.length >= MERGE_FROM_QUEUED) this.loadedUntil = this.flushedAt + LOADED_FOR_MS
+    if (this.flushedAt - this.windowAt >= LOADED_COMMIT_INTERVAL_MS) {
+      this.windowAt = this.flushedAt
+      this.windowAppends = 0
+    }
+    this.windowAppends += batch.length
+    if (this.windowAppends >= MERGE_FROM_QUEUED) this.loadedUntil = this.flushedAt + LOADED_FOR_MS
     let committed: StoredEvent[][]
     try {
       committed = this.commit(batch)

@@ -39,7 +39,7 @@ export function createTitles(deps: {
   const inFlight = new Set<Promise<void>>()
 
   async function propose(sessionId: string): Promise<void> {
-    store.flush()
+    store.flushFor(sessionId)
     const view = loadView(store, sessionId)
     const session = view.session
     if (!session || session.title !== DEFAULT_TITLE || session.parent || session.imported || session.forkedFrom) return

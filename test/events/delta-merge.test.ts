@@ -85,6 +85,22 @@ describe('deltas under load', () => {
     expect((commits[1] as number) - (commits[0] as number)).toBeGreaterThanOrEqual(38)
   })
 
+  it('many small commits in one interval load the store as one large commit does', async () => {
+    // A store committing every turn never holds 64 appends in one commit, however many sessions stream.
+    const { store } = storeWith(LOADED)
+    const commits: number[] = []
+    store.onCommit(() => commits.push(performance.now()))
+    for (let turn = 0; turn < 8; turn++)
+      await Promise.all(
+        Array.from({ length: LOADED / 8 }, (_, i) =>
+          store.enqueue(`ses_${turn * 8 + i}`, [renamed(`t${turn}`)], { meta: userMeta }),
+        ),
+      )
+    expect(commits).toHaveLength(8) // each turn committed at once: the store was not loaded yet
+    await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+    expect((commits[8] as number) - (commits[7] as number)).toBeGreaterThanOrEqual(30)
+  })
+
   it('the read model holds the same text as if nothing had merged', async () => {
     const { store, load } = storeWith(LOADED, openStore(':memory:'))
     const others = load()

@@ -32,10 +32,13 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   const { store } = deps
   const report = (childId: string): boolean => {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
-    store.flush()
+    // Having a parent is decided at creation: most sessions are left without forcing a commit.
+    if (!getSession(store, childId)?.parent) return false
+    store.flushFor(childId)
     const child = getSession(store, childId)
     if (!child?.parent || child.imported || child.run || !child.lastRun) return false
     const parentId = child.parent.sessionId
+    store.flushFor(parentId)
     if (getSession(store, parentId)?.imported) return false // imported history is never acted on
     const parts = getParts(store, parentId)
     const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
