@@ -37,6 +37,10 @@ const USAGE = `usage: chronicle <command> [options]
                                                 a named token (admin); its secret is printed once
   token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
   whoami                                        who the CLI's token speaks for
+  mcp list | mcp login <server> | mcp logout <server> [--config file]
+                                                MCP servers and their sign-in; login prints the authorization URL and
+                                                waits for the browser (on the server's port: stop the server first);
+                                                logout deletes the stored sign-in
   verify [--head seq:digest] [--force]          check the log's hash chains and compare read models with the log
                                                 (server stopped); exit 1 on a break or a difference. Prints the
                                                 log's head digest: --head checks the log still gives one recorded earlier
@@ -135,6 +139,10 @@ const COMMANDS: Record<string, Command> = {
     run: async (a, io) => (await import('./cli/offline.js')).verifyCommand(a, io.stdout),
   },
   audit: { options: { all: B }, run: async (a, io) => (await import('./cli/offline.js')).auditCommand(a, io.stdout) },
+  mcp: {
+    options: { config: S },
+    run: async (a, io) => (await import('./cli/mcp.js')).mcpCommand(a, io.stdout),
+  },
   token: {
     options: { name: S, role: S, sessions: S, expires: S },
     run: async (a, io) => (await import('./cli/tokens.js')).tokenCommand(a, io.stdout),

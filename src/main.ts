@@ -29,7 +29,13 @@ import {
 import { resolveAgents } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { createMcpManager } from './tools/mcp/manager.js'
+import { mcpOAuthRedirectUrl } from './tools/mcp/oauth.js'
+import { createMcpSignInCallback } from './tools/mcp/oauth-callback.js'
+import { createSessionRoots } from './runtime/mcp/roots.js'
+import { createMcpStateLog } from './runtime/mcp/state-log.js'
 import { createPermissionGate } from './runtime/permissions/gate.js'
+import { createElicitationBridge } from './runtime/elicitation/bridge.js'
+import { mcpElicitationHandler } from './runtime/elicitation/mcp-handler.js'
 import { createRedactor, isSecretName, secretsOf, type Secret } from './tools/redact.js'
 import { createToolRegistry } from './runtime/tools/registry.js'
 import { detectSandbox, type Sandbox } from './tools/sandbox.js'
@@ -158,12 +164,22 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
   const gate = createPermissionGate({ store, ids, agents })
+  // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
+  const elicitations = createElicitationBridge({ store, ids, log: logger })
+  // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
+  const roots = createSessionRoots(store, directory)
   const mcp = createMcpManager(config.mcp, {
     directory,
     dataDir: config.dataDir,
     sandbox,
+    oauthRedirectUrl: mcpOAuthRedirectUrl(config.port),
+    learnSecrets: (secrets) => redactor.learn(secrets),
     onStatus: (status) => logger.info({ mcp: status }, 'mcp server status'),
+    onEvent: createMcpStateLog({ store, servers: config.mcp, redactor, warn: (obj, msg) => logger.warn(obj, msg) }),
+    roots: () => roots.list(),
+    onElicitation: mcpElicitationHandler(elicitations, logger),
   })
+  roots.onChange(() => void mcp.rootsChanged())
   const tools = createToolRegistry({
     agents,
     store,
@@ -233,6 +249,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     ...(config.workspace.snapshots && { forks }),
     dataDir: config.dataDir,
     ...(web && { web }),
+    mcpSignIn: createMcpSignInCallback({
+      servers: config.mcp,
+      dataDir: config.dataDir,
+      redirectUrl: mcpOAuthRedirectUrl(config.port),
+      signedIn: (server) => mcp.reconnect(server),
+    }),
   }
   const app = await buildApp(deps)
 
@@ -298,7 +320,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         await runtime.stop() // runs reach a safe point (left open for recovery), so waiting requests can finish
         await closing
         await mcp.close()
+        roots.close()
         gate.close()
+        elicitations.close()
         orphans.close()
         shadow.close()
         store.flush()
@@ -358,9 +382,14 @@ function serverSecrets(config: ChronicleConfig, token: string): Secret[] {
     ...named('Google API key', config.provider.googleApiKey),
     ...config.mcp.flatMap((server) =>
       server.type === 'remote'
-        ? Object.entries(server.headers).flatMap(([h, value]) =>
-            isSecretName(h) ? [{ name: `${server.name} ${h}`, value }] : [],
-          )
+        ? [
+            ...Object.entries(server.headers).flatMap(([h, value]) =>
+              isSecretName(h) ? [{ name: `${server.name} ${h}`, value }] : [],
+            ),
+            // a configured OAuth client's secret or key (signed-in tokens live only in the data dir's mcp-oauth.json)
+            ...(server.oauth ? named(`${server.name} oauth.clientSecret`, server.oauth.clientSecret) : []),
+            ...(server.oauth ? named(`${server.name} oauth.privateKey`, server.oauth.privateKey) : []),
+          ]
         : secretsOf(server.environment).map((s) => ({ ...s, name: `${server.name} ${s.name}` })),
     ),
   ]

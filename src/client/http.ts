@@ -29,6 +29,7 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'permission.reply': ['POST', '/sessions/:session/permissions/:requestId', 'body'],
   'permission.rules': ['GET', '/sessions/:session/rules', 'query'],
   'permission.revoke': ['DELETE', '/sessions/:session/rules/:ruleId', 'query'],
+  'elicitation.answer': ['POST', '/sessions/:session/elicitations/:elicitationId', 'body'],
   'session.fork': ['POST', '/sessions/:session/fork', 'body'],
   'session.state': ['GET', '/sessions/:session/state', 'query'],
   'session.context': ['GET', '/sessions/:session/context', 'query'],
@@ -43,6 +44,7 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'token.list': ['GET', '/tokens', 'query'],
   'token.revoke': ['DELETE', '/tokens/:tokenId', 'query'],
   whoami: ['GET', '/whoami', 'query'],
+  'mcp.servers': ['GET', '/mcp/servers', 'query'],
 }
 
 export interface RequestOptions {

@@ -2,6 +2,7 @@ import type { z } from 'zod'
 import type { Params } from '../http/api.js'
 import type { PermissionRule } from '../events/catalogue.js'
 import type { StoredEvent } from '../events/envelope.js'
+import type { McpServersAt } from '../projections/mcp-servers.js'
 import type { Message, Part, Session, SessionRule } from '../projections/model.js'
 
 /**
@@ -114,6 +115,7 @@ export interface Results {
   'permission.reply': Record<string, never>
   'permission.rules': { rules: SessionRule[]; configured: PermissionRule[] }
   'permission.revoke': Record<string, never>
+  'elicitation.answer': Record<string, never>
   'session.fork': { session: Session }
   'session.state': StateView
   'session.context': Record<string, unknown>
@@ -128,6 +130,7 @@ export interface Results {
   'token.list': { tokens: TokenInfo[] }
   'token.revoke': TokenInfo
   whoami: { id: string; name: string; role: string; sessions?: string[] }
+  'mcp.servers': McpServersAt
 }
 
 export type ResultOf<M extends Method> = Results[M]

@@ -9,7 +9,8 @@ import type { SessionView } from '../projections/model.js'
  *
  * Order: parts (by id) — open text/reasoning ended, pending/running tools
  * failed, unfinished subtasks finished `cancelled`; then pending permission
- * requests rejected; a requested or running compaction failed; open
+ * requests rejected; pending MCP elicitations cancelled (always: their calls
+ * were running); a requested or running compaction failed; open
  * assistant messages completed with an error; the run finished `cancelled`.
  * Undelivered inputs are not touched: they stay queued, as the log says.
  */
@@ -57,6 +58,18 @@ export function settleInFlight(view: SessionView, reason: SettleReason): Chronic
         },
       })
     }
+  }
+  // An elicitation belongs to a running MCP call, failed above: the server's request ended with that call
+  // (and with the connection, on a restart), so no answer could reach it. Closed, whatever the reason.
+  for (const request of session?.pendingElicitations ?? []) {
+    events.push({
+      type: 'elicitation.answered',
+      data: {
+        elicitationId: request.elicitationId,
+        action: 'cancel',
+        reason: `${reason.message}: the MCP server's request ended with its tool call`,
+      },
+    })
   }
   const compaction = session?.compaction
   if (compaction && (compaction.status === 'requested' || compaction.status === 'running')) {

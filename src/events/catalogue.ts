@@ -321,6 +321,38 @@ export const PermissionRuleAdded = event('permission.rule.added', { ruleId: id, 
 /** commands (revoke). */
 export const PermissionRuleRemoved = event('permission.rule.removed', { ruleId: id })
 
+// ── elicitation (an MCP server asks the user: docs/TOOLS.md "Elicitation") ─────────────────
+/** A form field's value in an elicitation answer, as the MCP spec allows (string, number, boolean, string list). */
+export const ElicitationValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])
+export type ElicitationValue = z.infer<typeof ElicitationValue>
+/**
+ * runtime (src/runtime/elicitation/bridge.ts). An MCP server's `elicitation/create`, asked during the tool
+ * call `partId`/`callId`: parked until an answer; Session becomes `waiting`. `requestedSchema` is the
+ * server's flat form schema as it sent it (bounded in size before it is appended). Like a permission
+ * request, a sub-agent's is raised in the top session of its chain, with `from` naming the child's call.
+ */
+export const ElicitationRequested = event('elicitation.requested', {
+  elicitationId: id,
+  server: z.string().min(1),
+  message: z.string(),
+  requestedSchema: z.record(z.string(), z.unknown()),
+  partId: z.string().optional(),
+  callId: z.string().optional(),
+  from: z.object({ sessionId: id, partId: z.string().optional(), callId: z.string().optional() }).optional(),
+})
+/**
+ * commands (answer), the runtime (the call was aborted) or settlement (recovery, fork). Closes the request:
+ * `accept` with `content` (defaults applied, valid against the requested schema), `decline` or `cancel`.
+ * Who answered is the envelope's meta (actor, by).
+ */
+export const ElicitationAnswered = event('elicitation.answered', {
+  elicitationId: id,
+  action: z.enum(['accept', 'decline', 'cancel']),
+  content: z.record(z.string(), ElicitationValue).optional(),
+  /** why the runtime or a settlement closed it (absent when a person answered) */
+  reason: z.string().optional(),
+})
+
 // ── compaction ────────────────────────────────────────────────────────────
 /** runtime or commands. A compaction is wanted; the reason says why. */
 export const CompactionRequested = event('compaction.requested', {
@@ -481,12 +513,56 @@ export const TokenCreated = event('token.created', {
 /** an admin (the command). The token stops working at once; its open sockets are closed. */
 export const TokenRevoked = event('token.revoked', { tokenId: id })
 
+// ── MCP servers (the system stream `sys_mcp`: docs/TOOLS.md "Server state in the log") ─────────────
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/)
+const mcpServer = z.string().min(1).max(200)
+/** the MCP manager. An attempt to connect a configured server begins (1 at start, then each reconnect). */
+export const McpServerConnecting = event('mcp.server.connecting', {
+  server: mcpServer,
+  attempt: z.number().int().positive(),
+})
+/**
+ * the MCP manager. The server answered and listed its tools: their names as the model sees them, and
+ * sha256 digests of the list (names, descriptions, input schemas) and of its instructions — never the
+ * schemas themselves. Appended again when the server changes its tool list.
+ */
+export const McpServerReady = event('mcp.server.ready', {
+  server: mcpServer,
+  transport: z.enum(['stdio', 'streamable-http', 'sse']),
+  /** at most the first 1000 names (a hostile server could list any number); `toolCount` says how many there are */
+  tools: z.array(z.string().min(1).max(200)).max(1000),
+  toolCount: z.number().int().nonnegative(),
+  toolsDigest: sha256,
+  instructionsDigest: sha256.optional(),
+})
+/**
+ * the MCP manager. The attempt failed or the server went away; its tools are gone. `error` is scrubbed
+ * (no token, header value or query string). `retryInMs`: when the next attempt starts; absent: none will.
+ */
+export const McpServerFailed = event('mcp.server.failed', {
+  server: mcpServer,
+  error: z.string().max(2000),
+  retryInMs: z.number().int().nonnegative().optional(),
+})
+/** the MCP manager. The server wants a sign-in; it is not retried until someone signs in. */
+export const McpServerAuthRequired = event('mcp.server.auth_required', {
+  server: mcpServer,
+  error: z.string().max(2000).optional(),
+})
+/** the MCP manager. Chronicle closed the connection (shutdown); no reconnect follows. */
+export const McpServerDisconnected = event('mcp.server.disconnected', { server: mcpServer })
+
 export const ChronicleEvent = z.discriminatedUnion('type', [
   SessionCreated,
   SessionForked,
   SessionRenamed,
   TokenCreated,
   TokenRevoked,
+  McpServerConnecting,
+  McpServerReady,
+  McpServerFailed,
+  McpServerAuthRequired,
+  McpServerDisconnected,
   TitleStarted,
   TitleFailed,
   SessionArchived,
@@ -519,6 +595,8 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   PermissionReplied,
   PermissionRuleAdded,
   PermissionRuleRemoved,
+  ElicitationRequested,
+  ElicitationAnswered,
   CompactionRequested,
   CompactionStarted,
   CompactionCompleted,

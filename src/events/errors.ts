@@ -13,6 +13,10 @@ export const ERROR_STATUS = {
   SEQ_OUT_OF_RANGE: 404,
   PERMISSION_REQUEST_NOT_FOUND: 404,
   RULE_NOT_FOUND: 404,
+  /** an elicitation that is not pending: unknown, or already answered (docs/TOOLS.md "Elicitation") */
+  ELICITATION_NOT_FOUND: 404,
+  /** an elicitation answer whose content does not match the server's requested schema; nothing was appended */
+  ELICITATION_INVALID: 400,
   /** a path or tree that a workspace snapshot does not hold (a file over the size cap is listed, not stored) */
   NOT_IN_SNAPSHOT: 404,
   INPUT_CONFLICT: 409,

@@ -12,6 +12,7 @@ export type IdPrefix =
   | 'run'
   | 'in'
   | 'per'
+  | 'eli'
   | 'rul'
   | 'cmp'
   | 'call'

@@ -86,10 +86,18 @@ const STREAM_VERSIONS_KEPT = 10_000
 
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
-/** Streams that are not sessions (`sys_tokens`): they hold only their own event types, and no session starts them. */
+/** Streams that are not sessions (`sys_tokens`, `sys_mcp`): they hold only their own event types, and no session starts them. */
 export const SYSTEM_STREAM_PREFIX = 'sys_'
 export const isSystemStream = (streamId: string) => streamId.startsWith(SYSTEM_STREAM_PREFIX)
-const SYSTEM_TYPES = new Set(['token.created', 'token.revoked'])
+const SYSTEM_TYPES = new Set([
+  'token.created',
+  'token.revoked',
+  'mcp.server.connecting',
+  'mcp.server.ready',
+  'mcp.server.failed',
+  'mcp.server.auth_required',
+  'mcp.server.disconnected',
+])
 
 /** A stream's last version and that event's hash (null: logged before the chain). */
 interface StreamHead {

@@ -8,10 +8,13 @@ import { execute } from '../commands/execute.js'
 import { fork } from '../commands/fork.js'
 import { submitInput } from '../commands/input.js'
 import { permissionCommand } from '../commands/permission.js'
+import { elicitationCommand } from '../commands/elicitation.js'
+import { checkElicitationContent } from '../tools/mcp/elicitation-check.js'
 import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
 import { exportLines } from '../projections/export.js'
 import { getMessages, getParts, listSessions, requireSession } from '../projections/read-model.js'
+import { mcpServersAt } from '../projections/mcp-servers.js'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './principals.js'
 
@@ -59,6 +62,13 @@ export const Params = {
   }),
   'permission.rules': z.object({ session: sessionId }),
   'permission.revoke': z.object({ session: sessionId, ruleId: z.string().min(1) }),
+  /** answers an MCP server's elicitation (docs/TOOLS.md "Elicitation"): content only with accept */
+  'elicitation.answer': z.object({
+    session: sessionId,
+    elicitationId: z.string().min(1).max(200),
+    action: z.enum(['accept', 'decline', 'cancel']),
+    content: z.record(z.string().max(200), z.unknown()).optional(),
+  }),
   'session.fork': z.object({
     session: sessionId,
     at: z.number().int().positive(),
@@ -107,6 +117,8 @@ export const Params = {
   'token.revoke': z.object({ tokenId: z.string().min(1).max(200) }),
   /** the principal the presented token speaks for */
   whoami: z.object({}),
+  /** which MCP servers and tools existed right after event `at` (default: now): docs/TOOLS.md "Server state in the log" */
+  'mcp.servers': z.object({ at: seq.optional() }),
 } as const
 
 export type Method = keyof typeof Params
@@ -244,6 +256,17 @@ export function createApi(deps: AppDeps): Api {
       )
       return {}
     },
+    'elicitation.answer'(p, caller) {
+      const { elicitationId, action, content } = p
+      elicitationCommand(
+        store,
+        p.session,
+        { type: 'answer', elicitationId, action, ...(content !== undefined && { content }) },
+        metaOf(caller, { request: elicitationId }),
+        checkElicitationContent,
+      )
+      return {}
+    },
     'permission.rules'(p) {
       const s = session(p.session)
       return { rules: s.approvals, configured: s.rules }
@@ -338,6 +361,9 @@ export function createApi(deps: AppDeps): Api {
     },
     'token.revoke'(p, caller) {
       return (deps.principals ?? missing('tokens')).revoke(p.tokenId, metaOf(caller, { command: 'token.revoke' }))
+    },
+    'mcp.servers'(p) {
+      return mcpServersAt(store, p.at)
     },
     whoami(_p, caller) {
       const { id, name, role, sessions } = caller.principal

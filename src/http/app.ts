@@ -22,7 +22,10 @@ import type { AppDeps } from './deps.js'
 import { componentRegistry, finishDocument } from './openapi.js'
 import { problemBody, toProblem } from './problem.js'
 import { inputRoutes } from './routes/inputs.js'
+import { elicitationRoutes } from './routes/elicitations.js'
 import { loginRoutes } from './routes/login.js'
+import { mcpRoutes } from './routes/mcp.js'
+import { mcpOAuthRoutes } from './routes/mcp-oauth.js'
 import { metaRoutes } from './routes/meta.js'
 import { pageRoutes } from './routes/page.js'
 import { sessionRoutes } from './routes/sessions.js'
@@ -209,6 +212,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
   sessionRoutes(app, api)
   tokenRoutes(app, api)
+  mcpRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)
+  elicitationRoutes(app, api)
+  if (deps.mcpSignIn) mcpOAuthRoutes(app, deps.mcpSignIn)
   return app
 }

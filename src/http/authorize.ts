@@ -11,13 +11,13 @@ import type { Principal } from './principals.js'
  * checked against the caller's role and session limit before its handler
  * runs, so a refused call decides nothing and appends nothing.
  *
- *   audit    read: list, get, state and context at a seq, history, files, diffs, rules, subscribe
+ *   audit    read: list, get, state and context at a seq, history, files, diffs, rules, MCP servers, subscribe
  *   operate  audit, plus create, submit, cancel, permission replies, fork, compact, revert, archive
  *   admin    everything, plus tokens and revoking approval rules
  *
  * A token limited to some sessions reaches those, their forks and their
- * sub-agents' sessions; it cannot create sessions, and a list shows it only
- * those.
+ * sub-agents' sessions; it cannot create sessions or read the MCP servers'
+ * state (the whole server's), and a list shows it only those.
  */
 
 export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
@@ -31,6 +31,7 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   'session.diff': 'audit',
   'permission.rules': 'audit',
   whoami: 'audit',
+  'mcp.servers': 'audit',
   subscribe: 'audit',
   unsubscribe: 'audit',
   'session.create': 'operate',
@@ -38,6 +39,7 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   'input.submit': 'operate',
   'run.cancel': 'operate',
   'permission.reply': 'operate',
+  'elicitation.answer': 'operate',
   'session.fork': 'operate',
   'session.compact': 'operate',
   'session.revert': 'operate',
@@ -76,6 +78,12 @@ export function authorize(store: EventStore, caller: Caller, method: keyof typeo
   if (!principal.sessions) return
   if (method === 'session.create')
     throw new ChronicleError('FORBIDDEN', `token ${principal.name} is limited to some sessions: it cannot create one`)
+  if (method === 'mcp.servers')
+    // the tool servers and what they offer are the whole server's, not some sessions'
+    throw new ChronicleError(
+      'FORBIDDEN',
+      `token ${principal.name} is limited to some sessions: it cannot read the server's MCP servers`,
+    )
   const sessions = sessionsNamed(params)
   for (const id of sessions) {
     store.flush()

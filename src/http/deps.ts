@@ -12,6 +12,7 @@ import type { ModelContext } from '../runtime/runtime.js'
 import type { WorkspaceHistory } from '../runtime/workspace/history.js'
 import type { WorkspaceForks } from '../runtime/workspace/forks.js'
 import type { WorkspaceRestorer } from '../runtime/workspace/restore.js'
+import type { McpSignInCallback } from '../tools/mcp/oauth-callback.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -95,4 +96,6 @@ export interface AppDeps {
   readonly agents?: ReadonlySet<string>
   /** the web page, its login links and cookie sessions; absent (`web: false`): no page, and no cookie is accepted */
   readonly web?: WebDeps
+  /** completes a remote MCP server's browser sign-in (GET /mcp/oauth/callback); absent: no callback served */
+  readonly mcpSignIn?: McpSignInCallback
 }

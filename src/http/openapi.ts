@@ -220,6 +220,25 @@ export const Answers = {
   tokens: z.looseObject({ tokens: z.array(Token) }),
   token: Token,
   whoami: z.looseObject({ id: z.string(), name: z.string(), role: Role, sessions: z.array(z.string()).optional() }),
+  mcpServers: z.looseObject({
+    seq: count,
+    servers: z.array(
+      z.looseObject({
+        name: z.string(),
+        state: z.enum(['connecting', 'ready', 'failed', 'auth_required', 'disconnected']),
+        attempt: count,
+        since: count,
+        at: z.string(),
+        transport: z.enum(['stdio', 'streamable-http', 'sse']).optional(),
+        tools: z.array(z.string()),
+        toolCount: count.optional(),
+        toolsDigest: z.string().optional(),
+        instructionsDigest: z.string().optional(),
+        error: z.string().optional(),
+        retryInMs: count.optional(),
+      }),
+    ),
+  }),
   /** the code is the URL's fragment */
   loginLink: z.looseObject({ url: z.string(), expiresAt: z.string() }),
 } as const

@@ -43,6 +43,8 @@ export const PUBLIC_ROUTES: ReadonlySet<string> = new Set([
   'GET /login',
   'GET /assets/*',
   'POST /login',
+  // a browser back from an MCP server's sign-in: the OAuth `state` is the proof (routes/mcp-oauth.ts)
+  'GET /mcp/oauth/callback',
 ])
 
 /** How a request proved who it is: a bearer token (header, subprotocol, upgrade query) or a web session cookie. */

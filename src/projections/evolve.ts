@@ -266,7 +266,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'permission.replied': {
       const request = session.pendingPermissions.find((p) => p.requestId === event.data.requestId)
       const pendingPermissions = session.pendingPermissions.filter((p) => p.requestId !== event.data.requestId)
-      const status = pendingPermissions.length > 0 ? 'waiting' : session.run ? 'busy' : 'idle'
+      const waiting = pendingPermissions.length > 0 || (session.pendingElicitations?.length ?? 0) > 0
+      const status = waiting ? 'waiting' : session.run ? 'busy' : 'idle'
       // the call a person answered (the reply command names its request) records the answer and who gave it;
       // a sub-agent's call lives in its own session; a settlement or a cascade closes requests unanswered
       const answeredHere = event.meta.request === event.data.requestId && request?.partId && !request.from
@@ -289,6 +290,38 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return {
         session: touch(session, event, { approvals: session.approvals.filter((r) => r.ruleId !== event.data.ruleId) }),
       }
+
+    case 'elicitation.requested': {
+      const { elicitationId, server, message, requestedSchema, partId, callId, from } = event.data
+      const pending = {
+        elicitationId,
+        seq: event.seq,
+        server,
+        message,
+        requestedSchema,
+        ...(partId !== undefined && { partId }),
+        ...(callId !== undefined && { callId }),
+        ...(from && { from }),
+      }
+      return {
+        session: touch(session, event, {
+          status: 'waiting',
+          pendingElicitations: [...(session.pendingElicitations ?? []), pending],
+        }),
+      }
+    }
+    case 'elicitation.answered': {
+      const pendingElicitations = (session.pendingElicitations ?? []).filter(
+        (e) => e.elicitationId !== event.data.elicitationId,
+      )
+      const waiting = session.pendingPermissions.length > 0 || pendingElicitations.length > 0
+      return {
+        session: touch(session, event, {
+          pendingElicitations,
+          status: waiting ? 'waiting' : session.run ? 'busy' : 'idle',
+        }),
+      }
+    }
 
     case 'compaction.requested':
       return {
@@ -404,7 +437,12 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
     case 'token.created':
     case 'token.revoked':
-      // the system stream's (src/http/principals.ts folds it); never a session's
+    case 'mcp.server.connecting':
+    case 'mcp.server.ready':
+    case 'mcp.server.failed':
+    case 'mcp.server.auth_required':
+    case 'mcp.server.disconnected':
+      // the system streams' (src/http/principals.ts, src/projections/mcp-servers.ts fold them); never a session's
       throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) is not a session's event`)
 
     default: {

@@ -234,6 +234,10 @@ function remap(
       return event.data.from
         ? { ...event, data: { ...event.data, from: { ...event.data.from, sessionId: id(event.data.from.sessionId) } } }
         : event
+    case 'elicitation.requested':
+      return event.data.from
+        ? { ...event, data: { ...event.data, from: { ...event.data.from, sessionId: id(event.data.from.sessionId) } } }
+        : event
     default:
       return event
   }
@@ -274,6 +278,13 @@ export function renumberView(
         seq: seq(p.seq),
         ...(p.from && { from: { ...p.from, sessionId: id(p.from.sessionId) } }),
       })),
+      ...(s.pendingElicitations && {
+        pendingElicitations: s.pendingElicitations.map((e) => ({
+          ...e,
+          seq: seq(e.seq),
+          ...(e.from && { from: { ...e.from, sessionId: id(e.from.sessionId) } }),
+        })),
+      }),
     },
     messages,
     parts,

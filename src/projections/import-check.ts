@@ -358,6 +358,14 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
     case 'permission.rule.removed':
       if (!session?.approvals.some((r) => r.ruleId === e.data.ruleId)) throw fail(`no approval ${e.data.ruleId}`)
       return
+    case 'elicitation.requested':
+      if (session?.pendingElicitations?.some((p) => p.elicitationId === e.data.elicitationId))
+        throw fail(`elicitation ${e.data.elicitationId} is already pending`)
+      return
+    case 'elicitation.answered':
+      if (!session?.pendingElicitations?.some((p) => p.elicitationId === e.data.elicitationId))
+        throw fail(`elicitation ${e.data.elicitationId} is not pending (never requested, or already answered)`)
+      return
     case 'subtask.started': {
       // The link to a child may be made again for the same call once the earlier child finished (evolve replaces it).
       const link = view.parts.get(`${e.data.partId}:subtask`)
@@ -381,6 +389,7 @@ function sessionsNamed(event: ChronicleEvent): string[] {
     case 'subtask.finished':
       return [event.data.childSessionId]
     case 'permission.requested':
+    case 'elicitation.requested':
       return event.data.from ? [event.data.from.sessionId] : []
     default:
       return []

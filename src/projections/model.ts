@@ -36,6 +36,19 @@ export interface PendingPermission {
   readonly from?: { readonly sessionId: string; readonly partId?: string; readonly callId?: string }
 }
 
+/** An MCP server's question to the user, parked until answered (elicitation.requested). */
+export interface PendingElicitation {
+  readonly elicitationId: string
+  readonly seq: number
+  readonly server: string
+  readonly message: string
+  readonly requestedSchema: Record<string, unknown>
+  readonly partId?: string
+  readonly callId?: string
+  /** a sub-agent's question: the child session (and its call) whose MCP call was asked */
+  readonly from?: { readonly sessionId: string; readonly partId?: string; readonly callId?: string }
+}
+
 export interface SessionRule extends PermissionRule {
   readonly ruleId: string
 }
@@ -77,6 +90,8 @@ export interface Session {
   /** accepted inputs not yet delivered to a run */
   readonly inbox: readonly PendingInput[]
   readonly pendingPermissions: readonly PendingPermission[]
+  /** MCP elicitations waiting for an answer; optional, so rows written before the field existed read the same */
+  readonly pendingElicitations?: readonly PendingElicitation[]
   readonly todos: readonly { content: string; status: string; priority: string }[]
   /** the latest compaction in flight or done */
   readonly compaction: {

@@ -58,6 +58,8 @@ export interface Redactor {
   value<T>(value: T): T
   /** a redactor for text that arrives in pieces: a secret split across two pieces is still caught */
   stream(): RedactingStream
+  /** secrets the server comes to hold while it runs (an MCP server's OAuth tokens): redacted from now on */
+  learn(secrets: readonly Secret[]): void
 }
 
 export interface RedactingStream {
@@ -69,11 +71,19 @@ export interface RedactingStream {
 
 export function createRedactor(secrets: readonly Secret[]): Redactor {
   const byValue = new Map<string, string>()
-  for (const s of secrets) if (s.value.length >= MIN_SECRET && !byValue.has(s.value)) byValue.set(s.value, s.name)
-  // Longest first, so a secret that contains another is replaced whole.
-  const ordered = [...byValue.entries()].sort((a, b) => b[0].length - a[0].length)
-  const longest = ordered[0]?.[0].length ?? 0
-  const pattern = ordered.length === 0 ? undefined : new RegExp(ordered.map(([v]) => escapeRegExp(v)).join('|'), 'g')
+  let longest = 0
+  let pattern: RegExp | undefined
+  const add = (list: readonly Secret[]): boolean => {
+    const before = byValue.size
+    for (const s of list) if (s.value.length >= MIN_SECRET && !byValue.has(s.value)) byValue.set(s.value, s.name)
+    if (byValue.size === before) return false
+    // Longest first, so a secret that contains another is replaced whole.
+    const ordered = [...byValue.entries()].sort((a, b) => b[0].length - a[0].length)
+    longest = ordered[0]?.[0].length ?? 0
+    pattern = new RegExp(ordered.map(([v]) => escapeRegExp(v)).join('|'), 'g')
+    return true
+  }
+  add(secrets)
 
   const text = (input: string): string =>
     pattern && input.length >= MIN_SECRET ? input.replace(pattern, (v) => `[redacted:${byValue.get(v)}]`) : input
@@ -107,11 +117,11 @@ export function createRedactor(secrets: readonly Secret[]): Redactor {
     }
   }
 
-  return { text, value, stream }
+  return { text, value, stream, learn: (list) => void add(list) }
 }
 
-/** A redactor that knows no secrets (tests, tools built without one). */
-export const NO_SECRETS: Redactor = createRedactor([])
+/** A redactor that knows no secrets (tests, tools built without one); it learns none either, being shared. */
+export const NO_SECRETS: Redactor = { ...createRedactor([]), learn: () => {} }
 
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff

@@ -55,7 +55,7 @@ interface Located {
 }
 
 /** Routes the document leaves out, on purpose (docs/API.md "The OpenAPI document"). */
-const UNDOCUMENTED = ['GET /ws', 'GET /openapi.json', 'GET /', 'GET /login', 'GET /assets/*']
+const UNDOCUMENTED = ['GET /ws', 'GET /openapi.json', 'GET /', 'GET /login', 'GET /assets/*', 'GET /mcp/oauth/callback']
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 const PROBLEM_REF = '#/components/schemas/Problem'
 
@@ -488,6 +488,35 @@ describe('every operation, called for real', () => {
     expect((await call('revokePermissionRule', { params: { ...at, ruleId: rule?.ruleId ?? '' } })).status).toBe(404)
   })
 
+  it('elicitations: a pending one answered; unknown ones and content against the schema refused', async () => {
+    const created = await call('createSession', { body: { directory: work } })
+    const id = created.body.session.id as string
+    // the question as the elicitation bridge appends it (the real MCP flow: test/http/elicitation.test.ts)
+    const requestedSchema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }
+    server.chronicle.store.append(
+      id,
+      [
+        {
+          type: 'elicitation.requested',
+          data: { elicitationId: 'eli_1', server: 'booking', message: 'Who?', requestedSchema },
+        },
+      ],
+      { meta: { actor: 'tool' } },
+    )
+    const at = { id, elicitationId: 'eli_1' }
+    expect(
+      (await call('answerElicitation', { params: at, body: { action: 'accept', content: {} } })).body,
+    ).toMatchObject({
+      code: 'ELICITATION_INVALID',
+    })
+    expect((await call('answerElicitation', { params: at, body: { action: 'maybe' } })).status).toBe(400)
+    const body = { action: 'accept', content: { name: 'Ada' } }
+    expect((await call('answerElicitation', { params: at, body })).body).toEqual({})
+    expect((await call('answerElicitation', { params: at, body })).body).toMatchObject({
+      code: 'ELICITATION_NOT_FOUND',
+    })
+  })
+
   it('cancel and archive; unknown sessions refused', async () => {
     expect((await call('cancelRun', { params: { id: session } })).body).toEqual({ cancelled: false })
     expect((await call('cancelRun', { params: { id: 'ses_nope' } })).status).toBe(404)
@@ -515,6 +544,16 @@ describe('every operation, called for real', () => {
     expect((await call('revokeToken', { params: { id: 'owner' } })).status).toBe(403)
     expect((await call('revokeToken', { params: { id: 'tok_nope' } })).status).toBe(404)
     expect((await call('whoami', { token })).status).toBe(401)
+  })
+
+  it('MCP servers: the state at a seq (200); a seq past the log and a bad one refused', async () => {
+    expect((await call('getMcpServers')).body).toEqual({ seq: expect.any(Number), servers: [] })
+    expect((await call('getMcpServers', { query: { at: '1' } })).body).toEqual({ seq: 1, servers: [] })
+    expect((await call('getMcpServers', { query: { at: '999999999' } })).body).toMatchObject({
+      status: 404,
+      code: 'SEQ_OUT_OF_RANGE',
+    })
+    expect((await call('getMcpServers', { query: { at: 'x' } })).status).toBe(400)
   })
 
   it('web login: a link (201) traded once for the cookie (204), then LOGIN_INVALID; logout (204)', async () => {

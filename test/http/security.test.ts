@@ -22,7 +22,7 @@ afterAll(async () => {
 })
 
 /** The only routes served without a credential: health, and the web page with its login (docs/SECURITY.md). */
-const PUBLIC = ['GET /', 'GET /assets/*', 'GET /health', 'GET /login', 'POST /login']
+const PUBLIC = ['GET /', 'GET /assets/*', 'GET /health', 'GET /login', 'GET /mcp/oauth/callback', 'POST /login']
 
 const concrete = (url: string) => url.replace(':id', 'ses_x').replace(':requestId', 'per_x').replace(':ruleId', 'rul_x')
 
@@ -39,6 +39,8 @@ describe('authentication', () => {
       'GET /assets/*',
       'GET /health',
       'GET /login',
+      'GET /mcp/oauth/callback',
+      'GET /mcp/servers',
       'GET /openapi.json',
       'GET /sessions',
       'GET /sessions/:id',
@@ -58,6 +60,7 @@ describe('authentication', () => {
       'POST /sessions',
       'POST /sessions/:id/cancel',
       'POST /sessions/:id/compact',
+      'POST /sessions/:id/elicitations/:elicitationId',
       'POST /sessions/:id/fork',
       'POST /sessions/:id/inputs',
       'POST /sessions/:id/permissions/:requestId',
@@ -67,7 +70,7 @@ describe('authentication', () => {
     ])
   })
 
-  it('the routes served without a credential are health and the web page with its login, and no other', () => {
+  it('the routes served without a credential are health, the web page with its login and the MCP sign-in callback, and no other', () => {
     expect([...PUBLIC_ROUTES].sort()).toEqual(PUBLIC)
     const served = routesOf(server.chronicle.app).map((r) => `${r.method} ${r.url}`)
     for (const route of PUBLIC) expect(served).toContain(route)

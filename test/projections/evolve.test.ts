@@ -667,6 +667,59 @@ describe('permission events', () => {
     expect(noRun.after.session).toMatchObject({ status: 'idle', pendingPermissions: [] })
   })
 
+  const asked: ChronicleEvent = {
+    type: 'elicitation.requested',
+    data: {
+      elicitationId: 'eli_1',
+      server: 'forms',
+      message: 'Which name?',
+      requestedSchema: { type: 'object', properties: { name: { type: 'string', default: 'Ada' } } },
+      partId: 'prt_tool',
+      callId: 'call_1',
+    },
+  }
+
+  it('elicitation.requested: the session waits; the question is pending with its schema', () => {
+    const { after } = given(...running, toolCalled).when(asked)
+    expect(after.session).toMatchObject({
+      status: 'waiting',
+      pendingElicitations: [
+        {
+          elicitationId: 'eli_1',
+          seq: 7,
+          server: 'forms',
+          message: 'Which name?',
+          partId: 'prt_tool',
+          callId: 'call_1',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string', default: 'Ada' } } },
+        },
+      ],
+    })
+  })
+
+  it('elicitation.answered: closes the question; still waiting while a permission ask is open', () => {
+    const answered: ChronicleEvent = {
+      type: 'elicitation.answered',
+      data: { elicitationId: 'eli_1', action: 'accept', content: { name: 'Ada' } },
+    }
+    expect(given(...running, toolCalled, asked).when(answered).after.session).toMatchObject({
+      status: 'busy',
+      pendingElicitations: [],
+    })
+    expect(given(...running, toolCalled, asked, requested).when(answered).after.session).toMatchObject({
+      status: 'waiting',
+      pendingElicitations: [],
+      pendingPermissions: [{ requestId: 'per_1' }],
+    })
+    // and the other way round: a permission reply leaves the session waiting on the open question
+    expect(
+      given(...running, toolCalled, asked, requested).when({
+        type: 'permission.replied',
+        data: { requestId: 'per_1', reply: 'once' },
+      }).after.session,
+    ).toMatchObject({ status: 'waiting', pendingPermissions: [], pendingElicitations: [{ elicitationId: 'eli_1' }] })
+  })
+
   it('permission.rule.added: a revocable session approval', () => {
     const { after } = given(created).when({
       type: 'permission.rule.added',
@@ -934,6 +987,32 @@ describe('every event', () => {
     expect(() => store.append('sys_tokens', [{ type: 'session.renamed', data: { title: 'x' } }], { meta })).toThrow(
       expect.objectContaining({ code: 'INVALID_EVENT' }),
     )
+    store.close()
+  })
+
+  it('mcp.server.*: the system stream sys_mcp holds them; no session does, and no session read model folds them', () => {
+    const digest = 'a'.repeat(64)
+    const events: ChronicleEvent[] = [
+      { type: 'mcp.server.connecting', data: { server: 'files', attempt: 1 } },
+      {
+        type: 'mcp.server.ready',
+        data: { server: 'files', transport: 'stdio', tools: ['files_read'], toolCount: 1, toolsDigest: digest },
+      },
+      { type: 'mcp.server.failed', data: { server: 'files', error: 'exited', retryInMs: 1000 } },
+      { type: 'mcp.server.auth_required', data: { server: 'files' } },
+      { type: 'mcp.server.disconnected', data: { server: 'files' } },
+    ]
+    const store = openStore(':memory:')
+    store.append('ses_1', [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }], {
+      meta,
+    })
+    for (const e of events) {
+      covered.add(e.type)
+      expect(() => store.append('ses_1', [e], { meta })).toThrow(expect.objectContaining({ code: 'INVALID_EVENT' }))
+      store.append('sys_mcp', [e], { meta })
+    }
+    expect(store.readSession('sys_mcp').map((e) => e.type)).toEqual(events.map((e) => e.type))
+    expect(getSession(store, 'sys_mcp')).toBeUndefined()
     store.close()
   })
 

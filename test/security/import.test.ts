@@ -520,6 +520,16 @@ describe('malformed files are refused whole, naming the line; nothing is appende
       reason: 'permission.replied: request per_x is not pending (never requested, or already answered)',
     },
     {
+      name: 'elicitation.answered for an elicitation never requested',
+      lines: [
+        HEADER,
+        CREATED,
+        line(2, 2, 'elicitation.answered', { elicitationId: 'eli_x', action: 'accept', content: { token: 'x' } }),
+      ],
+      line: 3,
+      reason: 'elicitation.answered: elicitation eli_x is not pending (never requested, or already answered)',
+    },
+    {
       name: 'input.delivered for an input never accepted',
       lines: [
         HEADER,

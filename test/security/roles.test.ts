@@ -85,10 +85,12 @@ const routes = (s: string): [string, string, string, unknown?][] => [
   ['session.diff', 'GET', `/sessions/${s}/diff?from=1&to=2`],
   ['permission.rules', 'GET', `/sessions/${s}/rules`],
   ['whoami', 'GET', '/whoami'],
+  ['mcp.servers', 'GET', '/mcp/servers'],
   ['session.create', 'POST', '/sessions', { directory: '/tmp' }],
   ['input.submit', 'POST', `/sessions/${s}/inputs`, { parts: [{ type: 'text', text: 'hi' }], noReply: true }],
   ['run.cancel', 'POST', `/sessions/${s}/cancel`],
   ['permission.reply', 'POST', `/sessions/${s}/permissions/per_none`, { reply: 'once' }],
+  ['elicitation.answer', 'POST', `/sessions/${s}/elicitations/eli_none`, { action: 'decline' }],
   ['session.fork', 'POST', `/sessions/${s}/fork`, { at: 1, files: false }],
   ['session.compact', 'POST', `/sessions/${s}/compact`],
   ['session.revert', 'POST', `/sessions/${s}/revert`, { to: 1 }],
@@ -104,7 +106,7 @@ function expected(who: Who, method: keyof typeof NEEDS, session: string): 'allow
   if (who === 'revoked' || who === 'expired') return 'unauthorized'
   if (RANK[ROLE[who]] < RANK[NEEDS[method]]) return 'forbidden'
   if (who.startsWith('limited')) {
-    if (method === 'session.create') return 'forbidden'
+    if (method === 'session.create' || method === 'mcp.servers') return 'forbidden' // the whole server's
     const named = !['session.list', 'whoami', 'token.list', 'token.create', 'token.revoke'].includes(method)
     if (named && session !== A) return 'forbidden'
   }
@@ -181,7 +183,8 @@ describe('every WebSocket method × every principal', () => {
     if (method === 'token.revoke') return { tokenId: 'tok_none' }
     if (method === 'permission.reply') return { session: s, requestId: 'per_none', reply: 'once' }
     if (method === 'permission.revoke') return { session: s, ruleId: 'rul_none' }
-    if (['session.list', 'whoami', 'token.list'].includes(method)) return {}
+    if (method === 'elicitation.answer') return { session: s, elicitationId: 'eli_none', action: 'decline' }
+    if (['session.list', 'whoami', 'token.list', 'mcp.servers'].includes(method)) return {}
     if (method === 'session.create') return { directory: '/tmp' }
     return { session: s, ...numeric, ...(body as object | undefined) }
   }

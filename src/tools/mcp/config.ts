@@ -23,9 +23,51 @@ export type McpServerConfig =
       readonly url: string
       readonly headers: Readonly<Record<string, string>>
       readonly timeout?: number
+      /** how Chronicle signs in (docs/TOOLS.md); `false`: never, a 401 is a failure */
+      readonly oauth?: McpOAuthConfig | false
     }
 
+/**
+ * Sign-in settings of one remote server. Without any, Chronicle signs in the
+ * way the server's metadata allows: a client metadata URL (CIMD) when one is
+ * configured and the server takes it, else dynamic registration.
+ */
+export interface McpOAuthConfig {
+  /** pre-registered client; without it Chronicle registers itself */
+  readonly clientId?: string
+  readonly clientSecret?: string
+  /** asked for when neither the server's challenge nor its metadata name scopes */
+  readonly scope?: string
+  /** an https URL of Chronicle's client metadata document, used as client_id where supported */
+  readonly clientMetadataUrl?: string
+  /** `client_credentials`: a machine client, no browser (needs clientId and clientSecret or privateKey) */
+  readonly grant?: 'authorization_code' | 'client_credentials'
+  /** PEM key for private_key_jwt client authentication (client_credentials only) */
+  readonly privateKey?: string
+  readonly signingAlgorithm?: string
+}
+
 const strings = z.record(z.string(), z.string())
+const OAuth = z.union([
+  z.literal(false),
+  z
+    .strictObject({
+      clientId: z.string().min(1).optional(),
+      clientSecret: z.string().min(1).optional(),
+      scope: z.string().min(1).optional(),
+      clientMetadataUrl: z.url({ protocol: /^https$/, error: 'clientMetadataUrl must be an https URL' }).optional(),
+      grant: z.enum(['authorization_code', 'client_credentials']).optional(),
+      privateKey: z.string().min(1).optional(),
+      signingAlgorithm: z.string().min(1).optional(),
+    })
+    .refine((o) => !o.clientSecret || o.clientId, { message: 'oauth.clientSecret needs oauth.clientId' })
+    .refine((o) => o.grant !== 'client_credentials' || (o.clientId && (o.clientSecret || o.privateKey)), {
+      message: 'oauth.grant "client_credentials" needs oauth.clientId and oauth.clientSecret or oauth.privateKey',
+    })
+    .refine((o) => !o.privateKey || o.grant === 'client_credentials', {
+      message: 'oauth.privateKey is only used with oauth.grant "client_credentials"',
+    }),
+])
 const Local = z.object({
   type: z.literal('local'),
   command: z.array(z.string().min(1)).min(1),
@@ -40,6 +82,7 @@ const Remote = z.object({
   headers: strings.optional(),
   enabled: z.boolean().optional(),
   timeout: z.number().int().positive().optional(),
+  oauth: OAuth.optional(),
 })
 const Desktop = z.union([
   z.object({
@@ -48,7 +91,7 @@ const Desktop = z.union([
     env: strings.optional(),
     sandbox: z.boolean().optional(),
   }),
-  z.object({ url: z.url(), headers: strings.optional() }),
+  z.object({ url: z.url(), headers: strings.optional(), oauth: OAuth.optional() }),
 ])
 
 export const McpConfigFile = z.object({
@@ -58,7 +101,10 @@ export const McpConfigFile = z.object({
 
 /** Both shapes → one list; disabled servers left out; a name configured twice is an error. */
 export function parseMcpConfig(input: unknown): McpServerConfig[] {
-  const file = McpConfigFile.parse(input)
+  const parsed = McpConfigFile.safeParse(input)
+  if (!parsed.success)
+    throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || 'MCP config'}: ${i.message}`).join('; '))
+  const file = parsed.data
   const out: McpServerConfig[] = []
   for (const [name, s] of Object.entries(file.mcp ?? {})) {
     if (s.enabled === false) continue
@@ -73,7 +119,14 @@ export function parseMcpConfig(input: unknown): McpServerConfig[] {
             ...timeout,
             ...(s.sandbox && { sandbox: true }),
           }
-        : { name, type: 'remote', url: s.url, headers: s.headers ?? {}, ...timeout },
+        : {
+            name,
+            type: 'remote',
+            url: s.url,
+            headers: s.headers ?? {},
+            ...timeout,
+            ...(s.oauth !== undefined && { oauth: s.oauth }),
+          },
     )
   }
   for (const [name, s] of Object.entries(file.mcpServers ?? {})) {
@@ -88,7 +141,13 @@ export function parseMcpConfig(input: unknown): McpServerConfig[] {
             environment: s.env ?? {},
             ...(s.sandbox && { sandbox: true }),
           }
-        : { name, type: 'remote', url: s.url, headers: s.headers ?? {} },
+        : {
+            name,
+            type: 'remote',
+            url: s.url,
+            headers: s.headers ?? {},
+            ...(s.oauth !== undefined && { oauth: s.oauth }),
+          },
     )
   }
   return out

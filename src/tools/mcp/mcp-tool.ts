@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { defineTool, type Tool, ToolFailure } from '../tool.js'
 import { truncateOutput } from '../truncate.js'
 import { mcpToolName } from './config.js'
+import type { InFlightCalls } from './in-flight.js'
 import { type McpCallResult, normalizeResult } from './normalize.js'
 
 /** A tool as an MCP server lists it. */
@@ -34,7 +35,12 @@ export function createMcpTool(
   server: string,
   def: McpToolDefinition,
   call: McpCall,
-  opts: { callTimeoutMs: number; dataDir?: string },
+  opts: {
+    callTimeoutMs: number
+    dataDir?: string
+    /** the server's calls in flight, so its elicitations reach the call's session */
+    inFlight?: InFlightCalls
+  },
 ): Tool {
   const id = mcpToolName(server, def.name)
   const pin = `definition:${definitionDigest(def)}`
@@ -49,6 +55,11 @@ export function createMcpTool(
     async execute(args, ctx) {
       await ctx.ask({ permission: id, patterns: [pin], always: [pin], metadata: { server, tool: def.name } })
       let result: McpCallResult
+      const { sessionId, partId, callId } = ctx
+      // a question the server asked during the call is closed when the call ends, however it ends (a timeout too)
+      const ended = new AbortController()
+      const abort = AbortSignal.any([ctx.abort, ended.signal])
+      const done = opts.inFlight?.begin({ sessionId, partId, callId, abort })
       try {
         result = await call(def.name, (args ?? {}) as Record<string, unknown>, {
           signal: ctx.abort,
@@ -66,6 +77,9 @@ export function createMcpTool(
           'failed',
           `The MCP server "${server}" failed during ${def.name}: ${(err as Error).message}`,
         )
+      } finally {
+        done?.()
+        ended.abort()
       }
       const normalized = normalizeResult(result)
       if (!opts.dataDir) return normalized

@@ -1,16 +1,31 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { CallToolResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  type Root,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js'
+import type { Secret } from '../redact.js'
 import type { Sandbox } from '../sandbox.js'
 import type { Tool } from '../tool.js'
 import type { McpServerConfig } from './config.js'
+import { elicitationRequestHandler, type McpElicitationHandler } from './elicitation.js'
+import { createInFlightCalls } from './in-flight.js'
 import { createMcpTool, type McpToolDefinition } from './mcp-tool.js'
 import type { McpCallResult } from './normalize.js'
+import {
+  describeRemoteError,
+  fallsBackToSse,
+  type RemoteTransports,
+  remoteTransports,
+  signInUrl,
+} from './remote-transport.js'
 
-export type McpServerState = 'connecting' | 'connected' | 'failed' | 'closed'
+/** `needs-auth`: a remote server wants a browser sign-in; its status carries the URL to open */
+export type McpServerState = 'connecting' | 'connected' | 'needs-auth' | 'failed' | 'closed'
 
 /** What the server (HTTP status routes, logs) can show about one MCP server. */
 export interface McpServerStatus {
@@ -19,6 +34,8 @@ export interface McpServerStatus {
   readonly transport?: 'stdio' | 'streamable-http' | 'sse'
   readonly tools: number
   readonly error?: string
+  /** in `needs-auth`: the authorization URL the user opens to sign in */
+  readonly authorizationUrl?: string
   /** the child process of a stdio server */
   readonly pid?: number
   /** when the state last changed */
@@ -30,7 +47,15 @@ export interface McpServerHandle {
   status(): McpServerStatus
   tools(): readonly Tool[]
   instructions(): string | undefined
+  /** tells the server the roots changed (`notifications/roots/list_changed`); nothing when not connected */
+  rootsChanged(): Promise<void>
   close(): Promise<void>
+}
+
+/** What a connected server offers: its tool definitions as listed, and its instructions (for the log's digests). */
+export interface McpOffer {
+  readonly definitions: readonly McpToolDefinition[]
+  readonly instructions?: string
 }
 
 export interface McpServerOptions {
@@ -41,9 +66,18 @@ export interface McpServerOptions {
   readonly connectTimeoutMs?: number
   /** each tool call (default 120 s; progress notifications reset it) */
   readonly callTimeoutMs?: number
-  readonly onStatus?: (status: McpServerStatus) => void
+  /** each change of status; `offer` is there while connected */
+  readonly onStatus?: (status: McpServerStatus, offer?: McpOffer) => void
+  /** the directories the server may work in, answered to `roots/list` (the client declares `roots` only with this) */
+  readonly roots?: () => readonly Root[]
   /** the sandbox a server that opts in (`sandbox: true`) runs in, confined to `directory` */
   readonly sandbox?: Sandbox
+  /** where a browser sign-in returns: Chronicle's loopback callback (default: the default port's) */
+  readonly oauthRedirectUrl?: string
+  /** answers a server's `elicitation/create` (the client declares `elicitation` only with this) */
+  readonly onElicitation?: McpElicitationHandler
+  /** credentials a sign-in brings (OAuth tokens): the server's redactor learns them (src/tools/mcp/oauth-secrets.ts) */
+  readonly learnSecrets?: (secrets: readonly Secret[]) => void
 }
 
 const STDERR_TAIL = 2000
@@ -60,10 +94,13 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
   let error: string | undefined
   let transportKind: McpServerStatus['transport']
   let tools: Tool[] = []
+  let definitions: McpToolDefinition[] = []
   let client: Client | undefined
   let stdio: StdioClientTransport | undefined
   let stderr = ''
   let closing = false
+  let remote: RemoteTransports | undefined
+  let authorizationUrl: string | undefined
   let changedAt = new Date().toISOString()
 
   const status = (): McpServerStatus => ({
@@ -73,16 +110,33 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
     at: changedAt,
     ...(transportKind && { transport: transportKind }),
     ...(error && { error }),
+    ...(state === 'needs-auth' && authorizationUrl && { authorizationUrl }),
     ...(stdio?.pid != null && { pid: stdio.pid }),
   })
+  const offer = (): McpOffer | undefined => {
+    if (state !== 'connected') return undefined
+    const text = client?.getInstructions()
+    return { definitions, ...(text !== undefined && { instructions: text }) }
+  }
   const set = (next: McpServerState, err?: string) => {
     state = next
     error = err
     changedAt = new Date().toISOString()
     if (next !== 'connected') tools = []
-    opts.onStatus?.(status())
+    opts.onStatus?.(status(), offer())
   }
   const withStderr = (message: string) => (stderr.trim() ? `${message}; stderr: ${stderr.trim().slice(-500)}` : message)
+  /** a refusal that a browser sign-in can cure: state `needs-auth` with the URL, not `failed` */
+  const needsSignIn = (err: unknown): boolean => {
+    const url = signInUrl(remote?.authProvider, err)
+    if (!url) return false
+    authorizationUrl = url
+    set(
+      'needs-auth',
+      `the server needs a sign-in: open the authorization URL (or run chronicle mcp login ${config.name})`,
+    )
+    return true
+  }
 
   const call = async (
     name: string,
@@ -90,13 +144,22 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
     o: Parameters<Parameters<typeof createMcpTool>[2]>[2],
   ) => {
     if (!client || state !== 'connected') throw new Error(`server is ${state}${error ? `: ${error}` : ''}`)
-    return (await client.callTool({ name, arguments: args }, CallToolResultSchema, {
-      signal: o.signal,
-      timeout: o.timeout,
-      resetTimeoutOnProgress: true,
-      onprogress: o.onprogress,
-    })) as McpCallResult
+    try {
+      return (await client.callTool({ name, arguments: args }, CallToolResultSchema, {
+        signal: o.signal,
+        timeout: o.timeout,
+        resetTimeoutOnProgress: true,
+        onprogress: o.onprogress,
+      })) as McpCallResult
+    } catch (err) {
+      // a step-up to more scopes that needs the user: the server waits for the sign-in
+      if (needsSignIn(err)) throw new Error(`server is needs-auth: ${error}`)
+      throw err
+    }
   }
+
+  // which call a server's elicitation belongs to: the one in flight on this connection (src/tools/mcp/in-flight.ts)
+  const inFlight = createInFlightCalls()
 
   const listAll = async (c: Client): Promise<Tool[]> => {
     const defs: McpToolDefinition[] = []
@@ -106,13 +169,32 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
       defs.push(...(page.tools as McpToolDefinition[]))
       cursor = page.nextCursor
     } while (cursor)
+    definitions = defs
     return defs.map((d) =>
-      createMcpTool(config.name, d, call, { callTimeoutMs, ...(opts.dataDir && { dataDir: opts.dataDir }) }),
+      createMcpTool(config.name, d, call, { callTimeoutMs, inFlight, ...(opts.dataDir && { dataDir: opts.dataDir }) }),
     )
   }
 
   const attempt = async (transport: Transport, kind: NonNullable<McpServerStatus['transport']>): Promise<Client> => {
-    const c = new Client({ name: 'chronicle', version: '0.1.0' })
+    const c = new Client(
+      { name: 'chronicle', version: '0.1.0' },
+      {
+        capabilities: {
+          ...(opts.roots && { roots: { listChanged: true } }),
+          ...(opts.onElicitation && { elicitation: { form: {} } }),
+        },
+      },
+    )
+    const roots = opts.roots
+    if (roots) c.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [...roots()] }))
+    const elicit = opts.onElicitation
+    if (elicit)
+      c.setRequestHandler(
+        ElicitRequestSchema,
+        elicitationRequestHandler(config.name, (request, signal) =>
+          elicit({ ...request, route: inFlight.sole() }, signal),
+        ),
+      )
     transportKind = kind
     await withTimeout(c.connect(transport), connectTimeout, `connecting timed out after ${connectTimeout} ms`, () => {
       // a server that never finished the handshake gets no graceful close (the SDK's waits 2 s, then SIGTERM):
@@ -144,12 +226,12 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
       })
       client = await attempt(stdio, 'stdio')
     } else {
-      const url = new URL(config.url)
-      const requestInit = { headers: { ...config.headers } }
+      remote = remoteTransports(config, opts)
       try {
-        client = await attempt(new StreamableHTTPClientTransport(url, { requestInit }), 'streamable-http')
-      } catch {
-        client = await attempt(new SSEClientTransport(url, { requestInit }), 'sse') // legacy HTTP+SSE servers
+        client = await attempt(remote.streamable(), 'streamable-http')
+      } catch (err) {
+        if (!fallsBackToSse(err)) throw err
+        client = await attempt(remote.sse(), 'sse') // legacy HTTP+SSE servers
       }
     }
     const connected = client
@@ -159,7 +241,7 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
     connected.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       try {
         tools = await listAll(connected)
-        opts.onStatus?.(status())
+        opts.onStatus?.(status(), offer())
       } catch (err) {
         opts.onStatus?.({ ...status(), error: `re-listing tools failed: ${(err as Error).message}` })
       }
@@ -167,7 +249,7 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
     tools = await withTimeout(listAll(connected), connectTimeout, `listing tools timed out after ${connectTimeout} ms`)
     set('connected')
   } catch (err) {
-    set('failed', withStderr((err as Error).message))
+    if (!needsSignIn(err)) set('failed', withStderr(describeRemoteError(err)))
     closing = true
     await Promise.resolve(client?.close()).catch(() => {})
     await stdio?.close().catch(() => {})
@@ -178,6 +260,9 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
     status,
     tools: () => (state === 'connected' ? tools : []),
     instructions: () => (state === 'connected' ? client?.getInstructions() : undefined),
+    async rootsChanged() {
+      if (state === 'connected' && opts.roots) await client?.sendRootsListChanged().catch(() => {})
+    },
     async close() {
       if (state === 'closed') return
       closing = true

@@ -1,0 +1,111 @@
+import type { StoredEvent } from '../events/envelope.js'
+import { ChronicleError } from '../events/errors.js'
+import type { EventStore } from '../events/store.js'
+
+/**
+ * Which MCP servers and tools existed at a seq (docs/TOOLS.md "Server state
+ * in the log"): the system stream `sys_mcp` folded up to that seq. Time
+ * travel for the tool servers, as stateAt is for a session — the same pure
+ * fold, stopped at a seq. The stream is small (a few events per server
+ * connection), so it is folded from the start each time, without snapshots.
+ */
+
+export const MCP_STREAM = 'sys_mcp'
+
+export type McpServerPhase = 'connecting' | 'ready' | 'failed' | 'auth_required' | 'disconnected'
+
+export interface McpServerAt {
+  readonly name: string
+  readonly state: McpServerPhase
+  /** the attempt of the latest `mcp.server.connecting` (1 at start, then each reconnect) */
+  readonly attempt: number
+  /** the seq of the event that put the server in this state */
+  readonly since: number
+  readonly at: string
+  /** while ready: how it is connected, its tools (the names the model sees) and digests */
+  readonly transport?: 'stdio' | 'streamable-http' | 'sse'
+  readonly tools: readonly string[]
+  readonly toolCount?: number
+  readonly toolsDigest?: string
+  readonly instructionsDigest?: string
+  /** while failed or auth_required: what went wrong (scrubbed) */
+  readonly error?: string
+  /** while failed: when the next attempt starts */
+  readonly retryInMs?: number
+}
+
+export interface McpServersAt {
+  /** the seq the answer is right after */
+  readonly seq: number
+  /** by name */
+  readonly servers: readonly McpServerAt[]
+}
+
+export type McpServersState = ReadonlyMap<string, McpServerAt>
+
+export const initialMcpServers = (): McpServersState => new Map()
+
+/** One `sys_mcp` event folded in. Pure: a new map, the old one untouched. */
+export function evolveMcpServers(state: McpServersState, event: StoredEvent): McpServersState {
+  const base = (name: string) => {
+    const prior = state.get(name)
+    return { name, attempt: prior?.attempt ?? 0, since: event.seq, at: event.at, tools: [] as readonly string[] }
+  }
+  const next = new Map(state)
+  switch (event.type) {
+    case 'mcp.server.connecting': {
+      const d = event.data
+      next.set(d.server, { ...base(d.server), state: 'connecting', attempt: d.attempt })
+      return next
+    }
+    case 'mcp.server.ready': {
+      const d = event.data
+      next.set(d.server, {
+        ...base(d.server),
+        state: 'ready',
+        transport: d.transport,
+        tools: d.tools,
+        toolCount: d.toolCount,
+        toolsDigest: d.toolsDigest,
+        ...(d.instructionsDigest && { instructionsDigest: d.instructionsDigest }),
+      })
+      return next
+    }
+    case 'mcp.server.failed': {
+      const d = event.data
+      next.set(d.server, {
+        ...base(d.server),
+        state: 'failed',
+        error: d.error,
+        ...(d.retryInMs !== undefined && { retryInMs: d.retryInMs }),
+      })
+      return next
+    }
+    case 'mcp.server.auth_required': {
+      const d = event.data
+      next.set(d.server, { ...base(d.server), state: 'auth_required', ...(d.error && { error: d.error }) })
+      return next
+    }
+    case 'mcp.server.disconnected':
+      next.set(event.data.server, { ...base(event.data.server), state: 'disconnected' })
+      return next
+    default:
+      // the stream holds only the types above (the store checks); anything else is not this fold's
+      return state
+  }
+}
+
+/**
+ * The MCP servers right after `seq` (default: now). Any seq of the log will do (the answer is the
+ * state the stream had reached by then); a seq past the log's head is SEQ_OUT_OF_RANGE.
+ */
+export function mcpServersAt(store: EventStore, seq?: number): McpServersAt {
+  store.flush()
+  const head = store.head()
+  if (seq !== undefined && seq > head)
+    throw new ChronicleError('SEQ_OUT_OF_RANGE', `seq ${seq} is past the end of the log (${head})`)
+  const upTo = seq ?? head
+  let state = initialMcpServers()
+  for (const e of store.readSession(MCP_STREAM, { upTo })) state = evolveMcpServers(state, e)
+  return { seq: upTo, servers: [...state.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) }
+}

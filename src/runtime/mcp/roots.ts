@@ -1,0 +1,61 @@
+import { basename } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Root } from '@modelcontextprotocol/sdk/types.js'
+import type { EventStore } from '../../events/store.js'
+import { liveSessionDirectories } from '../../projections/session-directories.js'
+
+/**
+ * The MCP roots Chronicle offers (docs/TOOLS.md "Roots"): the directories
+ * its sessions work in — the server's own directory, and each session's
+ * where it differs (a fork with files works in a directory of its own).
+ * MCP servers are shared by every session, so they are told the whole set;
+ * when it changes (a session created, forked or archived; a fork's files
+ * written) `onChange` hears it, and the manager sends `notifications/roots/list_changed`.
+ */
+export interface SessionRoots {
+  list(): readonly Root[]
+  onChange(listener: () => void): void
+  close(): void
+}
+
+/**
+ * A fork's directory is listed from `session.forked` on, but exists only once its files are written:
+ * a server that checks its roots (server-filesystem drops a missing one) is told again then.
+ */
+const WRITTEN = 'workspace.materialized'
+
+export function createSessionRoots(store: EventStore, directory: string): SessionRoots {
+  const query = () => new Set([directory, ...liveSessionDirectories(store)])
+  const toRoots = (dirs: ReadonlySet<string>): Root[] =>
+    [...dirs].sort().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir }))
+  let dirs = query()
+  let roots = toRoots(dirs)
+  const listeners: (() => void)[] = []
+  const unsubscribe = store.onCommit((events) => {
+    let changed = false
+    let written = false
+    for (const e of events) {
+      // A new session's directory is in its event: creating sessions in a known directory costs no query.
+      if (e.type === 'session.created' || e.type === 'session.forked') {
+        const dir = e.data.directory
+        if (dir !== undefined && !dirs.has(dir)) changed = true
+      } else if (e.type === 'session.archived')
+        changed = true // its directory may be nobody's now
+      else if (e.type === WRITTEN) written = true
+    }
+    if (changed) {
+      const next = query()
+      if (next.size === dirs.size && [...next].every((d) => dirs.has(d))) changed = false
+      dirs = next
+      roots = toRoots(dirs)
+    }
+    if (changed || written) for (const listener of listeners) listener()
+  })
+  return {
+    list: () => roots,
+    onChange: (listener) => {
+      listeners.push(listener)
+    },
+    close: unsubscribe,
+  }
+}
