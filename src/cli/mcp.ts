@@ -11,9 +11,11 @@ import type { Terminal } from './terminal.js'
 /**
  * `chronicle mcp list | login <server> | logout <server>` (docs/TOOLS.md
  * "Signing in to remote MCP servers"), from the config and the data dir's
- * sign-in file, with the server stopped or not. `login` serves the OAuth
- * callback itself on 127.0.0.1 at the server's port (the redirect URL the
- * client registered), so the server must not hold that port meanwhile.
+ * sign-in file, with the server stopped or not. The redirect URL the client
+ * registered is the server's port: `login` serves the OAuth callback there
+ * itself when the port is free, and otherwise leaves it to the running
+ * server's own callback, which reads the same sign-in file, and waits for
+ * the tokens to appear in it.
  */
 
 /** how long `mcp login` waits for the browser */
@@ -82,15 +84,24 @@ async function login(server: RemoteMcpServerConfig, dataDir: string, port: numbe
   if (status.state !== 'needs-auth' || !status.authorizationUrl)
     throw new ChronicleError('BAD_REQUEST', `${server.name} cannot be signed in to: ${status.error ?? status.state}`)
   const callback = await listenForCallback(port)
-  try {
+  const show = () => {
     out.line(`open this URL in a browser to sign in to ${server.name}:`)
     out.write(`${status.authorizationUrl}\n`) // unwrapped: it is copied or clicked whole
-    const { code, state } = await callback.received
-    await finishMcpSignIn(server, { dataDir, redirectUrl }, { code, state }).catch((err: unknown) => {
-      throw err instanceof McpOAuthError ? new ChronicleError('BAD_REQUEST', `${err.code}: ${err.message}`) : err
-    })
-  } finally {
-    await callback.close()
+  }
+  if (callback === 'in use') {
+    show()
+    out.line(`(port ${port} is in use, by chronicle serve it seems: its callback completes the sign-in)`)
+    await tokensStored(server, dataDir)
+  } else {
+    try {
+      show()
+      const { code, state } = await callback.received
+      await finishMcpSignIn(server, { dataDir, redirectUrl }, { code, state }).catch((err: unknown) => {
+        throw err instanceof McpOAuthError ? new ChronicleError('BAD_REQUEST', `${err.code}: ${err.message}`) : err
+      })
+    } finally {
+      await callback.close()
+    }
   }
   const signedIn = await connectMcpServer(server, opts)
   const after = signedIn.status()
@@ -104,7 +115,20 @@ async function login(server: RemoteMcpServerConfig, dataDir: string, port: numbe
   return 0
 }
 
-/** One GET /mcp/oauth/callback on 127.0.0.1:port, answered with a line for the browser tab. */
+/** Resolves once the sign-in file holds the server's tokens (the running server's callback wrote them). */
+async function tokensStored(server: RemoteMcpServerConfig, dataDir: string): Promise<void> {
+  const store = createMcpOAuthStore(dataDir)
+  for (const deadline = Date.now() + LOGIN_WAIT_MS; Date.now() < deadline; ) {
+    if (store.get(server.name, server.url).tokens) return
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  throw new ChronicleError('BAD_REQUEST', `no sign-in within ${LOGIN_WAIT_MS / 60_000} minutes`)
+}
+
+/**
+ * One GET /mcp/oauth/callback on 127.0.0.1:port, answered with a line for the
+ * browser tab; `in use` when something (a running chronicle serve) holds the port.
+ */
 async function listenForCallback(port: number) {
   let resolve!: (v: { code: string; state: string | null }) => void
   let reject!: (e: Error) => void
@@ -127,19 +151,11 @@ async function listenForCallback(port: number) {
     if (code) resolve({ code, state: url.searchParams.get('state') })
     else reject(new ChronicleError('BAD_REQUEST', `the authorization server answered ${error ?? 'without a code'}`))
   })
-  await new Promise<void>((ok, fail) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      fail(
-        err.code === 'EADDRINUSE'
-          ? new ChronicleError(
-              'BAD_REQUEST',
-              `port ${port} is in use (is chronicle serve running?): stop it to sign in here`,
-            )
-          : err,
-      ),
-    )
-    server.listen(port, '127.0.0.1', ok)
+  const listening = await new Promise<boolean>((ok, fail) => {
+    server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? ok(false) : fail(err)))
+    server.listen(port, '127.0.0.1', () => ok(true))
   })
+  if (!listening) return 'in use' as const
   const timer = setTimeout(
     () => reject(new ChronicleError('BAD_REQUEST', `no sign-in within ${LOGIN_WAIT_MS / 60_000} minutes`)),
     LOGIN_WAIT_MS,

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MCP_OAUTH_FILE } from '../../src/tools/mcp/oauth-store.js'
 import { type ProtectedMcpServer, startProtectedMcpServer } from '../tools/mcp/oauth-server.js'
+import { startServer } from '../http/helpers.js'
 import { run, runToEnd } from './helpers.js'
 
 function freePort(): Promise<number> {
@@ -77,6 +78,34 @@ describe('chronicle mcp list | login | logout', () => {
     expect(logout.stdout).toBe('signed out of protected: its stored sign-in is deleted\n')
     expect((await list()).split('\n')[0]).toBe(`protected  remote  ${server.url}  not signed in`)
     expect(server.seen.codeExchanges).toBe(1)
+  }, 60_000)
+
+  it('login beside a running server: its callback on the port completes the sign-in, and the CLI sees it', async () => {
+    const port = await freePort()
+    const chronicle = await startServer(
+      { CHRONICLE_PORT: String(port) },
+      { config: { mcp: [{ name: 'protected', type: 'remote', url: server.url, headers: {} }] } },
+    )
+    try {
+      writeFileSync(config, JSON.stringify({ port, mcp: { protected: { type: 'remote', url: server.url } } }))
+      const login = run(['mcp', 'login', 'protected', '--config', config], {
+        CHRONICLE_DATA_DIR: join(chronicle.dir, 'data'),
+      })
+      const [, url] = (await login.waitFor(/^(http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+)$/m)) as RegExpMatchArray
+      await login.waitFor(/is in use/)
+      const approved = await fetch(url as string, { redirect: 'manual' })
+      const callback = approved.headers.get('location') ?? ''
+      expect(callback.startsWith(`http://127.0.0.1:${port}/mcp/oauth/callback?code=`)).toBe(true)
+      // the running server answers the browser: it exchanged the code the CLI's sign-in asked for
+      expect(await (await fetch(callback)).text()).toBe(
+        'Signed in to protected: you can close this tab and go back to Chronicle.',
+      )
+      expect(await login.exited).toBe(0)
+      expect(login.stdout.split('\n').at(-2)).toBe('signed in to protected (2 tools)')
+      expect(server.seen.codeExchanges).toBe(1)
+    } finally {
+      await chronicle.close()
+    }
   }, 60_000)
 
   it('refuses what it cannot sign in to, saying why', async () => {
