@@ -6,7 +6,7 @@ import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { beforeAll, beforeEach } from 'vitest'
-import { loadConfig } from '../../src/config.js'
+import { type ChronicleConfig, loadConfig } from '../../src/config.js'
 import { createChronicle, type Chronicle } from '../../src/main.js'
 import type { Script } from '../../src/runtime/model/scripted-model.js'
 
@@ -71,6 +71,8 @@ export interface ServeOptions {
   readonly script: Script
   /** 0: any free port */
   readonly port?: number
+  /** more configuration (MCP servers, rules) */
+  readonly config?: Partial<ChronicleConfig>
 }
 
 /** A real Chronicle on `data` with the scripted model, serving the page from `root`. */
@@ -95,7 +97,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     cwd: options.directory,
     configPath: false,
   })
-  const config = { ...base, titles: false, web: { enabled: true, root: options.root } }
+  const config = { ...base, titles: false, web: { enabled: true, root: options.root }, ...options.config }
   const chronicle = await createChronicle(config, { logDestination: sink, directory: options.directory })
   const url = await chronicle.start()
   return {

@@ -120,6 +120,9 @@ export function SessionList({ socket, navigate }: { socket: ChronicleSocket; nav
               {s.pendingPermissions.length > 0 && (
                 <Badge kind="waiting">{plural(s.pendingPermissions.length, 'approval')} waiting</Badge>
               )}
+              {(s.pendingElicitations?.length ?? 0) > 0 && (
+                <Badge kind="waiting">{plural(s.pendingElicitations?.length ?? 0, 'question')} waiting</Badge>
+              )}
               {s.forkedFrom && <Badge kind="fork">fork</Badge>}
               {s.parent && <Badge kind="fork">sub-agent</Badge>}
               {s.imported && <Badge kind="summary">imported</Badge>}

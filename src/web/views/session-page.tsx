@@ -8,6 +8,7 @@ import { ErrorNote, useAction } from '../ui.js'
 import { Composer } from './composer.js'
 import { ContextView } from './context-view.js'
 import { DiffView } from './diff-view.js'
+import { Elicitations } from './elicitations.js'
 import { EventsList } from './events-list.js'
 import type { PartActions } from './part-view.js'
 import { Permissions } from './permissions.js'
@@ -131,8 +132,13 @@ function statusText(session: Session, seq: number): string {
   switch (session.status) {
     case 'busy':
       return `Working…${session.run?.cancelRequested ? ' cancelling' : ''}${at}`
-    case 'waiting':
-      return `Waiting for approval: ${session.pendingPermissions.map((p) => p.permission).join(', ')}${at}`
+    case 'waiting': {
+      const asks = [
+        ...session.pendingPermissions.map((p) => p.permission),
+        ...(session.pendingElicitations ?? []).map((e) => `a question from ${e.server}`),
+      ]
+      return `Waiting for you: ${asks.join(', ')}${at}`
+    }
     case 'retrying':
       return `Retrying after a provider error (attempt ${session.retry?.attempt ?? '?'})${at}`
     case 'idle': {
@@ -245,6 +251,7 @@ function LiveBody({
         )}
         <ErrorNote error={panelError} />
         <Permissions socket={socket} session={session} readOnly={readOnly} />
+        <Elicitations socket={socket} session={session} readOnly={readOnly} />
         <Composer socket={socket} session={session} />
       </div>
       <aside class="side" aria-label="Session details">
