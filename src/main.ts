@@ -255,6 +255,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       redirectUrl: mcpOAuthRedirectUrl(config.port),
       signedIn: (server) => mcp.reconnect(server),
     }),
+    mcpSignIns: () =>
+      new Map(
+        mcp
+          .status()
+          .flatMap((s) => (s.state === 'needs-auth' && s.authorizationUrl ? [[s.name, s.authorizationUrl]] : [])),
+      ),
   }
   const app = await buildApp(deps)
 

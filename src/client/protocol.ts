@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import type { Params } from '../http/api.js'
 import type { PermissionRule } from '../events/catalogue.js'
 import type { StoredEvent } from '../events/envelope.js'
-import type { McpServersAt } from '../projections/mcp-servers.js'
+import type { McpServerAt } from '../projections/mcp-servers.js'
 import type { Message, Part, Session, SessionRule } from '../projections/model.js'
 
 /**
@@ -130,7 +130,8 @@ export interface Results {
   'token.list': { tokens: TokenInfo[] }
   'token.revoke': TokenInfo
   whoami: { id: string; name: string; role: string; sessions?: string[] }
-  'mcp.servers': McpServersAt
+  /** `authorizationUrl`: now, to admins, for a server waiting for a browser sign-in */
+  'mcp.servers': { seq: number; servers: readonly (McpServerAt & { readonly authorizationUrl?: string })[] }
 }
 
 export type ResultOf<M extends Method> = Results[M]

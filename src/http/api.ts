@@ -362,8 +362,17 @@ export function createApi(deps: AppDeps): Api {
     'token.revoke'(p, caller) {
       return (deps.principals ?? missing('tokens')).revoke(p.tokenId, metaOf(caller, { command: 'token.revoke' }))
     },
-    'mcp.servers'(p) {
-      return mcpServersAt(store, p.at)
+    'mcp.servers'(p, caller) {
+      const answer = mcpServersAt(store, p.at)
+      const waiting = p.at === undefined && caller.principal.role === 'admin' ? deps.mcpSignIns?.() : undefined
+      if (!waiting?.size) return answer
+      return {
+        ...answer,
+        servers: answer.servers.map((s) => {
+          const authorizationUrl = waiting.get(s.name)
+          return authorizationUrl ? { ...s, authorizationUrl } : s
+        }),
+      }
     },
     whoami(_p, caller) {
       const { id, name, role, sessions } = caller.principal

@@ -98,4 +98,10 @@ export interface AppDeps {
   readonly web?: WebDeps
   /** completes a remote MCP server's browser sign-in (GET /mcp/oauth/callback); absent: no callback served */
   readonly mcpSignIn?: McpSignInCallback
+  /**
+   * MCP servers waiting for a browser sign-in now: name → the authorization URL to open. Shown to
+   * admins only (mcp.servers): the URL's `state` is what lets a callback in, so whoever holds it
+   * could sign the server in to an account of their own.
+   */
+  readonly mcpSignIns?: () => ReadonlyMap<string, string>
 }

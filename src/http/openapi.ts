@@ -236,6 +236,8 @@ export const Answers = {
         instructionsDigest: z.string().optional(),
         error: z.string().optional(),
         retryInMs: count.optional(),
+        /** now, to admins: the URL a browser opens to sign the server in (it waits for one) */
+        authorizationUrl: z.string().optional(),
       }),
     ),
   }),

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { ChronicleSocket, Session } from '../../client/index.js'
 import { sessionHash } from '../route.js'
+import { McpSignIns } from './mcp-sign-ins.js'
 import { Badge, ErrorNote, formatTime, plural, useAction } from '../ui.js'
 
 /**
@@ -98,6 +99,7 @@ export function SessionList({ socket, navigate }: { socket: ChronicleSocket; nav
       <h1 ref={heading} tabIndex={-1}>
         Sessions
       </h1>
+      <McpSignIns socket={socket} />
       <NewSession socket={socket} navigate={navigate} />
       <div class="list-bar">
         <label class="inline">
