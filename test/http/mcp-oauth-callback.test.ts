@@ -1,4 +1,5 @@
 import { createServer } from 'node:net'
+import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ProtectedMcpServer, startProtectedMcpServer } from '../tools/mcp/oauth-server.js'
 import { startServer, type TestServer } from './helpers.js'
@@ -71,6 +72,26 @@ describe('GET /mcp/oauth/callback', () => {
       return found.length ? found : undefined
     })
     expect(tools).toEqual(['protected_whoami', 'protected_echo_token'])
+
+    // a restart of Chronicle on the same data dir: the stored sign-in connects the server, no browser
+    const port = new URL(chronicle.url).port
+    await chronicle.chronicle.stop()
+    const again = await startServer(
+      { CHRONICLE_PORT: port, CHRONICLE_DATA_DIR: join(chronicle.dir, 'data') },
+      { config: { mcp: [{ name: 'protected', type: 'remote', url: mcp.url, headers: {} }] } },
+    )
+    try {
+      const state = await until('the server connected after the restart', async () => {
+        const res = await fetch(`${again.url}/mcp/servers`, { headers: { authorization: `Bearer ${again.token}` } })
+        const body = (await res.json()) as { servers: { name: string; state: string }[] }
+        const s = body.servers.find((x) => x.name === 'protected')?.state
+        return s === 'ready' || s === 'auth_required' ? s : undefined
+      })
+      expect(state).toBe('ready')
+      expect(mcp.seen.codeExchanges).toBe(1)
+    } finally {
+      await again.close()
+    }
   })
 
   it('a callback whose state no sign-in was issued with is refused, and no code is exchanged', async () => {
