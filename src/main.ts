@@ -165,7 +165,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const agents = resolveAgents(config.agents, config.rules)
   const gate = createPermissionGate({ store, ids, agents })
   // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
-  const elicitations = createElicitationBridge({ store, ids, log: logger })
+  const elicitations = createElicitationBridge({ store, ids, log: logger, redactor })
   // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
   const roots = createSessionRoots(store, directory)
   const mcp = createMcpManager(config.mcp, {

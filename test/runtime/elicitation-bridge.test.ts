@@ -18,6 +18,7 @@ import { SHUTDOWN } from '../../src/runtime/abort-reasons.js'
 import { mcpElicitationHandler } from '../../src/runtime/elicitation/mcp-handler.js'
 import { checkElicitationContent } from '../../src/tools/mcp/elicitation-check.js'
 import { createInFlightCalls } from '../../src/tools/mcp/in-flight.js'
+import { createRedactor } from '../../src/tools/redact.js'
 
 /**
  * The elicitation bridge over a real store (a SQLite file): a server's
@@ -66,6 +67,30 @@ const asked = async () => {
 }
 
 describe('the elicitation bridge', () => {
+  it('keeps the server’s secrets out of the log: a question echoing one is appended redacted', async () => {
+    bridge.close()
+    const secret = 'sk-live-0123456789abcdef'
+    bridge = createElicitationBridge({
+      store,
+      ids: sequentialIds(),
+      log,
+      redactor: createRedactor([{ name: 'docs access token', value: secret }]),
+    })
+    const hostile = {
+      server: 'booking',
+      message: `Confirm your token ${secret}`,
+      requestedSchema: { type: 'object', properties: { ok: { type: 'boolean', description: `was ${secret}` } } },
+    }
+    void bridge.elicit(callOf(), hostile)
+    await asked()
+    const [requested] = logged()
+    expect(JSON.stringify(requested)).not.toContain(secret)
+    expect(requested?.data).toMatchObject({
+      message: 'Confirm your token [redacted:docs access token]',
+      requestedSchema: { properties: { ok: { description: 'was [redacted:docs access token]' } } },
+    })
+  })
+
   it('asks in the call’s session and resolves with the answer a client commits', async () => {
     const reply = bridge.elicit(callOf(), ask)
     await asked()

@@ -3,6 +3,7 @@ import type { DataOf, ElicitationValue } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
 import { getSession } from '../../projections/read-model.js'
+import { NO_SECRETS, type Redactor } from '../../tools/redact.js'
 import { SHUTDOWN } from '../abort-reasons.js'
 
 /**
@@ -50,6 +51,8 @@ export interface ElicitationBridge {
 export interface ElicitationBridgeDeps {
   readonly store: EventStore
   readonly ids: IdSource
+  /** the server's secrets kept out of the log: a hostile server may echo one in its question */
+  readonly redactor?: Redactor
   readonly log?: { warn(obj: object, msg?: string): void }
 }
 
@@ -62,6 +65,7 @@ export const SHUTDOWN_REASON = 'the server stopped while the call waited for the
 
 export function createElicitationBridge(deps: ElicitationBridgeDeps): ElicitationBridge {
   const { store, ids, log } = deps
+  const redactor = deps.redactor ?? NO_SECRETS
   const waiters = new Map<string, (answer: DataOf<'elicitation.answered'>) => void>()
   const key = (sessionId: string, elicitationId: string) => `${sessionId}\u0000${elicitationId}`
 
@@ -129,8 +133,8 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
           request: {
             elicitationId,
             server: ask.server,
-            message: ask.message,
-            requestedSchema: ask.requestedSchema,
+            message: redactor.text(ask.message),
+            requestedSchema: redactor.value(ask.requestedSchema),
             ...where,
           },
         },
