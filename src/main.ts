@@ -167,7 +167,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
   const elicitations = createElicitationBridge({ store, ids, log: logger, redactor })
   // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
-  const roots = createSessionRoots(store, directory)
+  const roots = createSessionRoots(store, directory, [directory, join(config.dataDir, 'forks')])
   const mcp = createMcpManager(config.mcp, {
     directory,
     dataDir: config.dataDir,

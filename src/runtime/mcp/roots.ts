@@ -1,4 +1,4 @@
-import { basename } from 'node:path'
+import { basename, isAbsolute, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Root } from '@modelcontextprotocol/sdk/types.js'
 import type { EventStore } from '../../events/store.js'
@@ -24,8 +24,23 @@ export interface SessionRoots {
  */
 const WRITTEN = 'workspace.materialized'
 
-export function createSessionRoots(store: EventStore, directory: string): SessionRoots {
-  const query = () => new Set([directory, ...liveSessionDirectories(store)])
+/**
+ * `within`: the only places offered besides `directory` itself (the server's workspace, Chronicle's
+ * forks directory). An operator may create a session in any directory, `/` even: shared servers are
+ * never told of one outside these, so one session's choice cannot widen what every session's model
+ * reaches through a server that follows its roots (server-filesystem does).
+ */
+export function createSessionRoots(
+  store: EventStore,
+  directory: string,
+  within: readonly string[] = [directory],
+): SessionRoots {
+  const inside = (dir: string) =>
+    within.some((base) => {
+      const rel = relative(base, dir)
+      return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))
+    })
+  const query = () => new Set([directory, ...liveSessionDirectories(store).filter(inside)])
   const toRoots = (dirs: ReadonlySet<string>): Root[] =>
     [...dirs].sort().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir }))
   let dirs = query()
@@ -38,7 +53,7 @@ export function createSessionRoots(store: EventStore, directory: string): Sessio
       // A new session's directory is in its event: creating sessions in a known directory costs no query.
       if (e.type === 'session.created' || e.type === 'session.forked') {
         const dir = e.data.directory
-        if (dir !== undefined && !dirs.has(dir)) changed = true
+        if (dir !== undefined && !dirs.has(dir) && inside(dir)) changed = true
       } else if (e.type === 'session.archived')
         changed = true // its directory may be nobody's now
       else if (e.type === WRITTEN) written = true

@@ -45,7 +45,7 @@ async function setup(server: McpServerConfig) {
   const work = join(tmp.dir, 'work')
   mkdirSync(work)
   store = openStore(join(tmp.dir, 'chronicle.db'))
-  const sessionRoots = createSessionRoots(store, work)
+  const sessionRoots = createSessionRoots(store, work, [work, join(tmp.dir, 'forks')])
   const m = createMcpManager([server], { directory: work, connectTimeoutMs: 15_000, roots: () => sessionRoots.list() })
   sessionRoots.onChange(() => void m.rootsChanged())
   roots = sessionRoots
@@ -76,7 +76,7 @@ const created = (directory: string) => ({
 })
 
 describe('MCP roots', () => {
-  it('answers roots/list with the server directory and every live session directory, and says when they change', async () => {
+  it("answers roots/list with the server directory and the live sessions' directories inside it or the forks directory, and says when they change", async () => {
     const { work, store, manager } = await setup({
       name: 'r',
       type: 'local',
@@ -85,10 +85,16 @@ describe('MCP roots', () => {
     })
     expect(JSON.parse(await call(manager, 'r_roots'))).toEqual([root(work)])
 
-    // a session in the same directory changes nothing; a fork into its own directory adds that directory
+    // a session in the same directory changes nothing, nor one outside the workspace and the forks
+    // directory (an operator's choice must not widen what a shared server reaches: it would be told
+    // before the fork's and counted); a fork into its own directory adds that directory
     const [first] = store.append('ses_a', [created(work)], { meta })
-    const forkDir = join(tmp?.dir as string, 'fork-of-a')
-    mkdirSync(forkDir)
+    const elsewhere = join(tmp?.dir as string, 'elsewhere')
+    mkdirSync(elsewhere)
+    store.append('ses_x', [created(elsewhere)], { meta })
+    store.append('ses_root', [created('/')], { meta })
+    const forkDir = join(tmp?.dir as string, 'forks', 'fork-of-a')
+    mkdirSync(forkDir, { recursive: true })
     fork(store, sequentialIds(), 'ses_a', first?.seq as number, { directory: forkDir })
     await until('the list_changed', async () => (await call(manager, 'r_heard')) === '1')
     expect(JSON.parse(await call(manager, 'r_roots'))).toEqual([root(forkDir), root(work)].sort(byUri))
@@ -120,7 +126,7 @@ describe('MCP roots', () => {
       environment: {},
     })
     await until('the initial roots', async () => (await call(manager, 'fs_list_allowed_directories')).includes(work))
-    const other = join(tmp?.dir as string, 'other')
+    const other = join(work, 'other')
     mkdirSync(other)
     store.append('ses_b', [created(other)], { meta })
     await until('the new root', async () => (await call(manager, 'fs_list_allowed_directories')).includes(other))
