@@ -59,7 +59,8 @@ interface PendingAppend {
  * The shortest time between two batched commits under load. A commit costs
  * about the same whether it holds one delta of a session or several (each
  * session it touches costs a few pages of WAL), so once the commits of one
- * interval held MERGE_FROM_QUEUED appends or more (many sessions streaming), for
+ * interval held MERGE_FROM_QUEUED appends or more from LOADED_SESSIONS sessions
+ * or more (many sessions streaming), for
  * LOADED_FOR_MS the queue waits this long after each commit: each session's
  * deltas then share commits, frames and, merged, events. Otherwise the queue
  * commits on the next turn, so a lightly loaded server adds no wait to a
@@ -68,6 +69,12 @@ interface PendingAppend {
 const LOADED_COMMIT_INTERVAL_MS = 40
 /** How long an interval's MERGE_FROM_QUEUED appends keep the store loaded (small forced commits in between do not end it). */
 const LOADED_FOR_MS = 1000
+/**
+ * Sessions an interval's commits must touch to count as load: one session's
+ * own burst (a turn appends some 60 events within milliseconds) is a user
+ * waiting on it, and gains nothing from sharing commits with nobody.
+ */
+const LOADED_SESSIONS = 8
 
 /**
  * Deltas merge only into a queue this long: a server keeping up stores every
@@ -126,6 +133,7 @@ export class EventStore {
    */
   private windowAt = 0
   private windowAppends = 0
+  private windowSessions = new Set<string>()
   /** until when the store counts as loaded: a second after an interval's commits held MERGE_FROM_QUEUED appends */
   private loadedUntil = 0
   private publishing = false
@@ -330,9 +338,12 @@ export class EventStore {
     if (this.flushedAt - this.windowAt >= LOADED_COMMIT_INTERVAL_MS) {
       this.windowAt = this.flushedAt
       this.windowAppends = 0
+      this.windowSessions.clear()
     }
     this.windowAppends += batch.length
-    if (this.windowAppends >= MERGE_FROM_QUEUED) this.loadedUntil = this.flushedAt + LOADED_FOR_MS
+    for (const item of batch) this.windowSessions.add(item.sessionId)
+    if (this.windowAppends >= MERGE_FROM_QUEUED && this.windowSessions.size >= LOADED_SESSIONS)
+      this.loadedUntil = this.flushedAt + LOADED_FOR_MS
     let committed: StoredEvent[][]
     try {
       committed = this.commit(batch)

@@ -101,6 +101,21 @@ describe('deltas under load', () => {
     expect((commits[8] as number) - (commits[7] as number)).toBeGreaterThanOrEqual(30)
   })
 
+  it('one session’s own burst does not load the store: a user waiting on a turn never waits on commits', async () => {
+    const { store } = storeWith(0)
+    // a turn: some hundred events of one session within milliseconds, over several commits
+    for (let turn = 0; turn < 10; turn++)
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          store.enqueue('ses_a', [delta('prt_a', `${turn}.${i}`)], { meta: modelMeta }),
+        ),
+      )
+    // then the run's own appends, each awaited: loaded, each would wait 40 ms (a second for 25)
+    const started = performance.now()
+    for (let i = 0; i < 25; i++) await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+    expect(performance.now() - started).toBeLessThan(500)
+  })
+
   it('the read model holds the same text as if nothing had merged', async () => {
     const { store, load } = storeWith(LOADED, openStore(':memory:'))
     const others = load()
