@@ -1,23 +1,11 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MCP_OAUTH_FILE } from '../../src/tools/mcp/oauth-store.js'
 import { type ProtectedMcpServer, startProtectedMcpServer } from '../tools/mcp/oauth-server.js'
-import { startServer } from '../http/helpers.js'
+import { freePort, startServer } from '../http/helpers.js'
 import { run, runToEnd } from './helpers.js'
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 describe('chronicle mcp list | login | logout', () => {
   let server: ProtectedMcpServer

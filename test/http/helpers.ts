@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -27,6 +28,18 @@ export interface TestServer {
   readonly token: string
   readonly logs: string[]
   close(): Promise<void>
+}
+
+/** A port free right now on 127.0.0.1: for a server whose URL must be known before it starts (an OAuth redirect URL names it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
+    })
+  })
 }
 
 export async function startServer(

@@ -1,8 +1,7 @@
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ProtectedMcpServer, startProtectedMcpServer } from '../tools/mcp/oauth-server.js'
-import { startServer, type TestServer } from './helpers.js'
+import { freePort, startServer, type TestServer } from './helpers.js'
 
 /**
  * A remote MCP server's browser sign-in through a real Chronicle: the server
@@ -11,17 +10,6 @@ import { startServer, type TestServer } from './helpers.js'
  * Chronicle token, the OAuth `state` is the proof — and the server is
  * connected again with its tools.
  */
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
   const end = Date.now() + ms

@@ -1,8 +1,8 @@
-import { createServer } from 'node:net'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
+import { freePort } from '../http/helpers.js'
 import { type ProtectedMcpServer, startProtectedMcpServer } from '../tools/mcp/oauth-server.js'
 import { buildPage, launch, loggedIn, prepare, type Served, screenshot, serve, tempDir } from './helpers.js'
 
@@ -32,16 +32,6 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
     if (value !== undefined) return value
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
   }
-}
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 prepare(async () => {
