@@ -3,7 +3,17 @@ import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { allowElicitTools, ELICIT_SERVER, elicitScript } from '../http/elicitation-fixture.js'
-import { buildPage, launch, loggedIn, prepare, type Served, screenshot, serve, tempDir } from './helpers.js'
+import {
+  buildPage,
+  launch,
+  loggedIn,
+  prepare,
+  type Served,
+  screenshot,
+  sendMessage,
+  serve,
+  tempDir,
+} from './helpers.js'
 
 /**
  * A question an MCP server asks during a tool call (docs/TOOLS.md
@@ -33,10 +43,7 @@ const answers = async () =>
     .filter((e) => e.type === 'elicitation.answered')
     .map((e) => ({ action: e.data.action, content: e.data.content }))
 
-async function send(text: string): Promise<void> {
-  await page.getByLabel('Message', { exact: true }).fill(text)
-  await page.getByRole('button', { name: 'Send' }).click()
-}
+const send = (text: string) => sendMessage(page, text)
 
 prepare(async () => {
   dir = tempDir('elicit')

@@ -151,3 +151,9 @@ export async function serverTexts(chronicle: Chronicle, session: string, url: st
     state.parts.filter((p) => p.messageId === m.id && p.type === 'text').map((p) => p.text ?? ''),
   )
 }
+
+/** Types a message into the composer and sends it. */
+export async function sendMessage(page: Page, text: string): Promise<void> {
+  await page.getByLabel('Message', { exact: true }).fill(text)
+  await page.getByRole('button', { name: 'Send' }).click()
+}

@@ -14,6 +14,7 @@ import {
   serverTexts,
   tempDir,
   prepare,
+  sendMessage,
 } from './helpers.js'
 
 /**
@@ -61,10 +62,7 @@ async function events(id: string): Promise<Ev[]> {
   return (await api<{ events: Ev[] }>(`/sessions/${id}/events?limit=5000`)).events
 }
 
-async function send(text: string): Promise<void> {
-  await page.getByLabel('Message', { exact: true }).fill(text)
-  await page.getByRole('button', { name: 'Send' }).click()
-}
+const send = (text: string) => sendMessage(page, text)
 
 prepare(async () => {
   dir = tempDir('page')

@@ -49,7 +49,7 @@ export function McpSignIns({ socket }: { socket: ChronicleSocket }) {
 }
 
 /** The URL came from the server's authorization metadata (hostile input): only a web address becomes a link. */
-function isWebUrl(url: string): boolean {
+export function isWebUrl(url: string): boolean {
   try {
     const { protocol } = new URL(url)
     return protocol === 'https:' || protocol === 'http:'

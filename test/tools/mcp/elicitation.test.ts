@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js'
@@ -9,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { McpElicitation } from '../../../src/tools/mcp/elicitation.js'
 import type { ElicitationSchema } from '../../../src/tools/mcp/elicitation-content.js'
 import { connectMcpServer, type McpServerHandle } from '../../../src/tools/mcp/server.js'
-import type { ToolContext } from '../../../src/tools/tool.js'
+import { allowAll } from './context.js'
 
 const schema: ElicitationSchema = {
   type: 'object',
@@ -21,18 +20,7 @@ const schema: ElicitationSchema = {
   required: ['email'],
 }
 
-const ctx: ToolContext = {
-  sessionId: 's',
-  messageId: 'm',
-  callId: 'c',
-  partId: 'p',
-  agent: 'build',
-  directory: tmpdir(),
-  abort: new AbortController().signal,
-  progress: () => {},
-  ask: async () => {},
-  check: () => 'allow',
-}
+const ctx = allowAll
 
 /**
  * A real SDK MCP server over HTTP whose tool `ask` sends `elicitation/create`

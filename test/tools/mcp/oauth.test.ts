@@ -14,23 +14,12 @@ import {
   type McpServerOptions,
   type McpServerStatus,
 } from '../../../src/tools/mcp/server.js'
-import type { ToolContext } from '../../../src/tools/tool.js'
 import { type ProtectedMcpServer, startProtectedMcpServer } from './oauth-server.js'
+import { allowAll } from './context.js'
 
 const REDIRECT = 'http://127.0.0.1:4780/mcp/oauth/callback'
 
-const ctx: ToolContext = {
-  sessionId: 's',
-  messageId: 'm',
-  callId: 'c',
-  partId: 'p',
-  agent: 'build',
-  directory: tmpdir(),
-  abort: new AbortController().signal,
-  progress: () => {},
-  ask: async () => {},
-  check: () => 'allow',
-}
+const ctx = allowAll
 
 /** The user's browser: opens the URL, the authorization server approves and redirects to Chronicle's callback. */
 async function approveInBrowser(authorizationUrl: string): Promise<{ code: string; state: string | null }> {
