@@ -8,8 +8,8 @@ import { created, delta, modelMeta, renamed, userMeta } from './fixtures/store.j
 
 /**
  * docs/EVENTS.md "Deltas": a store keeping up stores every delta as sent; one
- * whose queue holds 64 appends waiting for a commit stores what it holds of a
- * streaming part as one event.
+ * whose queue holds 64 appends waiting for a commit, or one loaded, stores
+ * what it holds of a streaming part as one event.
  */
 
 const LOADED = 64
@@ -85,6 +85,32 @@ describe('deltas under load', () => {
     await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
     expect(commits).toHaveLength(2)
     expect((commits[1] as number) - before).toBeGreaterThanOrEqual(36) // 40, less the clocks' millisecond rounding
+  })
+
+  it('the more sessions a loaded interval touches, the longer the next wait: 0.4 ms a session, up to 100 ms', async () => {
+    // each session touched costs every subscriber of it a frame and a socket write per commit
+    for (const [sessions, wait] of [
+      [200, 80],
+      [400, 100],
+    ] as const) {
+      const { store, load } = storeWith(sessions)
+      const commits: number[] = []
+      store.onCommit(() => commits.push(performance.now()))
+      const before = performance.now()
+      await Promise.all(load())
+      await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+      expect(commits).toHaveLength(2)
+      expect((commits[1] as number) - before).toBeGreaterThanOrEqual(wait - 4) // less the clocks' millisecond rounding
+      store.db.close()
+    }
+  })
+
+  it('while the store is loaded, a part’s deltas merge however short the queue', async () => {
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    // the queue now holds only these: a server keeping up would store three events
+    await Promise.all(['a', 'b', 'c'].map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta })))
+    expect(deltasOf(store)).toEqual(['abc'])
   })
 
   it('many small commits in one interval load the store as one large commit does', async () => {
