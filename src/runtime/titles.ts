@@ -2,7 +2,8 @@ import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 import { execute } from '../commands/execute.js'
-import { loadView } from '../projections/read-model.js'
+import type { Session } from '../projections/model.js'
+import { getSession, loadView } from '../projections/read-model.js'
 import { partsByMessage } from './loop/chat-messages.js'
 import { type ModelResolver, streamModelStep } from './model/adapter.js'
 import { TITLE_SYSTEM } from './model/title-prompt.js'
@@ -40,9 +41,13 @@ export function createTitles(deps: {
 
   async function propose(sessionId: string): Promise<void> {
     store.flushFor(sessionId)
+    const untitled = (s: Session | undefined): s is Session =>
+      s !== undefined && s.title === DEFAULT_TITLE && !s.parent && !s.imported && !s.forkedFrom
+    // the session alone first: most runs end in a session titled already, whose messages need no reading
+    if (!untitled(getSession(store, sessionId))) return
     const view = loadView(store, sessionId)
-    const session = view.session
-    if (!session || session.title !== DEFAULT_TITLE || session.parent || session.imported || session.forkedFrom) return
+    const session = view.session ?? undefined
+    if (!untitled(session)) return
     const messages = [...view.messages.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     if (messages.filter((m) => m.role === 'user').length !== 1) return // the first exchange only
     const parts = partsByMessage(view)

@@ -239,18 +239,20 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
 
   /** A snapshot, within the workspace's lock. */
   async function capture(ws: Workspace, background = false): Promise<Snapshot> {
+    const known = lastLarge.get(ws.key)
+    // git looks at everything now and then, whatever the watch says: a change it cannot see (an exclude file
+    // edited, an event the system dropped) is found within FULL_LOOK_MS
+    const watched = known && changes && Date.now() - (lastFullLook.get(ws.key) ?? 0) < FULL_LOOK_MS
+    // nothing happened in the directories the last snapshot recorded (this process made it, so its state
+    // directory exists): it stands, and no git process starts nor any file is touched
+    const remembered = lastTrees.get(ws.key)
+    if (watched && background && remembered && changes.quiet(ws.key, remembered))
+      return { tree: remembered, previous: remembered, changed: [], large: known }
     const created = await mkdir(ws.state, { recursive: true, mode: 0o700 })
     if (created) await writeFile(join(ws.state, 'directory'), `${ws.directory}\n`)
     // only this process works on the store, one operation per workspace at a time: a lock left behind is a crash's
     await rm(`${ws.place.index}.lock`, { force: true })
     const previous = await lastTree(ws)
-    const known = lastLarge.get(ws.key)
-    // git looks at everything now and then, whatever the watch says: a change it cannot see (an exclude file
-    // edited, an event the system dropped) is found within FULL_LOOK_MS
-    const watched = known && changes && Date.now() - (lastFullLook.get(ws.key) ?? 0) < FULL_LOOK_MS
-    // nothing happened in the directories the last snapshot recorded: it stands, and no git process starts
-    if (watched && background && changes.quiet(ws.key, previous))
-      return { tree: previous, previous, changed: [], large: known }
     // else git looks only where the watch saw something happen, when it can say
     const paths = watched ? await changes.changedPaths(ws.key, previous) : undefined
     changes?.begin(ws.key)
