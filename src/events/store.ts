@@ -68,7 +68,7 @@ interface PendingAppend {
  */
 const LOADED_COMMIT_INTERVAL_MS = 40
 /**
- * ...and longer the more sessions one interval's commits touch, up to
+ * ...and longer the more sessions the commits of the last second touched, up to
  * LOADED_MAX_INTERVAL_MS: every session a commit touches costs each of its
  * subscribers a frame and a socket write, so the writes per second grow with
  * the sessions streaming, not with the deltas. Measured (`npm run bench --
@@ -78,6 +78,7 @@ const LOADED_COMMIT_INTERVAL_MS = 40
  */
 const LOADED_MS_PER_SESSION = 0.5
 const LOADED_MAX_INTERVAL_MS = 100
+const ACTIVE_GENERATION_MS = 500
 /** How long an interval's MERGE_FROM_QUEUED appends keep the store loaded (small forced commits in between do not end it). */
 const LOADED_FOR_MS = 1000
 /**
@@ -150,6 +151,15 @@ export class EventStore {
   private loadedUntil = 0
   /** the wait between loaded commits, set from the sessions the last interval touched */
   private loadedInterval = LOADED_COMMIT_INTERVAL_MS
+  /**
+   * The sessions committed in this half-second (and how many in the last):
+   * the sessions streaming, which set the loaded interval. Counted per
+   * half-second, not per interval: a commit forced between two loaded ones
+   * (an input, a command) holds a fraction of them.
+   */
+  private activeSessions = new Set<string>()
+  private activeBefore = 0
+  private activeAt = 0
   private publishing = false
   private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
@@ -267,7 +277,8 @@ export class EventStore {
     const validated = validate(events)
     if (validated.length === 0) return []
     this.assertOpen()
-    // Behind everything queued and in the same transaction: one commit, not two (a commit's cost is mostly per commit).
+    // Behind everything queued and in the same transaction: one commit, not two (a commit's cost is mostly per
+    // commit). Under load, behind the session's own only: the others' wait for the interval, as they would have.
     let stored: StoredEvent[] = []
     let failure: { err: unknown } | undefined
     this.queue.push({
@@ -281,7 +292,8 @@ export class EventStore {
         failure = { err }
       },
     })
-    this.flush()
+    if (this.loaded()) this.flushSession(sessionId)
+    else this.flush()
     if (failure) throw failure.err
     return stored
   }
@@ -310,9 +322,8 @@ export class EventStore {
     if (this.closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
       const last = this.lastQueued.get(sessionId)
-      // loaded: the last flush fell in the loaded regime, so this queue waits for the interval anyway
-      const loaded = this.queue.length >= MERGE_FROM_QUEUED || this.flushedAt < this.loadedUntil
-      if (last && loaded && mergeDelta(last, validated, options)) {
+      // a long queue is a server behind; a loaded one waits for the interval anyway
+      if (last && (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) && mergeDelta(last, validated, options)) {
         last.merged ??= []
         last.merged.push({ resolve: (stored) => resolve(stored.slice(-1)), reject })
         return
@@ -340,16 +351,47 @@ export class EventStore {
    * (under load a commit is what costs: LOADED_COMMIT_INTERVAL_MS).
    */
   flushFor(sessionId: string): void {
-    if (this.lastQueued.has(sessionId)) this.flush()
+    if (!this.lastQueued.has(sessionId)) return
+    if (this.loaded()) this.flushSession(sessionId)
+    else this.flush()
   }
 
   /** Commits everything queued. Safe to call at any time (e.g. before shutdown). */
   flush(): void {
     if (this.queue.length === 0) return
-    this.assertOpen()
     const batch = this.queue
     this.queue = []
     this.lastQueued = new Map()
+    this.commitQueued(batch)
+  }
+
+  /**
+   * Under load, an append that must commit now (an accepted input, a
+   * command) takes only its session's queued appends with it; the other
+   * sessions' wait for the loaded interval. Taking them all made each input
+   * cost a commit, an fsync and frames for every session streaming, so a
+   * burst of inputs cut every session's merges short and slowed itself down
+   * (`npm run bench -- stream`: runs that should start within a second
+   * started over ten). Their seqs follow this commit's; each session's own
+   * order is kept.
+   */
+  private flushSession(sessionId: string): void {
+    const batch: PendingAppend[] = []
+    const rest: PendingAppend[] = []
+    for (const item of this.queue) (item.sessionId === sessionId ? batch : rest).push(item)
+    if (batch.length === 0) return
+    this.queue = rest
+    this.lastQueued.delete(sessionId)
+    this.commitQueued(batch)
+  }
+
+  /** the last flush fell in the loaded regime: the queue waits for the loaded interval */
+  private loaded(): boolean {
+    return this.flushedAt < this.loadedUntil
+  }
+
+  private commitQueued(batch: PendingAppend[]): void {
+    this.assertOpen()
     this.flushedAt = Date.now()
     if (this.flushedAt - this.windowAt >= LOADED_COMMIT_INTERVAL_MS) {
       this.windowAt = this.flushedAt
@@ -357,12 +399,21 @@ export class EventStore {
       this.windowSessions.clear()
     }
     this.windowAppends += batch.length
-    for (const item of batch) this.windowSessions.add(item.sessionId)
+    if (this.flushedAt - this.activeAt >= ACTIVE_GENERATION_MS) {
+      this.activeBefore = this.activeSessions.size
+      this.activeSessions.clear()
+      this.activeAt = this.flushedAt
+    }
+    for (const item of batch) {
+      this.windowSessions.add(item.sessionId)
+      this.activeSessions.add(item.sessionId)
+    }
     if (this.windowAppends >= MERGE_FROM_QUEUED && this.windowSessions.size >= LOADED_SESSIONS) {
       this.loadedUntil = this.flushedAt + LOADED_FOR_MS
+      const streaming = Math.max(this.activeBefore, this.activeSessions.size)
       this.loadedInterval = Math.min(
         LOADED_MAX_INTERVAL_MS,
-        Math.max(LOADED_COMMIT_INTERVAL_MS, this.windowSessions.size * LOADED_MS_PER_SESSION),
+        Math.max(LOADED_COMMIT_INTERVAL_MS, streaming * LOADED_MS_PER_SESSION),
       )
     }
     let committed: StoredEvent[][]

@@ -113,6 +113,25 @@ describe('deltas under load', () => {
     expect(deltasOf(store)).toEqual(['abc'])
   })
 
+  it('while the store is loaded, an append that must commit now takes only its own session’s queued appends', async () => {
+    // an input arriving must not cost a commit and frames for every session streaming
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const commits: StoredEvent[][] = []
+    store.onCommit((events) => commits.push([...events]))
+    const others = load() // queued behind the loaded interval
+    const own = store.enqueue('ses_a', [delta('prt_a', 'queued')], { meta: modelMeta })
+    store.append('ses_a', [renamed('now')], { meta: userMeta, durability: 'full' })
+    expect(commits).toHaveLength(1)
+    expect(commits[0]?.map((e) => [e.sessionId, e.type])).toEqual([
+      ['ses_a', 'text.delta'],
+      ['ses_a', 'session.renamed'],
+    ])
+    await Promise.all([own, ...others])
+    expect(commits).toHaveLength(2) // the others, at the interval
+    expect(new Set(commits[1]?.map((e) => e.sessionId)).size).toBe(LOADED)
+  })
+
   it('many small commits in one interval load the store as one large commit does', async () => {
     // A store committing every turn never holds 64 appends in one commit, however many sessions stream.
     const { store } = storeWith(LOADED)
