@@ -386,7 +386,7 @@ export class EventStore {
   }
 
   /** the last flush fell in the loaded regime: the queue waits for the loaded interval */
-  private loaded(): boolean {
+  loaded(): boolean {
     return this.flushedAt < this.loadedUntil
   }
 

@@ -4,6 +4,7 @@ import type { StoredEvent } from '../../src/events/envelope.js'
 import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { getParts } from '../../src/projections/read-model.js'
+import { Recorder } from '../../src/runtime/loop/recorder.js'
 import { created, delta, modelMeta, renamed, userMeta } from './fixtures/store.js'
 
 /**
@@ -130,6 +131,21 @@ describe('deltas under load', () => {
     await Promise.all([own, ...others])
     expect(commits).toHaveLength(2) // the others, at the interval
     expect(new Set(commits[1]?.map((e) => e.sessionId)).size).toBe(LOADED)
+  })
+
+  it('while the store is loaded, a run settling its own appends commits them now, its session’s only', async () => {
+    // a run waits on its own events at its start and at each step: it must not wait out the interval each time
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const others = load()
+    const recorder = new Recorder(store, 'ses_a')
+    recorder.emit({ type: 'text.ended', data: { partId: 'prt_a' } }, modelMeta)
+    const started = performance.now()
+    await recorder.settle()
+    expect(performance.now() - started).toBeLessThan(20) // the interval is 40 ms at least
+    expect(store.readSession('ses_a').at(-1)?.type).toBe('text.ended')
+    expect(store.readSession('ses_0')).toHaveLength(2) // created, the first rename: its second still waits
+    await Promise.all(others)
   })
 
   it('many small commits in one interval load the store as one large commit does', async () => {

@@ -26,8 +26,14 @@ export class Recorder {
     if (this.pending.length > 256) this.pending = this.pending.slice(-1) // committed in order: the last one covers the rest
   }
 
-  /** Waits until everything emitted so far is committed. */
+  /**
+   * Waits until everything emitted so far is committed. Under load the run's
+   * own appends commit now (its session's only, src/events/store.ts): a run
+   * waiting on them would otherwise wait out the loaded interval at each of
+   * its starts and steps, while deltas nobody waits on keep sharing commits.
+   */
   async settle(): Promise<void> {
+    if (this.pending.length > 0 && this.store.loaded()) this.store.flushFor(this.sessionId)
     const pending = this.pending
     this.pending = []
     await Promise.all(pending)
