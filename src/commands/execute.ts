@@ -19,6 +19,8 @@ export type Decide = (session: Session | undefined) => readonly ChronicleEvent[]
 export interface ExecuteOptions {
   readonly meta: EventMeta
   readonly durability?: Durability
+  /** the decided events refer to no other session's queued appends (AppendOptions.alone) */
+  readonly alone?: boolean
 }
 
 export interface Executed {
@@ -37,6 +39,7 @@ export function execute(store: EventStore, sessionId: string, decide: Decide, op
     expectedVersion: state?.version ?? 0,
     meta: options.meta,
     ...(options.durability && { durability: options.durability }),
+    ...(options.alone && { alone: true }),
   })
   return { events, state }
 }

@@ -104,7 +104,8 @@ export function submitInput(
       duplicate = { seq: decision.seq }
       return []
     },
-    { durability: 'full', meta: { actor: by, ...who, input: command.inputId } },
+    // an input refers to nothing queued in another session: under load it need not commit theirs
+    { durability: 'full', alone: true, meta: { actor: by, ...who, input: command.inputId } },
   )
   if (duplicate) return { inputId: command.inputId, seq: duplicate.seq, duplicate: true }
   const accepted = events.find((e) => e.type === 'input.accepted')

@@ -31,6 +31,13 @@ export interface AppendOptions {
   readonly meta: EventMeta
   /** the commit time to record instead of now, in ms (an import keeps the original times) */
   readonly at?: number
+  /**
+   * (append) nothing this appends refers to another session's queued appends
+   * — a client's input: under load it then commits with its own session's
+   * queued appends only. Otherwise an append commits everything queued before
+   * it, so what it names (a sub-agent's call, its parent's) is in the log first.
+   */
+  readonly alone?: boolean
 }
 
 /** Called inside the append transaction with the events just inserted; throwing rolls the append back. */
@@ -278,7 +285,7 @@ export class EventStore {
     if (validated.length === 0) return []
     this.assertOpen()
     // Behind everything queued and in the same transaction: one commit, not two (a commit's cost is mostly per
-    // commit). Under load, behind the session's own only: the others' wait for the interval, as they would have.
+    // commit). Under load, one `alone` goes behind its session's own only: the others' wait for the interval.
     let stored: StoredEvent[] = []
     let failure: { err: unknown } | undefined
     this.queue.push({
@@ -292,7 +299,7 @@ export class EventStore {
         failure = { err }
       },
     })
-    if (this.loaded()) this.flushSession(sessionId)
+    if (options.alone && this.loaded()) this.flushSession(sessionId)
     else this.flush()
     if (failure) throw failure.err
     return stored
@@ -366,8 +373,9 @@ export class EventStore {
   }
 
   /**
-   * Under load, an append that must commit now (an accepted input, a
-   * command) takes only its session's queued appends with it; the other
+   * Under load, an append that must commit now and refers to no other session
+   * (`alone`: an accepted input), or a reader of one session (flushFor), takes
+   * only that session's queued appends with it; the other
    * sessions' wait for the loaded interval. Taking them all made each input
    * cost a commit, an fsync and frames for every session streaming, so a
    * burst of inputs cut every session's merges short and slowed itself down

@@ -122,7 +122,7 @@ describe('deltas under load', () => {
     store.onCommit((events) => commits.push([...events]))
     const others = load() // queued behind the loaded interval
     const own = store.enqueue('ses_a', [delta('prt_a', 'queued')], { meta: modelMeta })
-    store.append('ses_a', [renamed('now')], { meta: userMeta, durability: 'full' })
+    store.append('ses_a', [renamed('now')], { meta: userMeta, durability: 'full', alone: true })
     expect(commits).toHaveLength(1)
     expect(commits[0]?.map((e) => [e.sessionId, e.type])).toEqual([
       ['ses_a', 'text.delta'],
@@ -131,6 +131,16 @@ describe('deltas under load', () => {
     await Promise.all([own, ...others])
     expect(commits).toHaveLength(2) // the others, at the interval
     expect(new Set(commits[1]?.map((e) => e.sessionId)).size).toBe(LOADED)
+  })
+
+  it('while the store is loaded, any other append still commits everything queued before it', async () => {
+    // what it appends may name another session's queued events (a sub-agent's call): those go first
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const others = load()
+    store.append('ses_a', [renamed('now')], { meta: userMeta })
+    expect(store.readSession('ses_0')).toHaveLength(3)
+    await Promise.all(others)
   })
 
   it('while the store is loaded, a run settling its own appends commits them now, its session’s only', async () => {
