@@ -68,7 +68,7 @@ interface PendingAppend {
  * session it touches costs a few pages of WAL), so once the commits of one
  * interval held MERGE_FROM_QUEUED appends or more from LOADED_SESSIONS sessions
  * or more (many sessions streaming), for
- * LOADED_FOR_MS the queue waits this long after each commit: each session's
+ * LOADED_FOR_MS the queue waits at least this long after each commit: each session's
  * deltas then share commits, frames and, merged, events. Otherwise the queue
  * commits on the next turn, so a lightly loaded server adds no wait to a
  * turn.
@@ -353,9 +353,9 @@ export class EventStore {
   }
 
   /**
-   * Commits the queue if the session has appends in it: what a reader of that
-   * session's state needs, without forcing a commit for every other session's
-   * (under load a commit is what costs: LOADED_COMMIT_INTERVAL_MS).
+   * Commits the session's queued appends, if it has any: what a reader of that
+   * session's state needs. Under load only those (flushSession); otherwise
+   * everything queued, as the next turn would.
    */
   flushFor(sessionId: string): void {
     if (!this.lastQueued.has(sessionId)) return

@@ -34,6 +34,22 @@ function storeWith(others: number, store = EventStore.open(':memory:')) {
   return { store, load }
 }
 
+/**
+ * ms from just before a loaded commit of `sessions` sessions (the interval runs from its start, which is
+ * after this; its end is not: a slow commit ends late) to the next commit
+ */
+async function waitAfterLoadedCommit(sessions: number): Promise<number> {
+  const { store, load } = storeWith(sessions)
+  const commits: number[] = []
+  store.onCommit(() => commits.push(performance.now()))
+  const before = performance.now()
+  await Promise.all(load())
+  await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+  store.db.close()
+  expect(commits).toHaveLength(2)
+  return (commits[1] as number) - before
+}
+
 const deltasOf = (store: EventStore) =>
   store.readSession('ses_a').flatMap((e) => (e.type === 'text.delta' ? [e.data.text] : []))
 
@@ -77,15 +93,7 @@ describe('deltas under load', () => {
   })
 
   it('after a loaded commit the next waits 40 ms, so the sessions streaming share commits', async () => {
-    const { store, load } = storeWith(LOADED)
-    const commits: number[] = []
-    store.onCommit(() => commits.push(performance.now()))
-    // the interval runs from the loaded commit's start, which is after this (its end is not: a slow commit ends late)
-    const before = performance.now()
-    await Promise.all(load())
-    await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
-    expect(commits).toHaveLength(2)
-    expect((commits[1] as number) - before).toBeGreaterThanOrEqual(36) // 40, less the clocks' millisecond rounding
+    expect(await waitAfterLoadedCommit(LOADED)).toBeGreaterThanOrEqual(36) // 40, less the clocks' millisecond rounding
   })
 
   it('the more sessions a loaded interval touches, the longer the next wait: 0.5 ms a session, up to 100 ms', async () => {
@@ -93,17 +101,8 @@ describe('deltas under load', () => {
     for (const [sessions, wait] of [
       [160, 80],
       [400, 100],
-    ] as const) {
-      const { store, load } = storeWith(sessions)
-      const commits: number[] = []
-      store.onCommit(() => commits.push(performance.now()))
-      const before = performance.now()
-      await Promise.all(load())
-      await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
-      expect(commits).toHaveLength(2)
-      expect((commits[1] as number) - before).toBeGreaterThanOrEqual(wait - 4) // less the clocks' millisecond rounding
-      store.db.close()
-    }
+    ] as const)
+      expect(await waitAfterLoadedCommit(sessions)).toBeGreaterThanOrEqual(wait - 4) // less the clocks' millisecond rounding
   })
 
   it('while the store is loaded, a part’s deltas merge however short the queue', async () => {

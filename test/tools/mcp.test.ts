@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { execute } from '../../src/commands/execute.js'
@@ -12,6 +11,7 @@ import { createMcpManager, type McpManager } from '../../src/tools/mcp/manager.j
 import type { McpServerStatus } from '../../src/tools/mcp/server.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import type { Tool } from '../../src/tools/tool.js'
+import { freePort } from '../http/helpers.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
 
 /** marks the hung server's process, to find it afterwards */
@@ -20,17 +20,6 @@ const EVERYTHING = join(process.cwd(), 'node_modules/@modelcontextprotocol/serve
 const FILESYSTEM = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js')
 const PAGED = join(process.cwd(), 'test/tools/fixtures/paged-server.mjs')
 const allowAll = [{ permission: '*', pattern: '*', action: 'allow' as const }]
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 const byId = (tools: readonly Tool[], id: string): Tool => {
   const t = tools.find((x) => x.id === id)
