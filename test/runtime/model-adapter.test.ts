@@ -152,6 +152,18 @@ describe('the scripted model', () => {
       expect(t).toBeGreaterThanOrEqual((j + 1) * 20 - 2)
     })
   })
+
+  it('keeps the latest 1000 requests in memory: a server playing a script takes thousands', async () => {
+    const model = createScriptedModel({ steps: [{ when: {}, text: 'ok', times: 1005 }] })
+    for (let i = 0; i < 1005; i++) {
+      const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: `call ${i}` }] }]
+      const { stream } = await model.doStream({ prompt })
+      await stream.pipeTo(new WritableStream())
+    }
+    expect(model.calls).toHaveLength(1000)
+    expect(model.calls.map((c) => c.call).slice(0, 2)).toEqual([5, 6])
+    expect(model.calls.at(-1)?.call).toBe(1004)
+  })
 })
 
 describe('the scripted model paced by deltas', () => {

@@ -112,9 +112,12 @@ export interface RecordedCall {
 }
 
 export interface ScriptedModel extends LanguageModelV3 {
-  /** every request received, in order */
+  /** the requests received, in order: the latest KEPT_CALLS (a server playing a script may take thousands) */
   readonly calls: RecordedCall[]
 }
+
+/** Requests a scripted model keeps in memory; `record` writes every one to a file. */
+const KEPT_CALLS = 1000
 
 /** What the scripted model answers a title request with. */
 export const SCRIPTED_TITLE = 'Scripted session'
@@ -130,7 +133,7 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
   let count = 0
   const calls: RecordedCall[] = []
   const record = script.record ?? process.env.CHRONICLE_SCRIPT_LOG
-  const keepCalls = script.respond === undefined // benchmarks play thousands of calls: record only to file
+  const keepCalls = script.respond === undefined
 
   const choose = (request: ScriptRequest): ScriptReply | undefined => {
     const steps = script.steps ?? []
@@ -172,7 +175,7 @@ export function createScriptedModel(script: Script, modelId = 'scripted'): Scrip
           },
         }),
       }
-      if (keepCalls) calls.push(entry)
+      if (keepCalls && calls.push(entry) > KEPT_CALLS) calls.shift()
       if (record) appendFileSync(record, `${JSON.stringify(entry)}\n`)
       const request = describe(options.prompt, call)
       const reply = choose(request)
