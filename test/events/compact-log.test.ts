@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3'
 import { join } from 'node:path'
+import { deflateRawSync } from 'node:zlib'
 import { afterEach, describe, expect, it } from 'vitest'
-import { MIGRATIONS, migrate } from '../../src/events/schema.js'
+import { deflated, inflated, MIGRATIONS, migrate, windowFor } from '../../src/events/schema.js'
 import { EventStore } from '../../src/events/store.js'
 import { created, delta, modelMeta, renamed, tempDirs, userMeta } from './fixtures/store.js'
 
@@ -197,6 +198,18 @@ describe('the compact event log', () => {
         .all(),
     ).toEqual([output, 'short'])
     expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
+  })
+
+  it('7 deflates with a window as large as the data: the same size as the default window, read back alike', () => {
+    for (const size of [256, 511, 513, 4_000, 40_000, 100_000]) {
+      const words = Array.from({ length: size / 4 }, (_, i) => `w${(i * 7919) % 997}`)
+      const json = JSON.stringify({ text: words.join(' ').slice(0, size) })
+      const packed = deflated(json) as Buffer
+      expect(Buffer.isBuffer(packed)).toBe(true)
+      expect(2 ** windowFor(Buffer.byteLength(json))).toBeGreaterThanOrEqual(Math.min(Buffer.byteLength(json), 2 ** 15))
+      expect(packed.length).toBeLessThanOrEqual(deflateRawSync(json).length)
+      expect(inflated(packed)).toBe(json)
+    }
   })
 
   it('8 keeps each meta once, found by its tail, in files that had them and for the view trigger alike', () => {
