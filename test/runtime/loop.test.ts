@@ -45,6 +45,18 @@ describe('the agent loop', () => {
     expect(data(h, id, 'run.finished')).toEqual([{ runId: expect.any(String), outcome: 'idle' }])
   })
 
+  it('a run’s start and its input’s delivery commit together: one commit, not two', async () => {
+    h = harness({ model: createScriptedModel({ steps: [{ text: 'hi' }] }) })
+    const id = h.session()
+    const commits: string[][] = []
+    h.store.onCommit((events) => commits.push(events.filter((e) => e.sessionId === id).map((e) => e.type)))
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    const start = commits.find((types) => types.includes('run.started'))
+    expect(start?.slice(0, 2)).toEqual(['run.started', 'input.delivered'])
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
+  })
+
   it('arguments that are not JSON are invalid too', async () => {
     const model = createScriptedModel({
       steps: [{ toolCalls: [{ id: 'c1', name: 'lookup', rawInput: '{"query": ' }] }, { text: 'sorry' }],

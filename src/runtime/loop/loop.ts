@@ -101,13 +101,15 @@ export async function runLoop(
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
       if (rejections?.check()) return await finish('rejected')
-      await recorder.settle()
-      let { view, transcript } = deps.views.state(sessionId)
+      // The first pass reads the inbox before run.started commits (which changes no inbox), so the
+      // delivery commits with it: one commit, not two, at every run's start.
+      if (!first) await recorder.settle()
+      let { view, transcript } = first ? deps.views.committed(sessionId) : deps.views.state(sessionId)
       const delivered = deliver(view, first, deps.ids)
-      if (delivered.length > 0) {
-        recorder.emit(delivered, meta)
+      if (delivered.length > 0) recorder.emit(delivered, meta)
+      if (delivered.length > 0 || first) {
         await recorder.settle()
-        if (!first)
+        if (delivered.length > 0 && !first)
           step = 0 // new user input renews the step budget
         ;({ view, transcript } = deps.views.state(sessionId))
       }

@@ -52,6 +52,11 @@ export class SessionViews {
   /** The view and its transcript, including everything queued before this call. */
   state(sessionId: string): SessionState {
     this.store.flushFor(sessionId) // only this session's events change its view
+    return this.committed(sessionId)
+  }
+
+  /** The view and its transcript as committed: without what is still queued (see loop.ts, a run's start). */
+  committed(sessionId: string): SessionState {
     let state = this.views.get(sessionId)
     if (state) {
       this.views.delete(sessionId) // re-inserted below: most recently used last
