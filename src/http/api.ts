@@ -189,7 +189,9 @@ export function createApi(deps: AppDeps): Api {
   }
   const runtime = () => deps.runtime ?? missing('the agent runtime')
   const session = (id: string) => {
-    store.flush()
+    // Its own queued appends only: under load the other sessions' keep sharing their commits, which a
+    // client polling one session would otherwise cut short for every session streaming (docs/EVENTS.md "Deltas").
+    store.flushFor(id)
     return requireSession(store, id)
   }
 
