@@ -5,7 +5,7 @@ import { execute } from '../commands/execute.js'
 import type { Session } from '../projections/model.js'
 import { getSession, loadView } from '../projections/read-model.js'
 import { partsByMessage } from './loop/chat-messages.js'
-import { type ModelResolver, streamModelStep } from './model/adapter.js'
+import { type ModelResolver, readModelStep } from './model/adapter.js'
 import { TITLE_SYSTEM } from './model/title-prompt.js'
 
 /**
@@ -79,7 +79,7 @@ export function createTitles(deps: {
     let failure: string | undefined
     const signal = AbortSignal.timeout(TIMEOUT_MS)
     const exchange = `<user>\n${textOf(user.id).slice(0, MAX_EXCHANGE)}\n</user>\n<assistant>\n${answer.slice(0, MAX_EXCHANGE)}\n</assistant>`
-    for await (const part of streamModelStep(
+    await readModelStep(
       model,
       {
         system: TITLE_SYSTEM,
@@ -88,11 +88,12 @@ export function createTitles(deps: {
         toolChoice: 'none',
       },
       signal,
-    )) {
-      if (part.type === 'text-delta') text += part.text
-      if (part.type === 'error') failure = part.failure.message
-      if (part.type === 'aborted') failure = 'the title call timed out'
-    }
+      (part) => {
+        if (part.type === 'text-delta') text += part.text
+        if (part.type === 'error') failure = part.failure.message
+        if (part.type === 'aborted') failure = 'the title call timed out'
+      },
+    )
     const title = clean(text)
     if (failure !== undefined || !title) return void fail(failure ?? 'the model proposed no title')
     // a title the user set while the call ran wins

@@ -9,7 +9,7 @@ import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { DEFAULT_COMPACTION } from '../../src/runtime/compaction/config.js'
-import { type ModelHandle, type ModelRequest, streamModelStep } from '../../src/runtime/model/adapter.js'
+import { type ModelHandle, type ModelRequest, readModelStep } from '../../src/runtime/model/adapter.js'
 import { createScriptedModel, type ScriptStep } from '../../src/runtime/model/scripted-model.js'
 import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
@@ -58,7 +58,7 @@ export async function sendAgain(request: ModelRequest, settings: ModelHandle['se
     },
   })
   const handle: ModelHandle = { spec: 'mock:model', model: mock, ...(settings && { settings }) }
-  for await (const _ of streamModelStep(handle, request, new AbortController().signal)) void _
+  await readModelStep(handle, request, new AbortController().signal, () => {})
   const call = mock.doStreamCalls[0]
   if (!call) throw new Error('the adapter made no call')
   return received(call)

@@ -1,7 +1,7 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
 import { describe, expect, it } from 'vitest'
-import { streamModelStep, type ModelRequest, type StepPart } from '../../src/runtime/model/adapter.js'
+import { readModelStep, type ModelRequest, type StepPart } from '../../src/runtime/model/adapter.js'
 
 /**
  * The adapter reads the provider's doStream itself (no streamText): these
@@ -37,8 +37,7 @@ async function collect(
     doStream: Array.isArray(parts) ? { stream: convertArrayToReadableStream(parts) } : parts,
   })
   const out: StepPart[] = []
-  for await (const part of streamModelStep({ spec: 'mock', model, settings: { maxOutputTokens: 64 } }, req, signal))
-    out.push(part)
+  await readModelStep({ spec: 'mock', model, settings: { maxOutputTokens: 64 } }, req, signal, (part) => out.push(part))
   return { out, calls: model.doStreamCalls }
 }
 
@@ -139,6 +138,31 @@ describe('the model adapter reading doStream', () => {
     expect(streamed.out[0]).toEqual({ type: 'error', failure: { kind: 'provider', message: 'boom', retryable: false } })
   })
 
+  it('what the reader of the parts throws is its own: it propagates, and the provider stream is released', async () => {
+    let cancelled = false
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          start(c) {
+            c.enqueue({ type: 'text-start', id: 't' })
+            c.enqueue({ type: 'text-delta', id: 't', delta: 'part' })
+          },
+          cancel() {
+            cancelled = true
+          },
+        }),
+      }),
+    })
+    const parts: string[] = []
+    const reading = readModelStep({ spec: 'mock', model }, request(), new AbortController().signal, (part) => {
+      parts.push(part.type)
+      if (part.type === 'text-delta') throw new Error('a bug in the step')
+    })
+    await expect(reading).rejects.toThrow('a bug in the step') // not an error part: the provider did nothing wrong
+    expect(parts).toEqual(['text-start', 'text-delta'])
+    expect(cancelled).toBe(true)
+  })
+
   it('on abort, stops reading, cancels the provider stream and ends with aborted', async () => {
     const controller = new AbortController()
     let cancelled: unknown = 'not cancelled'
@@ -157,10 +181,10 @@ describe('the model adapter reading doStream', () => {
       }),
     })
     const out: StepPart[] = []
-    for await (const part of streamModelStep({ spec: 'mock', model }, request(), controller.signal)) {
+    await readModelStep({ spec: 'mock', model }, request(), controller.signal, (part) => {
       out.push(part)
       if (part.type === 'text-delta') controller.abort(new Error('user cancelled'))
-    }
+    })
     expect(out.map((p) => p.type)).toEqual(['text-start', 'text-delta', 'aborted'])
     expect(cancelled).toEqual(new Error('user cancelled'))
   })

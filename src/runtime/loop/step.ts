@@ -2,7 +2,7 @@ import type { DataOf, Usage } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import { abortError } from '../abort-reasons.js'
 import type { CompiledContext } from './context.js'
-import { streamModelStep, type ModelFailure, type ModelHandle } from '../model/adapter.js'
+import { readModelStep, type ModelFailure, type ModelHandle } from '../model/adapter.js'
 import type { Recorder } from './recorder.js'
 import { retryDelay, sleep, type RetryPolicy } from '../model/retry.js'
 import { completeUsage } from '../compaction/tokens.js'
@@ -73,7 +73,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     let streamed = false
     let produced = 0 // output characters: the usage estimate when the provider reports none
 
-    for await (const part of streamModelStep(input.model, input.context, signal)) {
+    await readModelStep(input.model, input.context, signal, (part) => {
       switch (part.type) {
         case 'text-start':
         case 'reasoning-start': {
@@ -166,7 +166,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
           aborted = true
           break
       }
-    }
+    })
     if (signal.aborted) aborted = true
     // Text and reasoning streamed so far are kept: close what the stream left open.
     for (const { partId, kind } of open.values()) recorder.emit({ type: `${kind}.ended`, data: { partId } }, model)

@@ -85,12 +85,18 @@ export type StepPart =
   | { type: 'error'; failure: ModelFailure }
   | { type: 'aborted' }
 
-/** Streams one model step. Never throws for model or HTTP failures: they arrive as an `error` part. */
-export async function* streamModelStep(
+/**
+ * Reads one model step, handing each part to `onPart` as it arrives. Never
+ * throws for model or HTTP failures: they arrive as an `error` part. A
+ * callback, not an async iterator: a streamed delta then costs no promise
+ * hops of its own between the provider's stream and the events.
+ */
+export async function readModelStep(
   handle: ModelHandle,
   request: ModelRequest,
   signal: AbortSignal,
-): AsyncGenerator<StepPart> {
+  onPart: (part: StepPart) => void,
+): Promise<void> {
   // The provider's own stream, read in one pass: streamText would pipe each
   // part through some ten web-stream stages (its retries, tool execution and
   // callbacks are all unused here), measured as most of the server's CPU per
@@ -100,18 +106,23 @@ export async function* streamModelStep(
   const toolsOff = request.toolChoice === 'none'
   let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined
   const cancel = () => void reader?.cancel(signal.reason).catch(() => {})
+  // Only the provider's calls fail as a part: what onPart throws is the caller's own.
+  const failed = (err: unknown): StepPart =>
+    signal.aborted ? { type: 'aborted' } : { type: 'error', failure: classify(err) }
   signal.addEventListener('abort', cancel, { once: true })
   try {
-    if (signal.aborted) {
-      yield { type: 'aborted' }
-      return
+    if (signal.aborted) return onPart({ type: 'aborted' })
+    let stream: ReadableStream<LanguageModelV3StreamPart>
+    try {
+      ;({ stream } = await handle.model.doStream({
+        prompt: providerPrompt(request),
+        ...(tools && { tools, toolChoice: { type: request.toolChoice } }),
+        ...handle.settings,
+        abortSignal: signal,
+      }))
+    } catch (err) {
+      return onPart(failed(err))
     }
-    const { stream } = await handle.model.doStream({
-      prompt: providerPrompt(request),
-      ...(tools && { tools, toolChoice: { type: request.toolChoice } }),
-      ...handle.settings,
-      abortSignal: signal,
-    })
     reader = stream.getReader()
     if (signal.aborted) cancel()
     // a reasoning part's provider metadata may come with its start, a delta (a signature) or its end
@@ -124,67 +135,70 @@ export async function* streamModelStep(
     }
     let violated = false
     for (;;) {
-      const { done, value: part } = await reader.read()
-      if (done) break
+      let read: ReadableStreamReadResult<LanguageModelV3StreamPart>
+      try {
+        read = await reader.read()
+      } catch (err) {
+        return onPart(failed(err))
+      }
+      if (read.done) break
+      const part = read.value
       switch (part.type) {
         case 'text-start':
         case 'text-end':
-          yield { type: part.type, id: part.id }
+          onPart({ type: part.type, id: part.id })
           break
         case 'reasoning-start':
           keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
-          yield { type: part.type, id: part.id }
+          onPart({ type: part.type, id: part.id })
           break
         case 'reasoning-end': {
           keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
           const kept = metadata.get(part.id)
           metadata.delete(part.id)
-          yield { type: 'reasoning-end', id: part.id, ...(kept && { providerMetadata: kept }) }
+          onPart({ type: 'reasoning-end', id: part.id, ...(kept && { providerMetadata: kept }) })
           break
         }
         case 'text-delta':
-          if (part.delta.length > 0) yield { type: part.type, id: part.id, text: part.delta }
+          if (part.delta.length > 0) onPart({ type: part.type, id: part.id, text: part.delta })
           break
         case 'reasoning-delta':
           keep(part.id, part.providerMetadata as ProviderMetadata | undefined)
-          if (part.delta.length > 0) yield { type: part.type, id: part.id, text: part.delta }
+          if (part.delta.length > 0) onPart({ type: part.type, id: part.id, text: part.delta })
           break
         case 'tool-input-start':
-          if (!toolsOff) yield { type: 'tool-input-start', callId: part.id, tool: part.toolName }
+          if (!toolsOff) onPart({ type: 'tool-input-start', callId: part.id, tool: part.toolName })
           break
         case 'tool-input-delta':
-          if (!toolsOff) yield { type: 'tool-input-delta', callId: part.id, delta: part.delta }
+          if (!toolsOff) onPart({ type: 'tool-input-delta', callId: part.id, delta: part.delta })
           break
         case 'tool-call':
           if (toolsOff) violated = true
-          else yield toolCall(part.toolCallId, part.toolName, part.input, request.tools)
+          else onPart(toolCall(part.toolCallId, part.toolName, part.input, request.tools))
           break
         case 'finish':
           if (violated) {
             const message = 'the model called a tool in a step that allowed none'
-            yield { type: 'error', failure: { kind: 'provider', message, retryable: false } }
+            onPart({ type: 'error', failure: { kind: 'provider', message, retryable: false } })
           }
-          yield {
+          onPart({
             type: 'finish',
             finishReason: violated ? 'error' : part.finishReason.unified,
             usage: usageOf(part.usage),
-          }
+          })
           break
         case 'error':
-          yield { type: 'error', failure: classify(part.error) }
+          onPart({ type: 'error', failure: classify(part.error) })
           break
         default:
           // stream-start, tool-input-end, provider-executed tool results, files, sources, response metadata, raw
           break
       }
     }
-    if (signal.aborted) yield { type: 'aborted' }
-  } catch (err) {
-    if (signal.aborted) yield { type: 'aborted' }
-    else yield { type: 'error', failure: classify(err) }
+    if (signal.aborted) onPart({ type: 'aborted' })
   } finally {
     signal.removeEventListener('abort', cancel)
-    // a consumer that stops early (return) leaves the provider's stream unread: release it
+    // a step that ends early (onPart threw) leaves the provider's stream unread: release it
     reader?.cancel().catch(() => {})
   }
 }
