@@ -47,6 +47,12 @@ export type ProjectHook = ((db: Database.Database, events: readonly StoredEvent[
 }
 export type CommitListener = (events: readonly StoredEvent[]) => void
 
+/** Hears how one queued append ended (EventStore.submit). */
+export interface Settle {
+  resolve(events: StoredEvent[]): void
+  reject(err: unknown): void
+}
+
 export interface StoreOptions {
   readonly project?: ProjectHook
   readonly now?: () => number
@@ -60,8 +66,8 @@ interface PendingAppend {
   reject(err: unknown): void
   /** the loaded round that commits it (enqueue only): appends queued during a round wait for the next */
   round?: number
-  /** later appends merged into this one's last event (a delta): each settles with it */
-  merged?: { resolve(events: StoredEvent[]): void; reject(err: unknown): void }[]
+  /** later appends merged into this one's last event (a delta): each settles with that event */
+  merged?: Settle[]
 }
 
 /**
@@ -333,27 +339,42 @@ export class EventStore {
    * resolve with that event.
    */
   enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
-    let validated: ChronicleEvent[]
-    try {
-      validated = validate(events)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    if (validated.length === 0) return Promise.resolve([])
-    if (this.closed) return Promise.reject(closedError())
+    // what submit throws rejects this promise
     return new Promise((resolve, reject) => {
-      const last = this.lastQueued.get(sessionId)
-      // a long queue is a server behind; a loaded one waits for the interval anyway
-      if (last && (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) && mergeDelta(last, validated, options)) {
-        last.merged ??= []
-        last.merged.push({ resolve: (stored) => resolve(stored.slice(-1)), reject })
-        return
-      }
-      const item: PendingAppend = { sessionId, events: validated, options, resolve, reject, round: this.round }
-      this.queue.push(item)
-      this.lastQueued.set(sessionId, item)
-      if (!this.flushScheduled) this.scheduleFlush()
+      if (!this.submit(sessionId, events, options, { resolve, reject })) resolve([])
     })
+  }
+
+  /**
+   * `enqueue` without a promise of its own: queues the events and returns
+   * true, and `done` hears once, when they commit or fail; returns false for
+   * no events, and throws for invalid ones or a closed store, as `append`
+   * does. A run's recorder hands every append the same `done`, so a streamed
+   * delta costs no promise and no closure.
+   */
+  submit(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions, done: Settle): boolean {
+    const validated = validate(events)
+    if (validated.length === 0) return false
+    this.assertOpen()
+    const last = this.lastQueued.get(sessionId)
+    // a long queue is a server behind; a loaded one waits for the interval anyway
+    if (last && (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) && mergeDelta(last, validated, options)) {
+      last.merged ??= []
+      last.merged.push(done)
+      return true
+    }
+    const item: PendingAppend = {
+      sessionId,
+      events: validated,
+      options,
+      resolve: (stored) => done.resolve(stored),
+      reject: (err) => done.reject(err),
+      round: this.round,
+    }
+    this.queue.push(item)
+    this.lastQueued.set(sessionId, item)
+    if (!this.flushScheduled) this.scheduleFlush()
+    return true
   }
 
   /** The next turn, or under load the loaded interval after the last round started. */
@@ -786,7 +807,10 @@ function closedError(): ChronicleError {
 
 function settled(item: PendingAppend, stored: StoredEvent[]): void {
   item.resolve(stored)
-  for (const m of item.merged ?? []) m.resolve(stored)
+  if (item.merged) {
+    const last = stored.slice(-1) // a merged delta's event: the item's last
+    for (const m of item.merged) m.resolve(last)
+  }
 }
 
 function failed(item: PendingAppend, err: unknown): void {

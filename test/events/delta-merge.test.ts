@@ -180,6 +180,33 @@ describe('deltas under load', () => {
     await Promise.all(others)
   })
 
+  it('a run settling waits for what it emitted before, not for the deltas it keeps streaming meanwhile', async () => {
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const recorder = new Recorder(store, 'ses_a')
+    recorder.emit(delta('prt_a', 'before'), modelMeta)
+    const settled = recorder.settle().then(() => store.readSession('ses_a').map((e) => e.type))
+    // a stream going on: a delta every 5 ms for longer than a loaded interval
+    for (let i = 0; i < 30; i++) {
+      recorder.emit(delta('prt_a', `${i}`), modelMeta)
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    expect((await settled).at(-1)).toBe('text.delta')
+    await recorder.settle()
+    expect(deltasOf(store).join('')).toBe(`before${Array.from({ length: 30 }, (_, i) => i).join('')}`)
+  })
+
+  it('a failed append reaches the run at its next settle; one that never queued does not make it wait less', async () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created()], { meta: userMeta })
+    const recorder = new Recorder(store, 'ses_a')
+    recorder.emit(renamed('queued'), userMeta)
+    const settling = recorder.settle()
+    recorder.emit({ type: 'no.such.event', data: {} } as unknown as ChronicleEvent, userMeta) // invalid: never queued
+    await expect(settling).rejects.toMatchObject({ code: 'INVALID_EVENT' })
+    expect(store.readSession('ses_a').at(-1)?.type).toBe('session.renamed') // what it emitted before had committed
+  })
+
   it('many small commits in one interval load the store as one large commit does', async () => {
     // A store committing every turn never holds 64 appends in one commit, however many sessions stream.
     const { store } = storeWith(LOADED)

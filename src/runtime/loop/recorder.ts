@@ -1,6 +1,6 @@
 import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
-import type { Durability, EventStore } from '../../events/store.js'
+import type { Durability, EventStore, Settle } from '../../events/store.js'
 
 /**
  * Appends one run's events through the batching appender without awaiting
@@ -9,8 +9,19 @@ import type { Durability, EventStore } from '../../events/store.js'
  * rejected append is never lost nor left unhandled.
  */
 export class Recorder {
-  private pending: Promise<unknown>[] = []
+  /** appends emitted, and how many of them have committed or failed (a session's commit in emit order) */
+  private emitted = 0
+  private ended = 0
+  private waiters: { readonly upTo: number; readonly wake: () => void }[] = []
   private failure: unknown
+  /** one for every append: a streamed delta costs no promise of its own */
+  private readonly done: Settle = {
+    resolve: () => this.end(),
+    reject: (err) => {
+      this.failure ??= err
+      this.end()
+    },
+  }
 
   constructor(
     private readonly store: EventStore,
@@ -19,11 +30,19 @@ export class Recorder {
 
   emit(events: ChronicleEvent | readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): void {
     const list = Array.isArray(events) ? events : [events as ChronicleEvent]
-    const p = this.store.enqueue(this.sessionId, list, { meta, durability }).catch((err: unknown) => {
-      this.failure ??= err
-    })
-    this.pending.push(p)
-    if (this.pending.length > 256) this.pending = this.pending.slice(-1) // committed in order: the last one covers the rest
+    try {
+      if (this.store.submit(this.sessionId, list, { meta, durability }, this.done)) this.emitted++
+    } catch (err) {
+      this.failure ??= err // never queued: settle() rethrows it
+    }
+  }
+
+  private end(): void {
+    this.ended++
+    if (this.waiters.length === 0) return
+    const waiting = this.waiters
+    this.waiters = waiting.filter((w) => w.upTo > this.ended)
+    for (const w of waiting) if (w.upTo <= this.ended) w.wake()
   }
 
   /**
@@ -33,10 +52,9 @@ export class Recorder {
    * its starts and steps, while deltas nobody waits on keep sharing commits.
    */
   async settle(): Promise<void> {
-    if (this.pending.length > 0 && this.store.loaded()) this.store.flushFor(this.sessionId)
-    const pending = this.pending
-    this.pending = []
-    await Promise.all(pending)
+    const upTo = this.emitted // what is emitted from here on is not waited for
+    if (this.ended < upTo && this.store.loaded()) this.store.flushFor(this.sessionId)
+    if (this.ended < upTo) await new Promise<void>((wake) => this.waiters.push({ upTo, wake }))
     if (this.failure !== undefined) {
       const err = this.failure
       this.failure = undefined
