@@ -28,6 +28,21 @@ const request = (over: Partial<ModelRequest> = {}): ModelRequest => ({
   ...over,
 })
 
+/** A provider that sends a text start and one delta, then nothing: only a cancel ends its stream. */
+function stalledModel(onCancel: (reason: unknown) => void) {
+  return new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: new ReadableStream<LanguageModelV3StreamPart>({
+        start(c) {
+          c.enqueue({ type: 'text-start', id: 't' })
+          c.enqueue({ type: 'text-delta', id: 't', delta: 'part' })
+        },
+        cancel: onCancel,
+      }),
+    }),
+  })
+}
+
 async function collect(
   parts: LanguageModelV3StreamPart[] | (() => never),
   req = request(),
@@ -140,18 +155,8 @@ describe('the model adapter reading doStream', () => {
 
   it('what the reader of the parts throws is its own: it propagates, and the provider stream is released', async () => {
     let cancelled = false
-    const model = new MockLanguageModelV3({
-      doStream: async () => ({
-        stream: new ReadableStream<LanguageModelV3StreamPart>({
-          start(c) {
-            c.enqueue({ type: 'text-start', id: 't' })
-            c.enqueue({ type: 'text-delta', id: 't', delta: 'part' })
-          },
-          cancel() {
-            cancelled = true
-          },
-        }),
-      }),
+    const model = stalledModel(() => {
+      cancelled = true
     })
     const parts: string[] = []
     const reading = readModelStep({ spec: 'mock', model }, request(), new AbortController().signal, (part) => {
@@ -166,19 +171,8 @@ describe('the model adapter reading doStream', () => {
   it('on abort, stops reading, cancels the provider stream and ends with aborted', async () => {
     const controller = new AbortController()
     let cancelled: unknown = 'not cancelled'
-    const model = new MockLanguageModelV3({
-      doStream: async () => ({
-        stream: new ReadableStream<LanguageModelV3StreamPart>({
-          start(c) {
-            c.enqueue({ type: 'text-start', id: 't' })
-            c.enqueue({ type: 'text-delta', id: 't', delta: 'part' })
-          },
-          // never sends more: only the abort can end this read
-          cancel(reason) {
-            cancelled = reason
-          },
-        }),
-      }),
+    const model = stalledModel((reason) => {
+      cancelled = reason
     })
     const out: StepPart[] = []
     await readModelStep({ spec: 'mock', model }, request(), controller.signal, (part) => {
