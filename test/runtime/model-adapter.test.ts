@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { DEFAULT_AGENTS } from '../../src/tools/agents.js'
 import { createModelResolver } from '../../src/runtime/model/providers.js'
 import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
@@ -151,6 +151,31 @@ describe('the scripted model', () => {
     arrivals.forEach((t, j) => {
       expect(t).toBeGreaterThanOrEqual((j + 1) * 20 - 2)
     })
+  })
+
+  it('plays many replies on one clock: streams due in the same millisecond share one timer', async () => {
+    const model = createScriptedModel({ chunkSize: 1, delayMs: 5, steps: [{ when: {}, text: 'abcdefghij' }] })
+    const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'go' }] }]
+    const timers = vi.spyOn(globalThis, 'setTimeout')
+    try {
+      const started = performance.now()
+      const streams = await Promise.all(Array.from({ length: 100 }, () => model.doStream({ prompt })))
+      const parts = await Promise.all(
+        streams.map(async ({ stream }) => {
+          let n = 0
+          await stream.pipeTo(new WritableStream({ write: () => void n++ }))
+          return n
+        }),
+      )
+      expect(parts.every((n) => n === 14)).toBe(true) // stream-start, text-start, 10 deltas, text-end, finish
+      // 100 replies × 13 paced parts: a timer each would be 1300. On one clock the
+      // timers are at most one per millisecond the replies ran for.
+      const elapsed = performance.now() - started
+      expect(elapsed).toBeGreaterThanOrEqual(13 * 5 - 2)
+      expect(timers.mock.calls.length).toBeLessThanOrEqual(Math.ceil(elapsed) + 1)
+    } finally {
+      timers.mockRestore()
+    }
   })
 
   it('keeps the latest 1000 requests in memory: a server playing a script takes thousands', async () => {

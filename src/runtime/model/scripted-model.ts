@@ -1,5 +1,6 @@
 import { appendFileSync, readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+import { wakeAt } from './scripted-clock.js'
 import { TITLE_SYSTEM } from './title-prompt.js'
 import {
   APICallError,
@@ -318,14 +319,11 @@ function play(
           due = performance.now() // the first paced part: at once
         else if (delay > 0) {
           due += delay
-          const wait = due - performance.now()
-          if (wait > 0)
+          const at = due
+          if (at > performance.now())
             await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, wait)
-              cut = () => {
-                clearTimeout(timer)
-                resolve()
-              }
+              cut = resolve // a cut wait is woken again when it falls due: resolving twice is harmless
+              wakeAt(at, resolve)
             })
         }
       }

@@ -1,0 +1,43 @@
+/**
+ * One clock for every scripted stream in the process. A stream asks to be
+ * woken at its next chunk's due time; wakes are grouped by the millisecond
+ * they fall in and one timer is armed for the earliest group. A server playing
+ * hundreds of scripted replies at once (bench stream: 200 sessions × 50
+ * chunks/s) then runs at most one timer a millisecond, not one per chunk with
+ * a timer list of its own (Node keys its lists by delay, and these delays are
+ * fractional).
+ */
+const groups = new Map<number, Array<() => void>>()
+let armedFor = Number.POSITIVE_INFINITY
+let timer: NodeJS.Timeout | undefined
+
+/** Calls `wake` once `performance.now()` reaches `time`, rounded up to the next whole millisecond. */
+export function wakeAt(time: number, wake: () => void): void {
+  const slot = Math.ceil(time)
+  const group = groups.get(slot)
+  if (group) group.push(wake)
+  else groups.set(slot, [wake])
+  if (slot < armedFor) arm(slot)
+}
+
+function arm(slot: number): void {
+  if (timer) clearTimeout(timer)
+  armedFor = slot
+  timer = setTimeout(fire, slot - performance.now())
+}
+
+function fire(): void {
+  // Node's millisecond clock may fire a timer a fraction early: the group it was armed for is due.
+  const fired = armedFor
+  const now = performance.now()
+  timer = undefined
+  armedFor = Number.POSITIVE_INFINITY
+  let next = Number.POSITIVE_INFINITY
+  for (const [slot, wakes] of groups) {
+    if (slot <= fired || slot <= now) {
+      groups.delete(slot)
+      for (const wake of wakes) wake()
+    } else if (slot < next) next = slot
+  }
+  if (next < Number.POSITIVE_INFINITY) arm(next)
+}
