@@ -62,8 +62,8 @@ interface PendingAppend {
   readonly sessionId: string
   readonly events: readonly ChronicleEvent[]
   readonly options: AppendOptions
-  resolve(events: StoredEvent[]): void
-  reject(err: unknown): void
+  /** hears how it ended: the caller's own (append, enqueue, a run's recorder) */
+  readonly done: Settle
   /** the loaded round that commits it (enqueue only): appends queued during a round wait for the next */
   round?: number
   /** later appends merged into this one's last event (a delta): each settles with that event */
@@ -312,11 +312,13 @@ export class EventStore {
       sessionId,
       events: validated,
       options,
-      resolve: (events) => {
-        stored = events
-      },
-      reject: (err) => {
-        failure = { err }
+      done: {
+        resolve: (events) => {
+          stored = events
+        },
+        reject: (err) => {
+          failure = { err }
+        },
       },
     })
     if (options.alone && this.loaded()) this.flushSession(sessionId)
@@ -367,8 +369,7 @@ export class EventStore {
       sessionId,
       events: validated,
       options,
-      resolve: (stored) => done.resolve(stored),
-      reject: (err) => done.reject(err),
+      done,
       round: this.round,
     }
     this.queue.push(item)
@@ -806,7 +807,7 @@ function closedError(): ChronicleError {
 }
 
 function settled(item: PendingAppend, stored: StoredEvent[]): void {
-  item.resolve(stored)
+  item.done.resolve(stored)
   if (item.merged) {
     const last = stored.slice(-1) // a merged delta's event: the item's last
     for (const m of item.merged) m.resolve(last)
@@ -814,7 +815,7 @@ function settled(item: PendingAppend, stored: StoredEvent[]): void {
 }
 
 function failed(item: PendingAppend, err: unknown): void {
-  item.reject(err)
+  item.done.reject(err)
   for (const m of item.merged ?? []) m.reject(err)
 }
 
