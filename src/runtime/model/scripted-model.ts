@@ -299,41 +299,55 @@ function play(
 ): ReadableStream<LanguageModelV3StreamPart> {
   const queue = parts(reply, script.chunkSize ?? 16, script.uniqueCallIds ? freshCallId : undefined)
   const delay = reply.delayMs ?? script.delayMs ?? 0
-  const paced = (part: LanguageModelV3StreamPart | undefined) => script.pace !== 'deltas' || PACED.has(part?.type ?? '')
-  let i = 0
+  const paced = (part: LanguageModelV3StreamPart) => script.pace !== 'deltas' || PACED.has(part.type)
   // Chunks keep the model's own schedule, one every `delay` ms from the
-  // first, as a provider's do: a reader that falls behind finds the chunks it
-  // is late for ready at once (as in a socket's buffer), not postponed.
+  // first, as a provider's do: they are pushed into the stream when due, and
+  // a reader that falls behind finds the chunks it is late for waiting (as in
+  // a socket's buffer). Pushed, not pulled: a chunk costs one wake and one
+  // enqueue, not a pull's promises.
+  let i = 0
   let due: number | undefined
-  // One abort listener for the whole reply, not one per chunk: it cuts the current wait short.
-  let cut: (() => void) | undefined
-  signal?.addEventListener('abort', () => cut?.(), { once: true })
-  return new ReadableStream({
-    async pull(controller) {
-      if (signal?.aborted) {
-        controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
+  /** the part whose due time is set: a woken part is played, not delayed again */
+  let timed = -1
+  let over = false
+  let controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>
+  const abort = () => {
+    if (over) return
+    over = true
+    controller.error(signal?.reason ?? new DOMException('aborted', 'AbortError'))
+  }
+  const advance = (): void => {
+    while (!over) {
+      const next = queue[i]
+      if (next === undefined) {
+        over = true
+        signal?.removeEventListener('abort', abort)
+        controller.close()
         return
       }
-      if (paced(queue[i])) {
+      if (timed !== i && paced(next)) {
+        timed = i
         if (due === undefined)
           due = performance.now() // the first paced part: at once
         else if (delay > 0) {
           due += delay
-          const at = due
-          if (at > performance.now())
-            await new Promise<void>((resolve) => {
-              cut = resolve // a cut wait is woken again when it falls due: resolving twice is harmless
-              wakeAt(at, resolve)
-            })
+          if (due > performance.now()) return wakeAt(due, advance)
         }
       }
-      if (signal?.aborted) {
-        controller.error(signal.reason ?? new DOMException('aborted', 'AbortError'))
-        return
-      }
-      const next = queue[i++]
-      if (next) controller.enqueue(next)
-      else controller.close()
+      i++
+      controller.enqueue(next)
+    }
+  }
+  return new ReadableStream({
+    start(c) {
+      controller = c
+      if (signal?.aborted) return abort()
+      signal?.addEventListener('abort', abort, { once: true })
+      advance()
+    },
+    cancel() {
+      over = true
+      signal?.removeEventListener('abort', abort)
     },
   })
 }
