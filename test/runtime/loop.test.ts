@@ -186,6 +186,24 @@ describe('the agent loop', () => {
     expect(data(h, id, 'tool.completed')).toHaveLength(3)
   })
 
+  it('doom loop: three identical calls in one step ask for the third (each sees the calls before it)', async () => {
+    const same = { name: 'lookup', input: { query: 'same' } }
+    const model = createScriptedModel({
+      steps: [
+        { when: { afterToolResult: false }, toolCalls: [same, same, same].map((c, i) => ({ ...c, id: `c${i}` })) },
+        { when: { afterToolResult: true }, text: 'done' },
+      ],
+    })
+    h = harness({ model })
+    const asked = autoReply(h, 'reject', 'stop looping')
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    expect(asked).toEqual(['doom_loop'])
+    expect(data(h, id, 'tool.completed')).toHaveLength(2)
+    expect(data(h, id, 'tool.failed').map((d) => d.error)).toEqual([{ kind: 'denied', message: 'stop looping' }])
+  })
+
   it('doom loop: allowing once lets the third call run', async () => {
     const scripted = createScriptedModel({
       steps: [

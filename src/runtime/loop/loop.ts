@@ -193,7 +193,7 @@ export async function runLoop(
           toolset: context.toolset,
           permissions: deps.permissions,
           signal,
-          transcript: deps.views.state(sessionId).transcript,
+          transcript: () => deps.views.committed(sessionId).transcript,
           ...(runStart && { runStartMessageId: runStart }),
           ...(deps.redactor && { redactor: deps.redactor }),
           ...(deps.workspace && { workspace: deps.workspace }),

@@ -46,8 +46,8 @@ export interface ExecuteInput {
   readonly toolset: ReadonlyMap<string, Tool>
   readonly permissions: PermissionGate
   readonly signal: AbortSignal
-  /** the session's history after the step: the doom-loop check reads its latest tool calls */
-  readonly transcript: Transcript
+  /** the session's history as committed now: the doom-loop check reads its latest tool calls, the step's earlier ones too */
+  readonly transcript: () => Transcript
   /** the first message this run created: a repeat is a loop only within one run (earlier turns never count) */
   readonly runStartMessageId?: string
   /** the server's secrets, kept out of what tools report */
@@ -125,7 +125,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: signal,
   }
   // Called first, then (for a repeat) asked: the part holds the input as a value, as for any call that asks.
-  const doomLoop = isDoomLoop(input.transcript, call, parsed.data, input.runStartMessageId)
+  const doomLoop = isDoomLoop(input.transcript(), call, parsed.data, input.runStartMessageId)
   recorder.emit(
     {
       type: 'tool.called',

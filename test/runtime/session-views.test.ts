@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { execute } from '../../src/commands/execute.js'
+import { decideSession } from '../../src/commands/session.js'
+import type { EventStore } from '../../src/events/store.js'
+import { loadView } from '../../src/projections/read-model.js'
+import { openStore } from '../../src/projections/open.js'
+import { SessionViews } from '../../src/runtime/loop/session-views.js'
+
+/**
+ * The loop's views of sessions: always equal to the read model when read, and
+ * a committed event costs a view nothing until it is read (or until enough
+ * wait that holding them would cost memory).
+ */
+describe('session views', () => {
+  let dir: string
+  let store: EventStore
+  let views: SessionViews
+  const id = 'ses_views'
+
+  const rename = (title: string) =>
+    execute(store, id, (s) => decideSession({ type: 'rename', title }, s, id), { meta: { actor: 'user' } })
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'chronicle-views-'))
+    store = openStore(join(dir, 'chronicle.db'))
+    views = new SessionViews(store)
+    execute(store, id, (s) => decideSession({ type: 'create', directory: dir, agent: 'build', model: null }, s, id), {
+      meta: { actor: 'user' },
+    })
+  })
+  afterEach(() => {
+    views.close()
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('equals the read model when read, however many commits came since', () => {
+    views.read(id)
+    for (const n of [1, 10, 300]) {
+      for (let i = 0; i < n; i++) rename(`title ${n}/${i}`)
+      expect(views.read(id)).toEqual(loadView(store, id))
+    }
+  })
+
+  it('folds what committed when the view is read, not as it commits', () => {
+    const held = views.read(id)
+    const before = held.session?.title
+    rename('renamed')
+    expect(held.session?.title).toBe(before)
+    expect(views.read(id).session?.title).toBe('renamed')
+    expect(held.session?.title).toBe('renamed') // the same view, brought up to date
+  })
+
+  it('folds as it goes once 256 events wait unread: what a view holds stays bounded', () => {
+    const held = views.read(id)
+    for (let i = 0; i < 256; i++) rename(`title ${i}`)
+    expect(held.session?.title).toBe('title 255')
+    rename('one more')
+    expect(held.session?.title).toBe('title 255')
+    expect(views.read(id)).toEqual(loadView(store, id))
+  })
+})
