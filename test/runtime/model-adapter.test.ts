@@ -178,6 +178,24 @@ describe('the scripted model', () => {
     }
   })
 
+  it('outlives a timer that never fires: a stream started after a faked clock still plays, and wakes the one waiting', async () => {
+    const model = createScriptedModel({ chunkSize: 1, delayMs: 5, steps: [{ when: {}, text: 'abc' }] })
+    const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'go' }] }]
+    const count = async (stream: ReadableStream<unknown>) => {
+      let n = 0
+      await stream.pipeTo(new WritableStream({ write: () => void n++ }))
+      return n
+    }
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const stranded = count((await model.doStream({ prompt })).stream) // its first wait arms a fake timer
+    await new Promise<void>((resolve) => queueMicrotask(resolve))
+    vi.useRealTimers() // the fake timer is dropped unfired
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const later = count((await model.doStream({ prompt })).stream)
+    expect(await later).toBe(7) // stream-start, text-start, 3 deltas, text-end, finish
+    expect(await stranded).toBe(7)
+  }, 5_000)
+
   it('keeps the latest 1000 requests in memory: a server playing a script takes thousands', async () => {
     const model = createScriptedModel({ steps: [{ when: {}, text: 'ok', times: 1005 }] })
     for (let i = 0; i < 1005; i++) {

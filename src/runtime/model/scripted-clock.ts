@@ -8,6 +8,13 @@
  * fractional).
  */
 const groups = new Map<number, Array<() => void>>()
+/**
+ * How late the armed timer may be before the next wake arms another. A timer
+ * armed while a test faked the clock never fires; without this every later
+ * scripted stream in the process would wait behind it forever. A merely late
+ * one (a busy event loop) is replaced, which costs nothing.
+ */
+const OVERDUE_MS = 250
 let armedFor = Number.POSITIVE_INFINITY
 let timer: NodeJS.Timeout | undefined
 
@@ -18,6 +25,7 @@ export function wakeAt(time: number, wake: () => void): void {
   if (group) group.push(wake)
   else groups.set(slot, [wake])
   if (slot < armedFor) arm(slot)
+  else if (performance.now() - armedFor > OVERDUE_MS) arm(armedFor)
 }
 
 function arm(slot: number): void {
