@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
+import { createScriptedModel, type ScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { createModelResolver } from '../../src/runtime/model/providers.js'
 import { autoReply, collapse, harness, text, type Harness } from './helpers.js'
 
@@ -147,6 +147,19 @@ describe('the agent loop', () => {
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
 
+  /** One input, every ask rejected ('stop looping'): the third of three identical calls is asked about and denied. */
+  async function expectThirdCallDenied(model: ScriptedModel): Promise<string> {
+    h = harness({ model })
+    const asked = autoReply(h, 'reject', 'stop looping')
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.idle(id)
+    expect(asked).toEqual(['doom_loop'])
+    expect(data(h, id, 'tool.completed')).toHaveLength(2)
+    expect(data(h, id, 'tool.failed').map((d) => d.error)).toEqual([{ kind: 'denied', message: 'stop looping' }])
+    return id
+  }
+
   it('doom loop: the third identical call asks the doom_loop permission; a reject fails the call as denied', async () => {
     const same = { when: { afterToolResult: true }, toolCalls: [{ name: 'lookup', input: { query: 'same' } }] }
     const model = createScriptedModel({
@@ -156,15 +169,8 @@ describe('the agent loop', () => {
         { when: { afterToolResult: true }, text: 'giving up' },
       ],
     })
-    h = harness({ model })
-    const asked = autoReply(h, 'reject', 'stop looping')
-    const id = h.session()
-    h.runtime.submit(id, { parts: text('go') })
-    await h.runtime.idle(id)
-    expect(asked).toEqual(['doom_loop'])
+    const id = await expectThirdCallDenied(model)
     expect(data(h, id, 'permission.requested')[0]).toMatchObject({ permission: 'doom_loop', patterns: ['lookup'] })
-    expect(data(h, id, 'tool.completed')).toHaveLength(2)
-    expect(data(h, id, 'tool.failed').map((d) => d.error)).toEqual([{ kind: 'denied', message: 'stop looping' }])
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
 
@@ -194,14 +200,7 @@ describe('the agent loop', () => {
         { when: { afterToolResult: true }, text: 'done' },
       ],
     })
-    h = harness({ model })
-    const asked = autoReply(h, 'reject', 'stop looping')
-    const id = h.session()
-    h.runtime.submit(id, { parts: text('go') })
-    await h.runtime.idle(id)
-    expect(asked).toEqual(['doom_loop'])
-    expect(data(h, id, 'tool.completed')).toHaveLength(2)
-    expect(data(h, id, 'tool.failed').map((d) => d.error)).toEqual([{ kind: 'denied', message: 'stop looping' }])
+    await expectThirdCallDenied(model)
   })
 
   it('doom loop: allowing once lets the third call run', async () => {
