@@ -17,6 +17,8 @@ const groups = new Map<number, Array<() => void>>()
 const OVERDUE_MS = 250
 let armedFor = Number.POSITIVE_INFINITY
 let timer: NodeJS.Timeout | undefined
+/** inside fire: a woken stream's next wake is seen by fire's own loop, which arms once when done */
+let firing = false
 
 /** Calls `wake` once `performance.now()` reaches `time`, rounded up to the next whole millisecond. */
 export function wakeAt(time: number, wake: () => void): void {
@@ -24,6 +26,7 @@ export function wakeAt(time: number, wake: () => void): void {
   const group = groups.get(slot)
   if (group) group.push(wake)
   else groups.set(slot, [wake])
+  if (firing) return
   if (slot < armedFor) arm(slot)
   else if (performance.now() - armedFor > OVERDUE_MS) arm(armedFor)
 }
@@ -41,11 +44,17 @@ function fire(): void {
   timer = undefined
   armedFor = Number.POSITIVE_INFINITY
   let next = Number.POSITIVE_INFINITY
-  for (const [slot, wakes] of groups) {
-    if (slot <= fired || slot <= now) {
-      groups.delete(slot)
-      for (const wake of wakes) wake()
-    } else if (slot < next) next = slot
+  firing = true
+  try {
+    // a Map's iteration reaches the groups its wakes add, so `next` counts them
+    for (const [slot, wakes] of groups) {
+      if (slot <= fired || slot <= now) {
+        groups.delete(slot)
+        for (const wake of wakes) wake()
+      } else if (slot < next) next = slot
+    }
+  } finally {
+    firing = false
   }
   if (next < Number.POSITIVE_INFINITY) arm(next)
 }
