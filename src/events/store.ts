@@ -65,10 +65,19 @@ interface PendingAppend {
   /** hears how it ended: the caller's own (append, enqueue, a run's recorder) */
   readonly done: Settle
   /** the loaded round that commits it (enqueue only): appends queued during a round wait for the next */
-  round?: number
+  readonly round: number | undefined
   /** later appends merged into this one's last event (a delta): each settles with that event */
-  merged?: Settle[]
+  merged: Settle[] | undefined
 }
+
+/** Every pending append has one shape, all fields set: one hidden class for the code that reads them. */
+const pending = (
+  sessionId: string,
+  events: readonly ChronicleEvent[],
+  options: AppendOptions,
+  done: Settle,
+  round: number | undefined,
+): PendingAppend => ({ sessionId, events, options, done, round, merged: undefined })
 
 /**
  * The shortest time between two batched commits under load. A commit costs
@@ -92,6 +101,8 @@ const LOADED_COMMIT_INTERVAL_MS = 40
  * commit → receipt latency; a delta waits at most the interval longer.
  */
 const LOADED_MS_PER_SESSION = 0.5
+/** A time before every other (a double, as Date.now() is: see the store's fields). */
+const NEVER = Number.NEGATIVE_INFINITY
 const LOADED_MAX_INTERVAL_MS = 100
 const ACTIVE_GENERATION_MS = 500
 /** How long an interval's MERGE_FROM_QUEUED appends keep the store loaded (small forced commits in between do not end it). */
@@ -162,20 +173,28 @@ export class EventStore {
   private lastQueued = new Map<string, PendingAppend>()
   /** a timer or immediate will flush: one at a time, whoever else flushes meanwhile */
   private flushScheduled = false
+  /*
+   * The times below start at NEVER, not 0. A field that holds a small integer
+   * until its first Date.now() changes the store's hidden class then, and V8
+   * throws away every store method it has compiled (traced with --trace-deopt:
+   * insertBatch, publish, flushSession and more, at the first loaded round of
+   * `npm run bench -- stream`). For the same reason the loaded interval is a
+   * whole number of milliseconds.
+   */
   /** the loaded round the next enqueued append belongs to, and when the last one started */
   private round = 0
-  private roundAt = 0
-  private flushedAt = 0
+  private roundAt = NEVER
+  private flushedAt = NEVER
   /**
    * Appends committed since `windowAt`, counted per LOADED_COMMIT_INTERVAL_MS:
    * the load is a rate, not one commit's size. A store committing every turn
    * never holds MERGE_FROM_QUEUED in one commit, however many sessions stream.
    */
-  private windowAt = 0
+  private windowAt = NEVER
   private windowAppends = 0
   private windowSessions = new Set<string>()
   /** until when the store counts as loaded: a second after an interval's commits held MERGE_FROM_QUEUED appends */
-  private loadedUntil = 0
+  private loadedUntil = NEVER
   /** the wait between loaded commits, set from the sessions the last interval touched */
   private loadedInterval = LOADED_COMMIT_INTERVAL_MS
   /**
@@ -186,7 +205,7 @@ export class EventStore {
    */
   private activeSessions = new Set<string>()
   private activeBefore = 0
-  private activeAt = 0
+  private activeAt = NEVER
   private publishing = false
   private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
@@ -308,19 +327,15 @@ export class EventStore {
     // commit). Under load, one `alone` goes behind its session's own only: the others' wait for the interval.
     let stored: StoredEvent[] = []
     let failure: { err: unknown } | undefined
-    this.queue.push({
-      sessionId,
-      events: validated,
-      options,
-      done: {
-        resolve: (events) => {
-          stored = events
-        },
-        reject: (err) => {
-          failure = { err }
-        },
+    const done: Settle = {
+      resolve: (events) => {
+        stored = events
       },
-    })
+      reject: (err) => {
+        failure = { err }
+      },
+    }
+    this.queue.push(pending(sessionId, validated, options, done, undefined))
     if (options.alone && this.loaded()) this.flushSession(sessionId)
     else this.flush()
     if (failure) throw failure.err
@@ -365,13 +380,7 @@ export class EventStore {
       last.merged.push(done)
       return true
     }
-    const item: PendingAppend = {
-      sessionId,
-      events: validated,
-      options,
-      done,
-      round: this.round,
-    }
+    const item = pending(sessionId, validated, options, done, this.round)
     this.queue.push(item)
     this.lastQueued.set(sessionId, item)
     if (!this.flushScheduled) this.scheduleFlush()
@@ -486,7 +495,7 @@ export class EventStore {
       const streaming = Math.max(this.activeBefore, this.activeSessions.size)
       this.loadedInterval = Math.min(
         LOADED_MAX_INTERVAL_MS,
-        Math.max(LOADED_COMMIT_INTERVAL_MS, streaming * LOADED_MS_PER_SESSION),
+        Math.max(LOADED_COMMIT_INTERVAL_MS, Math.round(streaming * LOADED_MS_PER_SESSION)),
       )
     }
     let committed: StoredEvent[][]
@@ -829,7 +838,9 @@ function mergeDelta(queued: PendingAppend, events: readonly ChronicleEvent[], op
   const into = last?.data as Record<string, string>
   const from = next?.data as Record<string, string>
   if (into.partId !== from.partId || !sameMeta(queued.options.meta, options.meta)) return false
-  into[field] += from[field] as string
+  // a new event, not the queued one changed: its data keeps one hidden class, written once (validate made the list)
+  const merged = { type: last?.type, data: { partId: into.partId, [field]: (into[field] as string) + from[field] } }
+  ;(queued.events as ChronicleEvent[])[queued.events.length - 1] = merged as ChronicleEvent
   return true
 }
 
