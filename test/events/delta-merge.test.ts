@@ -180,6 +180,24 @@ describe('deltas under load', () => {
     await Promise.all(others)
   })
 
+  it('while the store is loaded, a run’s end shares the interval’s commit: it costs no commit of its own', async () => {
+    // the sessions ending within one interval commit their run.finished, and its fsync, together
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const commits: StoredEvent[][] = []
+    store.onCommit((events) => commits.push([...events]))
+    const others = load()
+    const recorder = new Recorder(store, 'ses_a')
+    recorder.emit({ type: 'run.finished', data: { runId: 'run_1', outcome: 'idle' } }, modelMeta, 'full')
+    await recorder.settleShared()
+    expect(commits).toHaveLength(1)
+    expect(commits[0]?.map((e) => e.sessionId)).toEqual([
+      ...Array.from({ length: LOADED }, (_, i) => `ses_${i}`),
+      'ses_a',
+    ])
+    await Promise.all(others)
+  })
+
   it('a run settling waits for what it emitted before, not for the deltas it keeps streaming meanwhile', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())

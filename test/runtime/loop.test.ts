@@ -57,6 +57,37 @@ describe('the agent loop', () => {
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
 
+  it('under load, a run’s last step and its end share the store’s commits: none of their own', async () => {
+    // 64 other sessions keep the store loaded (docs/EVENTS.md "Deltas"); a run's start still commits at once
+    h = harness({ model: createScriptedModel({ steps: [{ text: 'hi' }] }) })
+    const id = h.session()
+    const others = Array.from({ length: 64 }, () => h.session())
+    const load = () =>
+      others.map((o, i) =>
+        h.store.enqueue(o, [{ type: 'session.renamed', data: { title: `t${i}` } }], { meta: { actor: 'user' } }),
+      )
+    await Promise.all(load())
+    const loading = setInterval(load, 10)
+    const commits: { own: string[]; shared: boolean }[] = []
+    h.store.onCommit((events) =>
+      commits.push({
+        own: events.filter((e) => e.sessionId === id).map((e) => e.type),
+        shared: events.some((e) => e.sessionId !== id),
+      }),
+    )
+    try {
+      h.runtime.submit(id, { parts: text('go') })
+      await h.runtime.idle(id)
+    } finally {
+      clearInterval(loading)
+    }
+    const committing = (type: string) => commits.find((c) => c.own.includes(type))
+    expect(committing('run.started')).toMatchObject({ shared: false }) // the time to first delta waits on nobody
+    expect(committing('step.finished')).toMatchObject({ shared: true })
+    expect(committing('run.finished')).toMatchObject({ shared: true })
+    expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
+  })
+
   it('arguments that are not JSON are invalid too', async () => {
     const model = createScriptedModel({
       steps: [{ toolCalls: [{ id: 'c1', name: 'lookup', rawInput: '{"query": ' }] }, { text: 'sorry' }],
