@@ -94,7 +94,7 @@ function instructions(directory: string, repoRoot: string | undefined): string[]
 function readHead(path: string, bytes: number): string {
   const fd = openSync(path, 'r')
   try {
-    const buf = Buffer.alloc(bytes)
+    const buf = Buffer.allocUnsafe(bytes) // only the bytes read are decoded
     return new StringDecoder('utf8').write(buf.subarray(0, readSync(fd, buf, 0, bytes, 0)))
   } finally {
     closeSync(fd)
@@ -113,10 +113,11 @@ function within(root: string, path: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep)
 }
 
+/** Asked at every step for files most directories lack: a missing one is an answer, not a thrown error (~7 µs each). */
 function isFile(path: string): boolean {
   try {
-    return statSync(path).isFile()
+    return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false
   } catch {
-    return false
+    return false // not a directory on the way, no permission
   }
 }
