@@ -60,8 +60,8 @@ export class RunCoordinator {
     try {
       // Start on a later turn: submit returns first, and inputs sent together start one run.
       await new Promise((resolve) => setImmediate(resolve))
+      let head = this.pending(sessionId) // each read is a read of the session: one a run
       for (;;) {
-        const head = this.pending(sessionId)
         if (this.stopping || (head === undefined && !resume)) return
         const outcome = await this.run(sessionId, entry.controller.signal, resume)
         resume = undefined
@@ -71,7 +71,9 @@ export class RunCoordinator {
           entry.controller = new AbortController()
           entry.wokenAfterCancel = false
         }
-        if (this.pending(sessionId) === head) return // nothing was delivered: never spin
+        const next = this.pending(sessionId)
+        if (next === head) return // nothing was delivered: never spin
+        head = next
       }
     } catch (err) {
       this.onError(sessionId, err)
