@@ -60,7 +60,8 @@ export interface StoreOptions {
 
 interface PendingAppend {
   readonly sessionId: string
-  readonly events: readonly ChronicleEvent[]
+  /** validated: the store's own list (a merge replaces its last event) */
+  readonly events: ChronicleEvent[]
   readonly options: AppendOptions
   /** hears how it ended: the caller's own (append, enqueue, a run's recorder) */
   readonly done: Settle
@@ -73,7 +74,7 @@ interface PendingAppend {
 /** Every pending append has one shape, all fields set: one hidden class for the code that reads them. */
 const pending = (
   sessionId: string,
-  events: readonly ChronicleEvent[],
+  events: ChronicleEvent[],
   options: AppendOptions,
   done: Settle,
   round: number | undefined,
@@ -495,7 +496,7 @@ export class EventStore {
       const streaming = Math.max(this.activeBefore, this.activeSessions.size)
       this.loadedInterval = Math.min(
         LOADED_MAX_INTERVAL_MS,
-        Math.max(LOADED_COMMIT_INTERVAL_MS, Math.round(streaming * LOADED_MS_PER_SESSION)),
+        Math.max(LOADED_COMMIT_INTERVAL_MS, Math.round(streaming * LOADED_MS_PER_SESSION)), // whole ms: see the fields
       )
     }
     let committed: StoredEvent[][]
@@ -838,9 +839,9 @@ function mergeDelta(queued: PendingAppend, events: readonly ChronicleEvent[], op
   const into = last?.data as Record<string, string>
   const from = next?.data as Record<string, string>
   if (into.partId !== from.partId || !sameMeta(queued.options.meta, options.meta)) return false
-  // a new event, not the queued one changed: its data keeps one hidden class, written once (validate made the list)
+  // a new event, not the queued one changed: its data keeps one hidden class, written once
   const merged = { type: last?.type, data: { partId: into.partId, [field]: (into[field] as string) + from[field] } }
-  ;(queued.events as ChronicleEvent[])[queued.events.length - 1] = merged as ChronicleEvent
+  queued.events[queued.events.length - 1] = merged as ChronicleEvent
   return true
 }
 
