@@ -93,6 +93,26 @@ describe('instruction files stay inside the repository', () => {
     symlinkSync(join(repo, 'docs', 'rules.md'), join(sub, 'AGENTS.md'))
     expect(buildSystemPrompt(build, sub, env)).toContain('INSIDE-MARKER: use tabs')
   })
+
+  it('an AGENTS.md that is no file gives way to CLAUDE.md, whose text reaches the prompt exactly as written', () => {
+    // a directory, a dangling link and a link loop are all answers "no file", never a failure or a read
+    const env = { platform: 'test', date: '2026-01-01' }
+    const build = DEFAULT_AGENTS[0] as (typeof DEFAULT_AGENTS)[number]
+    const text = 'SHORT-MARKER' // far shorter than the 64 KiB read: nothing past its end may follow it
+    const cases: [string, (agents: string) => void][] = [
+      ['a directory', (agents) => mkdirSync(agents)],
+      ['a dangling link', (agents) => symlinkSync(join(tmp.dir, 'nothing-here'), agents)],
+      ['a link loop', (agents) => symlinkSync(agents, agents)],
+    ]
+    for (const [what, make] of cases) {
+      const repo = join(tmp.dir, what.replaceAll(' ', '-'))
+      mkdirSync(join(repo, '.git'), { recursive: true })
+      make(join(repo, 'AGENTS.md'))
+      writeFileSync(join(repo, 'CLAUDE.md'), text)
+      const system = buildSystemPrompt(build, repo, env)
+      expect(system.endsWith(`Instructions from: ${join(repo, 'CLAUDE.md')}\n${text}`), what).toBe(true)
+    }
+  })
 })
 
 describe('the secrets the server knows', () => {
