@@ -211,7 +211,8 @@ describe('the scripted model', () => {
 
 describe('the scripted model paced by deltas', () => {
   it('sends the first delta with the stream start, and only deltas wait their turn', async () => {
-    const model = createScriptedModel({ chunkSize: 2, delayMs: 30, pace: 'deltas', steps: [{ text: 'abcdef' }] })
+    // A delay wide enough that a busy machine's late timers (tens of ms) cannot pass for one.
+    const model = createScriptedModel({ chunkSize: 2, delayMs: 60, pace: 'deltas', steps: [{ text: 'abcdef' }] })
     const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }] })
     const reader = stream.getReader()
     const started = performance.now()
@@ -228,10 +229,10 @@ describe('the scripted model paced by deltas', () => {
       'finish',
     ])
     const at = arrivals.map(([, t]) => t)
-    expect(at[2]).toBeLessThan(15) // the first delta: at once
-    expect(at[3]).toBeGreaterThanOrEqual(28) // each later one a delay after the one before
-    expect(at[4]).toBeGreaterThanOrEqual(58)
-    expect((at[6] as number) - (at[4] as number)).toBeLessThan(15) // the end and finish follow the last delta
+    expect(at[2]).toBeLessThan(40) // the first delta: at once, not a delay later
+    expect(at[3]).toBeGreaterThanOrEqual(58) // each later one a delay after the one before
+    expect(at[4]).toBeGreaterThanOrEqual(118)
+    expect((at[6] as number) - (at[4] as number)).toBeLessThan(40) // the end and finish follow the last delta, not a delay later
   })
 })
 
