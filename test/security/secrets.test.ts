@@ -1,3 +1,4 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -113,7 +114,75 @@ describe('instruction files stay inside the repository', () => {
       expect(system.endsWith(`Instructions from: ${join(repo, 'CLAUDE.md')}\n${text}`), what).toBe(true)
     }
   })
+
+  // Another session's bash (the same directory, its own sandbox) can swap AGENTS.md while this one
+  // builds its prompt: what was checked must be what is read. Each spec builds prompts for a second
+  // while a real process swaps the name thousands of times.
+  const env = { platform: 'test', date: '2026-01-01' }
+  const build = DEFAULT_AGENTS[0] as (typeof DEFAULT_AGENTS)[number]
+  const repoWithRules = () => {
+    const repo = join(tmp.dir, 'repo')
+    mkdirSync(join(repo, '.git'), { recursive: true })
+    mkdirSync(join(repo, 'docs'))
+    writeFileSync(join(repo, 'docs', 'rules.md'), 'INSIDE-MARKER: use tabs')
+    return { repo, rules: join(repo, 'docs', 'rules.md') }
+  }
+
+  it('an AGENTS.md swapped between a link inside and a link to a secret outside never brings the secret in', async () => {
+    const { repo, rules } = repoWithRules()
+    const secret = join(tmp.dir, 'outside-secret.txt')
+    writeFileSync(secret, 'OUTSIDE-MARKER: ssh key material')
+    const attacker = await swapper([join(repo, 'AGENTS.md'), '1500', rules, secret, '--link'])
+    let builds = 0
+    let inside = 0
+    let leaked = 0
+    for (const until = performance.now() + 1000; performance.now() < until; builds++) {
+      const system = buildSystemPrompt(build, repo, env)
+      if (system.includes('INSIDE-MARKER')) inside++
+      if (system.includes('OUTSIDE-MARKER')) leaked++
+    }
+    await exited(attacker)
+    expect(inside).toBeGreaterThan(0) // the race was run: the good link was read while it held
+    expect({ builds: builds > 100, leaked }).toEqual({ builds: true, leaked: 0 })
+  })
+
+  it('an AGENTS.md swapped for a FIFO never stalls the server: every prompt is built at once', async () => {
+    const { repo, rules } = repoWithRules()
+    const fifo = join(tmp.dir, 'pipe')
+    execFileSync('mkfifo', [fifo])
+    mkdirSync(join(repo, 'pipes'))
+    const inRepo = join(repo, 'pipes', 'pipe') // inside the repository, so only the kind of file can refuse it
+    execFileSync('ln', [fifo, inRepo])
+    const attacker = await swapper([join(repo, 'AGENTS.md'), '1500', rules, inRepo])
+    let builds = 0
+    let slowest = 0
+    for (const until = performance.now() + 1000; performance.now() < until; builds++) {
+      const started = performance.now()
+      buildSystemPrompt(build, repo, env)
+      slowest = Math.max(slowest, performance.now() - started)
+    }
+    await exited(attacker) // lets go of a reader stuck opening the FIFO, if one is
+    expect(builds).toBeGreaterThan(100)
+    expect(slowest).toBeLessThan(250) // a blocked open waits for the attacker's release, 500 ms or more
+  })
 })
+
+/** The name swapper (name-swapper.cjs), once it swaps. */
+async function swapper(args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'name-swapper.cjs'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => resolve())
+    child.once('exit', (code) => reject(new Error(`the swapper exited ${code} before it swapped`)))
+  })
+  return child
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode)
+  return new Promise((resolve) => child.once('exit', resolve))
+}
 
 describe('the secrets the server knows', () => {
   it('are credential-named variables and passwords inside URLs, whatever the variable is called', () => {

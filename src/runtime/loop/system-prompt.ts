@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from 'node:fs'
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs'
 import { StringDecoder } from 'node:string_decoder'
 import { dirname, join, resolve, sep } from 'node:path'
 import type { AgentDefinition } from '../../tools/agents.js'
@@ -10,7 +10,8 @@ import type { AgentDefinition } from '../../tools/agents.js'
  * instructions of the connected MCP servers. An instruction file is read only
  * when its real path lies inside the repository (or the session directory
  * outside one): a symlinked AGENTS.md cannot pull a file from elsewhere on
- * the machine into what the model is told (docs/SECURITY.md).
+ * the machine into what the model is told (docs/SECURITY.md). The check is of
+ * the file opened: a workspace process may swap the name at any moment.
  */
 
 export interface SystemEnvironment {
@@ -80,22 +81,43 @@ function instructions(directory: string, repoRoot: string | undefined): string[]
   const out: string[] = []
   const root = realOrSelf(stop)
   for (const d of dirs) {
-    const file = ['AGENTS.md', 'CLAUDE.md']
-      .map((name) => join(d, name))
-      .find((f) => isFile(f) && within(root, realOrSelf(f)))
-    if (!file) continue
-    const text = readHead(file, MAX_INSTRUCTION_BYTES)
-    out.push(`Instructions from: ${file}\n${text}`)
+    for (const file of [join(d, 'AGENTS.md'), join(d, 'CLAUDE.md')]) {
+      const text = readInside(root, file)
+      if (text === undefined) continue
+      out.push(`Instructions from: ${file}\n${text}`)
+      break
+    }
   }
   return out
 }
 
-/** The first `bytes` of a file, without reading the rest (a workspace file may be huge). */
-function readHead(path: string, bytes: number): string {
-  const fd = openSync(path, 'r')
+/**
+ * The head of `path` when it is a regular file inside `root`, else undefined.
+ * Opened first, then checked through the descriptor: the file whose real path
+ * was found inside must be the very file opened (same device and inode), so a
+ * name swapped between the check and the read — to a link out of the
+ * repository, to a FIFO — is refused, never read. O_NONBLOCK: a FIFO swapped
+ * in opens at once (and is refused) instead of stalling the server on open.
+ */
+function readInside(root: string, path: string): string | undefined {
+  if (!isFile(path)) return undefined // most directories have none: answered without opening anything
+  let fd: number
   try {
-    const buf = Buffer.allocUnsafe(bytes) // only the bytes read are decoded
-    return new StringDecoder('utf8').write(buf.subarray(0, readSync(fd, buf, 0, bytes, 0)))
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
+  } catch {
+    return undefined // gone since, or not readable
+  }
+  try {
+    const opened = fstatSync(fd, { bigint: true })
+    if (!opened.isFile()) return undefined
+    const real = realpathSync(path)
+    if (!within(root, real)) return undefined
+    const checked = statSync(real, { bigint: true, throwIfNoEntry: false })
+    if (checked?.dev !== opened.dev || checked.ino !== opened.ino) return undefined
+    const buf = Buffer.allocUnsafe(MAX_INSTRUCTION_BYTES) // only the bytes read are decoded (a file may be huge)
+    return new StringDecoder('utf8').write(buf.subarray(0, readSync(fd, buf, 0, MAX_INSTRUCTION_BYTES, 0)))
+  } catch {
+    return undefined // swapped away while checked
   } finally {
     closeSync(fd)
   }
