@@ -1,5 +1,6 @@
 import { constants, type Stats, statSync } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
+import { realPathOfOpened } from './opened-path.js'
 import { ToolFailure } from './tool.js'
 
 /**
@@ -11,7 +12,10 @@ import { ToolFailure } from './tool.js'
  * taking a terminal (O_NOCTTY), and the open descriptor is fstat'ed: only a
  * regular file is used, and what was checked is what is read or written (no
  * window between a stat and the open). O_NONBLOCK has no effect on regular
- * files.
+ * files. The tools pass real paths, confined before the open; a workspace
+ * process may swap a name on the way (to a link out of the workspace, to the
+ * data directory) in between, so the descriptor must also be the file the
+ * real path names, after the open (docs/SECURITY.md).
  */
 
 /** `a FIFO (named pipe)`, `a character device`, … — for "<path> is <kind>, not a regular file". */
@@ -42,19 +46,21 @@ export interface OpenedFile {
 /** Opens an existing regular file for reading; anything else fails at once with a clear message. */
 export async function openRegularForRead(real: string, display: string): Promise<OpenedFile> {
   const handle = await openOrFail(real, display, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
-  return checked(handle, display)
+  return checked(handle, real, display)
 }
 
 /**
  * Opens a regular file for writing, creating it if absent, and empties it —
  * only after fstat says it is a regular file (O_TRUNC at open would already
  * act on whatever is there). O_NOFOLLOW: the tools pass real paths, so a last
- * component that is a symlink was swapped in after the path was resolved.
+ * component that is a symlink was swapped in after the path was resolved. A
+ * directory on the way swapped for a link can still make the open create an
+ * empty file elsewhere; it is refused before anything is truncated or written.
  */
 export async function openRegularForWrite(real: string, display: string): Promise<OpenedFile> {
   const flags =
     constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW
-  const opened = await checked(await openOrFail(real, display, flags), display)
+  const opened = await checked(await openOrFail(real, display, flags), real, display)
   await opened.handle.truncate(0)
   return opened
 }
@@ -94,9 +100,10 @@ async function openOrFail(real: string, display: string, flags: number): Promise
   }
 }
 
-async function checked(handle: FileHandle, display: string): Promise<OpenedFile> {
+async function checked(handle: FileHandle, real: string, display: string): Promise<OpenedFile> {
   const stat = await handle.stat()
-  if (stat.isFile()) return { handle, stat }
+  if (stat.isFile() && realPathOfOpened(handle.fd, real, stat) === real) return { handle, stat }
   await handle.close()
-  throw notRegular(display, stat)
+  if (!stat.isFile()) throw notRegular(display, stat)
+  throw new ToolFailure('failed', `${display} was replaced while it was being opened: try again`)
 }

@@ -1,28 +1,48 @@
-// The attacker for the instruction-file race specs (secrets.test.ts): a workspace process that
-// swaps what a name points at as fast as it can, each swap one atomic rename.
-//   node name-swapper.cjs <name> <ms> <good> <bad>
-// `good` and `bad` are a symlink target each (link) or an existing file to hard-link (a regular
-// file, a FIFO). Prints "ready" once it swaps; after <ms> leaves <name> as <good>. A reader
-// stuck opening <bad> as a FIFO is then let go: the FIFO is opened for writing, and closed.
+// The attacker for the race specs (secrets.test.ts): a workspace process that swaps what a name
+// is as fast as it can, each swap one atomic rename.
+//   node name-swapper.cjs <name> <ms> <good> <bad> [<hold µs>]
+// `good` and `bad` are each `link:<target>` (a symlink), `hard:<file>` (a hard link to an
+// existing file: a regular file, a FIFO) or `dir:<directory>` (that directory itself, moved in and
+// back out: two renames). Each is held for up to <hold µs> (random, 0 by default: a reader slower
+// than the swaps then never sees one whole). Prints "ready" once it swaps; after <ms> leaves
+// <name> as <good>. A reader stuck opening a FIFO among them is then let go: the FIFO is opened for
+// writing, and closed.
 const { closeSync, constants, linkSync, lstatSync, openSync, renameSync, rmSync, symlinkSync } = require('node:fs')
 
-const [name, ms, good, bad] = process.argv.slice(2)
-const mode = process.argv.includes('--link') ? 'link' : 'hard'
+const [name, ms, ...specs] = process.argv.slice(2)
 const tmp = `${name}.swap`
-const put = (target) => {
+let parked // the directory moved in as <name>, and where it goes back to
+const put = (spec) => {
+  const [kind, target] = spec.startsWith('dir:') ? ['dir:', spec.slice(4)] : [spec.slice(0, 5), spec.slice(5)]
+  if (parked) renameSync(name, parked)
+  parked = undefined
+  if (kind === 'dir:') {
+    rmSync(name, { force: true })
+    renameSync(target, name)
+    parked = target
+    return
+  }
   rmSync(tmp, { force: true })
-  if (mode === 'link') symlinkSync(target, tmp)
+  if (kind === 'link:') symlinkSync(target, tmp)
   else linkSync(target, tmp)
   renameSync(tmp, name)
 }
+const [good, bad, holdUs = '0'] = specs
+const hold = () => {
+  for (const until = performance.now() + (Math.random() * Number(holdUs)) / 1000; performance.now() < until; );
+}
 const end = Date.now() + Number(ms)
 process.stdout.write('ready\n')
-for (let i = 0; Date.now() < end; i++) put(i % 2 ? bad : good)
+for (let i = 0; Date.now() < end; i++) {
+  put(i % 2 ? bad : good)
+  hold()
+}
 put(good)
-if (mode === 'hard' && lstatSync(bad).isFIFO()) {
+const fifo = [good, bad].find((s) => s.startsWith('hard:') && lstatSync(s.slice(5)).isFIFO())?.slice(5)
+if (fifo) {
   for (const until = Date.now() + 300; Date.now() < until; ) {
     try {
-      closeSync(openSync(bad, constants.O_WRONLY | constants.O_NONBLOCK)) // ENXIO while nobody reads
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)) // ENXIO while nobody reads
     } catch {}
   }
 }

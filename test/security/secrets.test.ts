@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { buildSystemPrompt } from '../../src/runtime/loop/system-prompt.js'
 import { DEFAULT_AGENTS } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
@@ -56,6 +56,45 @@ describe('the data directory is closed to every tool', () => {
       kind: 'denied',
       message: expect.stringContaining("Chronicle's own data"),
     })
+  })
+
+  // Another session's bash (the same directory, its own sandbox) can swap a name on the real path a
+  // tool checked, before the tool opens it: the descriptor must be the file the path named.
+  it.each([
+    ['read', 'notes.txt', { filePath: 'notes.txt' }],
+    ['read', 'dir/notes.txt', { filePath: 'dir/notes.txt' }],
+    ['grep', 'notes.txt', { pattern: 'MARKER|server-token' }],
+    ['grep', 'dir/notes.txt', { pattern: 'MARKER|server-token' }],
+  ])('%s of %s while it is swapped for a link to the token never gives the token', async (id, name, args) => {
+    // what the swapper moves in, kept out of the workspace (grep finds the good text only through the name)
+    const aside = join(tmp.dir, '..', `${basename(tmp.dir)}-aside`)
+    mkdirSync(join(aside, 'dir'), { recursive: true })
+    writeFileSync(join(aside, 'good.txt'), 'GOOD-MARKER\n')
+    writeFileSync(join(aside, 'dir', 'notes.txt'), 'GOOD-MARKER\n')
+    mkdirSync(join(dataDir, 'notes-dir'))
+    writeFileSync(join(dataDir, 'notes-dir', 'notes.txt'), 'the-server-token-0123456789\n')
+    // the file itself swapped for a link to the token, or the directory it is in swapped for a link to
+    // a directory of the data dir (with a file of the same name)
+    const swap =
+      name === 'notes.txt'
+        ? [join(tmp.dir, 'notes.txt'), `hard:${join(aside, 'good.txt')}`, `link:${join(dataDir, 'token')}`]
+        : [join(tmp.dir, 'dir'), `dir:${join(aside, 'dir')}`, `link:${join(dataDir, 'notes-dir')}`, '400']
+    const attacker = await swapper([swap[0] as string, '1500', ...swap.slice(1)])
+    onTestFinished(() => rmSync(aside, { recursive: true, force: true }))
+    const tool = tools.get(id) as Tool
+    let good = 0
+    let leaked = 0
+    for (const until = performance.now() + 1000; performance.now() < until; ) {
+      const output = await tool.execute(args, f.ctx()).then(
+        (r) => r.output,
+        (err: Error) => err.message, // refused, not found, replaced: anything but the token
+      )
+      if (output.includes('GOOD-MARKER')) good++
+      if (output.includes('server-token')) leaked++
+    }
+    await exited(attacker)
+    expect(good).toBeGreaterThan(0) // the race was run: the file was read while it held
+    expect(leaked).toBe(0)
   })
 
   it('a session reads its own saved outputs, and only its own', async () => {
@@ -132,7 +171,7 @@ describe('instruction files stay inside the repository', () => {
     const { repo, rules } = repoWithRules()
     const secret = join(tmp.dir, 'outside-secret.txt')
     writeFileSync(secret, 'OUTSIDE-MARKER: ssh key material')
-    const attacker = await swapper([join(repo, 'AGENTS.md'), '1500', rules, secret, '--link'])
+    const attacker = await swapper([join(repo, 'AGENTS.md'), '1500', `link:${rules}`, `link:${secret}`])
     let builds = 0
     let inside = 0
     let leaked = 0
@@ -153,7 +192,7 @@ describe('instruction files stay inside the repository', () => {
     mkdirSync(join(repo, 'pipes'))
     const inRepo = join(repo, 'pipes', 'pipe') // inside the repository, so only the kind of file can refuse it
     execFileSync('ln', [fifo, inRepo])
-    const attacker = await swapper([join(repo, 'AGENTS.md'), '1500', rules, inRepo])
+    const attacker = await swapper([join(repo, 'AGENTS.md'), '1500', `hard:${rules}`, `hard:${inRepo}`])
     let builds = 0
     let slowest = 0
     for (const until = performance.now() + 1000; performance.now() < until; builds++) {

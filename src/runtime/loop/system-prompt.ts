@@ -1,4 +1,5 @@
 import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs'
+import { realPathOfOpened } from '../../tools/opened-path.js'
 import { StringDecoder } from 'node:string_decoder'
 import { dirname, join, resolve, sep } from 'node:path'
 import type { AgentDefinition } from '../../tools/agents.js'
@@ -93,11 +94,11 @@ function instructions(directory: string, repoRoot: string | undefined): string[]
 
 /**
  * The head of `path` when it is a regular file inside `root`, else undefined.
- * Opened first, then checked through the descriptor: the file whose real path
- * was found inside must be the very file opened (same device and inode), so a
- * name swapped between the check and the read — to a link out of the
- * repository, to a FIFO — is refused, never read. O_NONBLOCK: a FIFO swapped
- * in opens at once (and is refused) instead of stalling the server on open.
+ * Opened first, then checked through the descriptor (src/tools/opened-path.ts):
+ * where the file opened is must be inside, so a name swapped between a check
+ * and the read — to a link out of the repository, to a FIFO — is refused,
+ * never read. O_NONBLOCK: a FIFO swapped in opens at once (and is refused)
+ * instead of stalling the server on open.
  */
 function readInside(root: string, path: string): string | undefined {
   if (!isFile(path)) return undefined // most directories have none: answered without opening anything
@@ -108,12 +109,10 @@ function readInside(root: string, path: string): string | undefined {
     return undefined // gone since, or not readable
   }
   try {
-    const opened = fstatSync(fd, { bigint: true })
+    const opened = fstatSync(fd)
     if (!opened.isFile()) return undefined
-    const real = realpathSync(path)
-    if (!within(root, real)) return undefined
-    const checked = statSync(real, { bigint: true, throwIfNoEntry: false })
-    if (checked?.dev !== opened.dev || checked.ino !== opened.ino) return undefined
+    const real = realPathOfOpened(fd, path, opened)
+    if (real === undefined || !within(root, real)) return undefined
     const buf = Buffer.allocUnsafe(MAX_INSTRUCTION_BYTES) // only the bytes read are decoded (a file may be huge)
     return new StringDecoder('utf8').write(buf.subarray(0, readSync(fd, buf, 0, MAX_INSTRUCTION_BYTES, 0)))
   } catch {

@@ -10,7 +10,16 @@
  * workerData: { source, files, limit, maxLineChars, maxFileBytes }
  * posts once: { matches: string[] (at most limit, "path:line: text"), total: number }
  */
-const { closeSync, constants, fstatSync, openSync, readSync } = require('node:fs')
+const {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+} = require('node:fs')
 const { parentPort, workerData } = require('node:worker_threads')
 
 const { source, files, limit, maxLineChars, maxFileBytes } = workerData
@@ -33,8 +42,11 @@ parentPort.postMessage({ matches, total })
 
 /**
  * The file's text, or undefined to skip it: not a regular file (checked on the
- * descriptor, opened non-blocking so a FIFO swapped in cannot hang us), larger
- * than the cap, unreadable, or binary (a NUL in the first 4 KB).
+ * descriptor, opened non-blocking so a FIFO swapped in cannot hang us), not the
+ * file its real path names (a name on the way swapped for a link since the
+ * walk: the files are real paths, confined before they come here; checked as
+ * src/tools/opened-path.ts checks, which this worker cannot import), larger than
+ * the cap, unreadable, or binary (a NUL in the first 4 KB).
  */
 function readText(file, cap) {
   let fd
@@ -46,6 +58,7 @@ function readText(file, cap) {
   try {
     const stat = fstatSync(fd)
     if (!stat.isFile() || stat.size > cap) return undefined
+    if (openedPath(fd, file, stat) !== file) return undefined
     const buf = Buffer.allocUnsafe(stat.size)
     let length = 0
     while (length < buf.length) {
@@ -60,5 +73,20 @@ function readText(file, cap) {
     return undefined
   } finally {
     closeSync(fd)
+  }
+}
+
+/** src/tools/opened-path.ts realPathOfOpened */
+function openedPath(fd, path, opened) {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`)
+  } catch {
+    try {
+      const real = realpathSync(path)
+      const named = lstatSync(real)
+      return named.ino === opened.ino && named.dev === opened.dev ? real : undefined
+    } catch {
+      return undefined
+    }
   }
 }
