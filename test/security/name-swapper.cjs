@@ -12,7 +12,20 @@ const { closeSync, constants, linkSync, lstatSync, openSync, renameSync, rmSync,
 const [name, ms, ...specs] = process.argv.slice(2)
 const tmp = `${name}.swap`
 let parked // the directory moved in as <name>, and where it goes back to
+// A directory the victim made at <name> meanwhile (a write tool making its parents) is removed.
 const put = (spec) => {
+  for (;;) {
+    try {
+      return place(spec)
+    } catch (err) {
+      if (!['EISDIR', 'ENOTEMPTY', 'EEXIST', 'ERR_FS_EISDIR'].includes(err.code)) throw err
+      try {
+        rmSync(name, { recursive: true, force: true })
+      } catch {} // written into meanwhile: again
+    }
+  }
+}
+const place = (spec) => {
   const [kind, target] = spec.startsWith('dir:') ? ['dir:', spec.slice(4)] : [spec.slice(0, 5), spec.slice(5)]
   if (parked) renameSync(name, parked)
   parked = undefined

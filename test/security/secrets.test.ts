@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { buildSystemPrompt } from '../../src/runtime/loop/system-prompt.js'
@@ -92,9 +92,32 @@ describe('the data directory is closed to every tool', () => {
       if (output.includes('GOOD-MARKER')) good++
       if (output.includes('server-token')) leaked++
     }
-    await exited(attacker)
+    expect(await exited(attacker)).toBe(0) // it swapped to the end
     expect(good).toBeGreaterThan(0) // the race was run: the file was read while it held
     expect(leaked).toBe(0)
+  })
+
+  it('write into a directory swapped for a link into the data dir never writes there', async () => {
+    const aside = join(tmp.dir, '..', `${basename(tmp.dir)}-aside`)
+    mkdirSync(join(aside, 'dir'), { recursive: true })
+    mkdirSync(join(dataDir, 'notes-dir'))
+    const swap = [`dir:${join(aside, 'dir')}`, `link:${join(dataDir, 'notes-dir')}`, '400']
+    const attacker = await swapper([join(tmp.dir, 'dir'), '1500', ...swap])
+    onTestFinished(() => rmSync(aside, { recursive: true, force: true }))
+    const write = tools.get('write') as Tool
+    let written = 0
+    for (let i = 0, until = performance.now() + 1000; performance.now() < until; i++) {
+      // a new name each time: creating a file needs no earlier read
+      await write.execute({ filePath: `dir/new-${i}.txt`, content: 'MINE' }, f.ctx()).then(
+        () => written++,
+        () => undefined, // refused, replaced, not found
+      )
+    }
+    expect(await exited(attacker)).toBe(0) // it swapped to the end
+    const inDataDir = readdirSync(join(dataDir, 'notes-dir'))
+    expect(written).toBeGreaterThan(0) // the race was run: files were written while the directory held
+    // what a swap can still leave there is an empty file (made by the open, refused before any write)
+    expect(inDataDir.filter((n) => readFileSync(join(dataDir, 'notes-dir', n), 'utf8') !== '')).toEqual([])
   })
 
   it('a session reads its own saved outputs, and only its own', async () => {
@@ -180,7 +203,7 @@ describe('instruction files stay inside the repository', () => {
       if (system.includes('INSIDE-MARKER')) inside++
       if (system.includes('OUTSIDE-MARKER')) leaked++
     }
-    await exited(attacker)
+    expect(await exited(attacker)).toBe(0) // it swapped to the end
     expect(inside).toBeGreaterThan(0) // the race was run: the good link was read while it held
     expect({ builds: builds > 100, leaked }).toEqual({ builds: true, leaked: 0 })
   })
@@ -200,7 +223,7 @@ describe('instruction files stay inside the repository', () => {
       buildSystemPrompt(build, repo, env)
       slowest = Math.max(slowest, performance.now() - started)
     }
-    await exited(attacker) // lets go of a reader stuck opening the FIFO, if one is
+    expect(await exited(attacker)).toBe(0) // and let go of a reader stuck opening the FIFO, if one was
     expect(builds).toBeGreaterThan(100)
     expect(slowest).toBeLessThan(250) // a blocked open waits for the attacker's release, 500 ms or more
   })
