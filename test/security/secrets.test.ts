@@ -74,10 +74,11 @@ describe('the data directory is closed to every tool', () => {
     mkdirSync(join(dataDir, 'notes-dir'))
     writeFileSync(join(dataDir, 'notes-dir', 'notes.txt'), 'the-server-token-0123456789\n')
     // the file itself swapped for a link to the token, or the directory it is in swapped for a link to
-    // a directory of the data dir (with a file of the same name)
+    // a directory of the data dir (with a file of the same name); each held up to 400 µs, so that a
+    // slow (loaded) machine's tool still sees the good file whole at times
     const swap =
       name === 'notes.txt'
-        ? [join(tmp.dir, 'notes.txt'), `hard:${join(aside, 'good.txt')}`, `link:${join(dataDir, 'token')}`]
+        ? [join(tmp.dir, 'notes.txt'), `hard:${join(aside, 'good.txt')}`, `link:${join(dataDir, 'token')}`, '400']
         : [join(tmp.dir, 'dir'), `dir:${join(aside, 'dir')}`, `link:${join(dataDir, 'notes-dir')}`, '400']
     const attacker = await swapper([swap[0] as string, '1500', ...swap.slice(1)])
     onTestFinished(() => rmSync(aside, { recursive: true, force: true }))
