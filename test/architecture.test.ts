@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
 
 /**
@@ -126,6 +127,48 @@ function storeReaches(files: readonly SourceFile[]): string[] {
   return out
 }
 
+/**
+ * Where objects are made per event and kept by views: the log, the read models and the loop. There an object
+ * literal must not start with a spread and then add members: on Node 20 each such object gets a hidden class of
+ * its own (src/events/copy.ts: copyWith, or a literal that starts with its own keys). Import and export keep
+ * spreads: they copy hostile files' objects, where Object.assign would honour a "__proto__" key.
+ */
+const SHAPED = /^src\/(events|projections|runtime\/loop)\//
+const HOSTILE_COPIES = /^src\/projections\/(export|import-check)\.ts$/
+
+/** Object literals that start with a spread and add members after it (`{ ...a, b }`), but option bags of conditional spreads only. */
+function spreadFirst(files: readonly SourceFile[]): string[] {
+  const out: string[] = []
+  for (const file of files) {
+    if (!SHAPED.test(file.path) || HOSTILE_COPIES.test(file.path)) continue
+    const sf = ts.createSourceFile(file.path, file.source, ts.ScriptTarget.Latest, true)
+    const visit = (node: ts.Node) => {
+      if (
+        ts.isObjectLiteralExpression(node) &&
+        node.properties.length > 1 &&
+        ts.isSpreadAssignment(node.properties[0] as ts.Node)
+      ) {
+        const optionBag = node.properties.every(
+          (p) =>
+            ts.isSpreadAssignment(p) &&
+            ts.isParenthesizedExpression(p.expression) &&
+            ts.isBinaryExpression(p.expression.expression) &&
+            p.expression.expression.operatorToken.kind === ts.SyntaxKind.AmpersandAmpersandToken,
+        )
+        if (!optionBag) {
+          const line = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1
+          out.push(
+            `${file.path}:${line} starts an object literal with a spread and adds to it: use copyWith (src/events/copy.ts)`,
+          )
+        }
+      }
+      ts.forEachChild(node, visit)
+    }
+    visit(sf)
+  }
+  return out
+}
+
 function sourceTree(root: string): SourceFile[] {
   const files: SourceFile[] = []
   const walk = (dir: string) => {
@@ -151,6 +194,28 @@ describe('dependency direction', () => {
 
   it('keeps the database behind events and projections', () => {
     expect(storeReaches(sourceTree(root))).toEqual([])
+  })
+
+  it('gives the objects of the log, the read models and the loop shared hidden classes', () => {
+    expect(spreadFirst(sourceTree(root))).toEqual([])
+  })
+})
+
+describe('the hidden-class checker', () => {
+  const check = (path: string, source: string) => spreadFirst([{ path, source }])
+
+  it('finds a spread-first literal that adds members, and only where views keep objects', () => {
+    expect(check('src/projections/x.ts', 'const a = {\n  ...b,\n  c: 1,\n}')).toEqual([
+      'src/projections/x.ts:1 starts an object literal with a spread and adds to it: use copyWith (src/events/copy.ts)',
+    ])
+    expect(check('src/runtime/loop/x.ts', 'f({ ...b, ...c })')).toHaveLength(1)
+    expect(check('src/http/x.ts', 'const a = { ...b, c: 1 }')).toEqual([])
+    expect(check('src/projections/export.ts', 'const a = { ...b, c: 1 }')).toEqual([])
+  })
+
+  it('lets a literal start with its own keys, a lone spread, and a bag of conditional options', () => {
+    expect(check('src/events/x.ts', 'const a = { id, ...rest }; const b = { ...c }')).toEqual([])
+    expect(check('src/events/x.ts', 'f({ ...(a && { a }), ...(b !== undefined && { b }) })')).toEqual([])
   })
 })
 

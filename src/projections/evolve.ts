@@ -1,3 +1,4 @@
+import { copyWith, mergeOwn } from '../events/copy.js'
 import { ChronicleError } from '../events/errors.js'
 import type { StoredEvent } from '../events/envelope.js'
 import type { ChangedFile, ChronicleEvent, Usage } from '../events/catalogue.js'
@@ -84,7 +85,9 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         }),
       }
     case 'run.cancel.requested':
-      return { session: touch(session, event, session.run ? { run: { ...session.run, cancelRequested: true } } : {}) }
+      return {
+        session: touch(session, event, session.run ? { run: copyWith(session.run, { cancelRequested: true }) } : {}),
+      }
     case 'run.finished': {
       const { runId, outcome, error } = event.data
       return {
@@ -119,14 +122,13 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return {
         session: touch(session, event, { totals: addTotals(session.totals, usage, cost) }),
         messages: [
-          {
-            ...message,
+          copyWith(message, {
             completedAt: event.at,
             ...(finish !== undefined && { finish }),
             ...(usage && { usage }),
             ...(cost !== undefined && { cost }),
             ...(error && { error }),
-          },
+          }),
         ],
       }
     }
@@ -136,13 +138,12 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return {
         session: touch(session, event, session.status === 'retrying' ? { status: 'busy', retry: null } : {}),
         parts: [
-          {
-            ...base(session, messageId, partId),
+          newPart(session, messageId, partId, {
             type: 'step-start',
             step,
             contextDigest,
             ...(settings && { settings }),
-          },
+          }),
         ],
       }
     }
@@ -151,13 +152,12 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return {
         session: touch(session, event),
         parts: [
-          {
-            ...base(session, messageId, partId),
+          newPart(session, messageId, partId, {
             type: 'step-finish',
             finishReason,
             usage,
             ...(cost !== undefined && { cost }),
-          },
+          }),
         ],
       }
     }
@@ -171,7 +171,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const type = event.type === 'text.started' ? 'text' : 'reasoning'
       return {
         session: touch(session, event),
-        parts: [{ ...base(session, event.data.messageId, event.data.partId), type, text: '', ended: false }],
+        parts: [newPart(session, event.data.messageId, event.data.partId, { type, text: '', ended: false })],
       }
     }
     case 'text.delta':
@@ -187,27 +187,25 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const metadata = event.type === 'reasoning.ended' ? event.data.providerMetadata : undefined
       return {
         session: touch(session, event),
-        parts: [{ ...p, ended: true, ...(metadata && { providerMetadata: metadata }) }],
+        parts: [copyWith(p, { ended: true, ...(metadata && { providerMetadata: metadata }) })],
       }
     }
 
     case 'tool.input.started': {
       const { messageId, partId, callId, tool } = event.data
-      const p: ToolPart = {
-        ...base(session, messageId, partId),
+      const p = newPart(session, messageId, partId, {
         type: 'tool',
         callId,
         tool,
         state: 'pending',
         rawInput: '',
-      }
+      })
       return { session: touch(session, event), parts: [p] }
     }
     case 'tool.called': {
       const { messageId, partId, callId, tool, input } = event.data
       const prior = view.parts.get(partId)
-      const p: ToolPart = {
-        ...base(session, messageId, partId),
+      const p = newPart(session, messageId, partId, {
         type: 'tool',
         callId,
         tool,
@@ -215,32 +213,34 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         state: 'running',
         input,
         startedAt: event.at,
-      }
+      })
       return { session: touch(session, event), parts: [p] }
     }
     case 'tool.progressed': {
       const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
-      return { session: touch(session, event), parts: [{ ...p, metadata: { ...p.metadata, ...event.data.metadata } }] }
+      return {
+        session: touch(session, event),
+        parts: [copyWith(p, { metadata: mergeOwn(p.metadata, event.data.metadata) })],
+      }
     }
     case 'tool.completed': {
       const { partId, output, title, metadata, attachments } = event.data
       const p = partOf<ToolPart>(view, event, partId, 'tool')
-      const done: ToolPart = {
-        ...p,
+      const done: ToolPart = copyWith(p, {
         state: 'completed',
         output,
         endedAt: event.at,
         ...(title !== undefined && { title }),
-        ...(metadata && { metadata: { ...p.metadata, ...metadata } }),
+        ...(metadata && { metadata: mergeOwn(p.metadata, metadata) }),
         ...(attachments && { attachments }),
-      }
+      })
       return { session: touch(session, event), parts: [done] }
     }
     case 'tool.failed': {
       const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
       return {
         session: touch(session, event),
-        parts: [{ ...p, state: 'error', error: event.data.error, endedAt: event.at }],
+        parts: [copyWith(p, { state: 'error', error: event.data.error, endedAt: event.at })],
       }
     }
 
@@ -274,7 +274,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const part = answeredHere ? view.parts.get(request.partId as string) : undefined
       const by = event.meta.by
       const answered =
-        part?.type === 'tool' ? [{ ...part, permission: { reply: event.data.reply, ...(by && { by }) } }] : []
+        part?.type === 'tool' ? [copyWith(part, { permission: { reply: event.data.reply, ...(by && { by }) } })] : []
       return {
         session: touch(session, event, { pendingPermissions, status }),
         ...(answered.length > 0 && { parts: answered }),
@@ -360,12 +360,12 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const subtaskPartId = `${partId}:subtask`
       return {
         session: touch(session, event),
-        parts: [{ ...base(session, messageId, subtaskPartId), type: 'subtask', callId, childSessionId }],
+        parts: [newPart(session, messageId, subtaskPartId, { type: 'subtask', callId, childSessionId })],
       }
     }
     case 'subtask.finished': {
       const p = partOf<Extract<Part, { type: 'subtask' }>>(view, event, `${event.data.partId}:subtask`, 'subtask')
-      return { session: touch(session, event), parts: [{ ...p, outcome: event.data.outcome }] }
+      return { session: touch(session, event), parts: [copyWith(p, { outcome: event.data.outcome })] }
     }
 
     case 'todo.updated':
@@ -379,7 +379,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       const id = `${messageId}:patch`
       const prior = view.parts.get(id)
       const files = mergeChanges(prior?.type === 'patch' ? prior.files : [], changed)
-      return { session: next, parts: [{ ...base(session, messageId, id), type: 'patch', files }] }
+      return { session: next, parts: [newPart(session, messageId, id, { type: 'patch', files })] }
     }
 
     case 'workspace.restore.started':
@@ -403,7 +403,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         ),
         ...restore.messages.flatMap((id) => {
           const message = view.messages.get(id)
-          return message ? [{ ...message, reverted: restore.restoreId }] : []
+          return message ? [copyWith(message, { reverted: restore.restoreId })] : []
         }),
       ]
       const revert = {
@@ -480,8 +480,8 @@ function userMessage(
     if (partId === undefined)
       throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} lacks a part id for part ${i}`)
     return p.type === 'text'
-      ? { ...base(session, messageId, partId), type: 'text', text: p.text, ended: true }
-      : { ...base(session, messageId, partId), ...p, type: 'file' }
+      ? newPart(session, messageId, partId, { type: 'text', text: p.text, ended: true })
+      : newPart(session, messageId, partId, p)
   })
   return { messages: [message], parts }
 }
@@ -498,7 +498,7 @@ function revealed(view: SessionView, ids: readonly string[]): Message[] {
 
 /** The session after an event that changed `patch` (and always its version, seq and time). */
 function touch(session: Session, event: StoredEvent, patch: Partial<Session> = {}): Session {
-  return { ...session, ...patch, updatedAt: event.at, lastSeq: event.seq, version: event.version }
+  return Object.assign({}, session, patch, { updatedAt: event.at, lastSeq: event.seq, version: event.version })
 }
 
 /**
@@ -515,11 +515,11 @@ export function grown(view: SessionView, event: StoredEvent): Part | undefined {
         'text',
         'reasoning',
       ])
-      return { ...p, text: p.text + event.data.text }
+      return copyWith(p, { text: p.text + event.data.text })
     }
     case 'tool.input.delta': {
       const p = partOf<ToolPart>(view, event, event.data.partId, 'tool')
-      return { ...p, rawInput: p.rawInput + event.data.delta }
+      return copyWith(p, { rawInput: p.rawInput + event.data.delta })
     }
   }
   return undefined
@@ -543,8 +543,12 @@ function partOf<P extends Part>(
   return found as P
 }
 
-function base(session: Session, messageId: string, partId: string) {
-  return { id: partId, sessionId: session.id, messageId }
+/** A part's fields besides its ids, for each kind of part. */
+type PartFields = Part extends infer P ? (P extends Part ? Omit<P, 'id' | 'sessionId' | 'messageId'> : never) : never
+
+/** A new part of `messageId`: its ids, then its fields (Object.assign: src/events/copy.ts). */
+function newPart(session: Session, messageId: string, partId: string, fields: PartFields): Part {
+  return Object.assign({ id: partId, sessionId: session.id, messageId }, fields)
 }
 
 /** Folds a Changes into a view in place (the fold driver's half of evolve). */
@@ -590,8 +594,7 @@ function created(event: StoredEvent<Extract<ChronicleEvent, { type: 'session.cre
 function forked(parent: Session, event: StoredEvent<Extract<ChronicleEvent, { type: 'session.forked' }>>): Session {
   const { imported: _imported, ...inherited } = parent
   const { from, title, directory, fromImport } = event.data
-  return {
-    ...inherited,
+  return Object.assign({}, inherited, {
     id: event.sessionId,
     title: title ?? `${parent.title} (fork)`,
     forkedFrom: from,
@@ -603,7 +606,7 @@ function forked(parent: Session, event: StoredEvent<Extract<ChronicleEvent, { ty
     updatedAt: event.at,
     lastSeq: event.seq,
     version: event.version,
-  }
+  })
 }
 
 /** A message's patch after another tool's changes: per file, the latest status and the summed line counts. */
@@ -644,7 +647,7 @@ function compaction(session: Session, compactionId: string, patch: Partial<NonNu
           status: 'requested' as const,
           ...(current?.applied && { applied: current.applied }),
         }
-  return { ...base, ...patch }
+  return Object.assign({}, base, patch)
 }
 
 function addTotals(t: Totals, usage: Usage | undefined, cost: number | undefined): Totals {

@@ -19,8 +19,8 @@ export function fold(view: SessionView, events: Iterable<StoredEvent>): SessionV
 export function rekey(view: SessionView, sessionId: string): SessionView {
   const messages = new Map<string, Message>()
   const parts = new Map<string, Part>()
-  for (const [id, m] of view.messages) messages.set(id, { ...m, sessionId })
-  for (const [id, p] of view.parts) parts.set(id, { ...p, sessionId })
+  for (const [id, m] of view.messages) messages.set(id, Object.assign({}, m, { sessionId }))
+  for (const [id, p] of view.parts) parts.set(id, Object.assign({}, p, { sessionId }))
   return { session: view.session, messages, parts }
 }
 

@@ -58,7 +58,7 @@ export function history(store: EventStore, sessionId: string, query: HistoryQuer
     const wanted = limit + 1 - events.length // one extra tells whether there is a next page
     if (wanted <= 0) break
     for (const event of range(store, segment, lo, hi, backward, wanted)) {
-      events.push(segment.sessionId === sessionId ? event : { ...event, inherited: true })
+      events.push(segment.sessionId === sessionId ? event : Object.assign({}, event, { inherited: true }))
     }
   }
   const more = events.length > limit

@@ -28,7 +28,7 @@ export function lineage(store: EventStore, sessionId: string): Segment[] {
   const cut = first.data.from.seq
   const inherited = lineage(store, first.data.from.sessionId)
     .filter((s) => s.firstSeq <= cut)
-    .map((s) => ({ ...s, upTo: Math.min(s.upTo, cut) }))
+    .map((s) => Object.assign({}, s, { upTo: Math.min(s.upTo, cut) }))
   return [...inherited, own]
 }
 

@@ -47,47 +47,53 @@ export const initialMcpServers = (): McpServersState => new Map()
 
 /** One `sys_mcp` event folded in. Pure: a new map, the old one untouched. */
 export function evolveMcpServers(state: McpServersState, event: StoredEvent): McpServersState {
-  const base = (name: string) => {
+  // the server's name, attempt and when, then what the event says of it (Object.assign: src/events/copy.ts)
+  const server = (name: string, fields: Partial<McpServerAt> & Pick<McpServerAt, 'state'>): McpServerAt => {
     const prior = state.get(name)
-    return { name, attempt: prior?.attempt ?? 0, since: event.seq, at: event.at, tools: [] as readonly string[] }
+    const base = { name, attempt: prior?.attempt ?? 0, since: event.seq, at: event.at, tools: [] as readonly string[] }
+    return Object.assign(base, fields)
   }
   const next = new Map(state)
   switch (event.type) {
     case 'mcp.server.connecting': {
       const d = event.data
-      next.set(d.server, { ...base(d.server), state: 'connecting', attempt: d.attempt })
+      next.set(d.server, server(d.server, { state: 'connecting', attempt: d.attempt }))
       return next
     }
     case 'mcp.server.ready': {
       const d = event.data
-      next.set(d.server, {
-        ...base(d.server),
-        state: 'ready',
-        transport: d.transport,
-        tools: d.tools,
-        toolCount: d.toolCount,
-        toolsDigest: d.toolsDigest,
-        ...(d.instructionsDigest && { instructionsDigest: d.instructionsDigest }),
-      })
+      next.set(
+        d.server,
+        server(d.server, {
+          state: 'ready',
+          transport: d.transport,
+          tools: d.tools,
+          toolCount: d.toolCount,
+          toolsDigest: d.toolsDigest,
+          ...(d.instructionsDigest && { instructionsDigest: d.instructionsDigest }),
+        }),
+      )
       return next
     }
     case 'mcp.server.failed': {
       const d = event.data
-      next.set(d.server, {
-        ...base(d.server),
-        state: 'failed',
-        error: d.error,
-        ...(d.retryInMs !== undefined && { retryInMs: d.retryInMs }),
-      })
+      next.set(
+        d.server,
+        server(d.server, {
+          state: 'failed',
+          error: d.error,
+          ...(d.retryInMs !== undefined && { retryInMs: d.retryInMs }),
+        }),
+      )
       return next
     }
     case 'mcp.server.auth_required': {
       const d = event.data
-      next.set(d.server, { ...base(d.server), state: 'auth_required', ...(d.error && { error: d.error }) })
+      next.set(d.server, server(d.server, { state: 'auth_required', ...(d.error && { error: d.error }) }))
       return next
     }
     case 'mcp.server.disconnected':
-      next.set(event.data.server, { ...base(event.data.server), state: 'disconnected' })
+      next.set(event.data.server, server(event.data.server, { state: 'disconnected' }))
       return next
     default:
       // the stream holds only the types above (the store checks); anything else is not this fold's

@@ -16,7 +16,10 @@ export function openStore(path: string, options: OpenOptions = {}): EventStore {
   let inherit: InheritFn = () => {
     throw new Error('store not ready')
   }
-  const store = EventStore.open(path, { ...options, project: createProjector((from) => inherit(from), options) })
+  const store = EventStore.open(path, {
+    project: createProjector((from) => inherit(from), options),
+    ...(options.now && { now: options.now }),
+  })
   if (options.snapshotEvery !== undefined) configureTimeTravel(store, { snapshotEvery: options.snapshotEvery })
   inherit = options.inherit ? options.inherit(store) : snapshotInherit(store)
   if (options.snapshotOnCommit !== false) {

@@ -98,7 +98,9 @@ export function withTails(
     const part = parts[index] as Part
     const field = streamedField(part)
     if (field)
-      parts[index] = { ...part, [field]: (part as unknown as Record<string, string>)[field] + chunks.join('') } as Part
+      parts[index] = Object.assign({}, part, {
+        [field]: (part as unknown as Record<string, string>)[field] + chunks.join(''),
+      }) as Part
   }
   return parts
 }

@@ -94,7 +94,7 @@ export function listSessions(
   const last = page[page.length - 1]
   const data = prepared(db, 'SELECT data FROM sessions WHERE id = ?', true)
   return {
-    sessions: page.map((key) => sessionFromRow({ ...key, data: data.get(key.id) as string })),
+    sessions: page.map((key) => sessionFromRow(Object.assign({}, key, { data: data.get(key.id) as string }))),
     ...(more && last && { cursor: Buffer.from(JSON.stringify([last.seq, last.id])).toString('base64url') }),
   }
 }

@@ -32,7 +32,11 @@ export interface SessionRow {
 export function sessionFromRow(row: SessionRow): Session {
   const stored = JSON.parse(row.data) as Session
   // The keys exist already, so the row's key order stands.
-  return { ...stored, updatedAt: new Date(row.at).toISOString(), lastSeq: row.seq, version: row.version }
+  return Object.assign({}, stored, {
+    updatedAt: new Date(row.at).toISOString(),
+    lastSeq: row.seq,
+    version: row.version,
+  })
 }
 
 /** Reads one session (undefined: no row). */

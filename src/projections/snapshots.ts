@@ -153,14 +153,14 @@ function storedPart(part: Part, before: Part | undefined): StoredPart {
   const was = field(before, name)
   const now = field(part, name)
   if (was.length === 0 || !now.startsWith(was)) return part
-  return [was.length, { ...part, [name]: now.slice(was.length) }]
+  return [was.length, Object.assign({}, part, { [name]: now.slice(was.length) })]
 }
 
 function appended(view: SessionView, [prefixLength, part]: readonly [number, Part]): Part | undefined {
   const name = streamed(part)
   const before = view.parts.get(part.id)
   if (!name || !before || before.type !== part.type || field(before, name).length !== prefixLength) return undefined
-  return { ...part, [name]: field(before, name) + field(part, name) } as Part
+  return Object.assign({}, part, { [name]: field(before, name) + field(part, name) }) as Part
 }
 
 /** The snapshot cache of a database connection (one per connection). */

@@ -102,7 +102,8 @@ export async function runLoop(
     // commit serves its last events as well as a commit of their own would (see finish).
     let answered = false
     const compaction =
-      deps.compaction && new RunCompaction({ ...deps, config: deps.compaction }, { recorder, runId, sessionId, signal })
+      deps.compaction &&
+      new RunCompaction(Object.assign({}, deps, { config: deps.compaction }), { recorder, runId, sessionId, signal })
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
       if (rejections?.check()) return await finish('rejected')

@@ -201,7 +201,7 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     return finishStep(
       input,
       outcome,
-      finish && { ...finish, usage: completeUsage(finish.usage, input.context, produced) },
+      finish && Object.assign({}, finish, { usage: completeUsage(finish.usage, input.context, produced) }),
     )
   }
 }

@@ -162,7 +162,8 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: budget.signal,
     progress: (metadata) =>
       recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata: redact.value(metadata) } }, meta),
-    ask: (request) => budget.paused(() => input.permissions.ask({ ...scope, abort: budget.signal }, request)),
+    ask: (request) =>
+      budget.paused(() => input.permissions.ask(Object.assign({}, scope, { abort: budget.signal }), request)),
     check: (request) => input.permissions.check(scope, request),
   }
   // What a writing tool changed — completed, failed or cut off by a cancel — is recorded just before its
