@@ -44,6 +44,8 @@ export interface AppendOptions {
 export type ProjectHook = ((db: Database.Database, events: readonly StoredEvent[]) => void) & {
   /** forget any state cached between appends (the read-model tables were rewritten behind the hook) */
   reset?: () => void
+  /** forget what it cached of sessions idle for a while (src/events/bounded-cache.ts) */
+  sweep?: () => void
 }
 export type CommitListener = (events: readonly StoredEvent[]) => void
 
@@ -137,8 +139,11 @@ const MERGE_FROM_QUEUED = 64
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this must exclude
 const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
 
-/** Past this many remembered stream versions the store forgets them all (they are only a shortcut). */
-const STREAM_VERSIONS_KEPT = 10_000
+/**
+ * Past this many remembered stream versions the store forgets them all (they are only a shortcut): above the
+ * sessions that stream at once, and no more, so a server that served many sessions holds few of them.
+ */
+const STREAM_VERSIONS_KEPT = 2048
 
 const FIRST_TYPES = new Set(['session.created', 'session.forked'])
 
@@ -174,6 +179,8 @@ export class EventStore {
   private lastQueued = new Map<string, PendingAppend>()
   /** a timer or immediate will flush: one at a time, whoever else flushes meanwhile */
   private flushScheduled = false
+  /** the loaded interval's timer, while the next round waits for it (an awaited append cuts it short) */
+  private roundTimer: NodeJS.Timeout | undefined = undefined
   /*
    * The times below start at NEVER, not 0. A field that holds a small integer
    * until its first Date.now() changes the store's hidden class then, and V8
@@ -360,7 +367,23 @@ export class EventStore {
     // what submit throws rejects this promise
     return new Promise((resolve, reject) => {
       if (!this.submit(sessionId, events, options, { resolve, reject })) resolve([])
+      else this.hurry()
     })
+  }
+
+  /**
+   * Someone waits on what is queued (an enqueue's promise, a run's settle):
+   * the loaded interval ends early and the next round commits on the next
+   * turn, everything queued with it. The interval is for appends nobody waits
+   * on — streamed deltas — which then share a commit; one a caller awaits
+   * would otherwise wait it out, and a producer that awaits each append would
+   * commit once per interval (bench store: 1,263 events/s instead of 100,000).
+   */
+  hurry(): void {
+    if (this.roundTimer === undefined) return
+    clearTimeout(this.roundTimer)
+    this.roundTimer = undefined
+    setImmediate(this.startRound)
   }
 
   /**
@@ -393,11 +416,13 @@ export class EventStore {
     this.flushScheduled = true
     const now = Date.now()
     const wait = now < this.loadedUntil ? this.roundAt + this.loadedInterval - now : 0
-    if (wait > 0) setTimeout(this.startRound, wait)
+    if (wait > 0) this.roundTimer = setTimeout(this.startRound, wait)
     else setImmediate(this.startRound)
   }
 
   private readonly startRound = (): void => {
+    if (this.roundTimer !== undefined) clearTimeout(this.roundTimer) // started early: its timer is spent
+    this.roundTimer = undefined
     this.roundAt = Date.now()
     if (!this.loaded()) {
       this.flushScheduled = false
@@ -688,6 +713,11 @@ export class EventStore {
   /** Tells the projection that its tables were rewritten (rebuild): it must not trust what it cached. */
   resetProjection(): void {
     this.project?.reset?.()
+  }
+
+  /** Lets the projection forget what it cached of idle sessions (the runtime calls it while the server is quiet). */
+  sweep(): void {
+    this.project?.sweep?.()
   }
 
   /** Hears of every commit, after it is durable, in seq order. Returns the unsubscribe function. */

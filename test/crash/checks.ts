@@ -211,14 +211,33 @@ export function checkDataDir(input: CheckInput): CheckResult {
         fail(`session ${id}: last run ended ${outcome} ${JSON.stringify(s.lastRun?.error)}`)
       }
       // A completed bash call ran to the end, so its marker line exists (at least once) — unless a revert took
-      // the files back to before it (its message is then marked reverted).
+      // the files back to before its end: to before its message (marked reverted then), or to an event while it
+      // ran (its message stays, its write is undone: the files at that event had no line yet).
       const view = loadView({ db }, id)
+      const completedAt = new Map(
+        (
+          db
+            .prepare(
+              "SELECT seq, data ->> '$.partId' AS part FROM events WHERE session_id = ? AND type = 'tool.completed'",
+            )
+            .all(id) as { seq: number; part: string }[]
+        ).map((r) => [r.part, r.seq]),
+      )
+      const reverts = db
+        .prepare(
+          `SELECT s.data ->> '$.to' AS "to", c.seq AS done FROM events s JOIN events c ON c.session_id = s.session_id
+             AND c.type = 'workspace.restore.completed' AND c.data ->> '$.restoreId' = s.data ->> '$.restoreId'
+           WHERE s.session_id = ? AND s.type = 'workspace.restore.started' AND s.data ->> '$.kind' = 'revert'`,
+        )
+        .all(id) as { to: number; done: number }[]
+      const undone = (seq: number) => reverts.some((r) => r.to < seq && seq < r.done)
       const completedJobs = [...view.parts.values()].filter(
         (p) =>
           p.type === 'tool' &&
           p.state === 'completed' &&
           JSON.stringify(p.input ?? '').includes('work.marker') &&
-          !view.messages.get(p.messageId)?.reverted,
+          !view.messages.get(p.messageId)?.reverted &&
+          !undone(completedAt.get(p.id) ?? 0),
       ).length
       const marker = join(dir, 'work.marker')
       const lines = existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0

@@ -5,12 +5,14 @@ import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { getParts } from '../../src/projections/read-model.js'
 import { Recorder } from '../../src/runtime/loop/recorder.js'
-import { created, delta, modelMeta, renamed, userMeta } from './fixtures/store.js'
+import { created, delta, modelMeta, renamed, streamed, userMeta } from './fixtures/store.js'
 
 /**
  * docs/EVENTS.md "Deltas": a store keeping up stores every delta as sent; one
  * whose queue holds 64 appends waiting for a commit, or one loaded, stores
- * what it holds of a streaming part as one event.
+ * what it holds of a streaming part as one event. The load here is appended
+ * as a run's recorder appends its deltas (`streamed`: nobody awaits each);
+ * an append someone awaits ends the loaded interval early.
  */
 
 const LOADED = 64
@@ -30,7 +32,7 @@ function storeWith(others: number, store = EventStore.open(':memory:')) {
   )
   for (let i = 0; i < others; i++) store.append(`ses_${i}`, [created()], { meta: userMeta })
   const load = () =>
-    Array.from({ length: others }, (_, i) => store.enqueue(`ses_${i}`, [renamed(`t${i}`)], { meta: userMeta }))
+    Array.from({ length: others }, (_, i) => streamed(store, `ses_${i}`, [renamed(`t${i}`)], { meta: userMeta }))
   return { store, load }
 }
 
@@ -46,7 +48,7 @@ async function waitAfterLoadedCommit(sessions: number): Promise<number> {
   })
   const before = performance.now()
   await Promise.all(load())
-  await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+  await streamed(store, 'ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
   store.db.close()
   return committed - before
 }
@@ -64,7 +66,9 @@ describe('deltas under load', () => {
   it('behind a loaded queue, consecutive deltas of one part become one event, and every call resolves with it', async () => {
     const { store, load } = storeWith(LOADED)
     const others = load()
-    const calls = ['Hel', 'lo', ', world'].map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta }))
+    const calls = ['Hel', 'lo', ', world'].map((t) =>
+      streamed(store, 'ses_a', [delta('prt_a', t)], { meta: modelMeta }),
+    )
     const published: StoredEvent[] = []
     store.onCommit((events) => published.push(...events.filter((e) => e.sessionId === 'ses_a')))
     const results = await Promise.all(calls)
@@ -117,7 +121,7 @@ describe('deltas under load', () => {
     store.onCommit((events) => {
       commits.push(events.map((e) => e.sessionId))
       setImmediate(() => turns.push(commits.length))
-      late ??= store.enqueue('ses_a', [delta('prt_a', 'during')], { meta: modelMeta })
+      late ??= streamed(store, 'ses_a', [delta('prt_a', 'during')], { meta: modelMeta })
     })
     await Promise.all(load())
     expect(commits.map((c) => c.length)).toEqual([128, 128, 128, 16])
@@ -132,7 +136,7 @@ describe('deltas under load', () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
     // the queue now holds only these: a server keeping up would store three events
-    await Promise.all(['a', 'b', 'c'].map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta })))
+    await Promise.all(['a', 'b', 'c'].map((t) => streamed(store, 'ses_a', [delta('prt_a', t)], { meta: modelMeta })))
     expect(deltasOf(store)).toEqual(['abc'])
   })
 
@@ -143,7 +147,7 @@ describe('deltas under load', () => {
     const commits: StoredEvent[][] = []
     store.onCommit((events) => commits.push([...events]))
     const others = load() // queued behind the loaded interval
-    const own = store.enqueue('ses_a', [delta('prt_a', 'queued')], { meta: modelMeta })
+    const own = streamed(store, 'ses_a', [delta('prt_a', 'queued')], { meta: modelMeta })
     store.append('ses_a', [renamed('now')], { meta: userMeta, durability: 'full', alone: true })
     expect(commits).toHaveLength(1)
     expect(commits[0]?.map((e) => [e.sessionId, e.type])).toEqual([
@@ -180,8 +184,7 @@ describe('deltas under load', () => {
     await Promise.all(others)
   })
 
-  it('while the store is loaded, a run’s end shares the interval’s commit: it costs no commit of its own', async () => {
-    // the sessions ending within one interval commit their run.finished, and its fsync, together
+  it('while the store is loaded, a run’s end commits now, its session’s only: whoever waits on the turn does not wait out the interval', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
     const commits: StoredEvent[][] = []
@@ -189,13 +192,44 @@ describe('deltas under load', () => {
     const others = load()
     const recorder = new Recorder(store, 'ses_a')
     recorder.emit({ type: 'run.finished', data: { runId: 'run_1', outcome: 'idle' } }, modelMeta, 'full')
-    await recorder.settleShared()
-    expect(commits).toHaveLength(1)
+    const started = performance.now()
+    await recorder.settle()
+    expect(performance.now() - started).toBeLessThan(20) // the interval is 40 ms at least
+    expect(commits.map((c) => c.map((e) => e.sessionId))).toEqual([['ses_a']])
+    await Promise.all(others)
+    expect(commits).toHaveLength(2) // the others, at the interval
+  })
+
+  it('while the store is loaded, an append someone awaits ends the interval early: everything queued commits on the next turn', async () => {
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const commits: StoredEvent[][] = []
+    store.onCommit((events) => commits.push([...events]))
+    const others = load() // waiting for the interval
+    const started = performance.now()
+    await store.enqueue('ses_a', [renamed('awaited')], { meta: userMeta })
+    expect(performance.now() - started).toBeLessThan(20) // the interval is 40 ms at least
+    await Promise.all(others)
+    expect(commits).toHaveLength(1) // one commit: the others went with it
     expect(commits[0]?.map((e) => e.sessionId)).toEqual([
       ...Array.from({ length: LOADED }, (_, i) => `ses_${i}`),
       'ses_a',
     ])
-    await Promise.all(others)
+  })
+
+  it('producers that await each append commit once a turn, not once an interval, while the store stays loaded', async () => {
+    // bench store's producers: 50 sessions, each awaiting its append; loaded, each would wait 40 ms a round
+    const { store } = storeWith(LOADED)
+    const started = performance.now()
+    let rounds = 0
+    for (; rounds < 25; rounds++)
+      await Promise.all(
+        Array.from({ length: LOADED }, (_, i) =>
+          store.enqueue(`ses_${i}`, [renamed(`r${rounds}`)], { meta: userMeta }),
+        ),
+      )
+    expect(store.loaded()).toBe(true)
+    expect(performance.now() - started).toBeLessThan(500) // 25 intervals would be a second at least
   })
 
   it('a run settling waits for what it emitted before, not for the deltas it keeps streaming meanwhile', async () => {
@@ -240,7 +274,7 @@ describe('deltas under load', () => {
       )
     }
     expect(commits).toHaveLength(4) // each turn committed at once: the store was not loaded yet
-    await store.enqueue('ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
+    await streamed(store, 'ses_a', [delta('prt_a', 'x')], { meta: modelMeta })
     // 40 ms from the last small commit's start, which came after `lastTurn`
     expect((commits[4] as number) - lastTurn).toBeGreaterThanOrEqual(36) // 40, less the clocks' millisecond rounding
   })

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { created, renamed, userMeta } from '../events/fixtures/store.js'
+import { created, renamed, streamed, userMeta } from '../events/fixtures/store.js'
 import { startServer, type TestServer } from './helpers.js'
 
 /**
@@ -20,7 +20,7 @@ describe('reading a session while the store is loaded', () => {
     const ids = Array.from({ length: 64 }, (_, i) => `ses_load${i}`)
     for (const id of ids) store.append(id, [created()], { meta: userMeta })
     const renameAll = (title: string) =>
-      ids.map((id) => store.enqueue(id, [renamed(`${title} ${id}`)], { meta: userMeta }))
+      ids.map((id) => streamed(store, id, [renamed(`${title} ${id}`)], { meta: userMeta }))
     await Promise.all(renameAll('first')) // an interval of 64 sessions' appends: loaded
     expect(store.loaded()).toBe(true)
 

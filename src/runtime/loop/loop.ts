@@ -77,16 +77,14 @@ export async function runLoop(
   // run's own commits then share the server's batched ones, `full` ones one fsync between them.
   if (!resume) recorder.emit([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
 
-  // A run's end waits for the store's shared commits: under load, the sessions ending within one loaded
-  // interval commit (and fsync) their run.finished together, not one commit each.
   const finish = async (
     outcome: RunOutcome,
     error?: { kind: string; message: string },
   ): Promise<RunOutcome | 'shutdown'> => {
-    await recorder.settleShared().catch(() => undefined)
+    await recorder.settle().catch(() => undefined)
     if (signal.reason === SHUTDOWN) return 'shutdown'
     recorder.emit([{ type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }], meta, 'full')
-    await recorder.settleShared()
+    await recorder.settle()
     return outcome
   }
 
@@ -98,9 +96,6 @@ export async function runLoop(
     let step = 0
     let first = true
     let runStart: string | undefined // the first message this run creates (doom loops count within the run)
-    // The last step answered without calling a tool: the run most likely ends now, and the store's shared
-    // commit serves its last events as well as a commit of their own would (see finish).
-    let answered = false
     const compaction =
       deps.compaction &&
       new RunCompaction(Object.assign({}, deps, { config: deps.compaction }), { recorder, runId, sessionId, signal })
@@ -109,8 +104,7 @@ export async function runLoop(
       if (rejections?.check()) return await finish('rejected')
       // The first pass reads the inbox before run.started commits (which changes no inbox), so the
       // delivery commits with it: one commit, not two, at every run's start.
-      if (!first) await (answered ? recorder.settleShared() : recorder.settle())
-      answered = false
+      if (!first) await recorder.settle()
       let { view, transcript } = first ? deps.views.committed(sessionId) : deps.views.state(sessionId)
       const delivered = deliver(view, first, deps.ids)
       if (delivered.length > 0) recorder.emit(delivered, meta)
@@ -186,7 +180,6 @@ export async function runLoop(
       }
       if (outcome.status === 'error')
         return await finish('error', { kind: outcome.failure.kind, message: outcome.failure.message })
-      answered = outcome.calls.length === 0
       if (outcome.calls.length > 0) {
         if (deps.workspace && outcome.calls.some((c) => context.toolset.get(c.tool)?.writes))
           await deps.workspace.settled(sessionId)

@@ -49,20 +49,11 @@ export class Recorder {
    * Waits until everything emitted so far is committed. Under load the run's
    * own appends commit now (its session's only, src/events/store.ts): a run
    * waiting on them would otherwise wait out the loaded interval at each of
-   * its starts and steps, while deltas nobody waits on keep sharing commits.
+   * its starts, steps and its end (two intervals a turn, whoever waits on the
+   * turn), while deltas nobody waits on keep sharing commits.
    */
   async settle(): Promise<void> {
     if (this.ended < this.emitted && this.store.loaded()) this.store.flushFor(this.sessionId)
-    return this.settleShared()
-  }
-
-  /**
-   * Waits until everything emitted so far is committed, in the store's own
-   * batches: under load, the next loaded round, whose commit (and fsync) the
-   * other sessions' appends share. For a run's end, where nobody waits on the
-   * commit to go on: a run.finished then costs no commit of its own.
-   */
-  async settleShared(): Promise<void> {
     const upTo = this.emitted // what is emitted from here on is not waited for
     if (this.ended < upTo) await new Promise<void>((wake) => this.waiters.push({ upTo, wake }))
     if (this.failure !== undefined) {
