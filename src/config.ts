@@ -112,6 +112,28 @@ export interface WebConfig {
   readonly root: string | undefined
 }
 
+/**
+ * The per-session state held in memory (docs/ARCHITECTURE.md "Memory"): views of sessions, their
+ * transcripts, the projection's cached entities, input indexes. A session unused for `idleSeconds`
+ * is dropped from them and rebuilt from the store when next used; past `cacheSessions` sessions or
+ * about `cacheMb` megabytes, the least recently used go first.
+ */
+const MemorySettings = z
+  .object({
+    idleSeconds: z.number().int().positive().optional(),
+    cacheMb: z.number().positive().optional(),
+    cacheSessions: z.number().int().positive().optional(),
+  })
+  .strict()
+
+export interface MemoryConfig {
+  readonly idleMs: number
+  readonly cacheBytes: number
+  readonly cacheSessions: number
+}
+
+export const DEFAULT_MEMORY: MemoryConfig = { idleMs: 120_000, cacheBytes: 48 * 2 ** 20, cacheSessions: 512 }
+
 const Limits = z.object({
   /** HTTP body limit, bytes */
   bodyBytes: z.number().int().positive().optional(),
@@ -167,6 +189,7 @@ export const FileConfig = z
     /** permission rules added after every agent's own (last match wins), or `{rules, continueOnReject}` */
     permission: PermissionSettings.optional(),
     limits: Limits.optional(),
+    memory: MemorySettings.optional(),
     compaction: CompactionSettings.optional(),
     allowedOrigins: z.array(z.string()).optional(),
     allowedHosts: z.array(z.string()).optional(),
@@ -222,6 +245,7 @@ export interface ChronicleConfig {
   /** `permission.continueOnReject`: a person's reject does not end the run (default false: it ends it `rejected`) */
   readonly continueOnReject: boolean
   readonly limits: ResolvedLimits
+  readonly memory: MemoryConfig
   readonly allowedOrigins: readonly string[]
   readonly allowedHosts: readonly string[]
   readonly sandbox: SandboxConfig
@@ -317,6 +341,12 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     rules: (Array.isArray(file.permission) ? file.permission : file.permission?.rules) ?? [],
     continueOnReject: (!Array.isArray(file.permission) && file.permission?.continueOnReject) || false,
     limits: { ...DEFAULT_LIMITS, ...compact(file.limits ?? {}) },
+    memory: {
+      idleMs: file.memory?.idleSeconds === undefined ? DEFAULT_MEMORY.idleMs : file.memory.idleSeconds * 1000,
+      cacheBytes:
+        file.memory?.cacheMb === undefined ? DEFAULT_MEMORY.cacheBytes : Math.round(file.memory.cacheMb * 2 ** 20),
+      cacheSessions: file.memory?.cacheSessions ?? DEFAULT_MEMORY.cacheSessions,
+    },
     allowedOrigins: file.allowedOrigins ?? [],
     allowedHosts: file.allowedHosts ?? [],
     sandbox: sandboxOf(file.sandbox),

@@ -11,6 +11,7 @@ import { getSession } from './projections/read-model.js'
 import { stateAt } from './projections/time-travel.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
+import { memoryBounds } from './runtime/memory.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createWorkspaceHistory } from './runtime/workspace/history.js'
 import { createShadowStore } from './runtime/workspace/shadow-store.js'
@@ -28,6 +29,7 @@ import {
 } from './runtime/recovery/recovery.js'
 import { resolveAgents } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
+import { createFileTimes } from './tools/file-times.js'
 import { createMcpManager } from './tools/mcp/manager.js'
 import { mcpOAuthRedirectUrl } from './tools/mcp/oauth.js'
 import { createMcpSignInCallback } from './tools/mcp/oauth-callback.js'
@@ -150,7 +152,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         }),
       }
     : undefined
-  const store = openStore(dbPath)
+  const memory = memoryBounds(config.memory)
+  const store = openStore(dbPath, { cache: memory.projector })
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
     root: join(config.dataDir, 'workspaces'),
@@ -188,6 +191,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       ...createBuiltinTools({
         dataDir: config.dataDir,
         forbidden: hidden,
+        fileTimes: createFileTimes(memory.fileTimes),
         sandbox,
         redactor,
         childEnv: { set: config.sandbox.env, pass: config.sandbox.passEnv },
@@ -217,6 +221,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     titles: config.titles,
     compaction: { ...config.compaction, models: config.models },
     continueOnReject: config.continueOnReject,
+    memory: { views: memory.views, inputs: memory.inputs },
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
   const subagents = createSubagents({ store, ids, agents, runtime: (): Runtime => runtime })

@@ -1,3 +1,4 @@
+import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
 import type { EventStore } from '../events/store.js'
 import { prepared } from './prepared.js'
 
@@ -11,20 +12,29 @@ export interface PriorAcceptance {
  * Where each session's inputIds were accepted: built from the log on first
  * use (one scan per session per process), then kept current by store.onCommit
  * — so an idempotent resubmission costs O(1), however long the session.
- * Derived from the log only; dropping it changes no answer.
+ * Derived from the log only; dropping it changes no answer: the sessions held
+ * are a bounded cache (an idle one is forgotten and rebuilt on its next input).
  */
+export const DEFAULT_INPUT_INDEX_BOUNDS: CacheBounds = { entries: 256, bytes: 4 * 2 ** 20, idleMs: 120_000 }
+
+/** About what one remembered inputId costs: its id, the digest's hex and the entry. */
+const ENTRY_BYTES = 256
+
 export class InputIndex {
-  private readonly sessions = new Map<string, Map<string, PriorAcceptance>>()
+  private readonly sessions: BoundedCache<string, Map<string, PriorAcceptance>>
   private readonly unsubscribe: () => void
 
   constructor(
     private readonly store: EventStore,
-    private readonly capacity = 256,
+    bounds: CacheBounds = DEFAULT_INPUT_INDEX_BOUNDS,
   ) {
+    this.sessions = new BoundedCache(bounds)
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) {
-        if (e.type !== 'input.accepted') continue
-        this.sessions.get(e.sessionId)?.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
+        if (e.type !== 'input.accepted' || !this.sessions.has(e.sessionId)) continue
+        const ids = this.sessions.get(e.sessionId)
+        ids?.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
+        if (ids) this.sessions.resize(e.sessionId, ids.size * ENTRY_BYTES)
       }
     })
   }
@@ -37,13 +47,19 @@ export class InputIndex {
       for (const e of this.store.iterateSession(sessionId)) {
         if (e.type === 'input.accepted') ids.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
       }
-      this.sessions.set(sessionId, ids)
-      if (this.sessions.size > this.capacity) {
-        const oldest = this.sessions.keys().next().value
-        if (oldest !== undefined) this.sessions.delete(oldest) // rebuilt from the log if needed again
-      }
+      this.sessions.set(sessionId, ids, ids.size * ENTRY_BYTES)
     }
     return ids.get(inputId)
+  }
+
+  /** how many sessions' inputIds are held */
+  get size(): number {
+    return this.sessions.size
+  }
+
+  /** Forgets the sessions idle for the bounds' idleMs. */
+  sweep(): void {
+    this.sessions.sweep()
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 import { isSystemStream } from '../events/store.js'
 import type Database from 'better-sqlite3'
+import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
 import type { StoredEvent } from '../events/envelope.js'
 import type { ProjectHook } from '../events/store.js'
 import { apply, evolve, grown } from './evolve.js'
@@ -9,6 +10,7 @@ import { messageFromRow, messageRow } from './message-rows.js'
 import { createPartWriter, PART_COLUMNS, type PartRow, type PartWriter, withTails } from './part-rows.js'
 import { createSessionWriter, sessionReader, type SessionWriter } from './session-rows.js'
 import { perConnection } from './prepared.js'
+import { approxBytes } from './sizes.js'
 
 /**
  * The live projection: runs inside the append transaction, folds the batch
@@ -23,19 +25,27 @@ import { perConnection } from './prepared.js'
  * when it is current at exactly the version before the event's: a
  * rolled-back batch, a rebuild or a write through another connection all
  * make it miss, and the view is loaded from the tables (and the log's
- * tails) again. Memory is bounded: at most `cacheSessions` sessions, each
- * holding only the entities its latest batches touched; anything else reads
- * through.
+ * tails) again. Memory is bounded (DEFAULT_PROJECTOR_BOUNDS, the config's
+ * `memory`): each session holds only the entities its latest batches touched
+ * (anything else reads through), and the sessions held are bounded by count,
+ * bytes and idle time — a session not written for `idleMs` (its run ended) is
+ * forgotten.
  */
 export interface ProjectorOptions {
-  readonly cacheSessions?: number
+  readonly cache?: Partial<CacheBounds>
 }
 
 const ENTITIES_PER_SESSION = 64
 
+/**
+ * Above the sessions that stream at once (bench stream: 400), or each batch
+ * reloads the ones evicted; idle after a run: a view is worth keeping only
+ * between the batches of a run (a tool's call may take a while).
+ */
+export const DEFAULT_PROJECTOR_BOUNDS: CacheBounds = { entries: 1024, bytes: 16 * 2 ** 20, idleMs: 60_000 }
+
 export function createProjector(inherit: InheritFn, options: ProjectorOptions = {}): ProjectHook {
-  // Above the sessions that stream at once (bench stream: 400), or each batch reloads the ones evicted.
-  const cache = new ViewCache(options.cacheSessions ?? 1024)
+  const cache = new BoundedCache<string, Cached>(Object.assign({}, DEFAULT_PROJECTOR_BOUNDS, options.cache))
   const project: ProjectHook = (db, events) => {
     const writer = new BatchWriter(db, cache, inherit)
     for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
@@ -43,6 +53,7 @@ export function createProjector(inherit: InheritFn, options: ProjectorOptions = 
   }
   // After a rebuild the tables were rewritten behind the cached views: read them again.
   project.reset = () => cache.clear()
+  project.sweep = () => cache.sweep()
   return project
 }
 
@@ -68,7 +79,7 @@ class BatchWriter {
 
   constructor(
     db: Database.Database,
-    private readonly cache: ViewCache,
+    private readonly cache: BoundedCache<string, Cached>,
     private readonly inherit: InheritFn,
   ) {
     this.stmt = statements(db)
@@ -88,7 +99,9 @@ class BatchWriter {
       for (const id of view.parts.keys()) touched.parts.add(id)
       touched.created = true
     } else if (!view) {
-      const cached = this.cache.take(event.sessionId)
+      // The batch owns the cached view until it puts it back (a rolled-back batch leaves none).
+      const cached = this.cache.get(event.sessionId)
+      this.cache.delete(event.sessionId)
       view = cached && cached.version === event.version - 1 ? cached.view : this.load(event.sessionId)
       // What the view does not hold yet is read as of before this batch, whose events are in the log already.
       readThrough(view.messages, event.version - 1)
@@ -129,7 +142,11 @@ class BatchWriter {
         [...touched.parts, ...touched.grown],
         () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
       )
-      this.cache.put(sessionId, { view: { session, messages, parts }, version: touched.version })
+      this.cache.set(
+        sessionId,
+        { view: { session, messages, parts }, version: touched.version },
+        approxBytes(session) + messages.bytes + parts.bytes,
+      )
     }
   }
 
@@ -177,6 +194,8 @@ function readThrough<V>(map: Map<string, V>, upTo: number): void {
  */
 class ReadThroughMap<V> extends Map<string, V> {
   upTo = Number.MAX_SAFE_INTEGER
+  /** approxBytes of the entities held */
+  bytes = 0
   constructor(
     private readonly fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
     private readonly sessionId: string,
@@ -187,11 +206,19 @@ class ReadThroughMap<V> extends Map<string, V> {
     const hit = super.get(id)
     if (hit !== undefined) return hit
     const value = this.fetch(this.sessionId, id, this.upTo)
-    if (value !== undefined) super.set(id, value)
+    if (value !== undefined) this.set(id, value)
     return value
   }
+  override set(id: string, value: V): this {
+    this.bytes += approxBytes(value) - approxBytes(super.get(id))
+    return super.set(id, value)
+  }
+  override delete(id: string): boolean {
+    this.bytes -= approxBytes(super.get(id))
+    return super.delete(id)
+  }
   seed(id: string, value: V): void {
-    super.set(id, value)
+    this.set(id, value)
   }
 }
 
@@ -199,32 +226,6 @@ class ReadThroughMap<V> extends Map<string, V> {
 interface Cached {
   readonly view: SessionView
   readonly version: number
-}
-
-/** Least-recently-written sessions are forgotten first. */
-class ViewCache {
-  private readonly views = new Map<string, Cached>()
-  constructor(private readonly capacity: number) {}
-
-  clear(): void {
-    this.views.clear()
-  }
-
-  /** Removes and returns the cached view: the batch owns it until it puts it back. */
-  take(sessionId: string): Cached | undefined {
-    const view = this.views.get(sessionId)
-    this.views.delete(sessionId)
-    return view
-  }
-
-  put(sessionId: string, cached: Cached): void {
-    this.views.delete(sessionId)
-    this.views.set(sessionId, cached)
-    if (this.views.size > this.capacity) {
-      const oldest = this.views.keys().next().value
-      if (oldest !== undefined) this.views.delete(oldest)
-    }
-  }
 }
 
 type Statements = ReturnType<typeof prepare>

@@ -2,8 +2,9 @@ import { requestCompaction, type CompactRequested } from '../commands/compact.js
 import { submitInput, type SubmitContext, type SubmitInput, type SubmitResult } from '../commands/input.js'
 import { cancelRun } from '../commands/run.js'
 import type { IdSource } from '../events/ids.js'
+import type { CacheBounds } from '../events/bounded-cache.js'
 import type { EventStore } from '../events/store.js'
-import { InputIndex } from '../projections/input-index.js'
+import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from '../projections/input-index.js'
 import { getSession } from '../projections/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { Redactor } from '../tools/redact.js'
@@ -19,7 +20,7 @@ import { runLoop } from './loop/loop.js'
 import { continueRun } from './recovery/resume.js'
 import type { ModelRequest, ModelResolver } from './model/adapter.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './model/retry.js'
-import { SessionViews } from './loop/session-views.js'
+import { DEFAULT_VIEW_BOUNDS, SessionViews } from './loop/session-views.js'
 import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt.js'
 
 /**
@@ -86,6 +87,8 @@ export interface RuntimeDeps {
   readonly workspace?: WorkspaceSnapshots
   /** a person's reject fails only its call and the run goes on (config `permission.continueOnReject`); default: it ends the run `rejected` */
   readonly continueOnReject?: boolean
+  /** what per-session state is kept in memory (the config's `memory`: src/runtime/memory.ts) */
+  readonly memory?: { readonly views?: CacheBounds; readonly inputs?: CacheBounds }
 }
 
 export type { SubmitInput, SubmitResult }
@@ -113,6 +116,8 @@ export interface Runtime {
   /** idle, and the workspace snapshots its last steps took in the background recorded */
   settled(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
+  /** the per-session state held in memory now (docs/ARCHITECTURE.md "Memory") */
+  held(): { readonly views: number; readonly viewBytes: number; readonly inputIndexes: number }
   compact(sessionId: string): CompactRequested
   context(sessionId: string, seq?: number): Promise<ModelContext>
   stop(): Promise<void>
@@ -120,8 +125,22 @@ export interface Runtime {
 
 export function createRuntime(deps: RuntimeDeps): Runtime {
   const { store, ids, agents, models } = deps
-  const views = new SessionViews(store)
-  const inputs = new InputIndex(store)
+  const views = new SessionViews(store, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
+  const inputs = new InputIndex(store, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
+  // Sessions nobody touches are dropped from memory even when nothing else happens on the server.
+  const idleMs = Math.min(
+    (deps.memory?.views ?? DEFAULT_VIEW_BOUNDS).idleMs,
+    (deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS).idleMs,
+  )
+  const sweeper = setInterval(
+    () => {
+      views.sweep()
+      inputs.sweep()
+      store.sweep()
+    },
+    Math.max(1000, idleMs / 2),
+  )
+  sweeper.unref()
   const submitContext: SubmitContext = {
     ids,
     prior: (sessionId, inputId) => inputs.find(sessionId, inputId),
@@ -207,6 +226,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       await deps.workspace?.settled(sessionId)
     },
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
+    held: () => ({ views: views.held.views, viewBytes: views.held.bytes, inputIndexes: inputs.size }),
     compact(sessionId) {
       const requested = requestCompaction(store, ids, sessionId)
       coordinator.wake(sessionId)
@@ -230,6 +250,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       await titles?.drain()
       await deps.workspace?.drain()
       store.flush()
+      clearInterval(sweeper)
       views.close()
       inputs.close()
     },

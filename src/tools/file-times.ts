@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
 import { openRegularForRead } from './regular-file.js'
 import { ToolFailure } from './tool.js'
 
@@ -8,7 +9,8 @@ import { ToolFailure } from './tool.js'
  * session and real path; a stamp is the file's size, mtime and content hash.
  * Stamping opens only regular files (non-blocking, checked on the descriptor:
  * a FIFO would hang the read) and hashes them in chunks, so a huge file costs
- * time but not memory.
+ * time but not memory. The sessions remembered are bounded (an idle one is
+ * forgotten: its model reads a file again before changing it).
  */
 export interface FileTimes {
   /** remember the file as the session saw it now */
@@ -25,14 +27,19 @@ interface Stamp {
 
 const HASH_CHUNK_BYTES = 1024 * 1024
 
-export function createFileTimes(): FileTimes {
-  const sessions = new Map<string, Map<string, Stamp>>()
+/** A stamp with its path, about. */
+const STAMP_BYTES = 512
+
+export const DEFAULT_FILE_TIMES_BOUNDS: CacheBounds = { entries: 4096, bytes: 8 * 2 ** 20, idleMs: 3_600_000 }
+
+export function createFileTimes(bounds: CacheBounds = DEFAULT_FILE_TIMES_BOUNDS): FileTimes {
+  const sessions = new BoundedCache<string, Map<string, Stamp>>(bounds)
   return {
     async record(sessionId, realPath) {
       const now = await stamp(realPath, realPath)
-      let files = sessions.get(sessionId)
-      if (!files) sessions.set(sessionId, (files = new Map()))
+      const files = sessions.get(sessionId) ?? new Map<string, Stamp>()
       files.set(realPath, now)
+      sessions.set(sessionId, files, files.size * STAMP_BYTES)
     },
     async assertUnchanged(sessionId, realPath, display) {
       const seen = sessions.get(sessionId)?.get(realPath)

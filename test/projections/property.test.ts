@@ -70,7 +70,7 @@ describe('projections over random valid histories', () => {
             expect(report.events).toBe(store.head())
             expect(tables(store.db)).toEqual(live)
           },
-          { cacheSessions },
+          { cache: { entries: cacheSessions } },
         )
       }),
       { numRuns: 90, endOnFailure: true },

@@ -1,9 +1,11 @@
+import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
 import type { StoredEvent } from '../../events/envelope.js'
 import type { EventStore } from '../../events/store.js'
 import { ChronicleError } from '../../events/errors.js'
 import { apply, evolve } from '../../projections/evolve.js'
 import type { SessionView } from '../../projections/model.js'
 import { loadView } from '../../projections/read-model.js'
+import { approxBytes, viewBytes } from '../../projections/sizes.js'
 import { Transcript } from './transcript.js'
 
 /**
@@ -15,7 +17,10 @@ import { Transcript } from './transcript.js'
  *
  * Events are folded when the view is next read, or once FOLD_AT of them wait:
  * a session whose run has ended (its answer's deltas committed, its user not
- * yet back, or never) costs its view nothing until it is read again.
+ * yet back, or never) costs its view nothing until it is read again. Views
+ * are a bounded cache (DEFAULT_VIEW_BOUNDS, the config's `memory`): one idle
+ * for `idleMs`, or the least recently read past the entries or bytes, is
+ * dropped and loaded again from the read model when next read.
  */
 export interface SessionState {
   readonly view: SessionView
@@ -26,23 +31,35 @@ export interface SessionState {
 /** Committed events a view holds unfolded at most: memory stays bounded for a session streaming long without a read. */
 const FOLD_AT = 256
 
+/**
+ * Sized for the sessions that run at once (bench stream holds 400: a running
+ * session whose view was evicted reloads its whole history at every step),
+ * and for a heap of a few hundred MB: views, with their transcripts, are most
+ * of what a session costs in memory.
+ */
+export const DEFAULT_VIEW_BOUNDS: CacheBounds = { entries: 512, bytes: 32 * 2 ** 20, idleMs: 120_000 }
+
+/** A transcript holds the chat form of what its view holds, mostly the same strings: counted as much again. */
+const TRANSCRIPT_FACTOR = 2
+
 interface Cached {
   readonly state: SessionState
   /** committed since the view was last folded, in commit order */
   pending: StoredEvent[]
+  /** approxBytes of the view */
+  bytes: number
 }
 
 export class SessionViews {
-  private readonly views = new Map<string, Cached>()
+  private readonly views: BoundedCache<string, Cached>
   private readonly unsubscribe: () => void
 
   constructor(
     private readonly store: EventStore,
-    // Sized for the sessions that run at once (bench stream holds 400): a
-    // running session whose view was evicted reloads its whole history at
-    // every step.
-    private readonly capacity = 512,
+    bounds: CacheBounds = DEFAULT_VIEW_BOUNDS,
+    now: () => number = Date.now,
   ) {
+    this.views = new BoundedCache(bounds, now)
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) {
         const cached = this.views.get(e.sessionId)
@@ -56,13 +73,18 @@ export class SessionViews {
   /** Folds what waits into the view; false when a fold failed and the view was dropped (reloaded on next read). */
   private fold(sessionId: string, cached: Cached): boolean {
     const { pending, state } = cached
+    if (pending.length === 0) return true
     cached.pending = []
     try {
       for (const e of pending) {
         const changes = evolve(state.view, e)
+        for (const m of changes.messages ?? [])
+          cached.bytes += approxBytes(m) - approxBytes(state.view.messages.get(m.id))
+        for (const p of changes.parts ?? []) cached.bytes += approxBytes(p) - approxBytes(state.view.parts.get(p.id))
         apply(state.view, changes)
         state.transcript.apply(changes)
       }
+      this.views.resize(sessionId, cached.bytes * TRANSCRIPT_FACTOR)
       return true
     } catch {
       this.views.delete(sessionId)
@@ -83,25 +105,28 @@ export class SessionViews {
 
   /** The view and its transcript as committed: without what is still queued (see loop.ts, a run's start). */
   committed(sessionId: string): SessionState {
-    let cached = this.views.get(sessionId)
-    if (cached && this.fold(sessionId, cached)) {
-      this.views.delete(sessionId) // re-inserted below: most recently used last
-    } else {
-      const view = loadView(this.store, sessionId)
-      if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
-      cached = { state: { view, transcript: new Transcript(view, (hash) => this.store.blobs.get(hash)) }, pending: [] }
-    }
-    this.views.set(sessionId, cached)
-    while (this.views.size > this.capacity) {
-      const oldest = this.views.keys().next().value
-      if (oldest === undefined) break
-      this.views.delete(oldest)
-    }
-    return cached.state
+    const cached = this.views.get(sessionId) // the most recently used now
+    if (cached && this.fold(sessionId, cached)) return cached.state
+    const view = loadView(this.store, sessionId)
+    if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+    const state = { view, transcript: new Transcript(view, (hash) => this.store.blobs.get(hash)) }
+    const bytes = viewBytes(view)
+    this.views.set(sessionId, { state, pending: [], bytes }, bytes * TRANSCRIPT_FACTOR)
+    return state
   }
 
   forget(sessionId: string): void {
     this.views.delete(sessionId)
+  }
+
+  /** Drops the views idle for the bounds' idleMs (a server with no traffic then holds none). */
+  sweep(): void {
+    this.views.sweep()
+  }
+
+  /** how many views are held, and their estimated bytes */
+  get held(): { readonly views: number; readonly bytes: number } {
+    return { views: this.views.size, bytes: this.views.bytes }
   }
 
   close(): void {
