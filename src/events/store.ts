@@ -366,7 +366,7 @@ export class EventStore {
   enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
     // what submit throws rejects this promise
     return new Promise((resolve, reject) => {
-      if (!this.submit(sessionId, events, options, { resolve, reject })) resolve([])
+      if (!this.queueAppend(sessionId, events, options, { resolve, reject }, true)) resolve([])
       else this.hurry()
     })
   }
@@ -394,12 +394,28 @@ export class EventStore {
    * delta costs no promise and no closure.
    */
   submit(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions, done: Settle): boolean {
+    return this.queueAppend(sessionId, events, options, done, false)
+  }
+
+  /** `awaited`: an enqueue, whose caller waits on it: it commits on the next turn, as it came (no merge). */
+  private queueAppend(
+    sessionId: string,
+    events: readonly ChronicleEvent[],
+    options: AppendOptions,
+    done: Settle,
+    awaited: boolean,
+  ): boolean {
     const validated = validate(events)
     if (validated.length === 0) return false
     this.assertOpen()
     const last = this.lastQueued.get(sessionId)
     // a long queue is a server behind; a loaded one waits for the interval anyway
-    if (last && (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) && mergeDelta(last, validated, options)) {
+    if (
+      !awaited &&
+      last &&
+      (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) &&
+      mergeDelta(last, validated, options)
+    ) {
       last.merged ??= []
       last.merged.push(done)
       return true

@@ -498,7 +498,7 @@ function revealed(view: SessionView, ids: readonly string[]): Message[] {
 
 /** The session after an event that changed `patch` (and always its version, seq and time). */
 function touch(session: Session, event: StoredEvent, patch: Partial<Session> = {}): Session {
-  return Object.assign({}, session, patch, { updatedAt: event.at, lastSeq: event.seq, version: event.version })
+  return copyWith(session, Object.assign({ updatedAt: event.at, lastSeq: event.seq, version: event.version }, patch))
 }
 
 /**
@@ -594,7 +594,7 @@ function created(event: StoredEvent<Extract<ChronicleEvent, { type: 'session.cre
 function forked(parent: Session, event: StoredEvent<Extract<ChronicleEvent, { type: 'session.forked' }>>): Session {
   const { imported: _imported, ...inherited } = parent
   const { from, title, directory, fromImport } = event.data
-  return Object.assign({}, inherited, {
+  return copyWith(inherited, {
     id: event.sessionId,
     title: title ?? `${parent.title} (fork)`,
     forkedFrom: from,

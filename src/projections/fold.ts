@@ -1,3 +1,4 @@
+import { copyWith } from '../events/copy.js'
 import type { StoredEvent } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import { apply, evolve } from './evolve.js'
@@ -19,8 +20,8 @@ export function fold(view: SessionView, events: Iterable<StoredEvent>): SessionV
 export function rekey(view: SessionView, sessionId: string): SessionView {
   const messages = new Map<string, Message>()
   const parts = new Map<string, Part>()
-  for (const [id, m] of view.messages) messages.set(id, Object.assign({}, m, { sessionId }))
-  for (const [id, p] of view.parts) parts.set(id, Object.assign({}, p, { sessionId }))
+  for (const [id, m] of view.messages) messages.set(id, copyWith(m, { sessionId }))
+  for (const [id, p] of view.parts) parts.set(id, copyWith(p, { sessionId }))
   return { session: view.session, messages, parts }
 }
 

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { copyWith } from '../events/copy.js'
 import type { Session } from './model.js'
 import { prepared } from './prepared.js'
 
@@ -32,11 +33,7 @@ export interface SessionRow {
 export function sessionFromRow(row: SessionRow): Session {
   const stored = JSON.parse(row.data) as Session
   // The keys exist already, so the row's key order stands.
-  return Object.assign({}, stored, {
-    updatedAt: new Date(row.at).toISOString(),
-    lastSeq: row.seq,
-    version: row.version,
-  })
+  return copyWith(stored, { updatedAt: new Date(row.at).toISOString(), lastSeq: row.seq, version: row.version })
 }
 
 /** Reads one session (undefined: no row). */

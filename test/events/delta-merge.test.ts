@@ -200,6 +200,14 @@ describe('deltas under load', () => {
     expect(commits).toHaveLength(2) // the others, at the interval
   })
 
+  it('an append someone awaits is stored as it came, behind a loaded queue too', async () => {
+    const { store, load } = storeWith(LOADED)
+    const others = load()
+    await Promise.all(['a', 'b', 'c'].map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta })))
+    await Promise.all(others)
+    expect(deltasOf(store)).toEqual(['a', 'b', 'c'])
+  })
+
   it('while the store is loaded, an append someone awaits ends the interval early: everything queued commits on the next turn', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
@@ -300,7 +308,7 @@ describe('deltas under load', () => {
     const texts = Array.from({ length: 20 }, (_, i) => `w${i} `)
     await Promise.all([
       ...others,
-      ...texts.map((t) => store.enqueue('ses_a', [delta('prt_a', t)], { meta: modelMeta })),
+      ...texts.map((t) => streamed(store, 'ses_a', [delta('prt_a', t)], { meta: modelMeta })),
     ])
     expect(deltasOf(store)).toHaveLength(1)
     expect(getParts(store, 'ses_a').map((p) => (p.type === 'text' ? p.text : ''))).toEqual([texts.join('')])
