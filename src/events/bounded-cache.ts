@@ -55,6 +55,11 @@ export class BoundedCache<K, V> {
     return slot.value
   }
 
+  /** The value without using it: neither its recency nor its idle time changes. */
+  peek(key: K): V | undefined {
+    return this.slots.get(key)?.value
+  }
+
   has(key: K): boolean {
     return this.slots.has(key)
   }

@@ -62,7 +62,7 @@ export class SessionViews {
     this.views = new BoundedCache(bounds, now)
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) {
-        const cached = this.views.get(e.sessionId)
+        const cached = this.views.peek(e.sessionId) // a commit is no read: the view's idle time goes on
         if (!cached) continue
         cached.pending.push(e)
         if (cached.pending.length >= FOLD_AT) this.fold(e.sessionId, cached)
