@@ -99,7 +99,7 @@ export async function rebuildCommand(args: Args, { line: out }: Terminal): Promi
   await refuseIfServing(args)
   const store = open()
   try {
-    const report = rebuild(store, { progress: progress('rebuilding sessions') })
+    const report = rebuild(store, { progress: progress('rebuilding, events') })
     out(`rebuilt ${report.sessions} sessions from ${report.events} events in ${Math.round(report.ms)} ms`)
     return 0
   } finally {

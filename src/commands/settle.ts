@@ -1,4 +1,5 @@
 import type { ChronicleEvent, ToolErrorKind } from '../events/catalogue.js'
+import { messageInFlight, partInFlight, subtaskCallPart } from '../projections/in-flight.js'
 import type { SessionView } from '../projections/model.js'
 
 /**
@@ -30,20 +31,21 @@ export const FORK_SETTLEMENT: SettleReason = {
   finishRun: true,
 }
 
-const SUBTASK_SUFFIX = ':subtask'
-
 export function settleInFlight(view: SessionView, reason: SettleReason): ChronicleEvent[] {
   const events: ChronicleEvent[] = []
   const error = { kind: reason.kind, message: reason.message }
-  for (const part of [...view.parts.values()].sort(byId)) {
-    if ((part.type === 'text' || part.type === 'reasoning') && !part.ended) {
+  // what is in flight is one rule (src/projections/in-flight.ts): forks own rows for exactly these
+  for (const part of [...view.parts.values()].filter(partInFlight).sort(byId)) {
+    if (part.type === 'text' || part.type === 'reasoning') {
       events.push({ type: part.type === 'text' ? 'text.ended' : 'reasoning.ended', data: { partId: part.id } })
-    } else if (part.type === 'tool' && (part.state === 'pending' || part.state === 'running')) {
+    } else if (part.type === 'tool') {
       events.push({ type: 'tool.failed', data: { partId: part.id, error } })
-    } else if (part.type === 'subtask' && part.outcome === undefined && part.id.endsWith(SUBTASK_SUFFIX)) {
+    } else if (part.type === 'subtask') {
       const { callId, childSessionId } = part
-      const partId = part.id.slice(0, -SUBTASK_SUFFIX.length)
-      events.push({ type: 'subtask.finished', data: { partId, callId, childSessionId, outcome: 'cancelled' } })
+      events.push({
+        type: 'subtask.finished',
+        data: { partId: subtaskCallPart(part), callId, childSessionId, outcome: 'cancelled' },
+      })
     }
   }
   const session = view.session
@@ -75,10 +77,8 @@ export function settleInFlight(view: SessionView, reason: SettleReason): Chronic
   if (compaction && (compaction.status === 'requested' || compaction.status === 'running')) {
     events.push({ type: 'compaction.failed', data: { compactionId: compaction.compactionId, error: reason.message } })
   }
-  for (const message of [...view.messages.values()].sort(byId)) {
-    if (message.role === 'assistant' && message.completedAt === undefined) {
-      events.push({ type: 'message.completed', data: { messageId: message.id, error } })
-    }
+  for (const message of [...view.messages.values()].filter(messageInFlight).sort(byId)) {
+    events.push({ type: 'message.completed', data: { messageId: message.id, error } })
   }
   if (reason.finishRun && session?.run) {
     events.push({ type: 'run.finished', data: { runId: session.run.runId, outcome: 'cancelled', error } })

@@ -434,6 +434,36 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'where the chain starts is fixed'); END;
     `,
   },
+  {
+    version: 14,
+    name: 'forks share their parent rows',
+    // A fork reads its parent's message and part rows as they were at the
+    // fork point instead of holding copies (src/projections/shared-rows.ts):
+    // each row records the session version of the event that last changed it
+    // (NULL: written before this migration), `inherits` names the rows a fork
+    // reads through, and `rewrites` lists each change to an entity that was
+    // settled, so a fork at an earlier event knows which rows moved on. A
+    // session's rows are all versioned (`versioned`) when it was projected by
+    // this code from its first event; a fork of any other copies the rows.
+    sql: `
+      ALTER TABLE messages ADD COLUMN version INTEGER;
+      ALTER TABLE parts ADD COLUMN version INTEGER;
+      ALTER TABLE sessions ADD COLUMN versioned INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE inherits (
+        session_id   TEXT PRIMARY KEY,
+        from_session TEXT NOT NULL,
+        upto         INTEGER NOT NULL
+      );
+      CREATE INDEX inherits_by_parent ON inherits (from_session);
+      CREATE TABLE rewrites (
+        session_id TEXT NOT NULL,
+        version    INTEGER NOT NULL,
+        kind       TEXT NOT NULL,
+        id         TEXT NOT NULL
+      );
+      CREATE INDEX rewrites_by_session ON rewrites (session_id, version);
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */

@@ -285,6 +285,8 @@ export function renumberView(
           ...(e.from && { from: { ...e.from, sessionId: id(e.from.sessionId) } }),
         })),
       }),
+      // the seq of the snapshot event that recorded it
+      ...(s.workspace && { workspace: { ...s.workspace, seq: seq(s.workspace.seq) } }),
     },
     messages,
     parts,

@@ -116,19 +116,24 @@ export function encodePart(sessionId: string, part: Part): string | Buffer {
 }
 
 export interface PartWriter {
-  /** Stores `part` as it is at session version `version` (a streaming part's later deltas are read from the log). */
-  write(sessionId: string, part: Part, version: number): void
+  /**
+   * Stores `part` as it is at session version `version` (a streaming part's later deltas are read from the log);
+   * `changed`: the version of the event that last changed it, what its session's forks read it by
+   * (src/projections/shared-rows.ts; 0: as a fork point had it).
+   */
+  write(sessionId: string, part: Part, version: number, changed: number): void
 }
 
 export function createPartWriter(db: Database.Database): PartWriter {
   const upsert = db.prepare(
-    `INSERT INTO parts (session_id, id, message_id, data, through) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (session_id, id) DO UPDATE SET message_id = excluded.message_id, data = excluded.data, through = excluded.through`,
+    `INSERT INTO parts (session_id, id, message_id, data, through, version) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (session_id, id) DO UPDATE SET message_id = excluded.message_id, data = excluded.data,
+       through = excluded.through, version = excluded.version`,
   )
   return {
-    write(sessionId, part, version) {
+    write(sessionId, part, version, changed) {
       const through = streamedField(part) && !settled(part) ? version : null
-      upsert.run(sessionId, part.id, part.messageId, encodePart(sessionId, part), through)
+      upsert.run(sessionId, part.id, part.messageId, encodePart(sessionId, part), through, changed)
     },
   }
 }

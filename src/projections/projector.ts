@@ -4,10 +4,13 @@ import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
 import type { StoredEvent } from '../events/envelope.js'
 import type { ProjectHook } from '../events/store.js'
 import { apply, evolve, grown } from './evolve.js'
-import { inheritedView, type InheritFn } from './fold.js'
+import type { InheritFn } from './fold.js'
 import type { Message, Part, Session, SessionView } from './model.js'
-import { messageFromRow, messageRow } from './message-rows.js'
-import { createPartWriter, PART_COLUMNS, type PartRow, type PartWriter, withTails } from './part-rows.js'
+import { copyWith } from '../events/copy.js'
+import { messageInFlight, partInFlight } from './in-flight.js'
+import { messageRow } from './message-rows.js'
+import { createPartWriter, type PartWriter } from './part-rows.js'
+import { type RowLevel, sharedMessage, sharedPart } from './shared-rows.js'
 import { createSessionWriter, sessionReader, type SessionWriter } from './session-rows.js'
 import { perConnection } from './prepared.js'
 import { approxBytes } from './sizes.js'
@@ -65,17 +68,32 @@ interface Touched {
   created: boolean
   /** something besides the head changed: the row is written */
   changed: boolean
-  readonly messages: Set<string>
-  /** parts changed otherwise than by a delta: written */
-  readonly parts: Set<string>
+  /** messages changed, each with the version of the event that last changed it (0: as the fork point had it) */
+  readonly messages: Map<string, number>
+  /** parts changed otherwise than by a delta: written, likewise */
+  readonly parts: Map<string, number>
   /** parts only grown by deltas: kept cached, not written */
   readonly grown: Set<string>
+}
+
+/** A session made by a fork in this batch, reading `owner`'s rows up to `upto` (shared-rows.ts). */
+interface Fork {
+  readonly child: string
+  readonly owner: string
+  readonly upto: number
 }
 
 class BatchWriter {
   private readonly views = new Map<string, SessionView>()
   private readonly touched = new Map<string, Touched>()
   private readonly stmt: Statements
+  private readonly forks: Fork[] = []
+  /** settled entities changed again, per session: what a fork at an earlier event must hold itself */
+  private readonly rewrites: { sessionId: string; version: number; kind: Kind; id: string }[] = []
+  /** copies a change makes for the forks that read the entity's row (copy on write) */
+  private readonly copies: { sessionId: string; kind: Kind; entity: Message | Part }[] = []
+  /** each session's forks that read its rows, as the table had them when this batch first asked */
+  private readonly children = new Map<string, RowLevel[]>()
 
   constructor(
     db: Database.Database,
@@ -88,15 +106,19 @@ class BatchWriter {
   apply(event: StoredEvent): void {
     let touched = this.touched.get(event.sessionId)
     if (!touched) {
-      touched = { version: 0, created: false, changed: false, messages: new Set(), parts: new Set(), grown: new Set() }
+      touched = { version: 0, created: false, changed: false, messages: new Map(), parts: new Map(), grown: new Set() }
       this.touched.set(event.sessionId, touched)
     }
     let view = this.views.get(event.sessionId)
     if (event.type === 'session.forked') {
-      // The child's read model starts as a copy of the parent's state at the fork point.
-      view = inheritedView(this.inherit, event)
-      for (const id of view.messages.keys()) touched.messages.add(id)
-      for (const id of view.parts.keys()) touched.parts.add(id)
+      // The child's state starts as the parent's at the fork point; its rows are the parent's (shared-rows.ts).
+      const parent = this.inherit(event.data.from)
+      view = {
+        session: parent.session,
+        messages: inherited(parent.messages, event),
+        parts: inherited(parent.parts, event),
+      }
+      this.forked(event.sessionId, event.data.from.seq, parent, touched)
       touched.created = true
     } else if (!view) {
       // The batch owns the cached view until it puts it back (a rolled-back batch leaves none).
@@ -117,29 +139,112 @@ class BatchWriter {
     }
     if (view.session === null) touched.created = true
     const changes = evolve(view, event)
+    for (const m of changes.messages ?? []) {
+      const prior = view.messages.get(m.id)
+      this.changing(event, 'message', m.id, prior && !messageInFlight(prior) ? prior : undefined)
+      touched.messages.set(m.id, event.version)
+    }
+    for (const p of changes.parts ?? []) {
+      const prior = view.parts.get(p.id)
+      this.changing(event, 'part', p.id, prior && !partInFlight(prior) ? prior : undefined)
+      touched.parts.set(p.id, event.version)
+    }
     apply(view, changes)
     touched.changed = true
-    for (const m of changes.messages ?? []) touched.messages.add(m.id)
-    for (const p of changes.parts ?? []) touched.parts.add(p.id)
+  }
+
+  /**
+   * A fork: it reads the owner's rows as of the fork point, and holds itself what was in flight there (the
+   * owner's rows of it move on; a fork made by the fork command settles it, but a log need not) and what the
+   * owner has changed since (its rewrites) — or, when the owner's rows carry no versions (projected before
+   * migration 14), all of them.
+   */
+  private forked(child: string, seq: number, view: SessionView, touched: Touched): void {
+    const { owner, upto } = this.stmt.forkPoint.get(seq) as { owner: string; upto: number }
+    const ownerTouched = this.touched.get(owner)
+    if (!(ownerTouched?.created || this.stmt.versioned.get(owner) === 1)) {
+      for (const id of view.messages.keys()) touched.messages.set(id, 0)
+      for (const id of view.parts.keys()) touched.parts.set(id, 0)
+      return
+    }
+    this.forks.push({ child, owner, upto })
+    for (const m of view.messages.values()) if (messageInFlight(m)) touched.messages.set(m.id, 0)
+    for (const p of view.parts.values()) if (partInFlight(p)) touched.parts.set(p.id, 0)
+    const since = [
+      ...(this.stmt.rewritesSince.all(owner, upto) as { kind: Kind; id: string }[]),
+      ...this.rewrites.filter((r) => r.sessionId === owner && r.version > upto),
+    ]
+    for (const { kind, id } of since) {
+      if (kind === 'message' ? view.messages.has(id) : view.parts.has(id)) touched[`${kind}s`].set(id, 0)
+    }
+  }
+
+  /**
+   * An entity of the event's session changes. `settled`: its value before, when that was settled (a revert
+   * marking a message, a late patch): its row moves on, so forks at earlier events must not read it any more —
+   * it is logged for the forks made later, and copied into each existing fork that read it (copy on write).
+   */
+  private changing(event: StoredEvent, kind: Kind, id: string, settled: Message | Part | undefined): void {
+    if (!settled) return
+    const sessionId = event.sessionId
+    this.rewrites.push({ sessionId, version: event.version, kind, id })
+    const children = this.childrenOf(sessionId)
+    if (children.length === 0) return
+    // the version its row had: changed earlier in this batch, or as stored (none: the session reads it too)
+    const before = (
+      kind === 'message' ? this.touched.get(sessionId)?.messages : this.touched.get(sessionId)?.parts
+    )?.get(id)
+    const rowVersion = before ?? (this.stmt.rowVersion[kind].get(sessionId, id) as number | null | undefined)
+    if (rowVersion === undefined) return
+    for (const child of children) {
+      if ((rowVersion ?? 0) > child.upto || this.owns(child.sessionId, kind, id)) continue
+      this.copies.push({ sessionId: child.sessionId, kind, entity: copyWith(settled, { sessionId: child.sessionId }) })
+    }
+  }
+
+  private childrenOf(sessionId: string): RowLevel[] {
+    let children = this.children.get(sessionId)
+    if (!children) {
+      children = this.stmt.children.all(sessionId) as RowLevel[]
+      this.children.set(sessionId, children)
+    }
+    const made = this.forks.filter((f) => f.owner === sessionId).map((f) => ({ sessionId: f.child, upto: f.upto }))
+    return made.length === 0 ? children : [...children, ...made]
+  }
+
+  /** Whether a fork holds a row of its own for the entity (stored, or written by this batch). */
+  private owns(sessionId: string, kind: Kind, id: string): boolean {
+    const touched = this.touched.get(sessionId)
+    if ((kind === 'message' ? touched?.messages : touched?.parts)?.has(id)) return true
+    if (this.copies.some((c) => c.sessionId === sessionId && c.kind === kind && c.entity.id === id)) return true
+    return this.stmt.rowVersion[kind].get(sessionId, id) !== undefined
   }
 
   write(): void {
+    for (const fork of this.forks) this.stmt.inherits.run(fork.child, fork.owner, fork.upto)
+    for (const r of this.rewrites) this.stmt.rewrite.run(r.sessionId, r.version, r.kind, r.id)
+    for (const { sessionId, kind, entity } of this.copies) {
+      if (kind === 'message')
+        this.stmt.message.run(sessionId, entity.id, messageRow(sessionId, entity.id, entity as Message), 0)
+      else this.stmt.parts.write(sessionId, entity as Part, 0, 0)
+    }
     for (const [sessionId, view] of this.views) {
       const session = view.session as Session
       const touched = this.touched.get(sessionId) as Touched
       if (touched.changed) this.stmt.sessions.write(session, touched.created)
-      for (const id of touched.messages)
-        this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message))
-      for (const id of touched.parts) this.stmt.parts.write(sessionId, view.parts.get(id) as Part, touched.version)
+      for (const [id, version] of touched.messages)
+        this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message), version)
+      for (const [id, version] of touched.parts)
+        this.stmt.parts.write(sessionId, view.parts.get(id) as Part, touched.version, version)
       // Cache what this batch touched (bounded), on top of what the view already held.
       const messages = bounded(
         view.messages,
-        touched.messages,
+        touched.messages.keys(),
         () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
       )
       const parts = bounded(
         view.parts,
-        [...touched.parts, ...touched.grown],
+        [...touched.parts.keys(), ...touched.grown],
         () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
       )
       this.cache.set(
@@ -157,6 +262,53 @@ class BatchWriter {
       messages: new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
       parts: new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
     }
+  }
+}
+
+/** A fork's entities: its parent's at the fork point, each made the fork's when read (a fork reads few). */
+function inherited<V extends Message | Part>(from: ReadonlyMap<string, V>, event: StoredEvent): Map<string, V> {
+  return new InheritedMap(from, event.sessionId)
+}
+
+class InheritedMap<V extends Message | Part> extends Map<string, V> {
+  constructor(
+    private readonly from: ReadonlyMap<string, V>,
+    private readonly sessionId: string,
+  ) {
+    super()
+  }
+  override get(id: string): V | undefined {
+    const own = super.get(id)
+    if (own !== undefined) return own
+    const parent = this.from.get(id)
+    if (parent === undefined) return undefined
+    const value = copyWith(parent as Message | Part, { sessionId: this.sessionId }) as V
+    super.set(id, value)
+    return value
+  }
+  override has(id: string): boolean {
+    return super.has(id) || this.from.has(id)
+  }
+  override get size(): number {
+    let size = this.from.size
+    for (const id of super.keys()) if (!this.from.has(id)) size++
+    return size
+  }
+  override *keys(): MapIterator<string> {
+    yield* this.from.keys()
+    for (const id of super.keys()) if (!this.from.has(id)) yield id
+  }
+  override *values(): MapIterator<V> {
+    for (const id of this.keys()) yield this.get(id) as V
+  }
+  override *entries(): MapIterator<[string, V]> {
+    for (const id of this.keys()) yield [id, this.get(id) as V]
+  }
+  override [Symbol.iterator](): MapIterator<[string, V]> {
+    return this.entries()
+  }
+  override forEach(f: (value: V, key: string, map: Map<string, V>) => void): void {
+    for (const [id, value] of this.entries()) f(value, id, this)
   }
 }
 
@@ -228,27 +380,32 @@ interface Cached {
   readonly version: number
 }
 
+type Kind = 'message' | 'part'
+
 type Statements = ReturnType<typeof prepare>
 const statements = perConnection(prepare)
 
 function prepare(db: Database.Database) {
-  const message = db.prepare('SELECT data FROM messages WHERE session_id = ? AND id = ?').pluck()
-  const part = db.prepare(`SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.id = ?`)
   return {
     getSession: sessionReader(db),
-    getMessage: (sessionId: string, id: string): Message | undefined => {
-      const row = message.get(sessionId, id) as string | undefined
-      return row === undefined ? undefined : messageFromRow(sessionId, id, row)
-    },
-    getPart: (sessionId: string, id: string, upTo: number): Part | undefined => {
-      const row = part.get(sessionId, id) as PartRow | undefined
-      return row && withTails(db, sessionId, [row], upTo)[0]
-    },
+    getMessage: (sessionId: string, id: string): Message | undefined => sharedMessage(db, sessionId, id),
+    getPart: (sessionId: string, id: string, upTo: number): Part | undefined => sharedPart(db, sessionId, id, upTo),
     sessions: createSessionWriter(db) as SessionWriter,
     parts: createPartWriter(db) as PartWriter,
     message: db.prepare(
-      `INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)
-       ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data`,
+      `INSERT INTO messages (session_id, id, data, version) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data, version = excluded.version`,
     ),
+    /** the session and version of the event a fork starts after (its owner: an ancestor, for an inherited seq) */
+    forkPoint: db.prepare('SELECT session_id AS owner, version AS upto FROM events WHERE seq = ?'),
+    versioned: db.prepare('SELECT versioned FROM sessions WHERE id = ?').pluck(),
+    inherits: db.prepare('INSERT INTO inherits (session_id, from_session, upto) VALUES (?, ?, ?)'),
+    children: db.prepare('SELECT session_id AS sessionId, upto FROM inherits WHERE from_session = ?'),
+    rewrite: db.prepare('INSERT INTO rewrites (session_id, version, kind, id) VALUES (?, ?, ?, ?)'),
+    rewritesSince: db.prepare('SELECT DISTINCT kind, id FROM rewrites WHERE session_id = ? AND version > ?'),
+    rowVersion: {
+      message: db.prepare('SELECT version FROM messages WHERE session_id = ? AND id = ?').pluck(),
+      part: db.prepare('SELECT version FROM parts WHERE session_id = ? AND id = ?').pluck(),
+    },
   }
 }

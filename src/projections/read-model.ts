@@ -1,9 +1,8 @@
 import type { EventStore } from '../events/store.js'
 import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
-import { messageFromRow } from './message-rows.js'
-import { PART_COLUMNS, type PartRow, withTails } from './part-rows.js'
 import { prepared } from './prepared.js'
+import { sharedMessage, sharedMessages, sharedParts } from './shared-rows.js'
 import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
 
 /** What the read-model queries need of a store: its database (the projections' own concern, behind these functions). */
@@ -24,33 +23,18 @@ export function requireSession(store: ReadModelSource, sessionId: string): Sessi
   return session
 }
 
+// A fork's messages and parts are its own rows and its parent's as of the fork point (shared-rows.ts).
+
 export function getMessage(store: ReadModelSource, sessionId: string, messageId: string): Message | undefined {
-  const data = prepared(store.db, 'SELECT data FROM messages WHERE session_id = ? AND id = ?', true).get(
-    sessionId,
-    messageId,
-  ) as string | undefined
-  return data === undefined ? undefined : messageFromRow(sessionId, messageId, data)
+  return sharedMessage(store.db, sessionId, messageId)
 }
 
 export function getMessages(store: ReadModelSource, sessionId: string): Message[] {
-  const rows = prepared(store.db, 'SELECT id, data FROM messages WHERE session_id = ? ORDER BY id').all(sessionId) as {
-    id: string
-    data: string
-  }[]
-  return rows.map((r) => messageFromRow(sessionId, r.id, r.data))
+  return sharedMessages(store.db, sessionId)
 }
 
 export function getParts(store: ReadModelSource, sessionId: string, messageId?: string): Part[] {
-  const { db } = store
-  const rows = (
-    messageId === undefined
-      ? prepared(db, `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? ORDER BY p.id`).all(sessionId)
-      : prepared(
-          db,
-          `SELECT ${PART_COLUMNS} FROM parts p WHERE p.session_id = ? AND p.message_id = ? ORDER BY p.id`,
-        ).all(sessionId, messageId)
-  ) as PartRow[]
-  return withTails(db, sessionId, rows)
+  return sharedParts(store.db, sessionId, messageId)
 }
 
 /** The stored read model of one session as a view (what verify compares with a fresh fold). */

@@ -1,11 +1,7 @@
-import type { EventStore } from '../events/store.js'
+import { type EventStore, isSystemStream } from '../events/store.js'
+import type { StoredEvent } from '../events/envelope.js'
 import { foldSession, type InheritFn } from './fold.js'
-import { apply, evolve } from './evolve.js'
-import { inheritedView } from './fold.js'
-import { emptyView, type SessionView } from './model.js'
-import { messageRow } from './message-rows.js'
-import { createPartWriter } from './part-rows.js'
-import { createSessionWriter } from './session-rows.js'
+import { createProjector } from './projector.js'
 
 export interface RebuildReport {
   readonly sessions: number
@@ -15,46 +11,44 @@ export interface RebuildReport {
 
 export type Progress = (done: number, total: number) => void
 
+/** Events projected at once: the live projection's batches, as large as a rebuild can afford. */
+const CHUNK = 4096
+
 /**
- * Drops the read models and re-projects them from seq 0 with the same evolve
- * the live projection uses, in one transaction (readers never see a half
- * rebuild). Session by session, so memory is one session's state.
+ * Drops the read models and re-projects them from seq 0 through the live
+ * projection itself (src/projections/projector.ts: the same evolve, the same
+ * rows — forks read their parent's, src/projections/shared-rows.ts), in seq
+ * order and one transaction (readers never see a half rebuild). Memory is the
+ * projection's bounded cache and one chunk of events.
  */
 export function rebuild(store: EventStore, options: { progress?: Progress; inherit?: InheritFn } = {}): RebuildReport {
   const started = performance.now()
   const { db } = store
   store.flush()
   const inherit = options.inherit ?? ((from) => foldSession(store, from.sessionId, from.seq))
-  const ids = db
-    .prepare(
-      "SELECT session_id FROM events WHERE version = 1 AND session_id NOT LIKE 'sys\\_%' ESCAPE '\\' ORDER BY seq",
-    )
-    .pluck()
-    .all() as string[]
-  const insertMessage = db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)')
-  const sessions = createSessionWriter(db)
-  const parts = createPartWriter(db)
+  const project = createProjector(inherit, { cache: { entries: 4096, bytes: 64 * 2 ** 20, idleMs: Infinity } })
+  const total = store.head()
+  let sessions = 0
   let events = 0
   db.transaction(() => {
-    db.exec('DELETE FROM parts; DELETE FROM messages; DELETE FROM sessions;')
-    ids.forEach((sessionId, i) => {
-      let view: SessionView = emptyView()
-      let first = true
-      for (const event of store.iterateSession(sessionId)) {
-        if (first && event.type === 'session.forked') view = inheritedView(inherit, event)
-        first = false
-        apply(view, evolve(view, event))
-        events++
-      }
-      const s = view.session
-      if (s) {
-        sessions.write(s, true)
-        for (const m of view.messages.values()) insertMessage.run(sessionId, m.id, messageRow(sessionId, m.id, m))
-        for (const p of view.parts.values()) parts.write(sessionId, p, s.version)
-      }
-      options.progress?.(i + 1, ids.length)
-    })
+    db.exec(
+      'DELETE FROM parts; DELETE FROM messages; DELETE FROM sessions; DELETE FROM inherits; DELETE FROM rewrites;',
+    )
+    let chunk: StoredEvent[] = []
+    const flush = (done: number) => {
+      project(db, chunk)
+      chunk = []
+      options.progress?.(done, total)
+    }
+    for (const event of store.iterateAll(0, CHUNK)) {
+      if (isSystemStream(event.sessionId)) continue
+      if (event.version === 1) sessions++
+      chunk.push(event)
+      events++
+      if (chunk.length === CHUNK) flush(event.seq)
+    }
+    flush(total)
   }).immediate()
   store.resetProjection()
-  return { sessions: ids.length, events, ms: performance.now() - started }
+  return { sessions, events, ms: performance.now() - started }
 }

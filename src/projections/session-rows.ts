@@ -51,9 +51,11 @@ export interface SessionWriter {
 }
 
 export function createSessionWriter(db: Database.Database): SessionWriter {
+  // A row made by this code has every message and part row versioned (schema migration 14): its forks may share them.
   const insert = db.prepare(
-    `INSERT INTO sessions (id, parent_id, archived, data) VALUES (?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, archived = excluded.archived, data = excluded.data`,
+    `INSERT INTO sessions (id, parent_id, archived, data, versioned) VALUES (?, ?, ?, ?, 1)
+     ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, archived = excluded.archived, data = excluded.data,
+       versioned = 1`,
   )
   const update = db.prepare('UPDATE sessions SET archived = ?, data = ? WHERE id = ?')
   return {

@@ -44,6 +44,10 @@ interface Model {
   rules: string[]
   compaction: string | null
   step: number
+  /** every message created, in order: what reverts hide and patches land on */
+  messages: string[]
+  /** a revert or unrevert started and not yet completed */
+  restoring: string | null
 }
 
 const clone = (m: Model): Model => structuredClone(m)
@@ -87,6 +91,8 @@ export async function play(store: EventStore, steps: readonly Step[]): Promise<P
       rules: [],
       compaction: null,
       step: 0,
+      messages: [],
+      restoring: null,
     }
     models.push(m)
     history.set(m.id, [])
@@ -196,6 +202,7 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
       const input = m.inbox.shift() as { inputId: string; parts: number }
       const messageId = id('msg')
       m.lastUser = messageId
+      m.messages.push(messageId)
       const partIds = Array.from({ length: input.parts }, () => id('prt'))
       return [
         {
@@ -228,6 +235,7 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
   if (m.msg === null) {
     list.push(() => {
       m.msg = id('msg')
+      m.messages.push(m.msg)
       return [
         {
           type: 'message.created',
@@ -496,5 +504,41 @@ function actions(m: Model, s: Step, id: (p: string) => string): (() => Chronicle
     { type: 'session.rules.changed', data: { rules: [{ permission: 'bash', pattern: 'git *', action: 'allow' }] } },
   ])
   if (s.arg % 13 === 0) list.push(() => [{ type: 'session.archived', data: {} }])
+  // What changes an entity that was settled: a tool's late patch on a message, a revert marking messages.
+  const tree = (s.arg % 16).toString(16).repeat(40)
+  if (m.messages.length > 0) {
+    const messageId = pickOf(m.messages)
+    list.push(() => [
+      {
+        type: 'workspace.snapshotted',
+        data: {
+          tree,
+          reason: 'tool',
+          messageId,
+          changed: [{ path: `f${s.arg % 3}.ts`, status: pickOf(['added', 'modified', 'deleted'] as const), added: 1 }],
+        },
+      },
+    ])
+  }
+  if (m.restoring === null) {
+    list.push(() => {
+      const restoreId = id('rst')
+      m.restoring = restoreId
+      const kind = s.arg % 3 === 0 ? 'unrevert' : 'revert'
+      const messages = kind === 'revert' ? m.messages.slice(-(1 + (s.arg % 3))) : []
+      return [
+        {
+          type: 'workspace.restore.started',
+          data: { restoreId, kind, ...(kind === 'revert' && { to: 1 }), from: tree, tree, messages },
+        },
+      ]
+    })
+  } else {
+    const restoreId = m.restoring
+    list.push(() => {
+      m.restoring = null
+      return [{ type: 'workspace.restore.completed', data: { restoreId, changed: [] } }]
+    })
+  }
   return list
 }

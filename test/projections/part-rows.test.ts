@@ -60,7 +60,7 @@ describe('part rows', () => {
     } as Part
     const large = tool('y'.repeat(5000))
     const foreign = { ...small, id: 'prt_4', sessionId: 'ses_other' } as Part
-    for (const p of [large, small, foreign]) writer.write('ses_a', p, 1)
+    for (const p of [large, small, foreign]) writer.write('ses_a', p, 1, 1)
     store.db
       .prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
       .run('ses_a', 'prt_5', 'msg_1', JSON.stringify({ ...small, id: 'prt_5' }))

@@ -78,7 +78,10 @@ describe('memory over many sessions', () => {
       const sessionId = ids.next('ses')
       const create = { type: 'create' as const, directory: dir, agent: 'build', model: 'scripted:memory' }
       execute(store, sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
-      runtime.submit(sessionId, { inputId: `in_${i}`, parts: [{ type: 'text', text: `what do the notes say? (${i})` }] })
+      runtime.submit(sessionId, {
+        inputId: `in_${i}`,
+        parts: [{ type: 'text', text: `what do the notes say? (${i})` }],
+      })
       await runtime.idle(sessionId)
     }
     const idle = async () => {

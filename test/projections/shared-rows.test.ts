@@ -1,0 +1,180 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
+import type { EventStore } from '../../src/events/store.js'
+import { foldSession } from '../../src/projections/fold.js'
+import type { SessionView } from '../../src/projections/model.js'
+import { openStore } from '../../src/projections/open.js'
+import { loadView } from '../../src/projections/read-model.js'
+import { rebuild } from '../../src/projections/rebuild.js'
+import { verify } from '../../src/projections/verify.js'
+
+/**
+ * Forks share their parent's rows (src/projections/shared-rows.ts): a fork
+ * writes rows only for what it changes, reads the rest from its parent as of
+ * the fork point, and still equals a fold of its log — whatever the parent
+ * does after, and for a fork at any earlier event.
+ */
+
+const meta = { actor: 'runtime' as const }
+let store: EventStore
+afterEach(() => store?.close())
+
+const count = (table: string) => store.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number
+const plain = (view: SessionView) =>
+  JSON.parse(
+    JSON.stringify({ session: view.session, messages: [...view.messages].sort(), parts: [...view.parts].sort() }),
+  )
+const same = (id: string) => expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
+
+/** A session of `turns` turns (a user message, an assistant answer in one text part); the seq ending each. */
+function conversation(id: string, turns: number): { ends: number[]; messages: string[] } {
+  store.append(id, [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }], { meta })
+  const ends: number[] = []
+  const messages: string[] = []
+  for (let t = 0; t < turns; t++) {
+    const [user, answer, prt] = [`msg_${id}_${t}u`, `msg_${id}_${t}a`, `prt_${id}_${t}`]
+    const events: ChronicleEvent[] = [
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: `in_${t}`,
+          parts: [{ type: 'text', text: `q${t}` }],
+          delivery: 'queue',
+          noReply: false,
+          digest: `d${t}`,
+        },
+      },
+      { type: 'input.delivered', data: { inputId: `in_${t}`, messageId: user, partIds: [`${prt}u`] } },
+      {
+        type: 'message.created',
+        data: { messageId: answer, role: 'assistant', parentId: user, agent: 'build', model: 'scripted:x' },
+      },
+      { type: 'text.started', data: { messageId: answer, partId: prt } },
+      { type: 'text.delta', data: { partId: prt, text: `answer ${t}` } },
+      { type: 'text.ended', data: { partId: prt } },
+      { type: 'message.completed', data: { messageId: answer, finish: 'stop' } },
+    ]
+    ends.push(store.append(id, events, { meta }).at(-1)?.seq as number)
+    messages.push(user, answer)
+  }
+  return { ends, messages }
+}
+
+const fork = (child: string, from: string, seq: number) =>
+  store.append(child, [{ type: 'session.forked', data: { from: { sessionId: from, seq } } }], { meta })
+
+const revert = (id: string, messages: string[]) =>
+  store.append(
+    id,
+    [
+      {
+        type: 'workspace.restore.started',
+        data: { restoreId: `rst_${id}`, kind: 'revert', to: 1, from: 'a'.repeat(40), tree: 'b'.repeat(40), messages },
+      },
+      { type: 'workspace.restore.completed', data: { restoreId: `rst_${id}`, changed: [] } },
+    ],
+    { meta },
+  )
+
+describe('forks share their parent’s rows', () => {
+  it('a fork writes rows for nothing it inherits: the same few rows at any length of its parent', () => {
+    store = openStore(':memory:')
+    const rowsOfFork = (turns: number) => {
+      const parent = `ses_p${turns}`
+      const { ends } = conversation(parent, turns)
+      const before = count('messages') + count('parts')
+      fork(`ses_f${turns}`, parent, ends[Math.floor(turns / 2)] as number)
+      same(`ses_f${turns}`)
+      return count('messages') + count('parts') - before
+    }
+    expect(rowsOfFork(10)).toBe(0)
+    expect(rowsOfFork(400)).toBe(0)
+    expect(count('inherits')).toBe(2)
+  })
+
+  it('what was in flight at the fork point is the fork’s own: the parent finishing it does not reach the fork', () => {
+    store = openStore(':memory:')
+    const { ends } = conversation('ses_p', 2)
+    const streaming = store.append(
+      'ses_p',
+      [
+        { type: 'message.created', data: { messageId: 'msg_open', role: 'assistant', agent: 'build', model: null } },
+        { type: 'text.started', data: { messageId: 'msg_open', partId: 'prt_open' } },
+        { type: 'text.delta', data: { partId: 'prt_open', text: 'half' } },
+      ],
+      { meta },
+    )
+    fork('ses_f', 'ses_p', streaming.at(-1)?.seq as number) // a bare fork, as a log may hold: nothing settled
+    store.append(
+      'ses_p',
+      [
+        { type: 'text.delta', data: { partId: 'prt_open', text: ' and the rest' } },
+        { type: 'text.ended', data: { partId: 'prt_open' } },
+        { type: 'message.completed', data: { messageId: 'msg_open', finish: 'stop' } },
+      ],
+      { meta },
+    )
+    store.append('ses_f', [{ type: 'text.delta', data: { partId: 'prt_open', text: ' differently' } }], { meta })
+    same('ses_f')
+    same('ses_p')
+    const text = (id: string) => loadView(store, id).parts.get('prt_open')
+    expect(text('ses_f')).toMatchObject({ text: 'half differently', ended: false })
+    expect(text('ses_p')).toMatchObject({ text: 'half and the rest', ended: true })
+    expect(ends).toHaveLength(2)
+  })
+
+  it('a parent’s revert after the fork leaves the fork’s messages as it read them (copy on write)', () => {
+    store = openStore(':memory:')
+    const { ends, messages } = conversation('ses_p', 6)
+    fork('ses_f', 'ses_p', ends[5] as number)
+    fork('ses_g', 'ses_f', store.head()) // a fork of the fork reads through both
+    const before = count('messages')
+    revert('ses_p', messages.slice(-4))
+    expect(count('messages') - before).toBe(4) // the fork's own copies, as it read them; ses_g reads those
+    for (const id of ['ses_p', 'ses_f', 'ses_g']) same(id)
+    expect(loadView(store, 'ses_p').messages.get(messages.at(-1) as string)).toMatchObject({ reverted: 'rst_ses_p' })
+    expect(loadView(store, 'ses_g').messages.get(messages.at(-1) as string)).not.toHaveProperty('reverted')
+  })
+
+  it('a fork at an event before a revert reads the messages unreverted, whenever it is made', () => {
+    store = openStore(':memory:')
+    const { ends, messages } = conversation('ses_p', 6)
+    revert('ses_p', messages.slice(-4))
+    fork('ses_f', 'ses_p', ends[5] as number) // the revert came after this point
+    fork('ses_e', 'ses_p', ends[1] as number) // and before this one's, nothing it hid existed yet
+    for (const id of ['ses_p', 'ses_f', 'ses_e']) same(id)
+    expect(loadView(store, 'ses_f').messages.get(messages.at(-1) as string)).not.toHaveProperty('reverted')
+    expect(loadView(store, 'ses_e').messages.size).toBe(4)
+  })
+
+  it('a fork of a session projected before rows had versions copies its rows, as forks did', () => {
+    store = openStore(':memory:')
+    const { ends } = conversation('ses_old', 5)
+    store.db.exec(
+      'UPDATE messages SET version = NULL; UPDATE parts SET version = NULL; UPDATE sessions SET versioned = 0',
+    )
+    const before = count('messages') + count('parts')
+    fork('ses_f', 'ses_old', ends[2] as number)
+    expect(count('messages') + count('parts') - before).toBe(6 + 6) // three turns: two messages and two parts each
+    expect(count('inherits')).toBe(0)
+    same('ses_f')
+  })
+
+  it('rebuild lays the rows out as the live projection did, and verify finds nothing', () => {
+    store = openStore(':memory:')
+    const { ends, messages } = conversation('ses_p', 8)
+    const forked = fork('ses_f', 'ses_p', ends[3] as number).at(-1)?.seq as number
+    revert('ses_p', messages.slice(-6))
+    fork('ses_g', 'ses_f', forked)
+    const rows = () => ({
+      messages: store.db.prepare('SELECT * FROM messages ORDER BY session_id, id').all(),
+      parts: store.db.prepare('SELECT session_id, id, version, through FROM parts ORDER BY session_id, id').all(),
+      inherits: store.db.prepare('SELECT * FROM inherits ORDER BY session_id').all(),
+      rewrites: store.db.prepare('SELECT * FROM rewrites ORDER BY session_id, version, id').all(),
+    })
+    const live = rows()
+    rebuild(store)
+    expect(rows()).toEqual(live)
+    expect(verify(store).differences).toEqual([])
+  })
+})
