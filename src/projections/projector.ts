@@ -325,9 +325,8 @@ function bounded<V>(
 ): ReadThroughMap<V> {
   const into = from instanceof ReadThroughMap ? (from as ReadThroughMap<V>) : fresh()
   for (const id of touched) {
-    const value = from.get(id) as V
-    into.delete(id)
-    into.seed(id, value)
+    if (into === from) into.promote(id)
+    else into.set(id, from.get(id) as V)
   }
   for (const id of into.keys()) {
     if (into.size <= ENTITIES_PER_SESSION) break
@@ -346,8 +345,9 @@ function readThrough<V>(map: Map<string, V>, upTo: number): void {
  */
 class ReadThroughMap<V> extends Map<string, V> {
   upTo = Number.MAX_SAFE_INTEGER
-  /** approxBytes of the entities held */
+  /** approxBytes of the entities held, and of each */
   bytes = 0
+  private readonly sizes = new Map<string, number>()
   constructor(
     private readonly fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
     private readonly sessionId: string,
@@ -362,15 +362,22 @@ class ReadThroughMap<V> extends Map<string, V> {
     return value
   }
   override set(id: string, value: V): this {
-    this.bytes += approxBytes(value) - approxBytes(super.get(id))
+    const size = approxBytes(value)
+    this.bytes += size - (this.sizes.get(id) ?? 0)
+    this.sizes.set(id, size)
     return super.set(id, value)
   }
   override delete(id: string): boolean {
-    this.bytes -= approxBytes(super.get(id))
+    this.bytes -= this.sizes.get(id) ?? 0
+    this.sizes.delete(id)
     return super.delete(id)
   }
-  seed(id: string, value: V): void {
-    this.set(id, value)
+  /** Moves an entity held to the end (the most recently written), as it is. */
+  promote(id: string): void {
+    const value = super.get(id)
+    if (value === undefined) return
+    super.delete(id)
+    super.set(id, value)
   }
 }
 
