@@ -75,6 +75,8 @@ export const ERROR_STATUS = {
   /** a blob whose content no longer matches its hash: the store was edited */
   BLOB_CORRUPT: 500,
   INTERNAL: 500,
+  /** the event store cannot be reached (a PostgreSQL server down or unreachable): nothing was appended */
+  STORE_UNAVAILABLE: 503,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

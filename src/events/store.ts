@@ -2,6 +2,7 @@ import Database from 'better-sqlite3'
 import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import { deltaField, type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
+import { checkBelongs, checkExpectedVersion } from './append-rules.js'
 import { BlobStore } from './blobs.js'
 import { eventHash } from './chain.js'
 import { ChronicleError } from './errors.js'
@@ -145,20 +146,7 @@ const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
  */
 const STREAM_VERSIONS_KEPT = 2048
 
-const FIRST_TYPES = new Set(['session.created', 'session.forked'])
-
-/** Streams that are not sessions (`sys_tokens`, `sys_mcp`): they hold only their own event types, and no session starts them. */
-export const SYSTEM_STREAM_PREFIX = 'sys_'
-export const isSystemStream = (streamId: string) => streamId.startsWith(SYSTEM_STREAM_PREFIX)
-const SYSTEM_TYPES = new Set([
-  'token.created',
-  'token.revoked',
-  'mcp.server.connecting',
-  'mcp.server.ready',
-  'mcp.server.failed',
-  'mcp.server.auth_required',
-  'mcp.server.disconnected',
-])
+export { isSystemStream, SYSTEM_STREAM_PREFIX } from './append-rules.js'
 
 /** A stream's last version and that event's hash (null: logged before the chain). */
 interface StreamHead {
@@ -319,6 +307,15 @@ export class EventStore {
   /** The highest committed seq. */
   head(): number {
     return this.headSeq
+  }
+
+  /** The log's head as the chain records it: its last seq and that event's hash (null: none yet, or logged before the chain). */
+  chainHead(): { seq: number; hash: Buffer | null } {
+    this.flush()
+    const row = this.db.prepare('SELECT head_seq AS seq, head_hash AS hash FROM log_chain WHERE id = 1').get() as
+      | { seq: number; hash: Buffer | null }
+      | undefined
+    return row ?? { seq: 0, hash: null }
   }
 
   /** The session's current version (0 when it has no events). */
@@ -652,13 +649,7 @@ export class EventStore {
         (this.stmt.streamVersion.get(stream) as StreamHead | undefined) ?? { version: 0, hash: null }
       let version = last.version
       let previous = last.hash
-      if (options.expectedVersion !== undefined && options.expectedVersion !== version) {
-        throw new ChronicleError(
-          'VERSION_CONFLICT',
-          `session ${sessionId} is at version ${version}, expected ${options.expectedVersion}`,
-          { sessionId, actual: version, expected: options.expectedVersion },
-        )
-      }
+      checkExpectedVersion(sessionId, version, options.expectedVersion)
       const stored: StoredEvent[] = []
       const metaJson = JSON.stringify(options.meta)
       const meta = this.interned.meta.id(metaJson)
@@ -666,16 +657,7 @@ export class EventStore {
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       for (const e of events) {
         version++
-        if (isSystemStream(sessionId) !== SYSTEM_TYPES.has(e.type))
-          throw new ChronicleError('INVALID_EVENT', `${e.type} does not belong in stream ${sessionId}`)
-        if (!isSystemStream(sessionId) && (version === 1) !== FIRST_TYPES.has(e.type)) {
-          throw new ChronicleError(
-            version === 1 ? 'SESSION_NOT_FOUND' : 'INVALID_EVENT',
-            version === 1
-              ? `no session ${sessionId}`
-              : `${e.type} can only start a session; ${sessionId} already exists`,
-          )
-        }
+        checkBelongs(sessionId, version, e.type)
         const json = JSON.stringify(e.data)
         const [data, part] = this.encode(json, e)
         seq++

@@ -1,0 +1,69 @@
+import type { ChronicleEvent } from './catalogue.js'
+import type { StoredEvent } from './envelope.js'
+import type { AppendOptions, CommitListener, EventStore } from './store.js'
+
+/**
+ * The event log as a port (docs/ARCHITECTURE.md "The store port"): what every
+ * engine gives, asynchronous because a database over a network is.
+ * SQLite's EventStore (synchronous, in process) is one through `sqliteLog`;
+ * PostgreSQL's is `PostgresEventLog` (src/events/postgres/log.ts). One
+ * contract suite runs against both (test/events/log-contract.ts).
+ *
+ * - **append / enqueue** check the expected version and where each event
+ *   belongs (src/events/append-rules.ts), give each event the next global
+ *   `seq` — gap-free, commit order = seq order — and the next stream
+ *   `version`, chain its hash to its stream's last (src/events/chain.ts), and
+ *   commit; `full` durability before they resolve. `enqueue` batches: what is
+ *   queued in one turn commits in one transaction, a failing append retried
+ *   alone.
+ * - **reads** in seq order, never a gap; **onCommit** hears each commit once,
+ *   after it, in seq order.
+ */
+export interface EventLog {
+  append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]>
+  enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]>
+  /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
+  readSession(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<StoredEvent[]>
+  /** All events with seq > after, in seq order, at most `limit`. */
+  readAll(after: number, limit?: number): Promise<StoredEvent[]>
+  /** Events of the given sessions (or all) after a seq. */
+  readFiltered(sessions: readonly string[] | '*', after: number, limit: number): Promise<StoredEvent[]>
+  get(seq: number): Promise<StoredEvent | undefined>
+  /** The session's version (0 when it has no events). */
+  version(sessionId: string): Promise<number>
+  /** The highest committed seq. */
+  head(): Promise<number>
+  /** The last seq and that event's hash, as the chain records them. */
+  chainHead(): Promise<{ seq: number; hash: Buffer | null }>
+  onCommit(listener: CommitListener): () => void
+  close(): Promise<void>
+}
+
+/** The embedded SQLite store as the port. */
+export function sqliteLog(store: EventStore): EventLog {
+  return {
+    append: async (sessionId, events, options) => store.append(sessionId, events, options),
+    enqueue: (sessionId, events, options) => store.enqueue(sessionId, events, options),
+    readSession: async (sessionId, opts) => {
+      store.flush()
+      return store.readSession(sessionId, opts)
+    },
+    readAll: async (after, limit) => {
+      store.flush()
+      return store.readAll(after, limit)
+    },
+    readFiltered: async (sessions, after, limit) => {
+      store.flush()
+      return store.readFiltered(sessions, after, limit)
+    },
+    get: async (seq) => store.get(seq),
+    version: async (sessionId) => {
+      store.flush()
+      return store.version(sessionId)
+    },
+    head: async () => store.head(),
+    chainHead: async () => store.chainHead(),
+    onCommit: (listener) => store.onCommit(listener),
+    close: async () => store.close(),
+  }
+}

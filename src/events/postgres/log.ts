@@ -1,0 +1,388 @@
+import pg from 'pg'
+import { checkBelongs, checkExpectedVersion } from '../append-rules.js'
+import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from '../catalogue.js'
+import { eventHash } from '../chain.js'
+import type { StoredEvent } from '../envelope.js'
+import { ChronicleError } from '../errors.js'
+import type { EventLog } from '../log.js'
+import { type EventRow, toEvent, validate } from '../rows.js'
+import type { AppendOptions, CommitListener } from '../store.js'
+import { migratePostgres } from './schema.js'
+
+/**
+ * The event log on PostgreSQL (docs/ARCHITECTURE.md "The store port"): the
+ * same log as SQLite's, for servers that share one database.
+ *
+ * Appends queue and commit once a turn, every append queued in one
+ * transaction (a failing one retried alone, as SQLite's enqueue does). A
+ * transaction locks its streams' rows in id order and checks each expected
+ * version there, then takes the `log_head` row's lock to number its events —
+ * the last thing it does before inserting them — so the next transaction
+ * gets its numbers only after this one commits: `seq` is gap-free and commit
+ * order is seq order, as a reader polling the log sees it. Its ceiling is one
+ * commit per WAL flush (docs/ARCHITECTURE.md). `normal` durability commits
+ * with synchronous_commit off (a server crash keeps it; a database crash may
+ * lose the last fraction of a second, as SQLite's NORMAL may); a batch with
+ * a `full` append commits with it on. Each event's hash chains it to its
+ * stream's last one, exactly as SQLite's (src/events/chain.ts): the same
+ * events give the same hashes on either engine.
+ */
+
+export interface PostgresLogOptions {
+  readonly now?: () => number
+  /** connections in the pool (default 8) */
+  readonly connections?: number
+}
+
+interface PendingAppend {
+  readonly sessionId: string
+  readonly events: ChronicleEvent[]
+  readonly options: AppendOptions
+  readonly resolve: (events: StoredEvent[]) => void
+  readonly reject: (err: unknown) => void
+}
+
+/** int8 (seq, at) as numbers: safe below 2^53, which a log does not reach. */
+const TYPES = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === 20) return (value: string) => Number(value)
+    return pg.types.getTypeParser(oid, format as 'text')
+  },
+} as pg.CustomTypesConfig
+
+const COLUMNS = 'seq, session_id, version, type, schema_version, data, meta, at'
+
+export class PostgresEventLog implements EventLog {
+  private queue: PendingAppend[] = []
+  private scheduled = false
+  private draining: Promise<void> | undefined
+  private readonly listeners = new Set<CommitListener>()
+  private closed = false
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly now: () => number,
+  ) {}
+
+  /** Connects (a clear STORE_UNAVAILABLE naming the server, its password hidden, when it cannot), then migrates. */
+  static async open(url: string, options: PostgresLogOptions = {}): Promise<PostgresEventLog> {
+    const pool = new pg.Pool({ connectionString: url, max: options.connections ?? 8, types: TYPES })
+    // A connection lost (the server gone) is said by the query that used it (STORE_UNAVAILABLE), not by an
+    // 'error' event nobody hears: the pool replaces it on the next checkout.
+    pool.on('error', () => {})
+    pool.on('connect', (client) => client.on('error', () => {}))
+    let client: pg.PoolClient
+    try {
+      client = await pool.connect()
+    } catch (err) {
+      await pool.end().catch(() => {})
+      throw new ChronicleError(
+        'STORE_UNAVAILABLE',
+        `cannot connect to PostgreSQL at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
+      )
+    }
+    try {
+      await migratePostgres(client)
+    } finally {
+      client.release()
+    }
+    return new PostgresEventLog(pool, options.now ?? Date.now)
+  }
+
+  append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
+    return this.enqueue(sessionId, events, options)
+  }
+
+  enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')
+      const validated = validate(events) // INVALID_EVENT rejects before anything is queued
+      if (validated.length === 0) return resolve([])
+      this.queue.push({ sessionId, events: validated, options, resolve, reject })
+      if (!this.scheduled) {
+        this.scheduled = true
+        setImmediate(() => void this.drain())
+      }
+    })
+  }
+
+  /** Commits what is queued, a batch a transaction, one transaction at a time (what queues meanwhile is the next). */
+  private drain(): Promise<void> {
+    this.scheduled = false
+    this.draining ??= (async () => {
+      try {
+        while (this.queue.length > 0) await this.commitQueued(this.queue.splice(0))
+      } finally {
+        this.draining = undefined
+      }
+    })()
+    return this.draining
+  }
+
+  private async commitQueued(batch: PendingAppend[]): Promise<void> {
+    let stored: StoredEvent[][]
+    try {
+      stored = await this.commit(batch)
+    } catch (err) {
+      if (batch.length === 1) return (batch[0] as PendingAppend).reject(err)
+      // One bad append must not sink the others: each alone.
+      for (const item of batch) {
+        try {
+          const [alone] = await this.commit([item])
+          item.resolve(alone ?? [])
+        } catch (e) {
+          item.reject(e)
+        }
+      }
+      return
+    }
+    batch.forEach((item, i) => {
+      item.resolve(stored[i] ?? [])
+    })
+  }
+
+  private async commit(batch: readonly PendingAppend[]): Promise<StoredEvent[][]> {
+    const client = await this.pool.connect().catch((err: unknown) => {
+      throw unavailable(err)
+    })
+    try {
+      // one round trip: a normal-durability batch commits without waiting for its WAL flush
+      const durable = batch.some((b) => b.options.durability === 'full')
+      await client.query(durable ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = off')
+      try {
+        const out = await this.insert(client, batch)
+        await client.query('COMMIT')
+        this.publish(out.flat())
+        return out
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {})
+        throw err
+      }
+    } catch (err) {
+      throw err instanceof ChronicleError ? err : unavailable(err)
+    } finally {
+      client.release()
+    }
+  }
+
+  /**
+   * The body of one append transaction, in three round trips: the streams' rows locked (an upsert, so a new
+   * stream's row is made and locked by the same statement) with their heads; the numbering lock; then the
+   * events, the streams' heads and the log's head in one statement.
+   */
+  private async insert(client: pg.PoolClient, batch: readonly PendingAppend[]): Promise<StoredEvent[][]> {
+    const ids = [...new Set(batch.map((b) => b.sessionId))].sort()
+    const heads = new Map(
+      (
+        await client.query<{ id: string; version: number; hash: Buffer | null }>(
+          `INSERT INTO streams (id, version) SELECT unnest($1::text[]), 0
+           ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING id, version, hash`,
+          [ids],
+        )
+      ).rows.map((r) => [r.id, { version: r.version, hash: r.hash }]),
+    )
+    // Every check before the numbering lock: it is held until the commit, and the next append waits on it.
+    const versions = new Map<string, number>()
+    for (const { sessionId, events, options } of batch) {
+      let version = versions.get(sessionId) ?? (heads.get(sessionId)?.version as number)
+      checkExpectedVersion(sessionId, version, options.expectedVersion)
+      for (const e of events) checkBelongs(sessionId, ++version, e.type)
+      versions.set(sessionId, version)
+    }
+    const count = batch.reduce((n, b) => n + b.events.length, 0)
+    const numbered = await client.query<{ seq: number }>(
+      'UPDATE log_head SET seq = seq + $1 WHERE id = 1 RETURNING seq',
+      [count],
+    )
+    let seq = (numbered.rows[0]?.seq as number) - count
+    const at = this.now()
+    const atIso = new Date(at).toISOString()
+    const rows = { seq: [] as number[], session: [] as string[], version: [] as number[], type: [] as string[] }
+    const texts = { data: [] as string[], meta: [] as string[], at: [] as number[], hash: [] as Buffer[] }
+    const out: StoredEvent[][] = []
+    const last = new Map<string, { version: number; hash: Buffer }>()
+    for (const { sessionId, events, options } of batch) {
+      const head = last.get(sessionId) ?? heads.get(sessionId)
+      let version = head?.version ?? 0
+      let previous = head?.hash ?? null
+      const metaJson = JSON.stringify(options.meta)
+      const itemAt = options.at ?? at
+      const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
+      const stored: StoredEvent[] = []
+      for (const e of events) {
+        version++
+        seq++
+        const json = JSON.stringify(e.data)
+        const hash = eventHash(previous, {
+          seq,
+          sessionId,
+          version,
+          type: e.type,
+          schemaVersion: CURRENT_SCHEMA_VERSION,
+          at: itemAt,
+          meta: metaJson,
+          data: json,
+        })
+        previous = hash
+        rows.seq.push(seq)
+        rows.session.push(sessionId)
+        rows.version.push(version)
+        rows.type.push(e.type)
+        texts.data.push(json)
+        texts.meta.push(metaJson)
+        texts.at.push(itemAt)
+        texts.hash.push(hash)
+        stored.push({
+          seq,
+          sessionId,
+          version,
+          type: e.type,
+          schemaVersion: CURRENT_SCHEMA_VERSION,
+          data: e.data,
+          meta: options.meta,
+          at: itemAtIso,
+        } as StoredEvent)
+      }
+      last.set(sessionId, { version, hash: previous as Buffer })
+      out.push(stored)
+    }
+    const streams = [...last.entries()]
+    await client.query(
+      `WITH e AS (
+         INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at, hash)
+         SELECT s, i, v, t, ${CURRENT_SCHEMA_VERSION}, d, m, a, h
+         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bytea[])
+           AS x(s, i, v, t, d, m, a, h)
+       ), s AS (
+         UPDATE streams SET version = x.v, hash = x.h
+         FROM unnest($9::text[], $10::integer[], $11::bytea[]) AS x(i, v, h) WHERE streams.id = x.i
+       )
+       UPDATE log_head SET hash = $12 WHERE id = 1`,
+      [
+        rows.seq,
+        rows.session,
+        rows.version,
+        rows.type,
+        texts.data,
+        texts.meta,
+        texts.at,
+        texts.hash,
+        streams.map(([id]) => id),
+        streams.map(([, h]) => h.version),
+        streams.map(([, h]) => h.hash),
+        texts.hash.at(-1),
+      ],
+    )
+    return out
+  }
+
+  private publishing = false
+  private unpublished: StoredEvent[][] = []
+
+  private publish(events: StoredEvent[]): void {
+    if (events.length === 0) return
+    this.unpublished.push(events)
+    if (this.publishing) return // a listener that appends: its commit is heard after this one
+    this.publishing = true
+    try {
+      for (let batch = this.unpublished.shift(); batch; batch = this.unpublished.shift()) {
+        for (const listener of this.listeners) {
+          try {
+            listener(batch)
+          } catch {
+            // a listener's failure is its own
+          }
+        }
+      }
+    } finally {
+      this.publishing = false
+    }
+  }
+
+  onCommit(listener: CommitListener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  async readSession(
+    sessionId: string,
+    opts: { after?: number; upTo?: number; limit?: number } = {},
+  ): Promise<StoredEvent[]> {
+    return this.rows(
+      `SELECT ${COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+      [sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? null],
+    )
+  }
+
+  async readAll(after: number, limit = 1000): Promise<StoredEvent[]> {
+    return this.rows(`SELECT ${COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, [after, limit])
+  }
+
+  async readFiltered(sessions: readonly string[] | '*', after: number, limit: number): Promise<StoredEvent[]> {
+    if (sessions === '*') return this.readAll(after, limit)
+    return this.rows(
+      `SELECT ${COLUMNS} FROM events WHERE session_id = ANY($1::text[]) AND seq > $2 ORDER BY seq LIMIT $3`,
+      [sessions, after, limit],
+    )
+  }
+
+  async get(seq: number): Promise<StoredEvent | undefined> {
+    return (await this.rows(`SELECT ${COLUMNS} FROM events WHERE seq = $1`, [seq]))[0]
+  }
+
+  async version(sessionId: string): Promise<number> {
+    const { rows } = await this.query<{ version: number }>('SELECT version FROM streams WHERE id = $1', [sessionId])
+    return rows[0]?.version ?? 0
+  }
+
+  async head(): Promise<number> {
+    const { rows } = await this.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1')
+    return rows[0]?.seq ?? 0
+  }
+
+  async chainHead(): Promise<{ seq: number; hash: Buffer | null }> {
+    const { rows } = await this.query<{ seq: number; hash: Buffer | null }>(
+      'SELECT seq, hash FROM log_head WHERE id = 1',
+    )
+    return rows[0] ?? { seq: 0, hash: null }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    while (this.queue.length > 0 || this.draining) await this.drain()
+    this.closed = true
+    await this.pool.end()
+  }
+
+  private async rows(sql: string, params: unknown[]): Promise<StoredEvent[]> {
+    return (await this.query<EventRow>(sql, params)).rows.map(toEvent)
+  }
+
+  private async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(sql, params)
+    } catch (err) {
+      throw err instanceof ChronicleError ? err : unavailable(err)
+    }
+  }
+}
+
+/** A database error that is not the log's own (a lost connection, a server gone): nothing was acknowledged. */
+function unavailable(err: unknown): ChronicleError {
+  if (err instanceof ChronicleError) return err
+  return new ChronicleError(
+    'STORE_UNAVAILABLE',
+    `the PostgreSQL event store is unavailable: ${err instanceof Error ? err.message : String(err)}`,
+  )
+}
+
+/** The URL with its password hidden, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    return u.toString()
+  } catch {
+    return '(an unparseable URL)'
+  }
+}

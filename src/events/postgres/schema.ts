@@ -1,0 +1,111 @@
+import type pg from 'pg'
+
+/**
+ * The PostgreSQL event log's schema (src/events/postgres/log.ts), in
+ * versioned migrations like SQLite's (src/events/schema.ts): each runs once,
+ * in order, in one transaction, recorded in `chronicle_migrations`; several
+ * servers starting at once serialise on an advisory lock. Never edit a
+ * shipped migration: add the next one.
+ *
+ * The same concepts as the SQLite log: a global `seq` and a per-stream
+ * `version`, each event's data and meta as the JSON text its hash covers,
+ * the log's head (its last seq and hash) in one row, and triggers that make
+ * events and blobs immutable. `log_head` is also the ordering point: an
+ * append takes its row lock to number its events, so the next append numbers
+ * its own only after this one commits (commit order = seq order).
+ */
+
+export interface PgMigration {
+  readonly version: number
+  readonly name: string
+  readonly sql: string
+}
+
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'event log',
+    sql: `
+      CREATE TABLE log_head (
+        id   integer PRIMARY KEY CHECK (id = 1),
+        seq  bigint  NOT NULL,
+        hash bytea
+      );
+      INSERT INTO log_head (id, seq, hash) VALUES (1, 0, NULL);
+
+      CREATE TABLE streams (
+        id      text    PRIMARY KEY,
+        version integer NOT NULL,
+        hash    bytea
+      );
+
+      CREATE TABLE events (
+        seq            bigint  PRIMARY KEY,
+        session_id     text    NOT NULL,
+        version        integer NOT NULL,
+        type           text    NOT NULL,
+        schema_version integer NOT NULL,
+        data           text    NOT NULL,
+        meta           text    NOT NULL,
+        at             bigint  NOT NULL,
+        hash           bytea   NOT NULL,
+        UNIQUE (session_id, version)
+      );
+      CREATE INDEX events_by_session ON events (session_id, seq);
+
+      CREATE FUNCTION chronicle_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION '% rows are immutable: % is not allowed', TG_TABLE_NAME, TG_OP; END $$;
+      CREATE TRIGGER events_immutable BEFORE UPDATE OR DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION chronicle_immutable();
+      CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION chronicle_immutable();
+
+      CREATE TABLE blobs (
+        hash    text PRIMARY KEY,
+        content text NOT NULL
+      );
+      CREATE TRIGGER blobs_immutable BEFORE UPDATE OR DELETE ON blobs
+        FOR EACH ROW EXECUTE FUNCTION chronicle_immutable();
+    `,
+  },
+]
+
+/** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */
+const MIGRATION_LOCK = 0x6368726f6e69636cn
+
+/** Applies the migrations not yet applied; returns how many ran. */
+export async function migratePostgres(
+  client: pg.ClientBase,
+  migrations: readonly PgMigration[] = PG_MIGRATIONS,
+): Promise<number> {
+  await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK.toString()])
+  try {
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS chronicle_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+    )
+    const applied = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM chronicle_migrations')).rows.map((r) => r.version),
+    )
+    let count = 0
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (applied.has(m.version)) continue
+      await client.query('BEGIN')
+      try {
+        await client.query(m.sql)
+        await client.query('INSERT INTO chronicle_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          Date.now(),
+        ])
+        await client.query('COMMIT')
+      } catch (err) {
+        await client.query('ROLLBACK')
+        throw err
+      }
+      count++
+    }
+    return count
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK.toString()])
+  }
+}

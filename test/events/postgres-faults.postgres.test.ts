@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
+import { PostgresEventLog } from '../../src/events/postgres/log.js'
+import { type PostgresServer, startPostgres } from '../support/postgres.js'
+
+/**
+ * The PostgreSQL log when the database is not there: a clear STORE_UNAVAILABLE
+ * (the URL named, its password hidden) at open and for an append that cannot
+ * commit — nothing acknowledged for it — and the log goes on by itself once
+ * the server is back, with everything acknowledged durably still there.
+ */
+let server: PostgresServer
+beforeAll(async () => {
+  server = await startPostgres()
+}, 60_000)
+afterAll(async () => {
+  await server?.stop()
+})
+
+const meta = { actor: 'user' as const }
+const created: ChronicleEvent = { type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }
+const renamed = (title: string): ChronicleEvent => ({ type: 'session.renamed', data: { title } })
+
+describe('the PostgreSQL event log without its database', () => {
+  it('refuses to open an unreachable server with STORE_UNAVAILABLE, naming it without its password', async () => {
+    const url = 'postgres://chronicle:s3cret-pass@127.0.0.1:1/chronicle'
+    const failure = await PostgresEventLog.open(url).catch((err: unknown) => err)
+    expect(failure).toMatchObject({ code: 'STORE_UNAVAILABLE' })
+    const message = (failure as Error).message
+    expect(message).toContain('postgres://chronicle:***@127.0.0.1:1/chronicle')
+    expect(message).not.toContain('s3cret-pass')
+  })
+
+  it('answers STORE_UNAVAILABLE while the server is down, then appends again once it is back; nothing durable is lost', async () => {
+    const url = await server.database()
+    const log = await PostgresEventLog.open(url, { connections: 2 })
+    try {
+      await log.append('ses_a', [created, renamed('before')], { meta, durability: 'full' })
+      await server.crash()
+      await expect(log.append('ses_a', [renamed('while down')], { meta, durability: 'full' })).rejects.toMatchObject({
+        code: 'STORE_UNAVAILABLE',
+      })
+      await expect(log.readSession('ses_a')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' })
+      await server.restart()
+      // the pool's connections died with the server: the next ones are new
+      let after: unknown
+      for (let attempt = 0; attempt < 20 && after === undefined; attempt++) {
+        after = await log.append('ses_a', [renamed('after')], { meta, durability: 'full' }).catch(() => undefined)
+        if (after === undefined) await new Promise((r) => setTimeout(r, 100))
+      }
+      const titles = (await log.readSession('ses_a')).map((e) => (e.data as { title?: string }).title)
+      expect(titles).toEqual([undefined, 'before', 'after'])
+      expect((await log.readSession('ses_a')).map((e) => e.seq)).toEqual([1, 2, 3])
+    } finally {
+      await log.close()
+    }
+  })
+})
