@@ -3,6 +3,7 @@ import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import { deltaField, type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { checkBelongs, checkExpectedVersion } from './append-rules.js'
+import { type CommitListener, CommitListeners } from './commit-listeners.js'
 import { BlobStore } from './blobs.js'
 import { eventHash } from './chain.js'
 import { ChronicleError } from './errors.js'
@@ -48,7 +49,7 @@ export type ProjectHook = ((db: Database.Database, events: readonly StoredEvent[
   /** forget what it cached of sessions idle for a while (src/events/bounded-cache.ts) */
   sweep?: () => void
 }
-export type CommitListener = (events: readonly StoredEvent[]) => void
+export type { CommitListener } from './commit-listeners.js'
 
 /** Hears how one queued append ended (EventStore.submit). */
 export interface Settle {
@@ -160,7 +161,7 @@ export class EventStore {
   readonly blobs: BlobStore
   private readonly project: ProjectHook | undefined
   private readonly now: () => number
-  private readonly listeners = new Set<CommitListener>()
+  private readonly listeners = new CommitListeners()
   private readonly locals = new Map<symbol, unknown>()
   private queue: PendingAppend[] = []
   /** each session's last append in `queue`: where its next delta may merge */
@@ -205,8 +206,6 @@ export class EventStore {
   private activeSessions = new Set<string>()
   private activeBefore = 0
   private activeAt = NEVER
-  private publishing = false
-  private unpublished: (readonly StoredEvent[])[] = []
   private headSeq: number
   private closed = false
   /**
@@ -706,25 +705,7 @@ export class EventStore {
   }
 
   private publish(events: readonly StoredEvent[]): void {
-    if (events.length === 0) return
-    this.unpublished.push(events)
-    // A listener that appends re-enters here: its commit is queued behind the
-    // one being delivered, so every listener hears every commit in seq order.
-    if (this.publishing) return
-    this.publishing = true
-    try {
-      for (let batch = this.unpublished.shift(); batch; batch = this.unpublished.shift()) {
-        for (const listener of this.listeners) {
-          try {
-            listener(batch)
-          } catch {
-            // A listener's failure is its own; the commit stands and others still hear of it.
-          }
-        }
-      }
-    } finally {
-      this.publishing = false
-    }
+    this.listeners.publish(events)
   }
 
   /** Tells the projection that its tables were rewritten (rebuild): it must not trust what it cached. */
@@ -739,8 +720,7 @@ export class EventStore {
 
   /** Hears of every commit, after it is durable, in seq order. Returns the unsubscribe function. */
   onCommit(listener: CommitListener): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.listeners.add(listener)
   }
 
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { PostgresEventLog } from '../../src/events/postgres/log.js'
-import { type PostgresServer, startPostgres } from '../support/postgres.js'
+import { usePostgres } from '../support/use-postgres.js'
 
 /**
  * The PostgreSQL log when the database is not there: a clear STORE_UNAVAILABLE
@@ -9,13 +9,7 @@ import { type PostgresServer, startPostgres } from '../support/postgres.js'
  * commit — nothing acknowledged for it — and the log goes on by itself once
  * the server is back, with everything acknowledged durably still there.
  */
-let server: PostgresServer
-beforeAll(async () => {
-  server = await startPostgres()
-}, 60_000)
-afterAll(async () => {
-  await server?.stop()
-})
+const postgres = usePostgres()
 
 const meta = { actor: 'user' as const }
 const created: ChronicleEvent = { type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }
@@ -32,6 +26,7 @@ describe('the PostgreSQL event log without its database', () => {
   })
 
   it('answers STORE_UNAVAILABLE while the server is down, then appends again once it is back; nothing durable is lost', async () => {
+    const server = postgres()
     const url = await server.database()
     const log = await PostgresEventLog.open(url, { connections: 2 })
     try {

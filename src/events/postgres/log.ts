@@ -6,7 +6,8 @@ import type { StoredEvent } from '../envelope.js'
 import { ChronicleError } from '../errors.js'
 import type { EventLog } from '../log.js'
 import { type EventRow, toEvent, validate } from '../rows.js'
-import type { AppendOptions, CommitListener } from '../store.js'
+import { type CommitListener, CommitListeners } from '../commit-listeners.js'
+import type { AppendOptions } from '../store.js'
 import { migratePostgres } from './schema.js'
 
 /**
@@ -56,7 +57,7 @@ export class PostgresEventLog implements EventLog {
   private queue: PendingAppend[] = []
   private scheduled = false
   private draining: Promise<void> | undefined
-  private readonly listeners = new Set<CommitListener>()
+  private readonly listeners = new CommitListeners()
   private closed = false
 
   private constructor(
@@ -276,32 +277,12 @@ export class PostgresEventLog implements EventLog {
     return out
   }
 
-  private publishing = false
-  private unpublished: StoredEvent[][] = []
-
-  private publish(events: StoredEvent[]): void {
-    if (events.length === 0) return
-    this.unpublished.push(events)
-    if (this.publishing) return // a listener that appends: its commit is heard after this one
-    this.publishing = true
-    try {
-      for (let batch = this.unpublished.shift(); batch; batch = this.unpublished.shift()) {
-        for (const listener of this.listeners) {
-          try {
-            listener(batch)
-          } catch {
-            // a listener's failure is its own
-          }
-        }
-      }
-    } finally {
-      this.publishing = false
-    }
+  private publish(events: readonly StoredEvent[]): void {
+    this.listeners.publish(events)
   }
 
   onCommit(listener: CommitListener): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.listeners.add(listener)
   }
 
   async readSession(
