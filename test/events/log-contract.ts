@@ -3,6 +3,7 @@ import { CURRENT_SCHEMA_VERSION, type ChronicleEvent } from '../../src/events/ca
 import { eventHash } from '../../src/events/chain.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import type { EventLog } from '../../src/events/log.js'
+import { LogSubscription } from '../../src/events/log-subscription.js'
 
 /**
  * The event log's contract (src/events/log.ts), one suite for every engine:
@@ -235,6 +236,78 @@ export function describeLogContract(name: string, engine: Engine): void {
       expect(head.seq).toBe(4)
       expect(head.hash?.toString('hex')).toBe(last?.toString('hex'))
       expect(appended.every((e) => e.at === new Date(at).toISOString())).toBe(true)
+    })
+
+    it('a subscription hands over the stored events after k, then live ones, each once and in order, while writers commit', async () => {
+      const { log } = await fresh()
+      for (const id of ['ses_a', 'ses_b']) await log.append(id, [created], { meta })
+      const writing = (async () => {
+        for (let i = 0; i < 60; i++) {
+          await Promise.all([
+            log.enqueue('ses_a', [renamed(`a${i}`)], { meta }),
+            log.append('ses_b', [renamed(`b${i}`)], { meta }),
+          ])
+          if (i % 7 === 0) await new Promise((r) => setTimeout(r, 1))
+        }
+      })()
+      await new Promise((r) => setTimeout(r, 5))
+      const after = 3
+      const sub = new LogSubscription(log, { sessions: ['ses_a'] }, after, { pageSize: 5, maxBuffer: 20 })
+      const received: StoredEvent[] = []
+      const reading = (async () => {
+        for await (const e of sub) {
+          received.push(e)
+          if ((e.data as { title?: string }).title === 'a59') break
+        }
+      })()
+      await writing
+      await reading
+      const expected = (await log.readSession('ses_a')).filter((e) => e.seq > after)
+      expect(seqs(received)).toEqual(seqs(expected))
+      expect(sub.isLive).toBe(true)
+    })
+
+    it('what commits while a subscription reads its last page comes live after it, without a gap', async () => {
+      const { log } = await fresh()
+      await log.append('ses_a', [created], { meta })
+      let appendDuringRead = 3
+      // A log whose read is overtaken by commits: the (empty) page comes back after three more events committed.
+      const racing: EventLog = Object.assign(Object.create(log) as EventLog, {
+        readFiltered: async (sessions: readonly string[] | '*', after: number, limit: number) => {
+          const page = await log.readFiltered(sessions, after, limit)
+          for (; appendDuringRead > 0; appendDuringRead--)
+            await log.append('ses_a', [renamed(`during ${appendDuringRead}`)], { meta })
+          return page
+        },
+        onCommit: log.onCommit.bind(log),
+      })
+      const sub = new LogSubscription(racing, { sessions: ['ses_a'] }, 1)
+      const next = () =>
+        Promise.race([
+          sub.next().then((r) => (r.value as StoredEvent).seq),
+          new Promise<string>((r) => setTimeout(() => r('nothing within 2 s'), 2000)),
+        ])
+      expect([await next(), await next(), await next()]).toEqual([2, 3, 4])
+      expect(sub.isLive).toBe(true)
+      sub.close()
+    })
+
+    it('a subscriber that stops reading holds at most maxBuffer events, then still gets every one once', async () => {
+      const { log } = await fresh()
+      await log.append('ses_a', [created], { meta })
+      const sub = new LogSubscription(log, { sessions: '*' }, 0, { maxBuffer: 10, pageSize: 4 })
+      expect((await sub.next()).value?.seq).toBe(1) // live, at the head
+      let peak = 0
+      log.onCommit(() => {
+        peak = Math.max(peak, sub.buffered)
+      })
+      for (let i = 0; i < 50; i++) await log.append('ses_a', [renamed(`${i}`)], { meta })
+      expect(peak).toBeLessThanOrEqual(10 + 1)
+      const rest: number[] = []
+      while (rest.length < 50) rest.push(((await sub.next()).value as StoredEvent).seq)
+      expect(rest).toEqual(range(2, 51))
+      sub.close()
+      expect(await sub.next()).toEqual({ done: true, value: undefined })
     })
 
     it('keeps what it committed: another server opening the database reads it, and goes on from its head', async () => {
