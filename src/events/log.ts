@@ -36,6 +36,12 @@ export interface EventLog {
   /** The last seq and that event's hash, as the chain records them. */
   chainHead(): Promise<{ seq: number; hash: Buffer | null }>
   onCommit(listener: CommitListener): () => void
+  /** content-addressed text events name by hash (src/events/blobs.ts): written before the event that names it */
+  readonly blobs: {
+    /** stores `content` once; its key, sha256 hex */
+    put(content: string): Promise<string>
+    get(hash: string): Promise<string | undefined>
+  }
   close(): Promise<void>
 }
 
@@ -64,6 +70,10 @@ export function sqliteLog(store: EventStore): EventLog {
     head: async () => store.head(),
     chainHead: async () => store.chainHead(),
     onCommit: (listener) => store.onCommit(listener),
+    blobs: {
+      put: async (content) => store.blobs.put(content),
+      get: async (hash) => store.blobs.get(hash),
+    },
     close: async () => store.close(),
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { CURRENT_SCHEMA_VERSION, type ChronicleEvent } from '../../src/events/catalogue.js'
 import { eventHash } from '../../src/events/chain.js'
@@ -308,6 +309,16 @@ export function describeLogContract(name: string, engine: Engine): void {
       expect(rest).toEqual(range(2, 51))
       sub.close()
       expect(await sub.next()).toEqual({ done: true, value: undefined })
+    })
+
+    it('stores blobs once, by the sha256 of their text, and gives them back', async () => {
+      const { log } = await fresh()
+      const system = 'You are Chronicle. ✓ unicode, and a long prompt '.repeat(200)
+      const hash = await log.blobs.put(system)
+      expect(hash).toBe(createHash('sha256').update(system).digest('hex'))
+      expect(await log.blobs.put(system)).toBe(hash)
+      expect(await log.blobs.get(hash)).toBe(system)
+      expect(await log.blobs.get('0'.repeat(64))).toBeUndefined()
     })
 
     it('keeps what it committed: another server opening the database reads it, and goes on from its head', async () => {

@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { checkBelongs, checkExpectedVersion } from '../append-rules.js'
+import { blobHash } from '../blobs.js'
 import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from '../catalogue.js'
 import { eventHash } from '../chain.js'
 import type { StoredEvent } from '../envelope.js'
@@ -326,6 +327,21 @@ export class PostgresEventLog implements EventLog {
       'SELECT seq, hash FROM log_head WHERE id = 1',
     )
     return rows[0] ?? { seq: 0, hash: null }
+  }
+
+  readonly blobs = {
+    put: async (content: string): Promise<string> => {
+      const hash = blobHash(content)
+      await this.query('INSERT INTO blobs (hash, content) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING', [
+        hash,
+        content,
+      ])
+      return hash
+    },
+    get: async (hash: string): Promise<string | undefined> => {
+      const { rows } = await this.query<{ content: string }>('SELECT content FROM blobs WHERE hash = $1', [hash])
+      return rows[0]?.content
+    },
   }
 
   async close(): Promise<void> {
