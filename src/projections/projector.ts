@@ -1,18 +1,13 @@
-import { isSystemStream } from '../events/store.js'
-import type Database from 'better-sqlite3'
 import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
+import { copyWith } from '../events/copy.js'
 import type { StoredEvent } from '../events/envelope.js'
-import type { ProjectHook } from '../events/store.js'
+import { isSystemStream, type ProjectHook } from '../events/store.js'
 import { apply, evolve, grown } from './evolve.js'
 import type { InheritFn } from './fold.js'
-import type { Message, Part, Session, SessionView } from './model.js'
-import { copyWith } from '../events/copy.js'
 import { messageInFlight, partInFlight } from './in-flight.js'
-import { messageRow } from './message-rows.js'
-import { createPartWriter, type PartWriter } from './part-rows.js'
-import { type RowLevel, sharedMessage, sharedPart } from './shared-rows.js'
-import { createSessionWriter, sessionReader, type SessionWriter } from './session-rows.js'
-import { perConnection } from './prepared.js'
+import type { Message, Part, Session, SessionView } from './model.js'
+import { type ProjectionRows, type RowKind, sqliteRows } from './projection-rows.js'
+import type { RowLevel } from './shared-rows.js'
 import { approxBytes } from './sizes.js'
 
 /**
@@ -50,7 +45,7 @@ export const DEFAULT_PROJECTOR_BOUNDS: CacheBounds = { entries: 1024, bytes: 16 
 export function createProjector(inherit: InheritFn, options: ProjectorOptions = {}): ProjectHook {
   const cache = new BoundedCache<string, Cached>(Object.assign({}, DEFAULT_PROJECTOR_BOUNDS, options.cache))
   const project: ProjectHook = (db, events) => {
-    const writer = new BatchWriter(db, cache, inherit)
+    const writer = new BatchWriter(sqliteRows(db), cache, inherit)
     for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
     writer.write()
   }
@@ -86,22 +81,21 @@ interface Fork {
 class BatchWriter {
   private readonly views = new Map<string, SessionView>()
   private readonly touched = new Map<string, Touched>()
-  private readonly stmt: Statements
   private readonly forks: Fork[] = []
   /** settled entities changed again, per session: what a fork at an earlier event must hold itself */
   private readonly rewrites: { sessionId: string; version: number; kind: Kind; id: string }[] = []
   /** copies a change makes for the forks that read the entity's row (copy on write) */
   private readonly copies: { sessionId: string; kind: Kind; entity: Message | Part }[] = []
+  private readonly message = (sessionId: string, id: string) => this.rows.message(sessionId, id)
+  private readonly part = (sessionId: string, id: string, upTo: number) => this.rows.part(sessionId, id, upTo)
   /** each session's forks that read its rows, as the table had them when this batch first asked */
   private readonly children = new Map<string, RowLevel[]>()
 
   constructor(
-    db: Database.Database,
+    private readonly rows: ProjectionRows,
     private readonly cache: BoundedCache<string, Cached>,
     private readonly inherit: InheritFn,
-  ) {
-    this.stmt = statements(db)
-  }
+  ) {}
 
   apply(event: StoredEvent): void {
     let touched = this.touched.get(event.sessionId)
@@ -160,9 +154,9 @@ class BatchWriter {
    * migration 14), all of them.
    */
   private forked(child: string, seq: number, view: SessionView, touched: Touched): void {
-    const { owner, upto } = this.stmt.forkPoint.get(seq) as { owner: string; upto: number }
+    const { owner, upto } = this.rows.forkPoint(seq)
     const ownerTouched = this.touched.get(owner)
-    if (!(ownerTouched?.created || this.stmt.versioned.get(owner) === 1)) {
+    if (!(ownerTouched?.created || this.rows.versioned(owner))) {
       for (const id of view.messages.keys()) touched.messages.set(id, 0)
       for (const id of view.parts.keys()) touched.parts.set(id, 0)
       return
@@ -171,7 +165,7 @@ class BatchWriter {
     for (const m of view.messages.values()) if (messageInFlight(m)) touched.messages.set(m.id, 0)
     for (const p of view.parts.values()) if (partInFlight(p)) touched.parts.set(p.id, 0)
     const since = [
-      ...(this.stmt.rewritesSince.all(owner, upto) as { kind: Kind; id: string }[]),
+      ...this.rows.rewritesSince(owner, upto),
       ...this.rewrites.filter((r) => r.sessionId === owner && r.version > upto),
     ]
     for (const { kind, id } of since) {
@@ -194,7 +188,7 @@ class BatchWriter {
     const before = (
       kind === 'message' ? this.touched.get(sessionId)?.messages : this.touched.get(sessionId)?.parts
     )?.get(id)
-    const rowVersion = before ?? (this.stmt.rowVersion[kind].get(sessionId, id) as number | null | undefined)
+    const rowVersion = before ?? this.rows.rowVersion(kind, sessionId, id)
     if (rowVersion === undefined) return
     for (const child of children) {
       if ((rowVersion ?? 0) > child.upto || this.owns(child.sessionId, kind, id)) continue
@@ -205,7 +199,7 @@ class BatchWriter {
   private childrenOf(sessionId: string): RowLevel[] {
     let children = this.children.get(sessionId)
     if (!children) {
-      children = this.stmt.children.all(sessionId) as RowLevel[]
+      children = this.rows.children(sessionId)
       this.children.set(sessionId, children)
     }
     const made = this.forks.filter((f) => f.owner === sessionId).map((f) => ({ sessionId: f.child, upto: f.upto }))
@@ -217,35 +211,34 @@ class BatchWriter {
     const touched = this.touched.get(sessionId)
     if ((kind === 'message' ? touched?.messages : touched?.parts)?.has(id)) return true
     if (this.copies.some((c) => c.sessionId === sessionId && c.kind === kind && c.entity.id === id)) return true
-    return this.stmt.rowVersion[kind].get(sessionId, id) !== undefined
+    return this.rows.rowVersion(kind, sessionId, id) !== undefined
   }
 
   write(): void {
-    for (const fork of this.forks) this.stmt.inherits.run(fork.child, fork.owner, fork.upto)
-    for (const r of this.rewrites) this.stmt.rewrite.run(r.sessionId, r.version, r.kind, r.id)
+    for (const fork of this.forks) this.rows.writeInherits(fork.child, fork.owner, fork.upto)
+    for (const r of this.rewrites) this.rows.writeRewrite(r.sessionId, r.version, r.kind, r.id)
     for (const { sessionId, kind, entity } of this.copies) {
-      if (kind === 'message')
-        this.stmt.message.run(sessionId, entity.id, messageRow(sessionId, entity.id, entity as Message), 0)
-      else this.stmt.parts.write(sessionId, entity as Part, 0, 0)
+      if (kind === 'message') this.rows.writeMessage(sessionId, entity as Message, 0)
+      else this.rows.writePart(sessionId, entity as Part, 0, 0)
     }
     for (const [sessionId, view] of this.views) {
       const session = view.session as Session
       const touched = this.touched.get(sessionId) as Touched
-      if (touched.changed) this.stmt.sessions.write(session, touched.created)
+      if (touched.changed) this.rows.writeSession(session, touched.created)
       for (const [id, version] of touched.messages)
-        this.stmt.message.run(sessionId, id, messageRow(sessionId, id, view.messages.get(id) as Message), version)
+        this.rows.writeMessage(sessionId, view.messages.get(id) as Message, version)
       for (const [id, version] of touched.parts)
-        this.stmt.parts.write(sessionId, view.parts.get(id) as Part, touched.version, version)
+        this.rows.writePart(sessionId, view.parts.get(id) as Part, touched.version, version)
       // Cache what this batch touched (bounded), on top of what the view already held.
       const messages = bounded(
         view.messages,
         touched.messages.keys(),
-        () => new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
+        () => new ReadThroughMap<Message>(this.message, sessionId),
       )
       const parts = bounded(
         view.parts,
         [...touched.parts.keys(), ...touched.grown],
-        () => new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
+        () => new ReadThroughMap<Part>(this.part, sessionId),
       )
       this.cache.set(
         sessionId,
@@ -258,9 +251,9 @@ class BatchWriter {
   /** A view whose maps read through to the tables on a miss. */
   private load(sessionId: string): SessionView {
     return {
-      session: this.stmt.getSession(sessionId) ?? null,
-      messages: new ReadThroughMap<Message>(this.stmt.getMessage, sessionId),
-      parts: new ReadThroughMap<Part>(this.stmt.getPart, sessionId),
+      session: this.rows.session(sessionId) ?? null,
+      messages: new ReadThroughMap<Message>(this.message, sessionId),
+      parts: new ReadThroughMap<Part>(this.part, sessionId),
     }
   }
 }
@@ -387,32 +380,4 @@ interface Cached {
   readonly version: number
 }
 
-type Kind = 'message' | 'part'
-
-type Statements = ReturnType<typeof prepare>
-const statements = perConnection(prepare)
-
-function prepare(db: Database.Database) {
-  return {
-    getSession: sessionReader(db),
-    getMessage: (sessionId: string, id: string): Message | undefined => sharedMessage(db, sessionId, id),
-    getPart: (sessionId: string, id: string, upTo: number): Part | undefined => sharedPart(db, sessionId, id, upTo),
-    sessions: createSessionWriter(db) as SessionWriter,
-    parts: createPartWriter(db) as PartWriter,
-    message: db.prepare(
-      `INSERT INTO messages (session_id, id, data, version) VALUES (?, ?, ?, ?)
-       ON CONFLICT (session_id, id) DO UPDATE SET data = excluded.data, version = excluded.version`,
-    ),
-    /** the session and version of the event a fork starts after (its owner: an ancestor, for an inherited seq) */
-    forkPoint: db.prepare('SELECT session_id AS owner, version AS upto FROM events WHERE seq = ?'),
-    versioned: db.prepare('SELECT versioned FROM sessions WHERE id = ?').pluck(),
-    inherits: db.prepare('INSERT INTO inherits (session_id, from_session, upto) VALUES (?, ?, ?)'),
-    children: db.prepare('SELECT session_id AS sessionId, upto FROM inherits WHERE from_session = ?'),
-    rewrite: db.prepare('INSERT INTO rewrites (session_id, version, kind, id) VALUES (?, ?, ?, ?)'),
-    rewritesSince: db.prepare('SELECT DISTINCT kind, id FROM rewrites WHERE session_id = ? AND version > ?'),
-    rowVersion: {
-      message: db.prepare('SELECT version FROM messages WHERE session_id = ? AND id = ?').pluck(),
-      part: db.prepare('SELECT version FROM parts WHERE session_id = ? AND id = ?').pluck(),
-    },
-  }
-}
+type Kind = RowKind
