@@ -107,12 +107,21 @@ export function withTails(
 
 /** The stored form of a part: without the keys its columns hold, deflated when large. */
 export function encodePart(sessionId: string, part: Part): string | Buffer {
-  // id and messageId are the row's own columns; sessionId too, unless the part says otherwise.
-  const { id: _id, sessionId: session, messageId: _message, ...rest } = part
-  const json = JSON.stringify(session === sessionId ? rest : { sessionId: session, ...rest })
+  const json = partJson(sessionId, part)
   if (json.length < COMPRESS_FROM) return json
   const packed = deflateRawSync(json)
   return packed.length < Buffer.byteLength(json) ? packed : json
+}
+
+/** A part's row as JSON: without the keys its columns hold (id and messageId; sessionId too, unless it differs). */
+export function partJson(sessionId: string, part: Part): string {
+  const { id: _id, sessionId: session, messageId: _message, ...rest } = part
+  return JSON.stringify(session === sessionId ? rest : { sessionId: session, ...rest })
+}
+
+/** The session version a part's row is current through, while it streams (null once its string is complete). */
+export function partThrough(part: Part, version: number): number | null {
+  return streamedField(part) && !settled(part) ? version : null
 }
 
 export interface PartWriter {
@@ -132,8 +141,7 @@ export function createPartWriter(db: Database.Database): PartWriter {
   )
   return {
     write(sessionId, part, version, changed) {
-      const through = streamedField(part) && !settled(part) ? version : null
-      upsert.run(sessionId, part.id, part.messageId, encodePart(sessionId, part), through, changed)
+      upsert.run(sessionId, part.id, part.messageId, encodePart(sessionId, part), partThrough(part, version), changed)
     },
   }
 }

@@ -43,16 +43,35 @@ const ENTITIES_PER_SESSION = 64
 export const DEFAULT_PROJECTOR_BOUNDS: CacheBounds = { entries: 1024, bytes: 16 * 2 ** 20, idleMs: 60_000 }
 
 export function createProjector(inherit: InheritFn, options: ProjectorOptions = {}): ProjectHook {
-  const cache = new BoundedCache<string, Cached>(Object.assign({}, DEFAULT_PROJECTOR_BOUNDS, options.cache))
-  const project: ProjectHook = (db, events) => {
-    const writer = new BatchWriter(sqliteRows(db), cache, inherit)
-    for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
-    writer.write()
-  }
+  const cache = projectorCache(options)
+  const project: ProjectHook = (db, events) => projectBatch(sqliteRows(db), events, cache, inherit)
   // After a rebuild the tables were rewritten behind the cached views: read them again.
   project.reset = () => cache.clear()
   project.sweep = () => cache.sweep()
   return project
+}
+
+/** The views the projection keeps between batches (the engine's projection owns one). */
+export function projectorCache(options: ProjectorOptions = {}): ProjectorCache {
+  return new BoundedCache<string, Cached>(Object.assign({}, DEFAULT_PROJECTOR_BOUNDS, options.cache))
+}
+
+export type ProjectorCache = BoundedCache<string, Cached>
+
+/**
+ * Projects one batch of committed events onto `rows`, inside their transaction: every engine's projection
+ * is this one. What it throws (a read `rows` cannot answer now included) rolls the append back, or — an
+ * engine that fetches rows on demand — is answered and the batch projected again (evolve is pure).
+ */
+export function projectBatch(
+  rows: ProjectionRows,
+  events: readonly StoredEvent[],
+  cache: ProjectorCache,
+  inherit: InheritFn,
+): void {
+  const writer = new BatchWriter(rows, cache, inherit)
+  for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
+  writer.write()
 }
 
 /** What one batch did to one session. */

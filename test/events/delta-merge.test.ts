@@ -274,7 +274,7 @@ describe('deltas under load', () => {
       lastTurn = performance.now()
       await Promise.all(
         Array.from({ length: LOADED / 4 }, (_, i) =>
-          store.enqueue(`ses_${turn * 16 + i}`, [renamed(`t${turn}`)], { meta: userMeta }),
+          streamed(store, `ses_${turn * 16 + i}`, [renamed(`t${turn}`)], { meta: userMeta }),
         ),
       )
     }

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import type { EventStore } from '../../src/events/store.js'
 import { foldSession } from '../../src/projections/fold.js'
 import type { SessionView } from '../../src/projections/model.js'
@@ -7,6 +6,7 @@ import { openStore } from '../../src/projections/open.js'
 import { loadView } from '../../src/projections/read-model.js'
 import { rebuild } from '../../src/projections/rebuild.js'
 import { verify } from '../../src/projections/verify.js'
+import * as scenarios from './scenarios.js'
 
 /**
  * Forks share their parent's rows (src/projections/shared-rows.ts): a fork
@@ -26,55 +26,9 @@ const plain = (view: SessionView) =>
   )
 const same = (id: string) => expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
 
-/** A session of `turns` turns (a user message, an assistant answer in one text part); the seq ending each. */
-function conversation(id: string, turns: number): { ends: number[]; messages: string[] } {
-  store.append(id, [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }], { meta })
-  const ends: number[] = []
-  const messages: string[] = []
-  for (let t = 0; t < turns; t++) {
-    const [user, answer, prt] = [`msg_${id}_${t}u`, `msg_${id}_${t}a`, `prt_${id}_${t}`]
-    const events: ChronicleEvent[] = [
-      {
-        type: 'input.accepted',
-        data: {
-          inputId: `in_${t}`,
-          parts: [{ type: 'text', text: `q${t}` }],
-          delivery: 'queue',
-          noReply: false,
-          digest: `d${t}`,
-        },
-      },
-      { type: 'input.delivered', data: { inputId: `in_${t}`, messageId: user, partIds: [`${prt}u`] } },
-      {
-        type: 'message.created',
-        data: { messageId: answer, role: 'assistant', parentId: user, agent: 'build', model: 'scripted:x' },
-      },
-      { type: 'text.started', data: { messageId: answer, partId: prt } },
-      { type: 'text.delta', data: { partId: prt, text: `answer ${t}` } },
-      { type: 'text.ended', data: { partId: prt } },
-      { type: 'message.completed', data: { messageId: answer, finish: 'stop' } },
-    ]
-    ends.push(store.append(id, events, { meta }).at(-1)?.seq as number)
-    messages.push(user, answer)
-  }
-  return { ends, messages }
-}
-
-const fork = (child: string, from: string, seq: number) =>
-  store.append(child, [{ type: 'session.forked', data: { from: { sessionId: from, seq } } }], { meta })
-
-const revert = (id: string, messages: string[]) =>
-  store.append(
-    id,
-    [
-      {
-        type: 'workspace.restore.started',
-        data: { restoreId: `rst_${id}`, kind: 'revert', to: 1, from: 'a'.repeat(40), tree: 'b'.repeat(40), messages },
-      },
-      { type: 'workspace.restore.completed', data: { restoreId: `rst_${id}`, changed: [] } },
-    ],
-    { meta },
-  )
+const conversation = (id: string, turns: number) => scenarios.conversation(store, id, turns)
+const fork = (child: string, from: string, seq: number) => scenarios.fork(store, child, from, seq)
+const revert = (id: string, messages: string[]) => scenarios.revert(store, id, messages)
 
 describe('forks share their parent’s rows', () => {
   it('a fork writes rows for nothing it inherits: the same few rows at any length of its parent', () => {

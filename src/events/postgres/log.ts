@@ -34,6 +34,11 @@ export interface PostgresLogOptions {
   readonly now?: () => number
   /** connections in the pool (default 8) */
   readonly connections?: number
+  /**
+   * The read models' projection, run in the append's transaction after its events are written: what it
+   * throws rolls the append back (src/projections/postgres/projection.ts).
+   */
+  readonly project?: (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
 }
 
 interface PendingAppend {
@@ -45,7 +50,7 @@ interface PendingAppend {
 }
 
 /** int8 (seq, at) as numbers: safe below 2^53, which a log does not reach. */
-const TYPES = {
+export const PG_TYPES = {
   getTypeParser(oid: number, format?: string) {
     if (oid === 20) return (value: string) => Number(value)
     return pg.types.getTypeParser(oid, format as 'text')
@@ -64,11 +69,12 @@ export class PostgresEventLog implements EventLog {
   private constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => number,
+    private readonly project: PostgresLogOptions['project'],
   ) {}
 
   /** Connects (a clear STORE_UNAVAILABLE naming the server, its password hidden, when it cannot), then migrates. */
   static async open(url: string, options: PostgresLogOptions = {}): Promise<PostgresEventLog> {
-    const pool = new pg.Pool({ connectionString: url, max: options.connections ?? 8, types: TYPES })
+    const pool = new pg.Pool({ connectionString: url, max: options.connections ?? 8, types: PG_TYPES })
     // A connection lost (the server gone) is said by the query that used it (STORE_UNAVAILABLE), not by an
     // 'error' event nobody hears: the pool replaces it on the next checkout.
     pool.on('error', () => {})
@@ -88,7 +94,7 @@ export class PostgresEventLog implements EventLog {
     } finally {
       client.release()
     }
-    return new PostgresEventLog(pool, options.now ?? Date.now)
+    return new PostgresEventLog(pool, options.now ?? Date.now, options.project)
   }
 
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
@@ -275,6 +281,7 @@ export class PostgresEventLog implements EventLog {
         texts.hash.at(-1),
       ],
     )
+    await this.project?.(client, out.flat())
     return out
   }
 

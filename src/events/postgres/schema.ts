@@ -68,6 +68,52 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         FOR EACH ROW EXECUTE FUNCTION chronicle_immutable();
     `,
   },
+  {
+    version: 2,
+    name: 'read models',
+    // The Session / Message / Part read models, as SQLite's (schema migrations 1–14): written by the same
+    // projection in the append's transaction (src/projections/postgres/). A part's row is its JSON (PostgreSQL
+    // compresses large values itself); a streaming part's row is current through `through`, the deltas
+    // after it read from the log; `version` is what last changed a row, what forks read it by.
+    sql: `
+      CREATE TABLE sessions (
+        id        text    PRIMARY KEY,
+        parent_id text,
+        archived  boolean NOT NULL,
+        data      text    NOT NULL,
+        versioned boolean NOT NULL
+      );
+      CREATE TABLE messages (
+        session_id text    NOT NULL,
+        id         text    NOT NULL,
+        data       text    NOT NULL,
+        version    integer,
+        PRIMARY KEY (session_id, id)
+      );
+      CREATE TABLE parts (
+        session_id text    NOT NULL,
+        id         text    NOT NULL,
+        message_id text    NOT NULL,
+        data       text    NOT NULL,
+        through    integer,
+        version    integer,
+        PRIMARY KEY (session_id, id)
+      );
+      CREATE TABLE inherits (
+        session_id   text    PRIMARY KEY,
+        from_session text    NOT NULL,
+        upto         integer NOT NULL
+      );
+      CREATE INDEX inherits_by_parent ON inherits (from_session);
+      CREATE TABLE rewrites (
+        session_id text    NOT NULL,
+        version    integer NOT NULL,
+        kind       text    NOT NULL,
+        id         text    NOT NULL
+      );
+      CREATE INDEX rewrites_by_session ON rewrites (session_id, version);
+    `,
+  },
 ]
 
 /** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */

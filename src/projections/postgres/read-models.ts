@@ -1,0 +1,156 @@
+import type pg from 'pg'
+import { deltaField } from '../../events/rows.js'
+import { messageFromRow } from '../message-rows.js'
+import type { Message, Part, Session, SessionView } from '../model.js'
+import { fromRow, type PartRow, streamedField } from '../part-rows.js'
+import { sessionFromRow } from '../session-rows.js'
+import type { RowLevel } from '../shared-rows.js'
+import { copyWith } from '../../events/copy.js'
+
+/**
+ * The read models on PostgreSQL (schema migration 2 of src/events/postgres/schema.ts),
+ * read as SQLite's are (src/projections/read-model.ts, shared-rows.ts): a session's
+ * head from its stream's last event; a streaming part's row and the deltas logged
+ * after it; a fork's rows, then its parent's as of the fork point. Asynchronous,
+ * on any connection (the pool, or the append transaction's client).
+ */
+export type Queryable = Pick<pg.ClientBase, 'query'>
+
+const OWN = Number.MAX_SAFE_INTEGER
+
+export async function pgSession(db: Queryable, sessionId: string): Promise<Session | undefined> {
+  const { rows } = await db.query<{ data: string; seq: number; version: number; at: number }>(
+    `SELECT s.data, h.seq, h.version, h.at FROM sessions s JOIN streams st ON st.id = s.id
+       JOIN events h ON h.session_id = s.id AND h.version = st.version WHERE s.id = $1`,
+    [sessionId],
+  )
+  const row = rows[0]
+  return row && sessionFromRow(row)
+}
+
+export async function pgChain(db: Queryable, sessionId: string): Promise<RowLevel[]> {
+  const chain: RowLevel[] = [{ sessionId, upto: OWN }]
+  for (let at = sessionId; ; ) {
+    const { rows } = await db.query<RowLevel>(
+      'SELECT from_session AS "sessionId", upto FROM inherits WHERE session_id = $1',
+      [at],
+    )
+    const level = rows[0]
+    if (!level) return chain
+    chain.push(level)
+    at = level.sessionId
+  }
+}
+
+export async function pgMessages(db: Queryable, sessionId: string): Promise<Message[]> {
+  const found = new Map<string, Message>()
+  for (const level of await pgChain(db, sessionId)) {
+    const { rows } = await db.query<{ id: string; data: string }>(
+      'SELECT id, data FROM messages WHERE session_id = $1 AND COALESCE(version, 0) <= $2::bigint',
+      [level.sessionId, level.upto],
+    )
+    for (const r of rows)
+      if (!found.has(r.id)) found.set(r.id, rekeyed(messageFromRow(sessionId, r.id, r.data), sessionId))
+  }
+  return [...found.values()].sort(byId)
+}
+
+export async function pgMessage(db: Queryable, sessionId: string, id: string): Promise<Message | undefined> {
+  for (const level of await pgChain(db, sessionId)) {
+    const { rows } = await db.query<{ data: string }>(
+      'SELECT data FROM messages WHERE session_id = $1 AND id = $2 AND COALESCE(version, 0) <= $3::bigint',
+      [level.sessionId, id, level.upto],
+    )
+    if (rows[0]) return rekeyed(messageFromRow(sessionId, id, rows[0].data), sessionId)
+  }
+  return undefined
+}
+
+interface PgPartRow extends PartRow {
+  readonly data: string
+}
+
+const PART_COLUMNS = 'session_id AS "sessionId", id, message_id AS "messageId", data, through'
+
+export async function pgParts(db: Queryable, sessionId: string, messageId?: string): Promise<Part[]> {
+  const found = new Map<string, PgPartRow>()
+  const chain = await pgChain(db, sessionId)
+  for (const [i, level] of chain.entries()) {
+    const { rows } = await db.query<PgPartRow>(
+      `SELECT ${PART_COLUMNS} FROM parts WHERE session_id = $1 AND COALESCE(version, 0) <= $2::bigint
+         AND ($3::text IS NULL OR message_id = $3)`,
+      [level.sessionId, level.upto, messageId ?? null],
+    )
+    for (const r of rows) if (!found.has(r.id)) found.set(r.id, i === 0 ? r : inheritedRow(r, sessionId))
+  }
+  return withTails(db, sessionId, [...found.values()].sort(byId))
+}
+
+export async function pgPart(db: Queryable, sessionId: string, id: string, upTo?: number): Promise<Part | undefined> {
+  for (const [i, level] of (await pgChain(db, sessionId)).entries()) {
+    const { rows } = await db.query<PgPartRow>(
+      `SELECT ${PART_COLUMNS} FROM parts WHERE session_id = $1 AND id = $2 AND COALESCE(version, 0) <= $3::bigint`,
+      [level.sessionId, id, level.upto],
+    )
+    const row = rows[0]
+    if (row) return (await withTails(db, sessionId, [i === 0 ? row : inheritedRow(row, sessionId)], upTo))[0]
+  }
+  return undefined
+}
+
+/** The stored read model of one session as a view (what verify compares with a fresh fold). */
+export async function pgLoadView(db: Queryable, sessionId: string): Promise<SessionView> {
+  // One after another: the connection may be a single client (an append's transaction).
+  const session = await pgSession(db, sessionId)
+  const messages = await pgMessages(db, sessionId)
+  const parts = await pgParts(db, sessionId)
+  return {
+    session: session ?? null,
+    messages: new Map(messages.map((m) => [m.id, m])),
+    parts: new Map(parts.map((p) => [p.id, p])),
+  }
+}
+
+/** Each streaming part completed with the deltas its session logged after its row (up to session version `upTo`). */
+async function withTails(db: Queryable, sessionId: string, rows: readonly PgPartRow[], upTo = OWN): Promise<Part[]> {
+  const parts = rows.map(fromRow)
+  const streaming = rows.flatMap((r, index) => (r.through === null ? [] : [{ index, through: r.through }]))
+  if (streaming.length === 0) return parts
+  const from = Math.min(...streaming.map((s) => s.through))
+  const { rows: deltas } = await db.query<{ version: number; type: string; data: string }>(
+    `SELECT version, type, data FROM events WHERE session_id = $1 AND version > $2 AND version <= $3::bigint
+       AND type IN ('text.delta', 'reasoning.delta', 'tool.input.delta') ORDER BY version`,
+    [sessionId, from, upTo],
+  )
+  const tails = new Map(
+    streaming.map((s) => [
+      (rows[s.index] as PgPartRow).id,
+      { index: s.index, through: s.through, chunks: [] as string[] },
+    ]),
+  )
+  for (const d of deltas) {
+    const data = JSON.parse(d.data) as Record<string, string>
+    const tail = tails.get(data.partId as string)
+    if (tail && d.version > tail.through) tail.chunks.push(data[deltaField(d.type) as string] as string)
+  }
+  for (const { index, chunks } of tails.values()) {
+    if (chunks.length === 0) continue
+    const part = parts[index] as Part
+    const field = streamedField(part)
+    if (field)
+      parts[index] = copyWith(part, {
+        [field]: (part as unknown as Record<string, string>)[field] + chunks.join(''),
+      } as Partial<Part>)
+  }
+  return parts
+}
+
+function inheritedRow(row: PgPartRow, sessionId: string): PgPartRow {
+  return { sessionId, id: row.id, messageId: row.messageId, data: row.data, through: null }
+}
+
+function rekeyed(message: Message, sessionId: string): Message {
+  return message.sessionId === sessionId ? message : copyWith(message, { sessionId })
+}
+
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
