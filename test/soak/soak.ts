@@ -20,7 +20,10 @@ import { Inspector } from './inspector.js'
  * turns, turn latency percentiles, the server's heap used right after a forced
  * full collection (through its V8 inspector) and its RSS. The last line is the
  * summary; the exit code is non-zero when
- *   - the last third's turns per second fall below 90% of the first third's,
+ *   - the last third's turns per second fall below 90% of the first third's
+ *     while a turn costs the server more CPU (over 5% more; with the same
+ *     CPU a turn, the machine was busier: a warning),
+ *   - a turn costs the server over 10% more CPU in the last third,
  *   - the heap used after GC grows more than 10% over the second half
  *     (the mean of the last three samples against the three around the middle), or
  *   - any request fails.
@@ -46,6 +49,8 @@ export interface SoakInterval {
   readonly p99Ms: number
   readonly heapAfterGcMb: number
   readonly rssMb: number
+  /** the server's CPU time (user + system) over the interval's turns */
+  readonly cpuMsPerTurn: number
   readonly sessions: number
   readonly errors: number
 }
@@ -62,6 +67,10 @@ export interface SoakResult {
   readonly firstThirdTurnsPerSec: number
   readonly lastThirdTurnsPerSec: number
   readonly throughputRatio: number
+  /** the server's CPU time per turn, ms, in the first and the last third, and their ratio */
+  readonly firstThirdCpuMsPerTurn: number
+  readonly lastThirdCpuMsPerTurn: number
+  readonly cpuRatio: number
   readonly latency: { readonly p50Ms: number; readonly p90Ms: number; readonly p99Ms: number; readonly maxMs: number }
   readonly heapMidMb: number
   readonly heapEndMb: number
@@ -70,6 +79,7 @@ export interface SoakResult {
   readonly rssEndMb: number
   readonly intervals: readonly SoakInterval[]
   readonly violations: readonly string[]
+  readonly warnings: readonly string[]
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -166,6 +176,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   let from = 0
   let errorsFrom = 0
   let last = started
+  let cpuFrom = server.cpuMs()
   let snapshotTaken = false
   try {
     while (Date.now() < end) {
@@ -176,6 +187,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       from = turns.length
       const heap = await inspector.heapUsedAfterGc()
       const ms = window.map((t) => t.ms)
+      const cpu = server.cpuMs()
       const interval: SoakInterval = {
         t: Math.round((until - started) / 1000),
         turns: window.length,
@@ -184,10 +196,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         p99Ms: round(percentile(ms, 99)),
         heapAfterGcMb: round(heap / 2 ** 20, 1),
         rssMb: round(server.rss() / 2 ** 20, 1),
+        cpuMsPerTurn: round(window.length > 0 ? (cpu - cpuFrom) / window.length : 0),
         sessions,
         errors: errors.length - errorsFrom,
       }
       errorsFrom = errors.length
+      cpuFrom = cpu
       last = until
       intervals.push(interval)
       log(JSON.stringify(interval))
@@ -212,6 +226,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const firstThirdTurnsPerSec = inThird(0).length / (third / 1000)
   const lastThirdTurnsPerSec = inThird(2).length / (third / 1000)
   const throughputRatio = firstThirdTurnsPerSec > 0 ? lastThirdTurnsPerSec / firstThirdTurnsPerSec : 0
+  // The server's CPU time per turn over the intervals within the first and the last third.
+  const cpuPerTurn = (within: (i: SoakInterval) => boolean) => {
+    const xs = intervals.filter(within)
+    const n = xs.reduce((a, i) => a + i.turns, 0)
+    return n === 0 ? 0 : xs.reduce((a, i) => a + i.cpuMsPerTurn * i.turns, 0) / n
+  }
+  const firstThirdCpuMsPerTurn = cpuPerTurn((i) => i.t <= options.seconds / 3 + 1)
+  const lastThirdCpuMsPerTurn = cpuPerTurn((i) => i.t - options.intervalS >= (options.seconds * 2) / 3 - 1)
+  const cpuRatio = firstThirdCpuMsPerTurn > 0 ? lastThirdCpuMsPerTurn / firstThirdCpuMsPerTurn : 0
   // Heap after GC over the second half: the three samples around the middle against the last three.
   const heaps = intervals.map((i) => i.heapAfterGcMb)
   const mid = Math.floor((heaps.length - 1) / 2)
@@ -220,8 +243,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const heapGrowth = heapMidMb > 0 ? heapEndMb / heapMidMb - 1 : 0
   const all = turns.map((t) => t.ms)
   const violations: string[] = []
-  if (throughputRatio < 0.9)
-    violations.push(`throughput fell: the last third ran ${round(throughputRatio * 100, 1)}% of the first's turns`)
+  const warnings: string[] = []
+  if (throughputRatio < 0.9) {
+    const fell = `throughput fell: the last third ran ${round(throughputRatio * 100, 1)}% of the first's turns`
+    // A turn that costs the server more is the server's doing; one that costs the same ran on a machine
+    // with less CPU to go around (another tenant, another process).
+    if (cpuRatio > 1.05) violations.push(`${fell}, each costing the server ${round(cpuRatio * 100 - 100, 1)}% more CPU`)
+    else
+      warnings.push(`${fell}, but each cost the server the same CPU (${round(cpuRatio, 3)}×): the machine was busier`)
+  }
+  if (cpuRatio > 1.1)
+    violations.push(
+      `a turn costs the server ${round(cpuRatio * 100 - 100, 1)}% more CPU in the last third than in the first`,
+    )
   if (heapGrowth > 0.1)
     violations.push(
       `heap after GC grew ${round(heapGrowth * 100, 1)}% over the second half (${round(heapMidMb, 1)} → ${round(heapEndMb, 1)} MB)`,
@@ -240,6 +274,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     firstThirdTurnsPerSec: round(firstThirdTurnsPerSec, 1),
     lastThirdTurnsPerSec: round(lastThirdTurnsPerSec, 1),
     throughputRatio: round(throughputRatio, 3),
+    firstThirdCpuMsPerTurn: round(firstThirdCpuMsPerTurn),
+    lastThirdCpuMsPerTurn: round(lastThirdCpuMsPerTurn),
+    cpuRatio: round(cpuRatio, 3),
     latency: {
       p50Ms: round(percentile(all, 50)),
       p90Ms: round(percentile(all, 90)),
@@ -253,6 +290,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     rssEndMb: intervals.at(-1)?.rssMb ?? 0,
     intervals,
     violations,
+    warnings,
   }
 }
 
@@ -260,6 +298,8 @@ interface Server {
   readonly url: string
   readonly inspectorUrl: string
   rss(): number
+  /** CPU time the server process has used, ms */
+  cpuMs(): number
   stop(): Promise<void>
 }
 
@@ -315,6 +355,11 @@ async function startServer(o: { data: string; work: string; script: string; heap
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))
       return m ? Number(m[1]) * 1024 : 0
     },
+    cpuMs() {
+      // /proc/<pid>/stat: fields 14 and 15 are utime and stime in clock ticks (100 a second on Linux)
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+      return (Number(fields[11]) + Number(fields[12])) * 10
+    },
     async stop() {
       child.kill('SIGTERM')
       const code = await exited
@@ -369,6 +414,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     ...(i >= 0 && args[i + 1] && { snapshots: args[i + 1] as string }),
     log: (line) => console.log(line),
   })
+  for (const w of result.warnings) console.log(`soak: WARNING ${w}`)
   for (const v of result.violations) console.log(`soak: VIOLATION ${v}`)
   for (const e of result.firstErrors) console.log(`soak: error ${e}`)
   const { intervals: _, ...summary } = result
