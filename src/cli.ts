@@ -41,6 +41,8 @@ const USAGE = `usage: chronicle <command> [options]
                                                 MCP servers and their sign-in; login prints the authorization URL and
                                                 waits for the browser (on the server's port: stop the server first);
                                                 logout deletes the stored sign-in
+  store copy --to postgres://… [--force]        copy the store into an empty PostgreSQL database (server stopped):
+                                                the same seqs and head digest; the copy is verified there
   verify [--head seq:digest] [--force]          check the log's hash chains and compare read models with the log
                                                 (server stopped); exit 1 on a break or a difference. Prints the
                                                 log's head digest: --head checks the log still gives one recorded earlier
@@ -137,6 +139,10 @@ const COMMANDS: Record<string, Command> = {
   verify: {
     options: { head: S, force: B },
     run: async (a, io) => (await import('./cli/offline.js')).verifyCommand(a, io.stdout),
+  },
+  store: {
+    options: { to: S, force: B },
+    run: async (a, io) => (await import('./cli/offline.js')).storeCommand(a, io.stdout),
   },
   audit: { options: { all: B }, run: async (a, io) => (await import('./cli/offline.js')).auditCommand(a, io.stdout) },
   mcp: {

@@ -6,7 +6,7 @@ import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/export.js'
 import { openStore } from '../projections/open.js'
 import { rebuild } from '../projections/rebuild.js'
-import { verify } from '../projections/verify.js'
+import { type VerifyReport, verify } from '../projections/verify.js'
 import { audit } from '../runtime/audit/audit.js'
 import { flag, Refusal, UsageError, type Args } from './args.js'
 import { dataDirOf, dbPathOf, serverInfo } from './client.js'
@@ -143,22 +143,63 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
       progress: progress('verifying sessions'),
       ...(anchor && { anchor: { seq: Number(anchor[1]), digest: anchor[2] as string } }),
     })
-    const { chain } = report
-    for (const b of chain.breaks.slice(0, 50))
-      out(`BROKEN seq ${b.seq}${b.sessionId && ` (${b.sessionId})`}: ${b.reason}`)
-    const unchained = chain.unchained > 0 ? ` (${chain.unchained} logged before the chain began)` : ''
+    printVerify(report, out)
+    return report.differences.length === 0 && report.chain.breaks.length === 0 ? 0 : 1
+  } finally {
+    store.close()
+  }
+}
+
+/** A verify report as lines: the chain's breaks and head, then each difference. */
+function printVerify(report: VerifyReport, out: (line: string) => void): void {
+  const { chain } = report
+  for (const b of chain.breaks.slice(0, 50))
+    out(`BROKEN seq ${b.seq}${b.sessionId && ` (${b.sessionId})`}: ${b.reason}`)
+  const unchained = chain.unchained > 0 ? ` (${chain.unchained} logged before the chain began)` : ''
+  out(
+    chain.breaks.length === 0
+      ? `chain intact: ${chain.events} events${unchained}; head ${chain.head.seq}:${chain.head.digest}`
+      : `chain broken: first at seq ${(chain.breaks[0] as { seq: number }).seq}, ${chain.breaks.length} breaks in ${chain.events} events`,
+  )
+  for (const d of report.differences.slice(0, 50)) {
     out(
-      chain.breaks.length === 0
-        ? `chain intact: ${chain.events} events${unchained}; head ${chain.head.seq}:${chain.head.digest}`
-        : `chain broken: first at seq ${(chain.breaks[0] as { seq: number }).seq}, ${chain.breaks.length} breaks in ${chain.events} events`,
+      `DIFF ${d.sessionId} ${d.entity} ${d.id}\n  stored:   ${JSON.stringify(d.stored)}\n  expected: ${JSON.stringify(d.expected)}`,
     )
-    for (const d of report.differences.slice(0, 50)) {
-      out(
-        `DIFF ${d.sessionId} ${d.entity} ${d.id}\n  stored:   ${JSON.stringify(d.stored)}\n  expected: ${JSON.stringify(d.expected)}`,
-      )
-    }
-    out(`${report.sessions} sessions checked, ${report.differences.length} differences`)
-    return report.differences.length === 0 && chain.breaks.length === 0 ? 0 : 1
+  }
+  out(`${report.sessions} sessions checked, ${report.differences.length} differences`)
+}
+
+/**
+ * `store copy --to postgres://…`: the store into an empty PostgreSQL database (server stopped), then the
+ * copy verified there — its chain, its read models against its log, and its head digest against this one's.
+ */
+export async function storeCommand(args: Args, { line: out }: Terminal): Promise<number> {
+  const [sub] = args.positionals
+  if (sub !== 'copy')
+    throw new UsageError(sub === undefined ? 'store needs a subcommand: copy' : `unknown store subcommand ${sub}`)
+  const to = flag(args, 'to')
+  if (!to || !/^postgres(ql)?:\/\//.test(to))
+    throw new UsageError('store copy needs --to postgres://user:password@host/database')
+  await refuseIfServing(args)
+  const store = open()
+  try {
+    // PostgreSQL's modules load only for this command
+    const { copyToPostgres } = await import('../projections/postgres/copy.js')
+    const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
+    const { redactUrl } = await import('../events/postgres/log.js')
+    const report = await copyToPostgres(store, to, { progress: progress('copying events') })
+    out(
+      `copied ${report.events} events of ${report.sessions} sessions and ${report.blobs} blobs to ${redactUrl(to)} in ${report.ms} ms`,
+    )
+    const copy = await verifyPostgresAt(to, { progress: progress('verifying sessions') })
+    printVerify(copy, out)
+    const source = report.sourceHead
+    const sameHead = source.seq === copy.chain.head.seq && source.digest === copy.chain.head.digest
+    if (report.rechained)
+      out(`this log began before its hash chain (head ${source.seq}:${source.digest}): the copy's is chained anew`)
+    else if (!sameHead) out(`MISMATCH the copy's head is not this log's: ${source.seq}:${source.digest}`)
+    const ok = copy.differences.length === 0 && copy.chain.breaks.length === 0 && (sameHead || report.rechained)
+    return ok ? 0 : 1
   } finally {
     store.close()
   }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
-import { type ChainedFields, eventHash, logDigest } from './chain.js'
-import { inflated, withPartId } from './schema.js'
+import { eventHash, logDigest } from './chain.js'
+import { decodeStored, storedRows } from './stored-rows.js'
 
 /**
  * Checks the log's hash chains (src/events/chain.ts) from the rows as they
@@ -35,21 +35,6 @@ export interface ChainAnchor {
   readonly digest: string
 }
 
-interface RawRow {
-  seq: number
-  stream: number
-  session_id: string | null
-  version: number
-  type: string | null
-  schema_version: number
-  data: string | Buffer
-  part_id: string | null
-  part: number | null
-  meta: string | null
-  at: number
-  hash: Buffer | null
-}
-
 export function checkChain(
   db: Database.Database,
   options: { progress?: (done: number, total: number) => void; anchor?: ChainAnchor } = {},
@@ -60,13 +45,7 @@ export function checkChain(
     .get() as { fromSeq: number; headSeq: number; headHash: Buffer | null } | undefined
   const breaks: ChainBreak[] = []
   const total = (db.prepare('SELECT COUNT(*) FROM event_log').pluck().get() as number) ?? 0
-  const rows = db
-    .prepare(
-      `SELECT l.seq, l.stream, s.session_id, l.version, t.type, l.schema_version, l.data, l.part, p.part_id, m.meta, l.at, l.hash
-       FROM event_log l LEFT JOIN streams s ON s.id = l.stream LEFT JOIN event_types t ON t.id = l.type
-       LEFT JOIN event_metas m ON m.id = l.meta LEFT JOIN event_parts p ON p.id = l.part ORDER BY l.seq`,
-    )
-    .iterate() as IterableIterator<RawRow>
+  const rows = storedRows(db)
   const fromSeq = chain?.fromSeq ?? 1
   const streams = new Map<number, { version: number; hash: Buffer | null }>()
   let digest: Buffer = Buffer.alloc(0)
@@ -94,7 +73,7 @@ export function checkChain(
       broken('it carries no hash')
       continue
     }
-    const fields = decode(row)
+    const fields = decodeStored(row)
     if (typeof fields === 'string') broken(fields)
     else if (!eventHash(last.hash, fields).equals(row.hash)) broken('its hash does not match the event and its chain')
     digest = logDigest(digest, row.hash)
@@ -117,30 +96,4 @@ export function checkChain(
       reason: `the log ends before seq ${anchor.seq}, which the recorded digest covers`,
     })
   return { events, unchained, breaks, head: { seq: expectedSeq, digest: digest.toString('hex') } }
-}
-
-/** The event's fields as they were appended, or why they cannot be read. */
-function decode(row: RawRow): ChainedFields | string {
-  if (row.session_id === null || row.type === null || row.meta === null)
-    return 'it names a session, type or meta the log does not hold'
-  let data: string
-  try {
-    data = inflated(row.data)
-  } catch {
-    return 'its data cannot be decoded'
-  }
-  if (row.part !== null) {
-    if (row.part_id === null) return 'it names a part id the log does not hold'
-    data = withPartId(row.part_id, data)
-  }
-  return {
-    seq: row.seq,
-    sessionId: row.session_id,
-    version: row.version,
-    type: row.type,
-    schemaVersion: row.schema_version,
-    at: row.at,
-    meta: row.meta,
-    data,
-  }
 }

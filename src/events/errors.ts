@@ -77,6 +77,8 @@ export const ERROR_STATUS = {
   INTERNAL: 500,
   /** the event store cannot be reached (a PostgreSQL server down or unreachable): nothing was appended */
   STORE_UNAVAILABLE: 503,
+  /** `chronicle store copy` into a database that already holds a log */
+  STORE_NOT_EMPTY: 409,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

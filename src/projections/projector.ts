@@ -60,8 +60,8 @@ export type ProjectorCache = BoundedCache<string, Cached>
 
 /**
  * Projects one batch of committed events onto `rows`, inside their transaction: every engine's projection
- * is this one. What it throws (a read `rows` cannot answer now included) rolls the append back, or — an
- * engine that fetches rows on demand — is answered and the batch projected again (evolve is pure).
+ * is this one. What it throws rolls the append back — or, an engine that fetches rows ahead, names rows to
+ * fetch before the batch is projected again (evolve is pure; `rows.settle` stops a pass before it writes).
  */
 export function projectBatch(
   rows: ProjectionRows,
@@ -71,6 +71,7 @@ export function projectBatch(
 ): void {
   const writer = new BatchWriter(rows, cache, inherit)
   for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
+  rows.settle?.()
   writer.write()
 }
 
@@ -139,8 +140,8 @@ class BatchWriter {
       this.cache.delete(event.sessionId)
       view = cached && cached.version === event.version - 1 ? cached.view : this.load(event.sessionId)
       // What the view does not hold yet is read as of before this batch, whose events are in the log already.
-      readThrough(view.messages, event.version - 1)
-      readThrough(view.parts, event.version - 1)
+      readThrough(view.messages, event.version - 1, this.message)
+      readThrough(view.parts, event.version - 1, this.part)
     }
     this.views.set(event.sessionId, view)
     touched.version = event.version
@@ -347,8 +348,15 @@ function bounded<V>(
   return into
 }
 
-function readThrough<V>(map: Map<string, V>, upTo: number): void {
-  if (map instanceof ReadThroughMap) map.upTo = upTo
+/** A cached map reads as of `upTo`, through this batch's rows (an engine's rows may be the batch's own). */
+function readThrough<V>(
+  map: Map<string, V>,
+  upTo: number,
+  fetch: (sessionId: string, id: string, upTo: number) => Message | Part | undefined,
+): void {
+  if (!(map instanceof ReadThroughMap)) return
+  map.upTo = upTo
+  map.fetch = fetch as (sessionId: string, id: string, upTo: number) => V | undefined
 }
 
 /**
@@ -361,7 +369,7 @@ class ReadThroughMap<V> extends Map<string, V> {
   bytes = 0
   private readonly sizes = new Map<string, number>()
   constructor(
-    private readonly fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
+    public fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
     private readonly sessionId: string,
   ) {
     super()

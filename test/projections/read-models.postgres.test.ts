@@ -109,4 +109,12 @@ describe('the read models on PostgreSQL', () => {
       return ['ses_p', 'ses_f', 'ses_e', 'ses_g']
     })
   })
+
+  it('a later commit reads entities the projection’s cache let go of from the rows, not from an old batch’s', async () => {
+    await mirrored((sqlite) => {
+      const { messages } = conversation(sqlite, 'ses_long', 200) // more entities than a cached view holds
+      revert(sqlite, 'ses_long', messages.slice(0, 12))
+      return ['ses_long']
+    })
+  })
 })

@@ -101,6 +101,26 @@ export class PostgresEventLog implements EventLog {
     return this.enqueue(sessionId, events, options)
   }
 
+  /**
+   * Runs `work` in one transaction holding the log head's lock, so no append commits meanwhile: for work on
+   * the whole store (src/projections/postgres/copy.ts). What it throws rolls it all back.
+   */
+  async exclusive<T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect().catch((err: unknown) => Promise.reject(unavailable(err)))
+    try {
+      await client.query('BEGIN')
+      await client.query('SELECT seq FROM log_head WHERE id = 1 FOR UPDATE')
+      const result = await work(client)
+      await client.query('COMMIT')
+      return result
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
   enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')

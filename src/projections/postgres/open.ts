@@ -7,5 +7,5 @@ export function openPostgresStore(
   url: string,
   options: Omit<PostgresLogOptions, 'project'> & ProjectorOptions = {},
 ): Promise<PostgresEventLog> {
-  return PostgresEventLog.open(url, { ...options, project: createPgProjection(options) })
+  return PostgresEventLog.open(url, { project: createPgProjection(options), ...options })
 }

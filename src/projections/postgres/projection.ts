@@ -4,24 +4,27 @@ import { ChronicleError } from '../../events/errors.js'
 import { type EventRow, toEvent } from '../../events/rows.js'
 import { evolve, apply } from '../evolve.js'
 import { inheritedView, type InheritFn } from '../fold.js'
-import { messageRow } from '../message-rows.js'
+import { messageFromRow, messageRow } from '../message-rows.js'
 import { emptyView, type Message, type Part, type Session, type SessionView } from '../model.js'
-import { partJson, partThrough } from '../part-rows.js'
+import { fromRow, type PartRow, partJson, partThrough } from '../part-rows.js'
 import type { ProjectionRows, RowKind } from '../projection-rows.js'
 import { projectBatch, type ProjectorOptions, projectorCache } from '../projector.js'
 import type { RowLevel } from '../shared-rows.js'
-import { pgMessage, pgPart, pgSession, type Queryable } from './read-models.js'
+import { pgMessage, pgPart, pgSessions, type Queryable } from './read-models.js'
 
 /**
  * The live projection on PostgreSQL: the same projector (projectBatch), run in
  * the append's transaction, so a reader never sees events without their
  * projection. The projector reads rows synchronously; PostgreSQL answers
  * asynchronously. So the batch is projected against what has been fetched so
- * far, and a read of anything else stops the pass, naming it: it is fetched
- * and the batch projected again — evolve is pure, so a pass that stops
- * changes nothing but views the next pass no longer trusts. Writes are
- * buffered and sent once a pass completes. A fork's inherited state (the
- * owner's, folded from the log up to the fork point) is resolved before.
+ * far; a read of anything else is noted and answered as if there were no row,
+ * and the pass goes on to note every other row it reads, then stops before it
+ * writes (`settle`). What it noted is fetched and the batch projected again —
+ * evolve is pure, so a stopped pass changes nothing but views the next pass
+ * no longer trusts. A pass can only read what earlier answers lead it to, so
+ * a few passes fetch everything. Writes are buffered and sent once a pass
+ * completes. A fork's inherited state (the owner's, folded from the log up to
+ * the fork point) is resolved before.
  */
 export type PgProjectHook = (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
 
@@ -37,16 +40,24 @@ export function createPgProjection(options: ProjectorOptions = {}): PgProjectHoo
     const inherit: InheritFn = (from) => inherited.get(`${from.sessionId}@${from.seq}`) as SessionView
     const rows = new FetchedRows()
     for (let pass = 0; ; pass++) {
-      rows.writes = []
+      rows.clearWrites()
+      rows.missing.clear()
+      let failed: unknown
       try {
-        projectBatch(rows, events, pass === 0 ? cache : projectorCache({ cache: { entries: 0 } }), inherit)
-        break
+        // A stopped pass cached nothing (it stops before writing); the views it took out of the cache and
+        // changed, it took out: the next pass reads those sessions from their rows.
+        projectBatch(rows, events, cache, inherit)
       } catch (err) {
-        if (!(err instanceof RowsNeeded) || pass > 100) throw err
-        await rows.fetch(client, err.key)
+        failed = err
       }
+      if (rows.missing.size === 0) {
+        if (failed !== undefined && !(failed instanceof RowsNeeded)) throw failed
+        break
+      }
+      if (pass >= 32) throw new Error(`the projection still needs rows after ${pass} passes`)
+      await rows.fetch(client, [...rows.missing])
     }
-    for (const write of rows.writes) await write(client)
+    await rows.write(client)
   }
   return Object.assign(project, { reset: () => cache.clear() })
 }
@@ -75,158 +86,277 @@ export async function foldAt(db: Queryable, sessionId: string, seq: number): Pro
   return view
 }
 
-/** A read the rows cannot answer yet: fetched, then the batch is projected again. */
+/** A pass that read rows not fetched yet, stopped before it writes. */
 class RowsNeeded extends Error {
-  constructor(readonly key: string) {
-    super(`rows needed: ${key}`)
+  constructor(readonly count: number) {
+    super(`${count} rows to fetch`)
   }
 }
 
-type Write = (client: pg.ClientBase) => Promise<unknown>
+const SEP = '\u0000'
+const key = (...parts: (string | number)[]) => parts.join(SEP)
 
-/** What the projector reads, as fetched so far; what it writes, buffered. */
+/** Rows keyed by (session, id), as unnest's two arrays. */
+const pairs = (keys: readonly (readonly string[])[]) => [keys.map((k) => k[0]), keys.map((k) => k[1])]
+
+/**
+ * What the projector reads, as fetched so far; what it writes, buffered and sent in a few statements (the
+ * last write of a row wins, as it would one statement at a time).
+ */
 class FetchedRows implements ProjectionRows {
   private readonly known = new Map<string, unknown>()
-  writes: Write[] = []
+  /** what this pass read that is not fetched yet */
+  readonly missing = new Set<string>()
+  private sessions = new Map<string, { session: Session; created: boolean }>()
+  private messages = new Map<string, [string, string, string, number]>()
+  private parts = new Map<string, [string, string, string, string, number | null, number]>()
+  private inherits: [string, string, number][] = []
+  private rewrites: [string, number, RowKind, string][] = []
 
-  private read<T>(key: string): T {
-    if (!this.known.has(key)) throw new RowsNeeded(key)
-    return this.known.get(key) as T
+  /** What `key` names as fetched; else `absent` (as if there were no row), noting it. */
+  private read<T>(k: string, absent: T): T {
+    if (this.known.has(k)) return this.known.get(k) as T
+    this.missing.add(k)
+    return absent
   }
 
-  /** Fetches what `key` names (the key says which query: see the reads below). */
-  async fetch(db: Queryable, key: string): Promise<void> {
-    const [kind, ...args] = key.split('\u0000') as [string, ...string[]]
-    const [a = '', b = '', c = ''] = args
-    let value: unknown
-    switch (kind) {
-      case 'session':
-        value = await pgSession(db, a)
-        break
-      case 'message':
-        value = await pgMessage(db, a, b)
-        break
-      case 'part':
-        value = await pgPart(db, a, b, Number(c))
-        break
-      case 'forkPoint':
-        value = (
-          await db.query<{ owner: string; upto: number }>(
-            'SELECT session_id AS owner, version AS upto FROM events WHERE seq = $1',
-            [Number(a)],
-          )
-        ).rows[0]
-        break
-      case 'versioned':
-        value =
-          (await db.query<{ versioned: boolean }>('SELECT versioned FROM sessions WHERE id = $1', [a])).rows[0]
-            ?.versioned === true
-        break
-      case 'rewrites':
-        value = (
-          await db.query<{ kind: RowKind; id: string }>(
-            'SELECT DISTINCT kind, id FROM rewrites WHERE session_id = $1 AND version > $2',
-            [a, Number(b)],
-          )
-        ).rows
-        break
-      case 'children':
-        value = (
-          await db.query<RowLevel>('SELECT session_id AS "sessionId", upto FROM inherits WHERE from_session = $1', [a])
-        ).rows
-        break
-      case 'rowVersion': {
-        const table = a === 'message' ? 'messages' : 'parts'
-        const row = (
-          await db.query<{ version: number | null }>(`SELECT version FROM ${table} WHERE session_id = $1 AND id = $2`, [
-            b,
-            c,
-          ])
-        ).rows[0]
-        value = row === undefined ? undefined : row.version
-        break
-      }
-      default:
-        throw new Error(`unknown rows key ${kind}`)
+  settle(): void {
+    if (this.missing.size > 0) throw new RowsNeeded(this.missing.size)
+  }
+
+  /**
+   * Fetches what the keys name: sessions, entities of sessions that are not forks, and row versions a
+   * statement per kind; an entity of a fork (read through its ancestors) and the rarer reads one by one.
+   */
+  async fetch(db: Queryable, keys: readonly string[]): Promise<void> {
+    const byKind = new Map<string, string[][]>()
+    for (const k of keys) {
+      const [kind, ...args] = k.split(SEP) as [string, ...string[]]
+      let list = byKind.get(kind)
+      if (!list) byKind.set(kind, (list = []))
+      list.push(args)
     }
-    this.known.set(key, value)
+    const sessions = byKind.get('session') ?? []
+    for (const k of sessions) this.known.set(key('session', k[0] as string), undefined)
+    if (sessions.length > 0)
+      for (const session of await pgSessions(
+        db,
+        sessions.map((k) => k[0] as string),
+      ))
+        this.known.set(key('session', session.id), session)
+    const entities = [...(byKind.get('message') ?? []), ...(byKind.get('part') ?? [])]
+    const forks = new Set(
+      entities.length === 0
+        ? []
+        : (
+            await db.query<{ id: string }>('SELECT session_id AS id FROM inherits WHERE session_id = ANY($1::text[])', [
+              [...new Set(entities.map((k) => k[0] as string))],
+            ])
+          ).rows.map((r) => r.id),
+    )
+    await this.fetchMessages(db, byKind.get('message') ?? [], forks)
+    await this.fetchParts(db, byKind.get('part') ?? [], forks)
+    for (const kind of ['message', 'part'] as const) {
+      const wanted = (byKind.get('rowVersion') ?? []).filter((k) => k[0] === kind).map((k) => k.slice(1))
+      if (wanted.length === 0) continue
+      for (const k of wanted) this.known.set(key('rowVersion', kind, ...k), undefined)
+      const { rows } = await db.query<{ session_id: string; id: string; version: number | null }>(
+        `SELECT session_id, id, version FROM ${kind}s WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+        pairs(wanted),
+      )
+      for (const r of rows) this.known.set(key('rowVersion', kind, r.session_id, r.id), r.version)
+    }
+    for (const [kind, list] of byKind) {
+      if (kind === 'session' || kind === 'message' || kind === 'part' || kind === 'rowVersion') continue
+      for (const args of list) this.known.set(key(kind, ...args), await fetchOne(db, kind, args))
+    }
+  }
+
+  private async fetchMessages(db: Queryable, wanted: string[][], forks: ReadonlySet<string>): Promise<void> {
+    const own = wanted.filter((k) => !forks.has(k[0] as string))
+    for (const k of own) this.known.set(key('message', ...k), undefined)
+    if (own.length > 0) {
+      const { rows } = await db.query<{ session_id: string; id: string; data: string }>(
+        'SELECT session_id, id, data FROM messages WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+        pairs(own),
+      )
+      for (const r of rows)
+        this.known.set(key('message', r.session_id, r.id), messageFromRow(r.session_id, r.id, r.data))
+    }
+    for (const k of wanted)
+      if (forks.has(k[0] as string))
+        this.known.set(key('message', ...k), await pgMessage(db, k[0] as string, k[1] as string))
+  }
+
+  private async fetchParts(db: Queryable, wanted: string[][], forks: ReadonlySet<string>): Promise<void> {
+    const own = wanted.filter((k) => !forks.has(k[0] as string))
+    const streaming: string[][] = []
+    if (own.length > 0) {
+      const { rows } = await db.query<PartRow & { data: string }>(
+        `SELECT session_id AS "sessionId", id, message_id AS "messageId", data, through FROM parts
+         WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+        pairs(own),
+      )
+      const found = new Map(rows.map((r) => [key(r.sessionId, r.id), r]))
+      for (const k of own) {
+        const row = found.get(key(k[0] as string, k[1] as string))
+        // a streaming part's row needs its tail of deltas, as of the version asked
+        if (row?.through != null) streaming.push(k)
+        else this.known.set(key('part', ...k), row && fromRow(row))
+      }
+    }
+    for (const k of [...streaming, ...wanted.filter((w) => forks.has(w[0] as string))]) {
+      const [sessionId, id, upTo] = k as [string, string, string]
+      this.known.set(key('part', ...k), await pgPart(db, sessionId, id, Number(upTo)))
+    }
+  }
+
+  clearWrites(): void {
+    this.sessions = new Map()
+    this.messages = new Map()
+    this.parts = new Map()
+    this.inherits = []
+    this.rewrites = []
+  }
+
+  /** Sends what the pass wrote: a statement per table. */
+  async write(db: Queryable): Promise<void> {
+    const sessions = [...this.sessions.values()]
+    const created = sessions.filter((s) => s.created).map((s) => s.session)
+    const changed = sessions.filter((s) => !s.created).map((s) => s.session)
+    if (created.length > 0)
+      await db.query(
+        `INSERT INTO sessions (id, parent_id, archived, data, versioned)
+         SELECT i, p, a, d, true FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[]) AS x(i, p, a, d)
+         ON CONFLICT (id) DO UPDATE SET parent_id = EXCLUDED.parent_id, archived = EXCLUDED.archived,
+           data = EXCLUDED.data, versioned = true`,
+        sessionColumns(created),
+      )
+    if (changed.length > 0)
+      await db.query(
+        `UPDATE sessions SET archived = x.a, data = x.d
+         FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[]) AS x(i, p, a, d) WHERE sessions.id = x.i`,
+        sessionColumns(changed),
+      )
+    const messages = [...this.messages.values()]
+    if (messages.length > 0)
+      await db.query(
+        `INSERT INTO messages (session_id, id, data, version)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[])
+         ON CONFLICT (session_id, id) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version`,
+        [0, 1, 2, 3].map((i) => messages.map((m) => m[i])),
+      )
+    const parts = [...this.parts.values()]
+    if (parts.length > 0)
+      await db.query(
+        `INSERT INTO parts (session_id, id, message_id, data, through, version)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::integer[])
+         ON CONFLICT (session_id, id) DO UPDATE SET message_id = EXCLUDED.message_id, data = EXCLUDED.data,
+           through = EXCLUDED.through, version = EXCLUDED.version`,
+        [0, 1, 2, 3, 4, 5].map((i) => parts.map((p) => p[i])),
+      )
+    if (this.inherits.length > 0)
+      await db.query(
+        'INSERT INTO inherits (session_id, from_session, upto) SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])',
+        [0, 1, 2].map((i) => this.inherits.map((r) => r[i])),
+      )
+    if (this.rewrites.length > 0)
+      await db.query(
+        'INSERT INTO rewrites (session_id, version, kind, id) SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])',
+        [0, 1, 2, 3].map((i) => this.rewrites.map((r) => r[i])),
+      )
   }
 
   session(sessionId: string): Session | undefined {
-    return this.read(`session\u0000${sessionId}`)
+    return this.read(key('session', sessionId), undefined)
   }
   message(sessionId: string, id: string): Message | undefined {
-    return this.read(`message\u0000${sessionId}\u0000${id}`)
+    return this.read(key('message', sessionId, id), undefined)
   }
   part(sessionId: string, id: string, upTo: number): Part | undefined {
-    return this.read(`part\u0000${sessionId}\u0000${id}\u0000${upTo}`)
+    return this.read(key('part', sessionId, id, upTo), undefined)
   }
   forkPoint(seq: number): { owner: string; upto: number } {
-    return this.read(`forkPoint\u0000${seq}`)
+    return this.read(key('forkPoint', seq), { owner: '', upto: 0 })
   }
   versioned(sessionId: string): boolean {
-    return this.read(`versioned\u0000${sessionId}`)
+    return this.read(key('versioned', sessionId), true)
   }
   rewritesSince(sessionId: string, upto: number): { kind: RowKind; id: string }[] {
-    return this.read(`rewrites\u0000${sessionId}\u0000${upto}`)
+    return this.read(key('rewrites', sessionId, upto), [])
   }
   children(sessionId: string): RowLevel[] {
-    return this.read(`children\u0000${sessionId}`)
+    return this.read(key('children', sessionId), [])
   }
   rowVersion(kind: RowKind, sessionId: string, id: string): number | null | undefined {
-    return this.read(`rowVersion\u0000${kind}\u0000${sessionId}\u0000${id}`)
+    return this.read(key('rowVersion', kind, sessionId, id), undefined)
   }
 
   writeSession(session: Session, created: boolean): void {
-    this.writes.push((db) =>
-      created
-        ? db.query(
-            `INSERT INTO sessions (id, parent_id, archived, data, versioned) VALUES ($1, $2, $3, $4, true)
-             ON CONFLICT (id) DO UPDATE SET parent_id = EXCLUDED.parent_id, archived = EXCLUDED.archived,
-               data = EXCLUDED.data, versioned = true`,
-            [session.id, session.parent?.sessionId ?? null, session.archived, JSON.stringify(session)],
-          )
-        : db.query('UPDATE sessions SET archived = $1, data = $2 WHERE id = $3', [
-            session.archived,
-            JSON.stringify(session),
-            session.id,
-          ]),
-    )
+    const before = this.sessions.get(session.id)
+    this.sessions.set(session.id, { session, created: created || before?.created === true })
   }
   writeMessage(sessionId: string, message: Message, version: number): void {
-    const data = messageRow(sessionId, message.id, message)
-    this.writes.push((db) =>
-      db.query(
-        `INSERT INTO messages (session_id, id, data, version) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (session_id, id) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version`,
-        [sessionId, message.id, data, version],
-      ),
-    )
+    this.messages.set(key(sessionId, message.id), [
+      sessionId,
+      message.id,
+      messageRow(sessionId, message.id, message),
+      version,
+    ])
   }
   writePart(sessionId: string, part: Part, version: number, changed: number): void {
-    const args = [sessionId, part.id, part.messageId, partJson(sessionId, part), partThrough(part, version), changed]
-    this.writes.push((db) =>
-      db.query(
-        `INSERT INTO parts (session_id, id, message_id, data, through, version) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (session_id, id) DO UPDATE SET message_id = EXCLUDED.message_id, data = EXCLUDED.data,
-           through = EXCLUDED.through, version = EXCLUDED.version`,
-        args,
-      ),
-    )
+    this.parts.set(key(sessionId, part.id), [
+      sessionId,
+      part.id,
+      part.messageId,
+      partJson(sessionId, part),
+      partThrough(part, version),
+      changed,
+    ])
   }
   writeInherits(child: string, owner: string, upto: number): void {
-    this.writes.push((db) =>
-      db.query('INSERT INTO inherits (session_id, from_session, upto) VALUES ($1, $2, $3)', [child, owner, upto]),
-    )
+    this.inherits.push([child, owner, upto])
   }
   writeRewrite(sessionId: string, version: number, kind: RowKind, id: string): void {
-    this.writes.push((db) =>
-      db.query('INSERT INTO rewrites (session_id, version, kind, id) VALUES ($1, $2, $3, $4)', [
-        sessionId,
-        version,
-        kind,
-        id,
-      ]),
-    )
+    this.rewrites.push([sessionId, version, kind, id])
+  }
+}
+
+const sessionColumns = (sessions: readonly Session[]) => [
+  sessions.map((s) => s.id),
+  sessions.map((s) => s.parent?.sessionId ?? null),
+  sessions.map((s) => s.archived),
+  sessions.map((s) => JSON.stringify(s)),
+]
+
+/** The reads a batch makes rarely (forks, versions of rows), one query each. */
+async function fetchOne(db: Queryable, kind: string, args: readonly string[]): Promise<unknown> {
+  const [a = '', b = ''] = args
+  switch (kind) {
+    case 'forkPoint':
+      return (
+        await db.query<{ owner: string; upto: number }>(
+          'SELECT session_id AS owner, version AS upto FROM events WHERE seq = $1',
+          [Number(a)],
+        )
+      ).rows[0]
+    case 'versioned':
+      return (
+        (await db.query<{ versioned: boolean }>('SELECT versioned FROM sessions WHERE id = $1', [a])).rows[0]
+          ?.versioned === true
+      )
+    case 'rewrites':
+      return (
+        await db.query<{ kind: RowKind; id: string }>(
+          'SELECT DISTINCT kind, id FROM rewrites WHERE session_id = $1 AND version > $2',
+          [a, Number(b)],
+        )
+      ).rows
+    case 'children':
+      return (
+        await db.query<RowLevel>('SELECT session_id AS "sessionId", upto FROM inherits WHERE from_session = $1', [a])
+      ).rows
+    default:
+      throw new Error(`unknown rows key ${kind}`)
   }
 }

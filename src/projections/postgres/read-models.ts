@@ -19,13 +19,17 @@ export type Queryable = Pick<pg.ClientBase, 'query'>
 const OWN = Number.MAX_SAFE_INTEGER
 
 export async function pgSession(db: Queryable, sessionId: string): Promise<Session | undefined> {
+  return (await pgSessions(db, [sessionId]))[0]
+}
+
+/** The sessions of those ids that have rows. */
+export async function pgSessions(db: Queryable, ids: readonly string[]): Promise<Session[]> {
   const { rows } = await db.query<{ data: string; seq: number; version: number; at: number }>(
     `SELECT s.data, h.seq, h.version, h.at FROM sessions s JOIN streams st ON st.id = s.id
-       JOIN events h ON h.session_id = s.id AND h.version = st.version WHERE s.id = $1`,
-    [sessionId],
+       JOIN events h ON h.session_id = s.id AND h.version = st.version WHERE s.id = ANY($1::text[])`,
+    [ids],
   )
-  const row = rows[0]
-  return row && sessionFromRow(row)
+  return rows.map(sessionFromRow)
 }
 
 export async function pgChain(db: Queryable, sessionId: string): Promise<RowLevel[]> {
