@@ -429,4 +429,29 @@ describe('a call parked on a permission request when the server died', () => {
     expect(getSession(h.store, s)).toMatchObject({ status: 'idle', run: null, lastRun: { outcome: 'cancelled' } })
     expect(model.calls).toHaveLength(0)
   })
+
+  it('cancelled as the user answers: recovery settles on what it read, reads again, and closes the request once', async () => {
+    const { h, s } = parked()
+    recoverSessions(h.store)
+    h.runtime.resume(s, 'run_A')
+    await new Promise((r) => setTimeout(r, 20))
+    // The user's answer commits between recovery reading the session and appending its settlement.
+    const append = h.store.append.bind(h.store)
+    let raced = false
+    h.store.append = ((id, events, options) => {
+      if (!raced && options.meta.actor === 'runtime' && events.some((e) => e.type === 'permission.replied')) {
+        raced = true
+        reply(h, s, 'once')
+      }
+      return append(id, events, options)
+    }) as typeof h.store.append
+    h.runtime.cancel(s)
+    await h.runtime.idle(s)
+    expect(raced).toBe(true)
+    const replies = h.events(s).filter((e) => e.type === 'permission.replied')
+    expect(replies.map((e) => [e.data, e.meta.actor])).toEqual([[{ requestId: 'per_1', reply: 'once' }, 'user']])
+    expect(h.events(s).find((e) => e.type === 'tool.failed')?.data).toMatchObject({ error: { kind: 'aborted' } })
+    expect(getSession(h.store, s)).toMatchObject({ status: 'idle', lastRun: { outcome: 'cancelled' } })
+    expect(verify(h.store).differences).toEqual([])
+  })
 })

@@ -13,7 +13,13 @@ describe('a sub-agent across a restart', () => {
     await h.close()
   })
 
-  it('the child resumes as a normal session and its outcome reaches the waiting parent as a queued report', async () => {
+  /** A parent whose task call a restart cut off, its child resumed; the watcher started on the new runtime. */
+  async function restarted(): Promise<{
+    id: string
+    childId: string
+    resume: () => void
+    runtime: ReturnType<SubagentHarness['restart']>
+  }> {
     h = subagentHarness([
       { when: { userContains: PARENT, afterToolResult: false }, ...task('c_task', 'CHILD: wait, then answer') },
       {
@@ -40,7 +46,12 @@ describe('a sub-agent across a restart', () => {
     const runtime = h.restart()
     watcher = watchOrphanedSubtasks({ store: h.store, subagents: h.subagents, runtime: () => runtime })
     expect(watcher.sweep()).toBe(0) // the child is still running
-    for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
+    return { id, childId, runtime, resume: () => recovery.resumed.forEach((r) => runtime.resume(r.sessionId, r.runId)) }
+  }
+
+  it('the child resumes as a normal session and its outcome reaches the waiting parent as a queued report', async () => {
+    const { id, childId, runtime, resume } = await restarted()
+    resume()
 
     await until(() => dataOf(h.events(id), 'run.finished').length === 2)
     await runtime.idle(id)
@@ -61,6 +72,27 @@ describe('a sub-agent across a restart', () => {
     // The parent's loop ran again with the report and answered it.
     expect(JSON.stringify(h.model.calls.at(-1)!.prompt)).toContain('child answer after restart')
     expect(dataOf(parent, 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
-    expect(watcher.sweep()).toBe(0) // reported once
+    expect(watcher?.sweep()).toBe(0) // reported once
+  })
+
+  it('two reporters at once (a second server, a sweep): the parent hears the child’s outcome once', async () => {
+    const { id, childId, runtime, resume } = await restarted()
+    // The first report's append finds the parent changed under it: the same report, made meanwhile elsewhere.
+    const append = h.store.append.bind(h.store)
+    let raced = false
+    h.store.append = ((session, events, options) => {
+      if (!raced && events.some((e) => e.type === 'subtask.finished' && e.data.outcome === 'idle')) {
+        raced = true
+        expect(watcher?.sweep()).toBe(1)
+      }
+      return append(session, events, options)
+    }) as typeof h.store.append
+    resume()
+    await until(() => dataOf(h.events(id), 'run.finished').length === 2)
+    await runtime.idle(id)
+    expect(raced).toBe(true)
+    const parent = h.events(id)
+    expect(dataOf(parent, 'subtask.finished').map((d) => d.outcome)).toEqual(['cancelled', 'idle'])
+    expect(parent.filter((e) => e.type === 'input.accepted' && e.data.inputId === `subtask:${childId}`)).toHaveLength(1)
   })
 })

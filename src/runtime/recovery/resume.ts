@@ -1,4 +1,5 @@
 import type { ChronicleEvent, DataOf } from '../../events/catalogue.js'
+import { isChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
 import type { ToolPart } from '../../projections/model.js'
 import { lastRequestOf, replyTo } from '../../projections/permission-log.js'
@@ -70,6 +71,17 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
       if (open.length === 0) return
       const pending = view.session?.pendingPermissions ?? []
       const meta = { actor: 'runtime' as const, run: runId }
+      // Decided on the view just read: a reply or a cancel committed in between is a VERSION_CONFLICT, and
+      // the loop reads again rather than settling a request twice.
+      const settle = (events: ChronicleEvent[]): boolean => {
+        try {
+          store.append(sessionId, events, { durability: 'full', meta, expectedVersion: view.session?.version ?? 0 })
+          return true
+        } catch (err) {
+          if (isChronicleError(err, 'VERSION_CONFLICT')) return false
+          throw err
+        }
+      }
       if (signal.aborted) {
         if (signal.reason !== CANCELLED) return // shutdown: the next recovery sees the same state
         const events: ChronicleEvent[] = [
@@ -89,8 +101,8 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
             }),
           ),
         ]
-        store.append(sessionId, events, { durability: 'full', meta })
-        return
+        if (settle(events)) return
+        continue
       }
       const settled: ChronicleEvent[] = []
       for (const part of open) {
@@ -105,7 +117,7 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
         settled.push({ type: 'tool.failed', data: { partId: part.id, error } })
       }
       if (settled.length > 0) {
-        store.append(sessionId, settled, { durability: 'full', meta })
+        settle(settled)
         continue
       }
       await new Promise<void>((resolve) => {

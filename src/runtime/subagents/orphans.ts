@@ -1,3 +1,4 @@
+import { isChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
 import type { SubtaskPart } from '../../projections/model.js'
 import { inputAccepted } from '../../projections/input-index.js'
@@ -39,7 +40,8 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     if (!child?.parent || child.imported || child.run || !child.lastRun) return false
     const parentId = child.parent.sessionId
     store.flushFor(parentId)
-    if (getSession(store, parentId)?.imported) return false // imported history is never acted on
+    const parent = getSession(store, parentId)
+    if (!parent || parent.imported) return false // imported history is never acted on
     const parts = getParts(store, parentId)
     const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
     if (!link) return false
@@ -55,9 +57,8 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
       store.append(
         parentId,
         [{ type: 'subtask.finished', data: { partId, callId: link.callId, childSessionId: childId, outcome } }],
-        {
-          meta: { actor: 'runtime', call: link.callId },
-        },
+        // decided on the parent as read: anything committed to it since is a VERSION_CONFLICT, read again
+        { meta: { actor: 'runtime', call: link.callId }, expectedVersion: parent.version },
       )
     }
     const error = child.lastRun.error ? `\nError: ${child.lastRun.error.kind}: ${child.lastRun.error.message}` : ''
@@ -67,9 +68,19 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' }, 'runtime')
     return true
   }
+  /** report, read again while the parent changes under it (each decision is idempotent) */
+  const reported = (childId: string): boolean => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return report(childId)
+      } catch (err) {
+        if (!isChronicleError(err, 'VERSION_CONFLICT') || attempt === 5) throw err
+      }
+    }
+  }
   const safely = (childId: string) => {
     try {
-      report(childId)
+      reported(childId)
     } catch (err) {
       deps.log?.error({ err, sessionId: childId }, 'reporting a finished sub-agent to its parent failed')
     }
@@ -84,7 +95,7 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
       let n = 0
       for (const id of children) {
         try {
-          if (report(id)) n++
+          if (reported(id)) n++
         } catch (err) {
           deps.log?.error({ err, sessionId: id }, 'reporting a finished sub-agent to its parent failed')
         }
