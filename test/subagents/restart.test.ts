@@ -46,7 +46,14 @@ describe('a sub-agent across a restart', () => {
     const runtime = h.restart()
     watcher = watchOrphanedSubtasks({ store: h.store, subagents: h.subagents, runtime: () => runtime })
     expect(watcher.sweep()).toBe(0) // the child is still running
-    return { id, childId, runtime, resume: () => recovery.resumed.forEach((r) => runtime.resume(r.sessionId, r.runId)) }
+    return {
+      id,
+      childId,
+      runtime,
+      resume: () => {
+        for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
+      },
+    }
   }
 
   it('the child resumes as a normal session and its outcome reaches the waiting parent as a queued report', async () => {

@@ -1,7 +1,8 @@
 import type { EventStore } from '../../events/store.js'
 import type { IdSource } from '../../events/ids.js'
-import type { Message, SessionView } from '../../projections/model.js'
+import type { SessionView } from '../../projections/model.js'
 import { latestUser, digestOf, type CompiledContext } from '../loop/context.js'
+import { viewAnswered } from '../loop/stop-rule.js'
 import { budgetFor, type CompactionConfig } from './config.js'
 import { COMPACTION_AGENT, COMPACTION_SYSTEM, compactionRequestText } from './prompt.js'
 import { fitTranscript, splitHistory, transcriptEntries } from './split.js'
@@ -210,7 +211,7 @@ export class RunCompaction {
   async pending(view: SessionView): Promise<boolean> {
     const c = view.session?.compaction
     if (c?.status !== 'requested') return false
-    const answered = answersLatestUser(view)
+    const answered = viewAnswered(view)
     await compact(this.deps, this.scope, {
       reason: c.reason as CompactRequest['reason'],
       compactionId: c.compactionId,
@@ -277,22 +278,5 @@ function nothingSinceSummary(view: SessionView): boolean {
   const applied = view.session?.compaction?.applied
   if (!applied) return false
   for (const m of view.messages.values()) if (m.id > applied.summaryMessageId && !m.summary) return false
-  return true
-}
-
-/**
- * Whether the session's latest user message already has its final answer
- * (the loop's stop rule, on the view): a manual compaction of an idle session
- * keeps it answered, so the run that performed it ends without a model step.
- */
-export function answersLatestUser(view: SessionView): boolean {
-  const user = latestUser(view)
-  if (!user) return true
-  let assistant: Message | undefined
-  for (const m of view.messages.values())
-    if (m.role === 'assistant' && !m.summary && (!assistant || m.id > assistant.id)) assistant = m
-  if (!assistant || assistant.parentId !== user.id || !assistant.completedAt || assistant.finish === 'tool-calls')
-    return false
-  for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
   return true
 }

@@ -8,7 +8,8 @@ import type { Message, SessionView } from '../../projections/model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../../tools/tool.js'
 import { SHUTDOWN } from '../abort-reasons.js'
-import { type CompiledContext, compileView, latestUser } from './context.js'
+import { type CompiledContext, compileView } from './context.js'
+import { transcriptAnswered } from './stop-rule.js'
 import { ACCEPTS_ALL, type ModelHandle, type ModelResolver } from '../model/adapter.js'
 import { Recorder } from './recorder.js'
 import type { RetryPolicy } from '../model/retry.js'
@@ -16,7 +17,6 @@ import type { SessionViews } from './session-views.js'
 import { runModelStep } from './step.js'
 import { RunCompaction } from '../compaction/compaction.js'
 import type { CompactionConfig } from '../compaction/config.js'
-import type { Transcript } from './transcript.js'
 import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
 import { watchRejections } from '../permissions/rejections.js'
@@ -117,7 +117,7 @@ export async function runLoop(
       first = false
       if (compaction && (await compaction.pending(view))) continue // a requested (manual) compaction runs first
 
-      if (isAnswered(transcript)) {
+      if (transcriptAnswered(transcript)) {
         if (view.session?.inbox.some((i) => i.delivery === 'steer')) continue // arrived during the last step
         return await finish('idle')
       }
@@ -250,33 +250,4 @@ function deliver(view: SessionView, first: boolean, ids: IdSource): ChronicleEve
     })
   }
   return out
-}
-
-/**
- * The stop rule (docs/TRACES.md): the latest assistant message answers the latest
- * user message, is complete, finished for a reason other than tool calls,
- * and has no tool call whose result the model has not yet seen.
- */
-export function answered(view: SessionView): boolean {
-  const user = latestUser(view)
-  if (!user) return true
-  let assistant: Message | undefined
-  for (const m of view.messages.values())
-    if (m.role === 'assistant' && (!assistant || m.id > assistant.id)) assistant = m
-  if (!assistant || assistant.parentId !== user.id || assistant.id < user.id || !assistant.completedAt) return false
-  if (assistant.error?.kind === 'interrupted') return false // cut off by a restart: recovery resumes it
-  if (assistant.finish === 'tool-calls') return false
-  for (const p of view.parts.values()) if (p.messageId === assistant.id && p.type === 'tool') return false
-  return true
-}
-
-/** `answered` over the maintained transcript: O(1) however long the session. */
-function isAnswered(transcript: Transcript): boolean {
-  const user = transcript.latest('user')
-  if (!user) return true
-  const assistant = transcript.latest('assistant')
-  if (!assistant || assistant.parentId !== user.id || assistant.id < user.id || !assistant.completedAt) return false
-  if (assistant.error?.kind === 'interrupted') return false // cut off by a restart: recovery resumes it
-  if (assistant.finish === 'tool-calls') return false
-  return !transcript.partsOf(assistant.id).some((p) => p.type === 'tool')
 }
