@@ -64,25 +64,32 @@ export function decideFork(
   return [{ type: 'session.forked', data }, ...settleInFlight(parentAtSeq, FORK_SETTLEMENT)]
 }
 
-export function fork(
+/** The parent's state at the fork point, and whether that is imported history. */
+export interface ForkPoint {
+  readonly parent: SessionView
+  readonly fromImport: boolean
+}
+
+/** Reads the fork point (SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE), what is queued included. */
+export function readForkPoint(
   store: EventStore,
-  ids: IdSource,
   sessionId: string,
   atSeq: number,
-  options: ForkOptions = {},
-): Session {
+  travel: TimeTravelOptions = {},
+): ForkPoint {
   store.flush() // the fork point may be an event still queued
-  const { title, directory, meta, ...travel } = options
-  const parent = viewAt(store, sessionId, atSeq, travel) // SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE
+  const parent = viewAt(store, sessionId, atSeq, travel)
   // At an inherited seq the view is the ancestor's (its id is the owner of the fork point).
-  const fromImport = isImported(store, sessionId) || isImported(store, parent.session?.id)
-  if (directory !== undefined) checkDirectory(directory)
-  const events = decideFork(
-    parent,
-    { sessionId, seq: atSeq },
-    { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport },
-  )
-  const childId = ids.next('ses')
+  return { parent, fromImport: isImported(store, sessionId) || isImported(store, parent.session?.id) }
+}
+
+/** Appends a new session's first events (a new id: VERSION_CONFLICT should it exist). */
+export function appendFork(
+  store: EventStore,
+  childId: string,
+  events: readonly ChronicleEvent[],
+  meta?: EventMeta,
+): Session {
   execute(
     store,
     childId,
@@ -93,6 +100,25 @@ export function fork(
     { durability: 'full', meta: meta ?? { actor: 'user', command: 'fork' } },
   )
   return requireSession(store, childId)
+}
+
+/** A fork of the history (a fork with files: src/runtime/workspace/forks.ts, on the same two steps). */
+export function fork(
+  store: EventStore,
+  ids: IdSource,
+  sessionId: string,
+  atSeq: number,
+  options: ForkOptions = {},
+): Session {
+  const { title, directory, meta, ...travel } = options
+  const { parent, fromImport } = readForkPoint(store, sessionId, atSeq, travel)
+  if (directory !== undefined) checkDirectory(directory)
+  const events = decideFork(
+    parent,
+    { sessionId, seq: atSeq },
+    { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport },
+  )
+  return appendFork(store, ids.next('ses'), events, meta)
 }
 
 function isImported(store: EventStore, sessionId: string | undefined): boolean {

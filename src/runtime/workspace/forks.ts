@@ -1,16 +1,14 @@
 import { readdir, rm } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
-import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
-import { decideFork, type ForkOptions, fork as forkHistory } from '../../commands/fork.js'
+import { appendFork, decideFork, type ForkOptions, fork as forkHistory, readForkPoint } from '../../commands/fork.js'
 import { decideMaterializeEnd, taskError } from '../../commands/workspace-tasks.js'
 import { execute } from '../../commands/execute.js'
 import type { Session } from '../../projections/model.js'
-import { getSession, requireSession, sessionsWithWorkspaceTask } from '../../projections/read-model.js'
-import { viewAt } from '../../projections/time-travel.js'
+import { requireSession, sessionsWithWorkspaceTask } from '../../projections/read-model.js'
 import { firstSnapshot } from './history.js'
 import { requireEmpty } from './materialize.js'
 import type { ShadowStore } from './shadow-store.js'
@@ -74,14 +72,10 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
 
   return {
     async fork(sessionId, at, options = {}) {
-      store.flush()
       const { files, directory, title, meta, ...travel } = options
-      const parent = viewAt(store, sessionId, at, travel) // SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE
-      const imported =
-        getSession(store, sessionId)?.imported !== undefined ||
-        (parent.session && getSession(store, parent.session.id)?.imported !== undefined)
+      const { parent, fromImport } = readForkPoint(store, sessionId, at, travel)
       const tree = parent.session?.workspace?.tree ?? firstSnapshot(store, sessionId)?.tree
-      if (files === false || imported || !tree) {
+      if (files === false || fromImport || !tree) {
         const history = {
           ...travel,
           ...(title !== undefined && { title }),
@@ -95,19 +89,15 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
       const childId = deps.ids.next('ses')
       const target = resolve(directory ?? join(deps.forksDir, childId))
       await requireEmpty(target)
-      const events: ChronicleEvent[] = [
-        ...decideFork(parent, { sessionId, seq: at }, { ...(title !== undefined && { title }), directory: target }),
-        { type: 'workspace.materialize.started', data: { tree, directory: target } },
-      ]
       const by = meta ?? { actor: 'user', command: 'fork' }
-      execute(
+      appendFork(
         store,
         childId,
-        (child) => {
-          if (child) throw new ChronicleError('VERSION_CONFLICT', `session ${childId} already exists`)
-          return events
-        },
-        { durability: 'full', meta: by },
+        [
+          ...decideFork(parent, { sessionId, seq: at }, { ...(title !== undefined && { title }), directory: target }),
+          { type: 'workspace.materialize.started', data: { tree, directory: target } },
+        ],
+        by,
       )
       await materialize(childId, tree, target, by)
       return requireSession(store, childId)
