@@ -1,7 +1,8 @@
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto'
-import type { DataOf, Role } from '../events/catalogue.js'
+import { decideTokenCreate, decideTokenRevoke } from '../commands/tokens.js'
+import type { ChronicleEvent, DataOf, Role } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
-import { ChronicleError } from '../events/errors.js'
+import { isChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
 
@@ -53,6 +54,8 @@ const KEY_BYTES = 32
 
 export class Principals {
   private readonly tokens = new Map<string, Record_>()
+  /** the version of `sys_tokens` the tokens are folded to */
+  private version = 0
   /** sha256 of a presented token already checked against its scrypt hash → token id */
   private readonly verified = new Map<string, string>()
   private readonly revokedListeners = new Set<(tokenId: string) => void>()
@@ -112,24 +115,15 @@ export class Principals {
     spec: { name: string; role: Role; sessions?: readonly string[]; expiresAt?: string },
     meta: EventMeta,
   ): { token: string; info: TokenInfo } {
-    if (spec.expiresAt !== undefined && Date.parse(spec.expiresAt) <= this.now())
-      throw new ChronicleError('BAD_REQUEST', `the expiry ${spec.expiresAt} is in the past`)
-    if ([...this.tokens.values()].some((t) => t.name === spec.name && !t.revokedAt) || spec.name === OWNER.name)
-      throw new ChronicleError('TOKEN_NAME_TAKEN', `a token named ${spec.name} exists`)
     const tokenId = this.ids.next('tok')
     const secret = randomBytes(32).toString('base64url')
     const salt = randomBytes(16)
-    const hash = scryptSync(secret, salt, KEY_BYTES, SCRYPT)
-    const data: DataOf<'token.created'> = {
+    const minted = {
       tokenId,
-      name: spec.name,
-      role: spec.role,
-      ...(spec.sessions && { sessions: [...spec.sessions] }),
-      ...(spec.expiresAt !== undefined && { expiresAt: new Date(spec.expiresAt).toISOString() }),
       salt: salt.toString('base64'),
-      hash: hash.toString('base64'),
+      hash: scryptSync(secret, salt, KEY_BYTES, SCRYPT).toString('base64'),
     }
-    this.store.append(TOKENS_STREAM, [{ type: 'token.created', data }], { meta, durability: 'full' })
+    this.execute(() => decideTokenCreate(this.tokens, spec, minted, { now: this.now(), ownerName: OWNER.name }), meta)
     return { token: `${tokenId}.${secret}`, info: this.info(this.tokens.get(tokenId) as Record_) }
   }
 
@@ -138,17 +132,27 @@ export class Principals {
   }
 
   revoke(tokenId: string, meta: EventMeta): TokenInfo {
-    if (tokenId === OWNER.id)
-      throw new ChronicleError(
-        'FORBIDDEN',
-        "the owner's token is revoked by replacing it (CHRONICLE_TOKEN or the data dir's token file)",
-      )
-    const record = this.tokens.get(tokenId)
-    if (!record) throw new ChronicleError('TOKEN_NOT_FOUND', `no token ${tokenId}`)
-    if (record.revokedAt)
-      throw new ChronicleError('TOKEN_REVOKED', `token ${tokenId} was revoked at ${record.revokedAt}`)
-    this.store.append(TOKENS_STREAM, [{ type: 'token.revoked', data: { tokenId } }], { meta, durability: 'full' })
+    this.execute(() => decideTokenRevoke(this.tokens, tokenId, { ownerId: OWNER.id }), meta)
     return this.info(this.tokens.get(tokenId) as Record_)
+  }
+
+  /**
+   * Decides on the tokens as folded and appends with the stream's version they were folded to: another
+   * server's token event in between (one database, two servers) is a VERSION_CONFLICT — its events are
+   * read, and the command decided again on them.
+   */
+  private execute(decide: () => ChronicleEvent[], meta: EventMeta): void {
+    for (let attempt = 1; ; attempt++) {
+      const events = decide()
+      try {
+        this.store.append(TOKENS_STREAM, events, { meta, durability: 'full', expectedVersion: this.version })
+        return
+      } catch (err) {
+        if (!isChronicleError(err, 'VERSION_CONFLICT') || attempt === 3) throw err
+        this.store.flush()
+        for (const e of this.store.readSession(TOKENS_STREAM)) if (e.version > this.version) this.fold(e)
+      }
+    }
   }
 
   /** Hears of every revocation once it is committed (open sockets of the token are closed). */
@@ -166,7 +170,9 @@ export class Principals {
     return info
   }
 
-  private fold(e: { type: string; data: unknown; at: string; meta: EventMeta }): void {
+  private fold(e: { type: string; version: number; data: unknown; at: string; meta: EventMeta }): void {
+    if (e.version <= this.version) return // read again after a conflict, then heard as committed
+    this.version = e.version
     if (e.type === 'token.created') {
       const d = e.data as DataOf<'token.created'>
       this.tokens.set(d.tokenId, {
