@@ -23,7 +23,7 @@ import { Inspector } from './inspector.js'
  *   - the last third's turns per second fall below 90% of the first third's
  *     while a turn costs the server more CPU (over 5% more; with the same
  *     CPU a turn, the machine was busier: a warning),
- *   - a turn costs the server over 10% more CPU in the last third,
+ *   - a turn costs the server over 15% more CPU in the last third,
  *   - the heap used after GC grows more than 10% over the second half
  *     (the mean of the last three samples against the three around the middle), or
  *   - any request fails.
@@ -252,7 +252,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     else
       warnings.push(`${fell}, but each cost the server the same CPU (${round(cpuRatio, 3)}×): the machine was busier`)
   }
-  if (cpuRatio > 1.1)
+  // Beyond noise: a busy 2-core machine moves a turn's CPU by ~10% (cache, frequency); a cost that grows
+  // with what the server has served moves it further (a scan over every session served: +17% in 120 s).
+  if (cpuRatio > 1.15)
     violations.push(
       `a turn costs the server ${round(cpuRatio * 100 - 100, 1)}% more CPU in the last third than in the first`,
     )
