@@ -5,10 +5,12 @@ import type { ChronicleEvent } from '../src/events/catalogue.js'
 import { type EventLog, sqliteLog } from '../src/events/log.js'
 import { PostgresEventLog } from '../src/events/postgres/log.js'
 import { EventStore } from '../src/events/store.js'
+import { openStore } from '../src/projections/open.js'
+import { openPostgresStore } from '../src/projections/postgres/open.js'
 import { startPostgres } from '../test/support/postgres.js'
 
 /**
- * `npm run bench -- log [--store postgres|sqlite] [--seconds 5]`
+ * `npm run bench -- log [--store postgres|sqlite] [--seconds 5] [--read-models]`
  *
  * The event log's ceiling (src/events/log.ts): W writers, each its own log on
  * one database (on PostgreSQL, W servers sharing it: their appends meet on
@@ -16,6 +18,8 @@ import { startPostgres } from '../test/support/postgres.js'
  * its own session as fast as its appends commit, for W = 1, 8 and 32, with 1
  * and 20 events an append (a turn's worth of batched deltas), durable
  * (`full`) and not. Reports commits/s, events/s and the append's p50/p99.
+ * `--read-models`: each append also projects the read models in its
+ * transaction, as a server's store does (a session's row, here).
  * `--store postgres` starts a throwaway server (test/support/postgres.ts)
  * unless CHRONICLE_DATABASE_URL names one.
  */
@@ -38,13 +42,14 @@ function option(args: string[], name: string, fallback: string): string {
 export default async function (args: string[]): Promise<object> {
   const store = option(args, 'store', 'postgres')
   const seconds = Number(option(args, 'seconds', '5'))
+  const readModels = args.includes('--read-models')
   const server = store === 'postgres' && !process.env.CHRONICLE_DATABASE_URL ? await startPostgres() : undefined
   const points: Point[] = []
   try {
     for (const writers of [1, 8, 32])
       for (const eventsPerAppend of [1, 20])
         for (const durability of ['full', 'normal'] as const) {
-          const database = await open(store, server?.database.bind(server))
+          const database = await open(store, readModels, server?.database.bind(server))
           points.push(await measure(database, writers, eventsPerAppend, durability, seconds))
           await database.cleanup()
           process.stderr.write(`${JSON.stringify(points.at(-1))}\n`)
@@ -52,17 +57,19 @@ export default async function (args: string[]): Promise<object> {
   } finally {
     await server?.stop()
   }
-  return { store, seconds, points }
+  return { store, readModels, seconds, points }
 }
 
-async function open(store: string, database?: () => Promise<string>) {
+async function open(store: string, readModels: boolean, database?: () => Promise<string>) {
   if (store === 'postgres') {
     const url = process.env.CHRONICLE_DATABASE_URL ?? (await (database as () => Promise<string>)())
-    return { open: () => PostgresEventLog.open(url, { connections: 1 }) as Promise<EventLog>, cleanup: async () => {} }
+    const open = readModels ? openPostgresStore : PostgresEventLog.open
+    return { open: () => open(url, { connections: 1 }) as Promise<EventLog>, cleanup: async () => {} }
   }
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-log-'))
+  const path = join(dir, 'log.db')
   return {
-    open: async () => sqliteLog(EventStore.open(join(dir, 'log.db'))),
+    open: async () => sqliteLog(readModels ? openStore(path) : EventStore.open(path)),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   }
 }
