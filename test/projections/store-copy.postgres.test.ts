@@ -176,6 +176,21 @@ describe('chronicle store copy', () => {
     expect((await db.query('SELECT count(*)::int AS n FROM events')).rows[0]?.n).toBe(before[0]?.seq)
   }, 60_000)
 
+  it('a copy that fails part way (an event the source cannot decode) leaves the target empty, to be copied again', async () => {
+    const { store } = sqliteFile()
+    history(store)
+    // an edit behind the log's back: one late event's data no longer fits its schema
+    store.db.exec(`DROP TRIGGER event_log_no_update;
+      UPDATE event_log SET data = '{"messageId": 7}' WHERE seq = (SELECT MAX(seq) - 3 FROM event_log)`)
+    const url = await postgres().database()
+    const failed = await copyToPostgres(store, url).catch((err: unknown) => err)
+    expect(isChronicleError(failed, 'CORRUPT_EVENT')).toBe(true)
+    const db = await client(url)
+    expect((await db.query('SELECT seq FROM log_head')).rows).toEqual([{ seq: 0 }])
+    for (const table of ['events', 'streams', 'sessions', 'messages', 'parts', 'blobs'])
+      expect((await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n).toBe(0)
+  }, 60_000)
+
   it('a log older than its hash chain is copied chained anew from its first event, and verifies', async () => {
     const { store } = sqliteFile()
     const sessions = history(store)
