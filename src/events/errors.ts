@@ -79,6 +79,8 @@ export const ERROR_STATUS = {
   STORE_UNAVAILABLE: 503,
   /** `chronicle store copy` into a database that already holds a log */
   STORE_NOT_EMPTY: 409,
+  /** the PostgreSQL server is older than the store supports (15) */
+  STORE_UNSUPPORTED: 503,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
-import { PostgresEventLog } from '../../src/events/postgres/log.js'
+import { checkServerVersion, PostgresEventLog } from '../../src/events/postgres/log.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
@@ -23,6 +23,22 @@ describe('the PostgreSQL event log without its database', () => {
     const message = (failure as Error).message
     expect(message).toContain('postgres://chronicle:***@127.0.0.1:1/chronicle')
     expect(message).not.toContain('s3cret-pass')
+  })
+
+  it('refuses a server older than 15 with STORE_UNSUPPORTED, naming it and its version, the password hidden', () => {
+    const url = 'postgres://chronicle:s3cret-pass@db.internal:5432/chronicle'
+    const refusal = (() => {
+      try {
+        checkServerVersion(140011, '14.11 (Debian 14.11-1)', url)
+      } catch (err) {
+        return err
+      }
+    })()
+    expect(refusal).toMatchObject({ code: 'STORE_UNSUPPORTED' })
+    expect((refusal as Error).message).toBe(
+      'PostgreSQL at postgres://chronicle:***@db.internal:5432/chronicle is version 14.11 (Debian 14.11-1): Chronicle needs PostgreSQL 15 or later',
+    )
+    expect(() => checkServerVersion(150000, '15.0', url)).not.toThrow()
   })
 
   it('answers STORE_UNAVAILABLE while the server is down, then appends again once it is back; nothing durable is lost', async () => {

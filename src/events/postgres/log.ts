@@ -90,10 +90,17 @@ export class PostgresEventLog implements EventLog {
       )
     }
     try {
+      const { rows } = await client.query<{ num: number; version: string }>(
+        "SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version",
+      )
+      checkServerVersion(rows[0]?.num ?? 0, rows[0]?.version ?? 'unknown', url)
       await migratePostgres(client)
-    } finally {
+    } catch (err) {
       client.release()
+      await pool.end().catch(() => {})
+      throw err
     }
+    client.release()
     return new PostgresEventLog(pool, options.now ?? Date.now, options.project)
   }
 
@@ -397,6 +404,18 @@ function unavailable(err: unknown): ChronicleError {
   return new ChronicleError(
     'STORE_UNAVAILABLE',
     `the PostgreSQL event store is unavailable: ${err instanceof Error ? err.message : String(err)}`,
+  )
+}
+
+/** The oldest PostgreSQL the store is built and tested on (its schema and statements need 15). */
+export const MIN_SERVER_VERSION = 150000
+
+/** Refuses a server older than MIN_SERVER_VERSION (`server_version_num`), naming it and its version. */
+export function checkServerVersion(versionNum: number, version: string, url: string): void {
+  if (versionNum >= MIN_SERVER_VERSION) return
+  throw new ChronicleError(
+    'STORE_UNSUPPORTED',
+    `PostgreSQL at ${redactUrl(url)} is version ${version}: Chronicle needs PostgreSQL 15 or later`,
   )
 }
 
