@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { inflateRawSync } from 'node:zlib'
 import Database from 'better-sqlite3'
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -70,7 +71,19 @@ const count = (() => {
 type Field = 'data' | 'type' | 'meta' | 'seq' | 'version' | 'at' | 'hash'
 let copies = 0
 
-/** A copy of the log with one byte of event `seq`'s `field` changed; returns the first seq the change reaches. */
+/** The text a deflated value inflates to, or undefined when it does not inflate. */
+function decodesTo(data: Buffer): string | undefined {
+  try {
+    return inflateRawSync(data).toString()
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A copy of the log with one byte of event `seq`'s `field` changed; returns the first seq the change reaches
+ * (0: the byte changed, the event did not).
+ */
 function tamper(seq: number, field: Field, at: number, bit: number): { db: Database.Database; reached: number } {
   const path = join(dir, `copy-${copies++}.db`)
   copyFileSync(source, path)
@@ -97,6 +110,8 @@ function tamper(seq: number, field: Field, at: number, bit: number): { db: Datab
     case 'data': {
       const data = row['data']
       const changed = Buffer.isBuffer(data) ? flip(Buffer.from(data)) : ascii(data as string)
+      // A deflated stream's last byte has padding bits: flipping one changes the bytes, not the event.
+      if (Buffer.isBuffer(data) && decodesTo(changed as Buffer) === decodesTo(data)) return { db, reached: 0 }
       db.prepare('UPDATE event_log SET data = ? WHERE seq = ?').run(changed, seq)
       break
     }
@@ -150,6 +165,7 @@ describe('the hash chain', () => {
         (seq, field, at, bit) => {
           const { db, reached } = tamper(seq, field, at, bit)
           try {
+            if (reached === 0) return expect(checkChain(db).breaks).toEqual([]) // nothing to find
             const { breaks } = checkChain(db)
             expect(breaks.length).toBeGreaterThan(0)
             expect(breaks[0]?.seq).toBe(reached)
