@@ -1,4 +1,5 @@
 import { createHash, hash } from 'node:crypto'
+import type { EventRow } from './rows.js'
 
 /**
  * The log's hash chains (docs/AUDIT.md "A tamper-evident log"):
@@ -32,6 +33,20 @@ export interface ChainedFields {
   /** the stored JSON texts */
   readonly meta: string
   readonly data: string
+}
+
+/** A stored row's chained fields: its columns, texts as stored. */
+export function chainedFields(row: EventRow): ChainedFields {
+  return {
+    seq: row.seq,
+    sessionId: row.session_id,
+    version: row.version,
+    type: row.type,
+    schemaVersion: row.schema_version,
+    at: row.at,
+    meta: row.meta,
+    data: row.data,
+  }
 }
 
 export function eventHash(previous: Buffer | null, e: ChainedFields): Buffer {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { ChainedFields } from './chain.js'
+import { type ChainedFields, chainedFields } from './chain.js'
 import { inflated, withPartId } from './schema.js'
 
 /**
@@ -48,14 +48,14 @@ export function decodeStored(row: StoredRow): ChainedFields | string {
     if (row.part_id === null) return 'it names a part id the log does not hold'
     data = withPartId(row.part_id, data)
   }
-  return {
+  return chainedFields({
     seq: row.seq,
-    sessionId: row.session_id,
+    session_id: row.session_id,
     version: row.version,
     type: row.type,
-    schemaVersion: row.schema_version,
-    at: row.at,
-    meta: row.meta,
+    schema_version: row.schema_version,
     data,
-  }
+    meta: row.meta,
+    at: row.at,
+  })
 }

@@ -74,20 +74,37 @@ export function withTails(
   rows: readonly PartRow[],
   upTo = Number.MAX_SAFE_INTEGER,
 ): Part[] {
-  const parts = rows.map(fromRow)
-  let from = Infinity
-  const streaming = new Map<string, { index: number; through: number; chunks: string[] }>()
-  rows.forEach((row, index) => {
-    if (row.through === null) return
-    streaming.set(row.id, { index, through: row.through, chunks: [] })
-    from = Math.min(from, row.through)
-  })
-  if (streaming.size === 0) return parts
+  const from = tailsFrom(rows)
+  if (from === undefined) return rows.map(fromRow)
   const deltas = prepared(
     db,
     `SELECT version, type, data FROM events WHERE session_id = ? AND version > ? AND version <= ?
      AND type IN ('text.delta', 'reasoning.delta', 'tool.input.delta') ORDER BY version`,
-  ).all(sessionId, from, upTo) as { version: number; type: string; data: string }[]
+  ).all(sessionId, from, upTo) as LoggedDelta[]
+  return completed(rows, deltas)
+}
+
+/** A delta as the log holds it: what completes a streaming part's row. */
+export interface LoggedDelta {
+  readonly version: number
+  readonly type: string
+  readonly data: string
+}
+
+/** The session version the deltas are read after: the earliest `through` of a streaming row (none: undefined). */
+export function tailsFrom(rows: readonly PartRow[]): number | undefined {
+  let from: number | undefined
+  for (const row of rows) if (row.through !== null) from = Math.min(from ?? row.through, row.through)
+  return from
+}
+
+/** The parts of `rows`, each streaming one with the deltas (of its session, in order) logged after its `through`. */
+export function completed(rows: readonly PartRow[], deltas: readonly LoggedDelta[]): Part[] {
+  const parts = rows.map(fromRow)
+  const streaming = new Map<string, { index: number; through: number; chunks: string[] }>()
+  rows.forEach((row, index) => {
+    if (row.through !== null) streaming.set(row.id, { index, through: row.through, chunks: [] })
+  })
   for (const d of deltas) {
     const data = JSON.parse(d.data) as Record<string, string>
     const tail = streaming.get(data.partId as string)

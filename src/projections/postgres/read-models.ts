@@ -1,8 +1,7 @@
 import type pg from 'pg'
-import { deltaField } from '../../events/rows.js'
 import { messageFromRow } from '../message-rows.js'
 import type { Message, Part, Session, SessionView } from '../model.js'
-import { fromRow, type PartRow, streamedField } from '../part-rows.js'
+import { completed, fromRow, type LoggedDelta, type PartRow, tailsFrom } from '../part-rows.js'
 import { sessionFromRow } from '../session-rows.js'
 import type { RowLevel } from '../shared-rows.js'
 import { copyWith } from '../../events/copy.js'
@@ -117,36 +116,14 @@ export async function pgLoadView(db: Queryable, sessionId: string): Promise<Sess
 
 /** Each streaming part completed with the deltas its session logged after its row (up to session version `upTo`). */
 async function withTails(db: Queryable, sessionId: string, rows: readonly PgPartRow[], upTo = OWN): Promise<Part[]> {
-  const parts = rows.map(fromRow)
-  const streaming = rows.flatMap((r, index) => (r.through === null ? [] : [{ index, through: r.through }]))
-  if (streaming.length === 0) return parts
-  const from = Math.min(...streaming.map((s) => s.through))
-  const { rows: deltas } = await db.query<{ version: number; type: string; data: string }>(
+  const from = tailsFrom(rows)
+  if (from === undefined) return rows.map(fromRow)
+  const { rows: deltas } = await db.query<LoggedDelta>(
     `SELECT version, type, data FROM events WHERE session_id = $1 AND version > $2 AND version <= $3::bigint
        AND type IN ('text.delta', 'reasoning.delta', 'tool.input.delta') ORDER BY version`,
     [sessionId, from, upTo],
   )
-  const tails = new Map(
-    streaming.map((s) => [
-      (rows[s.index] as PgPartRow).id,
-      { index: s.index, through: s.through, chunks: [] as string[] },
-    ]),
-  )
-  for (const d of deltas) {
-    const data = JSON.parse(d.data) as Record<string, string>
-    const tail = tails.get(data.partId as string)
-    if (tail && d.version > tail.through) tail.chunks.push(data[deltaField(d.type) as string] as string)
-  }
-  for (const { index, chunks } of tails.values()) {
-    if (chunks.length === 0) continue
-    const part = parts[index] as Part
-    const field = streamedField(part)
-    if (field)
-      parts[index] = copyWith(part, {
-        [field]: (part as unknown as Record<string, string>)[field] + chunks.join(''),
-      } as Partial<Part>)
-  }
-  return parts
+  return completed(rows, deltas)
 }
 
 function inheritedRow(row: PgPartRow, sessionId: string): PgPartRow {

@@ -1,6 +1,7 @@
 import pg from 'pg'
 import type { ChainBreak, ChainReport } from '../../events/chain-check.js'
-import { eventHash, logDigest } from '../../events/chain.js'
+import { chainedFields, eventHash, logDigest } from '../../events/chain.js'
+import type { EventRow } from '../../events/rows.js'
 import { ChronicleError } from '../../events/errors.js'
 import { PG_TYPES, redactUrl } from '../../events/postgres/log.js'
 import type { Progress } from '../rebuild.js'
@@ -52,15 +53,7 @@ export async function verifyPostgresAt(url: string, options: { progress?: Progre
   }
 }
 
-interface PgChainRow {
-  seq: number
-  session_id: string
-  version: number
-  type: string
-  schema_version: number
-  data: string
-  meta: string
-  at: number
+interface PgChainRow extends EventRow {
   hash: Buffer
 }
 
@@ -92,16 +85,7 @@ async function checkPgChain(db: Queryable): Promise<ChainReport> {
       const last = streams.get(row.session_id)
       if (row.version !== (last?.version ?? 0) + 1)
         broken(`version ${row.version} follows ${last?.version ?? 0} in its session`)
-      const fields = {
-        seq: row.seq,
-        sessionId: row.session_id,
-        version: row.version,
-        type: row.type,
-        schemaVersion: row.schema_version,
-        at: row.at,
-        meta: row.meta,
-        data: row.data,
-      }
+      const fields = chainedFields(row)
       if (!eventHash(last?.hash ?? null, fields).equals(row.hash))
         broken('its hash does not match the event and its chain')
       streams.set(row.session_id, { version: row.version, hash: row.hash })
