@@ -141,15 +141,15 @@ async function measure(n: number): Promise<Record<string, unknown>> {
   for (let t = 0; t < n; t++) {
     turns.push(await turn(runtime, sessionId, 'user', t))
     if (t === m - 1) {
-      store.flush()
+      store.reader()
       midSeq = store.head()
     }
   }
   const totalWallMs = performance.now() - wallStart
   const cpuUsed = process.cpuUsage(cpuStart)
 
-  store.flush()
-  store.db.pragma('wal_checkpoint(TRUNCATE)')
+  store.reader()
+  store.asCommitted.reader().pragma('wal_checkpoint(TRUNCATE)')
   const size = (p: string) => {
     try {
       return statSync(p).size
@@ -161,7 +161,10 @@ async function measure(n: number): Promise<Record<string, unknown>> {
   // Where the bytes are, per table or index (SQLite's dbstat), in bytes per turn.
   const perTurn = Object.fromEntries(
     (
-      store.db.prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC').all() as {
+      store.asCommitted
+        .reader()
+        .prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC')
+        .all() as {
         name: string
         bytes: number
       }[]

@@ -80,7 +80,7 @@ export default async function (args: string[]): Promise<object> {
 async function runOnce(cfg: Config): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
   try {
-    const store = openStore(join(dir, 'store.db'))
+    const store = openStore(join(dir, 'store.asCommitted.reader()'))
     const meta: EventMeta = { actor: 'model', run: 'run_bench' }
     const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
     for (const id of sessions) {
@@ -104,7 +104,8 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     off()
     const appended = commits.reduce((a, b) => a + b, 0)
 
-    const rows = store.db
+    const rows = store.asCommitted
+      .reader()
       .prepare('SELECT stream, version, type, data, meta, part, hash FROM event_log ORDER BY seq')
       .all() as Row[]
     const raw = rawInsert(join(dir, 'raw.db'), rows)
@@ -122,8 +123,8 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     for (const id of sessions) folded += foldSession(store, id).session?.version ?? 0
     const foldMs = performance.now() - t
 
-    store.db.pragma('wal_checkpoint(TRUNCATE)')
-    const bytes = statSync(join(dir, 'store.db')).size
+    store.asCommitted.reader().pragma('wal_checkpoint(TRUNCATE)')
+    const bytes = statSync(join(dir, 'store.asCommitted.reader()')).size
     store.close()
 
     const appendEventsPerSec = (appended / appendMs) * 1000

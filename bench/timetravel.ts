@@ -121,7 +121,10 @@ export default async function timetravel(args: string[]): Promise<object> {
       forkPageTimes.push(performance.now() - t)
     }
 
-    const snapshots = store.db.prepare('SELECT COUNT(*) AS rows, SUM(LENGTH(data)) AS bytes FROM snapshots').get() as {
+    const snapshots = store.asCommitted
+      .reader()
+      .prepare('SELECT COUNT(*) AS rows, SUM(LENGTH(data)) AS bytes FROM snapshots')
+      .get() as {
       rows: number
       bytes: number
     }
@@ -165,7 +168,8 @@ export default async function timetravel(args: string[]): Promise<object> {
 
 function sizesOf(store: EventStore) {
   const pages = (names: string[]) =>
-    store.db
+    store.asCommitted
+      .reader()
       .prepare(`SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN (${names.map(() => '?').join(',')})`)
       .pluck()
       .get(...names) as number
@@ -193,9 +197,10 @@ function sizesOf(store: EventStore) {
       'sqlite_autoindex_parts_1',
     ]),
     db:
-      (store.db.pragma('page_count', { simple: true }) as number) *
-      (store.db.pragma('page_size', { simple: true }) as number),
-    payload: store.db
+      (store.asCommitted.reader().pragma('page_count', { simple: true }) as number) *
+      (store.asCommitted.reader().pragma('page_size', { simple: true }) as number),
+    payload: store.asCommitted
+      .reader()
       .prepare(
         'SELECT COALESCE(SUM(LENGTH(data) + LENGTH(meta) + LENGTH(type) + LENGTH(session_id) + 24), 0) FROM events',
       )

@@ -86,7 +86,7 @@ export interface Chronicle {
   start(): Promise<string>
   /** what the last start() recovered */
   readonly recovery: RecoveryReport | undefined
-  /** stop accepting, bring runs to a safe point, flush the appender, close the database */
+  /** stop accepting, bring runs to a safe point, close the database (committing what is queued) */
   stop(): Promise<void>
   /**
    * A fresh one-time link logging a browser in as the owner (docs/API.md "Web page"), once listening:
@@ -336,7 +336,6 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         elicitations.close()
         orphans.close()
         shadow.close()
-        store.flush()
         store.close()
         logger.flush()
       })()

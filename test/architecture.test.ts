@@ -44,6 +44,7 @@ const STORE_OWNERS = /^src\/(events|projections)\//
 /** A reach into the database: the store's connection, a statement, or SQL in a string. */
 const STORE_INTERNALS = [
   /\.db\b(?!['"`])/,
+  /\.reader\(/,
   /\.prepare\(/,
   /\.pragma\(/,
   /['"`]\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA)\s/,
@@ -275,6 +276,9 @@ describe('the import checker', () => {
     ])
     expect(reach('src/projections/x.ts', 'store.db.prepare("SELECT 1")')).toEqual([])
     expect(reach('src/cli/x.ts', "const file = 'chronicle.db'\n// store.db in a comment")).toEqual([])
+    expect(reach('src/http/x.ts', 'const db = store.reader(id)')).toEqual([
+      "src/http/x.ts reaches into the store's database (.reader(): only src/events and src/projections may",
+    ])
   })
 
   it('lets the SDK borrow the server’s types but none of its code', () => {

@@ -31,7 +31,6 @@ export interface Executed {
 }
 
 export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): Executed {
-  store.flushFor(sessionId) // the read model must include what the session has queued
   const state = getSession(store, sessionId)
   const decided = decide(state)
   if (decided.length === 0) return { events: [], state }

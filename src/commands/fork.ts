@@ -77,7 +77,6 @@ export function readForkPoint(
   atSeq: number,
   travel: TimeTravelOptions = {},
 ): ForkPoint {
-  store.flush() // the fork point may be an event still queued
   const parent = viewAt(store, sessionId, atSeq, travel)
   // At an inherited seq the view is the ancestor's (its id is the owner of the fork point).
   return { parent, fromImport: isImported(store, sessionId) || isImported(store, parent.session?.id) }

@@ -50,23 +50,11 @@ export function sqliteLog(store: EventStore): EventLog {
   return {
     append: async (sessionId, events, options) => store.append(sessionId, events, options),
     enqueue: (sessionId, events, options) => store.enqueue(sessionId, events, options),
-    readSession: async (sessionId, opts) => {
-      store.flush()
-      return store.readSession(sessionId, opts)
-    },
-    readAll: async (after, limit) => {
-      store.flush()
-      return store.readAll(after, limit)
-    },
-    readFiltered: async (sessions, after, limit) => {
-      store.flush()
-      return store.readFiltered(sessions, after, limit)
-    },
+    readSession: async (sessionId, opts) => store.readSession(sessionId, opts),
+    readAll: async (after, limit) => store.readAll(after, limit),
+    readFiltered: async (sessions, after, limit) => store.readFiltered(sessions, after, limit),
     get: async (seq) => store.get(seq),
-    version: async (sessionId) => {
-      store.flush()
-      return store.version(sessionId)
-    },
+    version: async (sessionId) => store.version(sessionId),
     head: async () => store.head(),
     chainHead: async () => store.chainHead(),
     onCommit: (listener) => store.onCommit(listener),

@@ -155,8 +155,16 @@ interface StreamHead {
   readonly hash: Buffer | null
 }
 
-export class EventStore {
-  readonly db: Database.Database
+/**
+ * What reads the read models (src/projections): the database, current for a
+ * session's appends — see EventStore.reader.
+ */
+export interface Readable {
+  reader(sessionId?: string): Database.Database
+}
+
+export class EventStore implements Readable {
+  private readonly db: Database.Database
   /** content-addressed text events name by hash (step.started's context) */
   readonly blobs: BlobStore
   private readonly project: ProjectHook | undefined
@@ -208,6 +216,8 @@ export class EventStore {
   private activeAt = NEVER
   private headSeq: number
   private closed = false
+  /** inside commit (its transaction, then its listeners): a read then sees what is committed, and commits nothing */
+  private committing = false
   /**
    * Each stream's version as this connection last committed it, so an append
    * need not look it up. Trusted only while no other connection has committed
@@ -310,17 +320,50 @@ export class EventStore {
 
   /** The log's head as the chain records it: its last seq and that event's hash (null: none yet, or logged before the chain). */
   chainHead(): { seq: number; hash: Buffer | null } {
-    this.flush()
+    this.readYourWrites()
     const row = this.db.prepare('SELECT head_seq AS seq, head_hash AS hash FROM log_chain WHERE id = 1').get() as
       | { seq: number; hash: Buffer | null }
       | undefined
     return row ?? { seq: 0, hash: null }
   }
 
-  /** The session's current version (0 when it has no events). */
+  /** The session's current version (0 when it has no events), with every append made to it so far. */
   version(sessionId: string): number {
+    this.readYourWrites(sessionId)
+    return this.committedVersion(sessionId)
+  }
+
+  private committedVersion(sessionId: string): number {
     return (this.stmt.version.get(sessionId) as number | null) ?? 0
   }
+
+  /**
+   * Read-your-writes (docs/ARCHITECTURE.md "Read-your-writes"): the database,
+   * with every append made to `sessionId` before this call committed — to any
+   * session when none is named. What is queued commits now (the session's
+   * own only, under load), so a reader never sees a session without what it
+   * appended, awaited or not. src/projections, the store's other half, reads
+   * through it; nothing else names the database.
+   */
+  reader(sessionId?: string): Database.Database {
+    this.readYourWrites(sessionId)
+    return this.db
+  }
+
+  /** What a read of the session (every session, when none is named) needs committed first. */
+  private readYourWrites(sessionId?: string): void {
+    if (this.committing) return // a listener, or the projection, reads what this commit made
+    if (sessionId === undefined) this.flush()
+    else this.flushFor(sessionId)
+  }
+
+  /**
+   * The database as committed, committing nothing: for a reader that hears
+   * the rest as it commits (a cached view at a run's start), or for whom
+   * what is queued cannot matter. Batching needs such readers: each read
+   * that commits a session's queue early cuts its sharing short.
+   */
+  readonly asCommitted: Readable = { reader: () => this.db }
 
   /**
    * Appends now, in one transaction (after any queued batch, so per-session
@@ -484,18 +527,27 @@ export class EventStore {
   }
 
   /**
+   * Someone waits on the session's queued appends (a run settling what it
+   * recorded): under load they commit now, alone, rather than at the loaded
+   * interval; otherwise the next turn commits them anyway.
+   */
+  awaited(sessionId: string): void {
+    if (this.loaded()) this.flushFor(sessionId)
+  }
+
+  /**
    * Commits the session's queued appends, if it has any: what a reader of that
    * session's state needs. Under load only those (flushSession); otherwise
    * everything queued, as the next turn would.
    */
-  flushFor(sessionId: string): void {
+  private flushFor(sessionId: string): void {
     if (!this.lastQueued.has(sessionId)) return
     if (this.loaded()) this.flushSession(sessionId)
     else this.flush()
   }
 
-  /** Commits everything queued. Safe to call at any time (e.g. before shutdown). */
-  flush(): void {
+  /** Commits everything queued. */
+  private flush(): void {
     if (this.queue.length === 0) return
     const batch = this.queue
     this.queue = []
@@ -586,6 +638,8 @@ export class EventStore {
     if (sync) this.db.pragma('synchronous = FULL')
     let result: ReturnType<EventStore['insertBatch']>
     const trusted = this.streamVersions.size > 0
+    const outer = this.committing
+    this.committing = true
     try {
       result = this.write.immediate(batch, at, atIso)
     } catch (err) {
@@ -596,6 +650,7 @@ export class EventStore {
       throw err
     } finally {
       if (sync) this.db.pragma('synchronous = NORMAL')
+      this.committing = outer
     }
     // Inside a caller's transaction the ids are not committed yet: that caller may still roll back.
     this.settleInterned(!nested)
@@ -603,7 +658,12 @@ export class EventStore {
     else for (const [stream, head] of result.versions) this.streamVersions.set(stream, head)
     const last = result.all[result.all.length - 1]
     if (last) this.headSeq = last.seq
-    this.publish(result.all)
+    this.committing = true
+    try {
+      this.publish(result.all)
+    } finally {
+      this.committing = outer
+    }
     return result.out
   }
 
@@ -723,19 +783,35 @@ export class EventStore {
     return this.listeners.add(listener)
   }
 
+  /*
+   * Reads of one session see every append made to it before the read
+   * (readYourWrites). Reads by seq — readAll, readFiltered, get, head — see
+   * what is committed: a queued append has no seq yet, and a subscription
+   * hears it when it commits.
+   */
+
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
   readSession(sessionId: string, opts: { after?: number; upTo?: number; limit?: number } = {}): StoredEvent[] {
+    this.readYourWrites(sessionId)
+    return this.committedSession(sessionId, opts)
+  }
+
+  private committedSession(
+    sessionId: string,
+    opts: { after?: number; upTo?: number; limit?: number } = {},
+  ): StoredEvent[] {
     const after = opts.after ?? 0
-    const from = after > 0 ? this.versionAt(sessionId, after) : 0
-    const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.versionAt(sessionId, opts.upTo)
+    const from = after > 0 ? this.committedVersionAt(sessionId, after) : 0
+    const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.committedVersionAt(sessionId, opts.upTo)
     return (this.stmt.sessionFrom.all(sessionId, from, to, opts.limit ?? -1) as EventRow[]).map(toEvent)
   }
 
   /** One session's own events with seq < before, newest first, at most `limit`. */
   readSessionBackward(sessionId: string, before: number, limit: number): StoredEvent[] {
-    return (this.stmt.sessionBefore.all(sessionId, this.versionAt(sessionId, before - 1), limit) as EventRow[]).map(
-      toEvent,
-    )
+    this.readYourWrites(sessionId)
+    return (
+      this.stmt.sessionBefore.all(sessionId, this.committedVersionAt(sessionId, before - 1), limit) as EventRow[]
+    ).map(toEvent)
   }
 
   /**
@@ -745,8 +821,13 @@ export class EventStore {
    * by seq deep into a long session costs O(log n), not a scan from its start.
    */
   versionAt(sessionId: string, seq: number): number {
+    this.readYourWrites(sessionId)
+    return this.committedVersionAt(sessionId, seq)
+  }
+
+  private committedVersionAt(sessionId: string, seq: number): number {
     let lo = 0
-    let hi = this.version(sessionId)
+    let hi = this.committedVersion(sessionId)
     while (lo < hi) {
       const mid = Math.ceil((lo + hi) / 2)
       if ((this.stmt.seqAt.get(sessionId, mid) as number) <= seq) lo = mid
@@ -760,9 +841,10 @@ export class EventStore {
     sessionId: string,
     opts: { after?: number; upTo?: number; pageSize?: number } = {},
   ): Generator<StoredEvent> {
+    this.readYourWrites(sessionId)
     const pageSize = opts.pageSize ?? 1000
-    const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.versionAt(sessionId, opts.upTo)
-    let from = opts.after ? this.versionAt(sessionId, opts.after) : 0
+    const to = opts.upTo === undefined ? Number.MAX_SAFE_INTEGER : this.committedVersionAt(sessionId, opts.upTo)
+    let from = opts.after ? this.committedVersionAt(sessionId, opts.after) : 0
     for (;;) {
       const page = (this.stmt.sessionFrom.all(sessionId, from, to, pageSize) as EventRow[]).map(toEvent)
       yield* page
@@ -773,11 +855,13 @@ export class EventStore {
 
   /** The seq of a session's own event at `version`, or undefined. */
   seqOfVersion(sessionId: string, version: number): number | undefined {
+    this.readYourWrites(sessionId)
     return (this.stmt.seqAt.get(sessionId, version) as number | undefined) ?? undefined
   }
 
   /** One session's own events of one type, in order (e.g. its model steps, for an audit). */
   readSessionOfType(sessionId: string, type: string): StoredEvent[] {
+    this.readYourWrites(sessionId)
     return (this.stmt.sessionOfType.all(sessionId, type) as EventRow[]).map(toEvent)
   }
 
@@ -800,7 +884,7 @@ export class EventStore {
   /** Events of several sessions (or all) after a seq, for subscriptions. */
   readFiltered(sessions: readonly string[] | '*', after: number, limit: number): StoredEvent[] {
     if (sessions === '*') return this.readAll(after, limit)
-    if (sessions.length === 1) return this.readSession(sessions[0] as string, { after, limit })
+    if (sessions.length === 1) return this.committedSession(sessions[0] as string, { after, limit })
     return (this.stmt.filtered.all(JSON.stringify(sessions), after, limit) as EventRow[]).map(toEvent)
   }
 
@@ -825,6 +909,11 @@ export class EventStore {
   local<T>(key: symbol, make: () => T): T {
     if (!this.locals.has(key)) this.locals.set(key, make())
     return this.locals.get(key) as T
+  }
+
+  /** closed: nothing more appends or reads */
+  get isClosed(): boolean {
+    return this.closed
   }
 
   close(): void {

@@ -189,9 +189,8 @@ export function createApi(deps: AppDeps): Api {
   }
   const runtime = () => deps.runtime ?? missing('the agent runtime')
   const session = (id: string) => {
-    // Its own queued appends only: under load the other sessions' keep sharing their commits, which a
-    // client polling one session would otherwise cut short for every session streaming (docs/EVENTS.md "Deltas").
-    store.flushFor(id)
+    // Reads its own queued appends only (read-your-writes): under load the other sessions' keep sharing their
+    // commits, which a client polling one session would otherwise cut short for every session streaming.
     return requireSession(store, id)
   }
 
@@ -223,7 +222,6 @@ export function createApi(deps: AppDeps): Api {
       return { session: session(id) }
     },
     'session.list'(p) {
-      store.flush()
       return listSessions(store, p)
     },
     'session.get'(p) {
@@ -335,7 +333,6 @@ export function createApi(deps: AppDeps): Api {
     },
     'session.export'(p) {
       session(p.session)
-      store.flush()
       return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
     },
     'session.compact'(p, caller) {

@@ -67,7 +67,6 @@ export class Principals {
     private readonly ownerToken: string,
     private readonly now: () => number = Date.now,
   ) {
-    store.flush()
     for (const e of store.readSession(TOKENS_STREAM)) this.fold(e)
     this.unsubscribe = store.onCommit((events) => {
       for (const e of events) if (e.sessionId === TOKENS_STREAM) this.fold(e)
@@ -149,7 +148,6 @@ export class Principals {
         return
       } catch (err) {
         if (!isChronicleError(err, 'VERSION_CONFLICT') || attempt === 3) throw err
-        this.store.flush()
         for (const e of this.store.readSession(TOKENS_STREAM)) if (e.version > this.version) this.fold(e)
       }
     }

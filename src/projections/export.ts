@@ -32,7 +32,6 @@ export { EXPORT_FORMAT }
 
 /** The export as lines (without newlines), streamed page by page. */
 export function* exportLines(store: EventStore, sessionId: string): Generator<string> {
-  store.flush()
   const segments = needed(store, sessionId, Number.MAX_SAFE_INTEGER)
   yield JSON.stringify({ chronicle: 'session-export', format: EXPORT_FORMAT, sessionId })
   const blobs = new Set<string>()
@@ -63,12 +62,14 @@ function* chainedEvents(
   sessionId: string,
   upToVersion: number,
 ): Generator<{ event: StoredEvent; hash: Buffer | null }> {
-  const hashes = store.db.prepare(
-    'SELECT l.version, l.hash FROM event_log l JOIN streams s ON s.id = l.stream WHERE s.session_id = ? AND l.version > ? AND l.version <= ? ORDER BY l.version LIMIT 1000',
-  )
+  const hashes = store
+    .reader(sessionId)
+    .prepare(
+      'SELECT l.version, l.hash FROM event_log l JOIN streams s ON s.id = l.stream WHERE s.session_id = ? AND l.version > ? AND l.version <= ? ORDER BY l.version LIMIT 1000',
+    )
   let page: { version: number; hash: Buffer | null }[] = []
   let at = 0
-  for (const event of eventsByVersion(store.db, sessionId, 0, upToVersion)) {
+  for (const event of eventsByVersion(store.reader(sessionId), sessionId, 0, upToVersion)) {
     if (at >= page.length) {
       page = hashes.all(sessionId, event.version - 1, upToVersion) as typeof page
       at = 0
@@ -87,7 +88,7 @@ export function exportSession(store: EventStore, sessionId: string): string {
 /** The sessions (and how much of each) a session's history needs, ancestors first. */
 function needed(store: EventStore, sessionId: string, cut: number): { sessionId: string; upToVersion: number }[] {
   const first = firstEvent(store, sessionId)
-  const upToVersion = Math.max(1, versionAtOrBefore(store.db, sessionId, cut, store.version(sessionId)))
+  const upToVersion = Math.max(1, versionAtOrBefore(store.reader(sessionId), sessionId, cut, store.version(sessionId)))
   const ancestors = first.type === 'session.forked' ? needed(store, first.data.from.sessionId, first.data.from.seq) : []
   return [...ancestors, { sessionId, upToVersion }]
 }
@@ -187,14 +188,14 @@ export function importSessions(
       }).length
     }
   }
-  store.flush()
+  const db = store.reader() // behind everything queued
   // All or nothing, and durable like any acknowledged commit: one transaction, FULL (unless nested in a caller's).
-  const sync = !store.db.inTransaction
-  if (sync) store.db.pragma('synchronous = FULL')
+  const sync = !db.inTransaction
+  if (sync) db.pragma('synchronous = FULL')
   try {
-    store.db.transaction(appendAll).immediate()
+    db.transaction(appendAll).immediate()
   } finally {
-    if (sync) store.db.pragma('synchronous = NORMAL')
+    if (sync) db.pragma('synchronous = NORMAL')
   }
   const sessions = checked.sessions.map((originalId) => ({
     originalId,

@@ -48,7 +48,6 @@ export function history(store: EventStore, sessionId: string, query: HistoryQuer
       throw new ChronicleError('BAD_REQUEST', `${name} must be a non-negative integer seq`)
     }
   }
-  store.flush()
   const segments = lineage(store, sessionId)
   const backward = query.before !== undefined && query.after === undefined
   const lo = query.after ?? 0 // exclusive
@@ -74,11 +73,12 @@ function* range(store: EventStore, segment: Segment, lo: number, hi: number, bac
   const to = Math.min(hi, segment.upTo)
   if (from >= to) return
   const max = store.version(segment.sessionId)
-  const afterVersion = versionAtOrBefore(store.db, segment.sessionId, from, max)
-  const upToVersion = versionAtOrBefore(store.db, segment.sessionId, to, max)
+  const db = store.reader(segment.sessionId)
+  const afterVersion = versionAtOrBefore(db, segment.sessionId, from, max)
+  const upToVersion = versionAtOrBefore(db, segment.sessionId, to, max)
   let n = 0
   for (const event of eventsByVersion(
-    store.db,
+    db,
     segment.sessionId,
     afterVersion,
     upToVersion,

@@ -42,7 +42,6 @@ export class InputIndex {
   find(sessionId: string, inputId: string): PriorAcceptance | undefined {
     let ids = this.sessions.get(sessionId)
     if (!ids) {
-      this.store.flush()
       ids = new Map()
       for (const e of this.store.iterateSession(sessionId)) {
         if (e.type === 'input.accepted') ids.set(e.data.inputId, { digest: e.data.digest, seq: e.seq })
@@ -72,7 +71,7 @@ export class InputIndex {
 export function inputAccepted(store: EventStore, sessionId: string, inputId: string): boolean {
   return (
     prepared(
-      store.db,
+      store.reader(sessionId),
       "SELECT 1 FROM events WHERE session_id = ? AND type = 'input.accepted' AND json_extract(data, '$.inputId') = ? LIMIT 1",
       true,
     ).get(sessionId, inputId) !== undefined

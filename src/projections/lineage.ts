@@ -56,7 +56,7 @@ export function locate(store: EventStore, sessionId: string, seq?: number): Loca
   const segments = lineage(store, sessionId)
   if (seq === undefined) {
     const version = store.version(sessionId)
-    return { sessionId, seq: seqOf(store.db, sessionId, version), version, inherited: false }
+    return { sessionId, seq: seqOf(store.reader(sessionId), sessionId, version), version, inherited: false }
   }
   const event = Number.isSafeInteger(seq) && seq > 0 ? store.get(seq) : undefined
   const segment = event && segments.find((s) => s.sessionId === event.sessionId && seq >= s.firstSeq && seq <= s.upTo)

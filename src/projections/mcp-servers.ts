@@ -106,7 +106,7 @@ export function evolveMcpServers(state: McpServersState, event: StoredEvent): Mc
  * state the stream had reached by then); a seq past the log's head is SEQ_OUT_OF_RANGE.
  */
 export function mcpServersAt(store: EventStore, seq?: number): McpServersAt {
-  store.flush()
+  store.reader() // read-your-writes: the head below includes what is queued
   const head = store.head()
   if (seq !== undefined && seq > head)
     throw new ChronicleError('SEQ_OUT_OF_RANGE', `seq ${seq} is past the end of the log (${head})`)

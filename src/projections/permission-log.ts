@@ -13,7 +13,7 @@ export type PermissionReply = DataOf<'permission.replied'>
 /** The first reply to a request, if any. */
 export function replyTo(store: EventStore, sessionId: string, requestId: string): PermissionReply | undefined {
   const seq = prepared(
-    store.db,
+    store.reader(sessionId),
     "SELECT seq FROM events WHERE session_id = ? AND type = 'permission.replied' AND json_extract(data, '$.requestId') = ? ORDER BY seq LIMIT 1",
     true,
   ).get(sessionId, requestId) as number | undefined
@@ -24,7 +24,7 @@ export function replyTo(store: EventStore, sessionId: string, requestId: string)
 /** The id of the latest request a tool part made, if any. */
 export function lastRequestOf(store: EventStore, sessionId: string, partId: string): string | undefined {
   return prepared(
-    store.db,
+    store.reader(sessionId),
     "SELECT data ->> '$.requestId' FROM events WHERE session_id = ? AND type = 'permission.requested' AND data ->> '$.partId' = ? ORDER BY seq DESC LIMIT 1",
     true,
   ).get(sessionId, partId) as string | undefined

@@ -1,12 +1,15 @@
-import type { EventStore } from '../events/store.js'
+import type { Readable } from '../events/store.js'
 import { ChronicleError } from '../events/errors.js'
 import type { Message, Part, Session, SessionView } from './model.js'
 import { prepared } from './prepared.js'
 import { sharedMessage, sharedMessages, sharedParts } from './shared-rows.js'
 import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
 
-/** What the read-model queries need of a store: its database (the projections' own concern, behind these functions). */
-export type ReadModelSource = Pick<EventStore, 'db'>
+/**
+ * What the read-model queries need of a store: its database, read your
+ * writes (EventStore.reader), or as committed (`store.asCommitted`).
+ */
+export type ReadModelSource = Readable
 
 /**
  * Queries over the stored read models. Nothing here writes: only the
@@ -14,7 +17,7 @@ export type ReadModelSource = Pick<EventStore, 'db'>
  */
 
 export function getSession(store: ReadModelSource, sessionId: string): Session | undefined {
-  return sessionReader(store.db)(sessionId)
+  return sessionReader(store.reader(sessionId))(sessionId)
 }
 
 export function requireSession(store: ReadModelSource, sessionId: string): Session {
@@ -26,15 +29,15 @@ export function requireSession(store: ReadModelSource, sessionId: string): Sessi
 // A fork's messages and parts are its own rows and its parent's as of the fork point (shared-rows.ts).
 
 export function getMessage(store: ReadModelSource, sessionId: string, messageId: string): Message | undefined {
-  return sharedMessage(store.db, sessionId, messageId)
+  return sharedMessage(store.reader(sessionId), sessionId, messageId)
 }
 
 export function getMessages(store: ReadModelSource, sessionId: string): Message[] {
-  return sharedMessages(store.db, sessionId)
+  return sharedMessages(store.reader(sessionId), sessionId)
 }
 
 export function getParts(store: ReadModelSource, sessionId: string, messageId?: string): Part[] {
-  return sharedParts(store.db, sessionId, messageId)
+  return sharedParts(store.reader(sessionId), sessionId, messageId)
 }
 
 /** The stored read model of one session as a view (what verify compares with a fresh fold). */
@@ -57,10 +60,10 @@ export interface SessionPage {
  * looks up each session's last event: a point lookup per session.
  */
 export function listSessions(
-  store: EventStore,
+  store: ReadModelSource,
   opts: { cursor?: string; limit?: number; archived?: boolean } = {},
 ): SessionPage {
-  const { db } = store
+  const db = store.reader()
   const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500)
   const archived = opts.archived ? 1 : 0
   const [beforeSeq, beforeId] = opts.cursor ? decodeCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
@@ -96,7 +99,11 @@ function decodeCursor(cursor: string): [number, string] {
 
 /** Ids of every sub-agent child session. */
 export function childSessionIds(store: ReadModelSource): string[] {
-  return prepared(store.db, 'SELECT id FROM sessions WHERE parent_id IS NOT NULL ORDER BY id', true).all() as string[]
+  return prepared(
+    store.reader(),
+    'SELECT id FROM sessions WHERE parent_id IS NOT NULL ORDER BY id',
+    true,
+  ).all() as string[]
 }
 
 /**
@@ -105,7 +112,7 @@ export function childSessionIds(store: ReadModelSource): string[] {
  */
 export function sessionsWithOpenWork(store: ReadModelSource): string[] {
   return prepared(
-    store.db,
+    store.reader(),
     "SELECT id FROM sessions WHERE data ->> '$.run' IS NOT NULL OR json_array_length(data, '$.inbox') > 0 OR data ->> '$.compaction.status' = 'requested' ORDER BY id",
     true,
   ).all() as string[]
@@ -114,13 +121,13 @@ export function sessionsWithOpenWork(store: ReadModelSource): string[] {
 /** Ids of sessions whose files a crash left mid-task: a restore or a fork's materialization started and not ended. */
 export function sessionsWithWorkspaceTask(store: ReadModelSource): string[] {
   return prepared(
-    store.db,
+    store.reader(),
     "SELECT id FROM sessions WHERE data ->> '$.restoring' IS NOT NULL OR data ->> '$.materializing' IS NOT NULL ORDER BY id",
     true,
   ).all() as string[]
 }
 
 /** Ids of every session with a read model. */
-export function sessionIds(store: EventStore): string[] {
-  return prepared(store.db, 'SELECT id FROM sessions ORDER BY id', true).all() as string[]
+export function sessionIds(store: ReadModelSource): string[] {
+  return prepared(store.reader(), 'SELECT id FROM sessions ORDER BY id', true).all() as string[]
 }

@@ -23,8 +23,7 @@ const CHUNK = 4096
  */
 export function rebuild(store: EventStore, options: { progress?: Progress; inherit?: InheritFn } = {}): RebuildReport {
   const started = performance.now()
-  const { db } = store
-  store.flush()
+  const db = store.reader()
   const inherit = options.inherit ?? ((from) => foldSession(store, from.sessionId, from.seq))
   const project = createProjector(inherit, { cache: { entries: 4096, bytes: 64 * 2 ** 20, idleMs: Infinity } })
   const total = store.head()

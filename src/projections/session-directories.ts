@@ -7,7 +7,7 @@ import type { ReadModelSource } from './read-model.js'
  */
 export function liveSessionDirectories(store: ReadModelSource): string[] {
   return prepared(
-    store.db,
+    store.reader(),
     "SELECT DISTINCT data ->> '$.directory' AS directory FROM sessions WHERE archived = 0 AND data ->> '$.imported' IS NULL ORDER BY directory",
     true,
   ).all() as string[]

@@ -30,7 +30,7 @@ export class SnapshotFold {
     private readonly every: number,
     inherit: InheritFn,
   ) {
-    const cache = snapshotCache(store.db)
+    const cache = snapshotCache(store.reader(sessionId))
     const first = firstEvent(store, sessionId)
     this.view = first.type === 'session.forked' ? inheritedView(inherit, first) : emptyView()
     this.base = cache.mergeInto(this.view, sessionId, upToVersion)?.version ?? 0
@@ -40,8 +40,9 @@ export class SnapshotFold {
 
   /** Folds the session's events up to `version`, recording rows on the way. */
   advance(version: number): SessionView {
-    const cache = snapshotCache(this.store.db)
-    for (const event of eventsByVersion(this.store.db, this.sessionId, this.version, version)) {
+    const db = this.store.reader(this.sessionId)
+    const cache = snapshotCache(db)
+    for (const event of eventsByVersion(db, this.sessionId, this.version, version)) {
       const changes = evolve(this.view, event)
       if (this.writing) {
         for (const p of changes.parts ?? []) {
@@ -72,6 +73,6 @@ export class SnapshotFold {
 
   /** Still the end of the chain (nobody else added rows), so advancing it stays correct. */
   isChainEnd(): boolean {
-    return this.writing && snapshotCache(this.store.db).tail(this.sessionId) === this.base
+    return this.writing && snapshotCache(this.store.reader(this.sessionId)).tail(this.sessionId) === this.base
   }
 }

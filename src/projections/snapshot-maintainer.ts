@@ -28,7 +28,7 @@ export function maintainSnapshots(store: EventStore, options: MaintainOptions = 
     scheduled = false
     for (const sessionId of pending) {
       pending.delete(sessionId)
-      if (!store.db.open) return
+      if (store.isClosed) return
       try {
         let fold = folds.get(sessionId)
         folds.delete(sessionId)

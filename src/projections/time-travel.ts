@@ -69,7 +69,6 @@ export function stateAt(
   seq?: number,
   options: TimeTravelOptions = {},
 ): SessionState {
-  if (seq === undefined) store.flush()
   const at = locate(store, sessionId, seq)
   const view = ownViewAt(store, at, options)
   return {
@@ -112,16 +111,13 @@ export function rebuildSnapshots(
   store: EventStore,
   options: TimeTravelOptions = {},
 ): { sessions: number; rows: number } {
-  store.flush()
+  const db = store.reader()
   const k = every(store, options)
-  store.db.exec('DELETE FROM snapshots')
+  db.exec('DELETE FROM snapshots')
   stateOf(store).recent = undefined
-  const ids = store.db
-    .prepare('SELECT session_id FROM events WHERE version = ?')
-    .pluck()
-    .all(Math.max(k, 1)) as string[]
+  const ids = db.prepare('SELECT session_id FROM events WHERE version = ?').pluck().all(Math.max(k, 1)) as string[]
   if (k > 0) for (const id of ids) ensureSnapshots(store, id, options)
-  return { sessions: ids.length, rows: store.db.prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number }
+  return { sessions: ids.length, rows: db.prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number }
 }
 
 function ownViewAt(store: EventStore, at: Located, options: TimeTravelOptions): SessionView {
@@ -129,7 +125,7 @@ function ownViewAt(store: EventStore, at: Located, options: TimeTravelOptions): 
   const hit = state.recent
   if (hit && hit.sessionId === at.sessionId && hit.seq === at.seq) return hit.view
   const view = foldWithSnapshots(store, at, options)
-  if (!store.db.inTransaction) state.recent = { sessionId: at.sessionId, seq: at.seq, view }
+  if (!store.asCommitted.reader().inTransaction) state.recent = { sessionId: at.sessionId, seq: at.seq, view }
   return view
 }
 

@@ -30,8 +30,7 @@ export function verify(
   store: EventStore,
   options: { progress?: Progress; chainProgress?: Progress; anchor?: ChainAnchor } = {},
 ): VerifyReport {
-  store.flush()
-  const { db } = store
+  const db = store.reader()
   const chain = checkChain(db, {
     ...(options.chainProgress && { progress: options.chainProgress }),
     ...(options.anchor && { anchor: options.anchor }),

@@ -43,7 +43,7 @@ import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt
  *   runtime.compact(sessionId) → { compactionId, seq, duplicate }   appends compaction.requested {manual} (FULL);
  *                                 the session's run performs it (one starts when idle) — src/runtime/compaction/compaction.ts
  *   runtime.context(sessionId, seq?) → { system, messages, tools, toolChoice, digest, … } (what the model sees)
- *   runtime.stop()                aborts every run at a safe point (runs stay open for recovery), flushes
+ *   runtime.stop()                aborts every run at a safe point (runs stay open for recovery)
  *
  * Model and tool failures never throw out of a run: they end it with events.
  */
@@ -181,7 +181,6 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return outcome
     },
     (sessionId) => {
-      store.flushFor(sessionId) // only its own events change its pending work
       const session = getSession(store, sessionId)
       // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
       if (!session || session.imported) return undefined
@@ -216,7 +215,6 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
     wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
     resume(sessionId, runId) {
-      store.flush()
       if (getSession(store, sessionId)?.imported) return // never resumed, whatever its history left open
       coordinator.resume(sessionId, { runId })
     },
@@ -249,7 +247,6 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       await coordinator.stop()
       await titles?.drain()
       await deps.workspace?.drain()
-      store.flush()
       clearInterval(sweeper)
       views.close()
       inputs.close()

@@ -40,7 +40,6 @@ export function createTitles(deps: {
   const inFlight = new Set<Promise<void>>()
 
   async function propose(sessionId: string): Promise<void> {
-    store.flushFor(sessionId)
     const untitled = (s: Session | undefined): s is Session =>
       s !== undefined && s.title === DEFAULT_TITLE && !s.parent && !s.imported && !s.forkedFrom
     // the session alone first: most runs end in a session titled already, whose messages need no reading

@@ -60,7 +60,7 @@ export function compactionHarness(
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
     compaction,
   })
-  const events = (sessionId: string) => (store.flush(), store.readSession(sessionId))
+  const events = (sessionId: string) => store.readSession(sessionId)
   return {
     store,
     ids,

@@ -47,7 +47,7 @@ export interface CheckResult {
 
 export function checkDataDir(input: CheckInput): CheckResult {
   const store = openStore(input.dbPath)
-  const db = store.db
+  const db = store.asCommitted.reader()
   const r: CheckResult = {
     lostInputs: 0,
     duplicateInputs: 0,
@@ -192,7 +192,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
 
     // Every session ends idle: no run, no parked call, nothing left to deliver (unless a cancel parked it).
     for (const { id, dir } of input.sessions) {
-      const s = getSession({ db }, id)
+      const s = getSession({ reader: () => db }, id)
       if (!s) {
         fail(`session ${id} is missing`)
         continue
@@ -213,7 +213,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
       // A completed bash call ran to the end, so its marker line exists (at least once) — unless a revert took
       // the files back to before its end: to before its message (marked reverted then), or to an event while it
       // ran (its message stays, its write is undone: the files at that event had no line yet).
-      const view = loadView({ db }, id)
+      const view = loadView({ reader: () => db }, id)
       const completedAt = new Map(
         (
           db
@@ -343,7 +343,8 @@ export async function checkWorkspaces(
   const out = { workspaceMismatches: 0, workspaceTasks: 0, workspaceTasksRecovered: 0, violations: [] as string[] }
   try {
     out.workspaceTasks = (
-      store.db
+      store.asCommitted
+        .reader()
         .prepare(
           "SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.started', 'workspace.materialize.started')",
         )
@@ -351,7 +352,8 @@ export async function checkWorkspaces(
     ).n
     // tasks a kill cut off, which the restart finished (or rolled back)
     out.workspaceTasksRecovered = (
-      store.db
+      store.asCommitted
+        .reader()
         .prepare(
           "SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.completed', 'workspace.restore.failed', 'workspace.materialized', 'workspace.materialize.failed') AND meta ->> '$.actor' = 'recovery'",
         )

@@ -77,7 +77,7 @@ describe('the compact event log', () => {
       ],
     ])
     expect(store.append('ses_a', [renamed('u')], { meta: userMeta }).map((e) => [e.seq, e.version])).toEqual([[10, 3]])
-    expect(store.db.prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(2)
+    expect(store.asCommitted.reader().prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(2)
     store.close()
   })
 
@@ -86,7 +86,7 @@ describe('the compact event log', () => {
     store.append('ses_a', [created()], { meta: userMeta })
     store.append('ses_a', [renamed('x'), renamed('y'), renamed('z')], { meta: modelMeta })
     store.append('ses_b', [created(), renamed('x')], { meta: modelMeta })
-    const count = (table: string) => store.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get()
+    const count = (table: string) => store.asCommitted.reader().prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get()
     expect([count('event_log'), count('streams'), count('event_types'), count('event_metas')]).toEqual([6, 2, 2, 2])
     expect(events(store).map((e) => [e.sessionId, e.type, e.meta])).toEqual([
       ['ses_a', 'session.created', userMeta],
@@ -106,7 +106,7 @@ describe('the compact event log', () => {
     const meta = { actor: 'runtime' as const, run: 'run_9' }
     const fresh = store.enqueue('ses_b', [created(), delta('prt_1', 'hi')], { meta })
     const conflicting = store.enqueue('ses_a', [renamed('x')], { meta: userMeta, expectedVersion: 5 })
-    store.flush()
+    store.reader()
     await expect(conflicting).rejects.toMatchObject({ code: 'VERSION_CONFLICT' })
     expect((await fresh).map((e) => [e.seq, e.version])).toEqual([
       [2, 1],
@@ -122,13 +122,13 @@ describe('the compact event log', () => {
   it("does not remember ids made inside a caller's transaction that the caller rolls back", () => {
     const store = EventStore.open(':memory:')
     const meta = { actor: 'user' as const, request: 'req_1' }
-    const caller = store.db.transaction(() => {
+    const caller = store.asCommitted.reader().transaction(() => {
       store.append('ses_c', [created(), renamed('c')], { meta })
       throw new Error('the caller fails')
     })
     expect(() => caller()).toThrow('the caller fails')
     expect(store.version('ses_c')).toBe(0)
-    expect(store.db.prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(0)
+    expect(store.asCommitted.reader().prepare('SELECT COUNT(*) FROM streams').pluck().get()).toBe(0)
     store.append('ses_c', [created(), renamed('c')], { meta })
     expect(events(store).map((e) => [e.sessionId, e.version, e.type, e.meta])).toEqual([
       ['ses_c', 1, 'session.created', meta],
@@ -149,7 +149,7 @@ describe('the compact event log', () => {
       { type: 'text.ended', data: { partId: 'prt_1' } },
     ] as const
     store.append('ses_a', [...written], { meta: userMeta })
-    const stored = store.db.prepare('SELECT part, data FROM event_log ORDER BY seq').all()
+    const stored = store.asCommitted.reader().prepare('SELECT part, data FROM event_log ORDER BY seq').all()
     expect(stored).toEqual([
       { part: null, data: JSON.stringify(written[0].data) },
       { part: null, data: JSON.stringify(written[1].data) },
@@ -159,10 +159,16 @@ describe('the compact event log', () => {
       { part: null, data: JSON.stringify(written[5].data) }, // an id JSON escapes stays whole
       { part: 1, data: '}' },
     ])
-    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(
+    expect(store.asCommitted.reader().prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(
       written.map((e) => JSON.stringify(e.data)),
     )
-    expect(store.db.prepare("SELECT COUNT(*) FROM events WHERE data ->> '$.partId' = 'prt_1'").pluck().get()).toBe(4)
+    expect(
+      store.asCommitted
+        .reader()
+        .prepare("SELECT COUNT(*) FROM events WHERE data ->> '$.partId' = 'prt_1'")
+        .pluck()
+        .get(),
+    ).toBe(4)
     expect(events(store).map((e) => e.data)).toEqual(written.map((e) => e.data))
   })
 
@@ -176,23 +182,28 @@ describe('the compact event log', () => {
       { type: 'tool.completed', data: { partId: 'prt_2', output: 'short' } },
     ] as const
     store.append('ses_a', [...written], { meta: userMeta })
-    const stored = store.db.prepare('SELECT part, typeof(data) AS kind FROM event_log ORDER BY seq').all()
+    const stored = store.asCommitted
+      .reader()
+      .prepare('SELECT part, typeof(data) AS kind FROM event_log ORDER BY seq')
+      .all()
     expect(stored).toEqual([
       { part: null, kind: 'text' },
       { part: null, kind: 'blob' },
       { part: 1, kind: 'blob' }, // the rest after the interned partId is what is deflated
       { part: 2, kind: 'text' },
     ])
-    const blobs = store.db
+    const blobs = store.asCommitted
+      .reader()
       .prepare("SELECT SUM(length(data)) FROM event_log WHERE typeof(data) = 'blob'")
       .pluck()
       .get() as number
     expect(blobs).toBeLessThan(JSON.stringify(written[1].data).length)
-    expect(store.db.prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(
+    expect(store.asCommitted.reader().prepare('SELECT data FROM events ORDER BY seq').pluck().all()).toEqual(
       written.map((e) => JSON.stringify(e.data)),
     )
     expect(
-      store.db
+      store.asCommitted
+        .reader()
         .prepare("SELECT data ->> '$.output' FROM events WHERE type = 'tool.completed' ORDER BY seq")
         .pluck()
         .all(),
@@ -231,7 +242,7 @@ describe('the compact event log', () => {
     insert.run(2, 'ses_a', 2, 'session.renamed', '{"title":"t"}', '{"actor":"model","run":"run_1"}', 2000)
     db.close()
     const store = EventStore.open(path)
-    const metas = () => store.db.prepare('SELECT id, meta FROM event_metas ORDER BY id').all()
+    const metas = () => store.asCommitted.reader().prepare('SELECT id, meta FROM event_metas ORDER BY id').all()
     expect(metas()).toEqual([
       { id: 1, meta: '{"actor":"user"}' },
       { id: 2, meta: '{"actor":"model","run":"run_1"}' },
@@ -239,7 +250,8 @@ describe('the compact event log', () => {
     // same tail as run_1's model meta, different meta: a new row
     store.append('ses_a', [renamed('u')], { meta: { actor: 'runtime', run: 'run_1' } })
     store.append('ses_a', [renamed('v')], { meta: modelMeta })
-    store.db
+    store.asCommitted
+      .reader()
       .prepare(
         'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
       )

@@ -85,7 +85,7 @@ describe('two appenders on one file', () => {
       expect(mine.map((e) => e.meta.command)).toEqual(Array.from({ length: n }, (_, i) => `${name}-${i}`))
       expect(mine.map((e) => e.seq)).toEqual(committed)
     }
-    expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok')
+    expect(store.asCommitted.reader().pragma('integrity_check', { simple: true })).toBe('ok')
     expect(verify(store).differences).toEqual([])
     console.info(`racing appenders met ${results.map((r) => r.conflicts).join(' + ')} version conflicts`)
     store.close()

@@ -36,7 +36,7 @@ describe('durability', () => {
     expect(await exited).toBe('SIGKILL')
 
     const store = openStore(path)
-    expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok')
+    expect(store.asCommitted.reader().pragma('integrity_check', { simple: true })).toBe('ok')
     const seqs = new Set(store.readSession('ses_durable').map((e) => e.seq))
     expect(acknowledged.filter((seq) => !seqs.has(seq))).toEqual([])
     // No gaps: seq 1..head, and the read model equals the fold of what survived.

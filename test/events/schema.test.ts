@@ -51,8 +51,10 @@ describe('schema migrations', () => {
     db.close()
     // Opening the store runs migrate again: nothing changes.
     const store = EventStore.open(path)
-    expect(recorded(store.db)).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })))
-    expect(store.db.prepare('SELECT applied_at FROM schema_migrations').pluck().all()).toEqual(appliedAt)
+    expect(recorded(store.asCommitted.reader())).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })))
+    expect(store.asCommitted.reader().prepare('SELECT applied_at FROM schema_migrations').pluck().all()).toEqual(
+      appliedAt,
+    )
     store.close()
   })
 
@@ -127,7 +129,7 @@ describe('schema migrations', () => {
     const insert = db.prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
     for (const p of [text, tool, step]) insert.run('ses_a', p.id, 'msg_1', JSON.stringify(p))
     migrate(db)
-    expect(getParts({ db }, 'ses_a')).toEqual([text, tool, step])
+    expect(getParts({ reader: () => db }, 'ses_a')).toEqual([text, tool, step])
     db.close()
   })
 
@@ -193,9 +195,9 @@ describe('schema migrations', () => {
     db.close()
 
     const store = openStore(path)
-    expect(schemaVersion(store.db)).toBe(MIGRATIONS.length)
+    expect(schemaVersion(store.asCommitted.reader())).toBe(MIGRATIONS.length)
     expect(loadView(store, 'ses_a')).toEqual(view)
-    expect(store.db.prepare('SELECT id, through FROM parts ORDER BY id').all()).toEqual([
+    expect(store.asCommitted.reader().prepare('SELECT id, through FROM parts ORDER BY id').all()).toEqual([
       { id: 'prt_1', through: 6 },
       { id: 'prt_2', through: 6 },
     ])

@@ -85,7 +85,7 @@ describe('append', () => {
     store.onCommit((events) => commits.push(events.length))
     expect(store.append('ses_a', [], { meta: userMeta })).toEqual([])
     expect(await store.enqueue('ses_a', [], { meta: userMeta })).toEqual([])
-    expect([store.head(), count(store.db, 'events'), commits]).toEqual([0, 0, []])
+    expect([store.head(), count(store.asCommitted.reader(), 'events'), commits]).toEqual([0, 0, []])
   })
 
   it('rolls back entirely when the projection throws: events and read models untouched', () => {
@@ -103,7 +103,7 @@ describe('append', () => {
     const before = {
       session: getSession(store, 'ses_a'),
       parts: getParts(store, 'ses_a'),
-      events: count(store.db, 'events'),
+      events: count(store.asCommitted.reader(), 'events'),
     }
     // The second delta names a part that does not exist: evolve throws inside the append transaction.
     const err = thrown(() =>
@@ -115,7 +115,7 @@ describe('append', () => {
     expect({
       session: getSession(store, 'ses_a'),
       parts: getParts(store, 'ses_a'),
-      events: count(store.db, 'events'),
+      events: count(store.asCommitted.reader(), 'events'),
     }).toEqual(before)
     expect([store.head(), store.version('ses_a')]).toEqual([4, 4])
     // The store is still usable and the cached projection state did not leak the rolled-back batch.
@@ -151,7 +151,7 @@ describe('append', () => {
         }),
       ).code,
     ).toBe('INVALID_EVENT')
-    expect(count(store.db, 'events')).toBe(1)
+    expect(count(store.asCommitted.reader(), 'events')).toBe(1)
   })
 
   it('rejects an event that fails its schema with INVALID_EVENT before touching the database', async () => {
@@ -166,7 +166,7 @@ describe('append', () => {
       issues: [{ path: 'data.text', message: 'Invalid input: expected string, received undefined' }],
     })
     // Not even the queued batch was flushed by the rejected call.
-    expect(count(store.db, 'events')).toBe(1)
+    expect(count(store.asCommitted.reader(), 'events')).toBe(1)
     expect(
       (await rejected(store.enqueue('ses_a', [{ type: 'no.such.event', data: {} } as never], { meta: userMeta }))).code,
     ).toBe('INVALID_EVENT')
@@ -184,7 +184,7 @@ describe('append', () => {
       { meta: userMeta },
     )
     expect(e?.data).toEqual({ directory: '/r', agent: 'build', model: null })
-    expect(store.db.prepare('SELECT data FROM events').pluck().get()).toBe(
+    expect(store.asCommitted.reader().prepare('SELECT data FROM events').pluck().get()).toBe(
       '{"directory":"/r","agent":"build","model":null}',
     )
   })
@@ -194,10 +194,12 @@ describe('the events table', () => {
   it('refuses UPDATE and DELETE', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta })
-    expect(() => store.db.prepare("UPDATE events SET type = 'session.renamed'").run()).toThrow(
+    expect(() => store.asCommitted.reader().prepare("UPDATE events SET type = 'session.renamed'").run()).toThrow(
       'events are immutable: UPDATE is not allowed',
     )
-    expect(() => store.db.prepare('DELETE FROM events').run()).toThrow('events are immutable: DELETE is not allowed')
+    expect(() => store.asCommitted.reader().prepare('DELETE FROM events').run()).toThrow(
+      'events are immutable: DELETE is not allowed',
+    )
     expect(store.readSession('ses_a').map((e) => e.type)).toEqual(['session.created'])
   })
 
@@ -213,10 +215,11 @@ describe('the events table', () => {
       ['event_metas', 'meta'],
       ['event_parts', 'part_id'],
     ]) {
-      expect(() => store.db.prepare(`UPDATE ${table} SET ${column} = 'rewritten'`).run(), table).toThrow(
-        'events are immutable: UPDATE is not allowed',
-      )
-      expect(() => store.db.prepare(`DELETE FROM ${table}`).run(), table).toThrow(
+      expect(
+        () => store.asCommitted.reader().prepare(`UPDATE ${table} SET ${column} = 'rewritten'`).run(),
+        table,
+      ).toThrow('events are immutable: UPDATE is not allowed')
+      expect(() => store.asCommitted.reader().prepare(`DELETE FROM ${table}`).run(), table).toThrow(
         'events are immutable: DELETE is not allowed',
       )
     }
@@ -227,9 +230,9 @@ describe('the events table', () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta })
     // refused before the UNIQUE constraint by the trigger that also stops INSERT OR REPLACE (migration 11)
-    expect(() => rawInsert(store.db, { version: 1, type: 'session.renamed', data: '{"title":"dup"}' })).toThrow(
-      'events are immutable: an insert may not replace a logged event',
-    )
+    expect(() =>
+      rawInsert(store.asCommitted.reader(), { version: 1, type: 'session.renamed', data: '{"title":"dup"}' }),
+    ).toThrow('events are immutable: an insert may not replace a logged event')
   })
 })
 
@@ -260,11 +263,11 @@ describe('the versions an append starts from', () => {
   it('survive a write around the store on its own connection: the next append still takes the next version', async () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created(), renamed('one')], { meta: userMeta })
-    rawInsert(store.db, { version: 3, type: 'session.renamed', data: '{"title":"around"}' })
+    rawInsert(store.asCommitted.reader(), { version: 3, type: 'session.renamed', data: '{"title":"around"}' })
     expect(
       store.append('ses_a', [renamed('two')], { meta: userMeta, expectedVersion: 3 }).map((e) => e.version),
     ).toEqual([4])
-    rawInsert(store.db, { version: 5, type: 'session.renamed', data: '{"title":"around again"}' })
+    rawInsert(store.asCommitted.reader(), { version: 5, type: 'session.renamed', data: '{"title":"around again"}' })
     expect((await store.enqueue('ses_a', [renamed('three')], { meta: userMeta })).map((e) => e.version)).toEqual([6])
     expect(store.readSession('ses_a').map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6])
   })
@@ -287,7 +290,7 @@ describe('reading a damaged log', () => {
   ])('names the seq of %s with CORRUPT_EVENT', (_what, row, message) => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created(), renamed('fine')], { meta: userMeta })
-    const seq = rawInsert(store.db, { version: 3, ...row })
+    const seq = rawInsert(store.asCommitted.reader(), { version: 3, ...row })
     for (const read of [
       () => store.readSession('ses_a'),
       () => store.readAll(0),
@@ -318,7 +321,7 @@ describe('the batching appender', () => {
       store.enqueue('ses_b', [renamed('b1'), renamed('b2')], { meta: userMeta }),
       store.enqueue('ses_a', [renamed('a2')], { meta: userMeta }),
     ]
-    expect(count(store.db, 'events')).toBe(2) // nothing yet: the flush waits for the end of the tick
+    expect(count(store.asCommitted.reader(), 'events')).toBe(2) // nothing yet: the flush waits for the end of the tick
     const [a1, b, a2] = await Promise.all(a)
     expect([a1?.map((e) => e.version), b?.map((e) => e.version), a2?.map((e) => e.version)]).toEqual([[2], [2, 3], [3]])
     expect(commits).toEqual([[3, 4, 5, 6]])
@@ -353,7 +356,7 @@ describe('the batching appender', () => {
     expect((await good2).map((e) => e.seq)).toEqual([3])
     expect((await rejected(orphan)).code).toBe('SESSION_NOT_FOUND')
     expect(commits).toEqual([[2], [3]])
-    expect(count(store.db, 'events')).toBe(3)
+    expect(count(store.asCommitted.reader(), 'events')).toBe(3)
   })
 
   it('rejects an enqueue on a closed store, and close() commits what was queued', async () => {
@@ -380,7 +383,7 @@ describe('durability classes', () => {
         seen.push(db.pragma('synchronous', { simple: true }) as number)
       },
     })
-    const level = () => store.db.pragma('synchronous', { simple: true })
+    const level = () => store.asCommitted.reader().pragma('synchronous', { simple: true })
     store.append('ses_a', [created()], { meta: userMeta })
     store.append('ses_a', [renamed('acknowledged')], { meta: userMeta, durability: 'full' })
     expect(level()).toBe(1)

@@ -116,7 +116,7 @@ describe('authentication', () => {
 
   it('the public routes answer without a credential, and append nothing', async () => {
     const app = server.chronicle.app
-    server.chronicle.store.flush()
+    server.chronicle.store.reader()
     const head = server.chronicle.store.head()
     // the page (this checkout's dist/web) is built or not: its index, or the page saying to build it
     expect([200, 503]).toContain((await app.inject({ url: '/' })).statusCode)
@@ -126,7 +126,7 @@ describe('authentication', () => {
     const login = await app.inject({ method: 'POST', url: '/login', payload: { code: 'not-a-code' } })
     expect([login.statusCode, login.json().code]).toEqual([401, 'LOGIN_INVALID'])
     expect(login.headers['set-cookie']).toBeUndefined()
-    server.chronicle.store.flush()
+    server.chronicle.store.reader()
     expect(server.chronicle.store.head()).toBe(head)
   })
 

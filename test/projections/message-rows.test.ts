@@ -34,7 +34,7 @@ describe('message rows', () => {
 
   it('read back equal, key order included, whether compact or whole JSON from older code', () => {
     const store = openStore(':memory:')
-    const insert = store.db.prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)')
+    const insert = store.asCommitted.reader().prepare('INSERT INTO messages (session_id, id, data) VALUES (?, ?, ?)')
     const old = { ...user, id: 'msg_2' } as Message
     insert.run('ses_a', 'msg_1', messageRow('ses_a', 'msg_1', user))
     insert.run('ses_a', 'msg_2', JSON.stringify(old))

@@ -49,7 +49,7 @@ describe('part rows', () => {
 
   it('read back equal, key order included, whether compact, deflated or whole JSON from older code', () => {
     const store = openStore(':memory:')
-    const writer = createPartWriter(store.db)
+    const writer = createPartWriter(store.asCommitted.reader())
     const small = {
       id: 'prt_3',
       sessionId: 'ses_a',
@@ -61,7 +61,8 @@ describe('part rows', () => {
     const large = tool('y'.repeat(5000))
     const foreign = { ...small, id: 'prt_4', sessionId: 'ses_other' } as Part
     for (const p of [large, small, foreign]) writer.write('ses_a', p, 1, 1)
-    store.db
+    store.asCommitted
+      .reader()
       .prepare('INSERT INTO parts (session_id, id, message_id, data) VALUES (?, ?, ?, ?)')
       .run('ses_a', 'prt_5', 'msg_1', JSON.stringify({ ...small, id: 'prt_5' }))
     const parts = getParts(store, 'ses_a')
@@ -96,7 +97,7 @@ describe('part rows', () => {
       [{ type: 'tool.completed', data: { partId: 'prt_1', output: 'z'.repeat(4000), title: 't' } }],
       meta,
     )
-    const stored = store.db.prepare('SELECT data FROM parts WHERE id = ?').pluck().get('prt_1')
+    const stored = store.asCommitted.reader().prepare('SELECT data FROM parts WHERE id = ?').pluck().get('prt_1')
     expect(Buffer.isBuffer(stored)).toBe(true)
     expect(getParts(store, 'ses_a')[0]).toMatchObject({ type: 'tool', state: 'completed', output: 'z'.repeat(4000) })
     expect(verify(store).differences).toEqual([])
@@ -107,11 +108,12 @@ describe('part rows', () => {
     const store = openStore(':memory:')
     const meta = { meta: { actor: 'model' as const } }
     const row = () =>
-      store.db.prepare("SELECT data, through FROM parts WHERE id = 'prt_1'").get() as {
+      store.asCommitted.reader().prepare("SELECT data, through FROM parts WHERE id = 'prt_1'").get() as {
         data: string | Buffer
         through: number | null
       }
-    const sessionRow = () => store.db.prepare("SELECT data FROM sessions WHERE id = 'ses_a'").pluck().get()
+    const sessionRow = () =>
+      store.asCommitted.reader().prepare("SELECT data FROM sessions WHERE id = 'ses_a'").pluck().get()
     store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
       meta: { actor: 'user' },
     })
@@ -153,7 +155,7 @@ describe('part rows', () => {
   it('read a streaming tool input and text whole after a restart in the middle of both', () => {
     const dir = mkdtempSync(join(tmpdir(), 'chronicle-parts-'))
     try {
-      const path = join(dir, 'store.db')
+      const path = join(dir, 'store.asCommitted.reader()')
       const meta = { meta: { actor: 'model' as const } }
       const first = openStore(path)
       first.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
@@ -192,7 +194,9 @@ describe('part rows', () => {
         ],
         meta,
       )
-      expect(store.db.prepare('SELECT COUNT(*) FROM parts WHERE through IS NOT NULL').pluck().get()).toBe(0)
+      expect(
+        store.asCommitted.reader().prepare('SELECT COUNT(*) FROM parts WHERE through IS NOT NULL').pluck().get(),
+      ).toBe(0)
       expect(getParts(store, 'ses_a')).toMatchObject([
         { id: 'prt_r', text: 'think harder!', ended: true },
         { id: 'prt_t', rawInput: '{"q":"x"}', state: 'running' },

@@ -37,7 +37,7 @@ function tables(db: Database.Database) {
   const ids = db.prepare('SELECT id FROM sessions ORDER BY id').pluck().all() as string[]
   return {
     messages: db.prepare('SELECT * FROM messages ORDER BY session_id, id').all(),
-    views: ids.map((id) => plain(loadView({ db }, id))),
+    views: ids.map((id) => plain(loadView({ reader: () => db }, id))),
   }
 }
 
@@ -65,11 +65,11 @@ describe('projections over random valid histories', () => {
           (store, sessions) => {
             for (const id of sessions) expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
             expect(verify(store).differences).toEqual([])
-            const live = tables(store.db)
+            const live = tables(store.asCommitted.reader())
             const report = rebuild(store)
             expect(report.sessions).toBe(sessions.length)
             expect(report.events).toBe(store.head())
-            expect(tables(store.db)).toEqual(live)
+            expect(tables(store.asCommitted.reader())).toEqual(live)
           },
           { cache: { entries: cacheSessions } },
         )
@@ -86,7 +86,7 @@ describe('projections over random valid histories', () => {
         fc.constantFrom('session', 'message', 'part'),
         async (steps, k, what) => {
           await withPlayed(steps, (store, sessions) => {
-            const db = store.db
+            const db = store.asCommitted.reader()
             const pick = <T>(rows: T[]): T | undefined => rows[k % Math.max(rows.length, 1)]
             let expected: { sessionId: string; entity: string; id: string } | undefined
             if (what === 'message' || what === 'part') {
@@ -144,11 +144,14 @@ describe('verify', () => {
     store.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
       meta: { actor: 'user' },
     })
-    const row = store.db.prepare('SELECT data FROM sessions').pluck().get() as string
+    const row = store.asCommitted.reader().prepare('SELECT data FROM sessions').pluck().get() as string
     const reordered = Object.fromEntries(Object.entries(JSON.parse(row) as Record<string, unknown>).reverse())
-    store.db.prepare('UPDATE sessions SET data = ?').run(JSON.stringify(reordered))
+    store.asCommitted.reader().prepare('UPDATE sessions SET data = ?').run(JSON.stringify(reordered))
     expect(verify(store).differences).toEqual([])
-    store.db.prepare('UPDATE sessions SET data = ?').run(JSON.stringify({ ...reordered, status: 'busy' }))
+    store.asCommitted
+      .reader()
+      .prepare('UPDATE sessions SET data = ?')
+      .run(JSON.stringify({ ...reordered, status: 'busy' }))
     expect(verify(store).differences).toEqual([
       {
         sessionId: 'ses_a',
@@ -158,7 +161,7 @@ describe('verify', () => {
         expected: expect.objectContaining({ status: 'idle' }),
       },
     ])
-    store.db.prepare('DELETE FROM sessions').run()
+    store.asCommitted.reader().prepare('DELETE FROM sessions').run()
     expect(verify(store).differences.map((d) => [d.entity, d.stored, typeof d.expected])).toEqual([
       ['session', undefined, 'object'],
     ])

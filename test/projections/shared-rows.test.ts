@@ -19,7 +19,8 @@ const meta = { actor: 'runtime' as const }
 let store: EventStore
 afterEach(() => store?.close())
 
-const count = (table: string) => store.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number
+const count = (table: string) =>
+  store.asCommitted.reader().prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number
 const plain = (view: SessionView) =>
   JSON.parse(
     JSON.stringify({ session: view.session, messages: [...view.messages].sort(), parts: [...view.parts].sort() }),
@@ -104,9 +105,9 @@ describe('forks share their parent’s rows', () => {
   it('a fork of a session projected before rows had versions copies its rows, as forks did', () => {
     store = openStore(':memory:')
     const { ends } = conversation('ses_old', 5)
-    store.db.exec(
-      'UPDATE messages SET version = NULL; UPDATE parts SET version = NULL; UPDATE sessions SET versioned = 0',
-    )
+    store.asCommitted
+      .reader()
+      .exec('UPDATE messages SET version = NULL; UPDATE parts SET version = NULL; UPDATE sessions SET versioned = 0')
     const before = count('messages') + count('parts')
     fork('ses_f', 'ses_old', ends[2] as number)
     expect(count('messages') + count('parts') - before).toBe(6 + 6) // three turns: two messages and two parts each
@@ -121,10 +122,13 @@ describe('forks share their parent’s rows', () => {
     revert('ses_p', messages.slice(-6))
     fork('ses_g', 'ses_f', forked)
     const rows = () => ({
-      messages: store.db.prepare('SELECT * FROM messages ORDER BY session_id, id').all(),
-      parts: store.db.prepare('SELECT session_id, id, version, through FROM parts ORDER BY session_id, id').all(),
-      inherits: store.db.prepare('SELECT * FROM inherits ORDER BY session_id').all(),
-      rewrites: store.db.prepare('SELECT * FROM rewrites ORDER BY session_id, version, id').all(),
+      messages: store.asCommitted.reader().prepare('SELECT * FROM messages ORDER BY session_id, id').all(),
+      parts: store.asCommitted
+        .reader()
+        .prepare('SELECT session_id, id, version, through FROM parts ORDER BY session_id, id')
+        .all(),
+      inherits: store.asCommitted.reader().prepare('SELECT * FROM inherits ORDER BY session_id').all(),
+      rewrites: store.asCommitted.reader().prepare('SELECT * FROM rewrites ORDER BY session_id, version, id').all(),
     })
     const live = rows()
     rebuild(store)

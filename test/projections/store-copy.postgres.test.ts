@@ -99,7 +99,7 @@ function history(store: EventStore): string[] {
 
 /** The copy equals its source: every stored event byte for byte, the head digest, the blobs, and every session. */
 async function expectSameStore(store: EventStore, db: pg.Client, sessions: readonly string[]): Promise<void> {
-  const source = [...storedRows(store.db)].map((r) => [r.seq, r.version, r.hash?.toString('hex')])
+  const source = [...storedRows(store.asCommitted.reader())].map((r) => [r.seq, r.version, r.hash?.toString('hex')])
   const copied = (
     await db.query<{ seq: number; version: number; hash: Buffer }>('SELECT seq, version, hash FROM events ORDER BY seq')
   ).rows.map((r) => [r.seq, r.version, r.hash.toString('hex')])
@@ -107,7 +107,7 @@ async function expectSameStore(store: EventStore, db: pg.Client, sessions: reado
   const report = await verifyPostgres(db)
   expect(report.chain.breaks).toEqual([])
   expect(report.differences).toEqual([])
-  expect(report.chain.head).toEqual(checkChain(store.db).head)
+  expect(report.chain.head).toEqual(checkChain(store.asCommitted.reader()).head)
   for (const id of sessions) {
     expect(plain(await pgLoadView(db, id))).toEqual(plain(loadView(store, id)))
     // time travel: the state at each of the session's events
@@ -180,7 +180,7 @@ describe('chronicle store copy', () => {
     const { store } = sqliteFile()
     history(store)
     // an edit behind the log's back: one late event's data no longer fits its schema
-    store.db.exec(`DROP TRIGGER event_log_no_update;
+    store.asCommitted.reader().exec(`DROP TRIGGER event_log_no_update;
       UPDATE event_log SET data = '{"messageId": 7}' WHERE seq = (SELECT MAX(seq) - 3 FROM event_log)`)
     const url = await postgres().database()
     const failed = await copyToPostgres(store, url).catch((err: unknown) => err)
@@ -195,9 +195,9 @@ describe('chronicle store copy', () => {
     const { store } = sqliteFile()
     const sessions = history(store)
     // as a database from before SQLite schema migration 13 left it: its first events carry no hash
-    store.db.exec(`DROP TRIGGER event_log_no_update; DROP TRIGGER log_chain_from_fixed;
+    store.asCommitted.reader().exec(`DROP TRIGGER event_log_no_update; DROP TRIGGER log_chain_from_fixed;
       UPDATE event_log SET hash = NULL WHERE seq < 5; UPDATE log_chain SET from_seq = 5`)
-    expect(checkChain(store.db).unchained).toBe(4)
+    expect(checkChain(store.asCommitted.reader()).unchained).toBe(4)
     const url = await postgres().database()
     expect((await copyToPostgres(store, url)).rechained).toBe(true)
     const db = await client(url)
@@ -209,7 +209,7 @@ describe('chronicle store copy', () => {
   it('from the command line: copies, verifies the copy, prints its head; refuses a second copy, names no password', async () => {
     const { store, path } = sqliteFile()
     history(store)
-    const head = checkChain(store.db).head
+    const head = checkChain(store.asCommitted.reader()).head
     store.close()
     const data = join(path, '..')
     const url = await postgres().database()

@@ -115,9 +115,9 @@ export function harness(options: HarnessOptions = {}): Harness {
       execute(store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
       return id
     },
-    events: (sessionId) => (store.flush(), store.readSession(sessionId)),
+    events: (sessionId) => store.readSession(sessionId),
     types(sessionId, opts = {}) {
-      store.flush()
+      store.reader()
       const all = store.readSession(sessionId).map((e) => e.type)
       return opts.deltas === false ? collapse(all) : all
     },

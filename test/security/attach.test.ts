@@ -81,7 +81,7 @@ describe('a file given by path', () => {
     const { runtime, store, model, session } = world
     runtime.submit(session, { parts: file('notes.txt') })
     await runtime.idle(session)
-    store.flush()
+    store.reader()
     const accepted = store.readSession(session).find((e) => e.type === 'input.accepted')
     if (accepted?.type !== 'input.accepted') throw new Error('no input.accepted')
     const part = accepted.data.parts[1]
@@ -139,7 +139,7 @@ describe('a file given by path', () => {
     const { runtime, store, session } = world
     const head = store.head()
     expect(() => runtime.submit(session, { parts: file(path) })).toThrow(expect.objectContaining({ code }))
-    store.flush()
+    store.reader()
     expect(store.head()).toBe(head)
   })
 

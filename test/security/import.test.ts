@@ -116,9 +116,9 @@ function world(): World {
   })
   const victim = { type: 'create' as const, directory: workspace, agent: 'build', model: 'mock:model', title: 'mine' }
   execute(store, 'ses_victim', (s) => decideSession(victim, s, 'ses_victim'), { meta: { actor: 'user' } })
-  const rows = store.db.prepare(
-    'SELECT seq, version, type, schema_version, data, meta, at FROM events WHERE session_id = ? ORDER BY seq',
-  )
+  const rows = store.asCommitted
+    .reader()
+    .prepare('SELECT seq, version, type, schema_version, data, meta, at FROM events WHERE session_id = ? ORDER BY seq')
   const w: World = {
     dir,
     workspace,
@@ -126,8 +126,8 @@ function world(): World {
     ids,
     runtime,
     gate,
-    rows: (sessionId) => (store.flush(), rows.all(sessionId)),
-    types: (sessionId) => (store.flush(), store.readSession(sessionId).map((e) => e.type)),
+    rows: (sessionId) => (store.reader(), rows.all(sessionId)),
+    types: (sessionId) => (store.reader(), store.readSession(sessionId).map((e) => e.type)),
     async close() {
       await runtime.stop()
       gate.close()
@@ -627,7 +627,7 @@ describe('malformed files are refused whole, naming the line; nothing is appende
       details: { line: n, reason },
     })
     expect(w.store.head()).toBe(head)
-    expect(w.store.db.prepare('SELECT COUNT(*) FROM sessions').pluck().get()).toBe(1)
+    expect(w.store.asCommitted.reader().prepare('SELECT COUNT(*) FROM sessions').pluck().get()).toBe(1)
     expect(w.rows('ses_victim')).toEqual(victim)
     expect(w.ids.next('ses')).toBe('ses_000001') // not even an id was drawn
   })

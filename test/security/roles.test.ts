@@ -132,7 +132,7 @@ describe('every HTTP route × every principal', () => {
         if (method === 'session.archive') continue
         const payload =
           method === 'token.create' ? { name: `t${names++}`, role: 'audit' } : (body as object | undefined)
-        server.chronicle.store.flush()
+        server.chronicle.store.reader()
         const head = server.chronicle.store.head()
         const res = await http(who, verb, url, payload)
         const want = expected(who, method as keyof typeof NEEDS, session)
@@ -141,7 +141,7 @@ describe('every HTTP route × every principal', () => {
         else {
           expect(res.statusCode, label).toBe(want === 'forbidden' ? 403 : 401)
           expect((res.json() as { code: string }).code, label).toBe(want === 'forbidden' ? 'FORBIDDEN' : 'UNAUTHORIZED')
-          server.chronicle.store.flush()
+          server.chronicle.store.reader()
           expect(server.chronicle.store.head(), `${label}: appended`).toBe(head)
         }
       }
@@ -159,7 +159,7 @@ describe('archiving, which ends a session: on a fresh one each time', () => {
       [outside, B],
       [forkOfA, A],
     ] as const) {
-      server.chronicle.store.flush()
+      server.chronicle.store.reader()
       const head = server.chronicle.store.head()
       const res = await http(who, 'DELETE', `/sessions/${session}`)
       const want = expected(who, 'session.archive', reached)
@@ -167,7 +167,7 @@ describe('archiving, which ends a session: on a fresh one each time', () => {
       if (want === 'allowed') expect(res.statusCode, label).toBe(200)
       else {
         expect(res.statusCode, label).toBe(want === 'forbidden' ? 403 : 401)
-        server.chronicle.store.flush()
+        server.chronicle.store.reader()
         expect(server.chronicle.store.head(), label).toBe(head)
       }
     }
@@ -196,7 +196,7 @@ describe('every WebSocket method × every principal', () => {
         for (const method of Object.keys(NEEDS) as (keyof typeof NEEDS)[]) {
           if (method === 'session.archive' || method === 'unsubscribe') continue
           const p = method === 'subscribe' ? { sessions: [session], after: 0 } : params(method, session)
-          server.chronicle.store.flush()
+          server.chronicle.store.reader()
           const head = server.chronicle.store.head()
           const reply = await c.call(method, p)
           const want = expected(who, method, session)
@@ -205,7 +205,7 @@ describe('every WebSocket method × every principal', () => {
           if (want === 'allowed') expect(code, label).not.toBe('FORBIDDEN')
           else {
             expect(code, label).toBe('FORBIDDEN')
-            server.chronicle.store.flush()
+            server.chronicle.store.reader()
             expect(server.chronicle.store.head(), `${label}: appended`).toBe(head)
           }
         }
@@ -287,7 +287,7 @@ describe('attribution', () => {
       const forked = await c.call('session.fork', { session: A, at: 1, files: false })
       const child = (forked.result as { session: { id: string } }).session.id
       await c.call('run.cancel', { session: child })
-      server.chronicle.store.flush()
+      server.chronicle.store.reader()
       const accepted = server.chronicle.store
         .readSession(A)
         .find((e) => e.type === 'input.accepted' && JSON.stringify(e.data).includes('by otto'))
@@ -312,7 +312,7 @@ describe('attribution', () => {
       payload: { parts: [{ type: 'text', text: 'by ada' }], noReply: true },
     })
     expect(res.statusCode).toBe(202)
-    server.chronicle.store.flush()
+    server.chronicle.store.reader()
     const byAda = server.chronicle.store
       .readSession(A)
       .find((e) => e.type === 'input.accepted' && JSON.stringify(e.data).includes('by ada'))
@@ -328,7 +328,7 @@ describe('attribution', () => {
   })
 
   it('the token store holds no secret in clear: not in the database, its WAL, or any file of the data dir', () => {
-    server.chronicle.store.flush()
+    server.chronicle.store.reader()
     const secrets = Object.values(tokens).flatMap(({ token }) => [token, token.split('.')[1] as string])
     const files: string[] = []
     const walk = (dir: string) => {

@@ -87,7 +87,7 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
       environment: () => ({ platform: 'test', date: '2026-01-01' }),
     })
   runtime = start()
-  const events = (sessionId: string) => (store.flush(), store.readSession(sessionId))
+  const events = (sessionId: string) => store.readSession(sessionId)
   return {
     store,
     ids,

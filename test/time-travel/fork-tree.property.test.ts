@@ -143,7 +143,7 @@ function run(commands: Command[]): void {
       }
     }
     expect(verify(store).differences).toEqual([])
-    store.db.exec('DELETE FROM snapshots')
+    store.asCommitted.reader().exec('DELETE FROM snapshots')
     for (const { id, seq, answer } of samples)
       expect(json(stateAt(store, id, seq, { snapshotEvery: 0 }))).toEqual(answer)
   } finally {

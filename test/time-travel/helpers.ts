@@ -22,5 +22,5 @@ export function plainStateAt(store: EventStore, ownerId: string, seq: number): u
 }
 
 export function snapshotRows(store: EventStore): number {
-  return store.db.prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number
+  return store.asCommitted.reader().prepare('SELECT COUNT(*) FROM snapshots').pluck().get() as number
 }

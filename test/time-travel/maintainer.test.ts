@@ -29,7 +29,8 @@ describe('background snapshot maintenance', () => {
     for (let i = 0; i < 9; i++)
       store.append(child.id, [{ type: 'session.renamed', data: { title: `t${i}` } }], { meta: { actor: 'user' } })
     await tick()
-    const rows = store.db
+    const rows = store.asCommitted
+      .reader()
       .prepare('SELECT version, base_version AS base FROM snapshots WHERE session_id = ? ORDER BY version')
       .all(child.id)
     const version = store.version(child.id)

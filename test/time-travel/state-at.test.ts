@@ -87,9 +87,9 @@ describe('stateAt', () => {
     const seqs = recordSession(store)
     const before = seqs.map((seq) => json(stateAt(store, 'ses_rec', seq)))
     expect(snapshotRows(store)).toBeGreaterThan(3)
-    store.db.prepare('DELETE FROM snapshots WHERE version = 8').run()
+    store.asCommitted.reader().prepare('DELETE FROM snapshots WHERE version = 8').run()
     expect(seqs.map((seq) => json(stateAt(store, 'ses_rec', seq, { snapshotEvery: 0 })))).toEqual(before)
-    store.db.exec('DELETE FROM snapshots')
+    store.asCommitted.reader().exec('DELETE FROM snapshots')
     expect(seqs.map((seq) => json(stateAt(store, 'ses_rec', seq, { snapshotEvery: 0 })))).toEqual(before)
     expect(snapshotRows(store)).toBe(0)
   })
@@ -121,13 +121,20 @@ describe('stateAt', () => {
       )
     }
     stateAt(store, 'ses_long')
-    const bytes = store.db.prepare('SELECT SUM(LENGTH(data)) FROM snapshots').pluck().get() as number
+    const bytes = store.asCommitted.reader().prepare('SELECT SUM(LENGTH(data)) FROM snapshots').pluck().get() as number
     expect(snapshotRows(store)).toBe(20)
     expect(bytes).toBeLessThan(20_000 + 20 * 1500) // the text once, plus a session object per row; whole copies would be ~200 KB
     for (const seq of seqs) expect(json(stateAt(store, 'ses_long', seq))).toEqual(plainStateAt(store, 'ses_long', seq))
-    const row = store.db.prepare('SELECT data FROM snapshots WHERE version = 100').pluck().get() as string
-    store.db.prepare('UPDATE snapshots SET data = ? WHERE version = 100').run(row.replace(/\[\d+,/, '[5,'))
-    expect(snapshotCache(store.db).mergeInto(emptyView(), 'ses_long', 200)?.version).toBe(90)
+    const row = store.asCommitted
+      .reader()
+      .prepare('SELECT data FROM snapshots WHERE version = 100')
+      .pluck()
+      .get() as string
+    store.asCommitted
+      .reader()
+      .prepare('UPDATE snapshots SET data = ? WHERE version = 100')
+      .run(row.replace(/\[\d+,/, '[5,'))
+    expect(snapshotCache(store.asCommitted.reader()).mergeInto(emptyView(), 'ses_long', 200)?.version).toBe(90)
     for (const seq of seqs)
       expect(json(stateAt(store, 'ses_long', seq, { snapshotEvery: 0 }))).toEqual(plainStateAt(store, 'ses_long', seq))
   })
@@ -140,7 +147,8 @@ describe('stateAt', () => {
     })
     stateAt(store, 'ses_rec')
     const rows = () =>
-      store.db
+      store.asCommitted
+        .reader()
         .prepare('SELECT session_id, version, seq, base_version, data FROM snapshots ORDER BY session_id, version')
         .all()
     const before = rows()
@@ -155,11 +163,14 @@ describe('stateAt', () => {
       const first = open(path)
       recordSession(first)
       stateAt(first, 'ses_rec')
-      first.db.prepare("INSERT INTO snapshots VALUES ('ses_rec', 999, 999, 0, 'older', 'garbage')").run()
+      first.asCommitted
+        .reader()
+        .prepare("INSERT INTO snapshots VALUES ('ses_rec', 999, 999, 0, 'older', 'garbage')")
+        .run()
       first.close()
       const second = open(path)
       stateAt(second, 'ses_rec') // would throw on the garbage row if it were read
-      const formats = second.db.prepare('SELECT DISTINCT format FROM snapshots').pluck().all()
+      const formats = second.asCommitted.reader().prepare('SELECT DISTINCT format FROM snapshots').pluck().all()
       expect(formats).toEqual([SNAPSHOT_FORMAT])
     } finally {
       rmSync(dir, { recursive: true, force: true })

@@ -91,7 +91,7 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
       )
       return id
     },
-    events: (id) => (store.flush(), store.readSession(id)),
+    events: (id) => store.readSession(id),
     async close() {
       await runtime.stop()
       shadow.close()

@@ -140,7 +140,6 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
 
 /** The session's last assistant message with its parts, and how its run ended. */
 function finalAnswer(deps: AppDeps, sessionId: string) {
-  deps.store.flush()
   const session = getSession(deps.store, sessionId)
   const message = getMessages(deps.store, sessionId)
     .filter((m) => m.role === 'assistant')

@@ -164,7 +164,6 @@ export class Connection {
 
   private subscribe(p: z.infer<typeof SubscribeParams>): { sub: string; head: number } {
     const { store } = this.deps
-    store.flush()
     if (this.pumps.size >= MAX_SUBSCRIPTIONS)
       throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
     if (p.sessions !== '*') {

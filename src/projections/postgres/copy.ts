@@ -39,8 +39,7 @@ export async function copyToPostgres(
   options: { progress?: Progress } = {},
 ): Promise<CopyReport> {
   const started = performance.now()
-  source.flush()
-  const db = source.db
+  const db = source.reader()
   const total = db.prepare('SELECT COUNT(*) FROM event_log').pluck().get() as number
   const fromSeq = (db.prepare('SELECT from_seq FROM log_chain WHERE id = 1').pluck().get() as number | undefined) ?? 1
   const rechained = total > 0 && fromSeq > 1

@@ -53,7 +53,6 @@ export function audit(
   options: { progress?: (done: number, total: number) => void } = {},
 ): AuditReport {
   const started = performance.now()
-  store.flush()
   const ids = sessions === 'all' ? sessionIds(store) : sessions
   for (const id of ids) requireSession(store, id) // SESSION_NOT_FOUND
   let steps = 0

@@ -88,7 +88,6 @@ export function recordedRequest(
   sessionId: string,
   seq: number,
 ): { request: ModelRequest; digest: string; agent: string; step: SentStep } | undefined {
-  store.flush()
   const event = store.get(seq)
   if (event?.type !== 'step.started' || event.sessionId !== sessionId || !event.data.context) return undefined
   const from = event.data.context

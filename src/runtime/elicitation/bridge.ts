@@ -96,7 +96,6 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
 
   /** The top session of a sub-agent chain (the session itself when it has no parent). */
   function topOf(sessionId: string): string {
-    store.flush() // the read model must include the session's own latest events
     let top = sessionId
     for (let depth = 0; depth < MAX_CHAIN; depth++) {
       const parent = getSession(store, top)?.parent?.sessionId

@@ -159,7 +159,6 @@ export async function compileContext(
 ): Promise<CompiledContext> {
   let view: SessionView
   if (seq === undefined) {
-    store.flush()
     view = loadView(store, sessionId)
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   } else {

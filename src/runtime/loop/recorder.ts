@@ -53,7 +53,7 @@ export class Recorder {
    * turn), while deltas nobody waits on keep sharing commits.
    */
   async settle(): Promise<void> {
-    if (this.ended < this.emitted && this.store.loaded()) this.store.flushFor(this.sessionId)
+    if (this.ended < this.emitted) this.store.awaited(this.sessionId)
     const upTo = this.emitted // what is emitted from here on is not waited for
     if (this.ended < upTo) await new Promise<void>((wake) => this.waiters.push({ upTo, wake }))
     if (this.failure !== undefined) {

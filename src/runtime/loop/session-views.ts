@@ -99,7 +99,9 @@ export class SessionViews {
 
   /** The view and its transcript, including everything queued before this call. */
   state(sessionId: string): SessionState {
-    this.store.flushFor(sessionId) // only this session's events change its view
+    // Read-your-writes: reading the session's version commits what it queued (only its own events change its
+    // view), which the listener above hears before the view is folded.
+    this.store.version(sessionId)
     return this.committed(sessionId)
   }
 
@@ -107,7 +109,7 @@ export class SessionViews {
   committed(sessionId: string): SessionState {
     const cached = this.views.get(sessionId) // the most recently used now
     if (cached && this.fold(sessionId, cached)) return cached.state
-    const view = loadView(this.store, sessionId)
+    const view = loadView(this.store.asCommitted, sessionId)
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
     const state = { view, transcript: new Transcript(view, (hash) => this.store.blobs.get(hash)) }
     const bytes = viewBytes(view)

@@ -81,7 +81,6 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   })
 
   function sessionOf(sessionId: string): Session {
-    store.flush() // the read model must include everything queued before we decide
     const session = getSession(store, sessionId)
     if (!session) throw new ToolFailure('failed', `no session ${sessionId}`)
     return session

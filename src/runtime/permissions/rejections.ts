@@ -38,7 +38,8 @@ export function isPlainReject(e: StoredEvent): e is StoredEventOf<'permission.re
 export function topSessionOf(store: EventStore, sessionId: string): string {
   let id = sessionId
   for (let depth = 0; depth < MAX_CHAIN; depth++) {
-    const parent = getSession(store, id)?.parent?.sessionId
+    // a parent is decided at creation, committed before any run: nothing queued can change it
+    const parent = getSession(store.asCommitted, id)?.parent?.sessionId
     if (!parent) return id
     id = parent
   }
@@ -47,7 +48,6 @@ export function topSessionOf(store: EventStore, sessionId: string): string {
 
 /** The first reject that stops the run, if any — from the log only. */
 export function rejectionInRun(store: EventStore, sessionId: string, runId: string): Rejection | undefined {
-  store.flush()
   const started = store
     .readSessionOfType(sessionId, 'run.started')
     .findLast((e) => e.type === 'run.started' && e.data.runId === runId)

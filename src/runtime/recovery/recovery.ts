@@ -128,7 +128,6 @@ export interface RecoveryReport {
 
 /** Sessions whose read model says a run is open or input waits: no log scan. */
 export function unfinishedSessions(store: EventStore): string[] {
-  store.flush()
   return sessionsWithOpenWork(store)
 }
 

@@ -34,12 +34,10 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   const report = (childId: string): boolean => {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
     // Having a parent is decided at creation: most sessions are left without forcing a commit.
-    if (!getSession(store, childId)?.parent) return false
-    store.flushFor(childId)
+    if (!getSession(store.asCommitted, childId)?.parent) return false
     const child = getSession(store, childId)
     if (!child?.parent || child.imported || child.run || !child.lastRun) return false
     const parentId = child.parent.sessionId
-    store.flushFor(parentId)
     const parent = getSession(store, parentId)
     if (!parent || parent.imported) return false // imported history is never acted on
     const parts = getParts(store, parentId)
@@ -90,7 +88,6 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   })
   return {
     sweep() {
-      store.flush()
       const children = childSessionIds(store)
       let n = 0
       for (const id of children) {

@@ -77,7 +77,6 @@ export function createSubagents(deps: SubagentDeps): Subagents {
   const awaited = new Set<string>()
 
   async function run({ description, prompt, agent, ctx }: SubtaskRequest): Promise<SubtaskResult> {
-    store.flush()
     const parent = getSession(store, ctx.sessionId)
     if (!parent) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
     const depth = depthOf(store, ctx.sessionId) + 1
@@ -119,7 +118,6 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       ctx.abort.removeEventListener('abort', onAbort)
       awaited.delete(childSessionId)
     }
-    store.flush()
     const child = getSession(store, childSessionId)
     if (ctx.abort.reason === SHUTDOWN || child?.run) {
       throw new ToolFailure(

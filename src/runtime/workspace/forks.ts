@@ -104,7 +104,6 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
     },
 
     async recover() {
-      store.flush()
       let finished = 0
       for (const id of sessionsWithWorkspaceTask(store)) {
         const session = requireSession(store, id)

@@ -116,7 +116,6 @@ export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): 
   }
   return {
     async files(sessionId, seq) {
-      store.flush()
       const { point, large } = at(sessionId, seq)
       if (!point.tree) return { ...point, files: [] }
       const listed = (await shadow.list(point.tree)).map((f) => ({ path: f.path, size: f.size, type: f.type }))
@@ -124,7 +123,6 @@ export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): 
       return { ...point, files: files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) }
     },
     async file(sessionId, path, seq) {
-      store.flush()
       const { point, large } = at(sessionId, seq)
       if (large.some((f) => f.path === path)) {
         throw new ChronicleError(
@@ -144,7 +142,6 @@ export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): 
       }
     },
     async diff(sessionId, fromSeq, toSeq) {
-      store.flush()
       const { point: from, large: largeFrom } = at(sessionId, fromSeq)
       const { point: to, large: largeTo } = at(sessionId, toSeq)
       const stored =

@@ -143,7 +143,6 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
   }
 
   async function revert(sessionId: string, to: number, options: RestoreOptions): Promise<Restored> {
-    store.flush()
     const session = requireSession(store, sessionId)
     assertWritable(session)
     assertIdle(session)
@@ -198,7 +197,6 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
   }
 
   async function unrevert(sessionId: string, options: RestoreOptions): Promise<Restored> {
-    store.flush()
     const session = requireSession(store, sessionId)
     assertWritable(session)
     assertIdle(session)
@@ -241,7 +239,6 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     unrevert: (sessionId, options = {}) => exclusive(sessionId, () => unrevert(sessionId, options)),
 
     async recover() {
-      store.flush()
       let finished = 0
       for (const session of interrupted(store)) {
         const data = session.restoring as DataOf<'workspace.restore.started'>

@@ -89,9 +89,8 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
 
     async take(sessionId, directory, reason, call, options) {
       // every workspace event is committed before the next snapshot is asked for (a background one need not
-      // force the appender's open batch out early)
-      if (!options?.background) deps.store.flush()
-      const previous = getSession(deps.store, sessionId)?.workspace?.tree
+      // force the session's queued appends out early)
+      const previous = getSession(options?.background ? deps.store.asCommitted : deps.store, sessionId)?.workspace?.tree
       let snapshot: Awaited<ReturnType<ShadowStore['snapshot']>>
       try {
         snapshot = await deps.shadow.snapshot(directory, options)
