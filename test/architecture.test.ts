@@ -50,6 +50,16 @@ const STORE_INTERNALS = [
   /['"`]\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA)\s/,
 ]
 
+/**
+ * The composition roots — the server's (src/main.ts) and the offline
+ * commands', which run with the server stopped (src/cli/offline.ts) — are
+ * the only places outside the store that name a concrete one: everything
+ * else is handed the store it works on (docs/ARCHITECTURE.md "The store port").
+ */
+const STORE_ROOTS = /^src\/(main\.ts|cli\/offline\.ts)$/
+/** Opening a concrete store: SQLite's or PostgreSQL's. */
+const CONCRETE_STORE = /\b(openStore|openPostgresStore)\(|\bnew EventStore\(|\b(EventStore|PostgresEventLog)\.open\(/
+
 /** Only the composition root may wire the HTTP layer in (besides http itself). */
 const HTTP_IMPORTERS = /^src\/(http\/|main\.ts$|cli\.ts$|cli\/)/
 
@@ -138,6 +148,17 @@ const SHAPED = /^src\/(events|projections|runtime\/loop)\//
 const HOSTILE_COPIES = /^src\/projections\/(export|import-check)\.ts$/
 
 /** Object literals that start with a spread and add members after it (`{ ...a, b }`), but option bags of conditional spreads only. */
+function storeNamers(files: readonly SourceFile[]): string[] {
+  const out: string[] = []
+  for (const file of files) {
+    if (STORE_OWNERS.test(file.path) || STORE_ROOTS.test(file.path)) continue
+    const code = file.source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+    const m = CONCRETE_STORE.exec(code)
+    if (m) out.push(`${file.path} opens a concrete store (${m[0]}): only the composition roots may`)
+  }
+  return out
+}
+
 function spreadFirst(files: readonly SourceFile[]): string[] {
   const out: string[] = []
   for (const file of files) {
@@ -195,6 +216,10 @@ describe('dependency direction', () => {
 
   it('keeps the database behind events and projections', () => {
     expect(storeReaches(sourceTree(root))).toEqual([])
+  })
+
+  it('names a concrete store in the composition roots only', () => {
+    expect(storeNamers(sourceTree(root))).toEqual([])
   })
 
   it('gives the objects of the log, the read models and the loop shared hidden classes', () => {
@@ -279,6 +304,21 @@ describe('the import checker', () => {
     expect(reach('src/http/x.ts', 'const db = store.reader(id)')).toEqual([
       "src/http/x.ts reaches into the store's database (.reader(): only src/events and src/projections may",
     ])
+  })
+
+  it('finds a store opened outside the composition roots', () => {
+    const named = (path: string, source: string) => storeNamers([{ path, source }])
+    expect(named('src/runtime/x.ts', "const s = openStore('x.db')")).toEqual([
+      'src/runtime/x.ts opens a concrete store (openStore(): only the composition roots may',
+    ])
+    expect(named('src/http/x.ts', 'await PostgresEventLog.open(url)')).toEqual([
+      'src/http/x.ts opens a concrete store (PostgresEventLog.open(): only the composition roots may',
+    ])
+    expect(named('src/main.ts', "const s = openStore('x.db')")).toEqual([])
+    expect(named('src/projections/open.ts', 'return EventStore.open(path)')).toEqual([])
+    expect(named('src/runtime/x.ts', '// openStore(path) in a comment\nconst store: EventStore = deps.store')).toEqual(
+      [],
+    )
   })
 
   it('lets the SDK borrow the server’s types but none of its code', () => {

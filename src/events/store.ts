@@ -1,12 +1,12 @@
 import Database from 'better-sqlite3'
 import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
-import { deltaField, type EventRow, toEvent, validate } from './rows.js'
+import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { checkBelongs, checkExpectedVersion } from './append-rules.js'
 import { type CommitListener, CommitListeners } from './commit-listeners.js'
 import { BlobStore } from './blobs.js'
+import { closedError, CommitScheduler, type PendingAppend, type Settle } from './commit-scheduler.js'
 import { eventHash } from './chain.js'
-import { ChronicleError } from './errors.js'
 import { Interned } from './interned.js'
 import { deflated, migrate, PART_PREFIX } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
@@ -51,90 +51,12 @@ export type ProjectHook = ((db: Database.Database, events: readonly StoredEvent[
 }
 export type { CommitListener } from './commit-listeners.js'
 
-/** Hears how one queued append ended (EventStore.submit). */
-export interface Settle {
-  resolve(events: StoredEvent[]): void
-  reject(err: unknown): void
-}
+export type { Settle } from './commit-scheduler.js'
 
 export interface StoreOptions {
   readonly project?: ProjectHook
   readonly now?: () => number
 }
-
-interface PendingAppend {
-  readonly sessionId: string
-  /** validated: the store's own list (a merge replaces its last event) */
-  readonly events: ChronicleEvent[]
-  readonly options: AppendOptions
-  /** hears how it ended: the caller's own (append, enqueue, a run's recorder) */
-  readonly done: Settle
-  /** the loaded round that commits it (enqueue only): appends queued during a round wait for the next */
-  readonly round: number | undefined
-  /** later appends merged into this one's last event (a delta): each settles with that event */
-  merged: Settle[] | undefined
-}
-
-/** Every pending append has one shape, all fields set: one hidden class for the code that reads them. */
-const pending = (
-  sessionId: string,
-  events: ChronicleEvent[],
-  options: AppendOptions,
-  done: Settle,
-  round: number | undefined,
-): PendingAppend => ({ sessionId, events, options, done, round, merged: undefined })
-
-/**
- * The shortest time between two batched commits under load. A commit costs
- * about the same whether it holds one delta of a session or several (each
- * session it touches costs a few pages of WAL), so once the commits of one
- * interval held MERGE_FROM_QUEUED appends or more from LOADED_SESSIONS sessions
- * or more (many sessions streaming), for
- * LOADED_FOR_MS the queue waits at least this long after each commit: each session's
- * deltas then share commits, frames and, merged, events. Otherwise the queue
- * commits on the next turn, so a lightly loaded server adds no wait to a
- * turn.
- */
-const LOADED_COMMIT_INTERVAL_MS = 40
-/**
- * ...and longer the more sessions the commits of the last second touched, up to
- * LOADED_MAX_INTERVAL_MS: every session a commit touches costs each of its
- * subscribers a frame and a socket write, so the writes per second grow with
- * the sessions streaming, not with the deltas. Measured (`npm run bench --
- * stream`, S = 200): 100 ms instead of 40 stores 0.27 events per delta instead
- * of 0.53 and spends about a third less CPU per delta, with the same
- * commit → receipt latency; a delta waits at most the interval longer.
- */
-const LOADED_MS_PER_SESSION = 0.5
-/** A time before every other (a double, as Date.now() is: see the store's fields). */
-const NEVER = Number.NEGATIVE_INFINITY
-const LOADED_MAX_INTERVAL_MS = 100
-const ACTIVE_GENERATION_MS = 500
-/** How long an interval's MERGE_FROM_QUEUED appends keep the store loaded (small forced commits in between do not end it). */
-const LOADED_FOR_MS = 1000
-/**
- * Sessions an interval's commits must touch to count as load: one session's
- * own burst (a turn appends some 60 events within milliseconds) is a user
- * waiting on it, and gains nothing from sharing commits with nobody.
- */
-const LOADED_SESSIONS = 8
-/**
- * A loaded round commits what was queued when it started in transactions of
- * at most this many appends, one per turn of the event loop. An event's
- * latency is its transaction's time plus its frames': one commit of every
- * streaming session (S = 400: some 700 events, 20–60 ms) held every frame
- * behind the last insert, and the socket writes behind the promise jobs the
- * whole batch set off. Each transaction costs little besides its rows.
- */
-const LOADED_CHUNK = 128
-
-/**
- * Deltas merge only into a queue this long, or while the store is loaded: a
- * server keeping up stores every delta as the model sent it; one behind or
- * loaded (many sessions streaming at once) stores what a flush holds of each
- * part as one event.
- */
-const MERGE_FROM_QUEUED = 64
 
 /** Event data whose first key is a partId starts so (schema migration 6). */
 /** Characters JSON.stringify writes as they are: no quote, backslash, control character or surrogate. */
@@ -171,49 +93,8 @@ export class EventStore implements Readable {
   private readonly now: () => number
   private readonly listeners = new CommitListeners()
   private readonly locals = new Map<symbol, unknown>()
-  private queue: PendingAppend[] = []
-  /** each session's last append in `queue`: where its next delta may merge */
-  private lastQueued = new Map<string, PendingAppend>()
-  /** a timer or immediate will flush: one at a time, whoever else flushes meanwhile */
-  private flushScheduled = false
-  /** the loaded interval's timer, while the next round waits for it */
-  private roundTimer: NodeJS.Timeout | undefined = undefined
-  /** sessions whose queued appends someone awaits: they commit on the next turn, not at the interval */
-  private hurried = new Set<string>()
-  private hurrying = false
-  /*
-   * The times below start at NEVER, not 0. A field that holds a small integer
-   * until its first Date.now() changes the store's hidden class then, and V8
-   * throws away every store method it has compiled (traced with --trace-deopt:
-   * insertBatch, publish, flushSession and more, at the first loaded round of
-   * `npm run bench -- stream`). For the same reason the loaded interval is a
-   * whole number of milliseconds.
-   */
-  /** the loaded round the next enqueued append belongs to, and when the last one started */
-  private round = 0
-  private roundAt = NEVER
-  private flushedAt = NEVER
-  /**
-   * Appends committed since `windowAt`, counted per LOADED_COMMIT_INTERVAL_MS:
-   * the load is a rate, not one commit's size. A store committing every turn
-   * never holds MERGE_FROM_QUEUED in one commit, however many sessions stream.
-   */
-  private windowAt = NEVER
-  private windowAppends = 0
-  private windowSessions = new Set<string>()
-  /** until when the store counts as loaded: a second after an interval's commits held MERGE_FROM_QUEUED appends */
-  private loadedUntil = NEVER
-  /** the wait between loaded commits, set from the sessions the last interval touched */
-  private loadedInterval = LOADED_COMMIT_INTERVAL_MS
-  /**
-   * The sessions committed in this half-second (and how many in the last):
-   * the sessions streaming, which set the loaded interval. Counted per
-   * half-second, not per interval: a commit forced between two loaded ones
-   * (an input, a command) holds a fraction of them.
-   */
-  private activeSessions = new Set<string>()
-  private activeBefore = 0
-  private activeAt = NEVER
+  /** when queued appends commit: src/events/commit-scheduler.ts */
+  private readonly scheduler: CommitScheduler
   private headSeq: number
   private closed = false
   /** inside commit (its transaction, then its listeners): a read then sees what is committed, and commits nothing */
@@ -295,6 +176,10 @@ export class EventStore implements Readable {
       this.insertBatch(batch, at, atIso),
     )
     this.headSeq = (this.stmt.head.get() as number | null) ?? 0
+    this.scheduler = new CommitScheduler(
+      (batch) => this.commit(batch),
+      () => this.closed,
+    )
   }
 
   /** Opens (or creates) a store file with the pragmas the log relies on. */
@@ -338,7 +223,7 @@ export class EventStore implements Readable {
   }
 
   /**
-   * Read-your-writes (docs/ARCHITECTURE.md "Read-your-writes"): the database,
+   * Read-your-writes (docs/ARCHITECTURE.md "The store port"): the database,
    * with every append made to `sessionId` before this call committed — to any
    * session when none is named. What is queued commits now (the session's
    * own only, under load), so a reader never sees a session without what it
@@ -353,8 +238,8 @@ export class EventStore implements Readable {
   /** What a read of the session (every session, when none is named) needs committed first. */
   private readYourWrites(sessionId?: string): void {
     if (this.committing) return // a listener, or the projection, reads what this commit made
-    if (sessionId === undefined) this.flush()
-    else this.flushFor(sessionId)
+    if (sessionId === undefined) this.scheduler.flush()
+    else this.scheduler.flushFor(sessionId)
   }
 
   /**
@@ -385,9 +270,7 @@ export class EventStore implements Readable {
         failure = { err }
       },
     }
-    this.queue.push(pending(sessionId, validated, options, done, undefined))
-    if (options.alone && this.loaded()) this.flushSession(sessionId)
-    else this.flush()
+    this.scheduler.commitNow(sessionId, validated, options, done)
     if (failure) throw failure.err
     return stored
   }
@@ -409,40 +292,8 @@ export class EventStore implements Readable {
     // what submit throws rejects this promise
     return new Promise((resolve, reject) => {
       if (!this.queueAppend(sessionId, events, options, { resolve, reject }, true)) resolve([])
-      else this.hurry(sessionId)
+      else this.scheduler.hurry(sessionId)
     })
-  }
-
-  /**
-   * Someone waits on the session's queued appends (an enqueue's promise):
-   * while the store is loaded they commit on the next turn, with those of
-   * every other session hurried in this turn, instead of waiting out the
-   * interval; the other sessions' keep it. The interval is for appends nobody
-   * waits on — streamed deltas — which then share commits; one a caller
-   * awaits would otherwise wait it out, and producers that await each append
-   * would commit once an interval (bench store: 1,263 events/s). Taking every
-   * session's with them would cut the streaming sessions' sharing short.
-   */
-  private hurry(sessionId: string): void {
-    if (this.roundTimer === undefined) return // not waiting on an interval: the next turn commits it anyway
-    this.hurried.add(sessionId)
-    if (this.hurrying) return
-    this.hurrying = true
-    setImmediate(this.flushHurried)
-  }
-
-  private readonly flushHurried = (): void => {
-    this.hurrying = false
-    const sessions = this.hurried
-    this.hurried = new Set()
-    if (this.closed) return
-    const batch: PendingAppend[] = []
-    const rest: PendingAppend[] = []
-    for (const item of this.queue) (sessions.has(item.sessionId) ? batch : rest).push(item)
-    if (batch.length === 0) return
-    this.queue = rest
-    for (const sessionId of sessions) this.lastQueued.delete(sessionId)
-    this.commitQueued(batch)
   }
 
   /**
@@ -456,7 +307,6 @@ export class EventStore implements Readable {
     return this.queueAppend(sessionId, events, options, done, false)
   }
 
-  /** `awaited`: an enqueue, whose caller waits on it: it commits on the next turn, as it came (no merge). */
   private queueAppend(
     sessionId: string,
     events: readonly ChronicleEvent[],
@@ -467,63 +317,8 @@ export class EventStore implements Readable {
     const validated = validate(events)
     if (validated.length === 0) return false
     this.assertOpen()
-    const last = this.lastQueued.get(sessionId)
-    // a long queue is a server behind; a loaded one waits for the interval anyway
-    if (
-      !awaited &&
-      last &&
-      (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) &&
-      mergeDelta(last, validated, options)
-    ) {
-      last.merged ??= []
-      last.merged.push(done)
-      return true
-    }
-    const item = pending(sessionId, validated, options, done, this.round)
-    this.queue.push(item)
-    this.lastQueued.set(sessionId, item)
-    if (!this.flushScheduled) this.scheduleFlush()
+    this.scheduler.add(sessionId, validated, options, done, awaited)
     return true
-  }
-
-  /** The next turn, or under load the loaded interval after the last round started. */
-  private scheduleFlush(): void {
-    this.flushScheduled = true
-    const now = Date.now()
-    const wait = now < this.loadedUntil ? this.roundAt + this.loadedInterval - now : 0
-    if (wait > 0) this.roundTimer = setTimeout(this.startRound, wait)
-    else setImmediate(this.startRound)
-  }
-
-  private readonly startRound = (): void => {
-    this.roundTimer = undefined
-    this.roundAt = Date.now()
-    if (!this.loaded()) {
-      this.flushScheduled = false
-      this.flush()
-      return
-    }
-    this.flushRound(this.round++)
-  }
-
-  /**
-   * Commits the round's first LOADED_CHUNK queued appends (a prefix of the
-   * queue, so what was appended first commits first), and the rest of the
-   * round on the next turn.
-   */
-  private flushRound(round: number): void {
-    if (this.closed) return
-    let n = 0
-    while (n < this.queue.length && n < LOADED_CHUNK && (this.queue[n]?.round ?? round) <= round) n++
-    if (n > 0) {
-      const batch = this.queue.splice(0, n)
-      for (const item of batch) if (this.lastQueued.get(item.sessionId) === item) this.lastQueued.delete(item.sessionId)
-      this.commitQueued(batch)
-    }
-    const next = this.queue[0]
-    if (next && (next.round ?? round) <= round) setImmediate(() => this.flushRound(round))
-    else if (next) this.scheduleFlush()
-    else this.flushScheduled = false
   }
 
   /**
@@ -532,99 +327,12 @@ export class EventStore implements Readable {
    * interval; otherwise the next turn commits them anyway.
    */
   awaited(sessionId: string): void {
-    if (this.loaded()) this.flushFor(sessionId)
+    this.scheduler.awaited(sessionId)
   }
 
-  /**
-   * Commits the session's queued appends, if it has any: what a reader of that
-   * session's state needs. Under load only those (flushSession); otherwise
-   * everything queued, as the next turn would.
-   */
-  private flushFor(sessionId: string): void {
-    if (!this.lastQueued.has(sessionId)) return
-    if (this.loaded()) this.flushSession(sessionId)
-    else this.flush()
-  }
-
-  /** Commits everything queued. */
-  private flush(): void {
-    if (this.queue.length === 0) return
-    const batch = this.queue
-    this.queue = []
-    this.lastQueued = new Map()
-    this.commitQueued(batch)
-  }
-
-  /**
-   * Under load, an append that must commit now and refers to no other session
-   * (`alone`: an accepted input), or a reader of one session (flushFor), takes
-   * only that session's queued appends with it; the other
-   * sessions' wait for the loaded interval. Taking them all made each input
-   * cost a commit, an fsync and frames for every session streaming, so a
-   * burst of inputs cut every session's merges short and slowed itself down
-   * (`npm run bench -- stream`: runs that should start within a second
-   * started over ten). Their seqs follow this commit's; each session's own
-   * order is kept.
-   */
-  private flushSession(sessionId: string): void {
-    const batch: PendingAppend[] = []
-    const rest: PendingAppend[] = []
-    for (const item of this.queue) (item.sessionId === sessionId ? batch : rest).push(item)
-    if (batch.length === 0) return
-    this.queue = rest
-    this.lastQueued.delete(sessionId)
-    this.commitQueued(batch)
-  }
-
-  /** the last flush fell in the loaded regime: the queue waits for the loaded interval */
+  /** the last commit fell in the loaded regime: the queue waits for the loaded interval */
   loaded(): boolean {
-    return this.flushedAt < this.loadedUntil
-  }
-
-  private commitQueued(batch: PendingAppend[]): void {
-    this.assertOpen()
-    this.flushedAt = Date.now()
-    if (this.flushedAt - this.windowAt >= LOADED_COMMIT_INTERVAL_MS) {
-      this.windowAt = this.flushedAt
-      this.windowAppends = 0
-      this.windowSessions.clear()
-    }
-    this.windowAppends += batch.length
-    if (this.flushedAt - this.activeAt >= ACTIVE_GENERATION_MS) {
-      this.activeBefore = this.activeSessions.size
-      this.activeSessions.clear()
-      this.activeAt = this.flushedAt
-    }
-    for (const item of batch) {
-      this.windowSessions.add(item.sessionId)
-      this.activeSessions.add(item.sessionId)
-    }
-    if (this.windowAppends >= MERGE_FROM_QUEUED && this.windowSessions.size >= LOADED_SESSIONS) {
-      this.loadedUntil = this.flushedAt + LOADED_FOR_MS
-      const streaming = Math.max(this.activeBefore, this.activeSessions.size)
-      this.loadedInterval = Math.min(
-        LOADED_MAX_INTERVAL_MS,
-        Math.max(LOADED_COMMIT_INTERVAL_MS, Math.round(streaming * LOADED_MS_PER_SESSION)), // whole ms: see the fields
-      )
-    }
-    let committed: StoredEvent[][]
-    try {
-      committed = this.commit(batch)
-    } catch {
-      // One bad append must not sink the others: retry each alone.
-      for (const item of batch) {
-        try {
-          const [stored] = this.commit([item])
-          settled(item, stored ?? [])
-        } catch (err) {
-          failed(item, err)
-        }
-      }
-      return
-    }
-    batch.forEach((item, i) => {
-      settled(item, committed[i] ?? [])
-    })
+    return this.scheduler.loaded()
   }
 
   private commit(batch: readonly PendingAppend[]): StoredEvent[][] {
@@ -918,7 +626,7 @@ export class EventStore implements Readable {
 
   close(): void {
     if (this.closed) return
-    this.flush()
+    this.scheduler.flush()
     this.closed = true
     this.db.close()
   }
@@ -926,47 +634,4 @@ export class EventStore implements Readable {
   private assertOpen(): void {
     if (this.closed) throw closedError()
   }
-}
-
-function closedError(): ChronicleError {
-  return new ChronicleError('INTERNAL', 'the event store is closed')
-}
-
-function settled(item: PendingAppend, stored: StoredEvent[]): void {
-  item.done.resolve(stored)
-  if (item.merged) {
-    const last = stored.slice(-1) // a merged delta's event: the item's last
-    for (const m of item.merged) m.resolve(last)
-  }
-}
-
-function failed(item: PendingAppend, err: unknown): void {
-  item.done.reject(err)
-  for (const m of item.merged ?? []) m.reject(err)
-}
-
-/** Merges a lone delta into the queued append's last event when both are deltas of one part; true if it did. */
-function mergeDelta(queued: PendingAppend, events: readonly ChronicleEvent[], options: AppendOptions): boolean {
-  const next = events[0]
-  const field = events.length === 1 && next ? deltaField(next.type) : undefined
-  const last = queued.events[queued.events.length - 1]
-  if (field === undefined || last?.type !== next?.type || !plainAppend(options) || !plainAppend(queued.options))
-    return false
-  const into = last?.data as Record<string, string>
-  const from = next?.data as Record<string, string>
-  if (into.partId !== from.partId || !sameMeta(queued.options.meta, options.meta)) return false
-  // a new event, not the queued one changed: its data keeps one hidden class, written once
-  const merged = { type: last?.type, data: { partId: into.partId, [field]: (into[field] as string) + from[field] } }
-  queued.events[queued.events.length - 1] = merged as ChronicleEvent
-  return true
-}
-
-/** No version check, no fsync, no given time: an append another may join. */
-const plainAppend = (o: AppendOptions) =>
-  o.expectedVersion === undefined && o.durability !== 'full' && o.at === undefined
-
-function sameMeta(a: EventMeta, b: EventMeta): boolean {
-  if (a === b) return true
-  const keys = Object.keys(a)
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k as keyof EventMeta] === b[k as keyof EventMeta])
 }
