@@ -138,16 +138,7 @@ function storeReaches(files: readonly SourceFile[]): string[] {
   return out
 }
 
-/**
- * Where objects are made per event and kept by views: the log, the read models and the loop. There an object
- * literal must not start with a spread and then add members: on Node 20 each such object gets a hidden class of
- * its own (src/events/copy.ts: copyWith, or a literal that starts with its own keys). Import and export keep
- * spreads: they copy hostile files' objects, where Object.assign would honour a "__proto__" key.
- */
-const SHAPED = /^src\/(events|projections|runtime\/loop)\//
-const HOSTILE_COPIES = /^src\/projections\/(export|import-check)\.ts$/
-
-/** Object literals that start with a spread and add members after it (`{ ...a, b }`), but option bags of conditional spreads only. */
+/** Files outside the store and the composition roots that open a concrete store. */
 function storeNamers(files: readonly SourceFile[]): string[] {
   const out: string[] = []
   for (const file of files) {
@@ -159,6 +150,16 @@ function storeNamers(files: readonly SourceFile[]): string[] {
   return out
 }
 
+/**
+ * Where objects are made per event and kept by views: the log, the read models and the loop. There an object
+ * literal must not start with a spread and then add members: on Node 20 each such object gets a hidden class of
+ * its own (src/events/copy.ts: copyWith, or a literal that starts with its own keys). Import and export keep
+ * spreads: they copy hostile files' objects, where Object.assign would honour a "__proto__" key.
+ */
+const SHAPED = /^src\/(events|projections|runtime\/loop)\//
+const HOSTILE_COPIES = /^src\/projections\/(export|import-check)\.ts$/
+
+/** Object literals that start with a spread and add members after it (`{ ...a, b }`), but option bags of conditional spreads only. */
 function spreadFirst(files: readonly SourceFile[]): string[] {
   const out: string[] = []
   for (const file of files) {
