@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
-import { foldSession } from '../src/projections/fold.js'
+import { foldSession } from '../src/projections/fold/fold.js'
 import { openStore } from '../src/projections/open.js'
 import { audit } from '../src/runtime/audit/audit.js'
 import { setup, turn } from './conversation.js'

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { openStore } from '../src/projections/open.js'
 import { copyToPostgres } from '../src/projections/postgres/copy.js'
 import { verifyPostgresAt } from '../src/projections/postgres/verify.js'
-import { rebuild } from '../src/projections/rebuild.js'
+import { rebuild } from '../src/projections/upkeep/rebuild.js'
 import { conversation, fork } from '../test/projections/scenarios.js'
 import { startPostgres } from '../test/support/postgres.js'
 

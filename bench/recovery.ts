@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { loadConfig } from '../src/config.js'
 import type { ChronicleEvent } from '../src/events/catalogue.js'
-import { getSession } from '../src/projections/read-model.js'
+import { getSession } from '../src/projections/queries/read-model.js'
 import { openStore } from '../src/projections/open.js'
 import { createChronicle } from '../src/main.js'
 

@@ -6,9 +6,9 @@ import type { ChronicleEvent } from '../src/events/catalogue.js'
 import type { EventMeta } from '../src/events/envelope.js'
 import { migrate } from '../src/events/schema.js'
 import type { EventStore } from '../src/events/store.js'
-import { foldSession } from '../src/projections/fold.js'
+import { foldSession } from '../src/projections/fold/fold.js'
 import { openStore } from '../src/projections/open.js'
-import { rebuild } from '../src/projections/rebuild.js'
+import { rebuild } from '../src/projections/upkeep/rebuild.js'
 
 /**
  * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2] [--sweep]`

@@ -5,9 +5,9 @@ import { fork } from '../src/commands/fork.js'
 import type { ChronicleEvent } from '../src/events/catalogue.js'
 import { createIdSource } from '../src/events/ids.js'
 import type { EventStore } from '../src/events/store.js'
-import { history } from '../src/projections/history.js'
+import { history } from '../src/projections/queries/history.js'
 import { openStore } from '../src/projections/open.js'
-import { ensureSnapshots, stateAt } from '../src/projections/time-travel.js'
+import { ensureSnapshots, stateAt } from '../src/projections/time-travel/time-travel.js'
 
 /**
  * `npm run bench -- timetravel [--events 100000] [--samples 200] [--forks 20] [--every 1000]`

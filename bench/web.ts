@@ -9,7 +9,7 @@ import { ChronicleSocket, type EventFrame } from '../src/client/index.js'
 import { loadConfig } from '../src/config.js'
 import { createIdSource } from '../src/events/ids.js'
 import { createChronicle } from '../src/main.js'
-import { ensureSnapshots } from '../src/projections/time-travel.js'
+import { ensureSnapshots } from '../src/projections/time-travel/time-travel.js'
 import { buildSession } from './timetravel.js'
 
 /**

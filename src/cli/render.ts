@@ -1,5 +1,5 @@
 import type { StateView } from '../client/protocol.js'
-import type { Part, Session } from '../projections/model.js'
+import type { Part, Session } from '../projections/fold/model.js'
 import type { Terminal } from './terminal.js'
 
 /** Turning sessions, states and events into terminal text (coloured when `paint` colours). */

@@ -2,8 +2,8 @@ import type { z } from 'zod'
 import type { Params } from '../http/api.js'
 import type { PermissionRule } from '../events/catalogue.js'
 import type { StoredEvent } from '../events/envelope.js'
-import type { McpServerAt } from '../projections/mcp-servers.js'
-import type { Message, Part, Session, SessionRule } from '../projections/model.js'
+import type { McpServerAt } from '../projections/queries/mcp-servers.js'
+import type { Message, Part, Session, SessionRule } from '../projections/fold/model.js'
 
 /**
  * The protocol's methods with their params and results (docs/API.md), shared

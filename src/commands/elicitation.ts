@@ -2,7 +2,7 @@ import type { ChronicleEvent, DataOf, ElicitationValue } from '../events/catalog
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { EventStore } from '../events/store.js'
-import type { Session } from '../projections/model.js'
+import type { Session } from '../projections/fold/model.js'
 import { type Executed, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 

@@ -1,8 +1,8 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta, StoredEvent } from '../events/envelope.js'
 import type { Durability, EventStore } from '../events/store.js'
-import type { Session } from '../projections/model.js'
-import { getSession } from '../projections/read-model.js'
+import type { Session } from '../projections/fold/model.js'
+import { getSession } from '../projections/queries/read-model.js'
 
 /**
  * The one command path (docs/ARCHITECTURE.md): read the stream's state once,
@@ -11,7 +11,7 @@ import { getSession } from '../projections/read-model.js'
  * Every client command and every runtime decision that appends goes through
  * here; only the model's streamed output and what the run records beside it
  * (runtime/loop/recorder.ts; the workspace snapshots, runtime/workspace/snapshots.ts),
- * recovery's settlement (runtime/recovery/) and an import (projections/export.ts)
+ * recovery's settlement (runtime/recovery/) and an import (projections/transfer/export.ts)
  * append on their own.
  */
 export type Decide = (session: Session | undefined) => readonly ChronicleEvent[]

@@ -3,7 +3,7 @@ import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
-import type { PendingPermission, Session } from '../projections/model.js'
+import type { PendingPermission, Session } from '../projections/fold/model.js'
 import { type Executed, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 

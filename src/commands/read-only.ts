@@ -1,5 +1,5 @@
 import { ChronicleError } from '../events/errors.js'
-import type { Session } from '../projections/model.js'
+import type { Session } from '../projections/fold/model.js'
 
 /**
  * An imported session (Session.imported, set by `session.imported`) is history

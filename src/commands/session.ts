@@ -1,6 +1,6 @@
 import type { ChronicleEvent, PermissionRule } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
-import type { Session } from '../projections/model.js'
+import type { Session } from '../projections/fold/model.js'
 import { assertWritable } from './read-only.js'
 
 /** Pure deciders for the session lifecycle: decide(command, state) → events. */

@@ -1,6 +1,6 @@
 import type { ChronicleEvent, ToolErrorKind } from '../events/catalogue.js'
-import { messageInFlight, partInFlight, subtaskCallPart } from '../projections/in-flight.js'
-import type { SessionView } from '../projections/model.js'
+import { messageInFlight, partInFlight, subtaskCallPart } from '../projections/fold/in-flight.js'
+import type { SessionView } from '../projections/fold/model.js'
 
 /**
  * Settlement: the events that close whatever a session had in flight, so
@@ -34,7 +34,7 @@ export const FORK_SETTLEMENT: SettleReason = {
 export function settleInFlight(view: SessionView, reason: SettleReason): ChronicleEvent[] {
   const events: ChronicleEvent[] = []
   const error = { kind: reason.kind, message: reason.message }
-  // what is in flight is one rule (src/projections/in-flight.ts): forks own rows for exactly these
+  // what is in flight is one rule (src/projections/fold/in-flight.ts): forks own rows for exactly these
   for (const part of [...view.parts.values()].filter(partInFlight).sort(byId)) {
     if (part.type === 'text' || part.type === 'reasoning') {
       events.push({ type: part.type === 'text' ? 'text.ended' : 'reasoning.ended', data: { partId: part.id } })

@@ -1,6 +1,6 @@
 import type { ChangedFile, ChronicleEvent } from '../events/catalogue.js'
 import { ChronicleError, isChronicleError } from '../events/errors.js'
-import type { Session } from '../projections/model.js'
+import type { Session } from '../projections/fold/model.js'
 
 /**
  * The ends of the workspace's recorded tasks (docs/TIME-TRAVEL.md): a

@@ -3,7 +3,7 @@ import { z } from 'zod'
 /**
  * The event catalogue: every fact Chronicle records, as one zod schema each,
  * gathered in one discriminated union. Each entry says who appends it, what it
- * means, and which read-model fields it changes (see src/projections/evolve.ts).
+ * means, and which read-model fields it changes (see src/projections/fold/evolve.ts).
  * docs/EVENTS.md is the long-form version of this file.
  *
  * Events are dotted past-tense facts. The envelope (seq, session, version,
@@ -114,7 +114,7 @@ export const SessionArchived = event('session.archived', {})
 /** commands. Replaces the session's configured permission rules. */
 export const SessionRulesChanged = event('session.rules.changed', { rules: z.array(PermissionRule) })
 /**
- * import (src/projections/export.ts), the last event of every session an import creates, in the
+ * import (src/projections/transfer/export.ts), the last event of every session an import creates, in the
  * import's transaction. The history before it came from a file, not from this store's user or
  * runtime: sets Session.imported, which makes the session read-only (SESSION_READ_ONLY) and
  * inert (never run, resumed or woken); only a fork into a directory of the user's choice goes on.

@@ -63,7 +63,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'snapshot cache for time travel',
     // A derived cache, never the source of truth: each row is the entities a
     // session's events changed between base_version and version (see
-    // src/projections/snapshots.ts). Deleting every row changes no answer.
+    // src/projections/time-travel/snapshots.ts). Deleting every row changes no answer.
     sql: `
       CREATE TABLE snapshots (
         session_id   TEXT    NOT NULL,
@@ -81,7 +81,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'streamed part text in slices',
     // A streaming part's text grows one delta at a time; rewriting the whole
     // text on every flush made a delta cost grow with its part. The text now
-    // lives in slices of about 1 KiB (src/projections/part-rows.ts): a flush
+    // lives in slices of about 1 KiB (src/projections/rows/part-rows.ts): a flush
     // rewrites the last slice and adds new ones. A rowid table, so a slice
     // stays on its page instead of overflowing. Existing text moves into
     // slice 0 (slices may have any length; readers concatenate them by n).
@@ -317,7 +317,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // both: the head is the stream's last event, and a streaming part is its
     // row (`through`: the session version the row was written at) plus its
     // deltas after that version. So a delta writes nothing but its own event
-    // row (src/projections/part-rows.ts, session-rows.ts). Slices go back into
+    // row (src/projections/rows/part-rows.ts, session-rows.ts). Slices go back into
     // their rows; every part still streaming is marked as written now.
     sql: `
       UPDATE parts SET data = json_set(chronicle_inflate(data),
@@ -438,7 +438,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 14,
     name: 'forks share their parent rows',
     // A fork reads its parent's message and part rows as they were at the
-    // fork point instead of holding copies (src/projections/shared-rows.ts):
+    // fork point instead of holding copies (src/projections/rows/shared-rows.ts):
     // each row records the session version of the event that last changed it
     // (NULL: written before this migration), `inherits` names the rows a fork
     // reads through, and `rewrites` lists each change to an entity that was

@@ -1,7 +1,7 @@
 import type { Role } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { EventStore } from '../events/store.js'
-import { getSession } from '../projections/read-model.js'
+import { getSession } from '../projections/queries/read-model.js'
 import type { Api, Caller, Method } from './api.js'
 import type { Principal } from './principals.js'
 

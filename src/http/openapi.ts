@@ -7,7 +7,7 @@ import { z } from 'zod'
  * document (docs/API.md "GET /openapi.json"). With
  * fastify-type-provider-zod a response schema also serializes the reply, so
  * every object here is loose: a field the read model gains is sent, not
- * stripped. The read models are src/projections/model.ts; what a field means
+ * stripped. The read models are src/projections/fold/model.ts; what a field means
  * is documented there and in docs/EVENTS.md.
  */
 
@@ -104,7 +104,7 @@ const ChangedFile = z.looseObject({
   large: z.boolean().optional(),
 })
 
-/** A message part, by `type` (src/projections/model.ts Part). */
+/** A message part, by `type` (src/projections/fold/model.ts Part). */
 export const Part = z.discriminatedUnion('type', [
   z.looseObject({ ...part, type: z.enum(['text', 'reasoning']), text: z.string(), ended: z.boolean() }),
   z.looseObject({ ...part, type: z.literal('file') }),

@@ -1,8 +1,8 @@
 import { EventStore, type StoreOptions } from '../events/store.js'
-import type { InheritFn } from './fold.js'
-import { createProjector, type ProjectorOptions } from './projector.js'
-import { maintainSnapshots } from './snapshot-maintainer.js'
-import { configureTimeTravel, snapshotInherit, type TimeTravelOptions } from './time-travel.js'
+import type { InheritFn } from './fold/fold.js'
+import { createProjector, type ProjectorOptions } from './rows/projector.js'
+import { maintainSnapshots } from './time-travel/snapshot-maintainer.js'
+import { configureTimeTravel, snapshotInherit, type TimeTravelOptions } from './time-travel/time-travel.js'
 
 export interface OpenOptions extends Omit<StoreOptions, 'project'>, TimeTravelOptions, ProjectorOptions {
   /** how a fork's inherited state is resolved; defaults to time travel with the snapshot cache */

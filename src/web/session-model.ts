@@ -1,12 +1,12 @@
 import type { EventFrame, Message, Part, Session, StateView } from '../client/index.js'
 import type { StoredEvent } from '../events/envelope.js'
-import { apply, evolve } from '../projections/evolve.js'
-import type { SessionView } from '../projections/model.js'
+import { apply, evolve } from '../projections/fold/evolve.js'
+import type { SessionView } from '../projections/fold/model.js'
 
 /**
  * A session as the page shows it: the state `session.state` answered, then
  * every later event of the session folded in with the server's own `evolve`
- * (src/projections/evolve.ts) — the same fold, so the page cannot drift from
+ * (src/projections/fold/evolve.ts) — the same fold, so the page cannot drift from
  * the read model. Applying is idempotent: an event at or below the seq the
  * model is at changes nothing, so a resumed subscription that repeats an
  * event (or a reload that overlaps live events) never shows a part twice.

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { sequentialIds } from '../../src/events/ids.js'
-import { exportSession, importSessions } from '../../src/projections/export.js'
+import { exportSession, importSessions } from '../../src/projections/transfer/export.js'
 import { openStore } from '../../src/projections/open.js'
 import { audit } from '../../src/runtime/audit/audit.js'
 import { type AuditWorld, auditWorld } from './helpers.js'

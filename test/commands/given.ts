@@ -2,8 +2,8 @@ import { expect } from 'vitest'
 import { ChronicleEvent, CURRENT_SCHEMA_VERSION } from '../../src/events/catalogue.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { ChronicleError, type ErrorCode } from '../../src/events/errors.js'
-import { fold } from '../../src/projections/fold.js'
-import { emptyView, type Session, type SessionView } from '../../src/projections/model.js'
+import { fold } from '../../src/projections/fold/fold.js'
+import { emptyView, type Session, type SessionView } from '../../src/projections/fold/model.js'
 
 /**
  * Decider specs: `given(history…).when(decide).then(events)`.

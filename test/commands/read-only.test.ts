@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { decideFork } from '../../src/commands/fork.js'
 import { assertWritable } from '../../src/commands/read-only.js'
-import type { Session } from '../../src/projections/model.js'
+import type { Session } from '../../src/projections/fold/model.js'
 import { given, viewOf } from './given.js'
 import { archived, created, imported } from './history.js'
 

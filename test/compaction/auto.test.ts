@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { stateAt } from '../../src/projections/time-travel.js'
+import { stateAt } from '../../src/projections/time-travel/time-travel.js'
 import { COMPACTION_SYSTEM } from '../../src/runtime/compaction/prompt.js'
 import { SUMMARY_PREFIX, SUMMARY_SUFFIX, toChatMessages } from '../../src/runtime/loop/chat-messages.js'
-import { viewAt } from '../../src/projections/time-travel.js'
+import { viewAt } from '../../src/projections/time-travel/time-travel.js'
 import { compactionHarness, dataOf, shape, SPEC, TRANSCRIPT, type CompactionHarness } from './helpers.js'
 
 /**

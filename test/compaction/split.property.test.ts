@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { Message, Part, SessionView } from '../../src/projections/model.js'
+import type { Message, Part, SessionView } from '../../src/projections/fold/model.js'
 import { fitTranscript, splitHistory, transcriptEntries } from '../../src/runtime/compaction/split.js'
 import { partsByMessage } from '../../src/runtime/loop/chat-messages.js'
 import { estimateMessage } from '../../src/runtime/compaction/tokens.js'

@@ -10,8 +10,8 @@ import { checkChain } from '../../src/events/chain-check.js'
 import { eventHash } from '../../src/events/chain.js'
 import { registerFunctions } from '../../src/events/schema.js'
 import { openStore } from '../../src/projections/open.js'
-import { rebuild } from '../../src/projections/rebuild.js'
-import { verify } from '../../src/projections/verify.js'
+import { rebuild } from '../../src/projections/upkeep/rebuild.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 
 /**
  * The log is tamper-evident (docs/AUDIT.md): any one-byte change to any

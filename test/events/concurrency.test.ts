@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChronicleError } from '../../src/events/errors.js'
 import { openStore } from '../../src/projections/open.js'
-import { getSession } from '../../src/projections/read-model.js'
-import { verify } from '../../src/projections/verify.js'
+import { getSession } from '../../src/projections/queries/read-model.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 import { created, renamed, tempDirs, userMeta } from './fixtures/store.js'
 
 const dirs = tempDirs()

@@ -3,7 +3,7 @@ import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
-import { getParts } from '../../src/projections/read-model.js'
+import { getParts } from '../../src/projections/queries/read-model.js'
 import { Recorder } from '../../src/runtime/loop/recorder.js'
 import { created, delta, modelMeta, renamed, streamed, userMeta } from './fixtures/store.js'
 

@@ -3,8 +3,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openStore } from '../../src/projections/open.js'
-import { getParts } from '../../src/projections/read-model.js'
-import { verify } from '../../src/projections/verify.js'
+import { getParts } from '../../src/projections/queries/read-model.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 import { tempDirs } from './fixtures/store.js'
 
 const dirs = tempDirs()

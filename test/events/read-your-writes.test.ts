@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { openStore } from '../../src/projections/open.js'
-import { getSession, listSessions } from '../../src/projections/read-model.js'
+import { getSession, listSessions } from '../../src/projections/queries/read-model.js'
 import { created, renamed, userMeta } from './fixtures/store.js'
 
 /**

@@ -5,12 +5,12 @@ import { MIGRATIONS, migrate, schemaVersion, type Migration } from '../../src/ev
 import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
-import type { Part } from '../../src/projections/model.js'
-import { messageRow } from '../../src/projections/message-rows.js'
-import { encodePart } from '../../src/projections/part-rows.js'
-import { getParts, loadView } from '../../src/projections/read-model.js'
-import { rebuild } from '../../src/projections/rebuild.js'
-import { verify } from '../../src/projections/verify.js'
+import type { Part } from '../../src/projections/fold/model.js'
+import { messageRow } from '../../src/projections/rows/message-rows.js'
+import { encodePart } from '../../src/projections/rows/part-rows.js'
+import { getParts, loadView } from '../../src/projections/queries/read-model.js'
+import { rebuild } from '../../src/projections/upkeep/rebuild.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 import { created, delta, tempDirs, userMeta } from './fixtures/store.js'
 
 const dirs = tempDirs()

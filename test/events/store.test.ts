@@ -6,7 +6,7 @@ import { ChronicleError } from '../../src/events/errors.js'
 import { EventStore } from '../../src/events/store.js'
 import { registerFunctions } from '../../src/events/schema.js'
 import { openStore } from '../../src/projections/open.js'
-import { getParts, getSession } from '../../src/projections/read-model.js'
+import { getParts, getSession } from '../../src/projections/queries/read-model.js'
 import { count, created, delta, modelMeta, renamed, tempDirs, userMeta } from './fixtures/store.js'
 
 const dirs = tempDirs()

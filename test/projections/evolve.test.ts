@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest'
 import { EVENT_TYPES, type ChronicleEvent, type EventType } from '../../src/events/catalogue.js'
 import type { EventMeta } from '../../src/events/envelope.js'
 import type { EventStore } from '../../src/events/store.js'
-import { foldSession } from '../../src/projections/fold.js'
-import type { Message, Part, Session } from '../../src/projections/model.js'
+import { foldSession } from '../../src/projections/fold/fold.js'
+import type { Message, Part, Session } from '../../src/projections/fold/model.js'
 import { openStore } from '../../src/projections/open.js'
-import { getMessages, getParts, getSession } from '../../src/projections/read-model.js'
-import { verify } from '../../src/projections/verify.js'
+import { getMessages, getParts, getSession } from '../../src/projections/queries/read-model.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 
 /**
  * One given/when/then spec per event type: given a session's history, when

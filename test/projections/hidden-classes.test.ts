@@ -2,8 +2,8 @@ import { setFlagsFromString } from 'node:v8'
 import { describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { copyWith, mergeOwn } from '../../src/events/copy.js'
-import { fold } from '../../src/projections/fold.js'
-import { emptyView, type SessionView } from '../../src/projections/model.js'
+import { fold } from '../../src/projections/fold/fold.js'
+import { emptyView, type SessionView } from '../../src/projections/fold/model.js'
 
 /**
  * What the read models hold, folded by evolve, shares hidden classes: two

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { messageFromRow, messageRow } from '../../src/projections/message-rows.js'
-import type { Message } from '../../src/projections/model.js'
+import { messageFromRow, messageRow } from '../../src/projections/rows/message-rows.js'
+import type { Message } from '../../src/projections/fold/model.js'
 import { openStore } from '../../src/projections/open.js'
-import { getMessages } from '../../src/projections/read-model.js'
+import { getMessages } from '../../src/projections/queries/read-model.js'
 
 /**
  * How a message row is stored: without the id and sessionId its columns hold;

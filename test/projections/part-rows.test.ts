@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { openStore } from '../../src/projections/open.js'
-import type { Part } from '../../src/projections/model.js'
-import { createPartWriter, encodePart } from '../../src/projections/part-rows.js'
-import { getParts, getSession } from '../../src/projections/read-model.js'
-import { verify } from '../../src/projections/verify.js'
+import type { Part } from '../../src/projections/fold/model.js'
+import { createPartWriter, encodePart } from '../../src/projections/rows/part-rows.js'
+import { getParts, getSession } from '../../src/projections/queries/read-model.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 
 /**
  * How a part row is stored: without the keys its columns hold, deflated when

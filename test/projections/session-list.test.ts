@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { openStore } from '../../src/projections/open.js'
-import { getSession, listSessions } from '../../src/projections/read-model.js'
+import { getSession, listSessions } from '../../src/projections/queries/read-model.js'
 
 /**
  * Listing sessions: most recently active first (by each session's latest

@@ -1,15 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { EventStore } from '../../src/events/store.js'
-import { foldSession } from '../../src/projections/fold.js'
-import type { SessionView } from '../../src/projections/model.js'
+import { foldSession } from '../../src/projections/fold/fold.js'
+import type { SessionView } from '../../src/projections/fold/model.js'
 import { openStore } from '../../src/projections/open.js'
-import { loadView } from '../../src/projections/read-model.js'
-import { rebuild } from '../../src/projections/rebuild.js'
-import { verify } from '../../src/projections/verify.js'
+import { loadView } from '../../src/projections/queries/read-model.js'
+import { rebuild } from '../../src/projections/upkeep/rebuild.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 import * as scenarios from './scenarios.js'
 
 /**
- * Forks share their parent's rows (src/projections/shared-rows.ts): a fork
+ * Forks share their parent's rows (src/projections/rows/shared-rows.ts): a fork
  * writes rows only for what it changes, reads the rest from its parent as of
  * the fork point, and still equals a fold of its log — whatever the parent
  * does after, and for a fork at any earlier event.

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { createChronicle, type Chronicle } from '../../src/main.js'
 import { openStore } from '../../src/projections/open.js'
-import { getSession } from '../../src/projections/read-model.js'
+import { getSession } from '../../src/projections/queries/read-model.js'
 import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
 import { Client } from '../http/helpers.js'
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { NOT_STARTED_BEFORE_RESTART } from '../../src/runtime/loop/tool-exec.js'
 import type { EventType } from '../../src/events/catalogue.js'
-import { getParts } from '../../src/projections/read-model.js'
+import { getParts } from '../../src/projections/queries/read-model.js'
 import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { harness, text, type Harness } from './helpers.js'
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { Message, Part, Session, SessionView, ToolState } from '../../src/projections/model.js'
+import type { Message, Part, Session, SessionView, ToolState } from '../../src/projections/fold/model.js'
 import { STEER_PREFIX, toChatMessages, type ChatMessage } from '../../src/runtime/loop/chat-messages.js'
 
 /** History → model messages: every tool call is followed by exactly one result; no result is orphaned. */

@@ -1,4 +1,4 @@
-import { getMessages } from '../../src/projections/read-model.js'
+import { getMessages } from '../../src/projections/queries/read-model.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChronicleError } from '../../src/events/errors.js'
 import { createModelResolver } from '../../src/runtime/model/providers.js'

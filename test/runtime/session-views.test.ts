@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { EventStore } from '../../src/events/store.js'
-import { loadView } from '../../src/projections/read-model.js'
+import { loadView } from '../../src/projections/queries/read-model.js'
 import { openStore } from '../../src/projections/open.js'
 import { SessionViews } from '../../src/runtime/loop/session-views.js'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Message, Part } from '../../src/projections/model.js'
+import type { Message, Part } from '../../src/projections/fold/model.js'
 import { answers, viewAnswered } from '../../src/runtime/loop/stop-rule.js'
 
 /** The stop rule (src/runtime/loop/stop-rule.ts): when a run has nothing left to do. */

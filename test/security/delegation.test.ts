@@ -5,7 +5,7 @@ import { execute } from '../../src/commands/execute.js'
 import { decidePermission } from '../../src/commands/permission.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { PermissionRule } from '../../src/events/catalogue.js'
-import { getSession } from '../../src/projections/read-model.js'
+import { getSession } from '../../src/projections/queries/read-model.js'
 import { dataOf, subagentHarness, task, until, type SubagentHarness } from '../subagents/helpers.js'
 
 /**

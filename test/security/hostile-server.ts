@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { exportSession } from '../../src/projections/export.js'
+import { exportSession } from '../../src/projections/transfer/export.js'
 import { openStore } from '../../src/projections/open.js'
 import type { ScriptStep } from '../../src/runtime/model/scripted-model.js'
 import { run, type Proc } from '../cli/helpers.js'

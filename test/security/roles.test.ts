@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderTranscript } from '../../src/cli/render.js'
 import { NEEDS } from '../../src/http/authorize.js'
-import { getSession } from '../../src/projections/read-model.js'
+import { getSession } from '../../src/projections/queries/read-model.js'
 import { Client, startServer, type TestServer } from '../http/helpers.js'
 
 /**

@@ -5,11 +5,16 @@ import type { StoredEvent } from '../../src/events/envelope.js'
 import { isChronicleError } from '../../src/events/errors.js'
 import { type IdSource, sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
-import { exportSession, type ImportReport, importSessions, renumberView } from '../../src/projections/export.js'
-import { foldSession } from '../../src/projections/fold.js'
+import {
+  exportSession,
+  type ImportReport,
+  importSessions,
+  renumberView,
+} from '../../src/projections/transfer/export.js'
+import { foldSession } from '../../src/projections/fold/fold.js'
 import { openStore } from '../../src/projections/open.js'
-import { getSession, loadView } from '../../src/projections/read-model.js'
-import { verify } from '../../src/projections/verify.js'
+import { getSession, loadView } from '../../src/projections/queries/read-model.js'
+import { verify } from '../../src/projections/upkeep/verify.js'
 import { play, stepsArb } from '../projections/histories.js'
 import { asState } from './helpers.js'
 import { recordSession } from './recorded.js'

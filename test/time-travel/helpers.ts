@@ -1,7 +1,7 @@
 import type { EventStore } from '../../src/events/store.js'
-import { foldSession } from '../../src/projections/fold.js'
-import type { SessionView } from '../../src/projections/model.js'
-import type { SessionState } from '../../src/projections/time-travel.js'
+import { foldSession } from '../../src/projections/fold/fold.js'
+import type { SessionView } from '../../src/projections/fold/model.js'
+import type { SessionState } from '../../src/projections/time-travel/time-travel.js'
 
 /** A view as stateAt returns it (entities ordered by id), through JSON like the stored read models. */
 export function asState(view: SessionView, seq: number): unknown {

@@ -3,7 +3,7 @@ import { fork } from '../../src/commands/fork.js'
 import { isChronicleError } from '../../src/events/errors.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
-import { history } from '../../src/projections/history.js'
+import { history } from '../../src/projections/queries/history.js'
 import { openStore } from '../../src/projections/open.js'
 import { recordSession } from './recorded.js'
 

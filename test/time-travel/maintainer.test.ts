@@ -3,7 +3,7 @@ import { fork } from '../../src/commands/fork.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
-import { stateAt } from '../../src/projections/time-travel.js'
+import { stateAt } from '../../src/projections/time-travel/time-travel.js'
 import { json, plainStateAt, snapshotRows } from './helpers.js'
 import { recordSession } from './recorded.js'
 

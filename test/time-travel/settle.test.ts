@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { FORK_SETTLEMENT, settleInFlight } from '../../src/commands/settle.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
-import { viewAt } from '../../src/projections/time-travel.js'
+import { viewAt } from '../../src/projections/time-travel/time-travel.js'
 import { recordSession } from './recorded.js'
 
 const stores: EventStore[] = []

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { exportSession, importSessions } from '../../src/projections/export.js'
-import { getParts, listSessions } from '../../src/projections/read-model.js'
+import { exportSession, importSessions } from '../../src/projections/transfer/export.js'
+import { getParts, listSessions } from '../../src/projections/queries/read-model.js'
 import { hashTree } from './helpers.js'
 import { prompt as run, script, type World, world, write } from './world.js'
 

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../src/events/envelope.js'
-import { getParts } from '../../src/projections/read-model.js'
+import { getParts } from '../../src/projections/queries/read-model.js'
 import { bash, prompt as run, script, type World, world, write } from './world.js'
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { loadView } from '../../src/projections/read-model.js'
+import { loadView } from '../../src/projections/queries/read-model.js'
 import { visibleMessages } from '../../src/runtime/loop/chat-messages.js'
 import { hashTree } from './helpers.js'
 import { bash, prompt as run, script, type World, world, write } from './world.js'

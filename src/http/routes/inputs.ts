@@ -1,6 +1,6 @@
 import { callerOf } from '../caller.js'
 import { z } from 'zod'
-import { getMessages, getParts, getSession } from '../../projections/read-model.js'
+import { getMessages, getParts, getSession } from '../../projections/queries/read-model.js'
 import { Params, type Api } from '../api.js'
 import type { App } from '../app.js'
 import type { AppDeps } from '../deps.js'

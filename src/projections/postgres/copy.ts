@@ -6,7 +6,7 @@ import { PostgresEventLog, redactUrl } from '../../events/postgres/log.js'
 import { toEvent } from '../../events/rows.js'
 import type { EventStore } from '../../events/store.js'
 import { decodeStored, storedRows } from '../../events/stored-rows.js'
-import type { Progress } from '../rebuild.js'
+import type { Progress } from '../upkeep/rebuild.js'
 import { createPgProjection } from './projection.js'
 
 /**

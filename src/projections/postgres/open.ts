@@ -1,5 +1,5 @@
 import { PostgresEventLog, type PostgresLogOptions } from '../../events/postgres/log.js'
-import type { ProjectorOptions } from '../projector.js'
+import type { ProjectorOptions } from '../rows/projector.js'
 import { createPgProjection } from './projection.js'
 
 /** An event log on PostgreSQL whose appends keep the Session / Message / Part read models, as openStore does on SQLite. */

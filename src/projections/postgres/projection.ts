@@ -2,14 +2,14 @@ import type pg from 'pg'
 import type { StoredEvent } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
 import { type EventRow, toEvent } from '../../events/rows.js'
-import { evolve, apply } from '../evolve.js'
-import { inheritedView, type InheritFn } from '../fold.js'
-import { messageFromRow, messageRow } from '../message-rows.js'
-import { emptyView, type Message, type Part, type Session, type SessionView } from '../model.js'
-import { fromRow, type PartRow, partJson, partThrough } from '../part-rows.js'
-import type { ProjectionRows, RowKind } from '../projection-rows.js'
-import { projectBatch, type ProjectorOptions, projectorCache } from '../projector.js'
-import type { RowLevel } from '../shared-rows.js'
+import { evolve, apply } from '../fold/evolve.js'
+import { inheritedView, type InheritFn } from '../fold/fold.js'
+import { messageFromRow, messageRow } from '../rows/message-rows.js'
+import { emptyView, type Message, type Part, type Session, type SessionView } from '../fold/model.js'
+import { fromRow, type PartRow, partJson, partThrough } from '../rows/part-rows.js'
+import type { ProjectionRows, RowKind } from '../rows/projection-rows.js'
+import { projectBatch, type ProjectorOptions, projectorCache } from '../rows/projector.js'
+import type { RowLevel } from '../rows/shared-rows.js'
 import { pgMessage, pgPart, pgSessions, type Queryable } from './read-models.js'
 
 /**
@@ -65,7 +65,7 @@ export function createPgProjection(options: ProjectorOptions = {}): PgProjectHoo
 /**
  * The session's state right after event `seq`, folded from the log: a fork's starts from its parent's at the
  * fork point; a seq before the fork's own first event is in its inherited history, so the answer is the
- * ancestor's there (as src/projections/fold.ts's foldFrom).
+ * ancestor's there (as src/projections/fold/fold.ts's foldFrom).
  */
 export async function foldAt(db: Queryable, sessionId: string, seq: number): Promise<SessionView> {
   const read = async (sql: string, params: unknown[]) => (await db.query<EventRow>(sql, params)).rows.map(toEvent)

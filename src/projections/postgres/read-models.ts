@@ -1,14 +1,14 @@
 import type pg from 'pg'
-import { messageFromRow } from '../message-rows.js'
-import type { Message, Part, Session, SessionView } from '../model.js'
-import { completed, fromRow, type LoggedDelta, type PartRow, tailsFrom } from '../part-rows.js'
-import { sessionFromRow } from '../session-rows.js'
-import type { RowLevel } from '../shared-rows.js'
+import { messageFromRow } from '../rows/message-rows.js'
+import type { Message, Part, Session, SessionView } from '../fold/model.js'
+import { completed, fromRow, type LoggedDelta, type PartRow, tailsFrom } from '../rows/part-rows.js'
+import { sessionFromRow } from '../rows/session-rows.js'
+import type { RowLevel } from '../rows/shared-rows.js'
 import { copyWith } from '../../events/copy.js'
 
 /**
  * The read models on PostgreSQL (schema migration 2 of src/events/postgres/schema.ts),
- * read as SQLite's are (src/projections/read-model.ts, shared-rows.ts): a session's
+ * read as SQLite's are (src/projections/queries/read-model.ts, shared-rows.ts): a session's
  * head from its stream's last event; a streaming part's row and the deltas logged
  * after it; a fork's rows, then its parent's as of the fork point. Asynchronous,
  * on any connection (the pool, or the append transaction's client).

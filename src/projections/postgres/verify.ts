@@ -4,13 +4,13 @@ import { chainedFields, eventHash, logDigest } from '../../events/chain.js'
 import type { EventRow } from '../../events/rows.js'
 import { ChronicleError } from '../../events/errors.js'
 import { PG_TYPES, redactUrl } from '../../events/postgres/log.js'
-import type { Progress } from '../rebuild.js'
-import { diffViews, type Difference, type VerifyReport } from '../verify.js'
+import type { Progress } from '../upkeep/rebuild.js'
+import { diffViews, type Difference, type VerifyReport } from '../upkeep/verify.js'
 import { foldAt } from './projection.js'
 import { pgLoadView, type Queryable } from './read-models.js'
 
 /**
- * `verify` on PostgreSQL, as src/projections/verify.ts on SQLite: the hash
+ * `verify` on PostgreSQL, as src/projections/upkeep/verify.ts on SQLite: the hash
  * chain recomputed from the stored texts (versions 1, 2, 3… per stream, seqs
  * without a gap, the head naming the last event), the whole-log digest on the
  * way, then every session's read model against a fold of its log.

@@ -1,11 +1,11 @@
 import type { StoredEvent } from '../../events/envelope.js'
 import { isChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
-import { apply, evolve } from '../../projections/evolve.js'
-import { inheritedView } from '../../projections/fold.js'
-import { emptyView } from '../../projections/model.js'
-import { requireSession, sessionIds } from '../../projections/read-model.js'
-import { snapshotInherit } from '../../projections/time-travel.js'
+import { apply, evolve } from '../../projections/fold/evolve.js'
+import { inheritedView } from '../../projections/fold/fold.js'
+import { emptyView } from '../../projections/fold/model.js'
+import { requireSession, sessionIds } from '../../projections/queries/read-model.js'
+import { snapshotInherit } from '../../projections/time-travel/time-travel.js'
 import { Transcript } from '../loop/transcript.js'
 import {
   type CompiledFrom,

@@ -1,6 +1,6 @@
 import type { EventStore } from '../../events/store.js'
 import type { IdSource } from '../../events/ids.js'
-import type { SessionView } from '../../projections/model.js'
+import type { SessionView } from '../../projections/fold/model.js'
 import { latestUser, digestOf, type CompiledContext } from '../loop/context.js'
 import { viewAnswered } from '../loop/stop-rule.js'
 import { budgetFor, type CompactionConfig } from './config.js'

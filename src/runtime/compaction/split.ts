@@ -1,4 +1,4 @@
-import type { Message, Part, SessionView } from '../../projections/model.js'
+import type { Message, Part, SessionView } from '../../projections/fold/model.js'
 import { partsByMessage, visibleMessages } from '../loop/chat-messages.js'
 import { estimateMessage, estimateTokens } from './tokens.js'
 

@@ -1,5 +1,5 @@
 import type { Usage } from '../../events/catalogue.js'
-import type { Message, Part, SessionView } from '../../projections/model.js'
+import type { Message, Part, SessionView } from '../../projections/fold/model.js'
 import { partsByMessage, visibleMessages } from '../loop/chat-messages.js'
 import type { ModelRequest } from '../model/adapter.js'
 

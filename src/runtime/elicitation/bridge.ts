@@ -2,7 +2,7 @@ import { type ContentCheck, elicitationCommand } from '../../commands/elicitatio
 import type { DataOf, ElicitationValue } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/read-model.js'
+import { getSession } from '../../projections/queries/read-model.js'
 import { NO_SECRETS, type Redactor } from '../../tools/redact.js'
 import { SHUTDOWN } from '../abort-reasons.js'
 

@@ -3,7 +3,7 @@ import { basename, extname } from 'node:path'
 import type { InputPart } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
-import { requireSession } from '../../projections/read-model.js'
+import { requireSession } from '../../projections/queries/read-model.js'
 import { isForbidden, resolveInWorkspace } from '../../tools/paths.js'
 
 /**

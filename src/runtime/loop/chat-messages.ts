@@ -1,4 +1,4 @@
-import type { FilePart, Message, Part, SessionView, ToolPart } from '../../projections/model.js'
+import type { FilePart, Message, Part, SessionView, ToolPart } from '../../projections/fold/model.js'
 import { ACCEPTS_ALL, type Accepted } from '../model/adapter.js'
 
 /**

@@ -1,4 +1,4 @@
-import type { Message, SessionView } from '../../projections/model.js'
+import type { Message, SessionView } from '../../projections/fold/model.js'
 import { latestUser } from './context.js'
 import type { Transcript } from './transcript.js'
 

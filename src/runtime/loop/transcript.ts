@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
-import type { Changes } from '../../projections/evolve.js'
-import type { Message, Part, SessionView, ToolPart } from '../../projections/model.js'
+import type { Changes } from '../../projections/fold/evolve.js'
+import type { Message, Part, SessionView, ToolPart } from '../../projections/fold/model.js'
 import { ACCEPTS_ALL, type Accepted } from '../model/adapter.js'
 import { type ChatMessage, type ChatOptions, messageToChat, toChatMessages } from './chat-messages.js'
 

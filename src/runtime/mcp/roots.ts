@@ -2,7 +2,7 @@ import { basename, isAbsolute, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Root } from '@modelcontextprotocol/sdk/types.js'
 import type { EventStore } from '../../events/store.js'
-import { liveSessionDirectories } from '../../projections/session-directories.js'
+import { liveSessionDirectories } from '../../projections/queries/session-directories.js'
 
 /**
  * The MCP roots Chronicle offers (docs/TOOLS.md "Roots"): the directories

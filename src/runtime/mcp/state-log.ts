@@ -1,5 +1,5 @@
 import type { EventStore } from '../../events/store.js'
-import { MCP_STREAM } from '../../projections/mcp-servers.js'
+import { MCP_STREAM } from '../../projections/queries/mcp-servers.js'
 import type { Redactor } from '../../tools/redact.js'
 import type { McpServerConfig } from '../../tools/mcp/config.js'
 import { configuredSecrets, scrubMcpError } from '../../tools/mcp/scrub.js'

@@ -1,6 +1,6 @@
 import type { StoredEvent, StoredEventOf } from '../../events/envelope.js'
 import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/read-model.js'
+import { getSession } from '../../projections/queries/read-model.js'
 
 /**
  * A person's reject stops the run (docs/TOOLS.md "A reject stops the run"), as OpenCode's

@@ -1,8 +1,8 @@
 import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventStore } from '../../events/store.js'
 import { settleInFlight, type SettleReason } from '../../commands/settle.js'
-import type { SessionView } from '../../projections/model.js'
-import { loadView, sessionsWithOpenWork } from '../../projections/read-model.js'
+import type { SessionView } from '../../projections/fold/model.js'
+import { loadView, sessionsWithOpenWork } from '../../projections/queries/read-model.js'
 
 /**
  * Crash recovery on start (docs/RECOVERY.md): at-least-once

@@ -1,8 +1,8 @@
 import { isChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
-import type { SubtaskPart } from '../../projections/model.js'
-import { inputAccepted } from '../../projections/input-index.js'
-import { childSessionIds, getParts, getSession } from '../../projections/read-model.js'
+import type { SubtaskPart } from '../../projections/fold/model.js'
+import { inputAccepted } from '../../projections/queries/input-index.js'
+import { childSessionIds, getParts, getSession } from '../../projections/queries/read-model.js'
 import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
 
 /**

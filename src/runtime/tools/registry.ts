@@ -1,6 +1,6 @@
 import type { PermissionRule } from '../../events/catalogue.js'
 import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/read-model.js'
+import { getSession } from '../../projections/queries/read-model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import { deniesEverything } from '../../tools/permission/evaluate.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'

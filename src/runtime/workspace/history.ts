@@ -1,8 +1,8 @@
 import type { ChangedFile, DataOf } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
-import { requireSession } from '../../projections/read-model.js'
-import { stateAt } from '../../projections/time-travel.js'
+import { requireSession } from '../../projections/queries/read-model.js'
+import { stateAt } from '../../projections/time-travel/time-travel.js'
 import { EMPTY_TREE, type ShadowStore } from './shadow-store.js'
 
 /**

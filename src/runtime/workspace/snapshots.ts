@@ -1,7 +1,7 @@
 import type { ChangedFile, DataOf } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
 import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/read-model.js'
+import { getSession } from '../../projections/queries/read-model.js'
 import type { ShadowStore } from './shadow-store.js'
 
 /**

@@ -1,14 +1,14 @@
-import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
-import { copyWith } from '../events/copy.js'
-import type { StoredEvent } from '../events/envelope.js'
-import { isSystemStream, type ProjectHook } from '../events/store.js'
-import { apply, evolve, grown } from './evolve.js'
-import type { InheritFn } from './fold.js'
-import { messageInFlight, partInFlight } from './in-flight.js'
-import type { Message, Part, Session, SessionView } from './model.js'
+import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
+import { copyWith } from '../../events/copy.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import { isSystemStream, type ProjectHook } from '../../events/store.js'
+import { apply, evolve, grown } from '../fold/evolve.js'
+import type { InheritFn } from '../fold/fold.js'
+import { messageInFlight, partInFlight } from '../fold/in-flight.js'
+import type { Message, Part, Session, SessionView } from '../fold/model.js'
 import { type ProjectionRows, type RowKind, sqliteRows } from './projection-rows.js'
 import type { RowLevel } from './shared-rows.js'
-import { approxBytes } from './sizes.js'
+import { approxBytes } from '../fold/sizes.js'
 
 /**
  * The live projection: runs inside the append transaction, folds the batch

@@ -1,4 +1,4 @@
-import { prepared } from './prepared.js'
+import { prepared } from '../rows/prepared.js'
 import type { ReadModelSource } from './read-model.js'
 
 /**

@@ -1,4 +1,4 @@
-import type { EventStore } from '../events/store.js'
+import type { EventStore } from '../../events/store.js'
 import { SnapshotFold } from './snapshot-fold.js'
 import { DEFAULT_SNAPSHOT_EVERY, viewAt } from './time-travel.js'
 

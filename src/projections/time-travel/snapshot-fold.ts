@@ -1,8 +1,8 @@
-import type { EventStore } from '../events/store.js'
-import { apply, evolve } from './evolve.js'
-import { type InheritFn, inheritedView } from './fold.js'
+import type { EventStore } from '../../events/store.js'
+import { apply, evolve } from '../fold/evolve.js'
+import { type InheritFn, inheritedView } from '../fold/fold.js'
 import { eventsByVersion, firstEvent } from './lineage.js'
-import { emptyView, type Part, type SessionView } from './model.js'
+import { emptyView, type Part, type SessionView } from '../fold/model.js'
 import { snapshotCache } from './snapshots.js'
 
 /**

@@ -1,6 +1,6 @@
-import { copyWith } from '../events/copy.js'
-import type { StoredEvent } from '../events/envelope.js'
-import { ChronicleError } from '../events/errors.js'
+import { copyWith } from '../../events/copy.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import { ChronicleError } from '../../events/errors.js'
 import { apply, evolve } from './evolve.js'
 import { emptyView, type Message, type Part, type SessionView } from './model.js'
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { messageRow } from './message-rows.js'
-import type { Message, Part, Session } from './model.js'
+import type { Message, Part, Session } from '../fold/model.js'
 import { createPartWriter } from './part-rows.js'
 import { perConnection } from './prepared.js'
 import { createSessionWriter, sessionReader } from './session-rows.js'
@@ -9,7 +9,7 @@ import { type RowLevel, sharedMessage, sharedPart } from './shared-rows.js'
 export type RowKind = 'message' | 'part'
 
 /**
- * What the live projection (src/projections/projector.ts) reads and writes of
+ * What the live projection (src/projections/rows/projector.ts) reads and writes of
  * the read-model tables, inside the append's transaction: one interface, so
  * the projection itself is the same on every engine. Reads are as of before
  * the batch being projected (its events are in the log already); writes land

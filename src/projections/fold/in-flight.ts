@@ -3,7 +3,7 @@ import type { Message, Part } from './model.js'
 /**
  * What a session still has in flight: what settlement closes when a fork
  * starts at an event or a restart cuts a run off (src/commands/settle.ts),
- * and what a fork owns rows for (src/projections/shared-rows.ts). Anything
+ * and what a fork owns rows for (src/projections/rows/shared-rows.ts). Anything
  * else is settled: it changes again only by a deliberate act (a revert, a
  * late patch), which the projection records as a rewrite.
  */

@@ -1,7 +1,7 @@
-import { copyWith, mergeOwn } from '../events/copy.js'
-import { ChronicleError } from '../events/errors.js'
-import type { StoredEvent } from '../events/envelope.js'
-import type { ChangedFile, ChronicleEvent, Usage } from '../events/catalogue.js'
+import { copyWith, mergeOwn } from '../../events/copy.js'
+import { ChronicleError } from '../../events/errors.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import type { ChangedFile, ChronicleEvent, Usage } from '../../events/catalogue.js'
 import type { Message, Part, PendingInput, Session, SessionView, Totals, ToolPart } from './model.js'
 
 /**
@@ -442,7 +442,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'mcp.server.failed':
     case 'mcp.server.auth_required':
     case 'mcp.server.disconnected':
-      // the system streams' (src/http/principals.ts, src/projections/mcp-servers.ts fold them); never a session's
+      // the system streams' (src/http/principals.ts, src/projections/queries/mcp-servers.ts fold them); never a session's
       throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} (${event.type}) is not a session's event`)
 
     default: {

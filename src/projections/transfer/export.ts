@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto'
-import type { ChronicleEvent } from '../events/catalogue.js'
-import type { EventMeta, StoredEvent } from '../events/envelope.js'
-import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
+import type { ChronicleEvent } from '../../events/catalogue.js'
+import type { EventMeta, StoredEvent } from '../../events/envelope.js'
+import type { IdSource } from '../../events/ids.js'
+import type { EventStore } from '../../events/store.js'
 import { checkImport, EXPORT_FORMAT, type ImportLine } from './import-check.js'
-import { eventsByVersion, firstEvent, versionAtOrBefore } from './lineage.js'
-import type { Part, SessionView } from './model.js'
+import { eventsByVersion, firstEvent, versionAtOrBefore } from '../time-travel/lineage.js'
+import type { Part, SessionView } from '../fold/model.js'
 
 /**
  * Export and import of a session's history as JSONL.
@@ -18,7 +18,7 @@ import type { Part, SessionView } from './model.js'
  *
  * Import is quarantine (docs/SECURITY.md: an import creates new, inert sessions
  * only). The file is untrusted: it is checked whole before anything is
- * appended (src/projections/import-check.ts), then every session of it becomes
+ * appended (src/projections/transfer/import-check.ts), then every session of it becomes
  * a NEW session with a new id, ended by `session.imported`, which makes it
  * read-only and never run. Its history is kept — types, data, meta and times —
  * but confers nothing: its rules, approvals, directory and open run are never

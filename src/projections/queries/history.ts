@@ -1,7 +1,7 @@
-import type { StoredEvent } from '../events/envelope.js'
-import { ChronicleError } from '../events/errors.js'
-import type { EventStore } from '../events/store.js'
-import { eventsByVersion, lineage, type Segment, versionAtOrBefore } from './lineage.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import { ChronicleError } from '../../events/errors.js'
+import type { EventStore } from '../../events/store.js'
+import { eventsByVersion, lineage, type Segment, versionAtOrBefore } from '../time-travel/lineage.js'
 
 /**
  * A session's history, paged by seq (keyset, both directions). For a fork it

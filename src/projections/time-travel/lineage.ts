@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3'
-import type { StoredEvent } from '../events/envelope.js'
-import { ChronicleError } from '../events/errors.js'
-import { type EventRow, type EventStore, toEvent } from '../events/store.js'
-import { perConnection } from './prepared.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import { ChronicleError } from '../../events/errors.js'
+import { type EventRow, type EventStore, toEvent } from '../../events/store.js'
+import { perConnection } from '../rows/prepared.js'
 
 /**
  * A session's history as segments of the log: for a fork, its parent's

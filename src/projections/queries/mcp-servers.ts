@@ -1,6 +1,6 @@
-import type { StoredEvent } from '../events/envelope.js'
-import { ChronicleError } from '../events/errors.js'
-import type { EventStore } from '../events/store.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import { ChronicleError } from '../../events/errors.js'
+import type { EventStore } from '../../events/store.js'
 
 /**
  * Which MCP servers and tools existed at a seq (docs/TOOLS.md "Server state

@@ -1,12 +1,12 @@
 import { z } from 'zod'
-import { ChronicleEvent, CURRENT_SCHEMA_VERSION, EVENT_TYPES } from '../events/catalogue.js'
-import { blobHash } from '../events/blobs.js'
-import { eventHash } from '../events/chain.js'
-import { EventMeta, type StoredEvent } from '../events/envelope.js'
-import { ChronicleError, isChronicleError } from '../events/errors.js'
-import { apply, evolve } from './evolve.js'
-import { type EventReader, foldFrom, type InheritFn, rekey } from './fold.js'
-import { emptyView, type SessionView } from './model.js'
+import { ChronicleEvent, CURRENT_SCHEMA_VERSION, EVENT_TYPES } from '../../events/catalogue.js'
+import { blobHash } from '../../events/blobs.js'
+import { eventHash } from '../../events/chain.js'
+import { EventMeta, type StoredEvent } from '../../events/envelope.js'
+import { ChronicleError, isChronicleError } from '../../events/errors.js'
+import { apply, evolve } from '../fold/evolve.js'
+import { type EventReader, foldFrom, type InheritFn, rekey } from '../fold/fold.js'
+import { emptyView, type SessionView } from '../fold/model.js'
 
 /**
  * The checks an import file passes before anything of it is appended

@@ -1,7 +1,7 @@
-import { type EventStore, isSystemStream } from '../events/store.js'
-import type { StoredEvent } from '../events/envelope.js'
-import { foldSession, type InheritFn } from './fold.js'
-import { createProjector } from './projector.js'
+import { type EventStore, isSystemStream } from '../../events/store.js'
+import type { StoredEvent } from '../../events/envelope.js'
+import { foldSession, type InheritFn } from '../fold/fold.js'
+import { createProjector } from '../rows/projector.js'
 
 export interface RebuildReport {
   readonly sessions: number
@@ -16,8 +16,8 @@ const CHUNK = 4096
 
 /**
  * Drops the read models and re-projects them from seq 0 through the live
- * projection itself (src/projections/projector.ts: the same evolve, the same
- * rows — forks read their parent's, src/projections/shared-rows.ts), in seq
+ * projection itself (src/projections/rows/projector.ts: the same evolve, the same
+ * rows — forks read their parent's, src/projections/rows/shared-rows.ts), in seq
  * order and one transaction (readers never see a half rebuild). Memory is the
  * projection's bounded cache and one chunk of events.
  */

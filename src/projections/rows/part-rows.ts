@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
-import { deltaField } from '../events/rows.js'
-import type { Part } from './model.js'
+import { deltaField } from '../../events/rows.js'
+import type { Part } from '../fold/model.js'
 import { prepared } from './prepared.js'
 
 /**
@@ -145,7 +145,7 @@ export interface PartWriter {
   /**
    * Stores `part` as it is at session version `version` (a streaming part's later deltas are read from the log);
    * `changed`: the version of the event that last changed it, what its session's forks read it by
-   * (src/projections/shared-rows.ts; 0: as a fork point had it).
+   * (src/projections/rows/shared-rows.ts; 0: as a fork point had it).
    */
   write(sessionId: string, part: Part, version: number, changed: number): void
 }

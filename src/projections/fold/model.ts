@@ -7,7 +7,7 @@ import type {
   RunOutcome,
   ToolErrorKind,
   Usage,
-} from '../events/catalogue.js'
+} from '../../events/catalogue.js'
 
 /** The read models (docs/EVENTS.md). Every field is derived from the log by evolve. */
 

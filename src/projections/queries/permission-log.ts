@@ -1,6 +1,6 @@
-import type { DataOf } from '../events/catalogue.js'
-import type { EventStore } from '../events/store.js'
-import { prepared } from './prepared.js'
+import type { DataOf } from '../../events/catalogue.js'
+import type { EventStore } from '../../events/store.js'
+import { prepared } from '../rows/prepared.js'
 
 /**
  * Permission requests and replies as the log has them — for the gate and the

@@ -1,6 +1,6 @@
-import { BoundedCache, type CacheBounds } from '../events/bounded-cache.js'
-import type { EventStore } from '../events/store.js'
-import { prepared } from './prepared.js'
+import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
+import type { EventStore } from '../../events/store.js'
+import { prepared } from '../rows/prepared.js'
 
 /** Where an inputId was first accepted, and the digest of what it carried. */
 export interface PriorAcceptance {

@@ -1,7 +1,7 @@
-import type { EventStore } from '../events/store.js'
-import type { InheritFn } from './fold.js'
+import type { EventStore } from '../../events/store.js'
+import type { InheritFn } from '../fold/fold.js'
 import { type Located, locate } from './lineage.js'
-import type { Message, Part, Session, SessionView } from './model.js'
+import type { Message, Part, Session, SessionView } from '../fold/model.js'
 import { SnapshotFold } from './snapshot-fold.js'
 
 /**

@@ -1,9 +1,9 @@
-import type { Readable } from '../events/store.js'
-import { ChronicleError } from '../events/errors.js'
-import type { Message, Part, Session, SessionView } from './model.js'
-import { prepared } from './prepared.js'
-import { sharedMessage, sharedMessages, sharedParts } from './shared-rows.js'
-import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from './session-rows.js'
+import type { Readable } from '../../events/store.js'
+import { ChronicleError } from '../../events/errors.js'
+import type { Message, Part, Session, SessionView } from '../fold/model.js'
+import { prepared } from '../rows/prepared.js'
+import { sharedMessage, sharedMessages, sharedParts } from '../rows/shared-rows.js'
+import { SESSION_FROM, sessionFromRow, sessionReader, type SessionRow } from '../rows/session-rows.js'
 
 /**
  * What the read-model queries need of a store: its database, read your

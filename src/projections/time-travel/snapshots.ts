@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import type Database from 'better-sqlite3'
-import { apply, evolve } from './evolve.js'
-import { rekey } from './fold.js'
-import type { Message, Part, Session, SessionView } from './model.js'
-import { perConnection } from './prepared.js'
+import { apply, evolve } from '../fold/evolve.js'
+import { rekey } from '../fold/fold.js'
+import type { Message, Part, Session, SessionView } from '../fold/model.js'
+import { perConnection } from '../rows/prepared.js'
 
 /**
  * The snapshot cache behind time travel: a derived table, never the source

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
-import { copyWith } from '../events/copy.js'
-import type { Session } from './model.js'
+import { copyWith } from '../../events/copy.js'
+import type { Session } from '../fold/model.js'
 import { prepared } from './prepared.js'
 
 /**

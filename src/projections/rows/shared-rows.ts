@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
-import { copyWith } from '../events/copy.js'
+import { copyWith } from '../../events/copy.js'
 import { messageFromRow } from './message-rows.js'
-import type { Message, Part } from './model.js'
+import type { Message, Part } from '../fold/model.js'
 import { PART_COLUMNS, type PartRow, withTails } from './part-rows.js'
 import { perConnection } from './prepared.js'
 
@@ -20,7 +20,7 @@ import { perConnection } from './prepared.js'
  *   message, a late patch: anything settled that changes again is logged in
  *   `rewrites`) is copied into a fork made later at that point, from the state
  *   there, and into every existing fork that read it when the parent changes
- *   it (copy on write, src/projections/projector.ts);
+ *   it (copy on write, src/projections/rows/projector.ts);
  * - a fork of a session whose rows have no versions (projected before
  *   migration 14) copies its rows, as forks always did.
  *

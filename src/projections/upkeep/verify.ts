@@ -1,8 +1,8 @@
-import { type ChainAnchor, type ChainReport, checkChain } from '../events/chain-check.js'
-import type { EventStore } from '../events/store.js'
-import { foldSession } from './fold.js'
-import type { SessionView } from './model.js'
-import { loadView } from './read-model.js'
+import { type ChainAnchor, type ChainReport, checkChain } from '../../events/chain-check.js'
+import type { EventStore } from '../../events/store.js'
+import { foldSession } from '../fold/fold.js'
+import type { SessionView } from '../fold/model.js'
+import { loadView } from '../queries/read-model.js'
 import type { Progress } from './rebuild.js'
 
 export interface Difference {

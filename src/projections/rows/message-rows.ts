@@ -1,4 +1,4 @@
-import type { Message } from './model.js'
+import type { Message } from '../fold/model.js'
 
 /**
  * How message rows are stored: the JSON leaves out `id` and `sessionId`, which
