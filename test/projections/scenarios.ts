@@ -42,15 +42,14 @@ export function conversation(store: EventStore, id: string, turns: number): { en
 export const fork = (store: EventStore, child: string, from: string, seq: number) =>
   store.append(child, [{ type: 'session.forked', data: { from: { sessionId: from, seq } } }], { meta })
 
+/** A revert of the session's files that hides `messages`, started and completed. */
+export const revertEvents = (id: string, messages: string[]): ChronicleEvent[] => [
+  {
+    type: 'workspace.restore.started',
+    data: { restoreId: `rst_${id}`, kind: 'revert', to: 1, from: 'a'.repeat(40), tree: 'b'.repeat(40), messages },
+  },
+  { type: 'workspace.restore.completed', data: { restoreId: `rst_${id}`, changed: [] } },
+]
+
 export const revert = (store: EventStore, id: string, messages: string[]) =>
-  store.append(
-    id,
-    [
-      {
-        type: 'workspace.restore.started',
-        data: { restoreId: `rst_${id}`, kind: 'revert', to: 1, from: 'a'.repeat(40), tree: 'b'.repeat(40), messages },
-      },
-      { type: 'workspace.restore.completed', data: { restoreId: `rst_${id}`, changed: [] } },
-    ],
-    { meta },
-  )
+  store.append(id, revertEvents(id, messages), { meta })

@@ -91,6 +91,26 @@ describe('forks share their parent’s rows', () => {
     expect(loadView(store, 'ses_g').messages.get(messages.at(-1) as string)).not.toHaveProperty('reverted')
   })
 
+  it('a parent and its fork rewriting a message in one commit leave a fork of the fork the message as it read it', async () => {
+    store = openStore(':memory:')
+    const { ends, messages } = conversation('ses_p', 3)
+    fork('ses_f', 'ses_p', ends[2] as number)
+    fork('ses_g', 'ses_f', store.head())
+    const hidden = messages.slice(-2)
+    // one commit: ses_p's revert copies the messages into ses_f as it read them, then ses_f's own revert
+    // changes those copies, which ses_g must get before they move on
+    const reverts = ['ses_p', 'ses_f'].map((id) =>
+      store.enqueue(id, scenarios.revertEvents(id, hidden), { meta: { actor: 'runtime' } }),
+    )
+    const [p, f] = await Promise.all(reverts)
+    expect(p?.[0]?.seq).toBe((f?.[0]?.seq as number) - 2) // committed together, in call order
+    for (const id of ['ses_p', 'ses_f', 'ses_g']) same(id)
+    const last = (id: string) => loadView(store, id).messages.get(hidden.at(-1) as string)
+    expect(last('ses_f')).toMatchObject({ reverted: 'rst_ses_f' })
+    expect(last('ses_g')).toBeDefined()
+    expect(last('ses_g')).not.toHaveProperty('reverted')
+  })
+
   it('a fork at an event before a revert reads the messages unreverted, whenever it is made', () => {
     store = openStore(':memory:')
     const { ends, messages } = conversation('ses_p', 6)

@@ -204,11 +204,12 @@ class BatchWriter {
     this.rewrites.push({ sessionId, version: event.version, kind, id })
     const children = this.childrenOf(sessionId)
     if (children.length === 0) return
-    // the version its row had: changed earlier in this batch, or as stored (none: the session reads it too)
+    // the version its row had: changed earlier in this batch, copied into it earlier in this batch (0: as its
+    // fork point had it), or as stored (none: the session reads it too)
     const before = (
       kind === 'message' ? this.touched.get(sessionId)?.messages : this.touched.get(sessionId)?.parts
     )?.get(id)
-    const rowVersion = before ?? this.rows.rowVersion(kind, sessionId, id)
+    const rowVersion = before ?? (this.copied(sessionId, kind, id) ? 0 : this.rows.rowVersion(kind, sessionId, id))
     if (rowVersion === undefined) return
     for (const child of children) {
       if ((rowVersion ?? 0) > child.upto || this.owns(child.sessionId, kind, id)) continue
@@ -230,8 +231,13 @@ class BatchWriter {
   private owns(sessionId: string, kind: Kind, id: string): boolean {
     const touched = this.touched.get(sessionId)
     if ((kind === 'message' ? touched?.messages : touched?.parts)?.has(id)) return true
-    if (this.copies.some((c) => c.sessionId === sessionId && c.kind === kind && c.entity.id === id)) return true
+    if (this.copied(sessionId, kind, id)) return true
     return this.rows.rowVersion(kind, sessionId, id) !== undefined
+  }
+
+  /** Whether this batch copied the entity into the fork (copy on write): its row, not written yet. */
+  private copied(sessionId: string, kind: Kind, id: string): boolean {
+    return this.copies.some((c) => c.sessionId === sessionId && c.kind === kind && c.entity.id === id)
   }
 
   write(): void {
