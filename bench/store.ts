@@ -80,7 +80,7 @@ export default async function (args: string[]): Promise<object> {
 async function runOnce(cfg: Config): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
   try {
-    const store = openStore(join(dir, 'store.asCommitted.reader()'))
+    const store = openStore(join(dir, 'store.db'))
     const meta: EventMeta = { actor: 'model', run: 'run_bench' }
     const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
     for (const id of sessions) {
@@ -124,7 +124,7 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     const foldMs = performance.now() - t
 
     store.asCommitted.reader().pragma('wal_checkpoint(TRUNCATE)')
-    const bytes = statSync(join(dir, 'store.asCommitted.reader()')).size
+    const bytes = statSync(join(dir, 'store.db')).size
     store.close()
 
     const appendEventsPerSec = (appended / appendMs) * 1000

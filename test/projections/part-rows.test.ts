@@ -155,7 +155,7 @@ describe('part rows', () => {
   it('read a streaming tool input and text whole after a restart in the middle of both', () => {
     const dir = mkdtempSync(join(tmpdir(), 'chronicle-parts-'))
     try {
-      const path = join(dir, 'store.asCommitted.reader()')
+      const path = join(dir, 'store.db')
       const meta = { meta: { actor: 'model' as const } }
       const first = openStore(path)
       first.append('ses_a', [{ type: 'session.created', data: { directory: '/r', agent: 'build', model: null } }], {
