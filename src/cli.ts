@@ -41,14 +41,14 @@ const USAGE = `usage: chronicle <command> [options]
                                                 MCP servers and their sign-in; login prints the authorization URL and
                                                 waits for the browser (on the server's port: stop the server first);
                                                 logout deletes the stored sign-in
-  store copy --to postgres://… [--force]        copy the store into an empty PostgreSQL database (server stopped):
-                                                the same seqs and head digest; the copy is verified there
+  store copy [--to postgres://…] [--force]      copy the store into an empty PostgreSQL database (server stopped):
+                                                the same seqs and head digest; the copy is verified there (--to defaults to CHRONICLE_DATABASE_URL)
   verify [--head seq:digest] [--force]          check the log's hash chains and compare read models with the log
                                                 (server stopped); exit 1 on a break or a difference. Prints the
                                                 log's head digest: --head checks the log still gives one recorded earlier
   audit <session> | --all                       rebuild every model request from the log and check its digest;
                                                 exit 1 on any mismatch
-  doctor [--config file]                        check the config, the model, the sandbox, the data directory and the server
+  doctor [--config file]                        check the config, the model, the sandbox, the data directory, the store and the server
   demo                                          a scripted session, time travel and a fork; no API key
   version                                       the version (also --version, -v); any command takes --help
 

@@ -203,6 +203,7 @@ export const FileConfig = z
       .optional(),
     /** the web page: `false` turns it off; `{root}` serves another build */
     web: WebSettings.optional(),
+    store: z.object({ url: z.string().optional() }).strict().optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -258,6 +259,11 @@ export interface ChronicleConfig {
   readonly logFormat: 'json' | 'pretty' | undefined
   /** the config file that was read, if any */
   readonly configFile: string | undefined
+  /**
+   * The event store: SQLite in the data directory unless `url` names a PostgreSQL database
+   * (`CHRONICLE_DATABASE_URL`, or `store.url` in the user's config file; never from a workspace).
+   */
+  readonly store: { readonly url: string | undefined }
 }
 
 /** A file larger than this is listed in a workspace snapshot, not stored. */
@@ -290,6 +296,7 @@ const Env = z.object({
   GOOGLE_BASE_URL: z.url().optional(),
   CHRONICLE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   CHRONICLE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  CHRONICLE_DATABASE_URL: z.string().optional(),
 })
 
 export interface LoadOptions {
@@ -359,7 +366,24 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
     logFormat: env.CHRONICLE_LOG_FORMAT,
     configFile,
+    store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
   }
+}
+
+/** A PostgreSQL URL (`postgres://` or `postgresql://`); anything else is BAD_REQUEST, without echoing it (it may hold a password). */
+function storeUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined
+  let scheme: string | undefined
+  try {
+    scheme = new URL(url).protocol
+  } catch {
+    // reported below
+  }
+  if (scheme === 'postgres:' || scheme === 'postgresql:') return url
+  throw new ChronicleError(
+    'BAD_REQUEST',
+    'invalid store url (CHRONICLE_DATABASE_URL or store.url): it must be a postgres:// or postgresql:// URL (the default store, SQLite in the data directory, needs none)',
+  )
 }
 
 /** `$XDG_DATA_HOME/chronicle`, else `~/.local/share/chronicle`: per user, never inside a workspace. */

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type { DestinationStream, Logger } from 'pino'
 import { ChronicleError, isChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
+import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { history } from './projections/queries/history.js'
 import { openStore } from './projections/open.js'
@@ -104,6 +105,14 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     throw new ChronicleError(
       'FORBIDDEN',
       `refusing to listen on ${config.host} (reachable from other machines) without an explicit token: set CHRONICLE_TOKEN`,
+    )
+  }
+  if (config.store.url) {
+    // Said, not ignored: a server that quietly wrote to SQLite would leave the database it was told to use empty.
+    throw new ChronicleError(
+      'STORE_UNSUPPORTED',
+      `the server runs on SQLite in its data directory for now, not on PostgreSQL (${redactUrl(config.store.url)}): ` +
+        'unset CHRONICLE_DATABASE_URL and store.url to serve; `chronicle store copy` copies the store there (docs/ARCHITECTURE.md)',
     )
   }
   const dbPath = secureDataDir(config.dataDir)

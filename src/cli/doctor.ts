@@ -56,6 +56,7 @@ export async function doctor(
   await checkSandbox(config, say)
   await checkGit(config, say)
   checkDataDir(config.dataDir, say)
+  await checkStore(config.store.url, say)
   checkToken(config, say)
   await checkServer(serverUrl(config, env), token, say)
   return failed ? 1 : 0
@@ -205,6 +206,31 @@ async function checkGit(config: ChronicleConfig, say: Say): Promise<void> {
       'git',
       'not found on the PATH: workspace snapshots need it (install git, or set "workspace": {"snapshots": false})',
     )
+}
+
+/**
+ * The event store: SQLite in the data directory, or the PostgreSQL database the configuration names —
+ * reachable, and 15 or later. The server itself runs on SQLite for now, so a named database fails the check
+ * once it is known good: `chronicle serve` refuses to start with one (STORE_UNSUPPORTED).
+ */
+async function checkStore(url: string | undefined, say: Say): Promise<void> {
+  if (!url) {
+    say('ok', 'store', 'SQLite in the data directory')
+    return
+  }
+  // pg loads only when a database is named
+  const { probePostgres } = await import('../events/postgres/log.js')
+  const { redactUrl } = await import('../events/postgres/url.js')
+  try {
+    const { version } = await probePostgres(url, TIMEOUT_MS)
+    say(
+      'fail',
+      'store',
+      `PostgreSQL ${version} at ${redactUrl(url)} is reachable, but the server runs on SQLite for now: unset CHRONICLE_DATABASE_URL and store.url to serve (\`chronicle store copy\` copies the store there)`,
+    )
+  } catch (err) {
+    say('fail', 'store', `${(err as { code?: string }).code ?? 'ERROR'}: ${messageOf(err)}`)
+  }
 }
 
 /** The data directory 0700 and its files 0600, this user's, no symlinks (src/data-dir.ts). */

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
+import { loadConfig } from '../config.js'
 import { secureDataDir } from '../data-dir.js'
 import { createIdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
@@ -177,16 +178,18 @@ export async function storeCommand(args: Args, { line: out }: Terminal): Promise
   const [sub] = args.positionals
   if (sub !== 'copy')
     throw new UsageError(sub === undefined ? 'store needs a subcommand: copy' : `unknown store subcommand ${sub}`)
-  const to = flag(args, 'to')
+  const to = flag(args, 'to') ?? loadConfig().store.url
   if (!to || !/^postgres(ql)?:\/\//.test(to))
-    throw new UsageError('store copy needs --to postgres://user:password@host/database')
+    throw new UsageError(
+      'store copy needs --to postgres://user:password@host/database (or CHRONICLE_DATABASE_URL, or store.url in the config)',
+    )
   await refuseIfServing(args)
   const store = open()
   try {
     // PostgreSQL's modules load only for this command
     const { copyToPostgres } = await import('../projections/postgres/copy.js')
     const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
-    const { redactUrl } = await import('../events/postgres/log.js')
+    const { redactUrl } = await import('../events/postgres/url.js')
     const report = await copyToPostgres(store, to, { progress: progress('copying events') })
     out(
       `copied ${report.events} events of ${report.sessions} sessions and ${report.blobs} blobs to ${redactUrl(to)} in ${report.ms} ms`,

@@ -96,6 +96,7 @@ describe('chronicle doctor', () => {
       expect.stringMatching(/^(ok|warn) {2}sandbox$/), // bubblewrap may not run in every test environment
       'ok  git',
       'ok  data dir',
+      'ok  store',
       'ok  token',
       'ok  server',
     ])
@@ -110,6 +111,15 @@ describe('chronicle doctor', () => {
       `ok  server: Chronicle ${VERSION} answers at ${server.url}; the token speaks for owner (admin)`,
     )
     expect(lines.join('\n')).not.toContain(server.token)
+  })
+
+  it('a PostgreSQL store nobody answers at fails, STORE_UNAVAILABLE, its password hidden', async () => {
+    const { code, line, lines } = await run(prepared({ CHRONICLE_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:9/db' }))
+    expect(code).toBe(1)
+    expect(line('store')).toMatch(
+      /^fail {2}store: STORE_UNAVAILABLE: cannot connect to PostgreSQL at postgres:\/\/u:\*\*\*@127\.0\.0\.1:9\/db: /,
+    )
+    expect(lines.join('\n')).not.toContain('hunter2')
   })
 
   it('a data dir or token others can read fails, naming the path', async () => {

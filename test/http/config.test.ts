@@ -1,8 +1,9 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js'
+import { createChronicle } from '../../src/main.js'
 import { startServer } from './helpers.js'
 
 /** Configuration: environment variables (README "Configuration"), overridden by a validated chronicle.json. */
@@ -26,6 +27,7 @@ describe('loadConfig', () => {
       mcp: [],
       limits: DEFAULT_LIMITS,
       configFile: undefined,
+      store: { url: undefined }, // SQLite in the data directory
     })
   })
 
@@ -167,6 +169,47 @@ describe('loadConfig', () => {
     expect(loadConfig({ env: { CHRONICLE_TOKEN: 'c0ffee-c0ffee_c0ffee.c0ffee~' } }).token).toBe(
       'c0ffee-c0ffee_c0ffee.c0ffee~',
     )
+  })
+})
+
+describe('the store', () => {
+  it('CHRONICLE_DATABASE_URL names a PostgreSQL database, store.url in the user’s file overrides it', () => {
+    const home = dir()
+    const url = 'postgres://chronicle:pw@db.internal:5432/chronicle'
+    expect(loadConfig({ env: { HOME: home, CHRONICLE_DATABASE_URL: url } }).store).toEqual({ url })
+    const file = join(home, 'chronicle.json')
+    writeFileSync(file, JSON.stringify({ store: { url: 'postgresql://other/db' } }))
+    expect(loadConfig({ env: { HOME: home, CHRONICLE_DATABASE_URL: url }, configPath: file }).store).toEqual({
+      url: 'postgresql://other/db',
+    })
+  })
+
+  it('anything but a postgres:// URL is refused without echoing it (it may hold a password)', () => {
+    const env = { HOME: dir(), CHRONICLE_DATABASE_URL: 'mysql://root:hunter2@db/chronicle' }
+    let err: unknown
+    try {
+      loadConfig({ env })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('postgres://') })
+    expect(String((err as Error).message)).not.toContain('hunter2')
+  })
+
+  it('a server told to use PostgreSQL refuses to start — it runs on SQLite for now — and writes nothing', async () => {
+    const home = dir()
+    const dataDir = join(home, 'data')
+    const config = loadConfig({
+      env: { HOME: home, CHRONICLE_DATA_DIR: dataDir, CHRONICLE_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:9/db' },
+      configPath: false,
+    })
+    const started = createChronicle(config)
+    await expect(started).rejects.toMatchObject({
+      code: 'STORE_UNSUPPORTED',
+      message: expect.stringContaining('postgres://u:***@127.0.0.1:9/db'),
+    })
+    await expect(started).rejects.not.toMatchObject({ message: expect.stringContaining('hunter2') })
+    expect(existsSync(dataDir)).toBe(false)
   })
 })
 

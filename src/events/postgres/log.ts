@@ -9,6 +9,7 @@ import type { EventLog } from '../log.js'
 import { type EventRow, toEvent, validate } from '../rows.js'
 import { type CommitListener, CommitListeners } from '../commit-listeners.js'
 import type { AppendOptions } from '../store.js'
+import { redactUrl } from './url.js'
 import { migratePostgres } from './schema.js'
 
 /**
@@ -407,6 +408,37 @@ function unavailable(err: unknown): ChronicleError {
   )
 }
 
+/**
+ * Connects once and reads the server's version, changing nothing: what `chronicle doctor` checks.
+ * STORE_UNAVAILABLE when it cannot connect, STORE_UNSUPPORTED when the server is too old (both name the URL,
+ * its password hidden); the version otherwise.
+ */
+export async function probePostgres(url: string, timeoutMs = 5_000): Promise<{ version: string }> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+  } catch (err) {
+    await client.end().catch(() => {})
+    throw new ChronicleError(
+      'STORE_UNAVAILABLE',
+      `cannot connect to PostgreSQL at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
+    )
+  }
+  try {
+    const { rows } = await client.query<{ num: number; version: string }>(
+      "SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version",
+    )
+    const version = rows[0]?.version ?? 'unknown'
+    checkServerVersion(rows[0]?.num ?? 0, version, url)
+    return { version }
+  } catch (err) {
+    throw err instanceof ChronicleError ? err : unavailable(err)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
 /** The oldest PostgreSQL the store is built and tested on (its schema and statements need 15). */
 export const MIN_SERVER_VERSION = 150000
 
@@ -417,15 +449,4 @@ export function checkServerVersion(versionNum: number, version: string, url: str
     'STORE_UNSUPPORTED',
     `PostgreSQL at ${redactUrl(url)} is version ${version}: Chronicle needs PostgreSQL 15 or later`,
   )
-}
-
-/** The URL with its password hidden, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch {
-    return '(an unparseable URL)'
-  }
 }
