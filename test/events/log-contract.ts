@@ -88,6 +88,17 @@ export function describeLogContract(name: string, engine: Engine): void {
       expect(seqs(await log.readAll(0, 5))).toEqual([1, 2, 3, 4, 5])
     })
 
+    it('reads its own writes: a session read sees what was appended to it and is still queued; a read by seq, what committed', async () => {
+      const { log } = await fresh()
+      await log.append('ses_a', [created], { meta })
+      const queued = log.enqueue('ses_a', [renamed('queued')], { meta }) // not awaited
+      expect(await log.version('ses_a')).toBe(2)
+      const more = log.enqueue('ses_a', [renamed('more')], { meta })
+      expect((await log.readSession('ses_a')).map((e) => e.version)).toEqual([1, 2, 3])
+      expect(seqs(await Promise.all([queued, more]).then((r) => r.flat()))).toEqual([2, 3])
+      expect(await log.head()).toBe(3)
+    })
+
     it('refuses a stale expected version with VERSION_CONFLICT, and appends nothing', async () => {
       const { log } = await fresh()
       await log.append('ses_a', [created], { meta })

@@ -64,6 +64,10 @@ export class PostgresEventLog implements EventLog {
   private queue: PendingAppend[] = []
   private scheduled = false
   private draining: Promise<void> | undefined
+  /** appends ever queued, and how many of them have committed or failed (in queue order): read-your-writes */
+  private queued = 0
+  private settledCount = 0
+  private settledWaiters: { upTo: number; wake: () => void }[] = []
   private readonly listeners = new CommitListeners()
   private closed = false
 
@@ -135,6 +139,7 @@ export class PostgresEventLog implements EventLog {
       const validated = validate(events) // INVALID_EVENT rejects before anything is queued
       if (validated.length === 0) return resolve([])
       this.queue.push({ sessionId, events: validated, options, resolve, reject })
+      this.queued++
       if (!this.scheduled) {
         this.scheduled = true
         setImmediate(() => void this.drain())
@@ -147,12 +152,28 @@ export class PostgresEventLog implements EventLog {
     this.scheduled = false
     this.draining ??= (async () => {
       try {
-        while (this.queue.length > 0) await this.commitQueued(this.queue.splice(0))
+        while (this.queue.length > 0) {
+          const batch = this.queue.splice(0)
+          try {
+            await this.commitQueued(batch)
+          } finally {
+            this.settled(batch.length)
+          }
+        }
       } finally {
         this.draining = undefined
       }
     })()
     return this.draining
+  }
+
+  /** `n` more appends committed or failed, in the order they were queued: the readers waiting on them go on. */
+  private settled(n: number): void {
+    this.settledCount += n
+    if (this.settledWaiters.length === 0) return
+    const waiting = this.settledWaiters
+    this.settledWaiters = waiting.filter((w) => w.upTo > this.settledCount)
+    for (const w of waiting) if (w.upTo <= this.settledCount) w.wake()
   }
 
   private async commitQueued(batch: PendingAppend[]): Promise<void> {
@@ -321,10 +342,32 @@ export class PostgresEventLog implements EventLog {
     return this.listeners.add(listener)
   }
 
+  /**
+   * Read-your-writes (docs/ARCHITECTURE.md "The store port"): the pool, once every append made to `sessionId`
+   * before this call — to any session when none is named — has committed. What the read models
+   * (src/projections/postgres/) read through, as SQLite's read through EventStore.reader.
+   */
+  async reader(sessionId?: string): Promise<pg.Pool> {
+    await this.readYourWrites(sessionId)
+    return this.pool
+  }
+
+  /** Waits out the appends queued, or committing, that a read of the session (of every one, if none) must see. */
+  private async readYourWrites(sessionId?: string): Promise<void> {
+    const mine = (q: PendingAppend) => sessionId === undefined || q.sessionId === sessionId
+    if (!this.draining && !this.queue.some(mine)) return
+    // Appends commit in the order they were queued: waiting for every one queued so far is enough, and ends
+    // however many come after (waiting for an empty queue would not, under load).
+    const upTo = this.queued
+    if (this.settledCount >= upTo) return
+    await new Promise<void>((wake) => this.settledWaiters.push({ upTo, wake }))
+  }
+
   async readSession(
     sessionId: string,
     opts: { after?: number; upTo?: number; limit?: number } = {},
   ): Promise<StoredEvent[]> {
+    await this.readYourWrites(sessionId)
     return this.rows(
       `SELECT ${COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
       [sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? null],
@@ -348,6 +391,7 @@ export class PostgresEventLog implements EventLog {
   }
 
   async version(sessionId: string): Promise<number> {
+    await this.readYourWrites(sessionId)
     const { rows } = await this.query<{ version: number }>('SELECT version FROM streams WHERE id = $1', [sessionId])
     return rows[0]?.version ?? 0
   }

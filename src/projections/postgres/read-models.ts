@@ -5,6 +5,9 @@ import { completed, fromRow, type LoggedDelta, type PartRow, tailsFrom } from '.
 import { sessionFromRow } from '../rows/session-rows.js'
 import type { RowLevel } from '../rows/shared-rows.js'
 import { copyWith } from '../../events/copy.js'
+import type { PostgresEventLog } from '../../events/postgres/log.js'
+import { decodeSessionCursor, listLimit, type SessionPage, sessionCursor } from '../queries/read-model.js'
+import type { ReadModels } from '../read-models.js'
 
 /**
  * The read models on PostgreSQL (schema migration 2 of src/events/postgres/schema.ts),
@@ -135,3 +138,61 @@ function rekeyed(message: Message, sessionId: string): Message {
 }
 
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/**
+ * PostgreSQL's read models as the port (src/projections/read-models.ts): each read on the log's pool once the
+ * appends it must see have committed (PostgresEventLog.reader). Session ids compare byte-wise (COLLATE "C"),
+ * as SQLite's do, so both engines list in the same order.
+ */
+export function postgresReadModels(log: Pick<PostgresEventLog, 'reader'>): ReadModels {
+  const ids = async (sql: string): Promise<string[]> =>
+    (await (await log.reader()).query<{ id: string }>(sql)).rows.map((r) => r.id)
+  return {
+    session: async (sessionId) => pgSession(await log.reader(sessionId), sessionId),
+    message: async (sessionId, messageId) => pgMessage(await log.reader(sessionId), sessionId, messageId),
+    messages: async (sessionId) => pgMessages(await log.reader(sessionId), sessionId),
+    parts: async (sessionId, messageId) => pgParts(await log.reader(sessionId), sessionId, messageId),
+    view: async (sessionId) => pgLoadView(await log.reader(sessionId), sessionId),
+    list: async (opts = {}) => pgListSessions(await log.reader(), opts),
+    childSessionIds: () => ids('SELECT id FROM sessions WHERE parent_id IS NOT NULL ORDER BY id COLLATE "C"'),
+    sessionsWithOpenWork: () =>
+      ids(
+        `SELECT id FROM sessions WHERE (data::jsonb ->> 'run') IS NOT NULL
+           OR jsonb_array_length(COALESCE(data::jsonb -> 'inbox', '[]'::jsonb)) > 0
+           OR (data::jsonb #>> '{compaction,status}') = 'requested' ORDER BY id COLLATE "C"`,
+      ),
+    sessionsWithWorkspaceTask: () =>
+      ids(
+        `SELECT id FROM sessions WHERE (data::jsonb ->> 'restoring') IS NOT NULL
+           OR (data::jsonb ->> 'materializing') IS NOT NULL ORDER BY id COLLATE "C"`,
+      ),
+    sessionIds: () => ids('SELECT id FROM sessions ORDER BY id COLLATE "C"'),
+    liveSessionDirectories: () =>
+      ids(
+        `SELECT DISTINCT (data::jsonb ->> 'directory') COLLATE "C" AS id FROM sessions
+           WHERE NOT archived AND (data::jsonb ->> 'imported') IS NULL ORDER BY id`,
+      ),
+  }
+}
+
+/** listSessions on PostgreSQL: most recently active (the stream's last event) first, in keyset pages. */
+async function pgListSessions(
+  db: Queryable,
+  opts: { cursor?: string; limit?: number; archived?: boolean },
+): Promise<SessionPage> {
+  const limit = listLimit(opts.limit)
+  const [beforeSeq, beforeId] = opts.cursor ? decodeSessionCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
+  const { rows } = await db.query<{ id: string; data: string; seq: number; version: number; at: number }>(
+    `SELECT s.id, s.data, h.seq, h.version, h.at FROM sessions s JOIN streams st ON st.id = s.id
+       JOIN events h ON h.session_id = s.id AND h.version = st.version
+       WHERE s.archived = $1 AND (h.seq < $2 OR (h.seq = $2 AND s.id COLLATE "C" < $3))
+       ORDER BY h.seq DESC, s.id COLLATE "C" DESC LIMIT $4`,
+    [opts.archived ?? false, beforeSeq, opts.cursor ? beforeId : '', limit + 1],
+  )
+  const page = rows.slice(0, limit)
+  const last = page.at(-1)
+  return {
+    sessions: page.map(sessionFromRow),
+    ...(rows.length > limit && last && { cursor: sessionCursor(last.seq, last.id) }),
+  }
+}

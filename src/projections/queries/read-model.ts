@@ -64,9 +64,9 @@ export function listSessions(
   opts: { cursor?: string; limit?: number; archived?: boolean } = {},
 ): SessionPage {
   const db = store.reader()
-  const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500)
+  const limit = listLimit(opts.limit)
   const archived = opts.archived ? 1 : 0
-  const [beforeSeq, beforeId] = opts.cursor ? decodeCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
+  const [beforeSeq, beforeId] = opts.cursor ? decodeSessionCursor(opts.cursor) : [Number.MAX_SAFE_INTEGER, '']
   // Order by keys alone, then read the page's rows: the sort then carries no JSON.
   const keys = prepared(
     db,
@@ -82,11 +82,20 @@ export function listSessions(
   const data = prepared(db, 'SELECT data FROM sessions WHERE id = ?', true)
   return {
     sessions: page.map((key) => sessionFromRow(Object.assign({}, key, { data: data.get(key.id) as string }))),
-    ...(more && last && { cursor: Buffer.from(JSON.stringify([last.seq, last.id])).toString('base64url') }),
+    ...(more && last && { cursor: sessionCursor(last.seq, last.id) }),
   }
 }
 
-function decodeCursor(cursor: string): [number, string] {
+/** A list page's size: 50 unless asked, 1 to 500. */
+export const listLimit = (limit: number | undefined): number => Math.min(Math.max(limit ?? 50, 1), 500)
+
+/** The opaque cursor after a session of the list: its head seq and id (both engines write the same). */
+export function sessionCursor(seq: number, id: string): string {
+  return Buffer.from(JSON.stringify([seq, id])).toString('base64url')
+}
+
+/** A list cursor's head seq and session id; BAD_REQUEST when it is not one. */
+export function decodeSessionCursor(cursor: string): [number, string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown
     if (Array.isArray(value) && Number.isSafeInteger(value[0]) && typeof value[1] === 'string')
