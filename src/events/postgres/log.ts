@@ -89,16 +89,10 @@ export class PostgresEventLog implements EventLog {
       client = await pool.connect()
     } catch (err) {
       await pool.end().catch(() => {})
-      throw new ChronicleError(
-        'STORE_UNAVAILABLE',
-        `cannot connect to PostgreSQL at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
-      )
+      throw cannotConnect(url, err)
     }
     try {
-      const { rows } = await client.query<{ num: number; version: string }>(
-        "SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version",
-      )
-      checkServerVersion(rows[0]?.num ?? 0, rows[0]?.version ?? 'unknown', url)
+      await supportedVersion(client, url)
       await migratePostgres(client)
     } catch (err) {
       client.release()
@@ -464,23 +458,32 @@ export async function probePostgres(url: string, timeoutMs = 5_000): Promise<{ v
     await client.connect()
   } catch (err) {
     await client.end().catch(() => {})
-    throw new ChronicleError(
-      'STORE_UNAVAILABLE',
-      `cannot connect to PostgreSQL at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
-    )
+    throw cannotConnect(url, err)
   }
   try {
-    const { rows } = await client.query<{ num: number; version: string }>(
-      "SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version",
-    )
-    const version = rows[0]?.version ?? 'unknown'
-    checkServerVersion(rows[0]?.num ?? 0, version, url)
-    return { version }
+    return { version: await supportedVersion(client, url) }
   } catch (err) {
     throw err instanceof ChronicleError ? err : unavailable(err)
   } finally {
     await client.end().catch(() => {})
   }
+}
+
+function cannotConnect(url: string, err: unknown): ChronicleError {
+  return new ChronicleError(
+    'STORE_UNAVAILABLE',
+    `cannot connect to PostgreSQL at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
+  )
+}
+
+/** The server's version, read on `client`; STORE_UNSUPPORTED when it is older than MIN_SERVER_VERSION. */
+async function supportedVersion(client: Pick<pg.ClientBase, 'query'>, url: string): Promise<string> {
+  const { rows } = await client.query<{ num: number; version: string }>(
+    "SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version",
+  )
+  const version = rows[0]?.version ?? 'unknown'
+  checkServerVersion(rows[0]?.num ?? 0, version, url)
+  return version
 }
 
 /** The oldest PostgreSQL the store is built and tested on (its schema and statements need 15). */
