@@ -4,28 +4,19 @@ import { describe, expect, it } from 'vitest'
 import type Database from 'better-sqlite3'
 import type { EventStore } from '../../src/events/store.js'
 import { foldSession } from '../../src/projections/fold/fold.js'
-import type { SessionView } from '../../src/projections/fold/model.js'
 import { type OpenOptions, openStore } from '../../src/projections/open.js'
 import { loadView } from '../../src/projections/queries/read-model.js'
 import { rebuild } from '../../src/projections/upkeep/rebuild.js'
 import { rowChain } from '../../src/projections/rows/shared-rows.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { play, stepsArb } from './histories.js'
+import { plainView } from './scenarios.js'
 
 /**
  * The projection invariant, for random valid histories: what the live
  * projection stored equals a fresh fold of the log; rebuild reproduces the
  * live tables; verify finds nothing — and does find a tampered row.
  */
-
-const plain = (view: SessionView) =>
-  JSON.parse(
-    JSON.stringify({
-      session: view.session,
-      messages: [...view.messages.entries()].sort(),
-      parts: [...view.parts.entries()].sort(),
-    }),
-  )
 
 /**
  * The read models as stored: message rows as they are, and each session and
@@ -37,7 +28,7 @@ function tables(db: Database.Database) {
   const ids = db.prepare('SELECT id FROM sessions ORDER BY id').pluck().all() as string[]
   return {
     messages: db.prepare('SELECT * FROM messages ORDER BY session_id, id').all(),
-    views: ids.map((id) => plain(loadView({ reader: () => db }, id))),
+    views: ids.map((id) => plainView(loadView({ reader: () => db }, id))),
   }
 }
 
@@ -63,7 +54,7 @@ describe('projections over random valid histories', () => {
         await withPlayed(
           steps,
           (store, sessions) => {
-            for (const id of sessions) expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
+            for (const id of sessions) expect(plainView(loadView(store, id))).toEqual(plainView(foldSession(store, id)))
             expect(verify(store).differences).toEqual([])
             const live = tables(store.asCommitted.reader())
             const report = rebuild(store)

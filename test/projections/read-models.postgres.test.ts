@@ -5,7 +5,6 @@ import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import type { EventMeta, StoredEvent } from '../../src/events/envelope.js'
 import { PG_TYPES } from '../../src/events/postgres/log.js'
 import type { EventStore } from '../../src/events/store.js'
-import type { SessionView } from '../../src/projections/fold/model.js'
 import { openStore } from '../../src/projections/open.js'
 import { openPostgresStore } from '../../src/projections/postgres/open.js'
 import { foldAt } from '../../src/projections/postgres/projection.js'
@@ -13,7 +12,7 @@ import { pgLoadView } from '../../src/projections/postgres/read-models.js'
 import { loadView } from '../../src/projections/queries/read-model.js'
 import { usePostgres } from '../support/use-postgres.js'
 import { play, stepsArb } from './histories.js'
-import { conversation, fork, revert } from './scenarios.js'
+import { conversation, fork, revert, plainView } from './scenarios.js'
 
 /**
  * The read models on PostgreSQL are SQLite's: random valid histories (forks at
@@ -23,15 +22,6 @@ import { conversation, fork, revert } from './scenarios.js'
  * both engines, and equals a fold of its log.
  */
 const postgres = usePostgres()
-
-const plain = (view: SessionView) =>
-  JSON.parse(
-    JSON.stringify({
-      session: view.session,
-      messages: [...view.messages.entries()].sort(),
-      parts: [...view.parts.entries()].sort(),
-    }),
-  )
 
 interface Append {
   readonly sessionId: string
@@ -78,9 +68,9 @@ async function mirrored(build: (sqlite: EventStore) => Iterable<string> | Promis
     }
     expect(await log.head()).toBe(sqlite.head())
     for (const id of sessions) {
-      const stored = plain(await pgLoadView(db, id))
-      expect(stored).toEqual(plain(loadView(sqlite, id)))
-      expect(stored).toEqual(plain(await foldAt(db, id, sqlite.head())))
+      const stored = plainView(await pgLoadView(db, id))
+      expect(stored).toEqual(plainView(loadView(sqlite, id)))
+      expect(stored).toEqual(plainView(await foldAt(db, id, sqlite.head())))
     }
   } finally {
     await db.end()

@@ -1,3 +1,4 @@
+import type { SessionView } from '../../src/projections/fold/model.js'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import type { EventStore } from '../../src/events/store.js'
 
@@ -53,3 +54,13 @@ export const revertEvents = (id: string, messages: string[]): ChronicleEvent[] =
 
 export const revert = (store: EventStore, id: string, messages: string[]) =>
   store.append(id, revertEvents(id, messages), { meta })
+
+/** A view as plain JSON, its messages and parts as entries sorted by id: what two reads of one session compare by. */
+export const plainView = (view: SessionView) =>
+  JSON.parse(
+    JSON.stringify({
+      session: view.session,
+      messages: [...view.messages.entries()].sort(),
+      parts: [...view.parts.entries()].sort(),
+    }),
+  )

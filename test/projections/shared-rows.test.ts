@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { EventStore } from '../../src/events/store.js'
 import { foldSession } from '../../src/projections/fold/fold.js'
-import type { SessionView } from '../../src/projections/fold/model.js'
 import { openStore } from '../../src/projections/open.js'
 import { loadView } from '../../src/projections/queries/read-model.js'
 import { rebuild } from '../../src/projections/upkeep/rebuild.js'
@@ -21,11 +20,8 @@ afterEach(() => store?.close())
 
 const count = (table: string) =>
   store.asCommitted.reader().prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number
-const plain = (view: SessionView) =>
-  JSON.parse(
-    JSON.stringify({ session: view.session, messages: [...view.messages].sort(), parts: [...view.parts].sort() }),
-  )
-const same = (id: string) => expect(plain(loadView(store, id))).toEqual(plain(foldSession(store, id)))
+const same = (id: string) =>
+  expect(scenarios.plainView(loadView(store, id))).toEqual(scenarios.plainView(foldSession(store, id)))
 
 const conversation = (id: string, turns: number) => scenarios.conversation(store, id, turns)
 const fork = (child: string, from: string, seq: number) => scenarios.fork(store, child, from, seq)

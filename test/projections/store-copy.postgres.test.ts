@@ -10,7 +10,6 @@ import { PG_TYPES } from '../../src/events/postgres/log.js'
 import type { EventStore } from '../../src/events/store.js'
 import { storedRows } from '../../src/events/stored-rows.js'
 import { foldSession } from '../../src/projections/fold/fold.js'
-import type { SessionView } from '../../src/projections/fold/model.js'
 import { openStore } from '../../src/projections/open.js'
 import { copyToPostgres } from '../../src/projections/postgres/copy.js'
 import { openPostgresStore } from '../../src/projections/postgres/open.js'
@@ -21,7 +20,7 @@ import { loadView } from '../../src/projections/queries/read-model.js'
 import { runInProcess } from '../cli/helpers.js'
 import { usePostgres } from '../support/use-postgres.js'
 import { play, stepsArb } from './histories.js'
-import { conversation, fork, revert } from './scenarios.js'
+import { conversation, fork, revert, plainView } from './scenarios.js'
 
 /**
  * `chronicle store copy --to postgres://…`: a SQLite store moves into an empty
@@ -36,15 +35,6 @@ const cleanups: (() => void | Promise<void>)[] = []
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c()
 })
-
-const plain = (view: SessionView) =>
-  JSON.parse(
-    JSON.stringify({
-      session: view.session,
-      messages: [...view.messages.entries()].sort(),
-      parts: [...view.parts.entries()].sort(),
-    }),
-  )
 
 function sqliteFile(): { store: EventStore; path: string } {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-copy-'))
@@ -109,10 +99,10 @@ async function expectSameStore(store: EventStore, db: pg.Client, sessions: reado
   expect(report.differences).toEqual([])
   expect(report.chain.head).toEqual(checkChain(store.asCommitted.reader()).head)
   for (const id of sessions) {
-    expect(plain(await pgLoadView(db, id))).toEqual(plain(loadView(store, id)))
+    expect(plainView(await pgLoadView(db, id))).toEqual(plainView(loadView(store, id)))
     // time travel: the state at each of the session's events
     for (const e of store.readSession(id))
-      expect(plain(await foldAt(db, id, e.seq))).toEqual(plain(foldSession(store, id, e.seq)))
+      expect(plainView(await foldAt(db, id, e.seq))).toEqual(plainView(foldSession(store, id, e.seq)))
   }
 }
 
@@ -158,7 +148,7 @@ describe('chronicle store copy', () => {
     expect((await db.query('SELECT hash FROM events WHERE seq = $1', [here?.seq])).rows[0]?.hash).toEqual(
       store.chainHead().hash,
     )
-    expect(plain(await pgLoadView(db, 'ses_g'))).toEqual(plain(loadView(store, 'ses_g')))
+    expect(plainView(await pgLoadView(db, 'ses_g'))).toEqual(plainView(loadView(store, 'ses_g')))
     expect((await verifyPostgres(db)).differences).toEqual([])
   }, 60_000)
 
@@ -203,7 +193,7 @@ describe('chronicle store copy', () => {
     const db = await client(url)
     const report = await verifyPostgres(db)
     expect([report.chain.breaks, report.differences, report.chain.events]).toEqual([[], [], store.head()])
-    for (const id of sessions) expect(plain(await pgLoadView(db, id))).toEqual(plain(loadView(store, id)))
+    for (const id of sessions) expect(plainView(await pgLoadView(db, id))).toEqual(plainView(loadView(store, id)))
   }, 60_000)
 
   it('from the command line: copies, verifies the copy, prints its head; refuses a second copy, names no password', async () => {
