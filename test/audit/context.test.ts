@@ -77,7 +77,6 @@ describe('the request a step sent', () => {
     world = await auditWorld(STEPS)
     const w = world
     const id = await recordedSession(w)
-    w.store.reader()
     const steps = w.store
       .readSession(id)
       .filter((e): e is Extract<StoredEvent, { type: 'step.started' }> => e.type === 'step.started')
@@ -115,7 +114,6 @@ describe('the request a step sent', () => {
       w.runtime.submit(id, { parts: text(t) })
       await w.runtime.idle(id)
     }
-    w.store.reader()
     const sources = w.store
       .readSession(id)
       .flatMap((e) => (e.type === 'step.started' && e.data.context ? [e.data.context] : []))

@@ -106,7 +106,7 @@ describe('the compact event log', () => {
     const meta = { actor: 'runtime' as const, run: 'run_9' }
     const fresh = store.enqueue('ses_b', [created(), delta('prt_1', 'hi')], { meta })
     const conflicting = store.enqueue('ses_a', [renamed('x')], { meta: userMeta, expectedVersion: 5 })
-    store.reader()
+    store.reader() // commits what is queued, in one batch
     await expect(conflicting).rejects.toMatchObject({ code: 'VERSION_CONFLICT' })
     expect((await fresh).map((e) => [e.seq, e.version])).toEqual([
       [2, 1],

@@ -5,6 +5,7 @@ import { routesOf } from '../../src/http/app.js'
 import { PUBLIC_ROUTES } from '../../src/http/security.js'
 import { createChronicle } from '../../src/main.js'
 import { Client, startServer, type TestServer } from './helpers.js'
+import { appendedHead } from '../events/fixtures/store.js'
 
 /** Security defaults (SECURITY.md T1–T7, T13): every check is table-driven over the real app. */
 
@@ -116,8 +117,7 @@ describe('authentication', () => {
 
   it('the public routes answer without a credential, and append nothing', async () => {
     const app = server.chronicle.app
-    server.chronicle.store.reader()
-    const head = server.chronicle.store.head()
+    const head = appendedHead(server.chronicle.store)
     // the page (this checkout's dist/web) is built or not: its index, or the page saying to build it
     expect([200, 503]).toContain((await app.inject({ url: '/' })).statusCode)
     expect([200, 503]).toContain((await app.inject({ url: '/login' })).statusCode)
@@ -126,8 +126,7 @@ describe('authentication', () => {
     const login = await app.inject({ method: 'POST', url: '/login', payload: { code: 'not-a-code' } })
     expect([login.statusCode, login.json().code]).toEqual([401, 'LOGIN_INVALID'])
     expect(login.headers['set-cookie']).toBeUndefined()
-    server.chronicle.store.reader()
-    expect(server.chronicle.store.head()).toBe(head)
+    expect(appendedHead(server.chronicle.store)).toBe(head)
   })
 
   it('the WebSocket upgrade needs the token: header, subprotocol or query', async () => {

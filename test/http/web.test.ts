@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { DEFAULT_WEB_ROOT } from '../../src/http/web-root.js'
 import { createChronicle, type Chronicle } from '../../src/main.js'
 import { capturedLogs, Client } from './helpers.js'
+import { appendedHead } from '../events/fixtures/store.js'
 
 /**
  * The web page's server side (docs/API.md "Web page", docs/SECURITY.md "The
@@ -336,8 +337,7 @@ describe('login', () => {
     expect([bare.status, ((await bare.json()) as { code: string }).code]).toEqual([403, 'FORBIDDEN'])
     const foreign = await post(server, '/sessions', {}, { cookie, origin: 'https://evil.example' })
     expect(foreign.status).toBe(403)
-    server.chronicle.store.reader()
-    expect(server.chronicle.store.head()).toBe(head)
+    expect(appendedHead(server.chronicle.store)).toBe(head)
     const own = await post(server, '/sessions', {}, { cookie, origin: server.url })
     expect(own.status).toBe(201)
   })
@@ -348,14 +348,12 @@ describe('login', () => {
     expect(await (await whoami(server, { cookie })).json()).toEqual({ id: tokenId, name: 'webby', role: 'operate' })
     const res = await post(server, '/sessions', {}, { cookie, origin: server.url })
     const { session } = (await res.json()) as { session: { id: string } }
-    server.chronicle.store.reader()
     const [created] = server.chronicle.store.readSession(session.id)
     expect(created?.meta.by).toEqual({ id: tokenId, name: 'webby' })
 
     const ws = await Client.connect(server.wsUrl, undefined, { origin: server.url, headers: { cookie } })
     const reply = await ws.call('session.create', {})
     const id = (reply.result as { session: { id: string } }).session.id
-    server.chronicle.store.reader()
     expect(server.chronicle.store.readSession(id)[0]?.meta.by).toEqual({ id: tokenId, name: 'webby' })
     ws.close()
   })

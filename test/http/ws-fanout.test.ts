@@ -46,7 +46,7 @@ describe('SessionFanout', () => {
     void store.enqueue('ses_a', [rename('a2')], { meta })
     void store.enqueue('ses_b', [rename('b1'), rename('b2')], { meta })
     void store.enqueue('ses_a', [rename('a3')], { meta })
-    store.reader()
+    store.reader() // what is queued commits now, before the append below
     store.append('ses_b', [rename('b3')], { meta })
 
     expect((await take(a, 2)).map((e) => [e.seq, e.sessionId])).toEqual([

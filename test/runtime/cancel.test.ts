@@ -150,7 +150,7 @@ describe('concurrency', () => {
     h.runtime.submit(a, { parts: text('a2'), delivery: 'queue' })
     await Promise.all([h.runtime.idle(a), h.runtime.idle(b)])
 
-    h.store.reader()
+    h.store.reader() // every append committed: readAll reads by seq, what is committed
     const all = h.store.readAll(0, 10_000)
     const deltas = all.filter((e) => e.type === 'text.delta').map((e) => e.sessionId)
     // Interleaved: each session streamed before the other had finished streaming —

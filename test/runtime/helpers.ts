@@ -117,7 +117,6 @@ export function harness(options: HarnessOptions = {}): Harness {
     },
     events: (sessionId) => store.readSession(sessionId),
     types(sessionId, opts = {}) {
-      store.reader()
       const all = store.readSession(sessionId).map((e) => e.type)
       return opts.deltas === false ? collapse(all) : all
     },

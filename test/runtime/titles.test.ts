@@ -53,7 +53,6 @@ function setup(doStream: MockLanguageModelV3['doStream'] | LanguageModelV3Stream
 async function settled(w: World): Promise<StoredEvent[]> {
   await w.runtime.idle(w.session)
   await w.runtime.stop()
-  w.store.reader()
   return w.store.readSession(w.session)
 }
 

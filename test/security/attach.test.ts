@@ -9,6 +9,7 @@ import type { InputPart } from '../../src/events/catalogue.js'
 import type { openStore } from '../../src/projections/open.js'
 import type { ModelHandle } from '../../src/runtime/model/adapter.js'
 import type { Runtime } from '../../src/runtime/runtime.js'
+import { appendedHead } from '../events/fixtures/store.js'
 
 /**
  * Files attached by path are read at submit (docs/API.md "Files"). The path
@@ -81,7 +82,6 @@ describe('a file given by path', () => {
     const { runtime, store, model, session } = world
     runtime.submit(session, { parts: file('notes.txt') })
     await runtime.idle(session)
-    store.reader()
     const accepted = store.readSession(session).find((e) => e.type === 'input.accepted')
     if (accepted?.type !== 'input.accepted') throw new Error('no input.accepted')
     const part = accepted.data.parts[1]
@@ -139,8 +139,7 @@ describe('a file given by path', () => {
     const { runtime, store, session } = world
     const head = store.head()
     expect(() => runtime.submit(session, { parts: file(path) })).toThrow(expect.objectContaining({ code }))
-    store.reader()
-    expect(store.head()).toBe(head)
+    expect(appendedHead(store)).toBe(head)
   })
 
   it('refuses a client that names a blob itself (another file of the store) with BAD_REQUEST', () => {

@@ -126,8 +126,8 @@ function world(): World {
     ids,
     runtime,
     gate,
-    rows: (sessionId) => (store.reader(), rows.all(sessionId)),
-    types: (sessionId) => (store.reader(), store.readSession(sessionId).map((e) => e.type)),
+    rows: (sessionId) => (store.reader(sessionId), rows.all(sessionId)), // read your writes, then the raw rows
+    types: (sessionId) => store.readSession(sessionId).map((e) => e.type),
     async close() {
       await runtime.stop()
       gate.close()

@@ -5,6 +5,7 @@ import { renderTranscript } from '../../src/cli/render.js'
 import { NEEDS } from '../../src/http/authorize.js'
 import { getSession } from '../../src/projections/queries/read-model.js'
 import { Client, startServer, type TestServer } from '../http/helpers.js'
+import { appendedHead } from '../events/fixtures/store.js'
 
 /**
  * Principals, roles and attribution (docs/SECURITY.md "Principals and
@@ -132,8 +133,7 @@ describe('every HTTP route × every principal', () => {
         if (method === 'session.archive') continue
         const payload =
           method === 'token.create' ? { name: `t${names++}`, role: 'audit' } : (body as object | undefined)
-        server.chronicle.store.reader()
-        const head = server.chronicle.store.head()
+        const head = appendedHead(server.chronicle.store)
         const res = await http(who, verb, url, payload)
         const want = expected(who, method as keyof typeof NEEDS, session)
         const label = `${who} ${method} on ${session === A ? 'A' : 'B'} → ${res.statusCode} ${res.body.slice(0, 120)}`
@@ -141,8 +141,7 @@ describe('every HTTP route × every principal', () => {
         else {
           expect(res.statusCode, label).toBe(want === 'forbidden' ? 403 : 401)
           expect((res.json() as { code: string }).code, label).toBe(want === 'forbidden' ? 'FORBIDDEN' : 'UNAUTHORIZED')
-          server.chronicle.store.reader()
-          expect(server.chronicle.store.head(), `${label}: appended`).toBe(head)
+          expect(appendedHead(server.chronicle.store), `${label}: appended`).toBe(head)
         }
       }
     }
@@ -159,16 +158,14 @@ describe('archiving, which ends a session: on a fresh one each time', () => {
       [outside, B],
       [forkOfA, A],
     ] as const) {
-      server.chronicle.store.reader()
-      const head = server.chronicle.store.head()
+      const head = appendedHead(server.chronicle.store)
       const res = await http(who, 'DELETE', `/sessions/${session}`)
       const want = expected(who, 'session.archive', reached)
       const label = `${who} archive → ${res.statusCode}`
       if (want === 'allowed') expect(res.statusCode, label).toBe(200)
       else {
         expect(res.statusCode, label).toBe(want === 'forbidden' ? 403 : 401)
-        server.chronicle.store.reader()
-        expect(server.chronicle.store.head(), label).toBe(head)
+        expect(appendedHead(server.chronicle.store), label).toBe(head)
       }
     }
   })
@@ -196,8 +193,7 @@ describe('every WebSocket method × every principal', () => {
         for (const method of Object.keys(NEEDS) as (keyof typeof NEEDS)[]) {
           if (method === 'session.archive' || method === 'unsubscribe') continue
           const p = method === 'subscribe' ? { sessions: [session], after: 0 } : params(method, session)
-          server.chronicle.store.reader()
-          const head = server.chronicle.store.head()
+          const head = appendedHead(server.chronicle.store)
           const reply = await c.call(method, p)
           const want = expected(who, method, session)
           const code = (reply.error as { code?: string } | undefined)?.code
@@ -205,8 +201,7 @@ describe('every WebSocket method × every principal', () => {
           if (want === 'allowed') expect(code, label).not.toBe('FORBIDDEN')
           else {
             expect(code, label).toBe('FORBIDDEN')
-            server.chronicle.store.reader()
-            expect(server.chronicle.store.head(), `${label}: appended`).toBe(head)
+            expect(appendedHead(server.chronicle.store), `${label}: appended`).toBe(head)
           }
         }
     } finally {
@@ -287,7 +282,6 @@ describe('attribution', () => {
       const forked = await c.call('session.fork', { session: A, at: 1, files: false })
       const child = (forked.result as { session: { id: string } }).session.id
       await c.call('run.cancel', { session: child })
-      server.chronicle.store.reader()
       const accepted = server.chronicle.store
         .readSession(A)
         .find((e) => e.type === 'input.accepted' && JSON.stringify(e.data).includes('by otto'))
@@ -312,7 +306,6 @@ describe('attribution', () => {
       payload: { parts: [{ type: 'text', text: 'by ada' }], noReply: true },
     })
     expect(res.statusCode).toBe(202)
-    server.chronicle.store.reader()
     const byAda = server.chronicle.store
       .readSession(A)
       .find((e) => e.type === 'input.accepted' && JSON.stringify(e.data).includes('by ada'))
@@ -328,7 +321,7 @@ describe('attribution', () => {
   })
 
   it('the token store holds no secret in clear: not in the database, its WAL, or any file of the data dir', () => {
-    server.chronicle.store.reader()
+    server.chronicle.store.reader() // every append committed, so the files hold all there is
     const secrets = Object.values(tokens).flatMap(({ token }) => [token, token.split('.')[1] as string])
     const files: string[] = []
     const walk = (dir: string) => {

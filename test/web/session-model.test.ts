@@ -36,7 +36,6 @@ describe('the page’s session model', () => {
         const store = openStore(':memory:')
         try {
           const { sessions } = await play(store, steps)
-          store.reader()
           for (const id of sessions) {
             const own = history(store, id, { limit: 5000 }).events.filter((e) => !e.inherited)
             const at = own[cut % own.length] as StoredEvent
