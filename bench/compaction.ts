@@ -151,7 +151,6 @@ export default async function (args: string[]): Promise<object> {
     await runtime.idle(id)
   }
   const ms = performance.now() - started
-  store.reader()
   const events = store.readSession(id)
   const completed = events
     .filter((e) => e.type === 'compaction.completed')

@@ -58,7 +58,6 @@ export default async function (args: string[]): Promise<object> {
     const deadline = Date.now() + 120_000
     let open = resumed.length
     while (open > 0 && Date.now() < deadline) {
-      chronicle.store.reader()
       open = resumed.filter((r) => getSession(chronicle.store, r.sessionId)?.run !== null).length
       if (open > 0) await new Promise((r) => setTimeout(r, 50))
     }
@@ -163,8 +162,7 @@ function generate(path: string, sessions: number, unfinished: number, total: num
     store.append(id, events, { expectedVersion: 0, meta })
     written += events.length
   }
-  store.reader()
-  const open = store.asCommitted
+  const open = store
     .reader()
     .prepare("SELECT COUNT(*) FROM sessions WHERE data ->> '$.run' IS NOT NULL")
     .pluck()
