@@ -5,13 +5,16 @@ import { join } from 'node:path'
 import type { ChronicleEvent } from '../src/events/catalogue.js'
 import type { EventMeta } from '../src/events/envelope.js'
 import { migrate } from '../src/events/schema.js'
-import type { EventStore } from '../src/events/store.js'
+import type { AppendOptions, Durability } from '../src/events/store.js'
+import type { StoredEvent } from '../src/events/envelope.js'
+import { openPostgresStore } from '../src/projections/postgres/open.js'
+import { startPostgres } from '../test/support/postgres.js'
 import { foldSession } from '../src/projections/fold/fold.js'
 import { openStore } from '../src/projections/open.js'
 import { rebuild } from '../src/projections/upkeep/rebuild.js'
 
 /**
- * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2] [--sweep]`
+ * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2] [--sweep] [--store postgres]`
  *
  * Streaming load: `producers` sessions stream text concurrently, each through
  * `parts` text parts of `deltas` deltas of ~60 bytes, via the real batching
@@ -53,6 +56,7 @@ export default async function (args: string[]): Promise<object> {
     deltas: flag(args, '--deltas', 200),
     perTick: flag(args, '--per-tick', 2),
   }
+  if (option(args, '--store') === 'postgres') return postgres(cfg)
   const results: Record<string, number>[] = []
   for (let i = 0; i < cfg.runs; i++) results.push(await runOnce(cfg))
   const keys = Object.keys(results[0] ?? {})
@@ -151,29 +155,116 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
   }
 }
 
+/** What a producer appends through: SQLite's store, or either engine's log (src/events/log.ts). */
+interface Appender {
+  enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]>
+}
+
 /** One producer: `parts` text parts in one assistant message, streamed delta by delta. */
-async function produce(store: EventStore, sessionId: string, cfg: Config, meta: EventMeta): Promise<number> {
+async function produce(
+  store: Appender,
+  sessionId: string,
+  cfg: Config,
+  meta: EventMeta,
+  durability: Durability = 'normal',
+): Promise<number> {
   const messageId = `msg_${sessionId}`
+  const options = { meta, durability }
   await store.enqueue(
     sessionId,
     [{ type: 'message.created', data: { messageId, role: 'assistant', agent: 'build', model: 'scripted:bench' } }],
-    { meta },
+    options,
   )
   let n = 0
   for (let p = 0; p < cfg.parts; p++) {
     const partId = `prt_${sessionId}_${p}`
-    await store.enqueue(sessionId, [{ type: 'text.started', data: { messageId, partId } }], { meta })
+    await store.enqueue(sessionId, [{ type: 'text.started', data: { messageId, partId } }], options)
     let last: Promise<unknown> = Promise.resolve()
     for (let d = 0; d < cfg.deltas; d++) {
       const event: ChronicleEvent = { type: 'text.delta', data: { partId, text: DELTA + String(d).padStart(4, '0') } }
-      last = store.enqueue(sessionId, [event], { meta })
+      last = store.enqueue(sessionId, [event], options)
       n++
       if ((d + 1) % cfg.perTick === 0) await last
     }
     await last
-    await store.enqueue(sessionId, [{ type: 'text.ended', data: { partId } }], { meta })
+    await store.enqueue(sessionId, [{ type: 'text.ended', data: { partId } }], options)
   }
   return n
+}
+
+/**
+ * `--store postgres`: the same producers on PostgreSQL's store (the read models projected in each append's
+ * transaction, as a server's), a new database a run, on a throwaway server (test/support/postgres.ts) unless
+ * CHRONICLE_DATABASE_URL names one; `normal` durability (synchronous_commit off) and `full`, and SQLite's
+ * store in the same run as the baseline. Events/s counts every event the producers appended.
+ */
+async function postgres(cfg: Config): Promise<object> {
+  const given = process.env.CHRONICLE_DATABASE_URL
+  const server = given ? undefined : await startPostgres()
+  const runs: Record<string, number>[] = []
+  try {
+    for (let i = 0; i < cfg.runs; i++) {
+      const point: Record<string, number> = {}
+      for (const durability of ['normal', 'full'] as const) {
+        const url = given ?? (await (server as NonNullable<typeof server>).database())
+        const log = await openPostgresStore(url)
+        try {
+          point[durability === 'full' ? 'durableAppendEventsPerSec' : 'appendEventsPerSec'] = await streamInto(
+            log,
+            cfg,
+            durability,
+          )
+        } finally {
+          await log.close()
+        }
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
+      const sqlite = openStore(join(dir, 'store.db'))
+      try {
+        point.sqliteAppendEventsPerSec = await streamInto(sqlite, cfg, 'normal')
+      } finally {
+        sqlite.close()
+        rmSync(dir, { recursive: true, force: true })
+      }
+      point.ratioToSqlite = (point.appendEventsPerSec as number) / point.sqliteAppendEventsPerSec
+      runs.push(point)
+      process.stderr.write(`${JSON.stringify(point)}\n`)
+    }
+  } finally {
+    await server?.stop()
+  }
+  const keys = Object.keys(runs[0] ?? {})
+  const median = Object.fromEntries(keys.map((k) => [k, round(medianOf(runs.map((r) => r[k] as number)))]))
+  return {
+    store: 'postgres',
+    ...median,
+    config: cfg,
+    runs: runs.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)]))),
+  }
+}
+
+/** The producers' sessions created, then all of them streaming at once: events/s over what they appended. */
+async function streamInto(
+  store: Appender & { append(sessionId: string, events: ChronicleEvent[], options: AppendOptions): unknown },
+  cfg: Config,
+  durability: Durability,
+): Promise<number> {
+  const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
+  for (const id of sessions)
+    await store.append(
+      id,
+      [
+        { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
+        { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
+      ],
+      { meta: { actor: 'runtime' } },
+    )
+  const meta: EventMeta = { actor: 'model', run: 'run_bench' }
+  const started = performance.now()
+  const deltas = await Promise.all(sessions.map((id) => produce(store, id, cfg, meta, durability)))
+  const ms = performance.now() - started
+  const events = deltas.reduce((a, b) => a + b, 0) + sessions.length * (1 + 2 * cfg.parts)
+  return (events / ms) * 1000
 }
 
 /** The same rows through plain prepared INSERTs, 100 per BEGIN IMMEDIATE transaction. */
@@ -201,6 +292,11 @@ function rawInsert(path: string, rows: readonly Row[]): { ms: number; cpuMs: num
 function cpuTime(since: NodeJS.CpuUsage): number {
   const { user, system } = process.cpuUsage(since)
   return (user + system) / 1000
+}
+
+function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name)
+  return i >= 0 ? args[i + 1] : undefined
 }
 
 function flag(args: string[], name: string, fallback: number): number {
