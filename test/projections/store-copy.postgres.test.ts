@@ -12,6 +12,7 @@ import { storedRows } from '../../src/events/stored-rows.js'
 import { foldSession } from '../../src/projections/fold/fold.js'
 import { openStore } from '../../src/projections/open.js'
 import { copyToPostgres } from '../../src/projections/postgres/copy.js'
+import { rebuildPostgres } from '../../src/projections/postgres/rebuild.js'
 import { openPostgresStore } from '../../src/projections/postgres/open.js'
 import { foldAt } from '../../src/projections/postgres/projection.js'
 import { pgLoadView } from '../../src/projections/postgres/read-models.js'
@@ -116,6 +117,32 @@ describe('chronicle store copy', () => {
     const db = await client(url)
     await expectSameStore(store, db, sessions)
     expect((await db.query('SELECT content FROM blobs')).rows).toEqual([{ content: 'the system prompt, stored once' }])
+  }, 60_000)
+
+  it('rebuild on PostgreSQL lays the read models out again as the appends did: a damaged table is read right again', async () => {
+    const { store } = sqliteFile()
+    const sessions = history(store)
+    const url = await postgres().database()
+    await copyToPostgres(store, url)
+    const db = await client(url)
+    const tables = async () => ({
+      sessions: (await db.query('SELECT * FROM sessions ORDER BY id')).rows,
+      messages: (await db.query('SELECT * FROM messages ORDER BY session_id, id')).rows,
+      parts: (await db.query('SELECT * FROM parts ORDER BY session_id, id')).rows,
+      inherits: (await db.query('SELECT * FROM inherits ORDER BY session_id')).rows,
+      rewrites: (await db.query('SELECT * FROM rewrites ORDER BY session_id, version, id')).rows,
+    })
+    const projected = await tables()
+    await db.query(
+      "DELETE FROM messages WHERE session_id = 'ses_p'; UPDATE sessions SET data = '{}' WHERE id = 'ses_f'",
+    )
+    expect((await verifyPostgres(db)).differences.length).toBeGreaterThan(0)
+
+    const report = await rebuildPostgres(url)
+    expect(report).toMatchObject({ sessions: 3, events: store.head() - 1 }) // the token stream's event is no session's
+    expect(await tables()).toEqual(projected)
+    expect((await verifyPostgres(db)).differences).toEqual([])
+    for (const id of sessions) expect(plainView(await pgLoadView(db, id))).toEqual(plainView(loadView(store, id)))
   }, 60_000)
 
   it('random histories copy exactly', async () => {
