@@ -85,24 +85,13 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
   try {
     const store = openStore(join(dir, 'store.db'))
-    const meta: EventMeta = { actor: 'model', run: 'run_bench' }
-    const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
-    for (const id of sessions) {
-      store.append(
-        id,
-        [
-          { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
-          { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
-        ],
-        { meta: { actor: 'runtime' } },
-      )
-    }
+    const sessions = await producerSessions(store, cfg)
     let deltas = 0
     const commits: number[] = []
     const off = store.onCommit((events) => commits.push(events.length))
     const started = performance.now()
     const cpu0 = process.cpuUsage()
-    await Promise.all(sessions.map((id) => produce(store, id, cfg, meta).then((n) => (deltas += n))))
+    await Promise.all(sessions.map((id) => produce(store, id, cfg, PRODUCER_META).then((n) => (deltas += n))))
     const appendMs = performance.now() - started
     const appendCpuMs = cpuTime(cpu0)
     off()
@@ -158,6 +147,28 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
 /** What a producer appends through: SQLite's store, or either engine's log (src/events/log.ts). */
 interface Appender {
   enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]>
+}
+
+/** What creates the producers' sessions: an append, synchronous (SQLite's store) or not (a log). */
+interface Creator {
+  append(sessionId: string, events: ChronicleEvent[], options: AppendOptions): unknown
+}
+
+const PRODUCER_META: EventMeta = { actor: 'model', run: 'run_bench' }
+
+/** The producers' sessions, each created with its run started: their ids. */
+async function producerSessions(store: Creator, cfg: Config): Promise<string[]> {
+  const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
+  for (const id of sessions)
+    await store.append(
+      id,
+      [
+        { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
+        { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
+      ],
+      { meta: { actor: 'runtime' } },
+    )
+  return sessions
 }
 
 /** One producer: `parts` text parts in one assistant message, streamed delta by delta. */
@@ -244,24 +255,10 @@ async function postgres(cfg: Config): Promise<object> {
 }
 
 /** The producers' sessions created, then all of them streaming at once: events/s over what they appended. */
-async function streamInto(
-  store: Appender & { append(sessionId: string, events: ChronicleEvent[], options: AppendOptions): unknown },
-  cfg: Config,
-  durability: Durability,
-): Promise<number> {
-  const sessions = Array.from({ length: cfg.producers }, (_, p) => `ses_bench${String(p).padStart(4, '0')}`)
-  for (const id of sessions)
-    await store.append(
-      id,
-      [
-        { type: 'session.created', data: { directory: '/tmp/bench', agent: 'build', model: 'scripted:bench' } },
-        { type: 'run.started', data: { runId: 'run_bench', reason: 'input' } },
-      ],
-      { meta: { actor: 'runtime' } },
-    )
-  const meta: EventMeta = { actor: 'model', run: 'run_bench' }
+async function streamInto(store: Appender & Creator, cfg: Config, durability: Durability): Promise<number> {
+  const sessions = await producerSessions(store, cfg)
   const started = performance.now()
-  const deltas = await Promise.all(sessions.map((id) => produce(store, id, cfg, meta, durability)))
+  const deltas = await Promise.all(sessions.map((id) => produce(store, id, cfg, PRODUCER_META, durability)))
   const ms = performance.now() - started
   const events = deltas.reduce((a, b) => a + b, 0) + sessions.length * (1 + 2 * cfg.parts)
   return (events / ms) * 1000

@@ -1,4 +1,3 @@
-import { ChronicleError } from '../events/errors.js'
 import type { EventStore } from '../events/store.js'
 import type { Message, Part, Session, SessionView } from './fold/model.js'
 import {
@@ -46,13 +45,6 @@ export interface ReadModels {
   sessionIds(): Promise<string[]>
   /** the directories of sessions that can run: neither archived nor imported */
   liveSessionDirectories(): Promise<string[]>
-}
-
-/** The session, or SESSION_NOT_FOUND. */
-export async function requireSessionOf(models: ReadModels, sessionId: string): Promise<Session> {
-  const session = await models.session(sessionId)
-  if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
-  return session
 }
 
 /** SQLite's read models as the port: its synchronous queries, read your writes (EventStore.reader). */

@@ -145,8 +145,9 @@ const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id 
  * as SQLite's do, so both engines list in the same order.
  */
 export function postgresReadModels(log: Pick<PostgresEventLog, 'reader'>): ReadModels {
-  const ids = async (sql: string): Promise<string[]> =>
-    (await (await log.reader()).query<{ id: string }>(sql)).rows.map((r) => r.id)
+  /** one text column, `value`, of every row (a read of every session: everything queued commits first) */
+  const values = async (sql: string): Promise<string[]> =>
+    (await (await log.reader()).query<{ value: string }>(sql)).rows.map((r) => r.value)
   return {
     session: async (sessionId) => pgSession(await log.reader(sessionId), sessionId),
     message: async (sessionId, messageId) => pgMessage(await log.reader(sessionId), sessionId, messageId),
@@ -154,23 +155,24 @@ export function postgresReadModels(log: Pick<PostgresEventLog, 'reader'>): ReadM
     parts: async (sessionId, messageId) => pgParts(await log.reader(sessionId), sessionId, messageId),
     view: async (sessionId) => pgLoadView(await log.reader(sessionId), sessionId),
     list: async (opts = {}) => pgListSessions(await log.reader(), opts),
-    childSessionIds: () => ids('SELECT id FROM sessions WHERE parent_id IS NOT NULL ORDER BY id COLLATE "C"'),
+    childSessionIds: () =>
+      values('SELECT id AS value FROM sessions WHERE parent_id IS NOT NULL ORDER BY id COLLATE "C"'),
     sessionsWithOpenWork: () =>
-      ids(
-        `SELECT id FROM sessions WHERE (data::jsonb ->> 'run') IS NOT NULL
+      values(
+        `SELECT id AS value FROM sessions WHERE (data::jsonb ->> 'run') IS NOT NULL
            OR jsonb_array_length(COALESCE(data::jsonb -> 'inbox', '[]'::jsonb)) > 0
            OR (data::jsonb #>> '{compaction,status}') = 'requested' ORDER BY id COLLATE "C"`,
       ),
     sessionsWithWorkspaceTask: () =>
-      ids(
-        `SELECT id FROM sessions WHERE (data::jsonb ->> 'restoring') IS NOT NULL
+      values(
+        `SELECT id AS value FROM sessions WHERE (data::jsonb ->> 'restoring') IS NOT NULL
            OR (data::jsonb ->> 'materializing') IS NOT NULL ORDER BY id COLLATE "C"`,
       ),
-    sessionIds: () => ids('SELECT id FROM sessions ORDER BY id COLLATE "C"'),
+    sessionIds: () => values('SELECT id AS value FROM sessions ORDER BY id COLLATE "C"'),
     liveSessionDirectories: () =>
-      ids(
-        `SELECT DISTINCT (data::jsonb ->> 'directory') COLLATE "C" AS id FROM sessions
-           WHERE NOT archived AND (data::jsonb ->> 'imported') IS NULL ORDER BY id`,
+      values(
+        `SELECT DISTINCT (data::jsonb ->> 'directory') COLLATE "C" AS value FROM sessions
+           WHERE NOT archived AND (data::jsonb ->> 'imported') IS NULL ORDER BY value`,
       ),
   }
 }
