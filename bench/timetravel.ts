@@ -8,9 +8,10 @@ import type { EventStore } from '../src/events/store.js'
 import { history } from '../src/projections/queries/history.js'
 import { openStore } from '../src/projections/open.js'
 import { ensureSnapshots, stateAt } from '../src/projections/time-travel/time-travel.js'
+import { timetravelPostgres } from './timetravel-postgres.js'
 
 /**
- * `npm run bench -- timetravel [--events 100000] [--samples 200] [--forks 20] [--every 1000]`
+ * `npm run bench -- timetravel [--events 100000] [--samples 200] [--forks 20] [--every 1000] [--store postgres [--runs 3]]`
  *
  * One database file holds sessions of 1k, 10k and `events` events with an
  * agent-like mix: turns of user input, assistant steps with reasoning and
@@ -26,6 +27,9 @@ import { ensureSnapshots, stateAt } from '../src/projections/time-travel/time-tr
  * - forkLogBytes / forkDbBytes: growth of the events table (dbstat pages) /
  *   of the whole database, per fork, over `forks` forks of the big session.
  * - historyPageMs: one page of 1000 events after a random seq.
+ *
+ * `--store postgres`: the same on PostgreSQL (timetravel-postgres.ts), with
+ * this SQLite run in the same sitting as the baseline.
  */
 export default async function timetravel(args: string[]): Promise<object> {
   const opt = (name: string, fallback: number) => {
@@ -36,6 +40,30 @@ export default async function timetravel(args: string[]): Promise<object> {
   const samples = opt('samples', 200)
   const forks = opt('forks', 20)
   const every = opt('every', 1000)
+  const store = args[args.indexOf('--store') + 1]
+  if (args.includes('--store') && store !== 'postgres') throw new Error(`--store: postgres or nothing, not ${store}`)
+  if (store === 'postgres') {
+    const postgres = await timetravelPostgres({ big, samples, forks, every, runs: opt('runs', 3) })
+    const sqlite = (await sqliteTimetravel(big, samples, forks, every)) as Record<string, unknown>
+    const forkMs = sqlite.forkMs as Record<string, number>
+    return {
+      store: 'postgres',
+      ...postgres,
+      sqlite: {
+        stateAtP50Ms: sqlite.stateAtP50Ms,
+        stateAtP99Ms: sqlite.stateAtP99Ms,
+        forkMs,
+        forkGrowth: sqlite.forkGrowth,
+        historyPageMs: sqlite.historyPageMs,
+      },
+      stateAtP99RatioToSqlite: round((postgres.stateAtP99Ms as number) / (sqlite.stateAtP99Ms as number)),
+      forkBigRatioToSqlite: round((postgres.forkBigMs as number) / (forkMs[String(big)] as number)),
+    }
+  }
+  return sqliteTimetravel(big, samples, forks, every)
+}
+
+async function sqliteTimetravel(big: number, samples: number, forks: number, every: number): Promise<object> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-timetravel-'))
   const store = openStore(join(dir, 'bench.db'), { snapshotEvery: every })
   try {
@@ -218,6 +246,15 @@ function input(inputId: string): ChronicleEvent {
 
 /** Appends about `target` events of agent turns to a new session, in batches of 2000. */
 export function buildSession(store: EventStore, target: number, sessionId: string, seed: number) {
+  const { batches, messages } = agentTurns(target, seed)
+  const seqs: number[] = []
+  for (const batch of batches)
+    seqs.push(...store.append(sessionId, batch, { meta: { actor: 'runtime' } }).map((e) => e.seq))
+  return { id: sessionId, seqs, messages }
+}
+
+/** About `target` events of a session's agent turns, in batches of 2000 (the same for a seed on either engine). */
+export function agentTurns(target: number, seed: number): { batches: ChronicleEvent[][]; messages: number } {
   const rng = mulberry32(seed)
   const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1))
   const words = [
@@ -235,7 +272,7 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
     'then ',
   ]
   const word = () => words[int(0, words.length - 1)] as string
-  const seqs: number[] = []
+  const batches: ChronicleEvent[][] = []
   let batch: ChronicleEvent[] = []
   let count = 0
   let n = 0
@@ -248,7 +285,7 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
   }
   const flush = () => {
     if (batch.length === 0) return
-    seqs.push(...store.append(sessionId, batch, { meta: { actor: 'runtime' } }).map((e) => e.seq))
+    batches.push(batch)
     batch = []
   }
   push({ type: 'session.created', data: { directory: '/repo', agent: 'build', model: 'openai:gpt-5' } })
@@ -326,10 +363,10 @@ export function buildSession(store: EventStore, target: number, sessionId: strin
     push({ type: 'run.finished', data: { runId, outcome: 'idle' } })
   }
   flush()
-  return { id: sessionId, seqs, messages }
+  return { batches, messages }
 }
 
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -340,15 +377,15 @@ function mulberry32(seed: number): () => number {
   }
 }
 
-function percentile(values: number[], p: number): number {
+export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
 }
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   return percentile(values, 0.5)
 }
 
-function round(x: number): number {
+export function round(x: number): number {
   return Math.round(x * 100) / 100
 }

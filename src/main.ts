@@ -6,10 +6,9 @@ import { ChronicleError, isChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
 import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
-import { history } from './projections/queries/history.js'
 import { openStore } from './projections/open.js'
 import { getSession } from './projections/queries/read-model.js'
-import { stateAt } from './projections/time-travel/time-travel.js'
+import { sqliteTimeTravel } from './projections/time-travel/port.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
 import { memoryBounds } from './runtime/memory.js'
@@ -45,7 +44,7 @@ import { detectSandbox, type Sandbox } from './tools/sandbox.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
 import { buildApp, type App } from './http/app.js'
-import type { AppDeps, RuntimePort, TimeTravelPort } from './http/deps.js'
+import type { AppDeps, RuntimePort } from './http/deps.js'
 import { LoginCodes, loginUrl } from './http/login-codes.js'
 import { OWNER } from './http/principals.js'
 import { createLogger } from './http/logger.js'
@@ -240,10 +239,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     idle: (sessionId) => runtime.idle(sessionId),
     stop: () => runtime.stop(),
   }
-  const timeTravel: TimeTravelPort = {
-    stateAt: (sessionId, at) => stateAt(store, sessionId, at),
-    history: (sessionId, query) => history(store, sessionId, query),
-  }
+  const timeTravel = sqliteTimeTravel(store)
 
   const deps: AppDeps = {
     store,

@@ -2,7 +2,10 @@ import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
+import type { EventLog } from '../events/log.js'
 import type { EventStore } from '../events/store.js'
+import type { ReadModels } from '../projections/read-models.js'
+import type { TimeTravel } from '../projections/time-travel/port.js'
 import type { Session, SessionView } from '../projections/fold/model.js'
 import { getSession, requireSession } from '../projections/queries/read-model.js'
 import { type TimeTravelOptions, viewAt } from '../projections/time-travel/time-travel.js'
@@ -111,13 +114,52 @@ export function fork(
 ): Session {
   const { title, directory, meta, ...travel } = options
   const { parent, fromImport } = readForkPoint(store, sessionId, atSeq, travel)
-  if (directory !== undefined) checkDirectory(directory)
-  const events = decideFork(
-    parent,
-    { sessionId, seq: atSeq },
-    { ...(title !== undefined && { title }), ...(directory !== undefined && { directory }), fromImport },
-  )
+  const events = forkEvents(parent, { sessionId, seq: atSeq }, options, fromImport)
   return appendFork(store, ids.next('ses'), events, meta)
+}
+
+/** What fork needs of a store through the ports (docs/ARCHITECTURE.md "The store port"): either engine's. */
+export interface ForkPorts {
+  readonly log: EventLog
+  readonly readModels: ReadModels
+  readonly timeTravel: TimeTravel
+}
+
+/** fork through the ports: the same decision, the child appended as a new stream (expected version 0). */
+export async function forkThrough(
+  ports: ForkPorts,
+  ids: IdSource,
+  sessionId: string,
+  atSeq: number,
+  options: Omit<ForkOptions, keyof TimeTravelOptions> = {},
+): Promise<Session> {
+  const parent = await ports.timeTravel.viewAt(sessionId, atSeq)
+  const imported = async (id: string | undefined) =>
+    id !== undefined && (await ports.readModels.session(id))?.imported !== undefined
+  const fromImport = (await imported(sessionId)) || (await imported(parent.session?.id))
+  const events = forkEvents(parent, { sessionId, seq: atSeq }, options, fromImport)
+  const childId = ids.next('ses')
+  await ports.log.append(childId, events, {
+    expectedVersion: 0,
+    durability: 'full',
+    meta: options.meta ?? { actor: 'user', command: 'fork' },
+  })
+  return (await ports.readModels.session(childId)) as Session
+}
+
+/** The child's first events for a fork with these options (its directory checked first). */
+function forkEvents(
+  parent: SessionView,
+  from: { sessionId: string; seq: number },
+  { title, directory }: ForkOptions,
+  fromImport: boolean,
+): ChronicleEvent[] {
+  if (directory !== undefined) checkDirectory(directory)
+  return decideFork(parent, from, {
+    ...(title !== undefined && { title }),
+    ...(directory !== undefined && { directory }),
+    fromImport,
+  })
 }
 
 function isImported(store: EventStore, sessionId: string | undefined): boolean {

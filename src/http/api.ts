@@ -288,16 +288,16 @@ export function createApi(deps: AppDeps): Api {
       if (deps.forks) return { session: await deps.forks.fork(p.session, p.at, options) }
       return { session: fork(store, deps.ids, p.session, p.at, options) }
     },
-    'session.state'(p) {
+    async 'session.state'(p) {
       const s = session(p.session)
-      if (p.at === undefined || !deps.timeTravel?.stateAt) {
+      if (p.at === undefined || !deps.timeTravel) {
         if (p.at !== undefined) missing('time travel')
         return latest(
           { session: s, messages: getMessages(store, p.session), parts: getParts(store, p.session), seq: s.lastSeq },
           p.last,
         )
       }
-      return latest(deps.timeTravel.stateAt(p.session, p.at), p.last)
+      return latest(await deps.timeTravel.stateAt(p.session, p.at), p.last)
     },
     async 'session.context'(p) {
       session(p.session)
@@ -328,8 +328,8 @@ export function createApi(deps: AppDeps): Api {
     },
     'session.history'(p) {
       session(p.session)
-      const history = deps.timeTravel?.history ?? missing('history')
-      return history(p.session, p)
+      const timeTravel = deps.timeTravel ?? missing('history')
+      return timeTravel.history(p.session, p)
     },
     'session.export'(p) {
       session(p.session)

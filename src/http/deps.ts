@@ -2,10 +2,9 @@ import type { LoginCodes } from './login-codes.js'
 import type { Principals } from './principals.js'
 import type { WebSessions } from './web-sessions.js'
 import type { Logger } from 'pino'
-import type { StoredEvent } from '../events/envelope.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
-import type { Message, Part, Session } from '../projections/fold/model.js'
+import type { TimeTravel } from '../projections/time-travel/port.js'
 import type { ResolvedLimits } from '../config.js'
 import type { SubmitContext } from '../commands/input.js'
 import type { ModelContext } from '../runtime/runtime.js'
@@ -32,25 +31,8 @@ export interface RuntimePort {
   stop(): Promise<void>
 }
 
-export interface StateAt {
-  readonly session: Session
-  readonly messages: readonly Message[]
-  readonly parts: readonly Part[]
-  readonly seq: number
-}
-
-export interface HistoryPage {
-  readonly events: readonly (StoredEvent & { inherited?: boolean })[]
-  readonly next?: number
-}
-
 /** What the model is (or was, at a seq) sent: the runtime's own description of a request. */
 export type { ModelContext }
-
-export interface TimeTravelPort {
-  stateAt(sessionId: string, at?: number): StateAt
-  history(sessionId: string, opts: { after?: number; before?: number; limit?: number }): HistoryPage
-}
 
 /** The web page and its login (docs/API.md "Web page"). */
 export interface WebDeps {
@@ -80,7 +62,8 @@ export interface AppDeps {
   readonly runtime?: RuntimePort
   /** what the submit command needs (the runtime's input index, agents and models) */
   readonly submit?: SubmitContext
-  readonly timeTravel?: Partial<TimeTravelPort>
+  /** a session at any seq, its history paged (src/projections/time-travel/port.ts) */
+  readonly timeTravel?: TimeTravel
   readonly context?: (sessionId: string, at?: number) => Promise<ModelContext> | ModelContext
   /** the workspace at any seq: files, file contents, diffs (docs/TIME-TRAVEL.md) */
   readonly workspace?: WorkspaceHistory

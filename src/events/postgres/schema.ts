@@ -114,6 +114,25 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX rewrites_by_session ON rewrites (session_id, version);
     `,
   },
+  {
+    version: 3,
+    name: 'snapshot cache for time travel',
+    // A derived cache, never the source of truth (src/projections/time-travel/snapshot-delta.ts): each row is
+    // the entities a session's events changed between base_version and version. A row's JSON is in `json`,
+    // or deflated in `packed` when large. Deleting every row changes no answer.
+    sql: `
+      CREATE TABLE snapshots (
+        session_id   text    NOT NULL,
+        version      integer NOT NULL,
+        seq          bigint  NOT NULL,
+        base_version integer NOT NULL,
+        format       text    NOT NULL,
+        json         text,
+        packed       bytea,
+        PRIMARY KEY (session_id, version)
+      );
+    `,
+  },
 ]
 
 /** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */

@@ -11,6 +11,7 @@ import type { ProjectionRows, RowKind } from '../rows/projection-rows.js'
 import { projectBatch, type ProjectorOptions, projectorCache } from '../rows/projector.js'
 import type { RowLevel } from '../rows/shared-rows.js'
 import { pgMessage, pgPart, pgSessions, type Queryable } from './read-models.js'
+import { pgViewAt } from './time-travel.js'
 
 /**
  * The live projection on PostgreSQL: the same projector (projectBatch), run in
@@ -23,8 +24,8 @@ import { pgMessage, pgPart, pgSessions, type Queryable } from './read-models.js'
  * evolve is pure, so a stopped pass changes nothing but views the next pass
  * no longer trusts. A pass can only read what earlier answers lead it to, so
  * a few passes fetch everything. Writes are buffered and sent once a pass
- * completes. A fork's inherited state (the owner's, folded from the log up to
- * the fork point) is resolved before.
+ * completes. A fork's inherited state (the owner's at the fork point, by time
+ * travel: snapshot rows and a bounded fold, src/projections/postgres/time-travel.ts) is resolved before.
  */
 export type PgProjectHook = (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
 
@@ -35,7 +36,7 @@ export function createPgProjection(options: ProjectorOptions = {}): PgProjectHoo
     for (const e of events) {
       if (e.type !== 'session.forked') continue
       const { sessionId, seq } = e.data.from
-      inherited.set(`${sessionId}@${seq}`, await foldAt(client, sessionId, seq))
+      inherited.set(`${sessionId}@${seq}`, await pgViewAt(client, sessionId, seq, { write: false }))
     }
     const inherit: InheritFn = (from) => inherited.get(`${from.sessionId}@${from.seq}`) as SessionView
     const rows = new FetchedRows()
@@ -63,7 +64,8 @@ export function createPgProjection(options: ProjectorOptions = {}): PgProjectHoo
 }
 
 /**
- * The session's state right after event `seq`, folded from the log: a fork's starts from its parent's at the
+ * The session's state right after event `seq`, folded from the log alone (what verify compares the read
+ * models with; time travel adds snapshots): a fork's starts from its parent's at the
  * fork point; a seq before the fork's own first event is in its inherited history, so the answer is the
  * ancestor's there (as src/projections/fold/fold.ts's foldFrom).
  */

@@ -36,6 +36,30 @@ export const DEFAULT_HISTORY_LIMIT = 200
 export const MAX_HISTORY_LIMIT = 5000
 
 export function history(store: EventStore, sessionId: string, query: HistoryQuery = {}): HistoryPage {
+  const bounds = historyBounds(query)
+  const segments = lineage(store, sessionId)
+  const events: HistoryEvent[] = []
+  for (const segment of bounds.backward ? [...segments].reverse() : segments) {
+    const wanted = bounds.limit + 1 - events.length // one extra tells whether there is a next page
+    if (wanted <= 0) break
+    for (const event of range(store, segment, bounds.lo, bounds.hi, bounds.backward, wanted)) {
+      events.push(segment.sessionId === sessionId ? event : Object.assign({}, event, { inherited: true }))
+    }
+  }
+  return historyPage(events, bounds)
+}
+
+/** A history query checked (BAD_REQUEST), as bounds: seq > lo and seq <= hi, newest first when backward. */
+export interface HistoryBounds {
+  readonly limit: number
+  readonly backward: boolean
+  /** exclusive */
+  readonly lo: number
+  /** inclusive */
+  readonly hi: number
+}
+
+export function historyBounds(query: HistoryQuery): HistoryBounds {
   const limit = query.limit ?? DEFAULT_HISTORY_LIMIT
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_HISTORY_LIMIT) {
     throw new ChronicleError('BAD_REQUEST', `limit must be an integer from 1 to ${MAX_HISTORY_LIMIT}`)
@@ -48,22 +72,20 @@ export function history(store: EventStore, sessionId: string, query: HistoryQuer
       throw new ChronicleError('BAD_REQUEST', `${name} must be a non-negative integer seq`)
     }
   }
-  const segments = lineage(store, sessionId)
-  const backward = query.before !== undefined && query.after === undefined
-  const lo = query.after ?? 0 // exclusive
-  const hi = query.before === undefined ? Number.MAX_SAFE_INTEGER : query.before - 1 // inclusive
-  const events: HistoryEvent[] = []
-  for (const segment of backward ? [...segments].reverse() : segments) {
-    const wanted = limit + 1 - events.length // one extra tells whether there is a next page
-    if (wanted <= 0) break
-    for (const event of range(store, segment, lo, hi, backward, wanted)) {
-      events.push(segment.sessionId === sessionId ? event : Object.assign({}, event, { inherited: true }))
-    }
+  return {
+    limit,
+    backward: query.before !== undefined && query.after === undefined,
+    lo: query.after ?? 0,
+    hi: query.before === undefined ? Number.MAX_SAFE_INTEGER : query.before - 1,
   }
-  const more = events.length > limit
-  const page = events.slice(0, limit)
-  if (backward) page.reverse()
-  const edge = backward ? page[0] : page[page.length - 1]
+}
+
+/** The page of up to limit + 1 events gathered in the query's direction: `next` when there was one more. */
+export function historyPage(events: HistoryEvent[], bounds: HistoryBounds): HistoryPage {
+  const more = events.length > bounds.limit
+  const page = events.slice(0, bounds.limit)
+  if (bounds.backward) page.reverse()
+  const edge = bounds.backward ? page[0] : page[page.length - 1]
   return { events: page, ...(more && edge && { next: edge.seq }) }
 }
 

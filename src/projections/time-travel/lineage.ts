@@ -23,10 +23,15 @@ const OPEN = Number.MAX_SAFE_INTEGER
 
 export function lineage(store: EventStore, sessionId: string): Segment[] {
   const first = firstEvent(store, sessionId)
-  const own: Segment = { sessionId, firstSeq: first.seq, upTo: OPEN }
+  return segmentsOf(first, first.type === 'session.forked' ? lineage(store, first.data.from.sessionId) : [])
+}
+
+/** A session's segments, given its first event and (for a fork) its parent's segments. */
+export function segmentsOf(first: StoredEvent, parentSegments: readonly Segment[]): Segment[] {
+  const own: Segment = { sessionId: first.sessionId, firstSeq: first.seq, upTo: OPEN }
   if (first.type !== 'session.forked') return [own]
   const cut = first.data.from.seq
-  const inherited = lineage(store, first.data.from.sessionId)
+  const inherited = parentSegments
     .filter((s) => s.firstSeq <= cut)
     .map((s) => Object.assign({}, s, { upTo: Math.min(s.upTo, cut) }))
   return [...inherited, own]
@@ -59,6 +64,19 @@ export function locate(store: EventStore, sessionId: string, seq?: number): Loca
     return { sessionId, seq: seqOf(store.reader(sessionId), sessionId, version), version, inherited: false }
   }
   const event = Number.isSafeInteger(seq) && seq > 0 ? store.get(seq) : undefined
+  return locatedIn(sessionId, segments, seq, event)
+}
+
+/**
+ * Where `event` (the log's event at `seq`, if there is one) lies in a session's history of `segments`:
+ * SEQ_OUT_OF_RANGE when it is not part of it.
+ */
+export function locatedIn(
+  sessionId: string,
+  segments: readonly Segment[],
+  seq: number,
+  event: Pick<StoredEvent, 'sessionId' | 'version'> | undefined,
+): Located {
   const segment = event && segments.find((s) => s.sessionId === event.sessionId && seq >= s.firstSeq && seq <= s.upTo)
   if (!event || !segment) {
     const own = segments[segments.length - 1] as Segment

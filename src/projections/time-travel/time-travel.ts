@@ -70,13 +70,12 @@ export function stateAt(
   options: TimeTravelOptions = {},
 ): SessionState {
   const at = locate(store, sessionId, seq)
-  const view = ownViewAt(store, at, options)
-  return {
-    session: view.session as Session,
-    messages: byId(view.messages),
-    parts: byId(view.parts),
-    seq: at.seq,
-  }
+  return stateOfView(ownViewAt(store, at, options), at.seq)
+}
+
+/** A view as a SessionState right after `seq`: its messages and parts ordered by id. */
+export function stateOfView(view: SessionView, seq: number): SessionState {
+  return { session: view.session as Session, messages: byId(view.messages), parts: byId(view.parts), seq }
 }
 
 /**
