@@ -11,7 +11,7 @@ import type { ProjectionRows, RowKind } from '../rows/projection-rows.js'
 import { projectBatch, type ProjectorOptions, projectorCache } from '../rows/projector.js'
 import type { RowLevel } from '../rows/shared-rows.js'
 import { pgMessage, pgPart, pgSessions, type Queryable } from './read-models.js'
-import { pgViewAt } from './time-travel.js'
+import { pgViewAt, type RecentView } from './time-travel.js'
 
 /**
  * The live projection on PostgreSQL: the same projector (projectBatch), run in
@@ -29,14 +29,17 @@ import { pgViewAt } from './time-travel.js'
  */
 export type PgProjectHook = (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
 
-export function createPgProjection(options: ProjectorOptions = {}): PgProjectHook & { reset(): void } {
+export function createPgProjection(
+  options: ProjectorOptions & { readonly recent?: RecentView } = {},
+): PgProjectHook & { reset(): void } {
   const cache = projectorCache(options)
   const project = async (client: pg.ClientBase, events: readonly StoredEvent[]): Promise<void> => {
     const inherited = new Map<string, SessionView>()
     for (const e of events) {
       if (e.type !== 'session.forked') continue
       const { sessionId, seq } = e.data.from
-      inherited.set(`${sessionId}@${seq}`, await pgViewAt(client, sessionId, seq, { write: false }))
+      const known = options.recent?.get(sessionId, seq)
+      inherited.set(`${sessionId}@${seq}`, known ?? (await pgViewAt(client, sessionId, seq, { write: false })))
     }
     const inherit: InheritFn = (from) => inherited.get(`${from.sessionId}@${from.seq}`) as SessionView
     const rows = new FetchedRows()

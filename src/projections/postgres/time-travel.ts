@@ -221,7 +221,36 @@ async function read(db: Queryable, sql: string, params: unknown[]): Promise<Stor
 export function postgresTimeTravel(log: PostgresEventLog, options: TimeTravelOptions = {}): TimeTravel {
   return {
     stateAt: async (sessionId, seq) => pgStateAt(await log.reader(sessionId), sessionId, seq, options),
-    viewAt: async (sessionId, seq) => pgViewAt(await log.reader(sessionId), sessionId, seq, options),
+    viewAt: async (sessionId, seq) => {
+      const view = await pgViewAt(await log.reader(sessionId), sessionId, seq, options)
+      if (seq !== undefined) recentViews.get(log)?.keep(sessionId, seq, view)
+      return view
+    },
     history: async (sessionId, query) => pgHistory(await log.reader(sessionId), sessionId, query),
   }
+}
+
+/**
+ * The last view read at a seq, outside any transaction: a fork reads its parent's state, then its append's
+ * projection needs the very same one. The state at a committed event never changes, so it can be reused;
+ * one read inside a transaction is never kept (its seqs may be rolled back and used again).
+ */
+export class RecentView {
+  private last: { sessionId: string; seq: number; view: SessionView } | undefined
+
+  keep(sessionId: string, seq: number, view: SessionView): void {
+    this.last = { sessionId, seq, view }
+  }
+
+  get(sessionId: string, seq: number): SessionView | undefined {
+    const last = this.last
+    return last && last.sessionId === sessionId && last.seq === seq ? last.view : undefined
+  }
+}
+
+const recentViews = new WeakMap<PostgresEventLog, RecentView>()
+
+/** Lets the log's time travel hand the views it reads to the log's projection (src/projections/postgres/open.ts). */
+export function shareRecentViews(log: PostgresEventLog, recent: RecentView): void {
+  recentViews.set(log, recent)
 }
