@@ -21,10 +21,24 @@ import type { Terminal } from './terminal.js'
  */
 
 function open(create = false): EventStore {
+  const postgres = loadConfig().store.url
+  if (postgres) throw onPostgres()
+  return openSqlite(create)
+}
+
+/** The data directory's SQLite store, whatever the configuration names: what `store copy` copies from. */
+function openSqlite(create = false): EventStore {
   const dataDir = dataDirOf()
   const path = dbPathOf(dataDir)
   if (!existsSync(path) && !create) throw new Refusal(`no database at ${path} (set CHRONICLE_DATA_DIR)`)
   return openStore(secureDataDir(dataDir), { snapshotOnCommit: false })
+}
+
+/** A command that works on SQLite's store only, with PostgreSQL configured: said, rather than reading a stale file. */
+function onPostgres(): Refusal {
+  return new Refusal(
+    "the configured store is PostgreSQL (CHRONICLE_DATABASE_URL or store.url): this command works on SQLite's store only for now; rebuild, verify and store copy work on PostgreSQL",
+  )
 }
 
 async function refuseIfServing(args: Args): Promise<void> {
@@ -98,6 +112,13 @@ export async function importCommand(args: Args, { line: out }: Terminal): Promis
 
 export async function rebuildCommand(args: Args, { line: out }: Terminal): Promise<number> {
   await refuseIfServing(args)
+  const postgres = loadConfig().store.url
+  if (postgres) {
+    const { rebuildPostgres } = await import('../projections/postgres/rebuild.js')
+    const report = await rebuildPostgres(postgres, { progress: progress('rebuilding, events') })
+    out(`rebuilt ${report.sessions} sessions from ${report.events} events in ${Math.round(report.ms)} ms`)
+    return 0
+  }
   const store = open()
   try {
     const report = rebuild(store, { progress: progress('rebuilding, events') })
@@ -137,6 +158,15 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
   const anchor = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
   if (anchor === null) throw new UsageError('--head takes <seq>:<digest>, as verify printed it')
   await refuseIfServing(args) // read models written while it reads would show as differences
+  const postgres = loadConfig().store.url
+  if (postgres) {
+    if (anchor)
+      throw new UsageError('--head is not supported on PostgreSQL yet: verify without it checks the whole chain')
+    const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
+    const report = await verifyPostgresAt(postgres, { progress: progress('verifying sessions') })
+    printVerify(report, out)
+    return report.differences.length === 0 && report.chain.breaks.length === 0 ? 0 : 1
+  }
   const store = open()
   try {
     const report = verify(store, {
@@ -184,7 +214,7 @@ export async function storeCommand(args: Args, { line: out }: Terminal): Promise
       'store copy needs --to postgres://user:password@host/database (or CHRONICLE_DATABASE_URL, or store.url in the config)',
     )
   await refuseIfServing(args)
-  const store = open()
+  const store = openSqlite()
   try {
     // PostgreSQL's modules load only for this command
     const { copyToPostgres } = await import('../projections/postgres/copy.js')
