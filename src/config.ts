@@ -149,6 +149,8 @@ const Limits = z.object({
   /** a socket that does not drain at all for this long is closed with its resume cursor */
   slowConsumerMs: z.number().int().positive().optional(),
   heartbeatMs: z.number().int().positive().optional(),
+  /** a model stream silent this long is stalled: retried before its first output, else the step fails */
+  modelStallMs: z.number().int().positive().optional(),
 })
 
 /**
@@ -217,6 +219,7 @@ export interface ResolvedLimits {
   readonly socketHighWaterBytes: number
   readonly slowConsumerMs: number
   readonly heartbeatMs: number
+  readonly modelStallMs: number
 }
 
 export interface ChronicleConfig {
@@ -278,6 +281,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = {
   socketHighWaterBytes: 1024 * 1024,
   slowConsumerMs: 30_000,
   heartbeatMs: 15_000,
+  modelStallMs: 300_000,
 }
 
 const Env = z.object({

@@ -224,7 +224,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     log: logger,
     redactor,
     ...(workspace && { workspace }),
-    limits: { maxInputBytes: config.limits.inputBytes, maxFileBytes: config.limits.fileBytes },
+    limits: {
+      maxInputBytes: config.limits.inputBytes,
+      maxFileBytes: config.limits.fileBytes,
+      retry: { stallMs: config.limits.modelStallMs },
+    },
     forbidden: hidden,
     titles: config.titles,
     compaction: { ...config.compaction, models: config.models },

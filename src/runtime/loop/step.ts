@@ -73,100 +73,106 @@ export async function runModelStep(input: StepInput): Promise<StepOutcome> {
     let streamed = false
     let produced = 0 // output characters: the usage estimate when the provider reports none
 
-    await readModelStep(input.model, input.context, signal, (part) => {
-      switch (part.type) {
-        case 'text-start':
-        case 'reasoning-start': {
-          const partId = ids.next('prt')
-          const kind = part.type === 'text-start' ? 'text' : 'reasoning'
-          open.set(`${kind}:${part.id}`, { partId, kind })
-          recorder.emit({ type: `${kind}.started`, data: { messageId, partId } }, model)
-          break
-        }
-        case 'text-delta':
-        case 'reasoning-delta': {
-          const kind = part.type === 'text-delta' ? 'text' : 'reasoning'
-          const partId = open.get(`${kind}:${part.id}`)?.partId
-          if (!partId) break
-          streamed = true
-          produced += part.text.length
-          recorder.emit({ type: `${kind}.delta`, data: { partId, text: part.text } }, delta)
-          break
-        }
-        case 'text-end':
-        case 'reasoning-end': {
-          const key = `${part.type === 'text-end' ? 'text' : 'reasoning'}:${part.id}`
-          const started = open.get(key)
-          if (!started) break
-          open.delete(key)
-          const metadata = part.type === 'reasoning-end' ? part.providerMetadata : undefined
-          recorder.emit(
-            started.kind === 'reasoning'
-              ? {
-                  type: 'reasoning.ended',
-                  data: { partId: started.partId, ...(metadata && { providerMetadata: metadata }) },
-                }
-              : { type: 'text.ended', data: { partId: started.partId } },
-            model,
-          )
-          break
-        }
-        case 'tool-input-start': {
-          streamed = true
-          const partId = ids.next('prt')
-          tools.set(part.callId, { partId, tool: part.tool, raw: '' })
-          recorder.emit(
-            { type: 'tool.input.started', data: { messageId, partId, callId: part.callId, tool: part.tool } },
-            model,
-          )
-          break
-        }
-        case 'tool-input-delta': {
-          const t = tools.get(part.callId)
-          if (!t || part.delta.length === 0) break
-          t.raw += part.delta
-          produced += part.delta.length
-          recorder.emit({ type: 'tool.input.delta', data: { partId: t.partId, delta: part.delta } }, delta)
-          break
-        }
-        case 'tool-call': {
-          streamed = true
-          let t = tools.get(part.callId)
-          if (!t) {
-            // The provider sent the call whole, without streaming its input.
-            t = { partId: ids.next('prt'), tool: part.tool, raw: part.rawInput }
-            tools.set(part.callId, t)
+    await readModelStep(
+      input.model,
+      input.context,
+      signal,
+      (part) => {
+        switch (part.type) {
+          case 'text-start':
+          case 'reasoning-start': {
+            const partId = ids.next('prt')
+            const kind = part.type === 'text-start' ? 'text' : 'reasoning'
+            open.set(`${kind}:${part.id}`, { partId, kind })
+            recorder.emit({ type: `${kind}.started`, data: { messageId, partId } }, model)
+            break
+          }
+          case 'text-delta':
+          case 'reasoning-delta': {
+            const kind = part.type === 'text-delta' ? 'text' : 'reasoning'
+            const partId = open.get(`${kind}:${part.id}`)?.partId
+            if (!partId) break
+            streamed = true
+            produced += part.text.length
+            recorder.emit({ type: `${kind}.delta`, data: { partId, text: part.text } }, delta)
+            break
+          }
+          case 'text-end':
+          case 'reasoning-end': {
+            const key = `${part.type === 'text-end' ? 'text' : 'reasoning'}:${part.id}`
+            const started = open.get(key)
+            if (!started) break
+            open.delete(key)
+            const metadata = part.type === 'reasoning-end' ? part.providerMetadata : undefined
             recorder.emit(
-              [
-                {
-                  type: 'tool.input.started',
-                  data: { messageId, partId: t.partId, callId: part.callId, tool: part.tool },
-                },
-                { type: 'tool.input.delta', data: { partId: t.partId, delta: part.rawInput } },
-              ],
+              started.kind === 'reasoning'
+                ? {
+                    type: 'reasoning.ended',
+                    data: { partId: started.partId, ...(metadata && { providerMetadata: metadata }) },
+                  }
+                : { type: 'text.ended', data: { partId: started.partId } },
               model,
             )
+            break
           }
-          calls.push({
-            partId: t.partId,
-            callId: part.callId,
-            tool: part.tool,
-            rawInput: t.raw || part.rawInput,
-            input: part.input,
-          })
-          break
+          case 'tool-input-start': {
+            streamed = true
+            const partId = ids.next('prt')
+            tools.set(part.callId, { partId, tool: part.tool, raw: '' })
+            recorder.emit(
+              { type: 'tool.input.started', data: { messageId, partId, callId: part.callId, tool: part.tool } },
+              model,
+            )
+            break
+          }
+          case 'tool-input-delta': {
+            const t = tools.get(part.callId)
+            if (!t || part.delta.length === 0) break
+            t.raw += part.delta
+            produced += part.delta.length
+            recorder.emit({ type: 'tool.input.delta', data: { partId: t.partId, delta: part.delta } }, delta)
+            break
+          }
+          case 'tool-call': {
+            streamed = true
+            let t = tools.get(part.callId)
+            if (!t) {
+              // The provider sent the call whole, without streaming its input.
+              t = { partId: ids.next('prt'), tool: part.tool, raw: part.rawInput }
+              tools.set(part.callId, t)
+              recorder.emit(
+                [
+                  {
+                    type: 'tool.input.started',
+                    data: { messageId, partId: t.partId, callId: part.callId, tool: part.tool },
+                  },
+                  { type: 'tool.input.delta', data: { partId: t.partId, delta: part.rawInput } },
+                ],
+                model,
+              )
+            }
+            calls.push({
+              partId: t.partId,
+              callId: part.callId,
+              tool: part.tool,
+              rawInput: t.raw || part.rawInput,
+              input: part.input,
+            })
+            break
+          }
+          case 'finish':
+            finish = { finishReason: part.finishReason, usage: part.usage }
+            break
+          case 'error':
+            failure ??= part.failure
+            break
+          case 'aborted':
+            aborted = true
+            break
         }
-        case 'finish':
-          finish = { finishReason: part.finishReason, usage: part.usage }
-          break
-        case 'error':
-          failure ??= part.failure
-          break
-        case 'aborted':
-          aborted = true
-          break
-      }
-    })
+      },
+      input.retry.stallMs,
+    )
     if (signal.aborted) aborted = true
     // Text and reasoning streamed so far are kept: close what the stream left open.
     for (const { partId, kind } of open.values()) recorder.emit({ type: `${kind}.ended`, data: { partId } }, model)

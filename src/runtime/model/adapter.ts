@@ -12,6 +12,7 @@ import {
 import type { Usage } from '../../events/catalogue.js'
 import type { ChatMessage } from '../loop/chat-messages.js'
 import type { ModelPrice, ModelSettings } from './pricing.js'
+import { StallWatch } from './stall-watch.js'
 
 /**
  * The model adapter: the one module (with providers.ts and scripted-model.ts)
@@ -65,7 +66,7 @@ export interface ModelRequest {
 }
 
 export interface ModelFailure {
-  readonly kind: 'rate_limited' | 'server' | 'network' | 'context_overflow' | 'provider'
+  readonly kind: 'rate_limited' | 'server' | 'network' | 'context_overflow' | 'provider' | 'stalled'
   readonly message: string
   readonly retryable: boolean
   readonly status?: number
@@ -96,6 +97,8 @@ export async function readModelStep(
   request: ModelRequest,
   signal: AbortSignal,
   onPart: (part: StepPart) => void,
+  /** a stream silent this long (before its response too) is cancelled as a retryable `stalled` failure; 0: never */
+  stallMs = 0,
 ): Promise<void> {
   // The provider's own stream, read in one pass: streamText would pipe each
   // part through some ten web-stream stages (its retries, tool execution and
@@ -105,11 +108,18 @@ export async function readModelStep(
   // With tool choice none, tool parts a provider sends anyway are dropped and the step fails, as streamText does.
   const toolsOff = request.toolChoice === 'none'
   let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined
-  const cancel = () => void reader?.cancel(signal.reason).catch(() => {})
+  const watch = stallMs > 0 ? new StallWatch(stallMs, signal) : undefined
+  // what the provider's call is aborted by: the caller's signal, or silence
+  const active = watch?.signal ?? signal
+  const cancel = () => void reader?.cancel(active.reason).catch(() => {})
+  const stalled = (): StepPart => ({
+    type: 'error',
+    failure: { kind: 'stalled', message: `the model sent nothing for ${stallMs / 1000} s`, retryable: true },
+  })
   // Only the provider's calls fail as a part: what onPart throws is the caller's own.
   const failed = (err: unknown): StepPart =>
-    signal.aborted ? { type: 'aborted' } : { type: 'error', failure: classify(err) }
-  signal.addEventListener('abort', cancel, { once: true })
+    signal.aborted ? { type: 'aborted' } : watch?.stalled ? stalled() : { type: 'error', failure: classify(err) }
+  active.addEventListener('abort', cancel, { once: true })
   try {
     if (signal.aborted) return onPart({ type: 'aborted' })
     let stream: ReadableStream<LanguageModelV3StreamPart>
@@ -118,13 +128,13 @@ export async function readModelStep(
         prompt: providerPrompt(request),
         ...(tools && { tools, toolChoice: { type: request.toolChoice } }),
         ...handle.settings,
-        abortSignal: signal,
+        abortSignal: active,
       }))
     } catch (err) {
       return onPart(failed(err))
     }
     reader = stream.getReader()
-    if (signal.aborted) cancel()
+    if (active.aborted) cancel()
     // a reasoning part's provider metadata may come with its start, a delta (a signature) or its end
     const metadata = new Map<string, ProviderMetadata>()
     const keep = (id: string, m: ProviderMetadata | undefined) => {
@@ -142,6 +152,7 @@ export async function readModelStep(
         return onPart(failed(err))
       }
       if (read.done) break
+      watch?.touch()
       const part = read.value
       switch (part.type) {
         case 'text-start':
@@ -196,8 +207,10 @@ export async function readModelStep(
       }
     }
     if (signal.aborted) onPart({ type: 'aborted' })
+    else if (watch?.stalled) onPart(stalled())
   } finally {
-    signal.removeEventListener('abort', cancel)
+    watch?.close()
+    active.removeEventListener('abort', cancel)
     // a step that ends early (onPart threw) leaves the provider's stream unread: release it
     reader?.cancel().catch(() => {})
   }

@@ -9,9 +9,14 @@ export interface RetryPolicy {
   readonly maxRetries: number
   readonly initialMs: number
   readonly maxMs: number
+  /**
+   * A model stream silent this long is cancelled as a `stalled` failure: retried like a network error when
+   * it had sent nothing of the step yet, else the step fails with it (docs/RECOVERY.md "Stuck sessions").
+   */
+  readonly stallMs: number
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, initialMs: 2000, maxMs: 30_000 }
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 4, initialMs: 2000, maxMs: 30_000, stallMs: 300_000 }
 
 export function retryDelay(attempt: number, failure: ModelFailure, policy: RetryPolicy): number {
   if (failure.retryAfterMs !== undefined) return Math.round(Math.min(failure.retryAfterMs, policy.maxMs))
