@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
+import { createServer as createTlsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { createSecureContext } from 'node:tls'
 import { connect } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -400,6 +405,60 @@ describe('webfetch: forgery attempts are refused before anything is sent', () =>
       message: `OWN_SERVER: ${site.origin('site.test')}/data.json is this Chronicle server itself (port ${site.port})`,
     })
     expect(site.hits).toEqual([])
+  })
+})
+
+describe('webfetch: https', () => {
+  it('TLS goes over the pinned connection with the name as SNI, and an untrusted certificate is refused', async () => {
+    // a self-signed certificate for site.test, made for this test
+    const key = join(temp.dir, 'key.pem')
+    const cert = join(temp.dir, 'cert.pem')
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=site.test',
+        '-addext',
+        'subjectAltName=DNS:site.test',
+      ],
+      { stdio: 'ignore' },
+    )
+    const names: string[] = []
+    const context = createSecureContext({ key: readFileSync(key), cert: readFileSync(cert) })
+    const tls = createTlsServer(
+      {
+        SNICallback: (servername, done) => {
+          names.push(servername)
+          done(null, context)
+        },
+      },
+      (_req, res) => res.end('secret'),
+    )
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve))
+    const { port } = tls.address() as AddressInfo
+    try {
+      const { run } = setup()
+      const result = await failure(run({ url: `https://site.test:${port}/` }))
+      expect(result.kind).toBe('failed')
+      expect(result.message).toBe(`FETCH_FAILED: https://site.test:${port}/: DEPTH_ZERO_SELF_SIGNED_CERT`)
+      expect(names).toEqual(['site.test'])
+    } finally {
+      tls.closeAllConnections()
+      await new Promise((resolve) => tls.close(resolve))
+    }
   })
 })
 
