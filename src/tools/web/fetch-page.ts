@@ -51,7 +51,7 @@ export interface FetchedPage {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
-const USER_AGENT = 'Chronicle-webfetch/1 (+https://github.com/chronicle)'
+const USER_AGENT = 'Chronicle-webfetch/1'
 
 export async function fetchPage(raw: string, opts: FetchOptions): Promise<FetchedPage> {
   let target = parseTarget(raw)
