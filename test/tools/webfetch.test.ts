@@ -215,7 +215,10 @@ describe('webfetch: caps', () => {
     expect(result.metadata).toMatchObject({ bodyTruncated: false, truncated: true })
     expect(result.output.startsWith('## Part\n\nWords and [links](/x) and **more** words.\n\n## Part')).toBe(true)
     expect(fired).toBeGreaterThan(10)
-    expect(maxGapMs).toBeLessThan(100)
+    // converted on the event loop, this page would block it for well over a second (about 0.8 s per MB
+    // here); in a worker the loop only waits for the scheduler when the worker and other processes hold
+    // both cores of a shared machine
+    expect(maxGapMs).toBeLessThan(400)
   })
 
   it('a cancel during the conversion ends the call at once', async () => {
@@ -226,7 +229,8 @@ describe('webfetch: caps', () => {
     setTimeout(() => abort.abort(new ToolFailure('aborted', 'the run was cancelled')), 150)
     const started = Date.now()
     expect(await failure(call)).toEqual({ kind: 'aborted', message: 'the run was cancelled' })
-    expect(Date.now() - started).toBeLessThan(400)
+    // the conversion alone takes well over a second: the call ended with the cancel, not with it
+    expect(Date.now() - started).toBeLessThan(1000)
   })
 
   it('a timeout above the configured maximum is invalid arguments', () => {
