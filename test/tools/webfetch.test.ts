@@ -370,6 +370,23 @@ describe('webfetch: forgery attempts are refused before anything is sent', () =>
     })
   })
 
+  it.each([
+    ['file:///etc/passwd', 'SCHEME_REFUSED: only http: and https: URLs can be fetched, not file:'],
+    [
+      'http://example.com@127.0.0.1/',
+      'URL_CREDENTIALS: a URL with user-info (user:password@ before the host) is refused: it names 127.0.0.1, whatever comes before the @',
+    ],
+  ])('a redirect to %s is refused like the URL itself', async (location, message) => {
+    const hop = await startWebServer({ '/go': redirect(location) })
+    try {
+      const { run } = setup()
+      expect(await failure(run({ url: `${hop.origin('site.test')}/go` }))).toEqual({ kind: 'failed', message })
+      expect(victim.hits).toEqual([])
+    } finally {
+      await hop.close()
+    }
+  })
+
   it('DNS rebinding: a name answering a public address to the check and loopback after — the connection goes to the address checked', async () => {
     // `public` stands for a host on the internet: the connector takes the address the fetcher hands it
     // to a local stand-in, so no test reaches beyond this machine; any other address is connected to as given
