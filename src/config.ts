@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
+import { DEFAULT_WEBFETCH, type WebFetchSettings } from './tools/builtin/webfetch.js'
 import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp/config.js'
 
 export type { McpServerConfig }
@@ -134,6 +135,23 @@ export interface MemoryConfig {
 
 export const DEFAULT_MEMORY: MemoryConfig = { idleMs: 120_000, cacheBytes: 48 * 2 ** 20, cacheSessions: 512 }
 
+/**
+ * webfetch (docs/TOOLS.md "webfetch", docs/SECURITY.md "Server-side request forgery"): `allowHosts`
+ * names hosts (exactly, or `*.example.com` for the names below it) whose addresses are not
+ * checked, e.g. an intranet server on a private address; the server's own port stays refused.
+ * `maxBytes` caps a body after decompression, `timeoutSeconds` is the default wait for a page
+ * (`maxTimeoutSeconds` the most a call may ask for), `maxRedirects` the hops followed.
+ */
+const WebFetchConfig = z
+  .object({
+    allowHosts: z.array(z.string().min(1)).optional(),
+    maxBytes: z.number().int().positive().optional(),
+    timeoutSeconds: z.number().positive().optional(),
+    maxTimeoutSeconds: z.number().positive().optional(),
+    maxRedirects: z.number().int().nonnegative().max(20).optional(),
+  })
+  .strict()
+
 const Limits = z.object({
   /** HTTP body limit, bytes */
   bodyBytes: z.number().int().positive().optional(),
@@ -206,6 +224,7 @@ export const FileConfig = z
     /** the web page: `false` turns it off; `{root}` serves another build */
     web: WebSettings.optional(),
     store: z.object({ url: z.string().optional() }).strict().optional(),
+    webfetch: WebFetchConfig.optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -267,6 +286,8 @@ export interface ChronicleConfig {
    * (`CHRONICLE_DATABASE_URL`, or `store.url` in the user's config file; never from a workspace).
    */
   readonly store: { readonly url: string | undefined }
+  /** webfetch's limits and the hosts allowed to resolve to private addresses (src/tools/builtin/webfetch.ts) */
+  readonly webfetch: WebFetchSettings
 }
 
 /** A file larger than this is listed in a workspace snapshot, not stored. */
@@ -371,6 +392,19 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     logFormat: env.CHRONICLE_LOG_FORMAT,
     configFile,
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
+    webfetch: webfetchOf(file.webfetch),
+  }
+}
+
+function webfetchOf(settings: z.infer<typeof WebFetchConfig> | undefined): WebFetchSettings {
+  const s = settings ?? {}
+  const maxTimeoutSeconds = s.maxTimeoutSeconds ?? DEFAULT_WEBFETCH.maxTimeoutSeconds
+  return {
+    allowHosts: s.allowHosts ?? DEFAULT_WEBFETCH.allowHosts,
+    maxBytes: s.maxBytes ?? DEFAULT_WEBFETCH.maxBytes,
+    defaultTimeoutSeconds: Math.min(s.timeoutSeconds ?? DEFAULT_WEBFETCH.defaultTimeoutSeconds, maxTimeoutSeconds),
+    maxTimeoutSeconds,
+    maxRedirects: s.maxRedirects ?? DEFAULT_WEBFETCH.maxRedirects,
   }
 }
 

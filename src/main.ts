@@ -30,6 +30,8 @@ import {
 import { resolveAgents } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
 import { createFileTimes } from './tools/file-times.js'
+import type { Connector } from './tools/net/connect.js'
+import type { Resolver } from './tools/net/resolve.js'
 import { createMcpManager } from './tools/mcp/manager.js'
 import { mcpOAuthRedirectUrl } from './tools/mcp/oauth.js'
 import { createMcpSignInCallback } from './tools/mcp/oauth-callback.js'
@@ -70,6 +72,8 @@ export interface ChronicleOptions {
   readonly resumeBudget?: number
   /** replaces the detected sandbox (tests) */
   readonly sandbox?: Sandbox
+  /** webfetch's DNS and TCP connection (tests map their own host names to their own servers) */
+  readonly webfetch?: { readonly resolve?: Resolver; readonly connector?: Connector }
   /** the web login's clock and a login code's lifetime (tests; default Date.now and 10 minutes) */
   readonly web?: { readonly now?: () => number; readonly codeTtlMs?: number }
 }
@@ -203,6 +207,15 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         sandbox,
         redactor,
         childEnv: { set: config.sandbox.env, pass: config.sandbox.passEnv },
+        webfetch: {
+          settings: config.webfetch,
+          // this server's own port is never fetched on this machine, whatever the config allows (docs/SECURITY.md)
+          ownPorts: () => {
+            const address = app.server.address()
+            return typeof address === 'object' && address ? [address.port] : [config.port]
+          },
+          ...options.webfetch,
+        },
         updateTodos: (sessionId, items) =>
           store
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })

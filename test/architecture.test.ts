@@ -121,6 +121,27 @@ function violations(files: readonly SourceFile[]): string[] {
   return out
 }
 
+/**
+ * The rule for where the server may connect on a model's behalf stands alone (docs/SECURITY.md
+ * "Server-side request forgery"): nothing under src/tools/net imports the rest of Chronicle, so a
+ * network proxy for the sandbox can take it as it is.
+ */
+const STANDALONE = /^src\/tools\/net\//
+
+function standaloneReaches(files: readonly SourceFile[]): string[] {
+  const out: string[] = []
+  for (const file of files) {
+    if (!STANDALONE.test(file.path)) continue
+    for (const spec of importsOf(file.source)) {
+      if (!spec.startsWith('.')) continue
+      const target = posix.normalize(posix.join(posix.dirname(file.path), spec)).replace(/\.jsx?$/, '.ts')
+      if (!STANDALONE.test(target))
+        out.push(`${file.path} imports ${target}: src/tools/net stands alone (a sandbox proxy reuses it)`)
+    }
+  }
+  return out
+}
+
 /** Code outside events and projections that reaches into the database (comments aside). */
 function storeReaches(files: readonly SourceFile[]): string[] {
   const out: string[] = []
@@ -225,6 +246,17 @@ describe('dependency direction', () => {
 
   it('gives the objects of the log, the read models and the loop shared hidden classes', () => {
     expect(spreadFirst(sourceTree(root))).toEqual([])
+  })
+
+  it('keeps the network address policy standalone', () => {
+    expect(standaloneReaches(sourceTree(root))).toEqual([])
+    expect(
+      standaloneReaches([
+        { path: 'src/tools/net/x.ts', source: "import { a } from './resolve.js'\nimport { z } from 'zod'" },
+        { path: 'src/tools/net/y.ts', source: "import { ToolFailure } from '../tool.js'" },
+        { path: 'src/tools/web/z.ts', source: "import { pinTarget } from '../net/resolve.js'" },
+      ]),
+    ).toEqual(['src/tools/net/y.ts imports src/tools/tool.ts: src/tools/net stands alone (a sandbox proxy reuses it)'])
   })
 })
 

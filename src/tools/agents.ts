@@ -24,6 +24,11 @@ const SECRETS_ASK: readonly PermissionRule[] = [
 const BASE_PROMPT = `You are Chronicle, a coding agent working in the user's project directory.
 Use the tools to read, search, edit and run commands. Be concise; prefer doing over describing.`
 
+/**
+ * webfetch asks in every default agent (docs/TOOLS.md "webfetch"): a URL can carry out what the
+ * model has read, and the page brings untrusted text in. Allow hosts with rules, e.g.
+ * `{permission: 'webfetch', pattern: '*.python.org', action: 'allow'}`.
+ */
 export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
   {
     name: 'build',
@@ -36,6 +41,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
       ...SECRETS_ASK,
       { permission: 'bash', pattern: '*', action: 'ask' },
       { permission: 'edit', pattern: '*', action: 'ask' },
+      { permission: 'webfetch', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },
     ],
@@ -52,6 +58,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
       { permission: 'edit', pattern: '*', action: 'deny' },
       { permission: 'edit', pattern: '.chronicle/plans/*', action: 'allow' },
       { permission: 'bash', pattern: '*', action: 'ask' },
+      { permission: 'webfetch', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },
     ],
@@ -65,6 +72,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
     rules: [
       { permission: '*', pattern: '*', action: 'allow' },
       ...SECRETS_ASK,
+      { permission: 'webfetch', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },
       { permission: 'task', pattern: '*', action: 'deny' },

@@ -172,6 +172,47 @@ describe('loadConfig', () => {
   })
 })
 
+describe('webfetch settings', () => {
+  it('default to public hosts only, 5 MiB, 30 s (at most 120) and 5 redirects; the file sets each', () => {
+    expect(loadConfig({ env: {}, configPath: false }).webfetch).toEqual({
+      allowHosts: [],
+      maxBytes: 5 * 1024 * 1024,
+      defaultTimeoutSeconds: 30,
+      maxTimeoutSeconds: 120,
+      maxRedirects: 5,
+    })
+    const file = join(dir(), 'chronicle.json')
+    writeFileSync(
+      file,
+      JSON.stringify({
+        webfetch: {
+          allowHosts: ['wiki.corp'],
+          maxBytes: 1000,
+          timeoutSeconds: 90,
+          maxTimeoutSeconds: 60,
+          maxRedirects: 0,
+        },
+      }),
+    )
+    // a default wait above the maximum is held to the maximum
+    expect(loadConfig({ env: {}, configPath: file }).webfetch).toEqual({
+      allowHosts: ['wiki.corp'],
+      maxBytes: 1000,
+      defaultTimeoutSeconds: 60,
+      maxTimeoutSeconds: 60,
+      maxRedirects: 0,
+    })
+  })
+
+  it('are refused with the offending paths when they are not what they should be', () => {
+    const file = join(dir(), 'chronicle.json')
+    writeFileSync(file, JSON.stringify({ webfetch: { allowHosts: 'wiki.corp', maxBytes: -1, allowAll: true } }))
+    expect(() => loadConfig({ env: {}, configPath: file })).toThrow(
+      /webfetch\.allowHosts: [\s\S]*webfetch\.maxBytes: [\s\S]*Unrecognized key: "allowAll"/,
+    )
+  })
+})
+
 describe('the store', () => {
   it('CHRONICLE_DATABASE_URL names a PostgreSQL database, store.url in the user’s file overrides it', () => {
     const home = dir()

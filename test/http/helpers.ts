@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import WebSocket from 'ws'
 import { loadConfig, type ChronicleConfig } from '../../src/config.js'
-import { createChronicle, type Chronicle } from '../../src/main.js'
+import { createChronicle, type Chronicle, type ChronicleOptions } from '../../src/main.js'
 
 /** A log destination that keeps every line in memory. */
 export function capturedLogs(): { logs: string[]; sink: Writable } {
@@ -44,7 +44,7 @@ export function freePort(): Promise<number> {
 
 export async function startServer(
   env: Record<string, string> = {},
-  opts: { listen?: boolean; config?: Partial<ChronicleConfig> } = {},
+  opts: { listen?: boolean; config?: Partial<ChronicleConfig>; options?: ChronicleOptions } = {},
 ): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-http-'))
   const { logs, sink } = capturedLogs()
@@ -56,7 +56,7 @@ export async function startServer(
   // generated titles append after a run ends (test/runtime/titles.test.ts): off here unless a test asks,
   // so that what a test reads right after a run is the run's own events
   const config = { ...base, titles: false, ...opts.config }
-  const chronicle = await createChronicle(config, { logDestination: sink, directory: dir })
+  const chronicle = await createChronicle(config, { ...opts.options, logDestination: sink, directory: dir })
   const url = opts.listen === false ? 'http://localhost' : await chronicle.start()
   return {
     chronicle,

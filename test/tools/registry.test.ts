@@ -12,7 +12,7 @@ const rule = (permission: string, pattern: string, action: 'allow' | 'deny' | 'a
   pattern,
   action,
 })
-const ALL = ['bash', 'read', 'glob', 'grep', 'list', 'edit', 'write', 'todowrite']
+const ALL = ['bash', 'read', 'glob', 'grep', 'list', 'edit', 'write', 'todowrite', 'webfetch']
 
 describe('tool registry', () => {
   let f: Fixture
@@ -35,7 +35,7 @@ describe('tool registry', () => {
     f = fixture({ directory: '/w' })
     const agents = resolveAgents([{ name: 'reviewer', rules: [rule('edit', '*', 'deny'), rule('bash', '*', 'deny')] }])
     const registry = createToolRegistry({ agents, tools, store: f.store })
-    expect(await ids(registry, 'reviewer')).toEqual(['read', 'glob', 'grep', 'list', 'todowrite'])
+    expect(await ids(registry, 'reviewer')).toEqual(['read', 'glob', 'grep', 'list', 'todowrite', 'webfetch'])
   })
 
   it('recomputes per step from the session rules', async () => {
@@ -68,17 +68,21 @@ describe('tool registry', () => {
 })
 
 describe('agents', () => {
-  it('build asks for bash, edits, external_directory and doom_loop, and allows the rest', () => {
+  it('build asks for bash, edits, webfetch, external_directory and doom_loop, and allows the rest', () => {
     const build = resolveAgents().get('build')?.rules ?? []
-    expect(['bash', 'edit', 'external_directory', 'doom_loop'].map((p) => evaluate(p, 'x', build))).toEqual([
-      'ask',
-      'ask',
-      'ask',
-      'ask',
-    ])
+    expect(['bash', 'edit', 'webfetch', 'external_directory', 'doom_loop'].map((p) => evaluate(p, 'x', build))).toEqual(
+      Array(5).fill('ask'),
+    )
     expect(['read', 'glob', 'grep', 'list', 'todowrite', 'mcp_tool'].map((p) => evaluate(p, 'x', build))).toEqual(
       Array(6).fill('allow'),
     )
+  })
+
+  it('every default agent asks before webfetch reaches a host (docs/TOOLS.md "webfetch")', () => {
+    const agents = resolveAgents()
+    expect(
+      ['build', 'plan', 'general'].map((a) => evaluate('webfetch', 'example.com', agents.get(a)?.rules ?? [])),
+    ).toEqual(['ask', 'ask', 'ask'])
   })
 
   it('reading .env files asks, .env.example does not', () => {

@@ -55,7 +55,18 @@ describe('createTooling (the composition root helper)', () => {
     )
     const offered = (await tooling.registry.tools({ sessionId: 'ses_1', agent: 'build' })).map((t) => t.id)
     // the global deny hides every everything_* tool except echo, which build's own config re-allows
-    expect(offered).toEqual(['bash', 'read', 'glob', 'grep', 'list', 'edit', 'write', 'todowrite', 'everything_echo'])
+    expect(offered).toEqual([
+      'bash',
+      'read',
+      'glob',
+      'grep',
+      'list',
+      'edit',
+      'write',
+      'todowrite',
+      'webfetch',
+      'everything_echo',
+    ])
 
     const todowrite = tooling.registry.all().find((t) => t.id === 'todowrite')
     const items = [{ content: 'ship it', status: 'pending' as const, priority: 'high' as const }]

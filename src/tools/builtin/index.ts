@@ -1,6 +1,8 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process'
 import { createFileTimes, type FileTimes } from '../file-times.js'
 import type { ChildEnvOptions } from '../child-env.js'
+import type { Connector } from '../net/connect.js'
+import type { Resolver } from '../net/resolve.js'
 import type { Redactor } from '../redact.js'
 import type { Sandbox } from '../sandbox.js'
 import type { Tool } from '../tool.js'
@@ -11,6 +13,7 @@ import { createGrepTool } from './grep.js'
 import { createListTool } from './list.js'
 import { createReadTool } from './read.js'
 import { createTodoWriteTool, type TodoItem } from './todowrite.js'
+import { createWebFetchTool, type WebFetchSettings } from './webfetch.js'
 import { createWriteTool } from './write.js'
 
 export interface BuiltinToolDeps {
@@ -30,6 +33,13 @@ export interface BuiltinToolDeps {
   readonly redactor?: Redactor
   readonly killGraceMs?: number
   readonly spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess
+  /** webfetch's limits and allowed hosts (the config's `webfetch`), its ports to refuse, and its test seams */
+  readonly webfetch?: {
+    readonly settings?: Partial<WebFetchSettings>
+    readonly ownPorts?: () => readonly number[]
+    readonly resolve?: Resolver
+    readonly connector?: Connector
+  }
 }
 
 /** The built-in tools, in the order models see them (the task tool belongs to the runtime). */
@@ -54,6 +64,11 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
     createEditTool({ fileTimes, forbidden }),
     createWriteTool({ fileTimes, forbidden }),
     createTodoWriteTool({ updateTodos: deps.updateTodos }),
+    createWebFetchTool({
+      dataDir: deps.dataDir,
+      ...(deps.redactor && { redactor: deps.redactor }),
+      ...deps.webfetch,
+    }),
   ] as Tool[]
 }
 
