@@ -6,15 +6,17 @@ import { DB_FILE } from '../data-dir.js'
 import { readClientToken, TOKEN_FILE } from '../http/token.js'
 import { configuredModels, defaultModelProblem } from '../main.js'
 import { detectSandbox } from '../tools/sandbox.js'
-import { type Args, flag } from './args.js'
+import { DEFAULT_BUDGET_MS } from '../runtime/loop/tool-exec.js'
+import { type Args, flag, UsageError } from './args.js'
 
 /**
- * `chronicle doctor [--config file]`: is this machine ready to serve? One line
+ * `chronicle doctor [--config file] [--stuck-after seconds]`: is this machine ready to serve? One line
  * per check — `ok|warn|fail  <check>: <detail>` — for the configuration, the
  * default model (built as the server builds it, then asked for its model list
  * over the network when there is a key), the sandbox (the server's own
  * bubblewrap probe), git, the data directory's and token's private modes, and
- * a server at CHRONICLE_URL (`/health`, then `/whoami` with the token). Exit 0
+ * a server at CHRONICLE_URL (`/health`, then `/whoami` with the token), and its
+ * sessions that look stuck (checkSessions). Exit 0
  * when nothing failed (warnings allowed), 1 otherwise. No secret is ever
  * printed: every line is scrubbed of the token, the API keys and credential
  * variables.
@@ -58,8 +60,73 @@ export async function doctor(
   checkDataDir(config.dataDir, say)
   await checkStore(config.store.url, say)
   checkToken(config, say)
-  await checkServer(serverUrl(config, env), token, say)
+  const url = serverUrl(config, env)
+  if ((await checkServer(url, token, say)) && token) {
+    const after = flag(args, 'stuck-after')
+    const stuckAfterMs =
+      after === undefined
+        ? Math.max(config.limits.modelStallMs, DEFAULT_BUDGET_MS) + STUCK_MARGIN_MS
+        : Number(after) * 1000
+    if (!(stuckAfterMs >= 0)) throw new UsageError('--stuck-after takes seconds')
+    await checkSessions(url, token, stuckAfterMs, say)
+  }
   return failed ? 1 : 0
+}
+
+/** Past the model's stall bound and a tool's budget, by this much: a run silent longer has nothing ending it. */
+const STUCK_MARGIN_MS = 60_000
+
+/**
+ * Sessions that look stuck (docs/RECOVERY.md "Stuck sessions"): busy or retrying, with nothing recorded
+ * for longer than anything a live run may stay silent — the model's stall bound, a tool's budget. A
+ * session waiting for a person (a permission, a question) is not stuck.
+ */
+async function checkSessions(url: string, token: string, stuckAfterMs: number, say: Say): Promise<void> {
+  const stuck: { id: string; status: string; silentMs: number }[] = []
+  let cursor: string | undefined
+  let seen = 0
+  try {
+    do {
+      const page = new URL(`${url}/sessions`)
+      page.searchParams.set('limit', '500')
+      if (cursor) page.searchParams.set('cursor', cursor)
+      const res = await fetch(page, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      })
+      if (!res.ok) return say('warn', 'sessions', `the session list answered HTTP ${res.status}`)
+      const body = (await res.json()) as {
+        sessions: { id: string; status: string; updatedAt: string }[]
+        cursor?: string
+      }
+      for (const s of body.sessions) {
+        const silentMs = Date.now() - Date.parse(s.updatedAt)
+        if ((s.status === 'busy' || s.status === 'retrying') && silentMs > stuckAfterMs)
+          stuck.push({ id: s.id, status: s.status, silentMs })
+      }
+      seen += body.sessions.length
+      cursor = body.cursor
+    } while (cursor && seen < MAX_SESSIONS_LISTED)
+  } catch (err) {
+    return say('warn', 'sessions', `the session list failed: ${networkReason(err)}`)
+  }
+  const bound = duration(stuckAfterMs)
+  if (stuck.length === 0) return say('ok', 'sessions', `${seen} sessions, none busy with nothing recorded for ${bound}`)
+  const which = stuck
+    .slice(0, 20)
+    .map((s) => `${s.id} (${s.status}, nothing recorded for ${duration(s.silentMs)})`)
+    .join(', ')
+  say(
+    'warn',
+    'sessions',
+    `${stuck.length} look stuck — ${which}: a run silent past the model's stall bound and a tool's budget; \`POST /sessions/<id>/cancel\` brings one back to idle`,
+  )
+}
+
+const MAX_SESSIONS_LISTED = 100_000
+
+function duration(ms: number): string {
+  return ms < 120_000 ? `${Math.round(ms / 100) / 10} s` : `${Math.round(ms / 60_000)} min`
 }
 
 async function checkModel(config: ChronicleConfig, say: Say): Promise<void> {
@@ -296,14 +363,15 @@ function serverUrl(config: ChronicleConfig, env: NodeJS.ProcessEnv): string {
   return `http://${host}:${config.port || 4780}`
 }
 
-async function checkServer(url: string, token: string | undefined, say: Say): Promise<void> {
+/** Whether the server answers and takes the token. */
+async function checkServer(url: string, token: string | undefined, say: Say): Promise<boolean> {
   const where = displayUrl(url)
   let health: Response
   try {
     health = await fetch(`${url}/health`, { signal: AbortSignal.timeout(TIMEOUT_MS) })
   } catch (err) {
     say('warn', 'server', `none answers at ${where} (${networkReason(err)}): start one with \`chronicle serve\``)
-    return
+    return false
   }
   const body = (await health.json().catch(() => undefined)) as { status?: unknown; version?: unknown } | undefined
   if (!health.ok || body?.status !== 'ok') {
@@ -312,12 +380,12 @@ async function checkServer(url: string, token: string | undefined, say: Say): Pr
       'server',
       `${where}/health answered HTTP ${health.status}${body?.status ? '' : ', not as Chronicle does'}`,
     )
-    return
+    return false
   }
   const chronicle = `Chronicle${typeof body.version === 'string' ? ` ${body.version}` : ''} answers at ${where}`
   if (!token) {
     say('warn', 'server', `${chronicle}, but there is no token to present (CHRONICLE_TOKEN, or the token file)`)
-    return
+    return false
   }
   let who: Response
   try {
@@ -327,16 +395,17 @@ async function checkServer(url: string, token: string | undefined, say: Say): Pr
     })
   } catch (err) {
     say('fail', 'server', `${chronicle}, but /whoami failed: ${networkReason(err)}`)
-    return
+    return false
   }
   if (!who.ok) {
     const problem = (await who.json().catch(() => undefined)) as { code?: unknown } | undefined
     const code = typeof problem?.code === 'string' ? ` ${problem.code}` : ''
     say('fail', 'server', `${chronicle}, but refuses the token: HTTP ${who.status}${code}`)
-    return
+    return false
   }
   const me = (await who.json().catch(() => ({}))) as { name?: unknown; role?: unknown }
   say('ok', 'server', `${chronicle}; the token speaks for ${String(me.name)} (${String(me.role)})`)
+  return true
 }
 
 /** A URL without credentials or query: what may be printed of it. */

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LLMock } from '@copilotkit/aimock'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { MockLanguageModelV3 } from 'ai/test'
 import { doctor } from '../../src/cli/doctor.js'
+import { fixedModelResolver } from '../../src/runtime/model/providers.js'
 import { secureDataDir } from '../../src/data-dir.js'
 import { resolveToken } from '../../src/http/token.js'
 import { VERSION } from '../../src/main.js'
@@ -99,6 +102,7 @@ describe('chronicle doctor', () => {
       'ok  store',
       'ok  token',
       'ok  server',
+      'ok  sessions',
     ])
     expect(line('config')).toBe('ok  config: no config file: the environment only')
     expect(line('model')).toBe(`ok  model: scripted:${script} can be built`)
@@ -111,6 +115,67 @@ describe('chronicle doctor', () => {
       `ok  server: Chronicle ${VERSION} answers at ${server.url}; the token speaks for owner (admin)`,
     )
     expect(lines.join('\n')).not.toContain(server.token)
+  })
+
+  it('names a session busy with nothing recorded past the bound as stuck; once cancelled it is idle and no longer named', async () => {
+    root = mkdtempSync(join(tmpdir(), 'chronicle-doctor-'))
+    // a provider that starts an answer and then says nothing more (the server's own stall bound is 5 minutes)
+    const silent = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          start(controller) {
+            controller.enqueue({ type: 'text-start', id: 't' })
+            controller.enqueue({ type: 'text-delta', id: 't', delta: 'Let me th' })
+          },
+        }),
+      }),
+    })
+    server = await startServer({}, { options: { models: fixedModelResolver(silent, 'mock:silent') } })
+    const auth = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' }
+    const created = await fetch(`${server.url}/sessions`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ model: 'mock:silent' }),
+    })
+    const { session } = (await created.json()) as { session: { id: string } }
+    await fetch(`${server.url}/sessions/${session.id}/inputs`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ parts: [{ type: 'text', text: 'think' }] }),
+    })
+    const status = async () =>
+      (
+        (await (await fetch(`${server?.url}/sessions/${session.id}`, { headers: auth })).json()) as {
+          session: { status: string }
+        }
+      ).session.status
+    while ((await status()) !== 'busy') await new Promise((r) => setTimeout(r, 20))
+    await new Promise((r) => setTimeout(r, 400))
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: join(root, 'home'),
+      CHRONICLE_DATA_DIR: server.chronicle.config.dataDir,
+      CHRONICLE_URL: server.url,
+    }
+    const doctorSays = async (stuckAfter: string) => {
+      const lines: string[] = []
+      await doctor({ positionals: [], flags: new Map([['stuck-after', stuckAfter]]) }, (l) => lines.push(l), env)
+      return lines.find((l) => l.includes('  sessions: '))
+    }
+    expect(await doctorSays('0.3')).toMatch(
+      new RegExp(
+        `^warn {2}sessions: 1 look stuck — ${session.id} \\(busy, nothing recorded for [\\d.]+ s\\): .*POST /sessions/<id>/cancel`,
+      ),
+    )
+    expect(await doctorSays('60')).toBe('ok  sessions: 1 sessions, none busy with nothing recorded for 60 s')
+    const cancelled = await fetch(`${server.url}/sessions/${session.id}/cancel`, {
+      method: 'POST',
+      headers: auth,
+      body: '{}',
+    })
+    expect(cancelled.status).toBe(200)
+    while ((await status()) !== 'idle') await new Promise((r) => setTimeout(r, 20))
+    expect(await doctorSays('0')).toBe('ok  sessions: 1 sessions, none busy with nothing recorded for 0 s')
   })
 
   it('a PostgreSQL store nobody answers at fails, STORE_UNAVAILABLE, its password hidden', async () => {
