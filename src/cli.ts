@@ -33,6 +33,11 @@ const USAGE = `usage: chronicle <command> [options]
   export <session> [--out file]                 session history as JSONL
   import <file> [--force]                       import an export as new, read-only sessions (server stopped)
   rebuild [--force]                             re-project read models from the log (server stopped)
+  backup --out dir                              the running server copies its store and workspace objects into a new
+                                                directory while it serves; prints the seq and head digest (admin)
+  restore <backup> [--head seq:digest]          put a backup back (server stopped): checked first (integrity, chain,
+                                                read models, objects; --head: the digest backup printed), the replaced
+                                                store kept aside in the data directory
   token create --name n --role audit|operate|admin [--sessions s1,s2] [--expires 30d]
                                                 a named token (admin); its secret is printed once
   token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
@@ -135,6 +140,11 @@ const COMMANDS: Record<string, Command> = {
   rebuild: {
     options: { force: B },
     run: async (a, io) => (await import('./cli/offline.js')).rebuildCommand(a, io.stdout),
+  },
+  backup: { options: { out: S }, run: async (a, io) => (await import('./cli/backup.js')).backupCommand(a, io.stdout) },
+  restore: {
+    options: { head: S },
+    run: async (a, io) => (await import('./cli/offline.js')).restoreCommand(a, io.stdout),
   },
   verify: {
     options: { head: S, force: B },

@@ -220,6 +220,16 @@ export const Answers = {
   tokens: z.looseObject({ tokens: z.array(Token) }),
   token: Token,
   whoami: z.looseObject({ id: z.string(), name: z.string(), role: Role, sessions: z.array(z.string()).optional() }),
+  backup: z.looseObject({
+    directory: z.string(),
+    seq: count,
+    digest: z.string(),
+    events: count,
+    chainBreaks: count,
+    objects: count,
+    bytes: count,
+    ms: count,
+  }),
   mcpServers: z.looseObject({
     seq: count,
     servers: z.array(
