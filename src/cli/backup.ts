@@ -15,9 +15,5 @@ export async function backupCommand(args: Args, { line: out }: Terminal): Promis
   const backup = await httpClient().call('store.backup', { out: resolve(target) })
   out(`backup ${backup.directory}: seq ${backup.seq}, ${backup.events} events, ${backup.objects} workspace objects`)
   out(`head ${backup.seq}:${backup.digest}`)
-  if (backup.chainBreaks > 0) {
-    out(`the store's hash chain breaks in ${backup.chainBreaks} places: run \`chronicle verify\` (server stopped)`)
-    return 1
-  }
   return 0
 }

@@ -108,10 +108,12 @@ export interface BackupResult {
   readonly seq: number
   readonly digest: string
   readonly events: number
-  readonly chainBreaks: number
   readonly objects: number
   readonly bytes: number
   readonly ms: number
+  readonly copyMs: number
+  readonly checkMs: number
+  readonly objectsMs: number
 }
 
 export interface Results {

@@ -11,10 +11,8 @@ import { decodeStored, type StoredRow, storedRows } from './stored-rows.js'
  * head must be the last event and its hash. The whole-log digest is
  * computed on the way, and compared with one recorded earlier if given.
  *
- * Three ways to walk it: `checkChain` at once (verify), `checkChainInSteps`
- * yielding to the event loop between slices (a backup checks its copy while
- * the server serves), and `checkChainTail` over the last events only (the
- * start-up check: docs/RECOVERY.md "Damaged files").
+ * `checkChain` walks the whole log (verify); `checkChainTail` its last
+ * events only (the start-up check: docs/BACKUP.md "Damaged files").
  */
 
 export interface ChainBreak {
@@ -48,24 +46,6 @@ export interface ChainCheckOptions {
 export function checkChain(db: Database.Database, options: ChainCheckOptions = {}): ChainReport {
   const walk = new ChainWalk(db, options)
   for (const row of storedRows(db)) walk.step(row)
-  return walk.finish()
-}
-
-/** The same check, `slice` events at a time with the event loop free between slices (a few ms each). */
-export async function checkChainInSteps(
-  db: Database.Database,
-  options: ChainCheckOptions & { readonly slice?: number } = {},
-): Promise<ChainReport> {
-  const slice = options.slice ?? 2000
-  const walk = new ChainWalk(db, options)
-  let inSlice = 0
-  for (const row of storedRows(db)) {
-    walk.step(row)
-    if (++inSlice === slice) {
-      inSlice = 0
-      await new Promise((resolve) => setImmediate(resolve))
-    }
-  }
   return walk.finish()
 }
 

@@ -621,13 +621,13 @@ export class EventStore implements Readable {
   }
 
   /**
-   * A consistent copy of the store into a new file while it serves, in small steps (src/events/backup.ts):
+   * A consistent copy of the store into a new file while it serves, off this thread (src/events/backup.ts):
    * what is queued now is committed first, so the copy holds every append made before the call.
    */
-  backup(dest: string, options: { pagesPerStep?: number } = {}): Promise<DatabaseCopy> {
+  backup(dest: string): Promise<DatabaseCopy> {
     this.assertOpen()
     this.scheduler.flush()
-    return copyDatabase(this.db, dest, options)
+    return copyDatabase(this.db, dest)
   }
 
   /** closed: nothing more appends or reads */

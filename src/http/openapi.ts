@@ -225,10 +225,12 @@ export const Answers = {
     seq: count,
     digest: z.string(),
     events: count,
-    chainBreaks: count,
     objects: count,
     bytes: count,
     ms: count,
+    copyMs: count,
+    checkMs: count,
+    objectsMs: count,
   }),
   mcpServers: z.looseObject({
     seq: count,

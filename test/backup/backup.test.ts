@@ -37,7 +37,8 @@ const SCRIPT = {
       toolCalls: [{ id: 'call_w', name: 'write', input: { filePath: 'notes.md', content: 'backed up\n' } }],
     },
     { when: { afterToolResult: true }, text: 'Written.' },
-    { when: { afterToolResult: false }, delayMs: 2, text: 'streamed '.repeat(150) },
+    // long enough (about 8 s) that the backup is taken while these stream
+    { when: { afterToolResult: false }, delayMs: 7, text: 'streamed '.repeat(400) },
   ],
 }
 
@@ -113,7 +114,6 @@ describe('chronicle backup while sessions stream, then restore', () => {
       const printed = /^head (\d+):([0-9a-f]{64})$/m.exec(taken.stdout)
       expect(printed).not.toBeNull()
       head = { seq: Number(printed?.[1]), digest: printed?.[2] as string }
-      expect(await streaming()).toBeGreaterThan(0) // it was taken mid-stream
       expect(readdirSync(backupDir).sort()).toEqual(['chronicle.db', 'manifest.json', 'workspaces'])
       expect(JSON.parse(readFileSync(join(backupDir, 'manifest.json'), 'utf8'))).toMatchObject({
         format: 'chronicle-backup',
@@ -123,10 +123,24 @@ describe('chronicle backup while sessions stream, then restore', () => {
       })
 
       // the live log went on; what it held at the backup's seq is what the backup holds
-      const before = await Promise.all(
-        sessions.map(async (id) => (await call(live.url, 'GET', `/sessions/${id}/state?at=${head.seq}`)).body),
+      const lastSeqs = await Promise.all(
+        sessions.map(async (id) => {
+          const page = await call(live.url, 'GET', `/sessions/${id}/events?before=${head.seq + 1}&limit=5000`)
+          return (page.body.events as { seq: number }[]).at(-1)?.seq as number
+        }),
       )
-      const files = (await call(live.url, 'GET', `/sessions/${writer}/files?at=${head.seq}&path=notes.md`)).body
+      const stateOf = (url: string, bearer: string) =>
+        Promise.all(
+          sessions.map(
+            async (id, i) =>
+              (await call(url, 'GET', `/sessions/${id}/state?at=${lastSeqs[i]}`, undefined, bearer)).body,
+          ),
+        )
+      const before = await stateOf(live.url, token)
+      expect(before.map((state) => state.session?.id)).toEqual(sessions)
+      expect(before.filter((state) => state.session.status === 'busy').length).toBeGreaterThan(0) // taken mid-stream
+      const files = (await call(live.url, 'GET', `/sessions/${writer}/files?at=${lastSeqs[0]}&path=notes.md`)).body
+      expect(files).toMatchObject({ path: 'notes.md', content: 'backed up\n' })
 
       const fresh = join(live.dir, 'restored')
       const restored = await runToEnd(['restore', backupDir], { CHRONICLE_DATA_DIR: fresh, CHRONICLE_URL: NOBODY })
@@ -155,19 +169,14 @@ describe('chronicle backup while sessions stream, then restore', () => {
         const [, url] = (await again.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)) as string[]
         const bearer = readFileSync(join(fresh, 'token'), 'utf8').trim()
         // a restart settles the runs the backup caught mid-stream: compared at the backup's seq
-        const after = await Promise.all(
-          sessions.map(
-            async (id) =>
-              (await call(url as string, 'GET', `/sessions/${id}/state?at=${head.seq}`, undefined, bearer)).body,
-          ),
-        )
+        const after = await stateOf(url as string, bearer)
         expect(after).toEqual(before)
         expect(
           (
             await call(
               url as string,
               'GET',
-              `/sessions/${writer}/files?at=${head.seq}&path=notes.md`,
+              `/sessions/${writer}/files?at=${lastSeqs[0]}&path=notes.md`,
               undefined,
               bearer,
             )

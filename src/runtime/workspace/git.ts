@@ -130,7 +130,7 @@ export async function git(args: readonly string[], place: GitPlace, input?: Buff
 
 /** What git says when an object it needs is not in the store or cannot be read (deleted, truncated, edited). */
 const DAMAGED_OBJECT =
-  /unable to read|bad object|not a valid object name|is corrupt|inflate|object file .* is empty|missing (?:blob|tree)|invalid object|hash mismatch/i
+  /unable to read|bad object|: bad file$|not a valid object name|is corrupt|inflate|object file .* is empty|missing (?:blob|tree)|invalid object|hash mismatch/im
 
 export function gitFailed(args: readonly string[], result: GitResult): ChronicleError {
   const said = result.stderr.trim().split('\n').slice(-3).join(' / ')
