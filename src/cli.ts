@@ -48,9 +48,11 @@ const USAGE = `usage: chronicle <command> [options]
                                                 logout deletes the stored sign-in
   store copy [--to postgres://…] [--force]      copy the store into an empty PostgreSQL database (server stopped):
                                                 the same seqs and head digest; the copy is verified there (--to defaults to CHRONICLE_DATABASE_URL)
-  verify [--head seq:digest] [--force]          check the log's hash chains and compare read models with the log
+  verify [--head seq:digest] [--force] [--url postgres://…]
+                                                check the log's hash chains and compare read models with the log
                                                 (server stopped); exit 1 on a break or a difference. Prints the
-                                                log's head digest: --head checks the log still gives one recorded earlier
+                                                log's head digest: --head checks the log still gives one recorded earlier;
+                                                --url: a PostgreSQL store (after pg_restore: --head must be its head)
   audit <session> | --all                       rebuild every model request from the log and check its digest;
                                                 exit 1 on any mismatch
   doctor [--config file]                        check the config, the model, the sandbox, the data directory, the store and the server
@@ -147,7 +149,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (a, io) => (await import('./cli/offline.js')).restoreCommand(a, io.stdout),
   },
   verify: {
-    options: { head: S, force: B },
+    options: { head: S, force: B, url: S },
     run: async (a, io) => (await import('./cli/offline.js')).verifyCommand(a, io.stdout),
   },
   store: {

@@ -140,6 +140,8 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
   const head = flag(args, 'head')
   const anchor = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
   if (anchor === null) throw new UsageError('--head takes <seq>:<digest>, as verify printed it')
+  const url = flag(args, 'url')
+  if (url !== undefined) return verifyPostgresCommand(url, anchor?.[0], out)
   await refuseIfServing(args) // read models written while it reads would show as differences
   const store = open()
   try {
@@ -153,6 +155,21 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
   } finally {
     store.close()
   }
+}
+
+/**
+ * `verify --url postgres://…`: a PostgreSQL store (after pg_restore, docs/BACKUP.md): its chains recomputed, every
+ * session against a fold of its log; with --head, its head must be that one (the one recorded when it was dumped).
+ */
+async function verifyPostgresCommand(url: string, head: string | undefined, out: (line: string) => void) {
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError('--url takes postgres://user:password@host/database')
+  const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
+  const report = await verifyPostgresAt(url, { progress: progress('verifying sessions') })
+  printVerify(report, out)
+  const at = `${report.chain.head.seq}:${report.chain.head.digest}`
+  if (head !== undefined && head !== at) out(`MISMATCH its head is ${at}, not ${head}`)
+  const ok = report.differences.length === 0 && report.chain.breaks.length === 0 && (head === undefined || head === at)
+  return ok ? 0 : 1
 }
 
 /** A verify report as lines: the chain's breaks and head, then each difference. */
