@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { loadConfig } from '../src/config.js'
-import { checkStoreFile } from '../src/events/integrity.js'
+import Database from 'better-sqlite3'
+import { checkChainTail } from '../src/events/chain-check.js'
+import { checkStoreFile, TAIL_EVENTS } from '../src/events/integrity.js'
 import { createChronicle } from '../src/main.js'
 import { generate } from './recovery.js'
 
@@ -34,6 +36,14 @@ export default async function (args: string[]): Promise<object> {
     const db = join(dataDir, 'chronicle.db')
     const generated = generate(db, sessions, 0, total, dir)
     const startCheck = [0, 1, 2].map(() => checkStoreFile(db).ms)
+    const chainTail = [0, 1, 2].map(() => {
+      const conn = new Database(db, { readonly: true })
+      const started = performance.now()
+      checkChainTail(conn, TAIL_EVENTS)
+      const ms = performance.now() - started
+      conn.close()
+      return ms
+    })
     const config = loadConfig({
       env: {
         CHRONICLE_DATA_DIR: dataDir,
@@ -98,6 +108,7 @@ export default async function (args: string[]): Promise<object> {
         duringP50Ms: median('duringP50Ms'),
         baselineP50Ms: median('baselineP50Ms'),
         startCheckMs: round(percentile(startCheck, 0.5), 0),
+        startChainTailMs: round(percentile(chainTail, 0.5), 1),
       },
       targets: { backupSeconds: 10, duringP99Ms: 100 },
       runs: perRun,
