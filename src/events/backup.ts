@@ -14,6 +14,9 @@ import type Database from 'better-sqlite3'
  * digest (src/events/chain.ts) from the stored hashes. Checking every event
  * again is the restore's (`verify`), where and when it matters.
  *
+ * The worker runs at a lower priority (nice 10), so on a busy machine the
+ * server's requests come first and the backup takes longer, not the requests.
+ *
  * The worker's code is a plain script (not a module of this tree) so that it
  * runs the same from the built package, under tsx and under the test runner.
  */
@@ -34,6 +37,8 @@ const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { hash } = require('node:crypto')
 const Database = require(workerData.sqlite)
+// Linux keeps a nice value per thread: this one yields the cores to the server's own threads when they are busy
+try { require('node:os').setPriority(0, 10) } catch {}
 const started = performance.now()
 const source = new Database(workerData.source, { readonly: true, fileMustExist: true })
 source.pragma('busy_timeout = 5000')
