@@ -86,7 +86,7 @@ export default async function (args: string[]): Promise<object> {
 }
 
 /** Writes the crashed data directory: one append (one transaction) per session. */
-function generate(path: string, sessions: number, unfinished: number, total: number, directory: string) {
+export function generate(path: string, sessions: number, unfinished: number, total: number, directory: string) {
   const started = performance.now()
   const store = openStore(path, { snapshotOnCommit: false })
   const meta = { actor: 'runtime' as const }

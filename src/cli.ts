@@ -33,6 +33,11 @@ const USAGE = `usage: chronicle <command> [options]
   export <session> [--out file]                 session history as JSONL
   import <file> [--force]                       import an export as new, read-only sessions (server stopped)
   rebuild [--force]                             re-project read models from the log (server stopped)
+  backup --out dir                              the running server copies its store and workspace objects into a new
+                                                directory while it serves; prints the seq and head digest (admin)
+  restore <backup> [--head seq:digest]          put a backup back (server stopped): checked first (integrity, chain,
+                                                read models, objects; --head: the digest backup printed), the replaced
+                                                store kept aside in the data directory
   token create --name n --role audit|operate|admin [--sessions s1,s2] [--expires 30d]
                                                 a named token (admin); its secret is printed once
   token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
@@ -43,9 +48,11 @@ const USAGE = `usage: chronicle <command> [options]
                                                 logout deletes the stored sign-in
   store copy [--to postgres://…] [--force]      copy the store into an empty PostgreSQL database (server stopped):
                                                 the same seqs and head digest; the copy is verified there (--to defaults to CHRONICLE_DATABASE_URL)
-  verify [--head seq:digest] [--force]          check the log's hash chains and compare read models with the log
+  verify [--head seq:digest] [--force] [--url postgres://…]
+                                                check the log's hash chains and compare read models with the log
                                                 (server stopped); exit 1 on a break or a difference. Prints the
-                                                log's head digest: --head checks the log still gives one recorded earlier
+                                                log's head digest: --head checks the log still gives one recorded earlier;
+                                                --url: a PostgreSQL store (after pg_restore: --head must be its head)
   audit <session> | --all                       rebuild every model request from the log and check its digest;
                                                 exit 1 on any mismatch
   doctor [--config file]                        check the config, the model, the sandbox, the data directory, the store and the server
@@ -136,8 +143,13 @@ const COMMANDS: Record<string, Command> = {
     options: { force: B },
     run: async (a, io) => (await import('./cli/offline.js')).rebuildCommand(a, io.stdout),
   },
+  backup: { options: { out: S }, run: async (a, io) => (await import('./cli/backup.js')).backupCommand(a, io.stdout) },
+  restore: {
+    options: { head: S },
+    run: async (a, io) => (await import('./cli/offline.js')).restoreCommand(a, io.stdout),
+  },
   verify: {
-    options: { head: S, force: B },
+    options: { head: S, force: B, url: S },
     run: async (a, io) => (await import('./cli/offline.js')).verifyCommand(a, io.stdout),
   },
   store: {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type { DestinationStream, Logger } from 'pino'
 import { ChronicleError, isChronicleError } from './events/errors.js'
 import { createIdSource, type IdSource } from './events/ids.js'
+import { checkStoreFile, damagedMessage } from './events/integrity.js'
 import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { openStore } from './projections/open.js'
@@ -15,6 +16,7 @@ import { memoryBounds } from './runtime/memory.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createWorkspaceHistory } from './runtime/workspace/history.js'
 import { createShadowStore } from './runtime/workspace/shadow-store.js'
+import { createBackups } from './runtime/backup/take.js'
 import { createWorkspaceForks } from './runtime/workspace/forks.js'
 import { createWorkspaceRestorer } from './runtime/workspace/restore.js'
 import { createWorkspaceSnapshots } from './runtime/workspace/snapshots.js'
@@ -165,6 +167,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       }
     : undefined
   const memory = memoryBounds(config.memory)
+  // Damaged files are found, not served (docs/BACKUP.md "Damaged files"): SQLite's quick_check and the chain's tail.
+  const check = checkStoreFile(dbPath)
+  if (check.problems.length > 0)
+    throw new ChronicleError('STORE_DAMAGED', damagedMessage(dbPath, check.problems), { file: dbPath })
+  logger.debug({ ms: Math.round(check.ms) }, 'store checked')
   const store = openStore(dbPath, { cache: memory.projector })
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
@@ -282,6 +289,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       redirectUrl: mcpOAuthRedirectUrl(config.port),
       signedIn: (server) => mcp.reconnect(server),
     }),
+    backups: createBackups({ store, workspaces: join(config.dataDir, 'workspaces'), version: VERSION }),
     mcpSignIns: () =>
       new Map(
         mcp

@@ -1,21 +1,25 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
+import { resolve } from 'node:path'
 import { loadConfig } from '../config.js'
 import { secureDataDir } from '../data-dir.js'
 import { createIdSource } from '../events/ids.js'
+import { checkStoreFile } from '../events/integrity.js'
 import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/transfer/export.js'
 import { openStore } from '../projections/open.js'
 import { rebuild } from '../projections/upkeep/rebuild.js'
 import { type VerifyReport, verify } from '../projections/upkeep/verify.js'
 import { audit } from '../runtime/audit/audit.js'
+import { invalid } from '../runtime/backup/manifest.js'
+import { checkObjects, discard, installBackup, stageBackup } from '../runtime/backup/restore.js'
 import { flag, Refusal, UsageError, type Args } from './args.js'
 import { dataDirOf, dbPathOf, serverInfo } from './client.js'
 import type { Terminal } from './terminal.js'
 
 /**
  * Commands that work on the data directory's database directly: export,
- * import, rebuild, verify, audit. Writers refuse while a server answers, because
+ * import, rebuild, verify, audit, restore. Writers refuse while a server answers, because
  * the server is the log's one writer. An import creates new, read-only
  * sessions and prints each `<id in the file> → <new id>`.
  */
@@ -157,16 +161,11 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
   const head = flag(args, 'head')
   const anchor = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
   if (anchor === null) throw new UsageError('--head takes <seq>:<digest>, as verify printed it')
+  const given = flag(args, 'url')
+  if (given !== undefined) return verifyPostgresCommand(given, anchor?.[0], out)
   await refuseIfServing(args) // read models written while it reads would show as differences
   const postgres = loadConfig().store.url
-  if (postgres) {
-    if (anchor)
-      throw new UsageError('--head is not supported on PostgreSQL yet: verify without it checks the whole chain')
-    const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
-    const report = await verifyPostgresAt(postgres, { progress: progress('verifying sessions') })
-    printVerify(report, out)
-    return report.differences.length === 0 && report.chain.breaks.length === 0 ? 0 : 1
-  }
+  if (postgres) return verifyPostgresCommand(postgres, anchor?.[0], out)
   const store = open()
   try {
     const report = verify(store, {
@@ -179,6 +178,22 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
   } finally {
     store.close()
   }
+}
+
+/**
+ * `verify --url postgres://…` (after pg_restore, docs/BACKUP.md), or `verify` with PostgreSQL configured: its
+ * chains recomputed, every session against a fold of its log; with --head, its head must be that one (the one
+ * recorded when it was dumped).
+ */
+async function verifyPostgresCommand(url: string, head: string | undefined, out: (line: string) => void) {
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError('--url takes postgres://user:password@host/database')
+  const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
+  const report = await verifyPostgresAt(url, { progress: progress('verifying sessions') })
+  printVerify(report, out)
+  const at = `${report.chain.head.seq}:${report.chain.head.digest}`
+  if (head !== undefined && head !== at) out(`MISMATCH its head is ${at}, not ${head}`)
+  const ok = report.differences.length === 0 && report.chain.breaks.length === 0 && (head === undefined || head === at)
+  return ok ? 0 : 1
 }
 
 /** A verify report as lines: the chain's breaks and head, then each difference. */
@@ -235,5 +250,62 @@ export async function storeCommand(args: Args, { line: out }: Terminal): Promise
     return ok ? 0 : 1
   } finally {
     store.close()
+  }
+}
+
+/**
+ * `restore <backup> [--head seq:digest]` (server stopped; docs/BACKUP.md): the backup is copied into the data dir
+ * and checked there — SQLite's integrity_check, every chain and read model (`verify`), its head at the manifest's
+ * seq and digest (and at --head's, printed when it was taken), every workspace object — before anything is
+ * replaced; the replaced store is moved aside.
+ */
+export async function restoreCommand(args: Args, { line: out }: Terminal): Promise<number> {
+  const backup = args.positionals[0]
+  if (!backup) throw new UsageError('restore needs a backup directory (from `chronicle backup --out`)')
+  const head = flag(args, 'head')
+  const pinned = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
+  if (pinned === null) throw new UsageError('--head takes <seq>:<digest>, as backup printed it')
+  const { url } = serverInfo()
+  const up = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) }).then(
+    (r) => r.ok,
+    () => false,
+  )
+  // never --force: the running server holds the store this would replace
+  if (up) throw new Refusal(`a server is running at ${url}: stop it first, then restore (nothing was replaced)`)
+  const dataDir = dataDirOf()
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  const staged = await stageBackup(resolve(backup), dataDir, stamp)
+  try {
+    const { manifest } = staged
+    const file = checkStoreFile(staged.storeFile, { full: true })
+    if (file.problems.length > 0) throw invalid(`its store is damaged: ${file.problems.slice(0, 3).join('; ')}`)
+    const store = openStore(staged.storeFile, { snapshotOnCommit: false })
+    try {
+      const report = verify(store, {
+        chainProgress: progress('checking the hash chain'),
+        progress: progress('verifying sessions'),
+        ...(pinned && { anchor: { seq: Number(pinned[1]), digest: pinned[2] as string } }),
+      })
+      const first = report.chain.breaks[0]
+      if (first) throw invalid(`its hash chain breaks at seq ${first.seq}: ${first.reason}`)
+      if (report.differences.length > 0)
+        throw invalid(`${report.differences.length} read-model rows differ from its log`)
+      const { seq, digest } = report.chain.head
+      if (seq !== manifest.seq || digest !== manifest.digest)
+        throw invalid(`its log's head is ${seq}:${digest}, not the manifest's ${manifest.seq}:${manifest.digest}`)
+    } finally {
+      store.close()
+    }
+    await checkObjects(staged)
+    const aside = await installBackup(staged, dataDir, stamp)
+    out(
+      `restored the store at seq ${manifest.seq}, head ${manifest.seq}:${manifest.digest} (taken ${manifest.createdAt})`,
+    )
+    out(aside ? `the replaced store is kept in ${aside}` : 'there was no store to replace')
+    return 0
+  } catch (err) {
+    await discard(staged)
+    throw err
   }
 }

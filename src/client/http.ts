@@ -45,6 +45,7 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'token.revoke': ['DELETE', '/tokens/:tokenId', 'query'],
   whoami: ['GET', '/whoami', 'query'],
   'mcp.servers': ['GET', '/mcp/servers', 'query'],
+  'store.backup': ['POST', '/admin/backup', 'body'],
 }
 
 export interface RequestOptions {

@@ -102,6 +102,20 @@ export interface RestoreAnswer {
   readonly messages: readonly string[]
 }
 
+/** A backup taken (docs/BACKUP.md): where, at which seq, with the head digest there. */
+export interface BackupResult {
+  readonly directory: string
+  readonly seq: number
+  readonly digest: string
+  readonly events: number
+  readonly objects: number
+  readonly bytes: number
+  readonly ms: number
+  readonly copyMs: number
+  readonly checkMs: number
+  readonly objectsMs: number
+}
+
 export interface Results {
   hello: { protocol: number; server: { version: string }; head: number }
   subscribe: { sub: string; head: number }
@@ -131,6 +145,7 @@ export interface Results {
   'token.revoke': TokenInfo
   whoami: { id: string; name: string; role: string; sessions?: string[] }
   /** `authorizationUrl`: now, to admins, for a server waiting for a browser sign-in */
+  'store.backup': BackupResult
   'mcp.servers': { seq: number; servers: readonly (McpServerAt & { readonly authorizationUrl?: string })[] }
 }
 

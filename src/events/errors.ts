@@ -79,6 +79,14 @@ export const ERROR_STATUS = {
   STORE_UNAVAILABLE: 503,
   /** `chronicle store copy` into a database that already holds a log */
   STORE_NOT_EMPTY: 409,
+  /** the store's file fails its integrity check (SQLite's quick_check, or the hash chain's last events): not served */
+  STORE_DAMAGED: 500,
+  /** a backup that fails its checks before a restore (docs/BACKUP.md): nothing was replaced */
+  BACKUP_INVALID: 400,
+  /** a backup asked for while another runs, or into a path that exists */
+  BACKUP_REFUSED: 409,
+  /** a workspace object the log names is missing from the object store or damaged (docs/BACKUP.md) */
+  WORKSPACE_DAMAGED: 500,
   /** the PostgreSQL server is older than the store supports (15) */
   STORE_UNSUPPORTED: 503,
 } as const

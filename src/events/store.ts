@@ -5,6 +5,7 @@ import type { EventMeta, StoredEvent } from './envelope.js'
 import { checkBelongs, checkExpectedVersion } from './append-rules.js'
 import { type CommitListener, CommitListeners } from './commit-listeners.js'
 import { BlobStore } from './blobs.js'
+import { copyDatabase, type DatabaseCopy } from './backup.js'
 import { closedError, CommitScheduler, type PendingAppend, type Settle } from './commit-scheduler.js'
 import { eventHash } from './chain.js'
 import { Interned } from './interned.js'
@@ -617,6 +618,16 @@ export class EventStore implements Readable {
   local<T>(key: symbol, make: () => T): T {
     if (!this.locals.has(key)) this.locals.set(key, make())
     return this.locals.get(key) as T
+  }
+
+  /**
+   * A consistent copy of the store into a new file while it serves, off this thread (src/events/backup.ts):
+   * what is queued now is committed first, so the copy holds every append made before the call.
+   */
+  backup(dest: string): Promise<DatabaseCopy> {
+    this.assertOpen()
+    this.scheduler.flush()
+    return copyDatabase(this.db, dest)
   }
 
   /** closed: nothing more appends or reads */

@@ -23,15 +23,15 @@ export interface StoredRow {
   hash: Buffer | null
 }
 
-/** Every stored event row, in seq order. */
-export function storedRows(db: Database.Database): IterableIterator<StoredRow> {
+/** Every stored event row after `after`, in seq order. */
+export function storedRows(db: Database.Database, after = 0): IterableIterator<StoredRow> {
   return db
     .prepare(
       `SELECT l.seq, l.stream, s.session_id, l.version, t.type, l.schema_version, l.data, l.part, p.part_id, m.meta, l.at, l.hash
        FROM event_log l LEFT JOIN streams s ON s.id = l.stream LEFT JOIN event_types t ON t.id = l.type
-       LEFT JOIN event_metas m ON m.id = l.meta LEFT JOIN event_parts p ON p.id = l.part ORDER BY l.seq`,
+       LEFT JOIN event_metas m ON m.id = l.meta LEFT JOIN event_parts p ON p.id = l.part WHERE l.seq > ? ORDER BY l.seq`,
     )
-    .iterate() as IterableIterator<StoredRow>
+    .iterate(after) as IterableIterator<StoredRow>
 }
 
 /** The event's fields as they were appended, or why they cannot be read. */

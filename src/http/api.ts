@@ -119,6 +119,17 @@ export const Params = {
   whoami: z.object({}),
   /** which MCP servers and tools existed right after event `at` (default: now): docs/TOOLS.md "Server state in the log" */
   'mcp.servers': z.object({ at: seq.optional() }),
+  /**
+   * admin: a consistent copy of the store and the workspace objects into a new directory on the server's machine
+   * (docs/BACKUP.md); answers its seq and head digest
+   */
+  'store.backup': z.object({
+    out: z
+      .string()
+      .min(2)
+      .max(4096)
+      .refine((path) => path.startsWith('/'), 'out must be an absolute path'),
+  }),
 } as const
 
 export type Method = keyof typeof Params
@@ -360,6 +371,9 @@ export function createApi(deps: AppDeps): Api {
     },
     'token.revoke'(p, caller) {
       return (deps.principals ?? missing('tokens')).revoke(p.tokenId, metaOf(caller, { command: 'token.revoke' }))
+    },
+    'store.backup'(p) {
+      return (deps.backups ?? missing('backups')).take(p.out)
     },
     'mcp.servers'(p, caller) {
       const answer = mcpServersAt(store, p.at)

@@ -17,6 +17,7 @@ import { guarded } from './authorize.js'
 import { credentialOf, principalOf, setAuthenticated } from './caller.js'
 import { Principals } from './principals.js'
 import { tokenRoutes } from './routes/tokens.js'
+import { adminRoutes } from './routes/admin.js'
 import { SessionFanout } from './ws/fanout.js'
 import type { AppDeps } from './deps.js'
 import { componentRegistry, finishDocument } from './openapi.js'
@@ -212,6 +213,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
   sessionRoutes(app, api)
   tokenRoutes(app, api)
+  adminRoutes(app, api)
   mcpRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)
   elicitationRoutes(app, api)

@@ -13,7 +13,7 @@ import type { Principal } from './principals.js'
  *
  *   audit    read: list, get, state and context at a seq, history, files, diffs, rules, MCP servers, subscribe
  *   operate  audit, plus create, submit, cancel, permission replies, fork, compact, revert, archive
- *   admin    everything, plus tokens and revoking approval rules
+ *   admin    everything, plus tokens, revoking approval rules and backups
  *
  * A token limited to some sessions reaches those, their forks and their
  * sub-agents' sessions; it cannot create sessions or read the MCP servers'
@@ -48,6 +48,7 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   'token.create': 'admin',
   'token.list': 'admin',
   'token.revoke': 'admin',
+  'store.backup': 'admin',
 }
 
 const RANK: Record<Role, number> = { audit: 0, operate: 1, admin: 2 }
@@ -78,6 +79,12 @@ export function authorize(store: EventStore, caller: Caller, method: keyof typeo
   if (!principal.sessions) return
   if (method === 'session.create')
     throw new ChronicleError('FORBIDDEN', `token ${principal.name} is limited to some sessions: it cannot create one`)
+  if (method === 'store.backup')
+    // a backup holds every session
+    throw new ChronicleError(
+      'FORBIDDEN',
+      `token ${principal.name} is limited to some sessions: it cannot back up the store`,
+    )
   if (method === 'mcp.servers')
     // the tool servers and what they offer are the whole server's, not some sessions'
     throw new ChronicleError(

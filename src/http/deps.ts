@@ -12,6 +12,7 @@ import type { WorkspaceHistory } from '../runtime/workspace/history.js'
 import type { WorkspaceForks } from '../runtime/workspace/forks.js'
 import type { WorkspaceRestorer } from '../runtime/workspace/restore.js'
 import type { McpSignInCallback } from '../tools/mcp/oauth-callback.js'
+import type { Backups } from '../runtime/backup/take.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -87,4 +88,6 @@ export interface AppDeps {
    * could sign the server in to an account of their own.
    */
   readonly mcpSignIns?: () => ReadonlyMap<string, string>
+  /** backups of the running store (docs/BACKUP.md); absent: NOT_IMPLEMENTED */
+  readonly backups?: Backups
 }

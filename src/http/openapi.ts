@@ -220,6 +220,18 @@ export const Answers = {
   tokens: z.looseObject({ tokens: z.array(Token) }),
   token: Token,
   whoami: z.looseObject({ id: z.string(), name: z.string(), role: Role, sessions: z.array(z.string()).optional() }),
+  backup: z.looseObject({
+    directory: z.string(),
+    seq: count,
+    digest: z.string(),
+    events: count,
+    objects: count,
+    bytes: count,
+    ms: count,
+    copyMs: count,
+    checkMs: count,
+    objectsMs: count,
+  }),
   mcpServers: z.looseObject({
     seq: count,
     servers: z.array(

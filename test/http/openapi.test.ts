@@ -546,6 +546,16 @@ describe('every operation, called for real', () => {
     expect((await call('whoami', { token })).status).toBe(401)
   })
 
+  it('backup: a new directory (200); a relative or existing path refused', async () => {
+    const out = join(server.dir, 'backup-1')
+    expect((await call('backupStore', { body: { out } })).body).toMatchObject({
+      directory: out,
+      seq: expect.any(Number),
+    })
+    expect((await call('backupStore', { body: { out } })).body).toMatchObject({ status: 409, code: 'BACKUP_REFUSED' })
+    expect((await call('backupStore', { body: { out: 'backup-2' } })).status).toBe(400)
+  })
+
   it('MCP servers: the state at a seq (200); a seq past the log and a bad one refused', async () => {
     expect((await call('getMcpServers')).body).toEqual({ seq: expect.any(Number), servers: [] })
     expect((await call('getMcpServers', { query: { at: '1' } })).body).toEqual({ seq: 1, servers: [] })

@@ -296,6 +296,7 @@ describe('time travel', () => {
     const doc = (await inject('GET', '/openapi.json')).json() as { openapi: string; paths: Record<string, unknown> }
     expect(doc.openapi).toMatch(/^3\./)
     expect(Object.keys(doc.paths).sort()).toEqual([
+      '/admin/backup',
       '/health',
       '/login',
       '/login-links',

@@ -100,6 +100,7 @@ const routes = (s: string): [string, string, string, unknown?][] => [
   ['token.list', 'GET', '/tokens'],
   ['token.create', 'POST', '/tokens', { name: 'x', role: 'audit' }],
   ['token.revoke', 'DELETE', '/tokens/tok_none'],
+  ['store.backup', 'POST', '/admin/backup', { out: join(server.dir, `backup-${names++}`) }],
   ['session.archive', 'DELETE', `/sessions/${s}`],
 ]
 
@@ -107,8 +108,10 @@ function expected(who: Who, method: keyof typeof NEEDS, session: string): 'allow
   if (who === 'revoked' || who === 'expired') return 'unauthorized'
   if (RANK[ROLE[who]] < RANK[NEEDS[method]]) return 'forbidden'
   if (who.startsWith('limited')) {
-    if (method === 'session.create' || method === 'mcp.servers') return 'forbidden' // the whole server's
-    const named = !['session.list', 'whoami', 'token.list', 'token.create', 'token.revoke'].includes(method)
+    if (method === 'session.create' || method === 'mcp.servers' || method === 'store.backup') return 'forbidden' // the whole server's
+    const named = !['session.list', 'whoami', 'token.list', 'token.create', 'token.revoke', 'store.backup'].includes(
+      method,
+    )
     if (named && session !== A) return 'forbidden'
   }
   return 'allowed'
@@ -183,6 +186,7 @@ describe('every WebSocket method × every principal', () => {
     if (method === 'elicitation.answer') return { session: s, elicitationId: 'eli_none', action: 'decline' }
     if (['session.list', 'whoami', 'token.list', 'mcp.servers'].includes(method)) return {}
     if (method === 'session.create') return { directory: '/tmp' }
+    if (method === 'store.backup') return { out: join(server.dir, `backup-ws-${names++}`) }
     return { session: s, ...numeric, ...(body as object | undefined) }
   }
 

@@ -548,7 +548,7 @@ describe('materialize', () => {
     unlinkSync(join(root, 'objects.git', 'objects', id.slice(0, 2), id.slice(2)))
     const target = join(base.dir, 'forks', 'child')
     const err = await rejection(shadow.materialize(snap.tree, target))
-    expect(isChronicleError(err, 'INTERNAL')).toBe(true)
+    expect(isChronicleError(err, 'WORKSPACE_DAMAGED')).toBe(true)
     expect(readdirSync(join(base.dir, 'forks'))).toEqual([])
     expect(readdirSync(join(root, 'tmp'))).toEqual([])
   })

@@ -128,8 +128,20 @@ export async function git(args: readonly string[], place: GitPlace, input?: Buff
   return result.stdout
 }
 
+/** What git says when an object it needs is not in the store or cannot be read (deleted, truncated, edited). */
+const DAMAGED_OBJECT =
+  /unable to read|bad object|: bad file$|not a valid object name|is corrupt|inflate|object file .* is empty|missing (?:blob|tree)|invalid object|hash mismatch/im
+
 export function gitFailed(args: readonly string[], result: GitResult): ChronicleError {
   const said = result.stderr.trim().split('\n').slice(-3).join(' / ')
+  if (DAMAGED_OBJECT.test(result.stderr))
+    // the object store is damaged, not the request: said so, on the operation that needed it (docs/BACKUP.md)
+    return new ChronicleError(
+      'WORKSPACE_DAMAGED',
+      `the workspace object store lacks an object this needs or cannot read it (deleted or damaged): ${said}. ` +
+        'Snapshots that do not need it still read; `chronicle restore <backup>` puts a backup of the store back',
+      { args: [...args], exitCode: result.code },
+    )
   return new ChronicleError('INTERNAL', `git ${args[0]} failed (exit ${result.code}): ${said}`, {
     args: [...args],
     exitCode: result.code,
