@@ -12,6 +12,7 @@ import { type Sandbox, unconfined } from '../sandbox.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { outputDir } from '../truncate.js'
 import { drain, groupGone, signalGroup } from './process-group.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 export const DEFAULT_TIMEOUT_MS = 120_000
 export const MAX_TIMEOUT_MS = 600_000
@@ -39,6 +40,8 @@ export interface BashToolDeps {
   readonly dataDir: string
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials: a path inside one asks `credentials` (default: none) */
+  readonly credentials?: CredentialPaths
   /** the environment commands' allow-listed variables come from (default process.env) */
   readonly env?: NodeJS.ProcessEnv
   /** what the user's config adds to commands' environment */
@@ -82,7 +85,9 @@ export function createBashTool(deps: BashToolDeps) {
     // its own timeout, the kill grace, and room to read what is left and save it
     budgetMs: (args) => (args.timeout ?? DEFAULT_TIMEOUT_MS) + grace + 30_000,
     async execute(args, ctx) {
-      const cwd = args.workdir ? (await accessPath(ctx, args.workdir, { forbidden })).real : ctx.directory
+      const cwd = args.workdir
+        ? (await accessPath(ctx, args.workdir, { forbidden, credentials: deps.credentials })).real
+        : ctx.directory
       if (!existsSync(cwd) || !statSync(cwd).isDirectory())
         throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
       const outside = outsidePaths(args.command, cwd, ctx.directory)

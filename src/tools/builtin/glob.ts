@@ -7,6 +7,7 @@ import { createSearchScope } from '../search/search-scope.js'
 import { createTick } from '../search/time-slice.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { DEFAULT_IGNORES, walk } from '../walk.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const LIMIT = 100
 
@@ -20,7 +21,7 @@ const parameters = z.object({
  * are shown, so nothing is asked; files whose read the rules deny are left out
  * and forbidden roots are never entered (search/search-scope.ts).
  */
-export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
+export function createGlobTool(deps: { forbidden?: readonly string[]; credentials?: CredentialPaths } = {}) {
   const forbidden = deps.forbidden ?? []
   return defineTool({
     id: 'glob',
@@ -28,13 +29,13 @@ export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
     description: `Finds files by glob pattern (e.g. "**/*.ts"). Returns absolute paths, most recently modified first, at most ${LIMIT}. Skips ${DEFAULT_IGNORES.slice(0, 3).join(', ')} and similar directories.`,
     parameters,
     async execute(args, ctx) {
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden })
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden, credentials: deps.credentials })
       if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory())
         throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'glob', patterns: [args.pattern], metadata: { path: root.real } })
       const matches = compileGlob(args.pattern)
       const tick = createTick()
-      const scope = createSearchScope(ctx, root, forbidden)
+      const scope = createSearchScope(ctx, root, forbidden, deps.credentials)
       const matched: { path: string; display: string }[] = []
       for await (const e of walk(root.real, { skip: scope.skip, tick })) {
         if (ctx.abort.aborted) throw new ToolFailure('aborted', 'glob was cancelled')

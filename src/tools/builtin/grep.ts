@@ -9,6 +9,7 @@ import { createTick } from '../search/time-slice.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { outputDir, truncateOutput } from '../truncate.js'
 import { walk } from '../walk.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const LIMIT = 100
 const MAX_LINE = 2000
@@ -33,6 +34,8 @@ export interface GrepToolDeps {
   readonly dataDir?: string
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials: a path inside one asks `credentials` (default: none) */
+  readonly credentials?: CredentialPaths
   /** how long the search may run before it is stopped (default GREP_DEADLINE_MS) */
   readonly deadlineMs?: number
 }
@@ -62,13 +65,13 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
       }
       // a session's own saved outputs may be searched, as the truncation note tells the model
       const trusted = deps.dataDir ? [outputDir(deps.dataDir, ctx.sessionId)] : []
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden, trusted })
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden, trusted, credentials: deps.credentials })
       const stat = statSync(root.real, { throwIfNoEntry: false })
       if (!stat) throw new ToolFailure('failed', `Path not found: ${root.display}`)
       await ctx.ask({ permission: 'grep', patterns: [args.pattern], metadata: { path: root.real } })
       const include = args.include ? compileGlob(args.include) : undefined
       const tick = createTick()
-      const scope = createSearchScope(ctx, root, forbidden)
+      const scope = createSearchScope(ctx, root, forbidden, deps.credentials)
       const candidates: { path: string; display: string }[] = []
       if (stat.isDirectory()) {
         for await (const e of walk(root.real, { skip: scope.skip, tick })) {

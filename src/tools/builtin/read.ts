@@ -9,6 +9,7 @@ import { accessPath } from '../paths.js'
 import { notRegular, openRegularForRead } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { MAX_BYTES, MAX_LINES, outputDir } from '../truncate.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 export const MAX_DIRECTORY_ENTRIES = 2000
 export const MAX_LINE_CHARS = 2000
@@ -82,6 +83,8 @@ export interface ReadToolDeps {
   readonly fileTimes: FileTimes
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials: a path inside one asks `credentials` (default: none) */
+  readonly credentials?: CredentialPaths
 }
 
 /** read: numbered lines of a text file, capped at 2000 lines, 2000 characters a line and 50 KB. */
@@ -95,6 +98,7 @@ export function createReadTool(deps: ReadToolDeps) {
       const path = await accessPath(ctx, args.filePath, {
         trusted: [outputDir(deps.dataDir, ctx.sessionId)],
         forbidden: deps.forbidden ?? [deps.dataDir],
+        credentials: deps.credentials,
       })
       await ctx.ask({ permission: 'read', patterns: [path.display], metadata: { filePath: path.real } })
       let stat: Stats

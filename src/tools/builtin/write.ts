@@ -6,6 +6,7 @@ import { askToChange } from '../approval-diff.js'
 import { accessPath } from '../paths.js'
 import { notRegular, readRegularText, writeRegular } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const parameters = z.object({
   filePath: z.string().min(1).describe('The file to write: absolute, or relative to the session directory'),
@@ -13,7 +14,11 @@ const parameters = z.object({
 })
 
 /** write: creates or overwrites a file. Overwriting needs a read of the current content first. */
-export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readonly string[] }) {
+export function createWriteTool(deps: {
+  fileTimes: FileTimes
+  forbidden?: readonly string[]
+  credentials?: CredentialPaths
+}) {
   return defineTool({
     id: 'write',
     permission: 'edit',
@@ -22,7 +27,10 @@ export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readon
       'Writes a file with the given content, creating parent directories. To overwrite an existing file you must have read it in this session (and it must not have changed since). Prefer edit for changes to existing files.',
     parameters,
     async execute(args, ctx) {
-      const path = await accessPath(ctx, args.filePath, { forbidden: deps.forbidden ?? [] })
+      const path = await accessPath(ctx, args.filePath, {
+        forbidden: deps.forbidden ?? [],
+        credentials: deps.credentials,
+      })
       const existing = statSync(path.real, { throwIfNoEntry: false })
       const exists = existing !== undefined
       if (existing?.isDirectory()) throw new ToolFailure('failed', `${path.display} is a directory`)
