@@ -58,6 +58,16 @@ describe('what a path is hidden by', () => {
     expect(view.mounts).toEqual([{ path: keys, action: 'hide' }])
   })
 
+  it('odd homes: a file where ~/.config would be, a dangling ~/.ssh link (covered where a write would land)', () => {
+    writeFileSync(join(home, '.config'), 'not a directory')
+    rmSync(join(home, '.ssh'), { recursive: true })
+    symlinkSync(join(root, 'gone', 'keys'), join(home, '.ssh'))
+    const view = credentialPaths({ hide: [join(home, '.config', 'gh'), join(home, '.ssh')] }).view(root)
+    expect(view.mounts).toEqual([])
+    expect(view.hiding(join(root, 'gone', 'keys', 'id_ed25519'))).toBe(join(root, 'gone', 'keys'))
+    expect(view.hiding(join(home, '.config'))).toBeUndefined()
+  })
+
   it('a session directory inside a hidden path sees its own files; a hidden path inside it stays hidden', () => {
     const project = join(home, '.aws', 'project')
     const paths = credentialPaths({ hide: [join(home, '.aws'), join(project, 'secrets')] })

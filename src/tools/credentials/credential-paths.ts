@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, realpathSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { isWithin, realpathNearest } from '../paths.js'
 import { isGlob, segmentMatches } from './entry.js'
 
@@ -77,7 +77,8 @@ export function credentialPaths(options: CredentialPathsOptions): CredentialPath
   return {
     view(workspace) {
       const own = realpathNearest(workspace)
-      const resolved = patterns.map(resolve)
+      const real = realPaths()
+      const resolved = patterns.map((p) => resolve(p, real))
       const mounts = resolved.flatMap((r) => r.existing.map((path) => ({ path, action: r.action })))
       return {
         mounts,
@@ -110,14 +111,40 @@ function compile(pattern: string, action: 'hide' | 'reveal'): Pattern {
   return { action, segments, firstGlob: segments.findIndex(isGlob) }
 }
 
-function resolve(p: Pattern): Resolved {
+function resolve(p: Pattern, real: RealPaths): Resolved {
   if (p.firstGlob < 0) {
-    const root = realpathNearest(`/${p.segments.join('/')}`)
-    return { action: p.action, root, rest: [], existing: existsSync(root) ? [root] : [] }
+    const { path, exists } = real(`/${p.segments.join('/')}`)
+    return { action: p.action, root: path, rest: [], existing: exists ? [path] : [] }
   }
-  const root = realpathNearest(`/${p.segments.slice(0, p.firstGlob).join('/')}`)
+  const { path: root } = real(`/${p.segments.slice(0, p.firstGlob).join('/')}`)
   const rest = p.segments.slice(p.firstGlob)
   return { action: p.action, root, rest, existing: expand(root, rest) }
+}
+
+type RealPaths = (path: string) => { readonly path: string; readonly exists: boolean }
+
+/**
+ * realpathNearest (paths.ts) for many paths at once, as cheaply as a command's start needs: the
+ * patterns share parents (HOME, ~/.config), which are resolved once, and most name nothing on a
+ * given machine, so a missing path costs a stat, not a thrown error per level up.
+ */
+function realPaths(): RealPaths {
+  const memo = new Map<string, { path: string; exists: boolean }>()
+  const real: RealPaths = (path) => {
+    const known = memo.get(path)
+    if (known) return known
+    let found: { path: string; exists: boolean }
+    if (existsSync(path)) found = { path: realpathSync.native(path), exists: true }
+    else if (isSymlink(path))
+      found = { path: realpathNearest(path), exists: false } // dangling: where a write through it would land
+    else {
+      const parent = dirname(path)
+      found = { path: parent === path ? path : join(real(parent).path, basename(path)), exists: false }
+    }
+    memo.set(path, found)
+    return found
+  }
+  return real
 }
 
 /** The existing paths under `dir` whose segments match `rest`, as real paths. */
@@ -150,6 +177,14 @@ function coveredBy(r: Resolved, real: string): string | undefined {
   if (below.length < r.rest.length) return undefined
   for (const [i, segment] of r.rest.entries()) if (!segmentMatches(below[i] as string, segment)) return undefined
   return join(r.root, ...below.slice(0, r.rest.length))
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() ?? false
+  } catch {
+    return false // ENOTDIR: a file where a directory would be
+  }
 }
 
 function depthOf(path: string): number {
