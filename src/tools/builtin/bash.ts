@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder'
 import { dirname, isAbsolute, join } from 'node:path'
 import { z } from 'zod'
 import { childEnv, type ChildEnvOptions } from '../child-env.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { OutputCapture } from '../output-capture.js'
 import { accessPath, resolveInWorkspace } from '../paths.js'
 import { simpleCommands } from '../permission/shell-split.js'
@@ -12,7 +13,6 @@ import { type Sandbox, unconfined } from '../sandbox.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { outputDir } from '../truncate.js'
 import { drain, groupGone, signalGroup } from './process-group.js'
-import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 export const DEFAULT_TIMEOUT_MS = 120_000
 export const MAX_TIMEOUT_MS = 600_000

@@ -1,12 +1,12 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { FileTimes } from '../file-times.js'
 import { askToChange } from '../approval-diff.js'
 import { accessPath } from '../paths.js'
 import { notRegular, readRegularText, writeRegular } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
-import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const parameters = z.object({
   filePath: z.string().min(1).describe('The file to modify: absolute, or relative to the session directory'),

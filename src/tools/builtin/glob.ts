@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { accessPath } from '../paths.js'
 import { compileGlob } from '../search/glob-match.js'
 import { readDecisions } from '../search/read-decisions.js'
@@ -7,7 +8,6 @@ import { createSearchScope } from '../search/search-scope.js'
 import { createTick } from '../search/time-slice.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { DEFAULT_IGNORES, walk } from '../walk.js'
-import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const LIMIT = 100
 

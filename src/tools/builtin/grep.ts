@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { accessPath } from '../paths.js'
 import { compileGlob } from '../search/glob-match.js'
 import { GREP_DEADLINE_MS, searchInWorker } from '../search/grep-search.js'
@@ -9,7 +10,6 @@ import { createTick } from '../search/time-slice.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { outputDir, truncateOutput } from '../truncate.js'
 import { walk } from '../walk.js'
-import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const LIMIT = 100
 const MAX_LINE = 2000

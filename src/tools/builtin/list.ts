@@ -1,11 +1,11 @@
 import { statSync } from 'node:fs'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { accessPath } from '../paths.js'
 import { compileGlob } from '../search/glob-match.js'
 import { createSearchScope } from '../search/search-scope.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { walk } from '../walk.js'
-import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 const LIMIT = 1000
 

@@ -3,13 +3,13 @@ import { opendir } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { FileTimes } from '../file-times.js'
 import { scanLines, type ScanResult } from '../line-scan.js'
 import { accessPath } from '../paths.js'
 import { notRegular, openRegularForRead } from '../regular-file.js'
 import { defineTool, ToolFailure } from '../tool.js'
 import { MAX_BYTES, MAX_LINES, outputDir } from '../truncate.js'
-import type { CredentialPaths } from '../credentials/credential-paths.js'
 
 export const MAX_DIRECTORY_ENTRIES = 2000
 export const MAX_LINE_CHARS = 2000

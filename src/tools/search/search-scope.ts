@@ -7,8 +7,8 @@ import { DEFAULT_IGNORES, type WalkEntry } from '../walk.js'
  * What glob, grep and list may see under their root. The walk never enters a
  * forbidden root (Chronicle's data directory, even inside the workspace), the
  * user's hidden credentials (`~/.ssh`, …: left out without asking, unless the
- * walk starts inside the one it meets, which its root's `credentials` ask
- * covered), a dependency or VCS directory (DEFAULT_IGNORES, by name), or a directory whose
+ * walk starts inside the one it meets — its root asked `credentials`), a
+ * dependency or VCS directory (DEFAULT_IGNORES, by name), or a directory whose
  * `read` the rules deny — listing a directory is reading it. Entries are
  * named for the rules as the read tool names them: relative to the session
  * directory when inside it, else absolute, so `read .env ask` and
