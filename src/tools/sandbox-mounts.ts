@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { CredentialMount } from './credentials/credential-paths.js'
@@ -42,7 +42,9 @@ export function layerMounts(
     if (layer.kind === 'workspace') args.push('--bind', layer.path, layer.path)
     else if (layer.kind === 'hide') {
       if (under === 'hide') continue // already hidden
-      args.push(...(isDirectory(layer.path) ? ['--tmpfs', layer.path] : ['--ro-bind', emptyFile(), layer.path]))
+      args.push(
+        ...(isDirectory(layer.path) ? ['--tmpfs', layer.path] : ['--ro-bind', emptyFileIn(tmpdir()), layer.path]),
+      )
     } else {
       if (under !== 'hide') continue // nothing hides it
       args.push(isWithin(workspace, layer.path) ? '--bind' : '--ro-bind', layer.path, layer.path)
@@ -71,16 +73,38 @@ function isDirectory(path: string): boolean {
   }
 }
 
-let empty: string | undefined
+const empties = new Map<string, string>()
 
-/** An empty, read-only file to bind over hidden files: made once per process, removed when it exits. */
-function emptyFile(): string {
-  if (empty !== undefined && existsSync(empty)) return empty
-  const dir = mkdtempSync(join(tmpdir(), 'chronicle-empty-'))
-  const file = join(dir, 'empty')
-  writeFileSync(file, '')
-  chmodSync(file, 0o444)
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
-  empty = file
+/**
+ * An empty, read-only file in `dir` to bind over hidden files: one per user
+ * (`chronicle-empty-<uid>`), made with O_EXCL and used only while it is still
+ * ours, regular, empty and unwritable — a file another user planted there
+ * would show its content in place of ~/.npmrc. Otherwise a private one for
+ * this process, removed when it exits.
+ */
+export function emptyFileIn(dir: string): string {
+  const known = empties.get(dir)
+  if (known !== undefined && isOurEmptyFile(known)) return known
+  const shared = join(dir, `chronicle-empty-${process.getuid?.() ?? 'user'}`)
+  try {
+    writeFileSync(shared, '', { flag: 'wx', mode: 0o444 })
+  } catch {
+    // it exists: checked below
+  }
+  let file = shared
+  if (!isOurEmptyFile(shared)) {
+    const own = mkdtempSync(join(dir, 'chronicle-empty-'))
+    file = join(own, 'empty')
+    writeFileSync(file, '', { mode: 0o444 })
+    process.once('exit', () => rmSync(own, { recursive: true, force: true }))
+  }
+  empties.set(dir, file)
   return file
+}
+
+function isOurEmptyFile(path: string): boolean {
+  const stat = lstatSync(path, { throwIfNoEntry: false })
+  if (!stat?.isFile()) return false
+  const uid = process.getuid?.()
+  return stat.size === 0 && (stat.mode & 0o222) === 0 && (uid === undefined || stat.uid === uid)
 }

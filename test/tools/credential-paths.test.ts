@@ -1,10 +1,21 @@
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { credentialPaths } from '../../src/tools/credentials/credential-paths.js'
 import { bwrapSandbox } from '../../src/tools/sandbox.js'
-import { layerMounts } from '../../src/tools/sandbox-mounts.js'
+import { emptyFileIn, layerMounts } from '../../src/tools/sandbox-mounts.js'
 
 /**
  * Which paths the user's hidden credentials cover (src/tools/credentials/credential-paths.ts)
@@ -126,5 +137,53 @@ describe('the sandbox layers them shallowest first', () => {
     )
     const out = execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
     expect(out).toBe('0\nend\n')
+  })
+})
+
+describe('the empty file that stands for a hidden one', () => {
+  const shared = (dir: string) => join(dir, `chronicle-empty-${process.getuid?.()}`)
+  const planted = (dir: string, plant: (path: string) => void) => {
+    plant(shared(dir))
+    const file = emptyFileIn(dir)
+    expect(file).not.toBe(shared(dir))
+    expect(readFileSync(file, 'utf8')).toBe('')
+    expect(statSync(file).mode & 0o222).toBe(0)
+  }
+
+  it('is one per user, made once, reused', () => {
+    const dir = join(root, 'tmp-a')
+    mkdirSync(dir)
+    expect(emptyFileIn(dir)).toBe(shared(dir))
+    expect(emptyFileIn(dir)).toBe(shared(dir))
+    expect(statSync(shared(dir))).toMatchObject({ size: 0 })
+  })
+
+  it('one planted with content, writable, a symlink, or owned by another user is never used', () => {
+    const cases: [string, (path: string) => void][] = [
+      ['content', (p) => writeFileSync(p, 'registry=https://evil.example/\n', { mode: 0o444 })],
+      ['writable', (p) => writeFileSync(p, '', { mode: 0o666 })],
+      ['a symlink', (p) => symlinkSync(join(home, '.ssh', 'id_ed25519'), p)],
+      [
+        'another user', // chown: the suite runs as root, as bubblewrap's specs do
+        (p) => {
+          writeFileSync(p, '', { mode: 0o444 })
+          chownSync(p, 65534, 65534)
+        },
+      ],
+    ]
+    for (const [what, plant] of cases) {
+      const dir = join(root, `tmp-${what.replace(/ /g, '-')}`)
+      mkdirSync(dir)
+      planted(dir, plant)
+    }
+  })
+
+  it('one that turns bad after it was made is dropped for a private one', () => {
+    const dir = join(root, 'tmp-later')
+    mkdirSync(dir)
+    expect(emptyFileIn(dir)).toBe(shared(dir))
+    chmodSync(shared(dir), 0o644)
+    writeFileSync(shared(dir), 'PLANTED\n')
+    expect(emptyFileIn(dir)).not.toBe(shared(dir))
   })
 })
