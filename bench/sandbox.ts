@@ -1,6 +1,6 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { execute } from '../src/commands/execute.js'
 import { decideSession } from '../src/commands/session.js'
@@ -14,16 +14,21 @@ import { createBashTool } from '../src/tools/builtin/bash.js'
 import { createBuiltinTools } from '../src/tools/builtin/index.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import { createToolRegistry } from '../src/runtime/tools/registry.js'
-import { detectSandbox, type Sandbox, unconfined } from '../src/tools/sandbox.js'
+import { credentialPaths } from '../src/tools/credentials/credential-paths.js'
+import { DEFAULT_HIDDEN_PATHS, defaultHiddenPatterns } from '../src/tools/credentials/defaults.js'
+import { bwrapSandbox, detectSandbox, type Sandbox, unconfined } from '../src/tools/sandbox.js'
 import type { ToolContext } from '../src/tools/tool.js'
 
 /**
  * `npm run bench -- sandbox [--runs 200] [--sessions 4] [--mb 200]`: what the
  * OS sandbox costs (docs/SECURITY.md).
  *
- * 1. Latency of the bash tool running `true`, unconfined and in bubblewrap,
- *    alternating so both see the same machine: p50 / p99 and the median
- *    overhead (target ≤ 15 ms).
+ * 1. Latency of the bash tool running `true`, unconfined, in bubblewrap
+ *    hiding nothing but Chronicle's own files (as before credentials were
+ *    hidden), and in bubblewrap hiding the user's credentials too — every
+ *    default path present in a fake HOME, the worst case: one mount each,
+ *    looked up per command. Alternating so all see the same machine: p50 /
+ *    p99 and the median overhead of each against unconfined (target ≤ 15 ms).
  * 2. Event-loop delay while `sessions` sessions each run an output-heavy
  *    command (`yes | head -c <mb> MB`) through the real runtime, permission
  *    gate, bash tool, sandbox and event store (a file): p50 / p99 / max of
@@ -49,15 +54,19 @@ export default async function (args: string[]): Promise<object> {
 
 async function trueLatency(root: string, runs: number, sandbox: Sandbox) {
   const dataDir = join(root, 'data-latency')
+  const home = fakeHome(join(root, 'home'))
+  const credentials = credentialPaths({ hide: defaultHiddenPatterns({ home }) })
   const tools = {
     plain: createBashTool({ dataDir, sandbox: unconfined('off') }),
     sandboxed: createBashTool({ dataDir, sandbox }),
+    hidingCredentials: createBashTool({ dataDir, sandbox: bwrapSandbox({ hidden: [dataDir], credentials }) }),
   }
-  const ms: Record<keyof typeof tools, number[]> = { plain: [], sandboxed: [] }
+  const kinds = Object.keys(tools) as (keyof typeof tools)[]
+  const ms: Record<keyof typeof tools, number[]> = { plain: [], sandboxed: [], hidingCredentials: [] }
   const ctx = context(root)
   for (let i = 0; i < 10; i++) for (const tool of Object.values(tools)) await tool.execute({ command: 'true' }, ctx) // warm-up
   for (let i = 0; i < runs; i++) {
-    for (const kind of i % 2 === 0 ? (['plain', 'sandboxed'] as const) : (['sandboxed', 'plain'] as const)) {
+    for (const kind of rotate(kinds, i)) {
       const started = performance.now()
       await tools[kind].execute({ command: 'true' }, ctx)
       ms[kind].push(performance.now() - started)
@@ -65,12 +74,37 @@ async function trueLatency(root: string, runs: number, sandbox: Sandbox) {
   }
   const plain = summary(ms.plain)
   const sandboxed = summary(ms.sandboxed)
+  const hiding = summary(ms.hidingCredentials)
   return {
-    trueMs: { plain, sandboxed },
+    trueMs: { plain, sandboxed, hidingCredentials: hiding },
     overheadMedianMs: round(sandboxed.p50 - plain.p50),
     overheadP99Ms: round(sandboxed.p99 - plain.p99),
     ratioMedian: round(sandboxed.p50 / plain.p50),
+    hiddenCredentialPaths: credentials.view(root).mounts.length,
+    hidingOverheadMedianMs: round(hiding.p50 - plain.p50),
+    hidingOverheadP99Ms: round(hiding.p99 - plain.p99),
   }
+}
+
+/** A HOME holding every default credential path (a file where the name is a file's, else a directory with one). */
+function fakeHome(home: string): string {
+  const files = new Set(['.netrc', '.git-credentials', '.npmrc', '.pypirc'])
+  for (const { base, path } of DEFAULT_HIDDEN_PATHS) {
+    const at = join(
+      home,
+      base === 'config' ? '.config' : base === 'data' ? '.local/share' : '',
+      path.replace('*', '.toml'),
+    )
+    const file = files.has(path) || path.includes('*') ? at : join(at, 'secret')
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, 'secret\n')
+  }
+  return home
+}
+
+/** The kinds in a different order each run, so none always goes first. */
+function rotate<T>(items: readonly T[], i: number): T[] {
+  return items.map((_, k) => items[(i + k) % items.length] as T)
 }
 
 async function eventLoopUnderOutput(root: string, sessions: number, mb: number, sandbox: Sandbox) {

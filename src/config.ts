@@ -5,6 +5,8 @@ import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
 import { DEFAULT_WEBFETCH, type WebFetchSettings } from './tools/builtin/webfetch.js'
+import { defaultHiddenPatterns } from './tools/credentials/defaults.js'
+import { entryProblem, expandEntry, patternMayReach } from './tools/credentials/entry.js'
 import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp/config.js'
 
 export type { McpServerConfig }
@@ -70,12 +72,21 @@ const AgentConfig = z.object({
   rules: z.array(PermissionRule).optional(),
 })
 
+/** A `sandbox.hide` / `sandbox.reveal` entry: `/abs/path` or `~/path`, `*` and `?` within a segment. */
+const HiddenEntry = z.string().superRefine((entry, ctx) => {
+  const problem = entryProblem(entry)
+  if (problem) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} ${problem}` })
+})
+
 /**
  * The OS sandbox bash runs in (docs/SECURITY.md): `auto` (default) uses
  * bubblewrap when it can run — otherwise every bash call asks —, `off` runs
  * commands unconfined. `network` lets sandboxed commands reach the network;
  * `env` adds variables to the allow-listed environment, `passEnv` names
- * server variables to pass through.
+ * server variables to pass through. `hide` adds paths to the user's
+ * credentials hidden from every tool (`~/.ssh`, … by default), `reveal` takes
+ * paths back (docs/SECURITY.md "What the sandbox hides"); only the user's own
+ * config file is ever read, never a workspace's.
  */
 const SandboxSettings = z.union([
   z.enum(['auto', 'off']),
@@ -85,6 +96,8 @@ const SandboxSettings = z.union([
       network: z.boolean().optional(),
       env: z.record(z.string(), z.string()).optional(),
       passEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
+      hide: z.array(HiddenEntry).optional(),
+      reveal: z.array(HiddenEntry).optional(),
     })
     .strict(),
 ])
@@ -94,6 +107,10 @@ export interface SandboxConfig {
   readonly network: boolean
   readonly env: Readonly<Record<string, string>>
   readonly passEnv: readonly string[]
+  /** absolute patterns: the default credential paths for this HOME, then `sandbox.hide` */
+  readonly hide: readonly string[]
+  /** absolute patterns: `sandbox.reveal` */
+  readonly reveal: readonly string[]
 }
 
 /**
@@ -381,7 +398,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     },
     allowedOrigins: file.allowedOrigins ?? [],
     allowedHosts: file.allowedHosts ?? [],
-    sandbox: sandboxOf(file.sandbox),
+    sandbox: sandboxOf(file.sandbox, present, [dataDir, ...(configFile ? [configFile] : [])], configFile),
     workspace: {
       snapshots: file.workspace?.snapshots ?? true,
       maxFileBytes: file.workspace?.maxFileBytes ?? DEFAULT_MAX_SNAPSHOT_FILE_BYTES,
@@ -436,7 +453,12 @@ function configHome(env: NodeJS.ProcessEnv): string {
 /** An XDG base directory: the variable when it holds an absolute path (the spec ignores relative ones), else under home. */
 function xdg(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const value = env[name]
-  return value && isAbsolute(value) ? value : join(env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir(), fallback)
+  return value && isAbsolute(value) ? value : join(homeOf(env), fallback)
+}
+
+/** `$HOME` when absolute, else the account's home directory: where `~` and the credential paths are. */
+function homeOf(env: NodeJS.ProcessEnv): string {
+  return env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir()
 }
 
 function webOf(settings: z.infer<typeof WebSettings> | undefined, configFile: string | undefined): WebConfig {
@@ -445,9 +467,44 @@ function webOf(settings: z.infer<typeof WebSettings> | undefined, configFile: st
   return { enabled: s.enabled ?? true, root }
 }
 
-function sandboxOf(settings: z.infer<typeof SandboxSettings> | undefined): SandboxConfig {
+function sandboxOf(
+  settings: z.infer<typeof SandboxSettings> | undefined,
+  env: NodeJS.ProcessEnv,
+  own: readonly string[],
+  configFile: string | undefined,
+): SandboxConfig {
   const s = typeof settings === 'string' ? { mode: settings } : (settings ?? {})
-  return { mode: s.mode ?? 'auto', network: s.network ?? false, env: s.env ?? {}, passEnv: s.passEnv ?? [] }
+  const home = homeOf(env)
+  const reveal = (s.reveal ?? []).map((entry) => expandEntry(entry, home))
+  // Chronicle's own data dir and config file stay hidden whatever the user reveals
+  const issues = reveal.flatMap((pattern, i) =>
+    own.some((path) => patternMayReach(pattern, path))
+      ? [
+          {
+            path: `sandbox.reveal.${i}`,
+            message: `${JSON.stringify(s.reveal?.[i])} would reveal Chronicle's own data directory or config file, which stay hidden`,
+          },
+        ]
+      : [],
+  )
+  if (issues.length > 0)
+    throw new ChronicleError(
+      'BAD_REQUEST',
+      `invalid config file ${configFile}:\n${issues.map((i) => `  - ${i.path}: ${i.message}`).join('\n')}`,
+      { issues },
+    )
+  const xdgHome = (name: string) => (env[name] && isAbsolute(env[name]) ? env[name] : undefined)
+  return {
+    mode: s.mode ?? 'auto',
+    network: s.network ?? false,
+    env: s.env ?? {},
+    passEnv: s.passEnv ?? [],
+    hide: [
+      ...defaultHiddenPatterns({ home, configHome: xdgHome('XDG_CONFIG_HOME'), dataHome: xdgHome('XDG_DATA_HOME') }),
+      ...(s.hide ?? []).map((entry) => expandEntry(entry, home)),
+    ],
+    reveal,
+  }
 }
 
 function readConfigFile(path: string): FileConfig {

@@ -44,6 +44,7 @@ import { createElicitationBridge } from './runtime/elicitation/bridge.js'
 import { mcpElicitationHandler } from './runtime/elicitation/mcp-handler.js'
 import { createRedactor, isSecretName, secretsOf, type Secret } from './tools/redact.js'
 import { createToolRegistry } from './runtime/tools/registry.js'
+import { credentialPaths } from './tools/credentials/credential-paths.js'
 import { detectSandbox, type Sandbox } from './tools/sandbox.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
@@ -141,8 +142,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const redactor = createRedactor(serverSecrets(config, token.token))
   // Nothing a tool runs may see or touch Chronicle's own state: the data dir and the config file.
   const hidden = [config.dataDir, ...(config.configFile ? [config.configFile] : [])]
+  // Nor the user's credentials (~/.ssh, ~/.aws, …): hidden in the sandbox, asked for by the file tools (docs/SECURITY.md)
+  const credentials = credentialPaths(config.sandbox)
   const sandbox =
-    options.sandbox ?? (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network, hidden }))
+    options.sandbox ??
+    (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network, hidden, credentials }))
   if (sandbox.kind === 'unavailable') {
     logger.warn(
       { reason: sandbox.reason },
@@ -210,6 +214,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       ...createBuiltinTools({
         dataDir: config.dataDir,
         forbidden: hidden,
+        credentials,
         fileTimes: createFileTimes(memory.fileTimes),
         sandbox,
         redactor,

@@ -5,6 +5,7 @@ import { type ChronicleConfig, loadConfig } from '../config.js'
 import { DB_FILE } from '../data-dir.js'
 import { readClientToken, TOKEN_FILE } from '../http/token.js'
 import { configuredModels, defaultModelProblem } from '../main.js'
+import { credentialPaths } from '../tools/credentials/credential-paths.js'
 import { detectSandbox } from '../tools/sandbox.js'
 import { DEFAULT_BUDGET_MS } from '../runtime/loop/tool-exec.js'
 import { type Args, flag, UsageError } from './args.js'
@@ -251,7 +252,8 @@ async function checkSandbox(config: ChronicleConfig, say: Say): Promise<void> {
     return
   }
   const hidden = [config.dataDir, ...(config.configFile ? [config.configFile] : [])]
-  const sandbox = await detectSandbox('auto', { network: config.sandbox.network, hidden })
+  const credentials = credentialPaths(config.sandbox)
+  const sandbox = await detectSandbox('auto', { network: config.sandbox.network, hidden, credentials })
   if (sandbox.kind === 'bwrap') say('ok', 'sandbox', 'bubblewrap runs a trivial command: bash commands run confined')
   else
     say(

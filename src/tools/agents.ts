@@ -14,11 +14,15 @@ export interface AgentDefinition {
   readonly rules: readonly PermissionRule[]
 }
 
-/** Rules every default agent starts from: reading .env files asks (they often hold secrets). */
+/**
+ * Rules every default agent starts from: reading .env files asks (they often hold secrets), and so
+ * does any file tool's use of the user's hidden credentials (`~/.ssh`, …: docs/SECURITY.md).
+ */
 const SECRETS_ASK: readonly PermissionRule[] = [
   { permission: 'read', pattern: '*.env', action: 'ask' },
   { permission: 'read', pattern: '*.env.*', action: 'ask' },
   { permission: 'read', pattern: '*.env.example', action: 'allow' },
+  { permission: 'credentials', pattern: '*', action: 'ask' },
 ]
 
 const BASE_PROMPT = `You are Chronicle, a coding agent working in the user's project directory.

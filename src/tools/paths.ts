@@ -1,5 +1,6 @@
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs'
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import type { CredentialPaths } from './credentials/credential-paths.js'
 import { type ToolContext, ToolFailure } from './tool.js'
 
 /**
@@ -73,12 +74,19 @@ export interface AccessOptions {
    * are denied even when they lie inside the session directory.
    */
   readonly forbidden?: readonly string[]
+  /**
+   * The user's credentials (`~/.ssh`, …; docs/SECURITY.md "What the sandbox
+   * hides"): a path inside one asks `credentials` (pattern: the real path), so
+   * a symlink in the workspace pointing at a key asks too.
+   */
+  readonly credentials?: CredentialPaths
 }
 
 /**
  * Resolves a tool's path argument: a forbidden root is denied outright; a
- * trusted root or the session directory is accessed as is; anything else
- * asks `external_directory` for its directory (pattern `<dir>/*`).
+ * path inside the user's hidden credentials asks `credentials`; a trusted
+ * root or the session directory is accessed as is; anything else asks
+ * `external_directory` for its directory (pattern `<dir>/*`).
  */
 export async function accessPath(
   ctx: ToolContext,
@@ -88,6 +96,15 @@ export async function accessPath(
   const resolved = resolveInWorkspace(ctx.directory, filePath)
   if (options.trusted?.some((t) => isWithin(realpathNearest(t), resolved.real))) return resolved
   assertNotForbidden(resolved, options.forbidden, ctx.directory)
+  const hidden = options.credentials?.view(ctx.directory).hiding(resolved.real)
+  if (hidden !== undefined) {
+    await ctx.ask({
+      permission: 'credentials',
+      patterns: [resolved.real],
+      always: [hidden, join(hidden, '*')],
+      metadata: { filePath: resolved.real, hidden },
+    })
+  }
   if (resolved.inside) return resolved
   const dir = dirname(resolved.real)
   await ctx.ask({

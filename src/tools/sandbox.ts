@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { isWithin } from './paths.js'
+import { type CredentialPaths, NOTHING_HIDDEN } from './credentials/credential-paths.js'
+import { layerMounts } from './sandbox-mounts.js'
 
 /**
  * The OS sandbox commands run in (docs/SECURITY.md). Permission rules are a
@@ -14,6 +15,10 @@ import { isWithin } from './paths.js'
  *   private `/tmp`; `/run` (service sockets such as Docker's) is empty;
  * - Chronicle's data directory and config file hidden (an empty directory
  *   or file in their place), even inside the session directory;
+ * - the user's credentials hidden the same way (`~/.ssh`, `~/.aws`, …,
+ *   credentials/defaults.ts, plus `sandbox.hide`, less `sandbox.reveal`),
+ *   looked up when each command starts; a session directory inside one of
+ *   them is bound back over it (sandbox-mounts.ts);
  * - death with the server (`--die-with-parent`): killing bwrap ends the
  *   namespace, and every process in it, however it daemonised.
  *
@@ -40,8 +45,10 @@ export interface Sandbox {
 export interface SandboxOptions {
   /** let confined commands reach the network (default: no network) */
   readonly network?: boolean
-  /** paths to hide: the data directory, the config file */
+  /** Chronicle's own paths to hide, whatever the config reveals: the data directory, the config file */
   readonly hidden?: readonly string[]
+  /** the user's credentials to hide (default: none) */
+  readonly credentials?: CredentialPaths
   /** paths to show read-only even where the sandbox puts its own (a program installed under /tmp) */
   readonly expose?: readonly string[]
   /** the bwrap binary (default: `bwrap` on the PATH) */
@@ -56,13 +63,8 @@ export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
     wrap(argv, { workspace, cwd }) {
       const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run']
       for (const path of options.expose ?? []) args.push('--ro-bind', path, path)
-      // mounts stack in order: a hidden path that holds the workspace (a fork's directory under the data dir)
-      // goes first, so the workspace is bound over it; one inside the workspace goes after, over the workspace
-      const hidden = options.hidden ?? []
-      const holdsWorkspace = (path: string) => existsSync(path) && isWithin(realpathSync(path), workspace)
-      for (const path of hidden.filter(holdsWorkspace)) args.push(...hide(path))
-      args.push('--bind', workspace, workspace)
-      for (const path of hidden.filter((p) => !holdsWorkspace(p))) args.push(...hide(path))
+      const credentials = (options.credentials ?? NOTHING_HIDDEN).view(workspace).mounts
+      args.push(...layerMounts(workspace, options.hidden ?? [], credentials))
       args.push('--unshare-all', ...(options.network ? ['--share-net'] : []), '--die-with-parent', '--new-session')
       args.push('--chdir', cwd, '--', ...argv)
       return { file: bwrap, args }
@@ -96,11 +98,4 @@ export async function detectSandbox(mode: 'auto' | 'off', options: SandboxOption
   } finally {
     rmSync(probe, { recursive: true, force: true })
   }
-}
-
-/** bwrap options that put an empty directory or file over `path`, when it exists. */
-function hide(path: string): string[] {
-  if (!existsSync(path)) return []
-  const real = realpathSync(path)
-  return statSync(real).isDirectory() ? ['--tmpfs', real] : ['--ro-bind', '/dev/null', real]
 }

@@ -213,6 +213,78 @@ describe('webfetch settings', () => {
   })
 })
 
+describe('sandbox.hide and sandbox.reveal (docs/SECURITY.md "What the sandbox hides")', () => {
+  const load = (home: string, sandbox: unknown, env: Record<string, string> = {}) => {
+    const file = join(home, 'chronicle.json')
+    writeFileSync(file, JSON.stringify({ sandbox }))
+    return loadConfig({ env: { HOME: home, ...env }, configPath: file })
+  }
+
+  it("hides the user's credentials under $HOME by default, under both ~/.config and $XDG_CONFIG_HOME", () => {
+    const home = dir()
+    const { hide, reveal } = loadConfig({ env: { HOME: home } }).sandbox
+    expect(hide).toEqual(
+      expect.arrayContaining([
+        join(home, '.ssh'),
+        join(home, '.aws'),
+        join(home, '.cargo', 'credentials*'),
+        join(home, '.config', 'gh'),
+        join(home, '.local', 'share', 'keyrings'),
+      ]),
+    )
+    expect(reveal).toEqual([])
+    const xdg = loadConfig({ env: { HOME: home, XDG_CONFIG_HOME: '/xdg/config' } }).sandbox.hide
+    expect(xdg).toEqual(expect.arrayContaining([join(home, '.config', 'gh'), '/xdg/config/gh']))
+  })
+
+  it("adds the user's entries, ~ expanded and slashes normalised, after the defaults", () => {
+    const home = dir()
+    const { hide, reveal } = load(home, {
+      hide: ['~/.config/op', '/srv//vault/'],
+      reveal: ['~/.ssh/known_hosts'],
+    }).sandbox
+    expect(hide.slice(-2)).toEqual([join(home, '.config', 'op'), '/srv/vault'])
+    expect(reveal).toEqual([join(home, '.ssh', 'known_hosts')])
+  })
+
+  it('refuses an entry it cannot use: BAD_REQUEST naming the entry and why', () => {
+    const home = dir()
+    const cases: [string, RegExp][] = [
+      ['relative/path', /sandbox\.hide\.0: "relative\/path" must be an absolute path or start with ~\//],
+      ['~root/.ssh', /sandbox\.hide\.0: "~root\/.ssh" must be an absolute path or start with ~\//],
+      ['~/../etc', /sandbox\.hide\.0: "~\/..\/etc" may not hold "." or ".." segments/],
+      ['~/.aws/**', /sandbox\.hide\.0: "~\/.aws\/\*\*" "\*\*" is not supported/],
+      ['/', /sandbox\.hide\.0: "\/" "\/" would hide the whole filesystem/],
+      ['', /sandbox\.hide\.0: "" must be an absolute path/],
+    ]
+    for (const [entry, message] of cases) {
+      expect(() => load(home, { hide: [entry] })).toThrow(
+        expect.objectContaining({ code: 'BAD_REQUEST', message: expect.stringMatching(message) }),
+      )
+    }
+    expect(() => load(home, { reveal: ['~/ok', 'nope'] })).toThrow(
+      /sandbox\.reveal\.1: "nope" must be an absolute path/,
+    )
+  })
+
+  it("never reveals Chronicle's own data directory or config file, by name or by glob", () => {
+    const home = dir()
+    for (const entry of ['~/.local/share/chronicle', '~/.local/share/chron*', '~/.local/share/chronicle/token']) {
+      expect(() => load(home, { reveal: [entry] })).toThrow(
+        expect.objectContaining({
+          code: 'BAD_REQUEST',
+          message: expect.stringMatching(
+            /sandbox\.reveal\.0: .* would reveal Chronicle's own data directory or config file/,
+          ),
+        }),
+      )
+    }
+    expect(() => load(home, { reveal: [join(home, 'chronicle.json')] })).toThrow(/would reveal Chronicle's own/)
+    // a reveal of a parent is fine: the data dir, more specific, stays hidden (src/tools/sandbox-mounts.ts)
+    expect(load(home, { reveal: ['~/.local/share'] }).sandbox.reveal).toEqual([join(home, '.local', 'share')])
+  })
+})
+
 describe('the store', () => {
   it('CHRONICLE_DATABASE_URL names a PostgreSQL database, store.url in the user’s file overrides it', () => {
     const home = dir()

@@ -23,6 +23,8 @@ export interface HostileServer {
   readonly pid: number
   /** runs one prompt to its end in a new session; resolves with the session id */
   prompt(text: string): Promise<string>
+  /** one request to the server's HTTP API with the token (throws on an error status) */
+  api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>
   events(sessionId: string): Promise<{ seq: number; type: string; at: string; data: Record<string, unknown> }[]>
   health(): Promise<number>
   /** stops the server; then the raw database bytes (db + WAL) and an export of each session */
@@ -40,10 +42,12 @@ export interface HostileOptions {
   readonly env?: Record<string, string>
   /** files in the workspace: relative path → content */
   readonly files?: Record<string, string>
+  /** where the server's home and workspace are made (default the OS temp dir; the sandbox mounts its own /tmp) */
+  readonly under?: string
 }
 
 export async function startHostile(options: HostileOptions): Promise<HostileServer> {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-hostile-')))
+  const root = realpathSync(mkdtempSync(join(options.under ?? tmpdir(), 'chronicle-hostile-')))
   const home = join(root, 'home')
   const workspace = join(root, 'workspace')
   mkdirSync(join(home, '.config', 'chronicle'), { recursive: true })
@@ -90,6 +94,7 @@ export async function startHostile(options: HostileOptions): Promise<HostileServ
     home,
     dataDir,
     pid: proc.child.pid as number,
+    api: call,
     async prompt(text) {
       const { session } = (await call('POST', '/sessions', { directory: workspace })) as { session: { id: string } }
       sessions.push(session.id)

@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder'
 import { dirname, isAbsolute, join } from 'node:path'
 import { z } from 'zod'
 import { childEnv, type ChildEnvOptions } from '../child-env.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { OutputCapture } from '../output-capture.js'
 import { accessPath, resolveInWorkspace } from '../paths.js'
 import { simpleCommands } from '../permission/shell-split.js'
@@ -39,6 +40,8 @@ export interface BashToolDeps {
   readonly dataDir: string
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials: a path inside one asks `credentials` (default: none) */
+  readonly credentials?: CredentialPaths
   /** the environment commands' allow-listed variables come from (default process.env) */
   readonly env?: NodeJS.ProcessEnv
   /** what the user's config adds to commands' environment */
@@ -82,7 +85,9 @@ export function createBashTool(deps: BashToolDeps) {
     // its own timeout, the kill grace, and room to read what is left and save it
     budgetMs: (args) => (args.timeout ?? DEFAULT_TIMEOUT_MS) + grace + 30_000,
     async execute(args, ctx) {
-      const cwd = args.workdir ? (await accessPath(ctx, args.workdir, { forbidden })).real : ctx.directory
+      const cwd = args.workdir
+        ? (await accessPath(ctx, args.workdir, { forbidden, credentials: deps.credentials })).real
+        : ctx.directory
       if (!existsSync(cwd) || !statSync(cwd).isDirectory())
         throw new ToolFailure('failed', `workdir does not exist: ${args.workdir ?? cwd}`)
       const outside = outsidePaths(args.command, cwd, ctx.directory)

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { FileTimes } from '../file-times.js'
 import { askToChange } from '../approval-diff.js'
 import { accessPath } from '../paths.js'
@@ -22,7 +23,11 @@ const parameters = z.object({
 })
 
 /** edit: exact string replacement in a file the session has read and that has not changed since. */
-export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonly string[] }) {
+export function createEditTool(deps: {
+  fileTimes: FileTimes
+  forbidden?: readonly string[]
+  credentials?: CredentialPaths
+}) {
   return defineTool({
     id: 'edit',
     permission: 'edit',
@@ -34,7 +39,10 @@ export function createEditTool(deps: { fileTimes: FileTimes; forbidden?: readonl
       if (args.oldString === args.newString) {
         throw new ToolFailure('invalid', 'oldString and newString are identical; there is nothing to change.')
       }
-      const path = await accessPath(ctx, args.filePath, { forbidden: deps.forbidden ?? [] })
+      const path = await accessPath(ctx, args.filePath, {
+        forbidden: deps.forbidden ?? [],
+        credentials: deps.credentials,
+      })
       if (args.oldString === '') {
         if (existsSync(path.real)) {
           throw new ToolFailure('failed', `${path.display} already exists; give the text to replace in oldString.`)

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { accessPath } from '../paths.js'
 import { compileGlob } from '../search/glob-match.js'
 import { readDecisions } from '../search/read-decisions.js'
@@ -20,7 +21,7 @@ const parameters = z.object({
  * are shown, so nothing is asked; files whose read the rules deny are left out
  * and forbidden roots are never entered (search/search-scope.ts).
  */
-export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
+export function createGlobTool(deps: { forbidden?: readonly string[]; credentials?: CredentialPaths } = {}) {
   const forbidden = deps.forbidden ?? []
   return defineTool({
     id: 'glob',
@@ -28,13 +29,13 @@ export function createGlobTool(deps: { forbidden?: readonly string[] } = {}) {
     description: `Finds files by glob pattern (e.g. "**/*.ts"). Returns absolute paths, most recently modified first, at most ${LIMIT}. Skips ${DEFAULT_IGNORES.slice(0, 3).join(', ')} and similar directories.`,
     parameters,
     async execute(args, ctx) {
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden })
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden, credentials: deps.credentials })
       if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory())
         throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'glob', patterns: [args.pattern], metadata: { path: root.real } })
       const matches = compileGlob(args.pattern)
       const tick = createTick()
-      const scope = createSearchScope(ctx, root, forbidden)
+      const scope = createSearchScope(ctx, root, forbidden, deps.credentials)
       const matched: { path: string; display: string }[] = []
       for await (const e of walk(root.real, { skip: scope.skip, tick })) {
         if (ctx.abort.aborted) throw new ToolFailure('aborted', 'glob was cancelled')

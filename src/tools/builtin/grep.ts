@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { accessPath } from '../paths.js'
 import { compileGlob } from '../search/glob-match.js'
 import { GREP_DEADLINE_MS, searchInWorker } from '../search/grep-search.js'
@@ -33,6 +34,8 @@ export interface GrepToolDeps {
   readonly dataDir?: string
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials: a path inside one asks `credentials` (default: none) */
+  readonly credentials?: CredentialPaths
   /** how long the search may run before it is stopped (default GREP_DEADLINE_MS) */
   readonly deadlineMs?: number
 }
@@ -62,13 +65,13 @@ export function createGrepTool(deps: GrepToolDeps = {}) {
       }
       // a session's own saved outputs may be searched, as the truncation note tells the model
       const trusted = deps.dataDir ? [outputDir(deps.dataDir, ctx.sessionId)] : []
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden, trusted })
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden, trusted, credentials: deps.credentials })
       const stat = statSync(root.real, { throwIfNoEntry: false })
       if (!stat) throw new ToolFailure('failed', `Path not found: ${root.display}`)
       await ctx.ask({ permission: 'grep', patterns: [args.pattern], metadata: { path: root.real } })
       const include = args.include ? compileGlob(args.include) : undefined
       const tick = createTick()
-      const scope = createSearchScope(ctx, root, forbidden)
+      const scope = createSearchScope(ctx, root, forbidden, deps.credentials)
       const candidates: { path: string; display: string }[] = []
       if (stat.isDirectory()) {
         for await (const e of walk(root.real, { skip: scope.skip, tick })) {

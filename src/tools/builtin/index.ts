@@ -3,6 +3,7 @@ import { createFileTimes, type FileTimes } from '../file-times.js'
 import type { ChildEnvOptions } from '../child-env.js'
 import type { Connector } from '../net/connect.js'
 import type { Resolver } from '../net/resolve.js'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { Redactor } from '../redact.js'
 import type { Sandbox } from '../sandbox.js'
 import type { Tool } from '../tool.js'
@@ -21,6 +22,8 @@ export interface BuiltinToolDeps {
   readonly dataDir: string
   /** roots no tool may touch, even inside a session directory (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials (docs/SECURITY.md): the file tools ask `credentials` for a path inside one */
+  readonly credentials?: CredentialPaths
   /** records todo.updated for the session (the runtime appends it) */
   readonly updateTodos: (sessionId: string, items: TodoItem[]) => Promise<void> | void
   readonly fileTimes?: FileTimes
@@ -46,10 +49,12 @@ export interface BuiltinToolDeps {
 export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const fileTimes = deps.fileTimes ?? createFileTimes()
   const forbidden = deps.forbidden ?? [deps.dataDir]
+  const credentials = deps.credentials
   return [
     createBashTool({
       dataDir: deps.dataDir,
       forbidden,
+      credentials,
       ...(deps.env && { env: deps.env }),
       ...(deps.sandbox && { sandbox: deps.sandbox }),
       ...(deps.childEnv && { childEnv: deps.childEnv }),
@@ -57,12 +62,12 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       ...(deps.killGraceMs !== undefined && { killGraceMs: deps.killGraceMs }),
       ...(deps.spawn && { spawn: deps.spawn }),
     }),
-    createReadTool({ dataDir: deps.dataDir, fileTimes, forbidden }),
-    createGlobTool({ forbidden }),
-    createGrepTool({ dataDir: deps.dataDir, forbidden }),
-    createListTool({ forbidden }),
-    createEditTool({ fileTimes, forbidden }),
-    createWriteTool({ fileTimes, forbidden }),
+    createReadTool({ dataDir: deps.dataDir, fileTimes, forbidden, credentials }),
+    createGlobTool({ forbidden, credentials }),
+    createGrepTool({ dataDir: deps.dataDir, forbidden, credentials }),
+    createListTool({ forbidden, credentials }),
+    createEditTool({ fileTimes, forbidden, credentials }),
+    createWriteTool({ fileTimes, forbidden, credentials }),
     createTodoWriteTool({ updateTodos: deps.updateTodos }),
     createWebFetchTool({
       dataDir: deps.dataDir,

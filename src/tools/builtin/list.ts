@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { accessPath } from '../paths.js'
 import { compileGlob } from '../search/glob-match.js'
 import { createSearchScope } from '../search/search-scope.js'
@@ -18,7 +19,7 @@ const parameters = z.object({
  * entries. Only names are shown, so nothing is asked; entries whose read the
  * rules deny are left out and forbidden roots are never entered.
  */
-export function createListTool(deps: { forbidden?: readonly string[] } = {}) {
+export function createListTool(deps: { forbidden?: readonly string[]; credentials?: CredentialPaths } = {}) {
   const forbidden = deps.forbidden ?? []
   return defineTool({
     id: 'list',
@@ -26,12 +27,12 @@ export function createListTool(deps: { forbidden?: readonly string[] } = {}) {
     description: `Lists a directory tree (indented; directories end with "/"), at most ${LIMIT} entries. Dependency and VCS directories such as node_modules and .git are left out; pass ignore globs to leave out more.`,
     parameters,
     async execute(args, ctx) {
-      const root = await accessPath(ctx, args.path ?? '.', { forbidden })
+      const root = await accessPath(ctx, args.path ?? '.', { forbidden, credentials: deps.credentials })
       if (!statSync(root.real, { throwIfNoEntry: false })?.isDirectory())
         throw new ToolFailure('failed', `Not a directory: ${root.display}`)
       await ctx.ask({ permission: 'list', patterns: [root.display], metadata: { path: root.real } })
       const ignores = (args.ignore ?? []).map(compileGlob)
-      const scope = createSearchScope(ctx, root, forbidden)
+      const scope = createSearchScope(ctx, root, forbidden, deps.credentials)
       const lines: string[] = [`${root.real}/`]
       let count = 0
       let truncated = false

@@ -3,6 +3,7 @@ import { opendir } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { FileTimes } from '../file-times.js'
 import { scanLines, type ScanResult } from '../line-scan.js'
 import { accessPath } from '../paths.js'
@@ -82,6 +83,8 @@ export interface ReadToolDeps {
   readonly fileTimes: FileTimes
   /** roots no tool may touch (default: the data directory) */
   readonly forbidden?: readonly string[]
+  /** the user's hidden credentials: a path inside one asks `credentials` (default: none) */
+  readonly credentials?: CredentialPaths
 }
 
 /** read: numbered lines of a text file, capped at 2000 lines, 2000 characters a line and 50 KB. */
@@ -95,6 +98,7 @@ export function createReadTool(deps: ReadToolDeps) {
       const path = await accessPath(ctx, args.filePath, {
         trusted: [outputDir(deps.dataDir, ctx.sessionId)],
         forbidden: deps.forbidden ?? [deps.dataDir],
+        credentials: deps.credentials,
       })
       await ctx.ask({ permission: 'read', patterns: [path.display], metadata: { filePath: path.real } })
       let stat: Stats

@@ -1,6 +1,7 @@
 import { mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { z } from 'zod'
+import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { FileTimes } from '../file-times.js'
 import { askToChange } from '../approval-diff.js'
 import { accessPath } from '../paths.js'
@@ -13,7 +14,11 @@ const parameters = z.object({
 })
 
 /** write: creates or overwrites a file. Overwriting needs a read of the current content first. */
-export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readonly string[] }) {
+export function createWriteTool(deps: {
+  fileTimes: FileTimes
+  forbidden?: readonly string[]
+  credentials?: CredentialPaths
+}) {
   return defineTool({
     id: 'write',
     permission: 'edit',
@@ -22,7 +27,10 @@ export function createWriteTool(deps: { fileTimes: FileTimes; forbidden?: readon
       'Writes a file with the given content, creating parent directories. To overwrite an existing file you must have read it in this session (and it must not have changed since). Prefer edit for changes to existing files.',
     parameters,
     async execute(args, ctx) {
-      const path = await accessPath(ctx, args.filePath, { forbidden: deps.forbidden ?? [] })
+      const path = await accessPath(ctx, args.filePath, {
+        forbidden: deps.forbidden ?? [],
+        credentials: deps.credentials,
+      })
       const existing = statSync(path.real, { throwIfNoEntry: false })
       const exists = existing !== undefined
       if (existing?.isDirectory()) throw new ToolFailure('failed', `${path.display} is a directory`)

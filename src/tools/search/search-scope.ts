@@ -1,10 +1,13 @@
+import { type CredentialPaths, NOTHING_HIDDEN } from '../credentials/credential-paths.js'
 import { isWithin, realpathNearest, type ResolvedPath } from '../paths.js'
 import type { ToolContext } from '../tool.js'
 import { DEFAULT_IGNORES, type WalkEntry } from '../walk.js'
 
 /**
  * What glob, grep and list may see under their root. The walk never enters a
- * forbidden root (Chronicle's data directory, even inside the workspace), a
+ * forbidden root (Chronicle's data directory, even inside the workspace), the
+ * user's hidden credentials (`~/.ssh`, …: left out without asking, unless the
+ * walk starts inside the one it meets — its root asked `credentials`), a
  * dependency or VCS directory (DEFAULT_IGNORES, by name), or a directory whose
  * `read` the rules deny — listing a directory is reading it. Entries are
  * named for the rules as the read tool names them: relative to the session
@@ -18,10 +21,21 @@ export interface SearchScope {
   skip(entry: WalkEntry): boolean
 }
 
-export function createSearchScope(ctx: ToolContext, root: ResolvedPath, forbidden: readonly string[]): SearchScope {
+export function createSearchScope(
+  ctx: ToolContext,
+  root: ResolvedPath,
+  forbidden: readonly string[],
+  credentials: CredentialPaths = NOTHING_HIDDEN,
+): SearchScope {
   // a forbidden root that holds the session directory (a fork's, under the data dir) closes everything but it
   const own = realpathNearest(ctx.directory)
   const closed = forbidden.map(realpathNearest)
+  const hidden = credentials.view(ctx.directory)
+  const meetsHidden = hidden.reaches(root.real)
+  const isHidden = (path: string) => {
+    const covering = meetsHidden ? hidden.hiding(path) : undefined
+    return covering !== undefined && !isWithin(covering, root.real)
+  }
   const prefix = root.inside && root.display !== '.' ? `${root.display}/` : ''
   const display = (entry: WalkEntry) => (root.inside ? prefix + entry.relative : entry.path)
   return {
@@ -29,6 +43,7 @@ export function createSearchScope(ctx: ToolContext, root: ResolvedPath, forbidde
     skip(entry) {
       if (closed.some((c) => isWithin(c, entry.path) && !(c !== own && isWithin(c, own) && isWithin(own, entry.path))))
         return true
+      if (isHidden(entry.path)) return true
       if (!entry.dirent.isDirectory()) return false
       return (
         DEFAULT_IGNORES.includes(entry.dirent.name) ||
