@@ -6,7 +6,7 @@ import { checkBelongs, checkExpectedVersion } from './append-rules.js'
 import { type CommitListener, CommitListeners } from './commit-listeners.js'
 import { BlobStore } from './blobs.js'
 import { closedError, CommitScheduler, type PendingAppend, type Settle } from './commit-scheduler.js'
-import { eventHash } from './chain.js'
+import { chainHex } from './chain.js'
 import { Interned } from './interned.js'
 import { deflated, migrate, PART_PREFIX } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
@@ -71,10 +71,10 @@ const STREAM_VERSIONS_KEPT = 2048
 
 export { isSystemStream, SYSTEM_STREAM_PREFIX } from './append-rules.js'
 
-/** A stream's last version and that event's hash (null: logged before the chain). */
+/** A stream's last version and that event's hash in hex ('': none, or logged before the chain). */
 interface StreamHead {
   readonly version: number
-  readonly hash: Buffer | null
+  readonly hash: string
 }
 
 /**
@@ -146,7 +146,10 @@ export class EventStore implements Readable {
       version: db
         .prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)')
         .pluck(),
-      streamVersion: db.prepare('SELECT version, hash FROM event_log WHERE stream = ? ORDER BY version DESC LIMIT 1'),
+      // hex(NULL) is '': the chain's hex before its first event
+      streamVersion: db.prepare(
+        'SELECT version, lower(hex(hash)) AS hash FROM event_log WHERE stream = ? ORDER BY version DESC LIMIT 1',
+      ),
       maxSeq: db.prepare('SELECT MAX(seq) FROM event_log').pluck(),
       setChainHead: db.prepare('UPDATE log_chain SET head_seq = ?, head_hash = ? WHERE id = 1'),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
@@ -413,7 +416,7 @@ export class EventStore implements Readable {
       const stream = this.interned.stream.id(sessionId)
       const last = versions.get(stream) ??
         this.streamVersions.get(stream) ??
-        (this.stmt.streamVersion.get(stream) as StreamHead | undefined) ?? { version: 0, hash: null }
+        (this.stmt.streamVersion.get(stream) as StreamHead | undefined) ?? { version: 0, hash: '' }
       let version = last.version
       let previous = last.hash
       checkExpectedVersion(sessionId, version, options.expectedVersion)
@@ -428,7 +431,7 @@ export class EventStore implements Readable {
         const json = JSON.stringify(e.data)
         const [data, part] = this.encode(json, e)
         seq++
-        const hash = eventHash(previous, {
+        const hex = chainHex(previous, {
           seq,
           sessionId,
           version,
@@ -438,7 +441,8 @@ export class EventStore implements Readable {
           meta: metaJson,
           data: json,
         })
-        previous = hash
+        previous = hex
+        const hash = Buffer.from(hex, 'hex')
         head = hash
         this.stmt.insert.run(
           seq,
