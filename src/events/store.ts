@@ -8,6 +8,7 @@ import { BlobStore } from './blobs.js'
 import { closedError, CommitScheduler, type PendingAppend, type Settle } from './commit-scheduler.js'
 import { chainHex } from './chain.js'
 import { Interned } from './interned.js'
+import { LogInserts } from './log-inserts.js'
 import { deflated, migrate, PART_PREFIX } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
 
@@ -109,8 +110,9 @@ export class EventStore implements Readable {
   private readonly streamVersions = new Map<number, StreamHead>()
   private dataVersion = -1
 
+  /** the rows of the commit under way (src/events/log-inserts.ts) */
+  private readonly inserts: LogInserts
   private readonly stmt: {
-    insert: Database.Statement
     version: Database.Statement
     streamVersion: Database.Statement
     maxSeq: Database.Statement
@@ -138,11 +140,9 @@ export class EventStore implements Readable {
     this.now = options.now ?? Date.now
     migrate(db)
     this.blobs = new BlobStore(db)
+    // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
+    this.inserts = new LogInserts(db)
     this.stmt = {
-      // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
-      insert: db.prepare(
-        'INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at, part, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
       version: db
         .prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)')
         .pluck(),
@@ -401,6 +401,7 @@ export class EventStore implements Readable {
 
   /** The body of one append transaction: version checks, inserts, then the projection. */
   private insertBatch(batch: readonly PendingAppend[], at: number, atIso: string) {
+    this.inserts.discard() // what a failed batch left
     const dataVersion = this.stmt.dataVersion.get() as number
     if (dataVersion !== this.dataVersion) {
       this.streamVersions.clear()
@@ -444,7 +445,7 @@ export class EventStore implements Readable {
         previous = hex
         const hash = Buffer.from(hex, 'hex')
         head = hash
-        this.stmt.insert.run(
+        this.inserts.add(
           seq,
           stream,
           version,
@@ -471,6 +472,7 @@ export class EventStore implements Readable {
       out.push(stored)
       all.push(...stored)
     }
+    this.inserts.flush()
     if (head) this.stmt.setChainHead.run(seq, head)
     this.project?.(this.db, all)
     return { out, all, versions }
