@@ -413,6 +413,10 @@ export class EventStore implements Readable {
     const versions = new Map<number, StreamHead>()
     const out: StoredEvent[][] = []
     const all: StoredEvent[] = []
+    // Appends of a batch mostly share their meta (a run's recorder passes one object): its JSON and id once.
+    let lastMeta: EventMeta | undefined
+    let metaJson = ''
+    let meta = 0
     for (const { sessionId, events, options } of batch) {
       const stream = this.interned.stream.id(sessionId)
       const last = versions.get(stream) ??
@@ -422,8 +426,11 @@ export class EventStore implements Readable {
       let previous = last.hash
       checkExpectedVersion(sessionId, version, options.expectedVersion)
       const stored: StoredEvent[] = []
-      const metaJson = JSON.stringify(options.meta)
-      const meta = this.interned.meta.id(metaJson)
+      if (options.meta !== lastMeta) {
+        lastMeta = options.meta
+        metaJson = JSON.stringify(lastMeta)
+        meta = this.interned.meta.id(metaJson)
+      }
       const itemAt = options.at ?? at
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       for (const e of events) {
