@@ -151,7 +151,7 @@ export class EventStore implements Readable {
         'SELECT version, lower(hex(hash)) AS hash FROM event_log WHERE stream = ? ORDER BY version DESC LIMIT 1',
       ),
       maxSeq: db.prepare('SELECT MAX(seq) FROM event_log').pluck(),
-      setChainHead: db.prepare('UPDATE log_chain SET head_seq = ?, head_hash = ? WHERE id = 1'),
+      setChainHead: db.prepare('UPDATE log_chain SET head_seq = ?, head_hash = unhex(?) WHERE id = 1'),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       sessionOfType: db.prepare('SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY seq'),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
@@ -409,7 +409,7 @@ export class EventStore implements Readable {
     }
     // Seqs are given, not left to SQLite: each event's hash covers its own (src/events/chain.ts).
     let seq = (this.stmt.maxSeq.get() as number | null) ?? 0
-    let head: Buffer | null = null
+    let head = '' // the last event's hash, hex
     const versions = new Map<number, StreamHead>()
     const out: StoredEvent[][] = []
     const all: StoredEvent[] = []
@@ -450,8 +450,7 @@ export class EventStore implements Readable {
           data: json,
         })
         previous = hex
-        const hash = Buffer.from(hex, 'hex')
-        head = hash
+        head = hex
         this.inserts.add(
           seq,
           stream,
@@ -462,7 +461,7 @@ export class EventStore implements Readable {
           meta,
           itemAt,
           part,
-          hash,
+          hex,
         )
         stored.push({
           seq,
