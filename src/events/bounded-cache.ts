@@ -55,6 +55,14 @@ export class BoundedCache<K, V> {
     return slot.value
   }
 
+  /** The value, removed from the cache (undefined when absent, or idle too long): a get and a delete in one. */
+  take(key: K): V | undefined {
+    const slot = this.slots.get(key)
+    if (!slot) return undefined
+    this.delete(key)
+    return this.now() - slot.used >= this.bounds.idleMs ? undefined : slot.value
+  }
+
   /** The value without using it: neither its recency nor its idle time changes. */
   peek(key: K): V | undefined {
     return this.slots.get(key)?.value
@@ -71,9 +79,10 @@ export class BoundedCache<K, V> {
       this.total -= prior.bytes
       this.slots.delete(key)
     }
-    this.slots.set(key, { value, bytes, used: this.now() })
+    const now = this.now()
+    this.slots.set(key, { value, bytes, used: now })
     this.total += bytes
-    this.evict()
+    this.evict(now)
   }
 
   /** Re-estimates an entry's bytes (it grew or shrank in place), then evicts past the bounds. */
@@ -93,8 +102,8 @@ export class BoundedCache<K, V> {
   }
 
   /** Drops every entry unused for idleMs (the least recently used come first, so it stops at the first in use). */
-  sweep(): void {
-    const limit = this.now() - this.bounds.idleMs
+  sweep(now = this.now()): void {
+    const limit = now - this.bounds.idleMs
     for (const [key, slot] of this.slots) {
       if (slot.used > limit) break
       this.delete(key)
@@ -110,8 +119,8 @@ export class BoundedCache<K, V> {
     return this.slots.keys()
   }
 
-  private evict(): void {
-    this.sweep()
+  private evict(now = this.now()): void {
+    this.sweep(now)
     for (const key of this.slots.keys()) {
       if (this.slots.size <= this.bounds.entries && this.total <= this.bounds.bytes) break
       this.delete(key)

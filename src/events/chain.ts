@@ -50,12 +50,25 @@ export function chainedFields(row: EventRow): ChainedFields {
 }
 
 export function eventHash(previous: Buffer | null, e: ChainedFields): Buffer {
-  // One string, hashed at once (a Hash object per event costs more than the hash itself). A JSON array keeps the
-  // fields apart whatever a session id holds; meta is JSON (no raw newline); data comes last.
-  const fields = JSON.stringify([e.seq, e.sessionId, e.version, e.type, e.schemaVersion, e.at])
-  const text = `${previous ? previous.toString('hex') : ''}\n${fields}\n${e.meta}\n${e.data}`
-  return hash('sha256', text, 'buffer').subarray(0, HASH_BYTES)
+  return Buffer.from(chainHex(previous ? previous.toString('hex') : '', e), 'hex')
 }
+
+/**
+ * eventHash in hex, chained from the previous hash in hex ('' for none): what the store computes for every
+ * event, carrying the hex from one event of a stream to the next. The text is hashed in one call, and hex is
+ * the one output crypto.hash takes without normalising its name: a Hash object per event, a Buffer output and
+ * a JSON array for the fields line each cost more than the sha256 itself (docs/ARCHITECTURE.md "Performance
+ * notes"). The fields line is the JSON array [seq, sessionId, version, type, schemaVersion, at] written out:
+ * its strings quoted by JSON, which keeps the fields apart whatever a session id holds; meta is JSON (no raw
+ * newline); data comes last.
+ */
+export function chainHex(previousHex: string, e: ChainedFields): string {
+  const fields = `[${jsonNumber(e.seq)},${JSON.stringify(e.sessionId)},${jsonNumber(e.version)},${JSON.stringify(e.type)},${jsonNumber(e.schemaVersion)},${jsonNumber(e.at)}]`
+  return hash('sha256', `${previousHex}\n${fields}\n${e.meta}\n${e.data}`, 'hex').slice(0, HASH_BYTES * 2)
+}
+
+/** A number as JSON.stringify writes it: as String does, except that JSON has no NaN or Infinity. */
+const jsonNumber = (n: number): string => (Number.isFinite(n) ? `${n}` : 'null')
 
 /** The whole log's digest after one more event. */
 export function logDigest(previous: Buffer, eventHash: Buffer): Buffer {

@@ -7,8 +7,9 @@ import { type CommitListener, CommitListeners } from './commit-listeners.js'
 import { BlobStore } from './blobs.js'
 import { copyDatabase, type DatabaseCopy } from './backup.js'
 import { closedError, CommitScheduler, type PendingAppend, type Settle } from './commit-scheduler.js'
-import { eventHash } from './chain.js'
+import { chainHex } from './chain.js'
 import { Interned } from './interned.js'
+import { LogInserts } from './log-inserts.js'
 import { deflated, migrate, PART_PREFIX } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
 
@@ -70,12 +71,15 @@ const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
  */
 const STREAM_VERSIONS_KEPT = 2048
 
+/** WAL written between automatic checkpoints: SQLite's default (1000 pages) at its default page size, 4 KiB. */
+const WAL_CHECKPOINT_BYTES = 4 * 2 ** 20
+
 export { isSystemStream, SYSTEM_STREAM_PREFIX } from './append-rules.js'
 
-/** A stream's last version and that event's hash (null: logged before the chain). */
+/** A stream's last version and that event's hash in hex ('': none, or logged before the chain). */
 interface StreamHead {
   readonly version: number
-  readonly hash: Buffer | null
+  readonly hash: string
 }
 
 /**
@@ -110,8 +114,9 @@ export class EventStore implements Readable {
   private readonly streamVersions = new Map<number, StreamHead>()
   private dataVersion = -1
 
+  /** the rows of the commit under way (src/events/log-inserts.ts) */
+  private readonly inserts: LogInserts
   private readonly stmt: {
-    insert: Database.Statement
     version: Database.Statement
     streamVersion: Database.Statement
     maxSeq: Database.Statement
@@ -139,17 +144,18 @@ export class EventStore implements Readable {
     this.now = options.now ?? Date.now
     migrate(db)
     this.blobs = new BlobStore(db)
+    // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
+    this.inserts = new LogInserts(db)
     this.stmt = {
-      // Rows go to event_log with interned ids; reads use the `events` view, which joins them back.
-      insert: db.prepare(
-        'INSERT INTO event_log (seq, stream, version, type, schema_version, data, meta, at, part, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
       version: db
         .prepare('SELECT MAX(version) AS v FROM event_log WHERE stream = (SELECT id FROM streams WHERE session_id = ?)')
         .pluck(),
-      streamVersion: db.prepare('SELECT version, hash FROM event_log WHERE stream = ? ORDER BY version DESC LIMIT 1'),
+      // hex(NULL) is '': the chain's hex before its first event
+      streamVersion: db.prepare(
+        'SELECT version, lower(hex(hash)) AS hash FROM event_log WHERE stream = ? ORDER BY version DESC LIMIT 1',
+      ),
       maxSeq: db.prepare('SELECT MAX(seq) FROM event_log').pluck(),
-      setChainHead: db.prepare('UPDATE log_chain SET head_seq = ?, head_hash = ? WHERE id = 1'),
+      setChainHead: db.prepare('UPDATE log_chain SET head_seq = ?, head_hash = unhex(?) WHERE id = 1'),
       seqAt: db.prepare('SELECT seq FROM events WHERE session_id = ? AND version = ?').pluck(),
       sessionOfType: db.prepare('SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY seq'),
       // keyset by version: within a session, version order is seq order, and the UNIQUE index seeks straight to it
@@ -194,6 +200,11 @@ export class EventStore implements Readable {
     db.pragma('page_size = 2048')
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
+    // A checkpoint (two fsyncs) each WAL_CHECKPOINT_BYTES of log, whatever the page size: SQLite counts pages
+    // (1000), which with 2 KiB pages checkpointed twice as often as with its default 4 KiB ones.
+    db.pragma(
+      `wal_autocheckpoint = ${Math.ceil(WAL_CHECKPOINT_BYTES / (db.pragma('page_size', { simple: true }) as number))}`,
+    )
     db.pragma('cache_size = -64000')
     db.pragma('temp_store = MEMORY')
     return new EventStore(db, options)
@@ -399,6 +410,7 @@ export class EventStore implements Readable {
 
   /** The body of one append transaction: version checks, inserts, then the projection. */
   private insertBatch(batch: readonly PendingAppend[], at: number, atIso: string) {
+    this.inserts.discard() // what a failed batch left
     const dataVersion = this.stmt.dataVersion.get() as number
     if (dataVersion !== this.dataVersion) {
       this.streamVersions.clear()
@@ -406,21 +418,28 @@ export class EventStore implements Readable {
     }
     // Seqs are given, not left to SQLite: each event's hash covers its own (src/events/chain.ts).
     let seq = (this.stmt.maxSeq.get() as number | null) ?? 0
-    let head: Buffer | null = null
+    let head = '' // the last event's hash, hex
     const versions = new Map<number, StreamHead>()
     const out: StoredEvent[][] = []
     const all: StoredEvent[] = []
+    // Appends of a batch mostly share their meta (a run's recorder passes one object): its JSON and id once.
+    let lastMeta: EventMeta | undefined
+    let metaJson = ''
+    let meta = 0
     for (const { sessionId, events, options } of batch) {
       const stream = this.interned.stream.id(sessionId)
       const last = versions.get(stream) ??
         this.streamVersions.get(stream) ??
-        (this.stmt.streamVersion.get(stream) as StreamHead | undefined) ?? { version: 0, hash: null }
+        (this.stmt.streamVersion.get(stream) as StreamHead | undefined) ?? { version: 0, hash: '' }
       let version = last.version
       let previous = last.hash
       checkExpectedVersion(sessionId, version, options.expectedVersion)
       const stored: StoredEvent[] = []
-      const metaJson = JSON.stringify(options.meta)
-      const meta = this.interned.meta.id(metaJson)
+      if (options.meta !== lastMeta) {
+        lastMeta = options.meta
+        metaJson = JSON.stringify(lastMeta)
+        meta = this.interned.meta.id(metaJson)
+      }
       const itemAt = options.at ?? at
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       for (const e of events) {
@@ -429,7 +448,7 @@ export class EventStore implements Readable {
         const json = JSON.stringify(e.data)
         const [data, part] = this.encode(json, e)
         seq++
-        const hash = eventHash(previous, {
+        const hex = chainHex(previous, {
           seq,
           sessionId,
           version,
@@ -439,9 +458,9 @@ export class EventStore implements Readable {
           meta: metaJson,
           data: json,
         })
-        previous = hash
-        head = hash
-        this.stmt.insert.run(
+        previous = hex
+        head = hex
+        this.inserts.add(
           seq,
           stream,
           version,
@@ -451,7 +470,7 @@ export class EventStore implements Readable {
           meta,
           itemAt,
           part,
-          hash,
+          hex,
         )
         stored.push({
           seq,
@@ -468,6 +487,7 @@ export class EventStore implements Readable {
       out.push(stored)
       all.push(...stored)
     }
+    this.inserts.flush()
     if (head) this.stmt.setChainHead.run(seq, head)
     this.project?.(this.db, all)
     return { out, all, versions }

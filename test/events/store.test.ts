@@ -397,6 +397,25 @@ describe('durability classes', () => {
     expect(level()).toBe(1)
     store.close()
   })
+  it('checkpoints the WAL every 4 MiB of it, whatever the page size (SQLite counts pages)', () => {
+    const dir = dirs.make()
+    const written = (path: string, pageSize?: number) => {
+      if (pageSize) {
+        const db = new Database(path)
+        db.pragma(`page_size = ${pageSize}`) // a file made by older code, with SQLite's default pages
+        db.pragma('journal_mode = WAL')
+        db.close()
+      }
+      const store = EventStore.open(path)
+      const db = store.asCommitted.reader()
+      const pages = db.pragma('wal_autocheckpoint', { simple: true }) as number
+      const size = db.pragma('page_size', { simple: true }) as number
+      store.close()
+      return { size, bytes: pages * size }
+    }
+    expect(written(join(dir, 'new.db'))).toEqual({ size: 2048, bytes: 4 * 2 ** 20 })
+    expect(written(join(dir, 'old.db'), 4096)).toEqual({ size: 4096, bytes: 4 * 2 ** 20 })
+  })
 })
 
 describe('commit notifications', () => {

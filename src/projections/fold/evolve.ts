@@ -180,10 +180,7 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event), parts: [grown(view, event) as Part] }
     case 'text.ended':
     case 'reasoning.ended': {
-      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, [
-        'text',
-        'reasoning',
-      ])
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, TEXT_TYPES)
       const metadata = event.type === 'reasoning.ended' ? event.data.providerMetadata : undefined
       return {
         session: touch(session, event),
@@ -511,10 +508,7 @@ export function grown(view: SessionView, event: StoredEvent): Part | undefined {
   switch (event.type) {
     case 'text.delta':
     case 'reasoning.delta': {
-      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, [
-        'text',
-        'reasoning',
-      ])
+      const p = partOf<Extract<Part, { type: 'text' | 'reasoning' }>>(view, event, event.data.partId, TEXT_TYPES)
       return copyWith(p, { text: p.text + event.data.text })
     }
     case 'tool.input.delta': {
@@ -524,6 +518,9 @@ export function grown(view: SessionView, event: StoredEvent): Part | undefined {
   }
   return undefined
 }
+
+/** The parts a text or reasoning delta grows (made once: grown runs for every delta). */
+const TEXT_TYPES: ('text' | 'reasoning')[] = ['text', 'reasoning']
 
 /** The part an event names, which must exist with one of the given types. */
 function partOf<P extends Part>(

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { deltaField } from '../../events/rows.js'
+import { windowFor } from '../../events/schema.js'
 import type { Part } from '../fold/model.js'
 import { prepared } from './prepared.js'
 
@@ -126,8 +127,10 @@ export function completed(rows: readonly PartRow[], deltas: readonly LoggedDelta
 export function encodePart(sessionId: string, part: Part): string | Buffer {
   const json = partJson(sessionId, part)
   if (json.length < COMPRESS_FROM) return json
-  const packed = deflateRawSync(json)
-  return packed.length < Buffer.byteLength(json) ? packed : json
+  const bytes = Buffer.byteLength(json)
+  // the smallest window that holds the row, as for event data (src/events/schema.ts): less for zlib to set up
+  const packed = deflateRawSync(json, { windowBits: windowFor(bytes) })
+  return packed.length < bytes ? packed : json
 }
 
 /** A part's row as JSON: without the keys its columns hold (id and messageId; sessionId too, unless it differs). */

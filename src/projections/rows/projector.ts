@@ -110,6 +110,8 @@ class BatchWriter {
   private readonly part = (sessionId: string, id: string, upTo: number) => this.rows.part(sessionId, id, upTo)
   /** each session's forks that read its rows, as the table had them when this batch first asked */
   private readonly children = new Map<string, RowLevel[]>()
+  /** each cached view's session as this batch took it, and its size: a batch of deltas leaves it as it was */
+  private readonly sized = new Map<string, { readonly session: Session | null; readonly bytes: number }>()
 
   constructor(
     private readonly rows: ProjectionRows,
@@ -134,16 +136,19 @@ class BatchWriter {
       }
       this.forked(event.sessionId, event.data.from.seq, parent, touched)
       touched.created = true
+      this.views.set(event.sessionId, view)
     } else if (!view) {
       // The batch owns the cached view until it puts it back (a rolled-back batch leaves none).
-      const cached = this.cache.get(event.sessionId)
-      this.cache.delete(event.sessionId)
-      view = cached && cached.version === event.version - 1 ? cached.view : this.load(event.sessionId)
+      const cached = this.cache.take(event.sessionId)
+      if (cached && cached.version === event.version - 1) {
+        view = cached.view
+        this.sized.set(event.sessionId, { session: view.session, bytes: cached.sessionBytes })
+      } else view = this.load(event.sessionId)
       // What the view does not hold yet is read as of before this batch, whose events are in the log already.
       readThrough(view.messages, event.version - 1, this.message)
       readThrough(view.parts, event.version - 1, this.part)
+      this.views.set(event.sessionId, view)
     }
-    this.views.set(event.sessionId, view)
     touched.version = event.version
     const part = view.session && grown(view, event)
     if (part) {
@@ -256,20 +261,15 @@ class BatchWriter {
       for (const [id, version] of touched.parts)
         this.rows.writePart(sessionId, view.parts.get(id) as Part, touched.version, version)
       // Cache what this batch touched (bounded), on top of what the view already held.
-      const messages = bounded(
-        view.messages,
-        touched.messages.keys(),
-        () => new ReadThroughMap<Message>(this.message, sessionId),
-      )
-      const parts = bounded(
-        view.parts,
-        [...touched.parts.keys(), ...touched.grown],
-        () => new ReadThroughMap<Part>(this.part, sessionId),
-      )
+      const messages = bounded(view.messages, this.message, sessionId, touched.messages.keys())
+      const parts = bounded(view.parts, this.part, sessionId, touched.parts.keys(), touched.grown)
+      // sized again only when it changed (apply replaces the object): ~1 µs a session
+      const sized = this.sized.get(sessionId)
+      const sessionBytes = sized?.session === session ? sized.bytes : approxBytes(session)
       this.cache.set(
         sessionId,
-        { view: { session, messages, parts }, version: touched.version },
-        approxBytes(session) + messages.bytes + parts.bytes,
+        { view: { session, messages, parts }, version: touched.version, sessionBytes },
+        sessionBytes + messages.bytes + parts.bytes,
       )
     }
   }
@@ -339,13 +339,16 @@ class InheritedMap<V extends Message | Part> extends Map<string, V> {
  */
 function bounded<V>(
   from: Map<string, V>,
-  touched: Iterable<string>,
-  fresh: () => ReadThroughMap<V>,
+  fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
+  sessionId: string,
+  ...touched: Iterable<string>[]
 ): ReadThroughMap<V> {
-  const into = from instanceof ReadThroughMap ? (from as ReadThroughMap<V>) : fresh()
-  for (const id of touched) {
-    if (into === from) into.promote(id)
-    else into.set(id, from.get(id) as V)
+  const into = from instanceof ReadThroughMap ? (from as ReadThroughMap<V>) : new ReadThroughMap<V>(fetch, sessionId)
+  for (const ids of touched) {
+    for (const id of ids) {
+      if (into === from) into.promote(id)
+      else into.set(id, from.get(id) as V)
+    }
   }
   for (const id of into.keys()) {
     if (into.size <= ENTITIES_PER_SESSION) break
@@ -371,9 +374,11 @@ function readThrough<V>(
  */
 class ReadThroughMap<V> extends Map<string, V> {
   upTo = Number.MAX_SAFE_INTEGER
-  /** approxBytes of the entities held, and of each */
-  bytes = 0
+  /** approxBytes of the entities held as last sized, and of each */
+  private sized = 0
   private readonly sizes = new Map<string, number>()
+  /** entities set since the map was last sized: a part a batch grows delta by delta is sized once, at its end */
+  private readonly unsized = new Set<string>()
   constructor(
     public fetch: (sessionId: string, id: string, upTo: number) => V | undefined,
     private readonly sessionId: string,
@@ -388,15 +393,24 @@ class ReadThroughMap<V> extends Map<string, V> {
     return value
   }
   override set(id: string, value: V): this {
-    const size = approxBytes(value)
-    this.bytes += size - (this.sizes.get(id) ?? 0)
-    this.sizes.set(id, size)
+    this.unsized.add(id)
     return super.set(id, value)
   }
   override delete(id: string): boolean {
-    this.bytes -= this.sizes.get(id) ?? 0
+    this.unsized.delete(id)
+    this.sized -= this.sizes.get(id) ?? 0
     this.sizes.delete(id)
     return super.delete(id)
+  }
+  /** approxBytes of the entities held */
+  get bytes(): number {
+    for (const id of this.unsized) {
+      const size = approxBytes(super.get(id))
+      this.sized += size - (this.sizes.get(id) ?? 0)
+      this.sizes.set(id, size)
+    }
+    this.unsized.clear()
+    return this.sized
   }
   /** Moves an entity held to the end (the most recently written), as it is. */
   promote(id: string): void {
@@ -411,6 +425,8 @@ class ReadThroughMap<V> extends Map<string, V> {
 interface Cached {
   readonly view: SessionView
   readonly version: number
+  /** approxBytes of the view's session (an object a change replaces, so it stands while the session does) */
+  readonly sessionBytes: number
 }
 
 type Kind = RowKind
