@@ -186,6 +186,8 @@ const Limits = z.object({
   heartbeatMs: z.number().int().positive().optional(),
   /** a model stream silent this long is stalled: retried before its first output, else the step fails */
   modelStallMs: z.number().int().positive().optional(),
+  /** the free space the data directory's filesystem must have for the server to start */
+  minFreeBytes: z.number().int().nonnegative().optional(),
 })
 
 /**
@@ -256,6 +258,7 @@ export interface ResolvedLimits {
   readonly slowConsumerMs: number
   readonly heartbeatMs: number
   readonly modelStallMs: number
+  readonly minFreeBytes: number
 }
 
 export interface ChronicleConfig {
@@ -320,6 +323,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = {
   slowConsumerMs: 30_000,
   heartbeatMs: 15_000,
   modelStallMs: 300_000,
+  minFreeBytes: 64 * 2 ** 20,
 }
 
 const Env = z.object({

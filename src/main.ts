@@ -48,6 +48,7 @@ import { credentialPaths } from './tools/credentials/credential-paths.js'
 import { detectSandbox, type Sandbox } from './tools/sandbox.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
+import { checkFreeSpace } from './free-space.js'
 import { buildApp, type App } from './http/app.js'
 import type { AppDeps, RuntimePort } from './http/deps.js'
 import { LoginCodes, loginUrl } from './http/login-codes.js'
@@ -122,6 +123,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     )
   }
   const dbPath = secureDataDir(config.dataDir)
+  checkFreeSpace(config.dataDir, config.limits.minFreeBytes)
   const token = resolveToken(
     config.dataDir,
     config.token ? { token: config.token, source: config.tokenSource ?? 'config' } : undefined,

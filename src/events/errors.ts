@@ -81,6 +81,8 @@ export const ERROR_STATUS = {
   STORE_NOT_EMPTY: 409,
   /** the store's file fails its integrity check (SQLite's quick_check, or the hash chain's last events): not served */
   STORE_DAMAGED: 500,
+  /** the data directory's filesystem is (nearly) full: nothing was written */
+  STORAGE_FULL: 507,
   /** a backup that fails its checks before a restore (docs/BACKUP.md): nothing was replaced */
   BACKUP_INVALID: 400,
   /** a backup asked for while another runs, or into a path that exists */
