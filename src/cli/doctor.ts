@@ -375,7 +375,13 @@ async function checkServer(url: string, token: string | undefined, say: Say): Pr
     say('warn', 'server', `none answers at ${where} (${networkReason(err)}): start one with \`chronicle serve\``)
     return false
   }
-  const body = (await health.json().catch(() => undefined)) as { status?: unknown; version?: unknown } | undefined
+  const body = (await health.json().catch(() => undefined)) as
+    | { status?: unknown; version?: unknown; reason?: unknown }
+    | undefined
+  if (health.ok && body?.status === 'degraded') {
+    say('fail', 'server', `${where} is up but degraded: ${String(body.reason)}`)
+    return false
+  }
   if (!health.ok || body?.status !== 'ok') {
     say(
       'fail',

@@ -92,7 +92,7 @@ export class ChronicleHttp {
     >
   }
 
-  health(): Promise<{ status: string; version: string }> {
+  health(): Promise<{ status: 'ok' | 'degraded'; version: string; reason?: string }> {
     return this.request('GET', '/health')
   }
 

@@ -3,6 +3,7 @@ import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from './catalogue.js'
 import { type EventRow, toEvent, validate } from './rows.js'
 import type { EventMeta, StoredEvent } from './envelope.js'
 import { checkBelongs, checkExpectedVersion } from './append-rules.js'
+import { ChronicleError } from './errors.js'
 import { type CommitListener, CommitListeners } from './commit-listeners.js'
 import { BlobStore } from './blobs.js'
 import { copyDatabase, type DatabaseCopy } from './backup.js'
@@ -104,6 +105,7 @@ export class EventStore implements Readable {
   private closed = false
   /** inside commit (its transaction, then its listeners): a read then sees what is committed, and commits nothing */
   private committing = false
+  private full: { since: string } | undefined
   /**
    * Each stream's version as this connection last committed it, so an append
    * need not look it up. Trusted only while no other connection has committed
@@ -347,6 +349,14 @@ export class EventStore implements Readable {
     return this.scheduler.loaded()
   }
 
+  /**
+   * Since when appends fail because the disk is full, until one commits again (docs/BACKUP.md "A full disk"):
+   * what /health says. SQLite rolls the failed transaction back, so the store is as it was before it.
+   */
+  get storageFull(): { readonly since: string } | undefined {
+    return this.full
+  }
+
   private commit(batch: readonly PendingAppend[]): StoredEvent[][] {
     const full = batch.some((b) => b.options.durability === 'full')
     const at = this.now()
@@ -366,12 +376,20 @@ export class EventStore implements Readable {
       this.settleInterned(false)
       this.streamVersions.clear()
       // A remembered version may be stale (a write around the store on this connection): once more, looked up.
-      if (trusted) return this.commit(batch)
+      if (trusted && !isDiskFull(err)) return this.commit(batch)
+      if (isDiskFull(err)) {
+        this.full ??= { since: new Date().toISOString() }
+        throw new ChronicleError(
+          'STORAGE_FULL',
+          `the data directory's filesystem is full (${(err as Error).message}): nothing was written. Free some space; the server goes on by itself`,
+        )
+      }
       throw err
     } finally {
       if (sync) this.db.pragma('synchronous = NORMAL')
       this.committing = outer
     }
+    this.full = undefined
     // Inside a caller's transaction the ids are not committed yet: that caller may still roll back.
     this.settleInterned(!nested)
     if (nested || this.streamVersions.size > STREAM_VERSIONS_KEPT) this.streamVersions.clear()
@@ -665,4 +683,15 @@ export class EventStore implements Readable {
   private assertOpen(): void {
     if (this.closed) throw closedError()
   }
+}
+
+/** SQLite's "database or disk is full", or the OS's ENOSPC under it. */
+function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return (
+    code === 'SQLITE_FULL' ||
+    (typeof code === 'string' &&
+      code.startsWith('SQLITE_IOERR') &&
+      /ENOSPC|No space/i.test(String((err as Error).message)))
+  )
 }

@@ -150,7 +150,7 @@ const WorkspaceAt = { seq: count, tree: z.string().nullable(), snapshotSeq: coun
 
 /** Answers of one route each, named for the protocol command they mirror (docs/API.md). */
 export const Answers = {
-  health: z.looseObject({ status: z.literal('ok'), version: z.string() }),
+  health: z.looseObject({ status: z.enum(['ok', 'degraded']), version: z.string(), reason: z.string().optional() }),
   openapi: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }),
   session: z.looseObject({ session: Session }),
   sessions: z.looseObject({ sessions: z.array(Session), cursor: z.string().optional() }),

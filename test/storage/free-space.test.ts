@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -21,13 +21,20 @@ const mountable = probe.status === 0
 if (!mountable) console.warn(`free-space spec not run: cannot mount a tmpfs here (${String(probe.stderr).trim()})`)
 
 /** `chronicle serve` with its data dir on a fresh tmpfs of `size`: its exit, after it refused or once it listened. */
-function serveOnTmpfs(size: string): Promise<{ code: number | null; stdout: string; stderr: string; health?: number }> {
+function serveOnTmpfs(
+  size: string,
+  opts: {
+    config?: string
+    env?: Record<string, string>
+    whileUp?: (server: { url: string; pid: number; mount: string }) => Promise<void>
+  } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string; health?: number }> {
   const mount = mkdtempSync(join(root, 'fs-'))
   const child = spawn(
     'unshare',
     [
       ...['-rm', 'sh', '-c', 'mount -t tmpfs -o "size=$1" none "$2" && shift 2 && exec "$@"', 'sh', size, mount],
-      ...[process.execPath, ...cliArgs(['serve'])],
+      ...[process.execPath, ...cliArgs(['serve', ...(opts.config ? ['--config', opts.config] : [])])],
     ],
     {
       env: {
@@ -37,6 +44,7 @@ function serveOnTmpfs(size: string): Promise<{ code: number | null; stdout: stri
         CHRONICLE_DATA_DIR: join(mount, 'data'),
         CHRONICLE_PORT: '0',
         CHRONICLE_LOG_LEVEL: 'warn',
+        ...opts.env,
       },
     },
   )
@@ -51,10 +59,15 @@ function serveOnTmpfs(size: string): Promise<{ code: number | null; stdout: stri
       // it answers, then stops as a server does on SIGTERM
       if (url && !asked) {
         asked = true
-        void fetch(`${url}/health`).then((r) => {
-          health = r.status
-          child.kill('SIGTERM')
-        })
+        void fetch(`${url}/health`)
+          .then(async (r) => {
+            health = r.status
+            await opts.whileUp?.({ url, pid: child.pid as number, mount })
+          })
+          .catch((err: unknown) => {
+            stderr += `the spec failed while the server was up: ${String(err)}\n`
+          })
+          .finally(() => child.kill('SIGTERM'))
       }
     })
     child.stderr.on('data', (d) => {
@@ -79,5 +92,71 @@ describe.runIf(mountable)('start-up and free space', () => {
     expect(served.stdout).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/)
     expect(served.health).toBe(200)
     expect([served.code, served.stderr]).toEqual([0, ''])
+  })
+})
+
+describe.runIf(mountable)('a disk that fills while serving', () => {
+  it('refuses appends with STORAGE_FULL, says so on /health, loses nothing acknowledged, and goes on once there is space', async () => {
+    const config = join(root, 'small-bound.json')
+    writeFileSync(config, JSON.stringify({ limits: { minFreeBytes: 1024 * 1024 } }))
+    const script = join(root, 'script.json')
+    writeFileSync(script, JSON.stringify({ steps: [{ text: 'the first answer' }, { text: 'the second answer' }] }))
+    const workdir = mkdtempSync(join(root, 'work-'))
+    writeFileSync(join(workdir, 'README'), 'a small project\n')
+    const seen: Record<string, unknown> = {}
+    const served = await serveOnTmpfs('24m', {
+      config,
+      env: { CHRONICLE_MODEL: `scripted:${script}` },
+      async whileUp({ url, pid, mount }) {
+        // the server's data dir is on the tmpfs, seen from here through its process's root
+        const inside = (path: string) => `/proc/${pid}/root${path}`
+        const token = (await import('node:fs')).readFileSync(inside(join(mount, 'data', 'token')), 'utf8').trim()
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+        const call = async (method: string, path: string, body?: unknown) => {
+          const res = await fetch(`${url}${path}`, {
+            method,
+            headers,
+            ...(body !== undefined && { body: JSON.stringify(body) }),
+          })
+          return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+        }
+        const created = await call('POST', '/sessions', { title: 'before the disk filled', directory: workdir })
+        const id = (created.body.session as { id: string }).id
+        seen.before = (
+          await call('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'one' }] })
+        ).body
+
+        const filler = inside(join(mount, 'filler'))
+        try {
+          writeFileSync(filler, Buffer.alloc(64 * 1024 * 1024))
+        } catch (err) {
+          expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC')
+        }
+        seen.create = await call('POST', '/sessions', { title: 'while full' })
+        seen.input = await call('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'two' }] })
+        seen.healthFull = (await call('GET', '/health')).body
+
+        unlinkSync(filler)
+        seen.after = (
+          await call('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'three' }] })
+        ).body
+        seen.healthAfter = (await call('GET', '/health')).body
+        const history = await call('GET', `/sessions/${id}/events?limit=1000`)
+        seen.inputs = (history.body.events as { type: string; data: { parts?: { text: string }[] } }[])
+          .filter((e) => e.type === 'input.accepted')
+          .map((e) => e.data.parts?.[0]?.text)
+      },
+    })
+    expect(served.stderr).not.toContain('the spec failed')
+    expect(seen.before).toMatchObject({ outcome: 'idle' })
+    const full = { status: 507, body: expect.objectContaining({ code: 'STORAGE_FULL' }) }
+    expect(seen.create).toEqual(full)
+    expect(seen.input).toEqual(full)
+    expect(seen.healthFull).toMatchObject({ status: 'degraded', reason: expect.stringMatching(/^STORAGE_FULL: /) })
+    expect(seen.after).toMatchObject({ outcome: 'idle' })
+    expect(seen.healthAfter).toMatchObject({ status: 'ok' })
+    // acknowledged inputs are there, the refused one is not
+    expect(seen.inputs).toEqual(['one', 'three'])
+    expect(served.code).toBe(0)
   })
 })

@@ -9,7 +9,7 @@ export function metaRoutes(app: App, deps: AppDeps): void {
     {
       schema: {
         operationId: 'getHealth',
-        summary: 'liveness (no token needed)',
+        summary: 'liveness (no token needed); `degraded` with the reason when appends cannot commit',
         tags: ['meta'],
         security: [],
         response: {
@@ -19,7 +19,16 @@ export function metaRoutes(app: App, deps: AppDeps): void {
         },
       },
     },
-    async () => ({ status: 'ok' as const, version: deps.version }),
+    // Alive either way; `degraded` says why appends fail now (a full disk), so an operator sees it at once.
+    async () => {
+      const full = deps.store.storageFull
+      if (!full) return { status: 'ok' as const, version: deps.version }
+      return {
+        status: 'degraded' as const,
+        version: deps.version,
+        reason: `STORAGE_FULL: the data directory's filesystem is full since ${full.since}; appends are refused until there is space`,
+      }
+    },
   )
   // Described, but left out of the document it serves (test/http/routes.test.ts pins the document's paths).
   app.get(
