@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -110,7 +110,7 @@ describe.runIf(mountable)('a disk that fills while serving', () => {
       async whileUp({ url, pid, mount }) {
         // the server's data dir is on the tmpfs, seen from here through its process's root
         const inside = (path: string) => `/proc/${pid}/root${path}`
-        const token = (await import('node:fs')).readFileSync(inside(join(mount, 'data', 'token')), 'utf8').trim()
+        const token = readFileSync(inside(join(mount, 'data', 'token')), 'utf8').trim()
         const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
         const call = async (method: string, path: string, body?: unknown) => {
           const res = await fetch(`${url}${path}`, {
@@ -157,6 +157,71 @@ describe.runIf(mountable)('a disk that fills while serving', () => {
     expect(seen.healthAfter).toMatchObject({ status: 'ok' })
     // acknowledged inputs are there, the refused one is not
     expect(seen.inputs).toEqual(['one', 'three'])
+    expect(served.code).toBe(0)
+  })
+})
+
+describe.runIf(mountable)('a disk that fills in the middle of a run', () => {
+  it('the run waits, busy, and ends with STORAGE_FULL recorded once there is room, what it left open closed; the next turn runs', async () => {
+    const config = join(root, 'small-bound-run.json')
+    writeFileSync(config, JSON.stringify({ limits: { minFreeBytes: 1024 * 1024 } }))
+    const script = join(root, 'slow-script.json')
+    const answer = 'a long answer streamed slowly, chunk by chunk, over a second or two of time'
+    writeFileSync(script, JSON.stringify({ chunkSize: 4, delayMs: 20, steps: [{ text: answer }, { text: 'next' }] }))
+    const workdir = mkdtempSync(join(root, 'work-'))
+    const seen: Record<string, unknown> = {}
+    const served = await serveOnTmpfs('24m', {
+      config,
+      env: { CHRONICLE_MODEL: `scripted:${script}` },
+      async whileUp({ url, pid, mount }) {
+        const inside = (path: string) => `/proc/${pid}/root${path}`
+        const token = readFileSync(inside(join(mount, 'data', 'token')), 'utf8').trim()
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+        const call = async (method: string, path: string, body?: unknown) => {
+          const res = await fetch(`${url}${path}`, {
+            method,
+            headers,
+            ...(body !== undefined && { body: JSON.stringify(body) }),
+          })
+          return (await res.json()) as Record<string, unknown>
+        }
+        const status = async (id: string) =>
+          ((await call('GET', `/sessions/${id}`)).session as { status: string }).status
+        const id = ((await call('POST', '/sessions', { directory: workdir })).session as { id: string }).id
+        const turn = call('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'one' }] })
+        // fill the disk once the answer is streaming
+        for (;;) {
+          const events = (await call('GET', `/sessions/${id}/events?limit=1000`)).events as { type: string }[]
+          if (events.some((e) => e.type === 'text.delta')) break
+          await new Promise((r) => setTimeout(r, 20))
+        }
+        const filler = inside(join(mount, 'filler'))
+        try {
+          writeFileSync(filler, Buffer.alloc(64 * 1024 * 1024))
+        } catch (err) {
+          expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC')
+        }
+        await new Promise((r) => setTimeout(r, 2000)) // the answer would have ended by now
+        seen.whileFull = await status(id)
+        unlinkSync(filler)
+        seen.turn = await turn
+        seen.after = await status(id)
+        const events = (await call('GET', `/sessions/${id}/events?limit=1000`)).events as {
+          type: string
+          data: Record<string, unknown>
+        }[]
+        seen.tail = events.slice(-3).map((e) => e.type)
+        seen.finished = events.find((e) => e.type === 'run.finished')?.data
+        seen.next = await call('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'two' }] })
+      },
+    })
+    expect(served.stderr).not.toContain('the spec failed')
+    expect(seen.whileFull).toBe('busy')
+    expect(seen.after).toBe('idle')
+    expect(seen.tail).toEqual(['text.ended', 'message.completed', 'run.finished'])
+    expect(seen.finished).toMatchObject({ outcome: 'failed', error: { kind: 'STORAGE_FULL' } })
+    expect(seen.turn).toMatchObject({ outcome: 'failed', error: { kind: 'STORAGE_FULL' } })
+    expect(seen.next).toMatchObject({ outcome: 'idle', text: 'next' })
     expect(served.code).toBe(0)
   })
 })

@@ -2,6 +2,7 @@ import type { Redactor } from '../../tools/redact.js'
 import type { WorkspaceSnapshots } from '../workspace/snapshots.js'
 import type { ChronicleEvent, RunOutcome } from '../../events/catalogue.js'
 import { isChronicleError } from '../../events/errors.js'
+import { type SettleReason, settleInFlight } from '../../commands/settle.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
 import type { Message, SessionView } from '../../projections/fold/model.js'
@@ -12,7 +13,7 @@ import { type CompiledContext, compileView } from './context.js'
 import { transcriptAnswered } from './stop-rule.js'
 import { ACCEPTS_ALL, type ModelHandle, type ModelResolver } from '../model/adapter.js'
 import { Recorder } from './recorder.js'
-import type { RetryPolicy } from '../model/retry.js'
+import { type RetryPolicy, sleep } from '../model/retry.js'
 import type { SessionViews } from './session-views.js'
 import { runModelStep } from './step.js'
 import { RunCompaction } from '../compaction/compaction.js'
@@ -59,6 +60,16 @@ export interface LoopDeps {
 
 export { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
 
+/** How soon a run whose end a full disk refused tries again, doubling up to the max. */
+const STORAGE_RETRY_MS = 500
+const STORAGE_RETRY_MAX_MS = 10_000
+const DISK_FULL: SettleReason = {
+  kind: 'interrupted',
+  message: 'the disk was full',
+  rejectPermissions: false,
+  finishRun: false,
+}
+
 /**
  * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart).
  * `resume` continues a run recovery settled and marked `run.resumed` (src/runtime/recovery/recovery.ts):
@@ -82,10 +93,26 @@ export async function runLoop(
     error?: { kind: string; message: string },
   ): Promise<RunOutcome | 'shutdown'> => {
     await recorder.settle().catch(() => undefined)
-    if (signal.reason === SHUTDOWN) return 'shutdown'
-    recorder.emit([{ type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }], meta, 'full')
-    await recorder.settle()
-    return outcome
+    // A full disk refuses the run's end too: the run waits, busy, and records it once there is room
+    // (docs/BACKUP.md "A full disk"), rather than leaving the log with a run that never ended.
+    for (let wait = STORAGE_RETRY_MS; ; wait = Math.min(wait * 2, STORAGE_RETRY_MAX_MS)) {
+      if (signal.reason === SHUTDOWN) return 'shutdown'
+      // what the refused appends left open (a streaming text, a running tool) is closed with the run
+      const open = error?.kind === 'STORAGE_FULL' ? settleInFlight(deps.views.committed(sessionId).view, DISK_FULL) : []
+      recorder.emit(
+        [...open, { type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }],
+        meta,
+        'full',
+      )
+      try {
+        await recorder.settle()
+        return outcome
+      } catch (err) {
+        if (!isChronicleError(err, 'STORAGE_FULL')) throw err
+        // a cancel does not end the wait (the end still has to be recorded); a shutdown does
+        await sleep(wait, signal.aborted ? undefined : signal)
+      }
+    }
   }
 
   // A person's reject ends the run after its step's calls settle; read from the log, so a resumed run stops too.
