@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process'
 import { existsSync, lstatSync, readFileSync, type Stats, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { type ChronicleConfig, loadConfig } from '../config.js'
 import { DB_FILE } from '../data-dir.js'
+import { freeBytes, mib } from '../free-space.js'
 import { readClientToken, TOKEN_FILE } from '../http/token.js'
 import { configuredModels, defaultModelProblem } from '../main.js'
 import { credentialPaths } from '../tools/credentials/credential-paths.js'
@@ -59,6 +60,7 @@ export async function doctor(
   await checkSandbox(config, say)
   await checkGit(config, say)
   checkDataDir(config.dataDir, say)
+  checkDisk(config.dataDir, config.limits.minFreeBytes, say)
   await checkStore(config.store.url, say)
   checkToken(config, say)
   const url = serverUrl(config, env)
@@ -320,6 +322,20 @@ function checkDataDir(dir: string, say: Say): void {
   for (const p of found) say('fail', 'data dir', p)
   if (found.length === 0)
     say('ok', 'data dir', `${dir} is private (0700${files.length > 0 ? `; ${files.join(', ')} 0600` : ''})`)
+}
+
+/** The free space where the data directory is (or will be): the server refuses to start below the bound. */
+function checkDisk(dir: string, minBytes: number, say: Say): void {
+  let at = dir
+  while (!existsSync(at) && dirname(at) !== at) at = dirname(at)
+  const free = freeBytes(at)
+  if (free < minBytes)
+    say(
+      'fail',
+      'disk',
+      `only ${mib(free)} free at ${dir}, below limits.minFreeBytes (${mib(minBytes)}): the server will not start`,
+    )
+  else say('ok', 'disk', `${mib(free)} free at ${dir}`)
 }
 
 function checkToken(config: ChronicleConfig, say: Say): void {

@@ -99,6 +99,7 @@ describe('chronicle doctor', () => {
       expect.stringMatching(/^(ok|warn) {2}sandbox$/), // bubblewrap may not run in every test environment
       'ok  git',
       'ok  data dir',
+      'ok  disk',
       'ok  store',
       'ok  token',
       'ok  server',
@@ -268,6 +269,19 @@ describe('chronicle doctor', () => {
       `fail  server: Chronicle ${VERSION} answers at ${server.url}, but refuses the token: HTTP 401 UNAUTHORIZED`,
     )
     expect(refused.lines.join('\n')).not.toContain(wrong)
+  })
+
+  it('says how much is free where the data dir is, and fails below the bound the server starts with', async () => {
+    const env = prepared()
+    const roomy = await run(env)
+    expect(roomy.line('disk')).toMatch(new RegExp(`^ok {2}disk: [\\d.]+ MiB free at ${env.CHRONICLE_DATA_DIR}$`))
+    const file = join(root, 'greedy.json')
+    writeFileSync(file, JSON.stringify({ limits: { minFreeBytes: 2 ** 52 } }))
+    const tight = await run(env, [file])
+    expect(tight.line('disk')).toMatch(
+      /^fail {2}disk: only [\d.]+ MiB free at \S+, below limits\.minFreeBytes \(4294967296\.0 MiB\): the server will not start$/,
+    )
+    expect(tight.code).toBe(1)
   })
 
   it('a config file that does not validate fails, and nothing else is checked', async () => {
