@@ -44,13 +44,18 @@ export function createFileTimes(bounds: CacheBounds = DEFAULT_FILE_TIMES_BOUNDS)
     async assertUnchanged(sessionId, realPath, display) {
       const seen = sessions.get(sessionId)?.get(realPath)
       if (!seen) {
-        throw new ToolFailure('failed', `You must read ${display} with the read tool before changing it.`)
+        throw new ToolFailure(
+          'failed',
+          `You must read ${display} with the read tool before changing it.`,
+          'FILE_NOT_READ',
+        )
       }
       const now = await stamp(realPath, display)
       if (now.size !== seen.size || now.mtimeMs !== seen.mtimeMs || now.hash !== seen.hash) {
         throw new ToolFailure(
           'failed',
           `${display} was modified since it was last read. Read it again before changing it.`,
+          'FILE_CHANGED_SINCE_READ',
         )
       }
     },

@@ -126,6 +126,7 @@ export function assertNotForbidden(
   throw new ToolFailure(
     'denied',
     `${resolved.display} is inside Chronicle's own data or configuration, which no tool may read or change.`,
+    'PATH_FORBIDDEN',
   )
 }
 

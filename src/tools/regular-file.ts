@@ -66,7 +66,7 @@ export async function openRegularForWrite(real: string, display: string): Promis
 }
 
 /** Replaces a regular file's content (creating the file), refusing anything else without blocking. */
-export async function writeRegular(real: string, display: string, content: string): Promise<void> {
+export async function writeRegular(real: string, display: string, content: string | Uint8Array): Promise<void> {
   const { handle } = await openRegularForWrite(real, display)
   try {
     await handle.writeFile(content)

@@ -58,12 +58,17 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
   execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>
 }
 
-/** A tool failure that carries the kind recorded in tool.failed. Any other throw is kind `failed`. */
+/**
+ * A tool failure that carries the kind recorded in tool.failed. Any other throw is kind `failed`.
+ * `code`, when set, is a stable name for the cause (`FILE_CHANGED_SINCE_READ`, …) that a tool
+ * may put in its message (apply_patch and multiedit do: docs/TOOLS.md).
+ */
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure'
   constructor(
     readonly kind: ToolErrorKind,
     message: string,
+    readonly code?: string,
   ) {
     super(message)
   }

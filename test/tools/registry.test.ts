@@ -12,7 +12,19 @@ const rule = (permission: string, pattern: string, action: 'allow' | 'deny' | 'a
   pattern,
   action,
 })
-const ALL = ['bash', 'read', 'glob', 'grep', 'list', 'edit', 'write', 'todowrite', 'webfetch']
+const ALL = [
+  'bash',
+  'read',
+  'glob',
+  'grep',
+  'list',
+  'edit',
+  'write',
+  'multiedit',
+  'apply_patch',
+  'todowrite',
+  'webfetch',
+]
 
 describe('tool registry', () => {
   let f: Fixture

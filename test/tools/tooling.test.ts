@@ -63,6 +63,8 @@ describe('createTooling (the composition root helper)', () => {
       'list',
       'edit',
       'write',
+      'multiedit',
+      'apply_patch',
       'todowrite',
       'webfetch',
       'everything_echo',

@@ -7,11 +7,13 @@ import type { CredentialPaths } from '../credentials/credential-paths.js'
 import type { Redactor } from '../redact.js'
 import type { Sandbox } from '../sandbox.js'
 import type { Tool } from '../tool.js'
+import { createApplyPatchTool } from './apply-patch.js'
 import { createBashTool } from './bash.js'
 import { createEditTool } from './edit.js'
 import { createGlobTool } from './glob.js'
 import { createGrepTool } from './grep.js'
 import { createListTool } from './list.js'
+import { createMultiEditTool } from './multiedit.js'
 import { createReadTool } from './read.js'
 import { createTodoWriteTool, type TodoItem } from './todowrite.js'
 import { createWebFetchTool, type WebFetchSettings } from './webfetch.js'
@@ -68,6 +70,8 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
     createListTool({ forbidden, credentials }),
     createEditTool({ fileTimes, forbidden, credentials }),
     createWriteTool({ fileTimes, forbidden, credentials }),
+    createMultiEditTool({ fileTimes, forbidden, credentials }),
+    createApplyPatchTool({ fileTimes, forbidden, credentials }),
     createTodoWriteTool({ updateTodos: deps.updateTodos }),
     createWebFetchTool({
       dataDir: deps.dataDir,
