@@ -59,6 +59,8 @@ export interface SkillSourceOptions {
 
 /** A SKILL.md is read up to this many bytes; a larger one is listed, and loaded cut to this with a note. */
 export const MAX_SKILL_BYTES = 64 * 1024
+/** A listing reads this much of each SKILL.md: front matter must close within it. */
+export const MAX_FRONT_MATTER_BYTES = 8 * 1024
 /** Skills listed at most (per session): the rest are noted, so a repository cannot flood the prompt. */
 export const MAX_SKILLS = 64
 
@@ -80,7 +82,8 @@ export function createSkillSource(options: SkillSourceOptions = {}): SkillSource
       for (const folder of folders(dir)) {
         const path = join(dir, folder, 'SKILL.md')
         const shown = origin === 'user' ? path : relative(directory, path)
-        const read = readInside(realRoot, path, MAX_SKILL_BYTES)
+        // a listing needs only the front matter: found at every step, so only each file's head is read
+        const read = readInside(realRoot, path, wanted === undefined ? MAX_FRONT_MATTER_BYTES : MAX_SKILL_BYTES)
         if (read === undefined) {
           if (realOrUndefined(path) !== undefined)
             notes.push(
