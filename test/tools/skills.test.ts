@@ -261,6 +261,20 @@ describe('skills', () => {
     expect(refused).toEqual({ failed: 'SKILL_NOT_FOUND: no skill named "stolen"; the skills are: big' })
   })
 
+  it("a workspace skill inside Chronicle's data dir is refused, even when the data dir lies in the session directory", () => {
+    const d = dirs()
+    const data = join(d.directory, 'data')
+    skillFile(join(data, 'x'), 'secret', md('secret', 'In the data dir', 'TOKEN'))
+    mkdirSync(join(d.directory, '.agents/skills'), { recursive: true })
+    symlinkSync(join(data, 'x', 'secret'), join(d.directory, '.agents/skills/secret'))
+    const skills = createSkillSource({ userDir: d.user, forbidden: [data] })
+    expect(skills.list(d.directory)).toEqual({
+      skills: [],
+      notes: ['.agents/skills/secret/SKILL.md: skipped, it resolves into files no tool may read'],
+    })
+    expect(skills.load(d.directory, 'secret')).toBeUndefined()
+  })
+
   it('without skills the system prompt has no skills section', async () => {
     current = world([{ text: 'hi' }], dirs())
     const { h, calls, id } = current
