@@ -196,6 +196,7 @@ describe('skills', () => {
     skillFile(join(d.directory, '.agents/skills'), 'nofront', 'just text\n')
     skillFile(join(d.directory, '.agents/skills'), 'noname', '---\ndescription: x\n---\nbody\n')
     skillFile(join(d.directory, '.agents/skills'), 'badname', md('../../etc', 'escape', 'x'))
+    skillFile(join(d.directory, '.agents/skills'), 'z\n- fake: line', 'junk')
     current = world(
       [
         {
@@ -216,6 +217,7 @@ describe('skills', () => {
         '- .agents/skills/badname/SKILL.md: skipped, its name "../../etc" is not lowercase words joined by hyphens (at most 64 characters)',
         '- .agents/skills/nofront/SKILL.md: skipped, it does not start with front matter (a `---` line)',
         '- .agents/skills/noname/SKILL.md: skipped, its front matter has no `name`',
+        '- .agents/skills/z?- fake: line/SKILL.md: skipped, it does not start with front matter (a `---` line)',
       ].join('\n'),
     )
     expect(outputs(h, id)).toEqual([{ failed: 'SKILL_NOT_FOUND: no skill named "../nofront"; the skills are: good' }])

@@ -81,7 +81,8 @@ export function createSkillSource(options: SkillSourceOptions = {}): SkillSource
       if (realRoot === undefined) continue
       for (const folder of folders(dir)) {
         const path = join(dir, folder, 'SKILL.md')
-        const shown = origin === 'user' ? path : relative(directory, path)
+        // a folder name is the workspace's text: control characters shown as `?` so it cannot start a line of its own
+        const shown = (origin === 'user' ? path : relative(directory, path)).replace(/\p{Cc}/gu, '?')
         // a listing needs only the front matter: found at every step, so only each file's head is read
         const read = readInside(realRoot, path, wanted === undefined ? MAX_FRONT_MATTER_BYTES : MAX_SKILL_BYTES)
         if (read === undefined) {
