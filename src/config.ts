@@ -301,6 +301,8 @@ export interface ChronicleConfig {
   readonly logFormat: 'json' | 'pretty' | undefined
   /** the config file that was read, if any */
   readonly configFile: string | undefined
+  /** the user's skills, `<config dir>/chronicle/skills/<name>/SKILL.md` (docs/TOOLS.md "skill") */
+  readonly skillsDir: string
   /**
    * The event store: SQLite in the data directory unless `url` names a PostgreSQL database
    * (`CHRONICLE_DATABASE_URL`, or `store.url` in the user's config file; never from a workspace).
@@ -412,6 +414,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     logLevel: env.CHRONICLE_LOG_LEVEL ?? 'info',
     logFormat: env.CHRONICLE_LOG_FORMAT,
     configFile,
+    skillsDir: join(configHome(present), 'chronicle', 'skills'),
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
     webfetch: webfetchOf(file.webfetch),
   }

@@ -31,6 +31,8 @@ import {
 } from './runtime/recovery/recovery.js'
 import { resolveAgents } from './tools/agents.js'
 import { createBuiltinTools } from './tools/builtin/index.js'
+import { createSkillTool } from './tools/builtin/skill.js'
+import { createSkillSource } from './tools/skills/skills.js'
 import { createFileTimes } from './tools/file-times.js'
 import type { Connector } from './tools/net/connect.js'
 import type { Resolver } from './tools/net/resolve.js'
@@ -208,6 +210,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     onElicitation: mcpElicitationHandler(elicitations, logger),
   })
   roots.onChange(() => void mcp.rootsChanged())
+  // skills: the user's, then the session directory's, which are instructions only (docs/SECURITY.md)
+  const skills = createSkillSource({ userDir: config.skillsDir, forbidden: hidden, credentials })
   const tools = createToolRegistry({
     agents,
     store,
@@ -236,6 +240,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
             .then(() => undefined),
       }),
       createTaskTool({ agents, run: (request) => subagents.run(request) }),
+      createSkillTool({ skills }),
     ],
   })
   const models = options.models ?? configuredModels(config)
@@ -248,6 +253,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     permissions: gate,
     agents,
     serverInstructions: () => mcp.instructions(),
+    skills,
     log: logger,
     redactor,
     ...(workspace && { workspace }),

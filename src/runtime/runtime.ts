@@ -22,6 +22,7 @@ import type { ModelRequest, ModelResolver } from './model/adapter.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './model/retry.js'
 import { DEFAULT_VIEW_BOUNDS, SessionViews } from './loop/session-views.js'
 import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt.js'
+import type { SkillSource } from '../tools/skills/skills.js'
 
 /**
  * The agent runtime (docs/ARCHITECTURE.md, docs/TRACES.md) — what the server uses:
@@ -79,6 +80,8 @@ export interface RuntimeDeps {
   readonly environment?: () => SystemEnvironment
   /** the instructions of the connected MCP servers, for the system prompt */
   readonly serverInstructions?: () => readonly ServerInstructions[]
+  /** the skills the system prompt lists (src/tools/skills/skills.ts); the `skill` tool loads them */
+  readonly skills?: SkillSource
   /** context compaction; absent: none (the composition root always configures it) */
   readonly compaction?: Partial<CompactionConfig>
   /** the server's secrets, kept out of what tools report (docs/SECURITY.md) */
@@ -166,6 +169,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.limits?.maxSteps !== undefined && { maxSteps: deps.limits.maxSteps }),
     ...(deps.environment && { environment: deps.environment }),
     ...(deps.serverInstructions && { serverInstructions: deps.serverInstructions }),
+    ...(deps.skills && { skills: deps.skills }),
     ...(deps.compaction && { compaction: compactionConfig(deps.compaction) }),
     ...(deps.redactor && { redactor: deps.redactor }),
     ...(deps.workspace && { workspace: deps.workspace }),

@@ -55,7 +55,8 @@ export async function startServer(
   })
   // generated titles append after a run ends (test/runtime/titles.test.ts): off here unless a test asks,
   // so that what a test reads right after a run is the run's own events
-  const config = { ...base, titles: false, ...opts.config }
+  // and the user's skills from the test's own dir, never this machine's ~/.config (docs/TOOLS.md "skill")
+  const config = { ...base, titles: false, skillsDir: join(dir, 'config', 'skills'), ...opts.config }
   const chronicle = await createChronicle(config, { ...opts.options, logDestination: sink, directory: dir })
   const url = opts.listen === false ? 'http://localhost' : await chronicle.start()
   return {

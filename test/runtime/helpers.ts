@@ -13,6 +13,7 @@ import { DEFAULT_AGENTS, resolveAgents, type AgentDefinition } from '../../src/t
 import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { createLookupTool } from '../../src/tools/lookup.js'
+import type { SkillSource } from '../../src/tools/skills/skills.js'
 import { defineTool, ToolFailure, type PermissionGate, type Tool } from '../../src/tools/tool.js'
 import type { LanguageModel } from '../../src/runtime/model/adapter.js'
 import { createModelResolver, fixedModelResolver } from '../../src/runtime/model/providers.js'
@@ -73,6 +74,8 @@ export interface HarnessOptions {
   readonly directory?: string
   /** the config's `permission.continueOnReject` (default off: a person's reject ends the run) */
   readonly continueOnReject?: boolean
+  /** the skills the system prompt lists (default none) */
+  readonly skills?: SkillSource
 }
 
 /** A real store (SQLite :memory:), real registry and permission gate, a temp session directory. */
@@ -97,6 +100,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     ...(options.titles !== undefined && { titles: options.titles }),
     ...(options.forbidden && { forbidden: options.forbidden }),
     ...(options.continueOnReject !== undefined && { continueOnReject: options.continueOnReject }),
+    ...(options.skills && { skills: options.skills }),
   })
   return {
     store,

@@ -6,6 +6,7 @@ import type { Message, SessionView } from '../../projections/fold/model.js'
 import { loadView } from '../../projections/queries/read-model.js'
 import { viewAt } from '../../projections/time-travel/time-travel.js'
 import { DEFAULT_AGENTS, type AgentDefinition } from '../../tools/agents.js'
+import type { SkillSource } from '../../tools/skills/skills.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'
 import { toChatMessages, type ChatMessage } from './chat-messages.js'
 import { ACCEPTS_ALL, type Accepted, type ModelRequest, type ToolSpec } from '../model/adapter.js'
@@ -29,6 +30,8 @@ export interface ContextDeps {
   readonly environment?: () => SystemEnvironment
   /** the instructions of the MCP servers connected now */
   readonly serverInstructions?: () => readonly ServerInstructions[]
+  /** the skills listed in the system prompt, found in the session's directory at each step */
+  readonly skills?: SkillSource
 }
 
 export interface CompiledContext extends ModelRequest {
@@ -109,6 +112,7 @@ export async function compileView(
     session.directory,
     (deps.environment ?? defaultEnvironment)(),
     deps.serverInstructions?.(),
+    deps.skills?.list(session.directory),
   )
   let messages: ChatMessage[]
   let chain: string

@@ -8,6 +8,7 @@ import type { EventStore } from '../../events/store.js'
 import type { Message, SessionView } from '../../projections/fold/model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../../tools/tool.js'
+import type { SkillSource } from '../../tools/skills/skills.js'
 import { SHUTDOWN } from '../abort-reasons.js'
 import { type CompiledContext, compileView } from './context.js'
 import { transcriptAnswered } from './stop-rule.js'
@@ -45,6 +46,8 @@ export interface LoopDeps {
   readonly environment?: () => SystemEnvironment
   /** the instructions of the connected MCP servers, for the system prompt */
   readonly serverInstructions?: () => readonly ServerInstructions[]
+  /** the skills the system prompt lists (src/tools/skills/skills.ts) */
+  readonly skills?: SkillSource
   /** context compaction (src/runtime/compaction/compaction.ts); without it there is none */
   readonly compaction?: CompactionConfig
   /** the server's secrets, kept out of what tools report */
