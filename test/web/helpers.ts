@@ -97,7 +97,14 @@ export async function serve(options: ServeOptions): Promise<Served> {
     cwd: options.directory,
     configPath: false,
   })
-  const config = { ...base, titles: false, web: { enabled: true, root: options.root }, ...options.config }
+  // the page's specs see no skills of the machine's own user (~/.config/chronicle/skills)
+  const config = {
+    ...base,
+    titles: false,
+    skillsDir: join(options.data, '..', 'config', 'skills'),
+    web: { enabled: true, root: options.root },
+    ...options.config,
+  }
   const chronicle = await createChronicle(config, { logDestination: sink, directory: options.directory })
   const url = await chronicle.start()
   return {
