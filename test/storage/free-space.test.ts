@@ -77,6 +77,35 @@ function serveOnTmpfs(
   })
 }
 
+/**
+ * What a spec does with a server on a tmpfs: call its API with its token, and fill its filesystem and free
+ * it again — the mount is seen from here through the server process's root.
+ */
+function clientOf({ url, pid, mount }: { url: string; pid: number; mount: string }) {
+  const inside = (path: string) => `/proc/${pid}/root${join(mount, path)}`
+  const token = readFileSync(inside('data/token'), 'utf8').trim()
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  return {
+    async call(method: string, path: string, body?: unknown) {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      })
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+    },
+    /** writes until the filesystem is full */
+    fill() {
+      try {
+        writeFileSync(inside('filler'), Buffer.alloc(64 * 1024 * 1024))
+      } catch (err) {
+        expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC')
+      }
+    },
+    free: () => unlinkSync(inside('filler')),
+  }
+}
+
 describe.runIf(mountable)('start-up and free space', () => {
   it('refuses to start with less free space than limits.minFreeBytes, naming the directory, what is free and the bound', async () => {
     const served = await serveOnTmpfs('16m')
@@ -107,36 +136,20 @@ describe.runIf(mountable)('a disk that fills while serving', () => {
     const served = await serveOnTmpfs('24m', {
       config,
       env: { CHRONICLE_MODEL: `scripted:${script}` },
-      async whileUp({ url, pid, mount }) {
-        // the server's data dir is on the tmpfs, seen from here through its process's root
-        const inside = (path: string) => `/proc/${pid}/root${path}`
-        const token = readFileSync(inside(join(mount, 'data', 'token')), 'utf8').trim()
-        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-        const call = async (method: string, path: string, body?: unknown) => {
-          const res = await fetch(`${url}${path}`, {
-            method,
-            headers,
-            ...(body !== undefined && { body: JSON.stringify(body) }),
-          })
-          return { status: res.status, body: (await res.json()) as Record<string, unknown> }
-        }
+      async whileUp(server) {
+        const { call, fill, free } = clientOf(server)
         const created = await call('POST', '/sessions', { title: 'before the disk filled', directory: workdir })
         const id = (created.body.session as { id: string }).id
         seen.before = (
           await call('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'one' }] })
         ).body
 
-        const filler = inside(join(mount, 'filler'))
-        try {
-          writeFileSync(filler, Buffer.alloc(64 * 1024 * 1024))
-        } catch (err) {
-          expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC')
-        }
+        fill()
         seen.create = await call('POST', '/sessions', { title: 'while full' })
         seen.input = await call('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'two' }] })
         seen.healthFull = (await call('GET', '/health')).body
 
-        unlinkSync(filler)
+        free()
         seen.after = (
           await call('POST', `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'three' }] })
         ).body
@@ -173,18 +186,9 @@ describe.runIf(mountable)('a disk that fills in the middle of a run', () => {
     const served = await serveOnTmpfs('24m', {
       config,
       env: { CHRONICLE_MODEL: `scripted:${script}` },
-      async whileUp({ url, pid, mount }) {
-        const inside = (path: string) => `/proc/${pid}/root${path}`
-        const token = readFileSync(inside(join(mount, 'data', 'token')), 'utf8').trim()
-        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-        const call = async (method: string, path: string, body?: unknown) => {
-          const res = await fetch(`${url}${path}`, {
-            method,
-            headers,
-            ...(body !== undefined && { body: JSON.stringify(body) }),
-          })
-          return (await res.json()) as Record<string, unknown>
-        }
+      async whileUp(server) {
+        const { fill, free, ...api } = clientOf(server)
+        const call = async (method: string, path: string, body?: unknown) => (await api.call(method, path, body)).body
         const status = async (id: string) =>
           ((await call('GET', `/sessions/${id}`)).session as { status: string }).status
         const id = ((await call('POST', '/sessions', { directory: workdir })).session as { id: string }).id
@@ -195,15 +199,10 @@ describe.runIf(mountable)('a disk that fills in the middle of a run', () => {
           if (events.some((e) => e.type === 'text.delta')) break
           await new Promise((r) => setTimeout(r, 20))
         }
-        const filler = inside(join(mount, 'filler'))
-        try {
-          writeFileSync(filler, Buffer.alloc(64 * 1024 * 1024))
-        } catch (err) {
-          expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC')
-        }
+        fill()
         await new Promise((r) => setTimeout(r, 2000)) // the answer would have ended by now
         seen.whileFull = await status(id)
-        unlinkSync(filler)
+        free()
         seen.turn = await turn
         seen.after = await status(id)
         const events = (await call('GET', `/sessions/${id}/events?limit=1000`)).events as {

@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads'
+import { runWorker } from '../worker-task.js'
 import { ToolFailure } from '../tool.js'
 
 /**
@@ -42,33 +42,19 @@ export function searchInWorker(
   search: GrepSearch,
   opts: { deadlineMs: number; signal: AbortSignal },
 ): Promise<GrepFound> {
-  if (opts.signal.aborted) return Promise.reject(cancelled())
-  if (search.files.length === 0) return Promise.resolve({ matches: [], total: 0 })
-  return new Promise<GrepFound>((resolve, reject) => {
-    // execArgv: none of the parent's flags (a --import loader would only slow the start of a plain .cjs file)
-    const worker = new Worker(WORKER_URL, {
-      workerData: search,
-      execArgv: [],
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    })
-    const finish = (settle: () => void) => {
-      clearTimeout(timer)
-      opts.signal.removeEventListener('abort', onAbort)
-      worker.removeAllListeners()
-      worker.on('error', () => {}) // a late error from a worker being terminated is of no interest
-      void worker.terminate()
-      settle()
-    }
-    const onAbort = () => finish(() => reject(cancelled()))
-    const timer = setTimeout(() => finish(() => reject(tooSlow(opts.deadlineMs))), opts.deadlineMs)
-    opts.signal.addEventListener('abort', onAbort, { once: true })
-    worker.once('message', (found: GrepFound) => finish(() => resolve(found)))
-    worker.once('error', (err) =>
-      finish(() => reject(new ToolFailure('failed', `grep's search failed: ${err.message}`))),
-    )
-    worker.once('exit', (code) =>
-      finish(() => reject(new ToolFailure('failed', `grep's search stopped unexpectedly (exit code ${code}).`))),
-    )
+  if (search.files.length === 0 && !opts.signal.aborted) return Promise.resolve({ matches: [], total: 0 })
+  return runWorker<GrepFound>({
+    url: WORKER_URL,
+    data: search,
+    heapMb: WORKER_HEAP_MB,
+    deadlineMs: opts.deadlineMs,
+    signal: opts.signal,
+    errors: {
+      cancelled,
+      tooSlow: () => tooSlow(opts.deadlineMs),
+      failed: (err) => new ToolFailure('failed', `grep's search failed: ${err.message}`),
+      exited: (code) => new ToolFailure('failed', `grep's search stopped unexpectedly (exit code ${code}).`),
+    },
   })
 }
 

@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads'
+import { runWorker } from '../worker-task.js'
 import { FetchError } from './fetch-error.js'
 
 /**
@@ -19,37 +19,18 @@ export function convertHtml(
   format: 'markdown' | 'text',
   opts: { readonly deadlineMs: number; readonly signal: AbortSignal },
 ): Promise<string> {
-  if (opts.signal.aborted) return Promise.reject(opts.signal.reason)
-  return new Promise<string>((resolve, reject) => {
-    // execArgv: none of the parent's flags (a --import loader would only slow the start of a plain .cjs file)
-    const worker = new Worker(WORKER_URL, {
-      workerData: { html, format },
-      execArgv: [],
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    })
-    const finish = (settle: () => void) => {
-      clearTimeout(timer)
-      opts.signal.removeEventListener('abort', onAbort)
-      worker.removeAllListeners()
-      worker.on('error', () => {}) // a late error from a worker being terminated is of no interest
-      void worker.terminate()
-      settle()
-    }
-    const onAbort = () => finish(() => reject(opts.signal.reason))
-    const timer = setTimeout(
-      () =>
-        finish(() =>
-          reject(new FetchError('CONVERSION_FAILED', `converting the page took longer than ${opts.deadlineMs} ms`)),
-        ),
-      opts.deadlineMs,
-    )
-    opts.signal.addEventListener('abort', onAbort, { once: true })
-    worker.once('message', (text: string) => finish(() => resolve(text)))
-    worker.once('error', (err) =>
-      finish(() => reject(new FetchError('CONVERSION_FAILED', `converting the page failed: ${err.message}`))),
-    )
-    worker.once('exit', (code) =>
-      finish(() => reject(new FetchError('CONVERSION_FAILED', `the conversion stopped unexpectedly (exit ${code})`))),
-    )
+  const failed = (why: string) => new FetchError('CONVERSION_FAILED', why)
+  return runWorker<string>({
+    url: WORKER_URL,
+    data: { html, format },
+    heapMb: WORKER_HEAP_MB,
+    deadlineMs: opts.deadlineMs,
+    signal: opts.signal,
+    errors: {
+      cancelled: () => opts.signal.reason,
+      tooSlow: () => failed(`converting the page took longer than ${opts.deadlineMs} ms`),
+      failed: (err) => failed(`converting the page failed: ${err.message}`),
+      exited: (code) => failed(`the conversion stopped unexpectedly (exit ${code})`),
+    },
   })
 }
