@@ -16,7 +16,7 @@ import { setup, turn } from './conversation.js'
 export default async function auditBench(args: string[]): Promise<object> {
   const turns = Number(args[0] ?? 1000)
   const runs = Number(args[1] ?? 3)
-  const { store, runtime, sessionId, dir, path } = setup()
+  const { store, runtime, sessionId, dir, path } = await setup()
   try {
     const recordStart = performance.now()
     for (let t = 0; t < turns; t++) await turn(runtime, sessionId, 'audit', t)

@@ -16,6 +16,7 @@ import { resolveAgents } from '../src/tools/agents.js'
 import { createLookupTool } from '../src/tools/lookup.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import { createToolRegistry } from '../src/runtime/tools/registry.js'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 
 /**
  * `npm run bench -- compaction [turns]`:
@@ -132,22 +133,28 @@ export default async function (args: string[]): Promise<object> {
   })
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'bench:model'),
     tools,
-    permissions: createPermissionGate({ store, ids, agents }),
+    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
     compaction: { models: { 'bench:model': { contextWindow: 24_000 } }, tail: 4_000 },
   })
   const directory = mkdtempSync(join(tmpdir(), 'chronicle-bench-compaction-'))
   const id = ids.next('ses')
-  execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'bench:model' }, s, id), {
-    meta: { actor: 'user' },
-  })
+  await execute(
+    sqlitePorts(store),
+    id,
+    (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'bench:model' }, s, id),
+    {
+      meta: { actor: 'user' },
+    },
+  )
   const started = performance.now()
   for (let t = 0; t < turns; t++) {
-    runtime.submit(id, { parts: [{ type: 'text', text: `question number ${t}: what next?` }] })
+    await runtime.submit(id, { parts: [{ type: 'text', text: `question number ${t}: what next?` }] })
     await runtime.idle(id)
   }
   const ms = performance.now() - started

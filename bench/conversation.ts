@@ -19,6 +19,7 @@ import { createLookupTool } from '../src/tools/lookup.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import type { WorkspaceSnapshots } from '../src/runtime/workspace/snapshots.js'
 import { createToolRegistry } from '../src/runtime/tools/registry.js'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 
 /**
  * `npm run bench -- conversation [N…]` — bench/CONVERSATION.md through the
@@ -72,7 +73,7 @@ export interface SetupOptions {
   readonly directory?: string
 }
 
-export function setup(options: SetupOptions = {}): Setup {
+export async function setup(options: SetupOptions = {}): Promise<Setup> {
   delete process.env.CHRONICLE_SCRIPT_LOG
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-conv-'))
   const path = join(dir, 'chronicle.db')
@@ -82,10 +83,11 @@ export function setup(options: SetupOptions = {}): Setup {
   const lookup = createLookupTool({ resolve: (_q, callId) => text(`result ${callId}`, 1000) })
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 16, respond: reply }), 'scripted:conversation'),
     tools: createToolRegistry({ agents, tools: [lookup], store }),
-    permissions: createPermissionGate({ store, ids, agents }),
+    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
     ...(options.workspace && { workspace: options.workspace(store) }),
@@ -97,7 +99,7 @@ export function setup(options: SetupOptions = {}): Setup {
     agent: 'build',
     model: 'scripted:conversation',
   }
-  execute(store, sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
+  await execute(sqlitePorts(store), sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
   return { store, runtime, sessionId, dir, path, ids }
 }
 
@@ -109,7 +111,7 @@ export async function turn(
 ): Promise<{ ms: number; cpuMs: number }> {
   const cpu = process.cpuUsage()
   const start = performance.now()
-  runtime.submit(sessionId, {
+  await runtime.submit(sessionId, {
     inputId: `h-${kind}-${t}`,
     parts: [{ type: 'text', text: text(`${kind} turn ${t}`, 100) }],
   })
@@ -132,7 +134,7 @@ const chatLength = (store: EventStore, sessionId: string, seq?: number) =>
   toChatMessages(seq === undefined ? loadView(store, sessionId) : viewAt(store, sessionId, seq)).length
 
 async function measure(n: number): Promise<Record<string, unknown>> {
-  const { store, runtime, sessionId, dir, path, ids } = setup()
+  const { store, runtime, sessionId, dir, path, ids } = await setup()
   const m = Math.floor(n / 2)
   const turns: { ms: number; cpuMs: number }[] = []
   let midSeq = 0
@@ -191,7 +193,7 @@ async function measure(n: number): Promise<Record<string, unknown>> {
   const forkChecks: boolean[] = []
   for (let k = 0; k < 3; k++) {
     t0 = performance.now()
-    const child = fork(store, ids, sessionId, midSeq, { title: `fork${k}` })
+    const child = await fork(sqlitePorts(store), ids, sessionId, midSeq, { title: `fork${k}` })
     forkSamples.push(performance.now() - t0)
     forkTurnSamples.push((await turn(runtime, child.id, `fork${k}`, m)).ms)
     forkChecks.push(chatLength(store, child.id) === 4 * m + 4)

@@ -7,6 +7,7 @@ import { resolveAgents } from '../src/tools/agents.js'
 import { ruleDecision } from '../src/tools/permission/evaluate.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import { splitShellCommand } from '../src/tools/permission/shell-split.js'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 
 /**
  * `npm run bench -- permissions [n]`: the cost of the permission path —
@@ -37,8 +38,8 @@ export default async function (args: string[]): Promise<object> {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const sessionId = 'ses_bench'
-  execute(
-    store,
+  await execute(
+    sqlitePorts(store),
     sessionId,
     (s) =>
       decideSession({ type: 'create', directory: '/w', agent: 'build', model: null, rules: session }, s, sessionId),
@@ -46,7 +47,7 @@ export default async function (args: string[]): Promise<object> {
       meta: { actor: 'user' },
     },
   )
-  const gate = createPermissionGate({ store, ids, agents })
+  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
   const scope = { sessionId, agent: 'build', abort: new AbortController().signal }
   const asks = Math.min(n, 5000)
   t = performance.now()
@@ -61,10 +62,15 @@ export default async function (args: string[]): Promise<object> {
     const last = store.readSessionBackward(sessionId, Number.MAX_SAFE_INTEGER, 1)[0]
     if (last?.type !== 'permission.requested') throw new Error('the ask did not park')
     const { requestId } = last.data
-    execute(store, sessionId, (s) => decidePermission({ type: 'reply', requestId, reply: 'once' }, s, sessionId, ids), {
-      meta: { actor: 'user' },
-      durability: 'full',
-    })
+    await execute(
+      sqlitePorts(store),
+      sessionId,
+      (s) => decidePermission({ type: 'reply', requestId, reply: 'once' }, s, sessionId, ids),
+      {
+        meta: { actor: 'user' },
+        durability: 'full',
+      },
+    )
     await parked
     latencies.push(performance.now() - start)
   }

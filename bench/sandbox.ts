@@ -18,6 +18,7 @@ import { credentialPaths } from '../src/tools/credentials/credential-paths.js'
 import { DEFAULT_HIDDEN_PATHS, defaultHiddenPatterns } from '../src/tools/credentials/defaults.js'
 import { bwrapSandbox, detectSandbox, type Sandbox, unconfined } from '../src/tools/sandbox.js'
 import type { ToolContext } from '../src/tools/tool.js'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 
 /**
  * `npm run bench -- sandbox [--runs 200] [--sessions 4] [--mb 200]`: what the
@@ -129,26 +130,28 @@ async function eventLoopUnderOutput(root: string, sessions: number, mb: number, 
   })
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'scripted:bench'),
     tools,
-    permissions: createPermissionGate({ store, ids, agents }),
+    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
     agents,
   })
   const idle = await measure(() => new Promise((r) => setTimeout(r, 2000)))
-  const sessionIds = Array.from({ length: sessions }, () => {
+  const sessionIds: string[] = []
+  for (let i = 0; i < sessions; i++) {
     const id = ids.next('ses')
-    execute(
-      store,
+    await execute(
+      sqlitePorts(store),
       id,
       (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'scripted:bench' }, s, id),
       { meta: { actor: 'user' } },
     )
-    return id
-  })
+    sessionIds.push(id)
+  }
   const started = performance.now()
   const busy = await measure(async () => {
-    for (const id of sessionIds) runtime.submit(id, { parts: [{ type: 'text', text: 'go' }] })
+    for (const id of sessionIds) await runtime.submit(id, { parts: [{ type: 'text', text: 'go' }] })
     await Promise.all(sessionIds.map((id) => runtime.idle(id)))
   })
   const seconds = (performance.now() - started) / 1000

@@ -1,4 +1,4 @@
-import { forkThrough } from '../src/commands/fork.js'
+import { fork } from '../src/commands/fork.js'
 import type { ChronicleEvent } from '../src/events/catalogue.js'
 import { createIdSource } from '../src/events/ids.js'
 import type { PostgresEventLog } from '../src/events/postgres/log.js'
@@ -79,7 +79,7 @@ async function runOnce(log: PostgresEventLog, cfg: PgTimeTravelConfig): Promise<
   }
 
   const forkAt = async (sessionId: string, seq: number) => {
-    const child = await forkThrough(ports, ids, sessionId, seq)
+    const child = await fork(ports, ids, sessionId, seq)
     await log.append(child.id, [input(ids.next('in'))], {
       expectedVersion: child.version,
       durability: 'full',
@@ -103,7 +103,7 @@ async function runOnce(log: PostgresEventLog, cfg: PgTimeTravelConfig): Promise<
 
   const db = await log.reader()
   const headBefore = await log.head()
-  for (let i = 0; i < cfg.forks; i++) await forkThrough(ports, ids, large.id, pick(large.seqs))
+  for (let i = 0; i < cfg.forks; i++) await fork(ports, ids, large.id, pick(large.seqs))
   const forkEvents = (await log.head()) - headBefore
   // what the forks added to the log, row by row (a page-level size moves in 8 KiB steps)
   const { rows } = await db.query<{ bytes: number }>(

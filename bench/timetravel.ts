@@ -9,6 +9,7 @@ import { history } from '../src/projections/queries/history.js'
 import { openStore } from '../src/projections/open.js'
 import { ensureSnapshots, stateAt } from '../src/projections/time-travel/time-travel.js'
 import { timetravelPostgres } from './timetravel-postgres.js'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 
 /**
  * `npm run bench -- timetravel [--events 100000] [--samples 200] [--forks 20] [--every 1000] [--store postgres [--runs 3]]`
@@ -99,7 +100,7 @@ async function sqliteTimetravel(big: number, samples: number, forks: number, eve
       for (let i = 0; i < Math.max(5, Math.min(forks, 11)); i++) {
         const seq = pick(seqs)
         t = performance.now()
-        const child = fork(store, ids, id, seq)
+        const child = await fork(sqlitePorts(store), ids, id, seq)
         store.append(child.id, [input(ids.next('in'))], {
           expectedVersion: child.version,
           durability: 'full',
@@ -115,7 +116,7 @@ async function sqliteTimetravel(big: number, samples: number, forks: number, eve
     for (let i = 0; i < 7; i++) {
       const seq = large.seqs[Math.floor(rng() * 1000)] as number
       t = performance.now()
-      const child = fork(store, ids, large.id, seq)
+      const child = await fork(sqlitePorts(store), ids, large.id, seq)
       store.append(child.id, [input(ids.next('in'))], {
         expectedVersion: child.version,
         durability: 'full',
@@ -128,7 +129,7 @@ async function sqliteTimetravel(big: number, samples: number, forks: number, eve
     const before = sizesOf(store)
     const childEvents: number[] = []
     for (let i = 0; i < forks; i++) {
-      const child = fork(store, ids, large.id, pick(large.seqs))
+      const child = await fork(sqlitePorts(store), ids, large.id, pick(large.seqs))
       childEvents.push(child.version)
     }
     const after = sizesOf(store)
@@ -140,7 +141,7 @@ async function sqliteTimetravel(big: number, samples: number, forks: number, eve
       history(store, large.id, { after, limit: 1000 })
       pageTimes.push(performance.now() - t)
     }
-    const forked = fork(store, ids, large.id, large.seqs[large.seqs.length - 1] as number)
+    const forked = await fork(sqlitePorts(store), ids, large.id, large.seqs[large.seqs.length - 1] as number)
     const forkPageTimes: number[] = []
     for (let i = 0; i < 50; i++) {
       const after = pick(large.seqs)

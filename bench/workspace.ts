@@ -172,7 +172,7 @@ async function conversationCost(directory: string, storeRoot: string, turns: num
   await shadow.snapshot(directory)
   for (let round = 0; round < 3; round++) {
     for (const snapshots of [false, true]) {
-      const s = setup({
+      const s = await setup({
         directory,
         ...(snapshots && { workspace: (store) => createWorkspaceSnapshots({ store, shadow }) }),
       })

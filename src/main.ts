@@ -9,7 +9,7 @@ import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { openStore } from './projections/open.js'
 import { getSession } from './projections/queries/read-model.js'
-import { sqliteTimeTravel } from './projections/time-travel/port.js'
+import { sqlitePorts } from './projections/store-ports.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
 import { memoryBounds } from './runtime/memory.js'
@@ -181,6 +181,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     throw new ChronicleError('STORE_DAMAGED', damagedMessage(dbPath, check.problems), { file: dbPath })
   logger.debug({ ms: Math.round(check.ms) }, 'store checked')
   const store = openStore(dbPath, { cache: memory.projector })
+  const ports = sqlitePorts(store)
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
     root: join(config.dataDir, 'workspaces'),
@@ -188,14 +189,21 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     exclude: [config.dataDir, ...(config.configFile ? [config.configFile] : [])],
   })
   const ids = options.ids ?? createIdSource()
-  const restorer = createWorkspaceRestorer({ store, shadow, ids, log: logger })
-  const forks = createWorkspaceForks({ store, ids, shadow, forksDir: join(config.dataDir, 'forks'), log: logger })
+  const restorer = createWorkspaceRestorer({ store, ports, shadow, ids, log: logger })
+  const forks = createWorkspaceForks({
+    store,
+    ports,
+    ids,
+    shadow,
+    forksDir: join(config.dataDir, 'forks'),
+    log: logger,
+  })
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
-  const gate = createPermissionGate({ store, ids, agents })
+  const gate = createPermissionGate({ store, ports, ids, agents })
   // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
-  const elicitations = createElicitationBridge({ store, ids, log: logger, redactor })
+  const elicitations = createElicitationBridge({ store, ports, ids, log: logger, redactor })
   // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
   const roots = createSessionRoots(store, directory, [directory, join(config.dataDir, 'forks')])
   const mcp = createMcpManager(config.mcp, {
@@ -247,6 +255,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
   const runtime = createRuntime({
     store,
+    ports,
     ids,
     models,
     tools,
@@ -269,17 +278,17 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     memory: { views: memory.views, inputs: memory.inputs },
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
-  const subagents = createSubagents({ store, ids, agents, runtime: (): Runtime => runtime })
+  const subagents = createSubagents({ store, ports, ids, agents, runtime: (): Runtime => runtime })
   const orphans = watchOrphanedSubtasks({ store, subagents, runtime: () => runtime, log: logger })
   const runtimePort: RuntimePort = {
     wake: (sessionId) => runtime.wake(sessionId),
     idle: (sessionId) => runtime.idle(sessionId),
     stop: () => runtime.stop(),
   }
-  const timeTravel = sqliteTimeTravel(store)
 
   const deps: AppDeps = {
     store,
+    ports,
     ids,
     logger,
     security: { token: token.token, allowedHosts: allowedHosts(config), allowedOrigins: config.allowedOrigins },
@@ -289,7 +298,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     agents: new Set(agents.keys()),
     runtime: runtimePort,
     submit: runtime.submitContext,
-    timeTravel,
+    timeTravel: ports.timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
     workspace: createWorkspaceHistory(store, shadow),
     restorer,
@@ -345,7 +354,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       }
       await app.listen({ host: config.host, port: config.port })
       void continueRecovered(recovery, runtime)
-      orphans.sweep() // children that finished while their parent's task call was cut off
+      await orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {
         logger.info(

@@ -2,9 +2,8 @@ import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
 import type { Session } from '../projections/fold/model.js'
-import { execute } from './execute.js'
+import { type CommandPorts, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
@@ -32,17 +31,22 @@ export interface CompactRequested {
 }
 
 /** Appends the request (FULL durability) and says which compaction will run; waking the run is the caller's next step. */
-export function requestCompaction(
-  store: EventStore,
+export async function requestCompaction(
+  ports: CommandPorts,
   ids: IdSource,
   sessionId: string,
   by: Partial<EventMeta> = {},
-): CompactRequested {
+): Promise<CompactRequested> {
   const compactionId = ids.next('cmp')
-  const { events, state } = execute(store, sessionId, (session) => decideCompact(session, sessionId, compactionId), {
-    durability: 'full',
-    meta: { actor: 'user', command: 'compact', ...by },
-  })
+  const { events, state } = await execute(
+    ports,
+    sessionId,
+    (session) => decideCompact(session, sessionId, compactionId),
+    {
+      durability: 'full',
+      meta: { actor: 'user', command: 'compact', ...by },
+    },
+  )
   const [stored] = events
   if (!stored) return { compactionId: state?.compaction?.compactionId ?? '', seq: state?.lastSeq ?? 0, duplicate: true }
   return { compactionId, seq: stored.seq, duplicate: false }

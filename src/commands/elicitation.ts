@@ -1,9 +1,8 @@
 import type { ChronicleEvent, DataOf, ElicitationValue } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
-import type { EventStore } from '../events/store.js'
 import type { Session } from '../projections/fold/model.js'
-import { type Executed, execute } from './execute.js'
+import { type CommandPorts, type Executed, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
@@ -38,14 +37,14 @@ export type ElicitationCommand =
   | { readonly type: 'abandon'; readonly elicitationId: string; readonly reason: string }
 
 /** Decides and appends an elicitation command (FULL: an answer acknowledges something to a client). */
-export function elicitationCommand(
-  store: EventStore,
+export async function elicitationCommand(
+  ports: CommandPorts,
   sessionId: string,
   command: ElicitationCommand,
   meta: EventMeta,
   check: ContentCheck,
-): Executed {
-  return execute(store, sessionId, (session) => decideElicitation(command, session, sessionId, check), {
+): Promise<Executed> {
+  return execute(ports, sessionId, (session) => decideElicitation(command, session, sessionId, check), {
     meta,
     durability: 'full',
   })

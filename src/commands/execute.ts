@@ -1,18 +1,24 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta, StoredEvent } from '../events/envelope.js'
-import type { Durability, EventStore } from '../events/store.js'
+import { ChronicleError } from '../events/errors.js'
+import type { EventLog } from '../events/log.js'
+import type { Durability } from '../events/store.js'
 import type { Session } from '../projections/fold/model.js'
-import { getSession } from '../projections/queries/read-model.js'
+import type { ReadModels } from '../projections/read-models.js'
 
 /**
- * The one command path (docs/ARCHITECTURE.md): read the stream's state once,
- * decide purely, append the decided events with the version that was read.
- * A concurrent write in between is a VERSION_CONFLICT, never a lost update.
- * Every client command and every runtime decision that appends goes through
- * here; only the model's streamed output and what the run records beside it
- * (runtime/loop/recorder.ts; the workspace snapshots, runtime/workspace/snapshots.ts),
- * recovery's settlement (runtime/recovery/) and an import (projections/transfer/export.ts)
- * append on their own.
+ * The one command path (docs/ARCHITECTURE.md "The write path"): read the
+ * stream's state, decide purely, append the decided events with the version
+ * that was read. A write in between (another command of this process while
+ * the read was answered, another server on the same database) makes the
+ * append a VERSION_CONFLICT, never a lost update: the command is decided
+ * again on the newer state, as it would have been had it come a moment
+ * later, up to ATTEMPTS times. Every client command and every runtime
+ * decision that appends goes through here; only the model's streamed output
+ * and what the run records beside it (runtime/loop/recorder.ts; the
+ * workspace snapshots, runtime/workspace/snapshots.ts), recovery's
+ * settlement (runtime/recovery/) and an import
+ * (projections/transfer/export.ts) append on their own.
  */
 export type Decide = (session: Session | undefined) => readonly ChronicleEvent[]
 
@@ -30,15 +36,36 @@ export interface Executed {
   readonly state: Session | undefined
 }
 
-export function execute(store: EventStore, sessionId: string, decide: Decide, options: ExecuteOptions): Executed {
-  const state = getSession(store, sessionId)
-  const decided = decide(state)
-  if (decided.length === 0) return { events: [], state }
-  const events = store.append(sessionId, decided, {
-    expectedVersion: state?.version ?? 0,
-    meta: options.meta,
-    ...(options.durability && { durability: options.durability }),
-    ...(options.alone && { alone: true }),
-  })
-  return { events, state }
+/** What a command needs of the store: either engine's (src/projections/store-ports.ts). */
+export interface CommandPorts {
+  readonly log: EventLog
+  readonly readModels: ReadModels
+}
+
+/** Decisions made again after a conflicting write, before the conflict is the caller's. */
+const ATTEMPTS = 5
+
+export async function execute(
+  ports: CommandPorts,
+  sessionId: string,
+  decide: Decide,
+  options: ExecuteOptions,
+): Promise<Executed> {
+  for (let attempt = 1; ; attempt++) {
+    const state = await ports.readModels.session(sessionId)
+    // What decide throws (a VERSION_CONFLICT of its own included) is the command's answer: it is not retried.
+    const decided = decide(state)
+    if (decided.length === 0) return { events: [], state }
+    try {
+      const events = await ports.log.append(sessionId, decided, {
+        expectedVersion: state?.version ?? 0,
+        meta: options.meta,
+        ...(options.durability && { durability: options.durability }),
+        ...(options.alone && { alone: true }),
+      })
+      return { events, state }
+    } catch (err) {
+      if (!(err instanceof ChronicleError && err.code === 'VERSION_CONFLICT') || attempt === ATTEMPTS) throw err
+    }
+  }
 }

@@ -2,15 +2,10 @@ import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { EventLog } from '../events/log.js'
-import type { EventStore } from '../events/store.js'
-import type { ReadModels } from '../projections/read-models.js'
-import type { TimeTravel } from '../projections/time-travel/port.js'
 import type { Session, SessionView } from '../projections/fold/model.js'
-import { getSession, requireSession } from '../projections/queries/read-model.js'
-import { type TimeTravelOptions, viewAt } from '../projections/time-travel/time-travel.js'
+import type { StorePorts } from '../projections/store-ports.js'
 import { checkDirectory } from './directory.js'
-import { execute } from './execute.js'
+import type { CommandPorts } from './execute.js'
 import { FORK_SETTLEMENT, settleInFlight } from './settle.js'
 
 /**
@@ -30,7 +25,7 @@ import { FORK_SETTLEMENT, settleInFlight } from './settle.js'
  * directory is never used. Its `session.forked` carries `fromImport`, so the
  * child starts with no rules, approvals or queued inputs of the file's.
  */
-export interface ForkOptions extends TimeTravelOptions {
+export interface ForkOptions {
   readonly title?: string
   readonly directory?: string
   readonly meta?: EventMeta
@@ -74,77 +69,40 @@ export interface ForkPoint {
 }
 
 /** Reads the fork point (SESSION_NOT_FOUND / SEQ_OUT_OF_RANGE), what is queued included. */
-export function readForkPoint(
-  store: EventStore,
-  sessionId: string,
-  atSeq: number,
-  travel: TimeTravelOptions = {},
-): ForkPoint {
-  const parent = viewAt(store, sessionId, atSeq, travel)
+export async function readForkPoint(ports: StorePorts, sessionId: string, atSeq: number): Promise<ForkPoint> {
+  const parent = await ports.timeTravel.viewAt(sessionId, atSeq)
+  const imported = async (id: string | undefined) =>
+    id !== undefined && (await ports.readModels.session(id))?.imported !== undefined
   // At an inherited seq the view is the ancestor's (its id is the owner of the fork point).
-  return { parent, fromImport: isImported(store, sessionId) || isImported(store, parent.session?.id) }
+  return { parent, fromImport: (await imported(sessionId)) || (await imported(parent.session?.id)) }
 }
 
 /** Appends a new session's first events (a new id: VERSION_CONFLICT should it exist). */
-export function appendFork(
-  store: EventStore,
+export async function appendFork(
+  ports: CommandPorts,
   childId: string,
   events: readonly ChronicleEvent[],
   meta?: EventMeta,
-): Session {
-  execute(
-    store,
-    childId,
-    (child) => {
-      if (child) throw new ChronicleError('VERSION_CONFLICT', `session ${childId} already exists`)
-      return events
-    },
-    { durability: 'full', meta: meta ?? { actor: 'user', command: 'fork' } },
-  )
-  return requireSession(store, childId)
+): Promise<Session> {
+  await ports.log.append(childId, events, {
+    expectedVersion: 0,
+    durability: 'full',
+    meta: meta ?? { actor: 'user', command: 'fork' },
+  })
+  return (await ports.readModels.session(childId)) as Session
 }
 
 /** A fork of the history (a fork with files: src/runtime/workspace/forks.ts, on the same two steps). */
-export function fork(
-  store: EventStore,
+export async function fork(
+  ports: StorePorts,
   ids: IdSource,
   sessionId: string,
   atSeq: number,
   options: ForkOptions = {},
-): Session {
-  const { title, directory, meta, ...travel } = options
-  const { parent, fromImport } = readForkPoint(store, sessionId, atSeq, travel)
-  const events = forkEvents(parent, { sessionId, seq: atSeq }, options, fromImport)
-  return appendFork(store, ids.next('ses'), events, meta)
-}
-
-/** What fork needs of a store through the ports (docs/ARCHITECTURE.md "The store port"): either engine's. */
-export interface ForkPorts {
-  readonly log: EventLog
-  readonly readModels: ReadModels
-  readonly timeTravel: TimeTravel
-}
-
-/** fork through the ports: the same decision, the child appended as a new stream (expected version 0). */
-export async function forkThrough(
-  ports: ForkPorts,
-  ids: IdSource,
-  sessionId: string,
-  atSeq: number,
-  options: Omit<ForkOptions, keyof TimeTravelOptions> = {},
 ): Promise<Session> {
-  const parent = await ports.timeTravel.viewAt(sessionId, atSeq)
-  const imported = async (id: string | undefined) =>
-    id !== undefined && (await ports.readModels.session(id))?.imported !== undefined
-  const fromImport = (await imported(sessionId)) || (await imported(parent.session?.id))
+  const { parent, fromImport } = await readForkPoint(ports, sessionId, atSeq)
   const events = forkEvents(parent, { sessionId, seq: atSeq }, options, fromImport)
-  const childId = ids.next('ses')
-  await ports.log.append(childId, events, {
-    expectedVersion: 0,
-    durability: 'full',
-    meta: options.meta ?? { actor: 'user', command: 'fork' },
-  })
-  return (await ports.readModels.session(childId)) as Session
+  return appendFork(ports, ids.next('ses'), events, options.meta)
 }
 
 /** The child's first events for a fork with these options (its directory checked first). */
@@ -160,8 +118,4 @@ function forkEvents(
     ...(directory !== undefined && { directory }),
     fromImport,
   })
-}
-
-function isImported(store: EventStore, sessionId: string | undefined): boolean {
-  return sessionId !== undefined && getSession(store, sessionId)?.imported !== undefined
 }

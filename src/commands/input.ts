@@ -3,10 +3,9 @@ import type { EventMeta } from '../events/envelope.js'
 import type { ChronicleEvent, InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
 import type { PriorAcceptance } from '../projections/queries/input-index.js'
 import type { Session } from '../projections/fold/model.js'
-import { execute } from './execute.js'
+import { type CommandPorts, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
@@ -66,14 +65,14 @@ export interface SubmitContext {
 }
 
 /** Makes an input durable in the session's inbox; nothing is appended for a duplicate. */
-export function submitInput(
-  store: EventStore,
+export async function submitInput(
+  ports: CommandPorts,
   sessionId: string,
   input: SubmitInput,
   context: SubmitContext,
   by: 'user' | 'runtime' = 'user',
   who: Partial<Pick<EventMeta, 'by' | 'connection' | 'commandId'>> = {},
-): SubmitResult {
+): Promise<SubmitResult> {
   let command: SubmitCommand = {
     ...input,
     inputId: input.inputId ?? context.ids.next('in'),
@@ -94,8 +93,8 @@ export function submitInput(
   if (!known && context.attach && command.parts.some((p) => p.type === 'file' && p.path !== undefined))
     command = { ...command, attached: context.attach(sessionId, command.parts) }
   let duplicate: { seq: number } | undefined
-  const { events } = execute(
-    store,
+  const { events } = await execute(
+    ports,
     sessionId,
     (session) => {
       const prior = input.inputId === undefined || !session ? undefined : context.prior(sessionId, command.inputId)

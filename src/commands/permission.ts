@@ -2,9 +2,8 @@ import type { ChronicleEvent, DataOf, PermissionRule } from '../events/catalogue
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
 import type { PendingPermission, Session } from '../projections/fold/model.js'
-import { type Executed, execute } from './execute.js'
+import { type CommandPorts, type Executed, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
@@ -32,14 +31,14 @@ export type PermissionCommand =
   | { readonly type: 'revoke'; readonly ruleId: string }
 
 /** Decides and appends a permission command (FULL: a reply acknowledges something to a client). */
-export function permissionCommand(
-  store: EventStore,
+export async function permissionCommand(
+  ports: CommandPorts,
   ids: IdSource,
   sessionId: string,
   command: PermissionCommand,
   meta: EventMeta,
-): Executed {
-  return execute(store, sessionId, (session) => decidePermission(command, session, sessionId, ids), {
+): Promise<Executed> {
+  return execute(ports, sessionId, (session) => decidePermission(command, session, sessionId, ids), {
     meta,
     durability: 'full',
   })

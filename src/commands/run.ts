@@ -1,9 +1,8 @@
 import type { ChronicleEvent } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
-import type { EventStore } from '../events/store.js'
 import type { Session } from '../projections/fold/model.js'
-import { execute } from './execute.js'
+import { type CommandPorts, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
 
 /**
@@ -12,12 +11,12 @@ import { assertWritable } from './read-only.js'
  * the run when it sees it committed. Cancelling an idle session, or one
  * already being cancelled, appends nothing.
  */
-export function cancelRun(
-  store: EventStore,
+export async function cancelRun(
+  ports: CommandPorts,
   sessionId: string,
   meta: EventMeta = { actor: 'user' },
-): { cancelled: boolean } {
-  const { events } = execute(store, sessionId, (session) => decideCancel(session, sessionId), {
+): Promise<{ cancelled: boolean }> {
+  const { events } = await execute(ports, sessionId, (session) => decideCancel(session, sessionId), {
     meta,
     durability: 'full',
   })

@@ -194,7 +194,7 @@ export function isMethod(name: string): name is Method {
 }
 
 export function createApi(deps: AppDeps): Api {
-  const { store } = deps
+  const { store, ports } = deps
   const missing = (what: string): never => {
     throw new ChronicleError('NOT_IMPLEMENTED', `${what} is not available in this server build`)
   }
@@ -206,15 +206,15 @@ export function createApi(deps: AppDeps): Api {
   }
 
   return {
-    'session.create'(p, caller) {
+    async 'session.create'(p, caller) {
       const directory = p.directory ?? deps.defaults.directory
       checkDirectory(directory)
       if (p.directory) checkNotInDataDir(p.directory, deps.dataDir)
       const agent = p.agent ?? deps.defaults.agent
       if (deps.agents && !deps.agents.has(agent)) throw new ChronicleError('UNKNOWN_AGENT', `no agent named ${agent}`)
       const id = deps.ids.next('ses')
-      execute(
-        store,
+      await execute(
+        ports,
         id,
         (s) =>
           decideSession(
@@ -238,28 +238,28 @@ export function createApi(deps: AppDeps): Api {
     'session.get'(p) {
       return { session: session(p.session) }
     },
-    'session.archive'(p, caller) {
-      execute(store, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), {
+    async 'session.archive'(p, caller) {
+      await execute(ports, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), {
         meta: metaOf(caller),
         durability: 'full',
       })
       return {}
     },
-    'input.submit'(p, caller) {
+    async 'input.submit'(p, caller) {
       const { session: id, ...input } = p
       const wake = runtime().wake
       const { actor: _, ...who } = metaOf(caller)
-      const accepted = submitInput(store, id, input, deps.submit ?? missing('the agent runtime'), 'user', who)
+      const accepted = await submitInput(ports, id, input, deps.submit ?? missing('the agent runtime'), 'user', who)
       if (!input.noReply && !accepted.duplicate) wake(id)
       return accepted
     },
     'run.cancel'(p, caller) {
-      return cancelRun(store, p.session, metaOf(caller)) // the runtime aborts the run when it sees the request committed
+      return cancelRun(ports, p.session, metaOf(caller)) // the runtime aborts the run when it sees the request committed
     },
-    'permission.reply'(p, caller) {
+    async 'permission.reply'(p, caller) {
       const { requestId, reply, message } = p
-      permissionCommand(
-        store,
+      await permissionCommand(
+        ports,
         deps.ids,
         p.session,
         { type: 'reply', requestId, reply, ...(message !== undefined && { message }) },
@@ -267,10 +267,10 @@ export function createApi(deps: AppDeps): Api {
       )
       return {}
     },
-    'elicitation.answer'(p, caller) {
+    async 'elicitation.answer'(p, caller) {
       const { elicitationId, action, content } = p
-      elicitationCommand(
-        store,
+      await elicitationCommand(
+        ports,
         p.session,
         { type: 'answer', elicitationId, action, ...(content !== undefined && { content }) },
         metaOf(caller, { request: elicitationId }),
@@ -282,8 +282,8 @@ export function createApi(deps: AppDeps): Api {
       const s = session(p.session)
       return { rules: s.approvals, configured: s.rules }
     },
-    'permission.revoke'(p, caller) {
-      permissionCommand(store, deps.ids, p.session, { type: 'revoke', ruleId: p.ruleId }, metaOf(caller))
+    async 'permission.revoke'(p, caller) {
+      await permissionCommand(ports, deps.ids, p.session, { type: 'revoke', ruleId: p.ruleId }, metaOf(caller))
       return {}
     },
     async 'session.fork'(p, caller) {
@@ -297,7 +297,7 @@ export function createApi(deps: AppDeps): Api {
       }
       // with files when the server records workspaces; else the fork command itself (history only)
       if (deps.forks) return { session: await deps.forks.fork(p.session, p.at, options) }
-      return { session: fork(store, deps.ids, p.session, p.at, options) }
+      return { session: await fork(ports, deps.ids, p.session, p.at, options) }
     },
     async 'session.state'(p) {
       const s = session(p.session)
@@ -346,10 +346,10 @@ export function createApi(deps: AppDeps): Api {
       session(p.session)
       return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
     },
-    'session.compact'(p, caller) {
+    async 'session.compact'(p, caller) {
       const wake = runtime().wake
       const { actor: _, ...by } = metaOf(caller)
-      const requested = requestCompaction(store, deps.ids, p.session, by)
+      const requested = await requestCompaction(ports, deps.ids, p.session, by)
       wake(p.session) // an idle session compacts now; a running one at its next step
       return requested
     },

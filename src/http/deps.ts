@@ -4,6 +4,7 @@ import type { WebSessions } from './web-sessions.js'
 import type { Logger } from 'pino'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
+import type { StorePorts } from '../projections/store-ports.js'
 import type { TimeTravel } from '../projections/time-travel/port.js'
 import type { ResolvedLimits } from '../config.js'
 import type { SubmitContext } from '../commands/input.js'
@@ -47,6 +48,8 @@ export interface WebDeps {
 
 export interface AppDeps {
   readonly store: EventStore
+  /** the store as its ports (src/projections/store-ports.ts): what the commands take */
+  readonly ports: StorePorts
   readonly ids: IdSource
   readonly logger: Logger
   readonly security: {

@@ -4,6 +4,7 @@ import { cancelRun } from '../commands/run.js'
 import type { IdSource } from '../events/ids.js'
 import type { CacheBounds } from '../events/bounded-cache.js'
 import type { EventStore } from '../events/store.js'
+import type { StorePorts } from '../projections/store-ports.js'
 import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from '../projections/queries/input-index.js'
 import { getSession } from '../projections/queries/read-model.js'
 import type { AgentDefinition } from '../tools/agents.js'
@@ -65,6 +66,8 @@ export interface RuntimeLog {
 
 export interface RuntimeDeps {
   readonly store: EventStore
+  /** what the commands the runtime runs append through (src/projections/store-ports.ts) */
+  readonly ports: StorePorts
   readonly ids: IdSource
   readonly models: ModelResolver
   readonly tools: ToolRegistry
@@ -109,10 +112,10 @@ export interface Runtime {
    * The submit command, then a wake (clients reach the command directly: src/commands/input.ts).
    * `by`: who the input comes from (meta.actor); the runtime submits a sub-agent's prompt and an orphan's report itself.
    */
-  submit(sessionId: string, input: SubmitInput, by?: 'user' | 'runtime'): SubmitResult
+  submit(sessionId: string, input: SubmitInput, by?: 'user' | 'runtime'): Promise<SubmitResult>
   /** what submitting input to this runtime's sessions needs (the input index, agents, models, limits) */
   readonly submitContext: SubmitContext
-  cancel(sessionId: string): { cancelled: boolean }
+  cancel(sessionId: string): Promise<{ cancelled: boolean }>
   wake(sessionId: string): void
   resume(sessionId: string, runId: string): void
   idle(sessionId: string): Promise<void>
@@ -121,7 +124,7 @@ export interface Runtime {
   isRunning(sessionId: string): boolean
   /** the per-session state held in memory now (docs/ARCHITECTURE.md "Memory") */
   held(): { readonly views: number; readonly viewBytes: number; readonly inputIndexes: number }
-  compact(sessionId: string): CompactRequested
+  compact(sessionId: string): Promise<CompactRequested>
   context(sessionId: string, seq?: number): Promise<ModelContext>
   stop(): Promise<void>
 }
@@ -175,7 +178,9 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.workspace && { workspace: deps.workspace }),
     ...(deps.continueOnReject && { continueOnReject: true }),
   }
-  const titles = deps.titles ? createTitles({ store, ids, models, ...(deps.log && { log: deps.log }) }) : undefined
+  const titles = deps.titles
+    ? createTitles({ store, ports: deps.ports, ids, models, ...(deps.log && { log: deps.log }) })
+    : undefined
   const coordinator = new RunCoordinator(
     async (sessionId, signal, resume) => {
       const outcome = await (resume
@@ -204,14 +209,14 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
   return {
     submitContext,
-    submit(sessionId, input, by = 'user') {
-      const result = submitInput(store, sessionId, input, submitContext, by)
+    async submit(sessionId, input, by = 'user') {
+      const result = await submitInput(deps.ports, sessionId, input, submitContext, by)
       if (!input.noReply && !result.duplicate) coordinator.wake(sessionId)
       return result
     },
 
-    cancel(sessionId) {
-      const { cancelled } = cancelRun(store, sessionId)
+    async cancel(sessionId) {
+      const { cancelled } = await cancelRun(deps.ports, sessionId)
       // A run starting in this very turn has no run.started to cancel in the log yet: abort it here too.
       const aborted = coordinator.cancel(sessionId)
       return { cancelled: cancelled || aborted }
@@ -229,8 +234,8 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
     held: () => ({ views: views.held.views, viewBytes: views.held.bytes, inputIndexes: inputs.size }),
-    compact(sessionId) {
-      const requested = requestCompaction(store, ids, sessionId)
+    async compact(sessionId) {
+      const requested = await requestCompaction(deps.ports, ids, sessionId)
       coordinator.wake(sessionId)
       return requested
     },

@@ -1,6 +1,7 @@
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
+import type { CommandPorts } from '../commands/execute.js'
 import { execute } from '../commands/execute.js'
 import type { Session } from '../projections/fold/model.js'
 import { getSession, loadView } from '../projections/queries/read-model.js'
@@ -32,11 +33,13 @@ export interface Titles {
 
 export function createTitles(deps: {
   readonly store: EventStore
+  /** what the title's events append through */
+  readonly ports: CommandPorts
   readonly ids: IdSource
   readonly models: ModelResolver
   readonly log?: { error(obj: object, msg?: string): void }
 }): Titles {
-  const { store, ids } = deps
+  const { store, ports, ids } = deps
   const inFlight = new Set<Promise<void>>()
 
   async function propose(sessionId: string): Promise<void> {
@@ -64,8 +67,8 @@ export function createTitles(deps: {
     if (!model) return
     const titleId = ids.next('ttl')
     const meta = { actor: 'runtime' as const }
-    execute(
-      store,
+    await execute(
+      ports,
       sessionId,
       (s) => (s?.title === DEFAULT_TITLE ? [{ type: 'title.started', data: { titleId, model: model.spec } }] : []),
       {
@@ -73,7 +76,7 @@ export function createTitles(deps: {
       },
     )
     const fail = (error: string) =>
-      execute(store, sessionId, () => [{ type: 'title.failed', data: { titleId, error } }], { meta })
+      execute(ports, sessionId, () => [{ type: 'title.failed', data: { titleId, error } }], { meta })
     let text = ''
     let failure: string | undefined
     const signal = AbortSignal.timeout(TIMEOUT_MS)
@@ -94,10 +97,10 @@ export function createTitles(deps: {
       },
     )
     const title = clean(text)
-    if (failure !== undefined || !title) return void fail(failure ?? 'the model proposed no title')
+    if (failure !== undefined || !title) return void (await fail(failure ?? 'the model proposed no title'))
     // a title the user set while the call ran wins
-    execute(
-      store,
+    await execute(
+      ports,
       sessionId,
       (s) =>
         s?.title === DEFAULT_TITLE

@@ -33,7 +33,7 @@ async function recordedSession(w: AuditWorld): Promise<string> {
   const id = w.session()
   writeFileSync(join(w.directory, 'notes.txt'), 'remember the milk\n')
   writeFileSync(join(w.directory, 'pixel.png'), Buffer.from(PIXEL, 'base64'))
-  w.runtime.submit(id, {
+  await w.runtime.submit(id, {
     parts: [
       { type: 'text', text: 'show the picture' },
       { type: 'file', path: 'notes.txt' },
@@ -43,17 +43,17 @@ async function recordedSession(w: AuditWorld): Promise<string> {
   await w.runtime.idle(id)
   writeFileSync(join(w.directory, 'notes.txt'), 'changed on disk since') // the log, not the disk, is what was sent
   // steering: a steer sent while the slow tool runs reaches the model at the next step
-  w.runtime.submit(id, { parts: text('wait a little') })
+  await w.runtime.submit(id, { parts: text('wait a little') })
   await new Promise((r) => setTimeout(r, 100))
-  w.runtime.submit(id, { parts: text('and then say hi'), delivery: 'steer' })
+  await w.runtime.submit(id, { parts: text('and then say hi'), delivery: 'steer' })
   await w.runtime.idle(id)
-  w.runtime.submit(id, { parts: text('a note for later'), noReply: true })
+  await w.runtime.submit(id, { parts: text('a note for later'), noReply: true })
   // the budget of 3 runs out: the third step has tools off and the max-steps note
-  w.runtime.submit(id, { parts: text('loop forever') })
+  await w.runtime.submit(id, { parts: text('loop forever') })
   await w.runtime.idle(id)
-  w.runtime.compact(id)
+  await w.runtime.compact(id)
   await w.runtime.idle(id)
-  w.runtime.submit(id, { parts: text('after the summary') })
+  await w.runtime.submit(id, { parts: text('after the summary') })
   await w.runtime.idle(id)
   return id
 }
@@ -111,7 +111,7 @@ describe('the request a step sent', () => {
     const w = world
     const id = w.session()
     for (const t of ['one', 'two', 'three']) {
-      w.runtime.submit(id, { parts: text(t) })
+      await w.runtime.submit(id, { parts: text(t) })
       await w.runtime.idle(id)
     }
     const sources = w.store

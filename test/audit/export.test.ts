@@ -23,7 +23,7 @@ async function exported(): Promise<string> {
     { text: 'done', times: 10 },
   ])
   const id = world.session()
-  world.runtime.submit(id, { parts: [{ type: 'text', text: 'look it up' }] })
+  await world.runtime.submit(id, { parts: [{ type: 'text', text: 'look it up' }] })
   await world.runtime.idle(id)
   return exportSession(world.store, id)
 }

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
-import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
@@ -17,6 +16,8 @@ import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { createMcpManager } from '../../src/tools/mcp/manager.js'
 import { testTools } from '../runtime/helpers.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /** What a provider model receives for one call, as JSON: the prompt, tool schemas, tool choice and settings. */
 export function received(options: LanguageModelV3CallOptions): string {
@@ -97,10 +98,11 @@ export async function auditWorld(steps: ScriptStep[], file = ':memory:'): Promis
   const handle: ModelHandle = { spec: 'mock:model', model, settings }
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: { validate() {}, resolve: () => handle },
     tools: createToolRegistry({ agents, tools: [...testTools(), ...mcp.tools()], store }),
-    permissions: createPermissionGate({ store, ids, agents }),
+    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
     agents,
     limits: { retry: { initialMs: 1, maxMs: 5 } },
     // a date that moves: the request must be rebuilt from what was recorded, not from today
@@ -115,7 +117,7 @@ export async function auditWorld(steps: ScriptStep[], file = ':memory:'): Promis
     directory,
     session() {
       const id = ids.next('ses')
-      execute(
+      executeNow(
         store,
         id,
         (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, id),

@@ -2,7 +2,6 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
-import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { sequentialIds, type IdSource } from '../../src/events/ids.js'
@@ -17,6 +16,8 @@ import { resolveAgents } from '../../src/tools/agents.js'
 import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { collapse } from '../runtime/helpers.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /** A real runtime over SQLite :memory: with compaction configured and a scripted model named `mock:model`. */
 export interface CompactionHarness {
@@ -51,10 +52,11 @@ export function compactionHarness(
   const model = createScriptedModel({ chunkSize: 64, steps })
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, SPEC),
     tools,
-    permissions: createPermissionGate({ store, ids, agents }),
+    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
     agents,
     limits: { retry: { initialMs: 1, maxMs: 5 } },
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
@@ -68,13 +70,13 @@ export function compactionHarness(
     model,
     session() {
       const id = ids.next('ses')
-      execute(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: SPEC }, s, id), {
+      executeNow(store, id, (s) => decideSession({ type: 'create', directory, agent: 'build', model: SPEC }, s, id), {
         meta: { actor: 'user' },
       })
       return id
     },
     async turn(sessionId, text) {
-      runtime.submit(sessionId, { parts: [{ type: 'text', text }] })
+      await runtime.submit(sessionId, { parts: [{ type: 'text', text }] })
       await runtime.idle(sessionId)
     },
     events,

@@ -21,9 +21,9 @@ describe('manual compaction', () => {
     await h.turn(id, 'two')
     const before = h.events(id).length
 
-    const requested = h.runtime.compact(id)
+    const requested = await h.runtime.compact(id)
     expect(requested).toEqual({ compactionId: expect.any(String), seq: expect.any(Number), duplicate: false })
-    expect(h.runtime.compact(id)).toMatchObject({ compactionId: requested.compactionId, duplicate: true }) // not requested twice
+    expect(await h.runtime.compact(id)).toMatchObject({ compactionId: requested.compactionId, duplicate: true }) // not requested twice
     await h.runtime.idle(id)
 
     const added = h.events(id).slice(before)
@@ -75,10 +75,10 @@ describe('manual compaction', () => {
     )
     const id = h.session()
     for (const t of ['one', 'two']) await h.turn(id, t)
-    h.runtime.compact(id)
+    await h.runtime.compact(id)
     await h.runtime.idle(id)
     await h.turn(id, 'three')
-    h.runtime.compact(id)
+    await h.runtime.compact(id)
     await h.runtime.idle(id)
     const events = h.events(id)
     expect(dataOf(events, 'compaction.completed')).toHaveLength(1)
@@ -122,9 +122,9 @@ describe('manual compaction', () => {
     })
     const id = h.session()
     await h.turn(id, 'hello')
-    h.runtime.submit(id, { parts: [{ type: 'text', text: 'go' }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: 'go' }] })
     await toolRunning
-    h.runtime.compact(id)
+    await h.runtime.compact(id)
     release()
     await h.runtime.idle(id)
 
@@ -158,8 +158,10 @@ describe('manual compaction', () => {
     ])
   })
 
-  it('an unknown session is an error and appends nothing', () => {
+  it('an unknown session is an error and appends nothing', async () => {
     h = compactionHarness([], {})
-    expect(() => h.runtime.compact('ses_missing')).toThrow(expect.objectContaining({ code: 'SESSION_NOT_FOUND' }))
+    await expect(h.runtime.compact('ses_missing')).rejects.toThrow(
+      expect.objectContaining({ code: 'SESSION_NOT_FOUND' }),
+    )
   })
 })

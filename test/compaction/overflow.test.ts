@@ -123,7 +123,7 @@ describe('context overflow reported by the provider', () => {
       error: { kind: 'CONTEXT_OVERFLOW', message: expect.stringContaining('automatic compaction is off') },
     })
     // Manual compaction still works.
-    h.runtime.compact(id)
+    await h.runtime.compact(id)
     await h.runtime.idle(id)
     expect(dataOf(h.events(id), 'compaction.completed')).toHaveLength(1)
   })

@@ -9,6 +9,8 @@ import { INTERRUPTED_MESSAGE, recoverSessions } from '../../src/runtime/recovery
 import { createScriptedModel, type ScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { collapse, harness, type Harness } from '../runtime/helpers.js'
 import { pairingProblem } from '../crash/checks.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * Recovery on start (docs/RECOVERY.md): a log left by a crash — written here event by
@@ -336,9 +338,9 @@ describe('a call parked on a permission request when the server died', () => {
     ])
     return { h, model, s }
   }
-  const reply = (x: Harness, s: string, r: 'once' | 'always' | 'reject', message?: string) =>
+  const reply = async (x: Harness, s: string, r: 'once' | 'always' | 'reject', message?: string) =>
     execute(
-      x.store,
+      sqlitePorts(x.store),
       s,
       (v) =>
         decidePermission({ type: 'reply', requestId: 'per_1', reply: r, ...(message && { message }) }, v, s, x.ids),
@@ -373,7 +375,7 @@ describe('a call parked on a permission request when the server died', () => {
     h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     const head = h.store.head()
-    reply(h, s, 'once')
+    await reply(h, s, 'once')
     await h.runtime.idle(s)
     const events = h.events(s).filter((e) => e.seq > head)
     expect(events.slice(0, 2).map((e) => [e.type, e.data])).toEqual([
@@ -391,7 +393,7 @@ describe('a call parked on a permission request when the server died', () => {
     recoverSessions(h.store)
     h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
-    reply(h, s, 'reject', 'not that one')
+    await reply(h, s, 'reject', 'not that one')
     await h.runtime.idle(s)
     const failed = h.events(s).find((e) => e.type === 'tool.failed')
     expect(failed?.data).toEqual({ partId: 'prt_000000b', error: { kind: 'denied', message: 'not that one' } })
@@ -401,7 +403,7 @@ describe('a call parked on a permission request when the server died', () => {
   it('answered between recovery and the resumed run starting: the reply is read from the log', async () => {
     const { h, s } = parked()
     recoverSessions(h.store)
-    reply(h, s, 'always')
+    await reply(h, s, 'always')
     h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     const failed = h.events(s).find((e) => e.type === 'tool.failed')
@@ -418,7 +420,7 @@ describe('a call parked on a permission request when the server died', () => {
     h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     const head = h.store.head()
-    h.runtime.cancel(s)
+    await h.runtime.cancel(s)
     await h.runtime.idle(s)
     expect(
       h
@@ -441,11 +443,17 @@ describe('a call parked on a permission request when the server died', () => {
     h.store.append = ((id, events, options) => {
       if (!raced && options.meta.actor === 'runtime' && events.some((e) => e.type === 'permission.replied')) {
         raced = true
-        reply(h, s, 'once')
+        // the user's reply commits in the middle of the runtime's own (synchronously, as a race does)
+        executeNow(
+          h.store,
+          s,
+          (v) => decidePermission({ type: 'reply', requestId: 'per_1', reply: 'once' }, v, s, h.ids),
+          { meta: { actor: 'user' }, durability: 'full' },
+        )
       }
       return append(id, events, options)
     }) as typeof h.store.append
-    h.runtime.cancel(s)
+    await h.runtime.cancel(s)
     await h.runtime.idle(s)
     expect(raced).toBe(true)
     const replies = h.events(s).filter((e) => e.type === 'permission.replied')

@@ -27,9 +27,9 @@ describe('cancellation', () => {
     const model = createScriptedModel({ chunkSize: 4, delayMs: 5, steps: [{ text: answer }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('talk') })
+    await h.runtime.submit(id, { parts: text('talk') })
     await when(h, 'text.delta', 3)
-    expect(h.runtime.cancel(id)).toEqual({ cancelled: true })
+    expect(await h.runtime.cancel(id)).toEqual({ cancelled: true })
     await h.runtime.idle(id)
 
     // Deltas are left out: how many land before the abort depends on timing.
@@ -56,7 +56,7 @@ describe('cancellation', () => {
     expect(streamed.length).toBeLessThan(answer.length) // the model's 320 ms of streaming were cut short
     expect(events.find((e) => e.type === 'message.completed')?.data).toMatchObject({ error: { kind: 'aborted' } })
     expect(events.at(-1)?.data).toEqual({ runId: expect.any(String), outcome: 'cancelled' })
-    expect(h.runtime.cancel(id)).toEqual({ cancelled: false }) // nothing left to cancel
+    expect(await h.runtime.cancel(id)).toEqual({ cancelled: false }) // nothing left to cancel
   })
 
   it('mid-reasoning: the open reasoning part is closed as reasoning, not as text', async () => {
@@ -67,9 +67,9 @@ describe('cancellation', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('think') })
+    await h.runtime.submit(id, { parts: text('think') })
     await when(h, 'reasoning.delta', 3)
-    h.runtime.cancel(id)
+    await h.runtime.cancel(id)
     await h.runtime.idle(id)
     const types = h.types(id).filter((t) => t !== 'reasoning.delta')
     expect(types.slice(types.indexOf('reasoning.started'), types.indexOf('step.finished'))).toEqual([
@@ -89,10 +89,10 @@ describe('cancellation', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('wait a long time') })
+    await h.runtime.submit(id, { parts: text('wait a long time') })
     await when(h, 'tool.progressed')
     const started = Date.now()
-    h.runtime.cancel(id)
+    await h.runtime.cancel(id)
     await h.runtime.idle(id)
     expect(Date.now() - started).toBeLessThan(5000) // did not wait for the tool's 10 s
 
@@ -108,7 +108,7 @@ describe('cancellation', () => {
     expect(events.at(-1)?.data).toMatchObject({ outcome: 'cancelled' })
 
     // The next run sends the aborted call with a synthetic error result: every call has its result.
-    h.runtime.submit(id, { parts: text('never mind') })
+    await h.runtime.submit(id, { parts: text('never mind') })
     await h.runtime.idle(id)
     const prompt = model.calls[1]?.prompt ?? []
     expect(prompt.slice(2, 4)).toEqual([
@@ -144,10 +144,10 @@ describe('concurrency', () => {
     h = harness({ model })
     const a = h.session()
     const b = h.session()
-    h.runtime.submit(a, { parts: text('a1') })
-    h.runtime.submit(b, { parts: text('b1') })
+    await h.runtime.submit(a, { parts: text('a1') })
+    await h.runtime.submit(b, { parts: text('b1') })
     await when(h, 'text.delta')
-    h.runtime.submit(a, { parts: text('a2'), delivery: 'queue' })
+    await h.runtime.submit(a, { parts: text('a2'), delivery: 'queue' })
     await Promise.all([h.runtime.idle(a), h.runtime.idle(b)])
 
     h.store.reader() // every append committed: readAll reads by seq, what is committed
@@ -177,7 +177,7 @@ describe('stop (shutdown)', () => {
     const model = createScriptedModel({ steps: [{ toolCalls: [{ id: 'c1', name: 'slow', input: { ms: 10_000 } }] }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('long job') })
+    await h.runtime.submit(id, { parts: text('long job') })
     await when(h, 'tool.progressed')
     await h.runtime.stop()
 
@@ -199,7 +199,7 @@ describe('stop (shutdown)', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('two jobs') })
+    await h.runtime.submit(id, { parts: text('two jobs') })
     await when(h, 'tool.progressed')
     await h.runtime.stop()
     const failed = h.events(id).filter((e) => e.type === 'tool.failed')
@@ -218,7 +218,7 @@ describe('stop (shutdown)', () => {
     }) // ~0.6 s of streaming
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('talk') })
+    await h.runtime.submit(id, { parts: text('talk') })
     await when(h, 'text.delta', 2)
     await h.runtime.stop()
     expect(

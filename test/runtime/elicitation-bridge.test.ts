@@ -19,6 +19,7 @@ import { mcpElicitationHandler } from '../../src/runtime/elicitation/mcp-handler
 import { checkElicitationContent } from '../../src/tools/mcp/elicitation-check.js'
 import { createInFlightCalls } from '../../src/tools/mcp/in-flight.js'
 import { createRedactor } from '../../src/tools/redact.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * The elicitation bridge over a real store (a SQLite file): a server's
@@ -38,7 +39,7 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'chronicle-elicit-'))
   store = openStore(join(dir, 'chronicle.db'))
   warnings = []
-  bridge = createElicitationBridge({ store, ids: sequentialIds(), log })
+  bridge = createElicitationBridge({ store, ports: sqlitePorts(store), ids: sequentialIds(), log })
   store.append('ses_1', [{ type: 'session.created', data: { directory: dir, agent: 'build', model: null } }], {
     meta: { actor: 'user' },
   })
@@ -72,6 +73,7 @@ describe('the elicitation bridge', () => {
     const secret = 'sk-live-0123456789abcdef'
     bridge = createElicitationBridge({
       store,
+      ports: sqlitePorts(store),
       ids: sequentialIds(),
       log,
       redactor: createRedactor([{ name: 'docs access token', value: secret }]),
@@ -104,8 +106,8 @@ describe('the elicitation bridge', () => {
       callId: 'call_1',
     })
     expect(requested?.meta).toEqual({ actor: 'tool', call: 'call_1', request: 'eli_000001' })
-    elicitationCommand(
-      store,
+    await elicitationCommand(
+      sqlitePorts(store),
       'ses_1',
       { type: 'answer', elicitationId: 'eli_000001', action: 'accept', content: { name: 'Ada' } },
       { actor: 'user' },
@@ -139,8 +141,8 @@ describe('the elicitation bridge', () => {
       },
     ])
     expect(store.readSession('ses_child').map((e) => e.type)).toEqual(['session.created'])
-    elicitationCommand(
-      store,
+    await elicitationCommand(
+      sqlitePorts(store),
       'ses_1',
       { type: 'answer', elicitationId: 'eli_000001', action: 'decline' },
       { actor: 'user' },

@@ -2,7 +2,6 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { execute } from '../../src/commands/execute.js'
 import { decidePermission } from '../../src/commands/permission.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
@@ -18,6 +17,8 @@ import { defineTool, ToolFailure, type PermissionGate, type Tool } from '../../s
 import type { LanguageModel } from '../../src/runtime/model/adapter.js'
 import { createModelResolver, fixedModelResolver } from '../../src/runtime/model/providers.js'
 import { createRuntime, type Runtime, type RuntimeDeps } from '../../src/runtime/runtime.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /** Tools the runtime tests use: a lookup, a slow tool that honours abort, a tool that throws. */
 export function testTools(): Tool[] {
@@ -85,11 +86,12 @@ export function harness(options: HarnessOptions = {}): Harness {
   const agents = resolveAgents(options.agents ?? [])
   const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'chronicle-runtime-'))
   const tools = createToolRegistry({ agents, tools: options.tools ?? testTools(), store })
-  const permissions = options.permissions ?? createPermissionGate({ store, ids, agents })
+  const permissions = options.permissions ?? createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
   const models =
     options.models ?? (options.model ? fixedModelResolver(options.model, 'mock:model') : createModelResolver({}))
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models,
     tools,
@@ -116,7 +118,7 @@ export function harness(options: HarnessOptions = {}): Harness {
         agent: opts.agent ?? 'build',
         model: opts.model === undefined ? 'mock:model' : opts.model,
       }
-      execute(store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
+      executeNow(store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
       return id
     },
     events: (sessionId) => store.readSession(sessionId),
@@ -160,7 +162,7 @@ export function autoReply(
       asked.push(e.data.permission)
       const { requestId } = e.data
       setImmediate(() =>
-        execute(
+        executeNow(
           h.store,
           e.sessionId,
           (s) =>

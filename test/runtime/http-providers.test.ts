@@ -81,7 +81,7 @@ describe('over HTTP (aimock)', () => {
     it(`streams text and a tool call round trip through ${api} (${spec})`, async () => {
       h = harness({ models: resolver() })
       const id = h.session({ model: spec })
-      h.runtime.submit(id, { parts: text('what is the weather in paris?') })
+      await h.runtime.submit(id, { parts: text('what is the weather in paris?') })
       await h.runtime.idle(id)
 
       const events = h.events(id)
@@ -112,7 +112,7 @@ describe('over HTTP (aimock)', () => {
     it(`read then answer through ${spec.startsWith('openai') ? 'the Responses API' : 'chat completions'}`, async () => {
       h = harness({ models: resolver() })
       const id = h.session({ model: spec })
-      h.runtime.submit(id, { parts: text('what is the weather in paris?') })
+      await h.runtime.submit(id, { parts: text('what is the weather in paris?') })
       await h.runtime.idle(id)
 
       expect(collapse(h.types(id))).toEqual(READ_THEN_ANSWER)
@@ -142,7 +142,7 @@ describe('over HTTP (aimock)', () => {
     h = harness({ models: resolver() })
     const id = h.session({ model: 'compatible:gpt-4o-mini' })
     mock.nextRequestError(429, { message: 'Rate limit reached', type: 'rate_limit_error' })
-    h.runtime.submit(id, { parts: text('weather please') })
+    await h.runtime.submit(id, { parts: text('weather please') })
     await h.runtime.idle(id)
 
     const types = collapse(h.types(id))

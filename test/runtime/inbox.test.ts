@@ -5,9 +5,9 @@ import { createModelResolver } from '../../src/runtime/model/providers.js'
 import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { harness, text, type Harness } from './helpers.js'
 
-const code = (fn: () => unknown): string | undefined => {
+const code = async (fn: () => unknown): Promise<string | undefined> => {
   try {
-    fn()
+    await fn()
   } catch (err) {
     return err instanceof ChronicleError ? err.code : `not a ChronicleError: ${String(err)}`
   }
@@ -21,7 +21,7 @@ describe('submit: the durable inbox', () => {
   it('input.accepted is committed before anything runs, and its seq is returned', async () => {
     h = harness({ model: createScriptedModel({ delayMs: 5, steps: [{ text: 'hi' }] }) })
     const id = h.session()
-    const result = h.runtime.submit(id, { inputId: 'in-1', parts: text('hello') })
+    const result = await h.runtime.submit(id, { inputId: 'in-1', parts: text('hello') })
     // Nothing of the run has happened yet: only the acceptance is in the log.
     expect(h.types(id)).toEqual(['session.created', 'input.accepted'])
     expect(result).toEqual({ inputId: 'in-1', seq: h.events(id)[1]?.seq, duplicate: false })
@@ -32,10 +32,10 @@ describe('submit: the durable inbox', () => {
   it('resubmitting the same inputId with the same content returns the original acceptance and appends nothing', async () => {
     h = harness({ model: createScriptedModel({ steps: [{ text: 'once' }] }) })
     const id = h.session()
-    const first = h.runtime.submit(id, { inputId: 'in-7', parts: text('hello') })
+    const first = await h.runtime.submit(id, { inputId: 'in-7', parts: text('hello') })
     await h.runtime.idle(id)
     const before = h.events(id).length
-    const again = h.runtime.submit(id, { inputId: 'in-7', parts: text('hello') })
+    const again = await h.runtime.submit(id, { inputId: 'in-7', parts: text('hello') })
     await h.runtime.idle(id)
     expect(again).toEqual({ inputId: 'in-7', seq: first.seq, duplicate: true })
     expect(h.events(id)).toHaveLength(before)
@@ -44,35 +44,37 @@ describe('submit: the durable inbox', () => {
   it('the same inputId with different content is INPUT_CONFLICT, nothing appended', async () => {
     h = harness({ model: createScriptedModel({ steps: [{ text: 'once' }] }) })
     const id = h.session()
-    h.runtime.submit(id, { inputId: 'in-7', parts: text('hello') })
+    await h.runtime.submit(id, { inputId: 'in-7', parts: text('hello') })
     await h.runtime.idle(id)
     const before = h.events(id).length
-    expect(code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('goodbye') }))).toBe('INPUT_CONFLICT')
-    expect(code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('hello'), delivery: 'queue' }))).toBe(
+    expect(await code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('goodbye') }))).toBe('INPUT_CONFLICT')
+    expect(await code(() => h.runtime.submit(id, { inputId: 'in-7', parts: text('hello'), delivery: 'queue' }))).toBe(
       'INPUT_CONFLICT',
     )
     expect(h.events(id)).toHaveLength(before)
   })
 
-  it('bad input is refused with a stable code and nothing is appended', () => {
+  it('bad input is refused with a stable code and nothing is appended', async () => {
     h = harness({ model: createScriptedModel({ steps: [] }), limits: { maxInputBytes: 100 } })
     const id = h.session()
-    expect(code(() => h.runtime.submit(id, { parts: [] }))).toBe('EMPTY_INPUT')
-    expect(code(() => h.runtime.submit(id, { parts: text('   ') }))).toBe('EMPTY_INPUT')
-    expect(code(() => h.runtime.submit(id, { parts: text('x'.repeat(200)) }))).toBe('PAYLOAD_TOO_LARGE')
-    expect(code(() => h.runtime.submit(id, { parts: text('hi'), agent: 'wizard' }))).toBe('UNKNOWN_AGENT')
-    expect(code(() => h.runtime.submit('ses_missing', { parts: text('hi') }))).toBe('SESSION_NOT_FOUND')
+    expect(await code(() => h.runtime.submit(id, { parts: [] }))).toBe('EMPTY_INPUT')
+    expect(await code(() => h.runtime.submit(id, { parts: text('   ') }))).toBe('EMPTY_INPUT')
+    expect(await code(() => h.runtime.submit(id, { parts: text('x'.repeat(200)) }))).toBe('PAYLOAD_TOO_LARGE')
+    expect(await code(() => h.runtime.submit(id, { parts: text('hi'), agent: 'wizard' }))).toBe('UNKNOWN_AGENT')
+    expect(await code(() => h.runtime.submit('ses_missing', { parts: text('hi') }))).toBe('SESSION_NOT_FOUND')
     expect(h.types(id)).toEqual(['session.created'])
   })
 
-  it('an unknown model is UNKNOWN_MODEL, nothing appended', () => {
+  it('an unknown model is UNKNOWN_MODEL, nothing appended', async () => {
     h = harness({ models: createModelResolver({}) })
     const id = h.session({ model: null })
-    expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'martian:gpt' }))).toBe('UNKNOWN_MODEL')
-    expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'scripted:/no/such/file.json' }))).toBe(
+    expect(await code(() => h.runtime.submit(id, { parts: text('hi'), model: 'martian:gpt' }))).toBe('UNKNOWN_MODEL')
+    expect(await code(() => h.runtime.submit(id, { parts: text('hi'), model: 'scripted:/no/such/file.json' }))).toBe(
       'UNKNOWN_MODEL',
     )
-    expect(code(() => h.runtime.submit(id, { parts: text('hi'), model: 'compatible:qwen3' }))).toBe('UNKNOWN_MODEL') // no base URL
+    expect(await code(() => h.runtime.submit(id, { parts: text('hi'), model: 'compatible:qwen3' }))).toBe(
+      'UNKNOWN_MODEL',
+    ) // no base URL
     expect(h.types(id)).toEqual(['session.created'])
   })
 
@@ -80,13 +82,13 @@ describe('submit: the durable inbox', () => {
     const model = createScriptedModel({ steps: [{ text: 'noted both' }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('just so you know: the API moved to v2'), noReply: true })
+    await h.runtime.submit(id, { parts: text('just so you know: the API moved to v2'), noReply: true })
     await h.runtime.idle(id)
     expect(h.types(id)).toEqual(['session.created', 'input.accepted'])
     expect(model.calls).toHaveLength(0)
     expect(getMessages(h.store, id).map((m) => m.role)).toEqual(['user'])
 
-    h.runtime.submit(id, { parts: text('now update the client') })
+    await h.runtime.submit(id, { parts: text('now update the client') })
     await h.runtime.idle(id)
     const sent = JSON.stringify(model.calls[0]?.prompt)
     expect(sent).toContain('the API moved to v2')
@@ -103,7 +105,7 @@ describe('submit: the durable inbox', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('start a slow job') })
+    await h.runtime.submit(id, { parts: text('start a slow job') })
     await new Promise<void>((resolve) => {
       const off = h.store.onCommit((events) => {
         if (events.some((e) => e.type === 'tool.called')) {
@@ -112,7 +114,7 @@ describe('submit: the durable inbox', () => {
         }
       })
     })
-    h.runtime.submit(id, { parts: text('actually, stop and say hi') })
+    await h.runtime.submit(id, { parts: text('actually, stop and say hi') })
     await h.runtime.idle(id)
 
     const types = h.types(id)
@@ -152,7 +154,7 @@ describe('submit: the durable inbox', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('one') })
+    await h.runtime.submit(id, { parts: text('one') })
     await new Promise<void>((resolve) => {
       const off = h.store.onCommit((events) => {
         if (events.some((e) => e.type === 'text.started')) {
@@ -161,8 +163,8 @@ describe('submit: the durable inbox', () => {
         }
       })
     })
-    h.runtime.submit(id, { parts: text('two'), delivery: 'queue' })
-    h.runtime.submit(id, { parts: text('three'), delivery: 'queue' })
+    await h.runtime.submit(id, { parts: text('two'), delivery: 'queue' })
+    await h.runtime.submit(id, { parts: text('three'), delivery: 'queue' })
     await h.runtime.idle(id)
     const runs = h
       .events(id)
@@ -188,8 +190,8 @@ describe('submit: the durable inbox', () => {
     const model = createScriptedModel({ delayMs: 3, steps: [{ when: {}, text: 'answering everything at once' }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('a') })
-    for (const t of ['b', 'c', 'd']) h.runtime.submit(id, { parts: text(t) })
+    await h.runtime.submit(id, { parts: text('a') })
+    for (const t of ['b', 'c', 'd']) await h.runtime.submit(id, { parts: text(t) })
     await h.runtime.idle(id)
     expect(h.types(id).filter((t) => t === 'run.started')).toHaveLength(1)
     expect(model.calls).toHaveLength(1) // all four were delivered at the start of the one run

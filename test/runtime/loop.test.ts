@@ -24,7 +24,7 @@ describe('the agent loop', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('rome?') })
+    await h.runtime.submit(id, { parts: text('rome?') })
     await h.runtime.idle(id)
 
     const failed = data(h, id, 'tool.failed')
@@ -51,7 +51,7 @@ describe('the agent loop', () => {
     const id = h.session()
     const commits: string[][] = []
     h.store.onCommit((events) => commits.push(events.filter((e) => e.sessionId === id).map((e) => e.type)))
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     const start = commits.find((types) => types.includes('run.started'))
     expect(start?.slice(0, 2)).toEqual(['run.started', 'input.delivered'])
@@ -80,7 +80,7 @@ describe('the agent loop', () => {
     try {
       expect(h.store.loaded()).toBe(true)
       const started = performance.now()
-      h.runtime.submit(id, { parts: text('go') })
+      await h.runtime.submit(id, { parts: text('go') })
       await h.runtime.idle(id)
       ms = performance.now() - started
     } finally {
@@ -100,7 +100,7 @@ describe('the agent loop', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(data(h, id, 'tool.failed')[0]?.error).toMatchObject({ kind: 'invalid' })
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
@@ -112,7 +112,7 @@ describe('the agent loop', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('beam me up') })
+    await h.runtime.submit(id, { parts: text('beam me up') })
     await h.runtime.idle(id)
     expect(collapse(h.types(id))).toEqual([
       'session.created',
@@ -147,7 +147,7 @@ describe('the agent loop', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('try') })
+    await h.runtime.submit(id, { parts: text('try') })
     await h.runtime.idle(id)
     expect(data(h, id, 'tool.failed')[0]?.error).toEqual({ kind: 'failed', message: 'disk on fire' })
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
@@ -160,7 +160,7 @@ describe('the agent loop', () => {
     })
     h = harness({ model, limits: { maxSteps: 2 } })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('loop forever') })
+    await h.runtime.submit(id, { parts: text('loop forever') })
     await h.runtime.idle(id)
     expect(model.calls).toHaveLength(2)
     expect(model.calls[0]?.toolChoice).toBe('auto')
@@ -179,7 +179,7 @@ describe('the agent loop', () => {
     })
     h = harness({ model, limits: { maxSteps: 2 } })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
@@ -189,7 +189,7 @@ describe('the agent loop', () => {
     h = harness({ model })
     const asked = autoReply(h, 'reject', 'stop looping')
     const id = h.session()
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(asked).toEqual(['doom_loop'])
     expect(data(h, id, 'tool.completed')).toHaveLength(2)
@@ -222,7 +222,7 @@ describe('the agent loop', () => {
     const asked = autoReply(h, 'reject')
     const id = h.session()
     for (const turn of ['one', 'two', 'three']) {
-      h.runtime.submit(id, { parts: text(`read notes, ${turn}`) })
+      await h.runtime.submit(id, { parts: text(`read notes, ${turn}`) })
       await h.runtime.idle(id)
     }
     expect(asked).toEqual([])
@@ -252,7 +252,7 @@ describe('the agent loop', () => {
     h = harness({ model: scripted })
     const asked = autoReply(h, 'once')
     const id = h.session()
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(asked).toEqual(['doom_loop'])
     expect(data(h, id, 'tool.completed')).toHaveLength(3)
@@ -261,7 +261,7 @@ describe('the agent loop', () => {
   it('with no model configured the run ends with a NO_MODEL_CONFIGURED error', async () => {
     h = harness({ models: createModelResolver({}) })
     const id = h.session({ model: null })
-    h.runtime.submit(id, { parts: text('hello?') })
+    await h.runtime.submit(id, { parts: text('hello?') })
     await h.runtime.idle(id)
     expect(h.types(id)).toEqual(['session.created', 'input.accepted', 'run.started', 'input.delivered', 'run.finished'])
     expect(data(h, id, 'run.finished')[0]).toEqual({
@@ -275,7 +275,7 @@ describe('the agent loop', () => {
     const model = createScriptedModel({ steps: [{ error: { kind: 'context_overflow' } }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('a very long story') })
+    await h.runtime.submit(id, { parts: text('a very long story') })
     await h.runtime.idle(id)
     expect(collapse(h.types(id)).slice(4)).toEqual([
       'message.created',
@@ -291,7 +291,7 @@ describe('the agent loop', () => {
     const model = createScriptedModel({ chunkSize: 100, steps: [{ reasoning: 'think', text: 'answer' }] })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('q') })
+    await h.runtime.submit(id, { parts: text('q') })
     await h.runtime.idle(id)
     expect(h.types(id).slice(6, 12)).toEqual([
       'reasoning.started',
@@ -311,7 +311,7 @@ describe('the agent loop: configuration errors', () => {
   it('a session whose model cannot be built ends its run with UNKNOWN_MODEL; the runtime keeps serving', async () => {
     h = harness({ models: createModelResolver({}) })
     const id = h.session({ model: 'martian:gpt' })
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     expect(data(h, id, 'run.finished')).toEqual([
       { runId: expect.any(String), outcome: 'error', error: { kind: 'UNKNOWN_MODEL', message: expect.any(String) } },

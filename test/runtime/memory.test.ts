@@ -17,6 +17,7 @@ import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { createFileTimes } from '../../src/tools/file-times.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * A server that runs for weeks holds what is live, not what it ever served
@@ -58,6 +59,7 @@ describe('memory over many sessions', () => {
     const viewBytes = 6 * MB
     const runtime = createRuntime({
       store,
+      ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'scripted:memory'),
       tools: createToolRegistry({
@@ -69,7 +71,7 @@ describe('memory over many sessions', () => {
           fileTimes: createFileTimes(bounds(4096, 2 * MB)),
         }),
       }),
-      permissions: createPermissionGate({ store, ids, agents }),
+      permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
       agents,
       environment: () => ({ platform: 'test', date: '2026-12-03' }),
       memory: { views: bounds(512, viewBytes), inputs: bounds(256, MB) },
@@ -77,8 +79,10 @@ describe('memory over many sessions', () => {
     const turn = async (i: number) => {
       const sessionId = ids.next('ses')
       const create = { type: 'create' as const, directory: dir, agent: 'build', model: 'scripted:memory' }
-      execute(store, sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
-      runtime.submit(sessionId, {
+      await execute(sqlitePorts(store), sessionId, (s) => decideSession(create, s, sessionId), {
+        meta: { actor: 'user' },
+      })
+      await runtime.submit(sessionId, {
         inputId: `in_${i}`,
         parts: [{ type: 'text', text: `what do the notes say? (${i})` }],
       })

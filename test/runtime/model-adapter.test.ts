@@ -37,7 +37,7 @@ describe('model adapter', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     expect(h.types(id).slice(4)).toEqual([
       'message.created',
@@ -75,7 +75,7 @@ describe('model adapter', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     expect(collapse(h.types(id)).slice(4)).toEqual([
       'message.created',
@@ -107,7 +107,7 @@ describe('model adapter', () => {
     const model = createScriptedModel({ steps: [{ when: {}, error: { status: 500, message: 'down' } }] })
     h = harness({ model, limits: { retry: { maxRetries: 2, initialMs: 1, maxMs: 2 } } })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     expect(h.types(id).filter((t) => t === 'step.retried')).toHaveLength(2)
     expect(h.events(id).at(-1)?.data).toMatchObject({ outcome: 'error', error: { kind: 'server', message: 'down' } })
@@ -117,7 +117,7 @@ describe('model adapter', () => {
     const model = createScriptedModel({ steps: [{ when: {}, error: { status: 429, retryAfterMs: 10_000 } }] })
     h = harness({ model, limits: { retry: { maxRetries: 3, initialMs: 10_000, maxMs: 60_000 } } })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await new Promise<void>((resolve) => {
       const off = h.store.onCommit((events) => {
         if (events.some((e) => e.type === 'step.retried')) {
@@ -126,7 +126,7 @@ describe('model adapter', () => {
         }
       })
     })
-    h.runtime.cancel(id)
+    await h.runtime.cancel(id)
     await h.runtime.idle(id)
     expect(h.events(id).at(-1)?.data).toMatchObject({ outcome: 'cancelled' })
   })
@@ -255,7 +255,7 @@ describe('providers from configuration', () => {
       }),
     )
     const id = h.session({ model: `scripted:${script}` })
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(h.events(id).at(-1)?.data).toMatchObject({ outcome: 'idle' })
     const requests = readFileSync(join(h.directory, 'requests.jsonl'), 'utf8')
@@ -273,7 +273,7 @@ describe('providers from configuration', () => {
     const script = join(h.directory, 'other.json')
     writeFileSync(script, JSON.stringify({ steps: [{ text: 'from the other model' }] }))
     const id = h.session({ model: null })
-    h.runtime.submit(id, { parts: text('hi'), model: `scripted:${script}` })
+    await h.runtime.submit(id, { parts: text('hi'), model: `scripted:${script}` })
     await h.runtime.idle(id)
     expect(
       h.events(id).find((e) => e.type === 'message.created' && (e.data as { role: string }).role === 'assistant')?.data,

@@ -45,7 +45,7 @@ describe('configured model settings and prices', () => {
     const models = createModelResolver({ models: { [spec]: { maxOutput: 2048, temperature: 0.2, topP: 0.9 } } })
     h = harness({ models })
     const id = h.session({ model: spec })
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     const calls = (models.resolve(spec)?.model as ScriptedModel | undefined)?.calls ?? []
     expect(calls.map((c) => c.settings)).toEqual([
@@ -64,7 +64,7 @@ describe('configured model settings and prices', () => {
     const models = createModelResolver({ models: { [spec]: { inputPrice: 3, outputPrice: 15 } } })
     h = harness({ models })
     const id = h.session({ model: spec })
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     // 1,200 in and 300 out at $3 / $15 per million; then 1,500 in and 100 out
     const steps = getParts(h.store, id).flatMap((p) => (p.type === 'step-finish' ? [p.cost] : []))
@@ -78,7 +78,7 @@ describe('configured model settings and prices', () => {
     const models = createModelResolver({})
     h = harness({ models })
     const id = h.session({ model: spec })
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     const finished = h.events(id).filter((e) => e.type === 'step.finished')
     expect(finished.every((e) => !('cost' in (e.data as object)))).toBe(true)

@@ -50,7 +50,7 @@ describe('a model stream that goes silent', () => {
     })
     h = harness({ model, limits })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     expect(collapse(h.types(id)).slice(4)).toEqual([
       'message.created',
@@ -85,7 +85,7 @@ describe('a model stream that goes silent', () => {
     })
     h = harness({ model, limits })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     const retried = h.events(id).filter((e) => e.type === 'step.retried')
     expect(retried.map((e) => e.data)).toMatchObject([
@@ -120,7 +120,7 @@ describe('a model stream that goes silent', () => {
     })
     h = harness({ model, limits })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
     expect(h.events(id).find((e) => e.type === 'run.finished')?.data).toMatchObject({ outcome: 'idle' })
     expect(h.events(id).filter((e) => e.type === 'text.delta')).toHaveLength(6)

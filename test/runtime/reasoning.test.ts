@@ -49,7 +49,7 @@ describe('reasoning', () => {
     })
     h = harness({ model, agents: [{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }] })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('look it up') })
+    await h.runtime.submit(id, { parts: text('look it up') })
     await h.runtime.idle(id)
 
     const ended = h.events(id).find((e) => e.type === 'reasoning.ended')
@@ -71,7 +71,7 @@ describe('reasoning', () => {
     })
     h = harness({ model, agents: [{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }] })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('look it up') })
+    await h.runtime.submit(id, { parts: text('look it up') })
     await h.runtime.idle(id)
     const assistant = model.doStreamCalls[1]?.prompt.find((m) => m.role === 'assistant')
     expect(assistant?.content.map((p) => p.type)).toEqual(['tool-call'])

@@ -17,6 +17,7 @@ import { createLookupTool } from '../../src/tools/lookup.js'
 import { defineTool, type Tool } from '../../src/tools/tool.js'
 import { dataOf, subagentHarness, task, until } from '../subagents/helpers.js'
 import { autoReply, collapse, harness, text, type Harness } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * A person's reject stops the run (docs/TOOLS.md "A reject stops the run"): the
@@ -107,7 +108,7 @@ describe('a person rejects a permission request', () => {
   it('a reject ends the run once the step settles: no further model step', async () => {
     const { model, id } = setup()
     const asked = replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('touch a') })
+    await h.runtime.submit(id, { parts: text('touch a') })
     await h.runtime.idle(id)
 
     expect(asked).toEqual(['guarded'])
@@ -148,9 +149,9 @@ describe('a person rejects a permission request', () => {
   it('the next input runs as usual, and the model sees the rejected call', async () => {
     const { model, id } = setup([{ when: { turn: 1 }, text: 'ok, not touching it' }, ...STEPS])
     replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('touch a') })
+    await h.runtime.submit(id, { parts: text('touch a') })
     await h.runtime.idle(id)
-    h.runtime.submit(id, { parts: text('never mind') })
+    await h.runtime.submit(id, { parts: text('never mind') })
     await h.runtime.idle(id)
     expect(of(h, id, 'run.finished').map((d) => d.outcome)).toEqual(['rejected', 'idle'])
     expect(JSON.stringify(model.calls[1]?.prompt)).toContain(DEFAULT_REJECT_MESSAGE)
@@ -159,7 +160,7 @@ describe('a person rejects a permission request', () => {
   it('with permission.continueOnReject the run goes on as before', async () => {
     const { model, id } = setup(STEPS, { continueOnReject: true })
     replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('touch a') })
+    await h.runtime.submit(id, { parts: text('touch a') })
     await h.runtime.idle(id)
     expect(collapse(h.types(id)).slice(RUN_HEAD.length)).toEqual([
       'tool.called',
@@ -182,7 +183,7 @@ describe('a person rejects a permission request', () => {
   it('a reject with a message is guidance: the model reads it and the run goes on', async () => {
     const { model, id } = setup()
     replyAll(h, 'reject', 'use lookup instead')
-    h.runtime.submit(id, { parts: text('touch a') })
+    await h.runtime.submit(id, { parts: text('touch a') })
     await h.runtime.idle(id)
     expect(of(h, id, 'tool.failed').map((d) => d.error)).toEqual([{ kind: 'denied', message: 'use lookup instead' }])
     expect(of(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
@@ -196,7 +197,7 @@ describe('a person rejects a permission request', () => {
       { when: { afterToolResult: true }, text: 'carried on' },
     ])
     const asked = replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('touch the secret') })
+    await h.runtime.submit(id, { parts: text('touch the secret') })
     await h.runtime.idle(id)
     expect(asked).toEqual([])
     expect(of(h, id, 'tool.failed').map((d) => (d.error as { kind: string }).kind)).toEqual(['denied'])
@@ -217,7 +218,7 @@ describe('a person rejects a permission request', () => {
       { when: { afterToolResult: true }, text: 'carried on' },
     ])
     const asked = replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('look up x, then touch a and b') })
+    await h.runtime.submit(id, { parts: text('look up x, then touch a and b') })
     await h.runtime.idle(id)
 
     expect(asked).toEqual(['guarded']) // the third call is never asked: the user already said no
@@ -248,11 +249,11 @@ describe('a person rejects a permission request', () => {
       { when: { afterToolResult: false }, toolCalls: [{ id: 'c1', name: 'pair', input: { first: 'a', second: 'b' } }] },
       { when: { afterToolResult: true }, text: 'carried on' },
     ])
-    h.runtime.submit(id, { parts: text('touch a and b') })
+    await h.runtime.submit(id, { parts: text('touch a and b') })
     await until(() => (getSession(h.store, id)?.pendingPermissions.length ?? 0) === 2)
     const [first, second] = getSession(h.store, id)?.pendingPermissions ?? []
-    execute(
-      h.store,
+    await execute(
+      sqlitePorts(h.store),
       id,
       (s) => decidePermission({ type: 'reply', requestId: first!.requestId, reply: 'reject' }, s, id, h.ids),
       { meta: { actor: 'user', request: first!.requestId }, durability: 'full' },
@@ -281,7 +282,7 @@ describe('a person rejects a permission request', () => {
     const same = { id: 'c', name: 'lookup', input: { query: 'same' } }
     const { model, id } = setup([{ toolCalls: [same], when: {}, times: 10 }])
     const asked = replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(asked).toEqual(['doom_loop'])
     expect(of(h, id, 'tool.completed')).toHaveLength(2)
@@ -302,7 +303,7 @@ describe('the doom-loop request carries the input as a value', () => {
     const same = { id: 'c', name: 'lookup', input: { query: 'same' } }
     const { id } = setup([{ toolCalls: [same], when: {}, times: 3 }, { text: 'stopped' }], { continueOnReject: true })
     replyAll(h, 'reject')
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     const [requested] = h.events(id).filter((e) => e.type === 'permission.requested')
     const part = getParts(h.store, id).filter((p) => p.type === 'tool')[2]
@@ -375,9 +376,9 @@ describe('a restart does not undo the stop', () => {
   }
   const crashed = (x: Harness, id: string, events: ChronicleEvent[], actor: 'runtime' | 'user' = 'runtime') =>
     x.store.append(id, events, { meta: { actor, run: 'run_A' } })
-  const reject = (x: Harness, id: string) =>
+  const reject = async (x: Harness, id: string) =>
     execute(
-      x.store,
+      sqlitePorts(x.store),
       id,
       (s) => decidePermission({ type: 'reply', requestId: 'per_1', reply: 'reject' }, s, id, x.ids),
       {
@@ -389,7 +390,7 @@ describe('a restart does not undo the stop', () => {
   it('rejected and failed before the crash: the resumed run ends rejected without a model step', async () => {
     const { model, id } = setup()
     crashed(h, id, midRun())
-    reject(h, id)
+    await reject(h, id)
     crashed(h, id, [
       {
         type: 'tool.failed',
@@ -415,7 +416,7 @@ describe('a restart does not undo the stop', () => {
   it('rejected just before the crash, the call not yet failed: recovery settles it and the run ends rejected', async () => {
     const { model, id } = setup()
     crashed(h, id, midRun())
-    reject(h, id)
+    await reject(h, id)
     const head = h.store.head()
     recoverSessions(h.store)
     h.runtime.resume(id, 'run_A')
@@ -440,7 +441,7 @@ describe('a restart does not undo the stop', () => {
     h.runtime.resume(id, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     const head = h.store.head()
-    reject(h, id)
+    await reject(h, id)
     await h.runtime.idle(id)
     expect(
       h
@@ -492,11 +493,11 @@ describe('inside a sub-agent', () => {
     ])
     opened.push(x)
     const parent = x.session()
-    x.runtime.submit(parent, { parts: text(PARENT) })
+    await x.runtime.submit(parent, { parts: text(PARENT) })
     await until(() => (getSession(x.store, parent)?.pendingPermissions.length ?? 0) > 0)
     const [request] = getSession(x.store, parent)?.pendingPermissions ?? []
-    execute(
-      x.store,
+    await execute(
+      sqlitePorts(x.store),
       parent,
       (s) => decidePermission({ type: 'reply', requestId: request!.requestId, reply: 'reject' }, s, parent, x.ids),
       { meta: { actor: 'user', request: request!.requestId }, durability: 'full' },

@@ -8,6 +8,8 @@ import type { EventStore } from '../../src/events/store.js'
 import { loadView } from '../../src/projections/queries/read-model.js'
 import { openStore } from '../../src/projections/open.js'
 import { SessionViews } from '../../src/runtime/loop/session-views.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * The loop's views of sessions: always equal to the read model when read, and
@@ -21,15 +23,20 @@ describe('session views', () => {
   const id = 'ses_views'
 
   const rename = (title: string) =>
-    execute(store, id, (s) => decideSession({ type: 'rename', title }, s, id), { meta: { actor: 'user' } })
+    executeNow(store, id, (s) => decideSession({ type: 'rename', title }, s, id), { meta: { actor: 'user' } })
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'chronicle-views-'))
     store = openStore(join(dir, 'chronicle.db'))
     views = new SessionViews(store)
-    execute(store, id, (s) => decideSession({ type: 'create', directory: dir, agent: 'build', model: null }, s, id), {
-      meta: { actor: 'user' },
-    })
+    await execute(
+      sqlitePorts(store),
+      id,
+      (s) => decideSession({ type: 'create', directory: dir, agent: 'build', model: null }, s, id),
+      {
+        meta: { actor: 'user' },
+      },
+    )
   })
   afterEach(() => {
     views.close()

@@ -9,6 +9,7 @@ import { getSession } from '../../src/projections/queries/read-model.js'
 import { TITLE_SYSTEM } from '../../src/runtime/model/title-prompt.js'
 import type { Runtime } from '../../src/runtime/runtime.js'
 import { clean } from '../../src/runtime/titles.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * After a session's first exchange a small tool-less call proposes a title,
@@ -59,7 +60,7 @@ async function settled(w: World): Promise<StoredEvent[]> {
 describe('titles', () => {
   it('the first exchange gets a title from a tool-less call, recorded as a task by the runtime', async () => {
     world = setup([says('The login fails because the token expired.'), says('"Fixing the expired login token."')])
-    world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'why does login fail?' }] })
+    await world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'why does login fail?' }] })
     const events = await settled(world)
     const task = events.filter((e) => e.type.startsWith('title.') || e.type === 'session.renamed')
     expect(task.map((e) => [e.type, e.data, e.meta.actor])).toEqual([
@@ -89,7 +90,7 @@ describe('titles', () => {
       if (calls++ === 0) return { stream: convertArrayToReadableStream(says('Hi.')) }
       throw new Error('title model down')
     })
-    world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'hello' }] })
+    await world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'hello' }] })
     const events = await settled(world)
     expect(events.find((e) => e.type === 'run.finished')?.data).toMatchObject({ outcome: 'idle' })
     expect(events.at(-1)).toMatchObject({
@@ -113,14 +114,14 @@ describe('titles', () => {
     world = w
     w.store.onCommit((events) => {
       if (!events.some((e) => e.type === 'title.started')) return
-      setImmediate(() => {
-        execute(w.store, w.session, () => [{ type: 'session.renamed', data: { title: 'Mine' } }], {
+      setImmediate(async () => {
+        await execute(sqlitePorts(w.store), w.session, () => [{ type: 'session.renamed', data: { title: 'Mine' } }], {
           meta: { actor: 'user' },
         })
         release()
       })
     })
-    w.runtime.submit(w.session, { parts: [{ type: 'text', text: 'hello' }] })
+    await w.runtime.submit(w.session, { parts: [{ type: 'text', text: 'hello' }] })
     const events = await settled(w)
     expect(events.at(-1)).toMatchObject({ type: 'title.failed', data: { error: 'the session was renamed meanwhile' } })
     expect(getSession(w.store, w.session)?.title).toBe('Mine')
@@ -128,15 +129,15 @@ describe('titles', () => {
 
   it('is asked once: a second exchange makes no title call; and none when switched off', async () => {
     world = setup([says('one'), says('Title one'), says('two')])
-    world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'first' }] })
+    await world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'first' }] })
     await world.runtime.idle(world.session)
-    world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'second' }] })
+    await world.runtime.submit(world.session, { parts: [{ type: 'text', text: 'second' }] })
     const events = await settled(world)
     expect(events.filter((e) => e.type === 'title.started')).toHaveLength(1)
     expect(world.model.doStreamCalls).toHaveLength(3)
 
     const off = setup([says('one')], false)
-    off.runtime.submit(off.session, { parts: [{ type: 'text', text: 'first' }] })
+    await off.runtime.submit(off.session, { parts: [{ type: 'text', text: 'first' }] })
     const none = await settled(off)
     off.store.close()
     expect(none.some((e) => e.type.startsWith('title.'))).toBe(false)

@@ -60,7 +60,7 @@ describe('an image a tool returns', () => {
       agents: [{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }],
     })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('take a picture') })
+    await h.runtime.submit(id, { parts: text('take a picture') })
     await h.runtime.idle(id)
     const result = model.doStreamCalls[1]?.prompt.at(-1)
     expect(result).toMatchObject({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', output }] })

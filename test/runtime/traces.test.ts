@@ -14,7 +14,7 @@ describe('canonical traces', () => {
     })
     h = harness({ model })
     const id = h.session()
-    const accepted = h.runtime.submit(id, { parts: text('hi') })
+    const accepted = await h.runtime.submit(id, { parts: text('hi') })
     await h.runtime.idle(id)
 
     expect(h.types(id)).toEqual([
@@ -56,7 +56,7 @@ describe('canonical traces', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('what about paris?') })
+    await h.runtime.submit(id, { parts: text('what about paris?') })
     await h.runtime.idle(id)
 
     expect(h.types(id)).toEqual([

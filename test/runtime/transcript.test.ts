@@ -35,10 +35,10 @@ describe('transcript', () => {
     })
     h = harness({ model })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('first') })
+    await h.runtime.submit(id, { parts: text('first') })
     await h.runtime.idle(id)
     writeFileSync(join(h.directory, 'notes.txt'), 'a note\n')
-    h.runtime.submit(id, {
+    await h.runtime.submit(id, {
       parts: [
         { type: 'text', text: 'second' },
         { type: 'file', path: 'notes.txt' },

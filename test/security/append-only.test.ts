@@ -3,10 +3,10 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import { registerFunctions } from '../../src/events/schema.js'
 import { openStore } from '../../src/projections/open.js'
+import { executeNow } from '../support/execute-now.js'
 
 /**
  * Finding 7 (docs/SECURITY.md): the log is append-only against any
@@ -23,13 +23,13 @@ afterEach(() => raw?.close())
 function loggedDb(): { path: string; row: Record<string, unknown> } {
   const path = join(mkdtempSync(join(tmpdir(), 'chronicle-append-only-')), 'chronicle.db')
   const store = openStore(path)
-  execute(
+  executeNow(
     store,
     'ses_a',
     (s) => decideSession({ type: 'create', directory: '/w', agent: 'build', model: null }, s, 'ses_a'),
     { meta: { actor: 'user' } },
   )
-  execute(store, 'ses_a', () => [{ type: 'session.renamed', data: { title: 'the original title' } }], {
+  executeNow(store, 'ses_a', () => [{ type: 'session.renamed', data: { title: 'the original title' } }], {
     meta: { actor: 'user' },
   })
   store.close()

@@ -80,7 +80,7 @@ describe('a file given by path', () => {
   it('is read at submit, kept as a blob, and sent inline as text', async () => {
     world = setup()
     const { runtime, store, model, session } = world
-    runtime.submit(session, { parts: file('notes.txt') })
+    await runtime.submit(session, { parts: file('notes.txt') })
     await runtime.idle(session)
     const accepted = store.readSession(session).find((e) => e.type === 'input.accepted')
     if (accepted?.type !== 'input.accepted') throw new Error('no input.accepted')
@@ -118,7 +118,7 @@ describe('a file given by path', () => {
   ])('%s', async (_, path, accepts, sent) => {
     world = setup(accepts)
     const { runtime, model, session } = world
-    runtime.submit(session, { parts: file(path) })
+    await runtime.submit(session, { parts: file(path) })
     await runtime.idle(session)
     const content = model.doStreamCalls[0]?.prompt[1]?.content as unknown[]
     expect(content[1]).toMatchObject(sent)
@@ -134,30 +134,30 @@ describe('a file given by path', () => {
     ['a file over the size cap', 'big.txt', 'PAYLOAD_TOO_LARGE'],
     ['binary of unknown type', 'blob.bin', 'UNSUPPORTED_MEDIA_TYPE'],
     ['a binary type no model reads', 'archive.zip', 'UNSUPPORTED_MEDIA_TYPE'],
-  ])('refuses %s with %s, appending nothing', (_, path, code) => {
+  ])('refuses %s with %s, appending nothing', async (_, path, code) => {
     world = setup()
     const { runtime, store, session } = world
     const head = store.head()
-    expect(() => runtime.submit(session, { parts: file(path) })).toThrow(expect.objectContaining({ code }))
+    await expect(runtime.submit(session, { parts: file(path) })).rejects.toThrow(expect.objectContaining({ code }))
     expect(appendedHead(store)).toBe(head)
   })
 
-  it('refuses a client that names a blob itself (another file of the store) with BAD_REQUEST', () => {
+  it('refuses a client that names a blob itself (another file of the store) with BAD_REQUEST', async () => {
     world = setup()
     const { runtime, store, session } = world
     const secret = store.blobs.put('another session’s file')
-    expect(() =>
+    await expect(
       runtime.submit(session, { parts: [{ type: 'file', filename: 'x', blob: secret, encoding: 'utf8', size: 1 }] }),
-    ).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }))
+    ).rejects.toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }))
   })
 
   it('a resubmission of the same input is answered from the log, even after the file changed', async () => {
     world = setup()
     const { runtime, session, directory } = world
-    const first = runtime.submit(session, { inputId: 'in_once', parts: file('notes.txt') })
+    const first = await runtime.submit(session, { inputId: 'in_once', parts: file('notes.txt') })
     await runtime.idle(session)
     writeFileSync(join(directory, 'notes.txt'), 'something else')
-    const again = runtime.submit(session, { inputId: 'in_once', parts: file('notes.txt') })
+    const again = await runtime.submit(session, { inputId: 'in_once', parts: file('notes.txt') })
     expect(again).toEqual({ ...first, duplicate: true })
   })
 })

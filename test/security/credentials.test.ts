@@ -10,6 +10,7 @@ import { bwrapSandbox } from '../../src/tools/sandbox.js'
 import type { Tool, ToolFailure } from '../../src/tools/tool.js'
 import { type Fixture, fixture } from '../tools/helpers.js'
 import { CREDENTIALS, type CredentialHome, credentialHome, leaked, USER_HIDE } from './credentials-fixture.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * The user's credentials are hidden from every tool by default (docs/SECURITY.md
@@ -72,7 +73,7 @@ async function call(tool: Tool, args: Record<string, unknown>, directory = h.wor
       done = true
     })
     while (!done) {
-      for (const requestId of pending(f)) reject(f, requestId)
+      for (const requestId of pending(f)) await reject(f, requestId)
       await new Promise((r) => setTimeout(r, 5))
     }
     const result = await running
@@ -88,9 +89,9 @@ function pending(f: Fixture): string[] {
   return f.requested().flatMap((r) => (replied.has(r.requestId) ? [] : [r.requestId]))
 }
 
-function reject(f: Fixture, requestId: string) {
-  execute(
-    f.store,
+async function reject(f: Fixture, requestId: string) {
+  await execute(
+    sqlitePorts(f.store),
     f.sessionId,
     (s) => decidePermission({ type: 'reply', requestId, reply: 'reject' }, s, f.sessionId, f.ids),
     {
@@ -244,8 +245,8 @@ describe('hidden by default: no way in returns a credential', () => {
       await new Promise((r) => setTimeout(r, 5))
     const [requestId] = pending(f)
     expect(f.requested().map((r) => r.permission)).toEqual(['credentials'])
-    execute(
-      f.store,
+    await execute(
+      sqlitePorts(f.store),
       f.sessionId,
       (s) => decidePermission({ type: 'reply', requestId: requestId as string, reply: 'once' }, s, f.sessionId, f.ids),
       { meta: { actor: 'user' } },

@@ -7,6 +7,8 @@ import { decideSession } from '../../src/commands/session.js'
 import type { PermissionRule } from '../../src/events/catalogue.js'
 import { getSession } from '../../src/projections/queries/read-model.js'
 import { dataOf, subagentHarness, task, until, type SubagentHarness } from '../subagents/helpers.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * Finding 1 (docs/SECURITY.md): delegation never widens permission. The
@@ -22,9 +24,9 @@ const parentAfter = { userContains: PARENT, afterToolResult: true }
 const child = (afterToolResult: boolean) => ({ userContains: 'CHILD:', afterToolResult })
 const bash = (id: string, command: string) => ({ toolCalls: [{ id, name: 'bash', input: { command } }] })
 
-function reply(h: SubagentHarness, sessionId: string, requestId: string, answer: 'once' | 'always' | 'reject') {
-  execute(
-    h.store,
+async function reply(h: SubagentHarness, sessionId: string, requestId: string, answer: 'once' | 'always' | 'reject') {
+  await execute(
+    sqlitePorts(h.store),
     sessionId,
     (s) => decidePermission({ type: 'reply', requestId, reply: answer }, s, sessionId, h.ids),
     {
@@ -37,7 +39,7 @@ function reply(h: SubagentHarness, sessionId: string, requestId: string, answer:
 /** Runs a parent whose child calls bash `touch pwned`; resolves once the request is raised (or the run ends). */
 async function childTouches(h: SubagentHarness, agent = 'build'): Promise<{ parent: string; child: () => string }> {
   const parent = h.session(agent)
-  h.runtime.submit(parent, { parts: [{ type: 'text', text: PARENT }] })
+  await h.runtime.submit(parent, { parts: [{ type: 'text', text: PARENT }] })
   await until(() => {
     const s = getSession(h.store, parent)
     return (s?.pendingPermissions.length ?? 0) > 0 || s?.lastRun !== null
@@ -74,7 +76,7 @@ describe('delegation never widens permission', () => {
     expect(dataOf(h.events(child()), 'permission.requested')).toEqual([]) // raised where the user watches, once
     expect(existsSync(join(h.directory, 'pwned'))).toBe(false)
 
-    reply(h, parent, pending[0]!.requestId, 'reject')
+    await reply(h, parent, pending[0]!.requestId, 'reject')
     await h.runtime.idle(parent)
     expect(existsSync(join(h.directory, 'pwned'))).toBe(false)
     expect(dataOf(h.events(child()), 'tool.failed')).toEqual([
@@ -98,7 +100,7 @@ describe('delegation never widens permission', () => {
     h = subagentHarness(script())
     const { parent, child } = await childTouches(h)
     const [request] = getSession(h.store, parent)?.pendingPermissions ?? []
-    reply(h, parent, request!.requestId, 'once')
+    await reply(h, parent, request!.requestId, 'once')
     await h.runtime.idle(parent)
     expect(existsSync(join(h.directory, 'pwned'))).toBe(true)
     expect(dataOf(h.events(child()), 'tool.completed')).toHaveLength(1)
@@ -115,7 +117,7 @@ describe('delegation never widens permission', () => {
     ])
     const { parent } = await childTouches(h)
     const [request] = getSession(h.store, parent)?.pendingPermissions ?? []
-    reply(h, parent, request!.requestId, 'always')
+    await reply(h, parent, request!.requestId, 'always')
     await h.runtime.idle(parent)
     expect(existsSync(join(h.directory, 'one'))).toBe(true)
     expect(existsSync(join(h.directory, 'two'))).toBe(true)
@@ -144,7 +146,7 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     const root = h.session('build')
     const make = (parent: string, agent: string) => {
       const id = h.ids.next('ses')
-      execute(
+      executeNow(
         h.store,
         id,
         (s) =>
@@ -168,7 +170,7 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     return { root, kid, grandkid }
   }
   const setRules = (sessionId: string, rules: PermissionRule[]) =>
-    execute(h.store, sessionId, (s) => decideSession({ type: 'set-rules', rules }, s, sessionId), {
+    executeNow(h.store, sessionId, (s) => decideSession({ type: 'set-rules', rules }, s, sessionId), {
       meta: { actor: 'user' },
     })
   const decision = (sessionId: string, permission: string, pattern: string) =>
@@ -187,11 +189,11 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     expect(decision(root, 'read', 'src/a.ts')).toBe('allow')
   })
 
-  it('approvals from anywhere up the chain lift an ask, never a deny', () => {
+  it('approvals from anywhere up the chain lift an ask, never a deny', async () => {
     h = subagentHarness([])
     const { root, grandkid } = chain()
-    execute(
-      h.store,
+    await execute(
+      sqlitePorts(h.store),
       root,
       () => [
         {
@@ -216,6 +218,7 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
       { sessionId: grandkid, agent: 'general', callId: 'c_x', partId: 'prt_x', abort: abort.signal },
       { permission: 'bash', patterns: ['ls'] },
     )
+    await new Promise((r) => setImmediate(r)) // the request is appended
     expect(getSession(h.store, root)?.pendingPermissions.map((p) => p.from)).toEqual([
       { sessionId: grandkid, partId: 'prt_x', callId: 'c_x' },
     ])

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { afterEach, describe, expect, it } from 'vitest'
-import { execute } from '../../src/commands/execute.js'
 import { fork } from '../../src/commands/fork.js'
 import { decidePermission } from '../../src/commands/permission.js'
 import { decideSession } from '../../src/commands/session.js'
@@ -27,6 +26,8 @@ import { createPermissionGate, type PermissionGateHandle } from '../../src/runti
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { runToEnd } from '../cli/helpers.js'
 import { Client } from '../http/helpers.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * An import confers nothing (docs/SECURITY.md, docs/TIME-TRAVEL.md "Export and
@@ -99,7 +100,7 @@ function world(): World {
   const store = openStore(join(dir, 'chronicle.db'))
   const ids = sequentialIds()
   const agents = resolveAgents([])
-  const gate = createPermissionGate({ store, ids, agents })
+  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
   const tools = createToolRegistry({
     agents,
     store,
@@ -107,6 +108,7 @@ function world(): World {
   })
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 64, steps: TOUCH }), 'mock:model'),
     tools,
@@ -115,7 +117,7 @@ function world(): World {
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
   })
   const victim = { type: 'create' as const, directory: workspace, agent: 'build', model: 'mock:model', title: 'mine' }
-  execute(store, 'ses_victim', (s) => decideSession(victim, s, 'ses_victim'), { meta: { actor: 'user' } })
+  executeNow(store, 'ses_victim', (s) => decideSession(victim, s, 'ses_victim'), { meta: { actor: 'user' } })
   const rows = store.asCommitted
     .reader()
     .prepare('SELECT seq, version, type, schema_version, data, meta, at FROM events WHERE session_id = ? ORDER BY seq')
@@ -152,9 +154,9 @@ const turns = async (n = 20) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 5))
 }
 
-function refusal(fn: () => unknown): string {
+async function refusal(fn: () => unknown): Promise<string> {
   try {
-    fn()
+    await fn()
   } catch (err) {
     return isChronicleError(err) ? `${err.code}: ${err.message}` : String(err)
   }
@@ -197,7 +199,7 @@ const ROWS: HostileImport[] = [
       // the history is kept as the file had it (it is read, never used)
       expect(imported?.rules).toEqual([...ALLOW_ALL, { permission: 'bash', pattern: '*', action: 'allow' }])
       expect(imported?.approvals).toEqual([{ ruleId: 'rul_evil', permission: 'bash', pattern: '*', action: 'allow' }])
-      const child = fork(w.store, w.ids, report.exported.sessionId, imported?.lastSeq as number, {
+      const child = await fork(sqlitePorts(w.store), w.ids, report.exported.sessionId, imported?.lastSeq as number, {
         directory: w.workspace,
       })
       expect([child.directory, child.rules, child.approvals, child.imported]).toEqual([w.workspace, [], [], undefined])
@@ -208,7 +210,7 @@ const ROWS: HostileImport[] = [
         fromImport: true,
       })
 
-      w.runtime.submit(child.id, { parts: text('touch the file') })
+      await w.runtime.submit(child.id, { parts: text('touch the file') })
       await until(() => (getSession(w.store, child.id)?.pendingPermissions.length ?? 0) > 0, 'the permission request')
       expect(getSession(w.store, child.id)?.pendingPermissions).toEqual([
         expect.objectContaining({ permission: 'bash', patterns: ['touch pwned'], callId: 'c_touch' }),
@@ -230,36 +232,36 @@ const ROWS: HostileImport[] = [
     async then(w, report) {
       const id = report.exported.sessionId
       const head = w.store.head()
-      expect(refusal(() => w.runtime.submit(id, { parts: text('touch the file') }))).toBe(READ_ONLY(id))
-      expect(refusal(() => w.runtime.compact(id))).toBe(READ_ONLY(id))
-      expect(refusal(() => w.runtime.cancel(id))).toBe(READ_ONLY(id))
+      expect(await refusal(() => w.runtime.submit(id, { parts: text('touch the file') }))).toBe(READ_ONLY(id))
+      expect(await refusal(() => w.runtime.compact(id))).toBe(READ_ONLY(id))
+      expect(await refusal(() => w.runtime.cancel(id))).toBe(READ_ONLY(id))
       const decide = (command: Parameters<typeof decideSession>[0]) => () =>
-        execute(w.store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
-      expect(refusal(decide({ type: 'set-rules', rules: ALLOW_ALL }))).toBe(READ_ONLY(id))
-      expect(refusal(decide({ type: 'rename', title: 'mine now' }))).toBe(READ_ONLY(id))
+        executeNow(w.store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
+      expect(await refusal(decide({ type: 'set-rules', rules: ALLOW_ALL }))).toBe(READ_ONLY(id))
+      expect(await refusal(decide({ type: 'rename', title: 'mine now' }))).toBe(READ_ONLY(id))
       w.runtime.wake(id) // the queued input is never delivered
       await turns()
       expect(w.store.head()).toBe(head)
       expect(getSession(w.store, id)?.inbox.map((i) => i.inputId)).toEqual(['in_evil'])
 
       const at = getSession(w.store, id)?.lastSeq as number
-      expect(refusal(() => fork(w.store, w.ids, id, at))).toBe(
+      expect(await refusal(() => fork(sqlitePorts(w.store), w.ids, id, at))).toBe(
         `DIRECTORY_REQUIRED: session ${id} at seq ${at} is imported history: a fork of it needs a directory to work in (its imported directory is not used)`,
       )
-      expect(refusal(() => fork(w.store, w.ids, id, at, { directory: 'relative/dir' }))).toBe(
+      expect(await refusal(() => fork(sqlitePorts(w.store), w.ids, id, at, { directory: 'relative/dir' }))).toBe(
         'BAD_REQUEST: directory must be an absolute path: relative/dir',
       )
-      expect(refusal(() => fork(w.store, w.ids, id, at, { directory: join(w.dir, 'missing') }))).toBe(
-        `BAD_REQUEST: directory does not exist: ${join(w.dir, 'missing')}`,
-      )
+      expect(
+        await refusal(() => fork(sqlitePorts(w.store), w.ids, id, at, { directory: join(w.dir, 'missing') })),
+      ).toBe(`BAD_REQUEST: directory does not exist: ${join(w.dir, 'missing')}`)
       expect(w.store.head()).toBe(head)
       // at an earlier seq of the imported history too (before its marker), and from a fork's inherited prefix
       const first = w.store.readSession(id)[0]?.seq as number
-      expect(refusal(() => fork(w.store, w.ids, id, first))).toMatch(/^DIRECTORY_REQUIRED: /)
-      const child = fork(w.store, w.ids, id, at, { directory: w.workspace })
+      expect(await refusal(() => fork(sqlitePorts(w.store), w.ids, id, first))).toMatch(/^DIRECTORY_REQUIRED: /)
+      const child = await fork(sqlitePorts(w.store), w.ids, id, at, { directory: w.workspace })
       expect([child.directory, child.inbox]).toEqual([w.workspace, []]) // the file's queued input is not the user's
-      expect(refusal(() => fork(w.store, w.ids, child.id, first))).toMatch(/^DIRECTORY_REQUIRED: /)
-      expect(fork(w.store, w.ids, child.id, child.lastSeq).directory).toBe(w.workspace) // the child's own history is the user's
+      expect(await refusal(() => fork(sqlitePorts(w.store), w.ids, child.id, first))).toMatch(/^DIRECTORY_REQUIRED: /)
+      expect((await fork(sqlitePorts(w.store), w.ids, child.id, child.lastSeq)).directory).toBe(w.workspace) // the child's own history is the user's
       expect(existsSync(join(w.workspace, 'pwned'))).toBe(false)
     },
   },
@@ -342,7 +344,7 @@ const ROWS: HostileImport[] = [
         run: { runId: 'run_evil' },
         imported: { originalId: 'ses_evil' },
       }) // history as the file left it
-      expect(refusal(() => w.runtime.submit(id, { parts: text('go on') }))).toBe(READ_ONLY(id))
+      expect(await refusal(() => w.runtime.submit(id, { parts: text('go on') }))).toBe(READ_ONLY(id))
     },
   },
 ]
@@ -372,8 +374,8 @@ describe('hostile imports confer nothing', () => {
       model: 'mock:model',
       rules: ALLOW_ALL,
     }
-    execute(w.store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
-    w.runtime.submit(id, { parts: text('touch the file') })
+    executeNow(w.store, id, (s) => decideSession(command, s, id), { meta: { actor: 'user' } })
+    await w.runtime.submit(id, { parts: text('touch the file') })
     await w.runtime.idle(id)
     expect(w.types(id).filter((t) => t.startsWith('permission.'))).toEqual([])
     expect(existsSync(join(w.workspace, 'pwned'))).toBe(true)
@@ -414,9 +416,9 @@ describe('hostile imports confer nothing', () => {
     )
     const id = report.exported.sessionId
     const permission = (command: Parameters<typeof decidePermission>[0]) => () =>
-      execute(w.store, id, (s) => decidePermission(command, s, id, w.ids), { meta: { actor: 'user' } })
-    expect(refusal(permission({ type: 'reply', requestId: 'per_1', reply: 'always' }))).toBe(READ_ONLY(id))
-    expect(refusal(permission({ type: 'revoke', ruleId: 'rul_1' }))).toBe(READ_ONLY(id))
+      executeNow(w.store, id, (s) => decidePermission(command, s, id, w.ids), { meta: { actor: 'user' } })
+    expect(await refusal(permission({ type: 'reply', requestId: 'per_1', reply: 'always' }))).toBe(READ_ONLY(id))
+    expect(await refusal(permission({ type: 'revoke', ruleId: 'rul_1' }))).toBe(READ_ONLY(id))
   })
 })
 

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { defineTool } from '../../src/tools/tool.js'
-import { execute } from '../../src/commands/execute.js'
 import { decidePermission } from '../../src/commands/permission.js'
 import { harness, text, type Harness } from '../runtime/helpers.js'
+import { executeNow } from '../support/execute-now.js'
 
 /**
  * Finding 6 (docs/SECURITY.md): every tool has a wall-clock budget. A tool
@@ -47,7 +47,7 @@ describe('the wall-clock budget of a tool call', () => {
     })
     const id = h.session()
     const started = Date.now()
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(Date.now() - started).toBeLessThan(10_000)
     const failed = h.events(id).find((e) => e.type === 'tool.failed')
@@ -66,13 +66,13 @@ describe('the wall-clock budget of a tool call', () => {
         if (e.type !== 'permission.requested') continue
         const { requestId } = e.data
         const answer = () =>
-          execute(h.store, id, (s) => decidePermission({ type: 'reply', requestId, reply: 'once' }, s, id, h.ids), {
+          executeNow(h.store, id, (s) => decidePermission({ type: 'reply', requestId, reply: 'once' }, s, id, h.ids), {
             meta: { actor: 'user' },
           })
         setTimeout(answer, 600)
       }
     })
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(h.events(id).find((e) => e.type === 'tool.completed')?.data).toMatchObject({ output: 'waited 200 ms' })
   })

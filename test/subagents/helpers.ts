@@ -2,7 +2,6 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { sequentialIds, type IdSource } from '../../src/events/ids.js'
@@ -19,6 +18,8 @@ import { createLookupTool } from '../../src/tools/lookup.js'
 import { createPermissionGate, type PermissionGateHandle } from '../../src/runtime/permissions/gate.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { defineTool, ToolFailure } from '../../src/tools/tool.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /** Waits for the given milliseconds unless aborted: a tool to cancel in the middle of. */
 const slow = defineTool({
@@ -61,7 +62,13 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
   const directory = mkdtempSync(join(tmpdir(), 'chronicle-subagents-'))
   const dataDir = mkdtempSync(join(tmpdir(), 'chronicle-subagents-data-'))
   let runtime: Runtime | undefined
-  const subagents = createSubagents({ store, ids, agents, runtime: () => runtime as Runtime })
+  const subagents = createSubagents({
+    store,
+    ports: sqlitePorts(store),
+    ids,
+    agents,
+    runtime: () => runtime as Runtime,
+  })
   const builtins = createBuiltinTools({ dataDir, updateTodos: () => undefined })
   const tools = createToolRegistry({
     agents,
@@ -73,11 +80,12 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
       createTaskTool({ agents, run: (r) => subagents.run(r) }),
     ],
   })
-  const gate = createPermissionGate({ store, ids, agents })
+  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
   const model = createScriptedModel({ chunkSize: 64, steps })
   const start = () =>
     createRuntime({
       store,
+      ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'mock:model'),
       tools,
@@ -105,7 +113,7 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
     directory,
     session(agent = 'build') {
       const id = ids.next('ses')
-      execute(store, id, (s) => decideSession({ type: 'create', directory, agent, model: 'mock:model' }, s, id), {
+      executeNow(store, id, (s) => decideSession({ type: 'create', directory, agent, model: 'mock:model' }, s, id), {
         meta: { actor: 'user' },
       })
       return id

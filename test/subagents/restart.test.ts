@@ -34,7 +34,7 @@ describe('a sub-agent across a restart', () => {
       },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await until(() => h.children(id).length > 0 && h.events(h.children(id)[0]!).some((e) => e.type === 'tool.called'))
     const childId = h.children(id)[0]!
 
@@ -45,7 +45,7 @@ describe('a sub-agent across a restart', () => {
     expect(recovery.resumed.map((r) => r.sessionId).sort()).toEqual([id, childId].sort())
     const runtime = h.restart()
     watcher = watchOrphanedSubtasks({ store: h.store, subagents: h.subagents, runtime: () => runtime })
-    expect(watcher.sweep()).toBe(0) // the child is still running
+    expect(await watcher.sweep()).toBe(0) // the child is still running
     return {
       id,
       childId,
@@ -79,7 +79,7 @@ describe('a sub-agent across a restart', () => {
     // The parent's loop ran again with the report and answered it.
     expect(JSON.stringify(h.model.calls.at(-1)!.prompt)).toContain('child answer after restart')
     expect(dataOf(parent, 'run.finished').at(-1)).toMatchObject({ outcome: 'idle' })
-    expect(watcher?.sweep()).toBe(0) // reported once
+    expect(await watcher?.sweep()).toBe(0) // reported once
   })
 
   it('two reporters at once (a second server, a sweep): the parent hears the child’s outcome once', async () => {
@@ -87,10 +87,12 @@ describe('a sub-agent across a restart', () => {
     // The first report's append finds the parent changed under it: the same report, made meanwhile elsewhere.
     const append = h.store.append.bind(h.store)
     let raced = false
+    // the other reporter: its subtask.finished commits at once, in the middle of this append; its input follows
+    let other: Promise<number> | undefined
     h.store.append = ((session, events, options) => {
       if (!raced && events.some((e) => e.type === 'subtask.finished' && e.data.outcome === 'idle')) {
         raced = true
-        expect(watcher?.sweep()).toBe(1)
+        other = watcher?.sweep()
       }
       return append(session, events, options)
     }) as typeof h.store.append
@@ -98,6 +100,7 @@ describe('a sub-agent across a restart', () => {
     await until(() => dataOf(h.events(id), 'run.finished').length === 2)
     await runtime.idle(id)
     expect(raced).toBe(true)
+    expect(await other).toBe(1)
     const parent = h.events(id)
     expect(dataOf(parent, 'subtask.finished').map((d) => d.outcome)).toEqual(['cancelled', 'idle'])
     expect(parent.filter((e) => e.type === 'input.accepted' && e.data.inputId === `subtask:${childId}`)).toHaveLength(1)

@@ -20,7 +20,7 @@ describe('sub-agents through the task tool', () => {
       { when: parentAfter, text: 'parent: done' },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
 
     const [childId] = h.children(id)
@@ -72,7 +72,7 @@ describe('sub-agents through the task tool', () => {
       { when: parentAfter, text: 'ok' },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
     const childId = h.children(id)[0]!
     const expected = h.events(childId).map((e) => e.seq)
@@ -92,7 +92,7 @@ describe('sub-agents through the task tool', () => {
       { when: parentAfter, text: 'the helper failed' },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
     const childId = h.children(id)[0]!
     const parent = h.events(id)
@@ -118,7 +118,7 @@ describe('sub-agents through the task tool', () => {
       { when: parentAfter, text: 'sorry' },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
     expect(dataOf(h.events(id), 'tool.failed')[0]).toMatchObject({
       error: {
@@ -135,10 +135,10 @@ describe('sub-agents through the task tool', () => {
       { when: child(false), toolCalls: [{ id: 'c_slow', name: 'slow', input: { ms: 20_000 } }] },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await until(() => h.children(id).length > 0 && h.events(h.children(id)[0]!).some((e) => e.type === 'tool.called'))
     const childId = h.children(id)[0]!
-    h.runtime.cancel(id)
+    await h.runtime.cancel(id)
     await h.runtime.idle(id)
     await h.runtime.idle(childId)
     await until(() => dataOf(h.events(id), 'subtask.finished').length > 0)
@@ -164,7 +164,7 @@ describe('sub-agents through the task tool', () => {
       { when: parentAfter, text: 'done' },
     ])
     const id = h.session('plan')
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
     const childId = h.children(id)[0]!
     const created = h.events(childId)[0]!
@@ -193,7 +193,7 @@ describe('sub-agents through the task tool', () => {
       { when: parentAfter, text: 'done' },
     ])
     const id = h.session()
-    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
     await h.runtime.idle(id)
     const childId = h.children(id)[0]!
     expect(h.children(childId)).toEqual([])

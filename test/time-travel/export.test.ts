@@ -18,6 +18,7 @@ import { verify } from '../../src/projections/upkeep/verify.js'
 import { play, stepsArb } from '../projections/histories.js'
 import { asState } from './helpers.js'
 import { recordSession } from './recorded.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * Export, and import as quarantine (docs/TIME-TRAVEL.md "Export and import"):
@@ -45,7 +46,7 @@ function target(): { store: EventStore; ids: IdSource } {
 }
 
 /** A source store whose clock ticks, so imported times are visibly the original ones. */
-function source() {
+async function source() {
   let t = Date.UTC(2026, 0, 1)
   const store = open(() => (t += 1000))
   const ids = sequentialIds()
@@ -53,9 +54,9 @@ function source() {
   store.append('ses_other', [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }], {
     meta: { actor: 'user' },
   })
-  const child = fork(store, ids, 'ses_rec', rec[40] as number)
+  const child = await fork(sqlitePorts(store), ids, 'ses_rec', rec[40] as number)
   store.append(child.id, [{ type: 'session.renamed', data: { title: 'child' } }], { meta: { actor: 'user' } })
-  const grand = fork(store, ids, child.id, rec[12] as number) // the fork point is in the child's inherited prefix
+  const grand = await fork(sqlitePorts(store), ids, child.id, rec[12] as number) // the fork point is in the child's inherited prefix
   store.append(grand.id, [{ type: 'todo.updated', data: { items: [] } }], { meta: { actor: 'tool' } })
   return { store, ids, rec, child: child.id, grand: grand.id }
 }
@@ -116,8 +117,8 @@ function mapped(line: Record<string, unknown>, report: ImportReport): Record<str
 }
 
 describe('export', () => {
-  it('writes a header and the session’s events in seq order', () => {
-    const { store, rec } = source()
+  it('writes a header and the session’s events in seq order', async () => {
+    const { store, rec } = await source()
     const out = lines(exportSession(store, 'ses_rec'))
     expect(out[0]).toEqual({ chronicle: 'session-export', format: 2, sessionId: 'ses_rec' })
     expect(out.slice(1).map((l) => l.seq)).toEqual(rec)
@@ -129,8 +130,8 @@ describe('export', () => {
 })
 
 describe('import', () => {
-  it('round-trips a session into a NEW session: same history, types, data, meta and times; then the marker; verify passes', () => {
-    const { store, rec } = source()
+  it('round-trips a session into a NEW session: same history, types, data, meta and times; then the marker; verify passes', async () => {
+    const { store, rec } = await source()
     const jsonl = exportSession(store, 'ses_rec')
     const { store: to, ids } = target()
     const report = importSessions(to, ids, jsonl)
@@ -158,8 +159,8 @@ describe('import', () => {
     expect(again.at(-1)).toMatchObject({ sessionId: 'ses_t002', version: rec.length + 1, type: 'session.imported' })
   })
 
-  it('round-trips a fork of a fork: the ancestors arrive as new sessions holding the prefix the export needs', () => {
-    const { store, rec, child, grand } = source()
+  it('round-trips a fork of a fork: the ancestors arrive as new sessions holding the prefix the export needs', async () => {
+    const { store, rec, child, grand } = await source()
     const jsonl = exportSession(store, grand)
     const out = lines(jsonl).slice(1)
     // the grandchild forks inside the child's inherited prefix: the child's creation comes along to resolve it
@@ -190,8 +191,8 @@ describe('import', () => {
     ])
   })
 
-  it('importing the same file twice makes two independent copies; the first is untouched by the second', () => {
-    const { store } = source()
+  it('importing the same file twice makes two independent copies; the first is untouched by the second', async () => {
+    const { store } = await source()
     const jsonl = exportSession(store, 'ses_rec')
     const { store: to, ids } = target()
     const first = importSessions(to, ids, jsonl)
@@ -204,8 +205,8 @@ describe('import', () => {
     expect(verify(to).differences).toEqual([])
   })
 
-  it('never appends to a session the store has, even one with the same id as the file’s', () => {
-    const { store } = source()
+  it('never appends to a session the store has, even one with the same id as the file’s', async () => {
+    const { store } = await source()
     const { store: to, ids } = target()
     to.append(
       'ses_rec',

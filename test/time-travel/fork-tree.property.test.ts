@@ -10,6 +10,7 @@ import { loadView } from '../../src/projections/queries/read-model.js'
 import { stateAt } from '../../src/projections/time-travel/time-travel.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { asState, json, plainStateAt } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * Random fork trees: sessions advance through agent turns a few events at a
@@ -96,7 +97,7 @@ function expectedHistory(nodes: Map<string, Node>, id: string): [number, string,
   return [...inherited, ...node.own.map((seq): [number, string, boolean] => [seq, id, false])]
 }
 
-function run(commands: Command[]): void {
+async function run(commands: Command[]): Promise<void> {
   const store: EventStore = openStore(':memory:', { snapshotEvery: 3 })
   try {
     const ids = sequentialIds()
@@ -117,7 +118,7 @@ function run(commands: Command[]): void {
       } else {
         const hist = expectedHistory(nodes, node.id)
         const cut = (hist[c.at % hist.length] as [number, string, boolean])[0]
-        const child = fork(store, ids, node.id, cut)
+        const child = await fork(sqlitePorts(store), ids, node.id, cut)
         nodes.set(child.id, {
           id: child.id,
           parent: { id: node.id, cut },
@@ -152,9 +153,9 @@ function run(commands: Command[]): void {
 }
 
 describe('random fork trees', () => {
-  it('every history is its ancestors’ prefixes then its own events; every state equals the fold and the read model', () => {
-    fc.assert(
-      fc.property(fc.array(command, { minLength: 1, maxLength: 40 }), (commands) => run(commands)),
+  it('every history is its ancestors’ prefixes then its own events; every state equals the fold and the read model', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 40 }), (commands) => run(commands)),
       { numRuns: 60 },
     )
   })

@@ -12,6 +12,7 @@ import { stateAt } from '../../src/projections/time-travel/time-travel.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { asState, json, plainStateAt } from './helpers.js'
 import { recordSession } from './recorded.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 const stores: EventStore[] = []
 function open(): EventStore {
@@ -43,14 +44,14 @@ function ownEvents(store: EventStore, sessionId: string): ChronicleEvent[] {
 }
 
 describe('fork', () => {
-  it('at every event of a recorded session: the child is the parent’s state there, settled, idle; the parent is untouched', () => {
+  it('at every event of a recorded session: the child is the parent’s state there, settled, idle; the parent is untouched', async () => {
     const store = open()
     const seqs = recordSession(store)
     const parentBefore = asState(loadView(store, 'ses_rec'), 0)
     const ids = sequentialIds()
     for (const seq of seqs) {
       const parent = stateAt(store, 'ses_rec', seq)
-      const child = fork(store, ids, 'ses_rec', seq)
+      const child = await fork(sqlitePorts(store), ids, 'ses_rec', seq)
       const at = child.createdAt
       const state = stateAt(store, child.id)
       // the stored read model is what time travel says, and both are the plain fold
@@ -97,11 +98,11 @@ describe('fork', () => {
     expect(verify(store).differences).toEqual([])
   })
 
-  it('settles a fork taken while a tool waits for permission with exactly these events', () => {
+  it('settles a fork taken while a tool waits for permission with exactly these events', async () => {
     const store = open()
     const seqs = recordSession(store)
     const seq = seqs.find((s) => store.get(s)?.type === 'permission.requested') as number
-    const child = fork(store, sequentialIds(), 'ses_rec', seq, { title: 'what if' })
+    const child = await fork(sqlitePorts(store), sequentialIds(), 'ses_rec', seq, { title: 'what if' })
     expect(ownEvents(store, child.id)).toEqual([
       { type: 'session.forked', data: { from: { sessionId: 'ses_rec', seq }, title: 'what if' } },
       { type: 'tool.failed', data: { partId: 'prt_c2', error: ABORTED } },
@@ -119,10 +120,10 @@ describe('fork', () => {
     expect(child).toMatchObject({ title: 'what if', status: 'idle', run: null, pendingPermissions: [] })
   })
 
-  it('settles a fork taken mid-stream (open text, a tool still streaming its input)', () => {
+  it('settles a fork taken mid-stream (open text, a tool still streaming its input)', async () => {
     const store = open()
     const seqs = recordSession(store)
-    const child = fork(store, sequentialIds(), 'ses_rec', seqs[seqs.length - 1] as number)
+    const child = await fork(sqlitePorts(store), sequentialIds(), 'ses_rec', seqs[seqs.length - 1] as number)
     expect(ownEvents(store, child.id).slice(1)).toEqual([
       { type: 'tool.failed', data: { partId: 'prt_c5', error: ABORTED } },
       { type: 'text.ended', data: { partId: 'prt_t4' } },
@@ -131,12 +132,12 @@ describe('fork', () => {
     ])
   })
 
-  it('parent and child then diverge independently; a fork of the fork works at inherited and own seqs', () => {
+  it('parent and child then diverge independently; a fork of the fork works at inherited and own seqs', async () => {
     const store = open()
     const seqs = recordSession(store)
     const ids = sequentialIds()
     const cut = seqs[seqs.length - 3] as number // text 'Editing' streaming
-    const child = fork(store, ids, 'ses_rec', cut)
+    const child = await fork(sqlitePorts(store), ids, 'ses_rec', cut)
     store.append(
       'ses_rec',
       [
@@ -173,8 +174,8 @@ describe('fork', () => {
     expect(childNow.messages.map((m) => m.id)).toContain('msg_c')
     expect(childNow.session.status).toBe('busy')
 
-    const grandOwn = fork(store, ids, child.id, childNow.seq)
-    const grandInherited = fork(store, ids, child.id, seqs[10] as number)
+    const grandOwn = await fork(sqlitePorts(store), ids, child.id, childNow.seq)
+    const grandInherited = await fork(sqlitePorts(store), ids, child.id, seqs[10] as number)
     expect(json(stateAt(store, grandOwn.id))).toEqual(plainStateAt(store, grandOwn.id, stateAt(store, grandOwn.id).seq))
     expect(stateAt(store, grandInherited.id).messages.map((m) => m.id)).toEqual(
       stateAt(store, 'ses_rec', seqs[10]).messages.map((m) => m.id),
@@ -188,7 +189,7 @@ describe('fork', () => {
     expect(verify(store).differences).toEqual([])
   })
 
-  it('refuses an unknown session or a seq outside the history, appending nothing', () => {
+  it('refuses an unknown session or a seq outside the history, appending nothing', async () => {
     const store = open()
     recordSession(store)
     const head = store.head()
@@ -198,7 +199,7 @@ describe('fork', () => {
     ] as const) {
       let caught: unknown
       try {
-        fork(store, sequentialIds(), id, seq)
+        await fork(sqlitePorts(store), sequentialIds(), id, seq)
       } catch (err) {
         caught = err
       }

@@ -6,6 +6,7 @@ import type { EventStore } from '../../src/events/store.js'
 import { history } from '../../src/projections/queries/history.js'
 import { openStore } from '../../src/projections/open.js'
 import { recordSession } from './recorded.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 const stores: EventStore[] = []
 afterEach(() => {
@@ -13,7 +14,7 @@ afterEach(() => {
 })
 
 /** Two interleaved sessions, a fork of the first and a fork of that fork. */
-function setup() {
+async function setup() {
   const store = openStore(':memory:')
   stores.push(store)
   const ids = sequentialIds()
@@ -23,20 +24,20 @@ function setup() {
     [{ type: 'session.created', data: { directory: '/x', agent: 'build', model: null } }],
     { meta: { actor: 'user' } },
   )
-  const child = fork(store, ids, 'ses_rec', rec[30] as number)
+  const child = await fork(sqlitePorts(store), ids, 'ses_rec', rec[30] as number)
   const rename = (id: string, title: string) =>
     store.append(id, [{ type: 'session.renamed', data: { title } }], { meta: { actor: 'user' } })
   const own = [...store.readSession(child.id).map((e) => e.seq), ...rename(child.id, 'c1').map((e) => e.seq)]
   rename('ses_rec', 'parent moves on')
   rename('ses_other', 'other')
   own.push(...rename(child.id, 'c2').map((e) => e.seq))
-  const grand = fork(store, ids, child.id, own[1] as number)
+  const grand = await fork(sqlitePorts(store), ids, child.id, own[1] as number)
   return { store, ids, rec, other: other[0]?.seq as number, child: child.id, own, grand: grand.id }
 }
 
 describe('history', () => {
-  it('of a fork is the parent’s prefix (marked inherited) then its own events, in forward pages', () => {
-    const { store, rec, child, own } = setup()
+  it('of a fork is the parent’s prefix (marked inherited) then its own events, in forward pages', async () => {
+    const { store, rec, child, own } = await setup()
     const expected = [...rec.slice(0, 31).map((s) => [s, true]), ...own.map((s) => [s, false])]
     const seen: unknown[] = []
     let after: number | undefined
@@ -53,8 +54,8 @@ describe('history', () => {
     expect(pages).toBe(Math.ceil(expected.length / 7))
   })
 
-  it('pages backwards from `before`, each page in ascending order', () => {
-    const { store, rec, child, own } = setup()
+  it('pages backwards from `before`, each page in ascending order', async () => {
+    const { store, rec, child, own } = await setup()
     const all = [...rec.slice(0, 31), ...own]
     const pages: number[][] = []
     let before: number | undefined = Number.MAX_SAFE_INTEGER
@@ -68,8 +69,8 @@ describe('history', () => {
     expect(pages.every((p) => p.every((s, i) => i === 0 || s > (p[i - 1] as number)))).toBe(true)
   })
 
-  it('of a fork of a fork recurses, and a range between after and before is served', () => {
-    const { store, rec, own, grand } = setup()
+  it('of a fork of a fork recurses, and a range between after and before is served', async () => {
+    const { store, rec, own, grand } = await setup()
     const page = history(store, grand, { limit: 1000 })
     expect(page.next).toBeUndefined()
     expect(page.events.map((e) => [e.sessionId, e.seq])).toEqual([
@@ -81,16 +82,16 @@ describe('history', () => {
     expect(between.events.map((e) => e.seq)).toEqual([...rec.slice(6, 31), own[0]])
   })
 
-  it('never shows another session’s or a sibling’s events', () => {
-    const { store, ids, child, other } = setup()
-    const sibling = fork(store, ids, 'ses_rec', 3)
+  it('never shows another session’s or a sibling’s events', async () => {
+    const { store, ids, child, other } = await setup()
+    const sibling = await fork(sqlitePorts(store), ids, 'ses_rec', 3)
     const seqs = history(store, child, { limit: 1000 }).events.map((e) => e.seq)
     expect(seqs).not.toContain(other)
     for (const e of store.readSession(sibling.id)) expect(seqs).not.toContain(e.seq)
   })
 
-  it('refuses a bad limit or cursor and an unknown session', () => {
-    const { store, child } = setup()
+  it('refuses a bad limit or cursor and an unknown session', async () => {
+    const { store, child } = await setup()
     const code = (fn: () => unknown) => {
       try {
         fn()

@@ -6,6 +6,7 @@ import { openStore } from '../../src/projections/open.js'
 import { stateAt } from '../../src/projections/time-travel/time-travel.js'
 import { json, plainStateAt, snapshotRows } from './helpers.js'
 import { recordSession } from './recorded.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 const stores: EventStore[] = []
 function open(snapshotOnCommit = true): EventStore {
@@ -25,7 +26,7 @@ describe('background snapshot maintenance', () => {
     expect(snapshotRows(store)).toBe(0) // nothing runs inside the append
     await tick()
     expect(snapshotRows(store)).toBe(Math.floor(seqs.length / 4))
-    const child = fork(store, sequentialIds(), 'ses_rec', seqs[20] as number)
+    const child = await fork(sqlitePorts(store), sequentialIds(), 'ses_rec', seqs[20] as number)
     for (let i = 0; i < 9; i++)
       store.append(child.id, [{ type: 'session.renamed', data: { title: `t${i}` } }], { meta: { actor: 'user' } })
     await tick()

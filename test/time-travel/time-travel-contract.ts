@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { forkThrough } from '../../src/commands/fork.js'
+import { fork } from '../../src/commands/fork.js'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { createIdSource } from '../../src/events/ids.js'
@@ -200,7 +200,7 @@ export function describeTimeTravelContract(name: string, engine: TimeTravelEngin
       const midStream = appended.readSession('ses_a').find((e) => e.type === 'text.delta' && e.data.partId === 'prt_3t')
         ?.seq as number
       const before = await log.head()
-      const child = await forkThrough({ log, readModels: models, timeTravel: travel }, ids, 'ses_a', midStream, {
+      const child = await fork({ log, readModels: models, timeTravel: travel }, ids, 'ses_a', midStream, {
         title: 'another way',
       })
       const added = await log.readAll(before)
@@ -213,9 +213,9 @@ export function describeTimeTravelContract(name: string, engine: TimeTravelEngin
       const text = (state: typeof childNow) => state.parts.find((p) => p.id === 'prt_3t') as { text: string }
       expect(text(childNow).text).toBe(text(parentThere).text)
       expect(childNow.messages.every((m) => m.sessionId === child.id)).toBe(true)
-      await expect(
-        forkThrough({ log, readModels: models, timeTravel: travel }, ids, 'ses_a', 10 ** 9),
-      ).rejects.toMatchObject({ code: 'SEQ_OUT_OF_RANGE' })
+      await expect(fork({ log, readModels: models, timeTravel: travel }, ids, 'ses_a', 10 ** 9)).rejects.toMatchObject({
+        code: 'SEQ_OUT_OF_RANGE',
+      })
       expect(await log.head()).toBe(added.at(-1)?.seq)
     })
   })

@@ -49,7 +49,7 @@ describe('permission replies end to end', () => {
     const model = mockModel(toolCall('c1', 'write', { filePath: 'notes.txt', content: 'hi' }), answer('Understood.'))
     const id = setup(model)
     autoReply(h, 'reject', 'Do not create files; answer in chat.')
-    h.runtime.submit(id, { parts: text('write a note') })
+    await h.runtime.submit(id, { parts: text('write a note') })
     await h.runtime.idle(id)
 
     expect(existsSync(join(h.directory, 'notes.txt'))).toBe(false)
@@ -97,7 +97,7 @@ describe('permission replies end to end', () => {
     const model = mockModel(toolCall('c1', 'write', { filePath: 'notes.txt', content: 'hi' }), answer('Done.'))
     const id = setup(model)
     const asked = autoReply(h, 'once')
-    h.runtime.submit(id, { parts: text('write a note') })
+    await h.runtime.submit(id, { parts: text('write a note') })
     await h.runtime.idle(id)
     expect(asked).toEqual(['edit'])
     expect(readFileSync(join(h.directory, 'notes.txt'), 'utf8')).toBe('hi')
@@ -115,7 +115,7 @@ describe('permission replies end to end', () => {
     )
     const id = setup(model)
     const asked = autoReply(h, 'always')
-    h.runtime.submit(id, { parts: text('echo twice') })
+    await h.runtime.submit(id, { parts: text('echo twice') })
     await h.runtime.idle(id)
     expect(asked).toEqual(['bash'])
     expect(
@@ -156,7 +156,7 @@ describe('an MCP server dying mid-call, end to end', () => {
       h.store.onCommit((events) => {
         if (events.some((e) => e.type === 'tool.progressed')) process.kill(pid, 'SIGKILL') // first progress: it is running
       })
-      h.runtime.submit(id, { parts: text('run the long operation') })
+      await h.runtime.submit(id, { parts: text('run the long operation') })
       await h.runtime.idle(id)
       const toolEvents = collapse(h.types(id)).filter((t) => t.startsWith('tool.') && t !== 'tool.progressed')
       expect(toolEvents).toEqual(['tool.input.started', 'tool.input.delta', 'tool.called', 'tool.failed'])

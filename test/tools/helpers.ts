@@ -2,7 +2,6 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { decideSession } from '../../src/commands/session.js'
-import { execute } from '../../src/commands/execute.js'
 import type { DataOf, PermissionRule } from '../../src/events/catalogue.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { sequentialIds } from '../../src/events/ids.js'
@@ -11,6 +10,8 @@ import { openStore } from '../../src/projections/open.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
 import type { PermissionAsk, ToolContext } from '../../src/tools/tool.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /** A real temp directory (realpath'd: macOS /tmp is a symlink), removed by the returned cleanup. */
 export function tempDir(prefix = 'chronicle-tools-'): { dir: string; cleanup: () => void } {
@@ -40,7 +41,7 @@ export function fixture(opts: {
   const ids = sequentialIds()
   const sessionId = 'ses_test'
   const agent = opts.agent ?? 'build'
-  execute(
+  executeNow(
     store,
     sessionId,
     (s) =>
@@ -52,7 +53,7 @@ export function fixture(opts: {
     { meta: { actor: 'user' } },
   )
   const agents = resolveAgents(opts.agentRules ? [{ name: agent, rules: opts.agentRules }] : [])
-  const gate = createPermissionGate({ store, ids, agents })
+  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
   return {
     store,
     sessionId,

@@ -13,6 +13,7 @@ import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import type { Tool } from '../../src/tools/tool.js'
 import { freePort } from '../http/helpers.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /** marks the hung server's process, to find it afterwards */
 const SILENT = `chronicle-silent-mcp-${process.pid}`
@@ -323,9 +324,9 @@ describe('MCP client against the reference servers', () => {
         { permission: 'paged_mutate', pattern: '*', action: 'allow' },
       ],
     })
-    const answer = (requestId: string, reply: 'always' | 'once') =>
+    const answer = async (requestId: string, reply: 'always' | 'once') =>
       execute(
-        g.store,
+        sqlitePorts(g.store),
         g.sessionId,
         (s) => decidePermission({ type: 'reply', requestId, reply }, s, g.sessionId, g.ids),
         {
@@ -336,7 +337,7 @@ describe('MCP client against the reference servers', () => {
     await new Promise((r) => setImmediate(r))
     const [request] = g.requested()
     expect(request?.patterns).toEqual([expect.stringMatching(/^definition:[0-9a-f]{16}$/)])
-    answer(request?.requestId as string, 'always')
+    await answer(request?.requestId as string, 'always')
     expect(getSession(g.store, g.sessionId)?.approvals.map((a) => [a.permission, a.pattern])).toEqual([
       ['paged_alpha', request?.patterns[0]],
     ])
@@ -350,7 +351,7 @@ describe('MCP client against the reference servers', () => {
     const again = run(byId(m.tools(), 'paged_alpha'), {}, g)
     await new Promise((r) => setImmediate(r))
     expect(g.requested().length).toBe(2) // the changed definition is not covered by the old approval
-    answer(g.requested()[1]?.requestId as string, 'once')
+    await answer(g.requested()[1]?.requestId as string, 'once')
     expect((await again).output).toBe('called alpha')
     g.gate.close()
     g.store.close()

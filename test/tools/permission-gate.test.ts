@@ -11,6 +11,7 @@ import { createPermissionGate, DEFAULT_REJECT_MESSAGE } from '../../src/runtime/
 import { wildcardMatch } from '../../src/tools/permission/wildcard.js'
 import { ToolFailure } from '../../src/tools/tool.js'
 import { type Fixture, fixture } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 const allow = (permission: string, pattern: string) => ({ permission, pattern, action: 'allow' as const })
 const deny = (permission: string, pattern: string) => ({ permission, pattern, action: 'deny' as const })
@@ -25,9 +26,9 @@ const scope = (f: Fixture, abort = new AbortController().signal) => ({
 })
 
 /** Runs the reply command through the one command path, as the server does. */
-function reply(f: Fixture, requestId: string, answer: 'once' | 'always' | 'reject', message?: string) {
+async function reply(f: Fixture, requestId: string, answer: 'once' | 'always' | 'reject', message?: string) {
   return execute(
-    f.store,
+    sqlitePorts(f.store),
     f.sessionId,
     (s) =>
       decidePermission({ type: 'reply', requestId, reply: answer, ...(message && { message }) }, s, f.sessionId, f.ids),
@@ -167,13 +168,13 @@ describe('permission gate with the real store', () => {
       },
     ])
     expect(getSession(f.store, f.sessionId)?.status).toBe('waiting')
-    reply(f, 'per_000001', 'once')
+    await reply(f, 'per_000001', 'once')
     await expect(p).resolves.toBeUndefined()
     expect(f.events().map((e) => e.type)).toEqual(['session.created', 'permission.requested', 'permission.replied'])
     // once approves only that call: the next identical call asks again
     const again = f.gate.ask(scope(f), { permission: 'bash', patterns: ['ls -la'] })
     expect(await settled(again)).toBe('pending')
-    reply(f, 'per_000002', 'once')
+    await reply(f, 'per_000002', 'once')
     await again
   })
 
@@ -181,7 +182,7 @@ describe('permission gate with the real store', () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status -s'] })
     await tick()
-    reply(f, 'per_000001', 'always')
+    await reply(f, 'per_000001', 'always')
     await p
     expect(
       f
@@ -199,8 +200,8 @@ describe('permission gate with the real store', () => {
     await f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] }) // allowed by the approval, no event
     expect(f.events().length).toBe(4)
 
-    execute(
-      f.store,
+    await execute(
+      sqlitePorts(f.store),
       f.sessionId,
       (s) => decidePermission({ type: 'revoke', ruleId: 'rul_000002' }, s, f.sessionId, f.ids),
       {
@@ -211,7 +212,7 @@ describe('permission gate with the real store', () => {
     expect(getSession(f.store, f.sessionId)?.approvals).toEqual([])
     const asked = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status'] })
     expect(await settled(asked)).toBe('pending')
-    reply(f, 'per_000003', 'reject')
+    await reply(f, 'per_000003', 'reject')
     await expect(asked).rejects.toMatchObject({ kind: 'denied' })
   })
 
@@ -219,10 +220,10 @@ describe('permission gate with the real store', () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git clean -n'] })
     await tick()
-    reply(f, 'per_000001', 'always')
+    await reply(f, 'per_000001', 'always')
     await p
-    execute(
-      f.store,
+    await execute(
+      sqlitePorts(f.store),
       f.sessionId,
       (s) => decideSession({ type: 'set-rules', rules: [deny('bash', 'git clean -f*')] }, s, f.sessionId),
       {
@@ -245,7 +246,7 @@ describe('permission gate with the real store', () => {
     const firstErr = first.catch((e) => e)
     const secondErr = second.catch((e) => e)
     await tick()
-    reply(f, 'per_000001', 'reject', 'Do not touch a.ts; edit b.ts instead.')
+    await reply(f, 'per_000001', 'reject', 'Do not touch a.ts; edit b.ts instead.')
     expect((await firstErr).message).toBe('Do not touch a.ts; edit b.ts instead.')
     expect((await firstErr).kind).toBe('denied')
     expect((await secondErr).kind).toBe('denied')
@@ -260,7 +261,7 @@ describe('permission gate with the real store', () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] }).catch((e) => e)
     await tick()
-    reply(f, 'per_000001', 'reject')
+    await reply(f, 'per_000001', 'reject')
     expect((await p).message).toBe(DEFAULT_REJECT_MESSAGE)
   })
 
@@ -279,28 +280,28 @@ describe('permission gate with the real store', () => {
 
   it('replying to an unknown or already answered request is PERMISSION_REQUEST_NOT_FOUND; revoking an unknown rule is RULE_NOT_FOUND', async () => {
     f = fixture({ directory: '/w' })
-    expect(() => reply(f, 'per_nope', 'once')).toThrow(
+    await expect(reply(f, 'per_nope', 'once')).rejects.toThrow(
       expect.objectContaining({ code: 'PERMISSION_REQUEST_NOT_FOUND' }),
     )
     const p = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] })
     await tick()
-    reply(f, 'per_000001', 'once')
+    await reply(f, 'per_000001', 'once')
     await p
     let err: unknown
     try {
-      reply(f, 'per_000001', 'once')
+      await reply(f, 'per_000001', 'once')
     } catch (e) {
       err = e
     }
     expect(isChronicleError(err, 'PERMISSION_REQUEST_NOT_FOUND')).toBe(true)
-    expect(() =>
+    await expect(
       execute(
-        f.store,
+        sqlitePorts(f.store),
         f.sessionId,
         (s) => decidePermission({ type: 'revoke', ruleId: 'rul_x' }, s, f.sessionId, f.ids),
         { meta: { actor: 'user' } },
       ),
-    ).toThrow(expect.objectContaining({ code: 'RULE_NOT_FOUND' }))
+    ).rejects.toThrow(expect.objectContaining({ code: 'RULE_NOT_FOUND' }))
   })
 
   it('a gate created after a restart resolves replies to requests made before it', async () => {
@@ -311,10 +312,15 @@ describe('permission gate with the real store', () => {
     expect(await p).toBe('old gate gone')
     const pending = getSession(f.store, f.sessionId)?.pendingPermissions.map((r) => r.requestId)
     expect(pending).toEqual(['per_000001']) // re-offered from the read model
-    const gate2 = createPermissionGate({ store: f.store, ids: sequentialIds(), agents: resolveAgents() })
+    const gate2 = createPermissionGate({
+      store: f.store,
+      ports: sqlitePorts(f.store),
+      ids: sequentialIds(),
+      agents: resolveAgents(),
+    })
     const waiting = gate2.waitForReply(f.sessionId, 'per_000001')
     expect(await settled(waiting)).toBe('pending')
-    reply(f, 'per_000001', 'once')
+    await reply(f, 'per_000001', 'once')
     await expect(waiting).resolves.toBeUndefined()
     // and a reply already in the log is honoured at once
     await expect(gate2.waitForReply(f.sessionId, 'per_000001')).resolves.toBeUndefined()

@@ -6,6 +6,7 @@ import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { evaluate } from '../../src/tools/permission/evaluate.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
 import { type Fixture, fixture } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 const rule = (permission: string, pattern: string, action: 'allow' | 'deny' | 'ask') => ({
   permission,
@@ -54,8 +55,8 @@ describe('tool registry', () => {
     f = fixture({ directory: '/w', rules: [rule('bash', '*', 'deny')] })
     const registry = createToolRegistry({ agents: resolveAgents(), tools, store: f.store })
     expect(await ids(registry, 'build')).toEqual(ALL.filter((t) => t !== 'bash'))
-    execute(
-      f.store,
+    await execute(
+      sqlitePorts(f.store),
       f.sessionId,
       (s) => decideSession({ type: 'set-rules', rules: [rule('bash', 'git *', 'allow')] }, s, f.sessionId),
       {

@@ -94,7 +94,7 @@ describe('skills', () => {
       d,
     )
     const { h, calls, id } = current
-    h.runtime.submit(id, { parts: text('please review') })
+    await h.runtime.submit(id, { parts: text('please review') })
     await h.runtime.idle(id)
 
     expect(calls).toHaveLength(2)
@@ -140,7 +140,7 @@ describe('skills', () => {
       d,
     )
     const { h, calls, id } = current
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(calls[0]).toContain('- review: The user review (user:')
     expect(calls[0]).not.toContain('The repo review')
@@ -178,7 +178,7 @@ describe('skills', () => {
     )
     const { h, calls, id } = current
     const asked = autoReply(h, 'reject')
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(calls[0]).toContain(
       '- yolo: Run anything (workspace: .agents/skills/yolo/SKILL.md; ignored front matter: allowed-tools, tools, permissions, mcp)',
@@ -208,7 +208,7 @@ describe('skills', () => {
       d,
     )
     const { h, calls, id } = current
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     const system = JSON.parse(calls[0] as string).prompt[0].content as string
     expect(system.slice(system.indexOf('Skills not loaded:'))).toBe(
@@ -245,7 +245,7 @@ describe('skills', () => {
       d,
     )
     const { h, calls, id } = current
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(calls[0]).toContain(
       '.agents/skills/stolen/SKILL.md: skipped, its real path is outside the session directory',
@@ -280,7 +280,7 @@ describe('skills', () => {
   it('without skills the system prompt has no skills section', async () => {
     current = world([{ text: 'hi' }], dirs())
     const { h, calls, id } = current
-    h.runtime.submit(id, { parts: text('go') })
+    await h.runtime.submit(id, { parts: text('go') })
     await h.runtime.idle(id)
     expect(calls[0]).not.toContain('Skills')
   })

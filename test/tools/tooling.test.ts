@@ -9,6 +9,7 @@ import { getSession } from '../../src/projections/queries/read-model.js'
 import { compileContext } from '../../src/runtime/loop/context.js'
 import { createTooling, type McpServerStatus, type Tooling } from '../../src/runtime/tools/tooling.js'
 import { tempDir } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 const EVERYTHING = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
 
@@ -28,6 +29,7 @@ describe('createTooling (the composition root helper)', () => {
     const statuses: McpServerStatus[] = []
     tooling = createTooling({
       store,
+      ports: sqlitePorts(store),
       ids: sequentialIds(),
       dataDir: join(tmp.dir, 'data'),
       rules: [{ permission: 'everything_*', pattern: '*', action: 'deny' }],
@@ -45,8 +47,8 @@ describe('createTooling (the composition root helper)', () => {
     ])
     expect(statuses.filter((s) => s.state === 'failed').map((s) => s.name)).toEqual(['broken'])
 
-    execute(
-      store,
+    await execute(
+      sqlitePorts(store),
       'ses_1',
       (s) => decideSession({ type: 'create', directory: tmp.dir, agent: 'build', model: null }, s, 'ses_1'),
       {

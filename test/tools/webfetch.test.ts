@@ -18,6 +18,7 @@ import { ToolFailure } from '../../src/tools/tool.js'
 import { startProbe } from './event-loop-probe.js'
 import { page, redirect, startWebServer, type WebServer } from './fixtures/web-server.js'
 import { type Fixture, fixture, tempDir } from './helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * webfetch through its real execute path and the real permission gate, against real HTTP servers
@@ -484,9 +485,9 @@ describe('webfetch: https', () => {
 })
 
 describe('webfetch: permission', () => {
-  const reply = (f: Fixture, requestId: string, answer: 'once' | 'reject') =>
+  const reply = async (f: Fixture, requestId: string, answer: 'once' | 'reject') =>
     execute(
-      f.store,
+      sqlitePorts(f.store),
       f.sessionId,
       (s) => decidePermission({ type: 'reply', requestId, reply: answer }, s, f.sessionId, f.ids),
       {
@@ -508,7 +509,7 @@ describe('webfetch: permission', () => {
       patterns: ['site.test'],
       metadata: { url: `${site.origin('site.test')}/data.json`, format: 'markdown' },
     })
-    reply(f, asked?.requestId as string, 'reject')
+    await reply(f, asked?.requestId as string, 'reject')
     expect((await failure(call)).kind).toBe('denied')
     expect(site.hits).toEqual([])
   })
@@ -516,7 +517,7 @@ describe('webfetch: permission', () => {
   it('once: the page is fetched', async () => {
     const { f, run } = setup({ rules: [] })
     const call = run({ url: `${site.origin('site.test')}/data.json` })
-    reply(f, (await nextRequest(f, 1))?.requestId as string, 'once')
+    await reply(f, (await nextRequest(f, 1))?.requestId as string, 'once')
     expect((await call).output).toBe('{"ok":true}')
   })
 
@@ -528,7 +529,7 @@ describe('webfetch: permission', () => {
       const asked = await nextRequest(f, 1)
       expect(asked).toMatchObject({ permission: 'webfetch', patterns: ['other.test'] })
       expect(site.hits).toEqual([])
-      reply(f, asked?.requestId as string, 'once')
+      await reply(f, asked?.requestId as string, 'once')
       expect((await call).output).toBe('{"ok":true}')
       expect(f.requested()).toHaveLength(1)
     } finally {

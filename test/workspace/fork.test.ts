@@ -197,7 +197,7 @@ describe('crash safety', () => {
   it('until it is written, no input can run in the child', async () => {
     w = editTwice()
     const { id } = await crashedFork()
-    expect(() => w?.runtime.submit(id, { parts: [{ type: 'text', text: 'check' }] })).toThrow(
+    await expect(w?.runtime.submit(id, { parts: [{ type: 'text', text: 'check' }] })).rejects.toThrow(
       expect.objectContaining({ code: 'SESSION_BUSY' }),
     )
   })

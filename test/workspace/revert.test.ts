@@ -212,7 +212,7 @@ describe('crash safety', () => {
     writeFileSync(join(w.directory, 'a.txt'), 'first\n')
     // until it is finished, no input can start a run on the half-restored files
     const events = w.events(id).length
-    expect(() => w?.runtime.submit(id, { parts: [{ type: 'text', text: 'third' }] })).toThrow(
+    await expect(w?.runtime.submit(id, { parts: [{ type: 'text', text: 'third' }] })).rejects.toThrow(
       expect.objectContaining({ code: 'SESSION_BUSY' }),
     )
     expect(w.events(id)).toHaveLength(events)

@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execute } from '../../src/commands/execute.js'
 import { decideSession } from '../../src/commands/session.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { type IdSource, sequentialIds } from '../../src/events/ids.js'
@@ -20,6 +19,8 @@ import { createShadowStore, type ShadowStore } from '../../src/runtime/workspace
 import { createWorkspaceSnapshots } from '../../src/runtime/workspace/snapshots.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
+import { executeNow } from '../support/execute-now.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * A world for workspace tests: a real git repository as the session
@@ -61,10 +62,11 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
   })
   const runtime = createRuntime({
     store,
+    ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ steps, uniqueCallIds: true }), 'mock:model'),
     tools,
-    permissions: createPermissionGate({ store, ids, agents }),
+    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
     agents,
     workspace: createWorkspaceSnapshots({ store, shadow }),
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
@@ -73,15 +75,15 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
     store,
     runtime,
     history: createWorkspaceHistory(store, shadow),
-    restorer: createWorkspaceRestorer({ store, shadow, ids }),
-    forks: createWorkspaceForks({ store, ids, shadow, forksDir: join(dataDir, 'forks') }),
+    restorer: createWorkspaceRestorer({ store, ports: sqlitePorts(store), shadow, ids }),
+    forks: createWorkspaceForks({ store, ports: sqlitePorts(store), ids, shadow, forksDir: join(dataDir, 'forks') }),
     ids,
     shadow,
     directory,
     dataDir,
     session() {
       const id = ids.next('ses')
-      execute(
+      executeNow(
         store,
         id,
         (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, id),
@@ -116,6 +118,6 @@ export function script(rounds: Record<string, { name: string; input: Record<stri
 
 /** Submits a prompt and waits for the run it starts to end. */
 export async function prompt(w: World, id: string, text: string): Promise<void> {
-  w.runtime.submit(id, { parts: [{ type: 'text', text }] })
+  await w.runtime.submit(id, { parts: [{ type: 'text', text }] })
   await w.runtime.settled(id)
 }

@@ -60,8 +60,10 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
       } finally {
         closing.removeEventListener('abort', onShutdown) // many requests may wait at once: no listener leak
       }
-      // The run continues after a restart (recovery); closing the connection lets the shutdown finish now.
-      if (closing.aborted) return reply.status(202).header('connection', 'close').send(accepted)
+      // A shutdown stops the run at a safe point, open in the log (whichever of the two the race heard first): it
+      // continues after a restart (recovery); closing the connection lets the shutdown finish now.
+      const open = Boolean((await deps.ports.readModels.session(req.params.id))?.run)
+      if (closing.aborted || open) return reply.status(202).header('connection', 'close').send(accepted)
       return reply.status(200).send({ ...accepted, ...finalAnswer(deps, req.params.id) })
     },
   )

@@ -2,6 +2,7 @@ import { type ContentCheck, elicitationCommand } from '../../commands/elicitatio
 import type { DataOf, ElicitationValue } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { CommandPorts } from '../../commands/execute.js'
 import { getSession } from '../../projections/queries/read-model.js'
 import { NO_SECRETS, type Redactor } from '../../tools/redact.js'
 import { SHUTDOWN } from '../abort-reasons.js'
@@ -50,6 +51,8 @@ export interface ElicitationBridge {
 
 export interface ElicitationBridgeDeps {
   readonly store: EventStore
+  /** what the elicitation commands append through */
+  readonly ports: CommandPorts
   readonly ids: IdSource
   /** the server's secrets kept out of the log: a hostile server may echo one in its question */
   readonly redactor?: Redactor
@@ -64,7 +67,7 @@ export const WITHDRAWN_REASON = 'the MCP server withdrew the request'
 export const SHUTDOWN_REASON = 'the server stopped while the call waited for the answer'
 
 export function createElicitationBridge(deps: ElicitationBridgeDeps): ElicitationBridge {
-  const { store, ids, log } = deps
+  const { store, ports, ids, log } = deps
   const redactor = deps.redactor ?? NO_SECRETS
   const waiters = new Map<string, (answer: DataOf<'elicitation.answered'>) => void>()
   const key = (sessionId: string, elicitationId: string) => `${sessionId}\u0000${elicitationId}`
@@ -80,10 +83,10 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
   })
 
   /** Closes the request `cancel` unless it was answered in between (then the answer stands). */
-  function abandon(sessionId: string, elicitationId: string, reason: string): void {
+  async function abandon(sessionId: string, elicitationId: string, reason: string): Promise<void> {
     try {
-      elicitationCommand(
-        store,
+      await elicitationCommand(
+        ports,
         sessionId,
         { type: 'abandon', elicitationId, reason },
         { actor: 'runtime', request: elicitationId },
@@ -124,8 +127,8 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
     const k = key(top, elicitationId)
     const answered = new Promise<DataOf<'elicitation.answered'>>((resolve) => waiters.set(k, resolve))
     try {
-      elicitationCommand(
-        store,
+      await elicitationCommand(
+        ports,
         top,
         {
           type: 'request',
@@ -151,7 +154,7 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
     const stop = new AbortController()
     const onAbort = (reason: string) => () => {
       stop.abort()
-      abandon(top, elicitationId, reason) // commits the cancel, which settles the wait
+      void abandon(top, elicitationId, reason) // commits the cancel, which settles the wait
     }
     const aborted = () => onAbort(call.abort.reason === SHUTDOWN ? SHUTDOWN_REASON : ABORTED_REASON)()
     const pulled = onAbort(WITHDRAWN_REASON)

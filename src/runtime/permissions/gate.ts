@@ -2,6 +2,7 @@ import { permissionCommand } from '../../commands/permission.js'
 import type { PermissionRule } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { CommandPorts } from '../../commands/execute.js'
 import type { Session } from '../../projections/fold/model.js'
 import { type PermissionReply, replyTo } from '../../projections/queries/permission-log.js'
 import { getSession } from '../../projections/queries/read-model.js'
@@ -29,6 +30,8 @@ import { wildcardMatch } from '../../tools/permission/wildcard.js'
  */
 export interface PermissionGateDeps {
   readonly store: EventStore
+  /** what the permission commands append through */
+  readonly ports: CommandPorts
   readonly ids: IdSource
   readonly agents: ReadonlyMap<string, AgentDefinition>
 }
@@ -66,7 +69,7 @@ export const DEFAULT_REJECT_MESSAGE =
   'The user rejected permission to use this tool call. Do not retry it as is; ask the user how to proceed if needed.'
 
 export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHandle {
-  const { store, ids, agents } = deps
+  const { store, ports, ids, agents } = deps
   const waiters = new Map<string, Set<Waiter>>()
   const key = (sessionId: string, requestId: string) => `${sessionId}\u0000${requestId}`
 
@@ -161,8 +164,8 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     const call = { ...(scope.partId && { partId: scope.partId }), ...(scope.callId && { callId: scope.callId }) }
     // Raised where the user watches: a sub-agent's call is named by `from`, not as a part of the top session.
     const where = top === scope.sessionId ? call : { from: { sessionId: scope.sessionId, ...call } }
-    permissionCommand(
-      store,
+    await permissionCommand(
+      ports,
       ids,
       top,
       {
@@ -180,17 +183,17 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     try {
       await waitForReply(top, requestId, scope.abort)
     } catch (err) {
-      if (err instanceof ToolFailure && err.kind === 'aborted') closeAbandoned(top, requestId)
+      if (err instanceof ToolFailure && err.kind === 'aborted') await closeAbandoned(top, requestId)
       throw err
     }
   }
 
   /** A cancelled call's request is closed, so the session does not stay `waiting` on it. */
-  function closeAbandoned(sessionId: string, requestId: string): void {
+  async function closeAbandoned(sessionId: string, requestId: string): Promise<void> {
     try {
       const message = 'cancelled: the tool call was aborted'
-      permissionCommand(
-        store,
+      await permissionCommand(
+        ports,
         ids,
         sessionId,
         { type: 'abandon', requestId, message },

@@ -25,13 +25,13 @@ export interface OrphanDeps {
 
 export interface OrphanWatcher {
   /** reports every finished child whose parent has not heard of it (call after recovery) */
-  sweep(): number
+  sweep(): Promise<number>
   close(): void
 }
 
 export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   const { store } = deps
-  const report = (childId: string): boolean => {
+  const report = async (childId: string): Promise<boolean> => {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
     // Having a parent is decided at creation: most sessions are left without forcing a commit.
     if (!getSession(store.asCommitted, childId)?.parent) return false
@@ -63,22 +63,22 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const text =
       `<system-reminder>\nThe sub-agent session ${childId} ("${child.title}") whose task call was interrupted has finished: ${outcome}.${error}\n` +
       `<task_result>\n${finalText(store, childId)}\n</task_result>\n</system-reminder>`
-    deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' }, 'runtime')
+    await deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' }, 'runtime')
     return true
   }
   /** report, read again while the parent changes under it (each decision is idempotent) */
-  const reported = (childId: string): boolean => {
+  const reported = async (childId: string): Promise<boolean> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return report(childId)
+        return await report(childId)
       } catch (err) {
         if (!isChronicleError(err, 'VERSION_CONFLICT') || attempt === 5) throw err
       }
     }
   }
-  const safely = (childId: string) => {
+  const safely = async (childId: string): Promise<void> => {
     try {
-      reported(childId)
+      await reported(childId)
     } catch (err) {
       deps.log?.error({ err, sessionId: childId }, 'reporting a finished sub-agent to its parent failed')
     }
@@ -87,12 +87,12 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     for (const e of events) if (e.type === 'run.finished') setImmediate(safely, e.sessionId) // outside the commit
   })
   return {
-    sweep() {
+    async sweep() {
       const children = childSessionIds(store)
       let n = 0
       for (const id of children) {
         try {
-          if (reported(id)) n++
+          if (await reported(id)) n++
         } catch (err) {
           deps.log?.error({ err, sessionId: id }, 'reporting a finished sub-agent to its parent failed')
         }

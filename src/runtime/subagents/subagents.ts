@@ -3,6 +3,7 @@ import { decideSession, type SessionCommand } from '../../commands/session.js'
 import type { PermissionRule, RunOutcome } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { CommandPorts } from '../../commands/execute.js'
 import type { Session } from '../../projections/fold/model.js'
 import { getMessage, getMessages, getParts, getSession } from '../../projections/queries/read-model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
@@ -31,13 +32,15 @@ export interface ChildRuntime {
     sessionId: string,
     input: { inputId?: string; parts: { type: 'text'; text: string }[]; agent?: string; delivery?: 'queue' | 'steer' },
     by: 'runtime',
-  ): unknown
-  cancel(sessionId: string): unknown
+  ): Promise<unknown>
+  cancel(sessionId: string): Promise<unknown>
   idle(sessionId: string): Promise<void>
 }
 
 export interface SubagentDeps {
   readonly store: EventStore
+  /** what a child session is created through */
+  readonly ports: CommandPorts
   readonly ids: IdSource
   readonly agents: ReadonlyMap<string, AgentDefinition>
   readonly runtime: () => ChildRuntime
@@ -72,7 +75,7 @@ export interface Subagents {
 }
 
 export function createSubagents(deps: SubagentDeps): Subagents {
-  const { store, ids } = deps
+  const { store, ports, ids } = deps
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH
   const awaited = new Set<string>()
 
@@ -97,7 +100,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       parent: { sessionId: ctx.sessionId, callId: ctx.callId, agent: ctx.agent },
       rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
     }
-    execute(store, childSessionId, (s) => decideSession(create, s, childSessionId), { meta })
+    await execute(ports, childSessionId, (s) => decideSession(create, s, childSessionId), { meta })
     store.append(
       ctx.sessionId,
       [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }],
@@ -106,12 +109,13 @@ export function createSubagents(deps: SubagentDeps): Subagents {
 
     const runtime = deps.runtime()
     const onAbort = () => {
-      if (ctx.abort.reason !== SHUTDOWN) runtime.cancel(childSessionId) // a shutdown leaves the child for recovery
+      // a shutdown leaves the child for recovery; a child that cannot be cancelled (gone, imported) ends anyway
+      if (ctx.abort.reason !== SHUTDOWN) runtime.cancel(childSessionId).catch(() => {})
     }
     awaited.add(childSessionId)
     try {
       ctx.abort.addEventListener('abort', onAbort, { once: true })
-      runtime.submit(childSessionId, { parts: [{ type: 'text', text: prompt }], agent }, 'runtime')
+      await runtime.submit(childSessionId, { parts: [{ type: 'text', text: prompt }], agent }, 'runtime')
       if (ctx.abort.aborted) onAbort()
       await runtime.idle(childSessionId)
     } finally {

@@ -1,6 +1,7 @@
 import type { PermissionRule } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { CommandPorts } from '../../commands/execute.js'
 import { type AgentDefinition, resolveAgents } from '../../tools/agents.js'
 import { createBuiltinTools, type TodoItem } from '../../tools/builtin/index.js'
 import type { McpServerConfig } from '../../tools/mcp/config.js'
@@ -12,6 +13,8 @@ import type { Tool, ToolRegistry } from '../../tools/tool.js'
 
 export interface ToolingOptions {
   readonly store: EventStore
+  /** what the permission gate appends through */
+  readonly ports: CommandPorts
   readonly ids: IdSource
   /** where truncated outputs are saved (<dataDir>/tool-output) */
   readonly dataDir: string
@@ -43,9 +46,9 @@ export interface Tooling {
  * registry.
  */
 export function createTooling(options: ToolingOptions): Tooling {
-  const { store, ids } = options
+  const { store, ports, ids } = options
   const agents = resolveAgents(options.agents ?? [], options.rules ?? [])
-  const gate = createPermissionGate({ store, ids, agents })
+  const gate = createPermissionGate({ store, ports, ids, agents })
   const mcp = createMcpManager(options.mcp ?? [], {
     dataDir: options.dataDir,
     ...(options.onMcpStatus && { onStatus: options.onMcpStatus }),

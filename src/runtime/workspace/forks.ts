@@ -4,6 +4,7 @@ import type { EventMeta } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { StorePorts } from '../../projections/store-ports.js'
 import { appendFork, decideFork, type ForkOptions, fork as forkHistory, readForkPoint } from '../../commands/fork.js'
 import { decideMaterializeEnd, taskError } from '../../commands/workspace-tasks.js'
 import { execute } from '../../commands/execute.js'
@@ -45,6 +46,8 @@ export interface WorkspaceForks {
 
 export interface WorkspaceForksDeps {
   readonly store: EventStore
+  /** what a fork reads its point through and appends through */
+  readonly ports: StorePorts
   readonly ids: IdSource
   readonly shadow: ShadowStore
   /** where a fork's directory goes when the client names none: `<dataDir>/forks` */
@@ -53,35 +56,34 @@ export interface WorkspaceForksDeps {
 }
 
 export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
-  const { store, shadow } = deps
+  const { store, ports, shadow } = deps
 
   /** Records the end of the child's materialization (once: see src/commands/workspace-tasks.ts). */
   const end = (childId: string, result: Parameters<typeof decideMaterializeEnd>[1], meta: EventMeta) =>
-    execute(store, childId, (child) => decideMaterializeEnd(child, result), { meta, durability: 'full' })
+    execute(ports, childId, (child) => decideMaterializeEnd(child, result), { meta, durability: 'full' })
 
   async function materialize(childId: string, tree: string, directory: string, meta: EventMeta): Promise<void> {
     let written: { files: number; bytes: number }
     try {
       written = await shadow.materialize(tree, directory)
     } catch (err) {
-      end(childId, { ok: false, error: taskError(err) }, meta)
+      await end(childId, { ok: false, error: taskError(err) }, meta)
       throw err
     }
-    end(childId, { ok: true, written: { tree, files: written.files, bytes: written.bytes } }, meta)
+    await end(childId, { ok: true, written: { tree, files: written.files, bytes: written.bytes } }, meta)
   }
 
   return {
     async fork(sessionId, at, options = {}) {
-      const { files, directory, title, meta, ...travel } = options
-      const { parent, fromImport } = readForkPoint(store, sessionId, at, travel)
+      const { files, directory, title, meta } = options
+      const { parent, fromImport } = await readForkPoint(ports, sessionId, at)
       const tree = parent.session?.workspace?.tree ?? firstSnapshot(store, sessionId)?.tree
       if (files === false || fromImport || !tree) {
         const history = {
-          ...travel,
           ...(title !== undefined && { title }),
           ...(directory !== undefined && { directory }),
         }
-        return forkHistory(store, deps.ids, sessionId, at, { ...history, ...(meta && { meta }) })
+        return forkHistory(ports, deps.ids, sessionId, at, { ...history, ...(meta && { meta }) })
       }
 
       if (directory !== undefined && !isAbsolute(directory))
@@ -90,8 +92,8 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
       const target = resolve(directory ?? join(deps.forksDir, childId))
       await requireEmpty(target)
       const by = meta ?? { actor: 'user', command: 'fork' }
-      appendFork(
-        store,
+      await appendFork(
+        ports,
         childId,
         [
           ...decideFork(parent, { sessionId, seq: at }, { ...(title !== undefined && { title }), directory: target }),
@@ -119,7 +121,7 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
           // renamed into place, and then the crash: only the event is missing
           const entries = (await shadow.list(tree)).filter((e) => e.type !== 'gitlink')
           const bytes = entries.reduce((sum, e) => sum + e.size, 0)
-          end(id, { ok: true, written: { tree, files: entries.length, bytes } }, { actor: 'recovery' })
+          await end(id, { ok: true, written: { tree, files: entries.length, bytes } }, { actor: 'recovery' })
           finished++
           continue
         }

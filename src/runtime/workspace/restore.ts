@@ -3,6 +3,7 @@ import { ChronicleError } from '../../events/errors.js'
 import type { EventMeta } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { CommandPorts } from '../../commands/execute.js'
 import { execute } from '../../commands/execute.js'
 import { decideRestoreEnd, taskError } from '../../commands/workspace-tasks.js'
 import { assertWritable } from '../../commands/read-only.js'
@@ -54,6 +55,8 @@ export interface WorkspaceRestorer {
 
 export interface WorkspaceRestorerDeps {
   readonly store: EventStore
+  /** what the restore's start and end append through */
+  readonly ports: CommandPorts
   readonly shadow: ShadowStore
   readonly ids: IdSource
   readonly log?: { warn(obj: object, msg?: string): void }
@@ -63,7 +66,7 @@ const COMMAND_META = (command: string) => ({ actor: 'user' as const, command })
 const RECOVERY_META = { actor: 'recovery' as const }
 
 export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceRestorer {
-  const { store, shadow } = deps
+  const { store, ports, shadow } = deps
   /** sessions with a revert or unrevert under way in this process (before its start is recorded, too) */
   const working = new Set<string>()
   const exclusive = async <T>(sessionId: string, work: () => Promise<T>): Promise<T> => {
@@ -96,9 +99,9 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     now: { tree: string; outside: ChangedFile[] },
     data: DataOf<'workspace.restore.started'>,
     by?: RestoreOptions['by'],
-  ) {
-    execute(
-      store,
+  ): Promise<unknown> {
+    return execute(
+      ports,
       sessionId,
       (session) => {
         if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
@@ -123,7 +126,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     meta: EventMeta = COMMAND_META(data.kind),
   ): Promise<ChangedFile[]> {
     const end = (result: Parameters<typeof decideRestoreEnd>[2]) =>
-      execute(store, session.id, (now) => decideRestoreEnd(now, data.restoreId, result), { meta, durability: 'full' })
+      execute(ports, session.id, (now) => decideRestoreEnd(now, data.restoreId, result), { meta, durability: 'full' })
     let changed: ChangedFile[]
     try {
       await shadow.restore(session.directory, data.tree)
@@ -135,10 +138,10 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
           'the directory could not be put back after a failed restore',
         )
       })
-      end({ ok: false, error: taskError(err) })
+      await end({ ok: false, error: taskError(err) })
       throw err
     }
-    end({ ok: true, changed })
+    await end({ ok: true, changed })
     return changed
   }
 
@@ -191,7 +194,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
       messages: hidden,
       ...(options.force && { force: true as const }),
     }
-    start(sessionId, here, data, options.by)
+    await start(sessionId, here, data, options.by)
     const changed = await finish(session, data, { ...COMMAND_META(data.kind), ...options.by })
     return { restoreId: data.restoreId, kind: 'revert', tree: target, changed, messages: hidden }
   }
@@ -229,7 +232,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
       messages: [...revert.messages],
       ...(options.force && { force: true as const }),
     }
-    start(sessionId, here, data, options.by)
+    await start(sessionId, here, data, options.by)
     const changed = await finish(session, data, { ...COMMAND_META(data.kind), ...options.by })
     return { restoreId: data.restoreId, kind: 'unrevert', tree: revert.from, changed, messages: revert.messages }
   }

@@ -11,6 +11,7 @@ import { createMcpManager, type McpManager } from '../../../src/tools/mcp/manage
 import { createSessionRoots, type SessionRoots } from '../../../src/runtime/mcp/roots.js'
 import type { Tool } from '../../../src/tools/tool.js'
 import { type Fixture, fixture, tempDir } from '../helpers.js'
+import { sqlitePorts } from '../../../src/projections/store-ports.js'
 
 /**
  * Roots (docs/TOOLS.md "Roots"): the client declares `roots` with
@@ -95,7 +96,7 @@ describe('MCP roots', () => {
     store.append('ses_root', [created('/')], { meta })
     const forkDir = join(tmp?.dir as string, 'forks', 'fork-of-a')
     mkdirSync(forkDir, { recursive: true })
-    fork(store, sequentialIds(), 'ses_a', first?.seq as number, { directory: forkDir })
+    await fork(sqlitePorts(store), sequentialIds(), 'ses_a', first?.seq as number, { directory: forkDir })
     await until('the list_changed', async () => (await call(manager, 'r_heard')) === '1')
     expect(JSON.parse(await call(manager, 'r_roots'))).toEqual([root(forkDir), root(work)].sort(byUri))
 
