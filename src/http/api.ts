@@ -13,7 +13,7 @@ import { checkElicitationContent } from '../tools/mcp/elicitation-check.js'
 import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
 import { exportLines } from '../projections/transfer/export.js'
-import { getMessages, getParts, listSessions, requireSession } from '../projections/queries/read-model.js'
+import type { Session } from '../projections/fold/model.js'
 import { mcpServersAt } from '../projections/queries/mcp-servers.js'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './principals.js'
@@ -199,10 +199,11 @@ export function createApi(deps: AppDeps): Api {
     throw new ChronicleError('NOT_IMPLEMENTED', `${what} is not available in this server build`)
   }
   const runtime = () => deps.runtime ?? missing('the agent runtime')
-  const session = (id: string) => {
-    // Reads its own queued appends only (read-your-writes): under load the other sessions' keep sharing their
-    // commits, which a client polling one session would otherwise cut short for every session streaming.
-    return requireSession(store, id)
+  /** The session (SESSION_NOT_FOUND), with every append made to it before (read-your-writes). */
+  const session = async (id: string): Promise<Session> => {
+    const found = await ports.readModels.session(id)
+    if (!found) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
+    return found
   }
 
   return {
@@ -230,13 +231,13 @@ export function createApi(deps: AppDeps): Api {
           ),
         { meta: metaOf(caller), durability: 'full' },
       )
-      return { session: session(id) }
+      return { session: await session(id) }
     },
     'session.list'(p) {
-      return listSessions(store, p)
+      return ports.readModels.list(p)
     },
-    'session.get'(p) {
-      return { session: session(p.session) }
+    async 'session.get'(p) {
+      return { session: await session(p.session) }
     },
     async 'session.archive'(p, caller) {
       await execute(ports, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), {
@@ -278,8 +279,8 @@ export function createApi(deps: AppDeps): Api {
       )
       return {}
     },
-    'permission.rules'(p) {
-      const s = session(p.session)
+    async 'permission.rules'(p) {
+      const s = await session(p.session)
       return { rules: s.approvals, configured: s.rules }
     },
     async 'permission.revoke'(p, caller) {
@@ -287,7 +288,7 @@ export function createApi(deps: AppDeps): Api {
       return {}
     },
     async 'session.fork'(p, caller) {
-      session(p.session)
+      await session(p.session)
       if (p.directory) checkNotInDataDir(p.directory, deps.dataDir)
       const options = {
         meta: metaOf(caller, { command: 'fork' }),
@@ -300,50 +301,55 @@ export function createApi(deps: AppDeps): Api {
       return { session: await fork(ports, deps.ids, p.session, p.at, options) }
     },
     async 'session.state'(p) {
-      const s = session(p.session)
+      const s = await session(p.session)
       if (p.at === undefined || !deps.timeTravel) {
         if (p.at !== undefined) missing('time travel')
         return latest(
-          { session: s, messages: getMessages(store, p.session), parts: getParts(store, p.session), seq: s.lastSeq },
+          {
+            session: s,
+            messages: await ports.readModels.messages(p.session),
+            parts: await ports.readModels.parts(p.session),
+            seq: s.lastSeq,
+          },
           p.last,
         )
       }
       return latest(await deps.timeTravel.stateAt(p.session, p.at), p.last)
     },
     async 'session.context'(p) {
-      session(p.session)
+      await session(p.session)
       const context = deps.context ?? missing('the model context compiler')
       return context(p.session, p.at)
     },
     async 'session.files'(p) {
-      session(p.session)
+      await session(p.session)
       const workspace = deps.workspace ?? missing('workspace history')
       return p.path === undefined ? workspace.files(p.session, p.at) : workspace.file(p.session, p.path, p.at)
     },
     async 'session.diff'(p) {
-      session(p.session)
+      await session(p.session)
       const workspace = deps.workspace ?? missing('workspace history')
       return workspace.diff(p.session, p.from, p.to)
     },
     async 'session.revert'(p, caller) {
-      session(p.session)
+      await session(p.session)
       const restorer = deps.restorer ?? missing('workspace revert')
       const { actor: _, ...by } = metaOf(caller)
       return restorer.revert(p.session, p.to, { ...(p.force && { force: true }), by })
     },
     async 'session.unrevert'(p, caller) {
-      session(p.session)
+      await session(p.session)
       const restorer = deps.restorer ?? missing('workspace revert')
       const { actor: _, ...by } = metaOf(caller)
       return restorer.unrevert(p.session, { ...(p.force && { force: true }), by })
     },
-    'session.history'(p) {
-      session(p.session)
+    async 'session.history'(p) {
+      await session(p.session)
       const timeTravel = deps.timeTravel ?? missing('history')
       return timeTravel.history(p.session, p)
     },
-    'session.export'(p) {
-      session(p.session)
+    async 'session.export'(p) {
+      await session(p.session)
       return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
     },
     async 'session.compact'(p, caller) {

@@ -174,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
 
   const withPrincipals = { ...deps, principals }
-  const api = guarded(createApi(withPrincipals), deps.store)
+  const api = guarded(createApi(withPrincipals), deps.ports.readModels)
   const fanout = new SessionFanout(deps.store)
   /** the web session each socket opened with the cookie came from: a logout closes them */
   const webSockets = new WeakMap<Connection, string>()

@@ -2,6 +2,7 @@ import type { Role } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { EventStore } from '../events/store.js'
 import { getSession } from '../projections/queries/read-model.js'
+import type { ReadModels } from '../projections/read-models.js'
 import type { Api, Caller, Method } from './api.js'
 import type { Principal } from './principals.js'
 
@@ -53,8 +54,28 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
 
 const RANK: Record<Role, number> = { audit: 0, operate: 1, admin: 2 }
 
+/** What authorization reads: a session, with every append made to it before (src/projections/read-models.ts). */
+export type SessionReader = Pick<ReadModels, 'session'>
+
 /** Whether a principal reaches a session: no limit, or one of its sessions up the fork and sub-agent chain. */
-export function reaches(store: EventStore, principal: Principal, sessionId: string): boolean {
+export async function reaches(sessions: SessionReader, principal: Principal, sessionId: string): Promise<boolean> {
+  const allowed = principal.sessions
+  if (!allowed) return true
+  const seen = new Set<string>()
+  for (let id: string | undefined = sessionId; id !== undefined && !seen.has(id); ) {
+    if (allowed.includes(id)) return true
+    seen.add(id)
+    const s = await sessions.session(id)
+    id = s?.forkedFrom?.sessionId ?? s?.parent?.sessionId
+  }
+  return false
+}
+
+/**
+ * reaches, read from SQLite's store at once: the filter of a WebSocket subscription, asked for each event as
+ * it is sent, until subscriptions read through the ports (docs/ARCHITECTURE.md "The store port").
+ */
+export function reachesNow(store: EventStore, principal: Principal, sessionId: string): boolean {
   const allowed = principal.sessions
   if (!allowed) return true
   const seen = new Set<string>()
@@ -68,7 +89,12 @@ export function reaches(store: EventStore, principal: Principal, sessionId: stri
 }
 
 /** FORBIDDEN unless the caller may call `method` with these params. */
-export function authorize(store: EventStore, caller: Caller, method: keyof typeof NEEDS, params: unknown): void {
+export async function authorize(
+  sessions: SessionReader,
+  caller: Caller,
+  method: keyof typeof NEEDS,
+  params: unknown,
+): Promise<void> {
   const { principal } = caller
   const need = NEEDS[method]
   if (RANK[principal.role] < RANK[need])
@@ -91,9 +117,8 @@ export function authorize(store: EventStore, caller: Caller, method: keyof typeo
       'FORBIDDEN',
       `token ${principal.name} is limited to some sessions: it cannot read the server's MCP servers`,
     )
-  const sessions = sessionsNamed(params)
-  for (const id of sessions) {
-    if (!reaches(store, principal, id))
+  for (const id of sessionsNamed(params)) {
+    if (!(await reaches(sessions, principal, id)))
       throw new ChronicleError('FORBIDDEN', `token ${principal.name} does not reach session ${id}`)
   }
 }
@@ -108,19 +133,20 @@ function sessionsNamed(params: unknown): string[] {
 }
 
 /** The API with every method authorized first; a limited token's session list shows only what it reaches. */
-export function guarded(api: Api, store: EventStore): Api {
+export function guarded(api: Api, sessions: SessionReader): Api {
   const out = {} as Record<string, (params: unknown, caller: Caller) => unknown>
   for (const [method, handler] of Object.entries(api) as [Method, (p: unknown, c: Caller) => unknown][]) {
-    out[method] = (params, caller) => {
-      authorize(store, caller, method, params)
+    out[method] = async (params, caller) => {
+      await authorize(sessions, caller, method, params)
       return handler(params, caller)
     }
   }
-  const list = out['session.list'] as (p: unknown, c: Caller) => unknown
-  out['session.list'] = (params, caller) => {
-    const result = list(params, caller) as { sessions: { id: string }[] }
+  const list = out['session.list'] as (p: unknown, c: Caller) => Promise<unknown>
+  out['session.list'] = async (params, caller) => {
+    const result = (await list(params, caller)) as { sessions: { id: string }[] }
     if (!caller.principal.sessions) return result
-    return { ...result, sessions: result.sessions.filter((s) => reaches(store, caller.principal, s.id)) }
+    const reached = await Promise.all(result.sessions.map((s) => reaches(sessions, caller.principal, s.id)))
+    return { ...result, sessions: result.sessions.filter((_, i) => reached[i]) }
   }
   return out as unknown as Api
 }

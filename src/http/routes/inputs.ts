@@ -1,6 +1,5 @@
 import { callerOf } from '../caller.js'
 import { z } from 'zod'
-import { getMessages, getParts, getSession } from '../../projections/queries/read-model.js'
 import { Params, type Api } from '../api.js'
 import type { App } from '../app.js'
 import type { AppDeps } from '../deps.js'
@@ -64,7 +63,7 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
       // continues after a restart (recovery); closing the connection lets the shutdown finish now.
       const open = Boolean((await deps.ports.readModels.session(req.params.id))?.run)
       if (closing.aborted || open) return reply.status(202).header('connection', 'close').send(accepted)
-      return reply.status(200).send({ ...accepted, ...finalAnswer(deps, req.params.id) })
+      return reply.status(200).send({ ...accepted, ...(await finalAnswer(deps, req.params.id)) })
     },
   )
   app.post(
@@ -141,12 +140,11 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
 }
 
 /** The session's last assistant message with its parts, and how its run ended. */
-function finalAnswer(deps: AppDeps, sessionId: string) {
-  const session = getSession(deps.store, sessionId)
-  const message = getMessages(deps.store, sessionId)
-    .filter((m) => m.role === 'assistant')
-    .at(-1)
-  const parts = message ? getParts(deps.store, sessionId, message.id) : []
+async function finalAnswer(deps: AppDeps, sessionId: string) {
+  const { readModels } = deps.ports
+  const session = await readModels.session(sessionId)
+  const message = (await readModels.messages(sessionId)).filter((m) => m.role === 'assistant').at(-1)
+  const parts = message ? await readModels.parts(sessionId, message.id) : []
   const text = parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')
   return {
     outcome: session?.lastRun?.outcome ?? null,

@@ -4,7 +4,7 @@ import { EVENT_TYPES } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import { getSession } from '../../projections/queries/read-model.js'
 import { type Caller, isMethod, parseParams, type Api } from '../api.js'
-import { authorize, reaches } from '../authorize.js'
+import { authorize, reachesNow } from '../authorize.js'
 import type { Principal } from '../principals.js'
 import type { AppDeps } from '../deps.js'
 import { errorBody, toProblem } from '../problem.js'
@@ -145,7 +145,12 @@ export class Connection {
         return { protocol: 1, server: { version: this.deps.version }, head: this.deps.store.head() }
       case 'subscribe': {
         const p = SubscribeParams.parse(params ?? {})
-        authorize(this.deps.store, caller, 'subscribe', p.sessions === '*' ? {} : { sessions: p.sessions })
+        await authorize(
+          this.deps.ports.readModels,
+          caller,
+          'subscribe',
+          p.sessions === '*' ? {} : { sessions: p.sessions },
+        )
         return this.subscribe(p)
       }
       case 'unsubscribe': {
@@ -178,7 +183,7 @@ export class Connection {
     let pump: SubscriptionPump | undefined
     // a token limited to some sessions hears only those, whatever it subscribed to (`*` included)
     const principal = this.principal
-    const allow = principal.sessions ? (sessionId: string) => reaches(store, principal, sessionId) : undefined
+    const allow = principal.sessions ? (sessionId: string) => reachesNow(store, principal, sessionId) : undefined
     const filter = { sessions: p.sessions, ...(p.types && { types: p.types }), ...(allow && { allow }) }
     const subscription = this.fanout.subscribe(filter, after, {
       onCaughtUp: (seq) => pump?.caughtUp(seq),
