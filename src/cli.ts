@@ -42,6 +42,11 @@ const USAGE = `usage: chronicle <command> [options]
                                                 a named token (admin); its secret is printed once
   token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
   whoami                                        who the CLI's token speaks for
+  share <session> [--role audit|operate] [--expires 7d] [--name n]
+                                                a link to the session (its forks and sub-agents) for any number of
+                                                visitors until it expires or is revoked; printed once
+  share list [--session s] | share revoke <shareId>
+                                                shares without their links; revoke one, closing its open pages
   mcp list | mcp login <server> | mcp logout <server> [--config file]
                                                 MCP servers and their sign-in; login prints the authorization URL and
                                                 waits for the browser (on the server's port: stop the server first);
@@ -164,6 +169,10 @@ const COMMANDS: Record<string, Command> = {
   token: {
     options: { name: S, role: S, sessions: S, expires: S },
     run: async (a, io) => (await import('./cli/tokens.js')).tokenCommand(a, io.stdout),
+  },
+  share: {
+    options: { role: S, expires: S, name: S, session: S },
+    run: async (a, io) => (await import('./cli/shares.js')).shareCommand(a, io.stdout, io.stderr),
   },
   whoami: { options: {}, run: async (a, io) => (await import('./cli/tokens.js')).whoamiCommand(a, io.stdout) },
   doctor: {

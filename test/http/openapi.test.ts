@@ -546,6 +546,26 @@ describe('every operation, called for real', () => {
     expect((await call('whoami', { token })).status).toBe(401)
   })
 
+  it('shares: created (201) with a link, listed, revoked; a missing session, a taken name, a revoked one refused', async () => {
+    const id = (await call('createSession', { body: {} })).body.session.id as string
+    const created = await call('createShare', { params: { id }, body: { name: 'for bob', role: 'operate' } })
+    expect(created).toMatchObject({ status: 201, body: { session: id, name: 'for bob', role: 'operate' } })
+    const { shareId, url } = created.body as { shareId: string; url: string }
+    expect(url).toMatch(new RegExp(`^${server.url}/login#${shareId}\\.[A-Za-z0-9_-]{43}$`))
+    expect((await call('createShare', { params: { id }, body: { name: 'for bob' } })).body).toMatchObject({
+      code: 'SHARE_NAME_TAKEN',
+    })
+    expect((await call('createShare', { params: { id: 'ses_nope' } })).status).toBe(404)
+    expect((await call('listShares', { query: { session: id } })).body.shares).toHaveLength(1)
+    expect((await call('listShares', { query: { session: '' } })).status).toBe(400)
+    expect((await call('revokeShare', { params: { id: shareId } })).body.revokedAt).toEqual(expect.any(String))
+    expect((await call('revokeShare', { params: { id: shareId } })).body).toMatchObject({
+      status: 410,
+      code: 'SHARE_REVOKED',
+    })
+    expect((await call('revokeShare', { params: { id: 'shr_nope' } })).status).toBe(404)
+  })
+
   it('backup: a new directory (200); a relative or existing path refused', async () => {
     const out = join(server.dir, 'backup-1')
     expect((await call('backupStore', { body: { out } })).body).toMatchObject({
