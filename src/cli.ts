@@ -30,7 +30,9 @@ const USAGE = `usage: chronicle <command> [options]
   diff <session> --from seq --to seq            the unified diff of the session directory between two seqs
   revert <session> --to seq [--force]           the session directory back to a seq; later messages hidden from the model
   unrevert <session> [--force]                  undo the latest revert (until the next input makes it final)
-  export <session> [--out file]                 session history as JSONL
+  export <session> [--out file] [--format jsonl|atif]
+                                                session history as JSONL (lossless; import takes it), or as an
+                                                Agent Trajectory Interchange Format (ATIF v1.6) document
   import <file> [--force]                       import an export as new, read-only sessions (server stopped)
   rebuild [--force]                             re-project read models from the log (server stopped)
   backup --out dir                              the running server copies its store and workspace objects into a new
@@ -139,7 +141,10 @@ const COMMANDS: Record<string, Command> = {
     options: { force: B },
     run: async (a, io) => (await import('./cli/workspace.js')).unrevertCommand(a, io.stdout),
   },
-  export: { options: { out: S }, run: async (a, io) => (await import('./cli/offline.js')).exportCommand(a, io.stdout) },
+  export: {
+    options: { out: S, format: S },
+    run: async (a, io) => (await import('./cli/offline.js')).exportCommand(a, io.stdout),
+  },
   import: {
     options: { force: B },
     run: async (a, io) => (await import('./cli/offline.js')).importCommand(a, io.stdout),

@@ -85,7 +85,9 @@ export class ChronicleHttp {
       ...(inBody && { body: inBody }),
     })
     // the export route answers the file itself (a download); over the protocol it is `{jsonl}`
-    return (method === 'session.export' ? answer.then((jsonl) => ({ jsonl })) : answer) as Promise<ResultOf<M>>
+    if (method !== 'session.export') return answer as Promise<ResultOf<M>>
+    const atif = (params as { format?: string }).format === 'atif'
+    return answer.then((file) => (atif ? { atif: file } : { jsonl: file })) as Promise<ResultOf<M>>
   }
 
   /** `input.submit` that answers when the run ends, with its final assistant message (`?wait=true`). */

@@ -146,7 +146,8 @@ export interface Results {
   'session.context': Record<string, unknown>
   'session.history': { events: HistoryEvent[]; next?: number }
   'session.compact': { compactionId: string; seq: number; duplicate: boolean }
-  'session.export': { jsonl: string }
+  /** `atif` with `format: 'atif'` (an ATIF v1.6 trajectory: docs/API.md "ATIF export") */
+  'session.export': { jsonl: string; atif?: undefined } | { atif: Record<string, unknown>; jsonl?: undefined }
   'session.files': FilesView | FileContent
   'session.diff': DiffView
   'session.revert': RestoreAnswer

@@ -13,6 +13,7 @@ import { checkElicitationContent } from '../tools/mcp/elicitation-check.js'
 import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
 import { exportLines } from '../projections/transfer/export.js'
+import { atifOf } from '../projections/transfer/atif.js'
 import { getMessages, getParts, listSessions, requireSession } from '../projections/queries/read-model.js'
 import { mcpServersAt } from '../projections/queries/mcp-servers.js'
 import type { AppDeps } from './deps.js'
@@ -96,8 +97,11 @@ export const Params = {
     limit: z.coerce.number().int().min(1).max(5000).optional(),
   }),
   'session.compact': z.object({ session: sessionId }),
-  /** the session's history as `chronicle export` writes it (format 2: hashes and blobs; `chronicle import` takes it) */
-  'session.export': z.object({ session: sessionId }),
+  /**
+   * the session's history as `chronicle export` writes it (`jsonl`, the default: format 2, hashes and blobs;
+   * `chronicle import` takes it), or as an ATIF trajectory (`atif`: docs/API.md "ATIF export")
+   */
+  'session.export': z.object({ session: sessionId, format: z.enum(['jsonl', 'atif']).optional() }),
   /** the workspace's files at a seq (default: now), or one file's content with `path` */
   'session.files': z.object({ session: sessionId, at: seq.optional(), path: z.string().min(1).max(4096).optional() }),
   /** the unified diff of the workspace between two seqs */
@@ -360,6 +364,7 @@ export function createApi(deps: AppDeps): Api {
     },
     'session.export'(p) {
       session(p.session)
+      if (p.format === 'atif') return { atif: atifOf(store, p.session, deps.version) }
       return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
     },
     'session.compact'(p, caller) {
