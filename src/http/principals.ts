@@ -75,6 +75,8 @@ interface Record_ extends TokenInfo {
 }
 
 const SCRYPT = { N: 16384, r: 8, p: 1 }
+/** setTimeout's longest delay (2^31 - 1 ms) */
+const MAX_TIMER_MS = 2_147_483_647
 const KEY_BYTES = 32
 
 export class Principals {
@@ -85,6 +87,8 @@ export class Principals {
   /** sha256 of a presented token already checked against its scrypt hash → token id */
   private readonly verified = new Map<string, string>()
   private readonly revokedListeners = new Set<(tokenId: string) => void>()
+  /** a timer per token or share with an expiry still ahead: when it passes, its listeners hear it as revoked */
+  private readonly expiries = new Map<string, NodeJS.Timeout>()
   private readonly unsubscribe: () => void
 
   constructor(
@@ -101,6 +105,8 @@ export class Principals {
 
   close(): void {
     this.unsubscribe()
+    for (const timer of this.expiries.values()) clearTimeout(timer)
+    this.expiries.clear()
   }
 
   /** The principal a presented token speaks for, or undefined (unknown, wrong, revoked or expired). */
@@ -193,6 +199,28 @@ export class Principals {
     return sharePrincipal(share)
   }
 
+  /** Tells the listeners when `id`'s expiry passes (a timer holds at most ~24 days: a later one is set again). */
+  private expireAt(id: string, expiresAt: string): void {
+    const wait = Date.parse(expiresAt) - this.now()
+    if (wait <= 0) return // expired already: nothing can have opened with it since
+    this.stopExpiry(id)
+    const timer = setTimeout(
+      () => {
+        this.expiries.delete(id)
+        if (Date.parse(expiresAt) > this.now()) return this.expireAt(id, expiresAt)
+        for (const listener of this.revokedListeners) listener(id)
+      },
+      Math.min(wait, MAX_TIMER_MS),
+    )
+    timer.unref()
+    this.expiries.set(id, timer)
+  }
+
+  private stopExpiry(id: string): void {
+    clearTimeout(this.expiries.get(id))
+    this.expiries.delete(id)
+  }
+
   private takenNames(): Set<string> {
     const names = new Set([OWNER.name])
     for (const t of this.tokens.values()) if (this.active(t)) names.add(t.name)
@@ -250,7 +278,10 @@ export class Principals {
     }
   }
 
-  /** Hears of every revocation once it is committed (open sockets of the token are closed). */
+  /**
+   * Hears of every revocation once it is committed, and of every expiry when it passes (open sockets of the
+   * token or share are closed: a subscription would otherwise go on carrying events to an expired share).
+   */
   onRevoked(listener: (tokenId: string) => void): () => void {
     this.revokedListeners.add(listener)
     return () => this.revokedListeners.delete(listener)
@@ -287,11 +318,13 @@ export class Principals {
         salt: d.salt,
         hash: d.hash,
       })
+      if (d.expiresAt) this.expireAt(d.tokenId, d.expiresAt)
     } else if (e.type === 'token.revoked') {
       const { tokenId } = e.data as DataOf<'token.revoked'>
       const record = this.tokens.get(tokenId)
       if (record) this.tokens.set(tokenId, { ...record, revokedAt: e.at })
       for (const [digest, id] of this.verified) if (id === tokenId) this.verified.delete(digest)
+      this.stopExpiry(tokenId)
       for (const listener of this.revokedListeners) listener(tokenId)
     } else if (e.type === 'share.created') {
       const d = e.data as DataOf<'share.created'>
@@ -305,10 +338,12 @@ export class Principals {
         ...(e.meta.by && { createdBy: e.meta.by.name }),
         hash: d.hash,
       })
+      this.expireAt(d.shareId, d.expiresAt)
     } else if (e.type === 'share.revoked') {
       const { shareId } = e.data as DataOf<'share.revoked'>
       const record = this.shares.get(shareId)
       if (record) this.shares.set(shareId, Object.assign({}, record, { revokedAt: e.at }))
+      this.stopExpiry(shareId)
       for (const listener of this.revokedListeners) listener(shareId)
     }
   }

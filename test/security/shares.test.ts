@@ -306,11 +306,18 @@ describe('revocation and expiry', () => {
     expect([again.status, ((await again.json()) as { code: string }).code]).toEqual([410, 'SHARE_REVOKED'])
   })
 
-  it('an expired link is refused with SHARE_EXPIRED, and its open pages stop', async () => {
-    const made = await share(A, { expires: new Date(Date.now() + 1500).toISOString() })
+  it('an expired link is refused with SHARE_EXPIRED; its open sockets are closed (4401) and its pages stop', async () => {
+    const expiresAt = Date.now() + 1500
+    const made = await share(A, { expires: new Date(expiresAt).toISOString() })
     const visitor = await open(made.code)
     expect(visitor.status).toBe(204)
-    await new Promise((r) => setTimeout(r, 1600))
+    const socket = await Client.connect(server.wsUrl, undefined, {
+      headers: { cookie: visitor.cookie, origin: server.url },
+    })
+    expect((await socket.call('subscribe', { sessions: [A], after: 0 })).error).toBeUndefined()
+    expect(await socket.whenClosed).toBe(4401)
+    expect(Date.now() - expiresAt).toBeGreaterThanOrEqual(0)
+    expect(Date.now() - expiresAt).toBeLessThan(1000)
     expect(await open(made.code)).toMatchObject({ status: 410, code: 'SHARE_EXPIRED' })
     expect((await visit(visitor.cookie, 'GET', '/whoami')).status).toBe(401)
   })
