@@ -30,7 +30,9 @@ const USAGE = `usage: chronicle <command> [options]
   diff <session> --from seq --to seq            the unified diff of the session directory between two seqs
   revert <session> --to seq [--force]           the session directory back to a seq; later messages hidden from the model
   unrevert <session> [--force]                  undo the latest revert (until the next input makes it final)
-  export <session> [--out file]                 session history as JSONL
+  export <session> [--out file] [--format jsonl|atif]
+                                                session history as JSONL (lossless; import takes it), or as an
+                                                Agent Trajectory Interchange Format (ATIF v1.6) document
   import <file> [--force]                       import an export as new, read-only sessions (server stopped)
   rebuild [--force]                             re-project read models from the log (server stopped)
   backup --out dir                              the running server copies its store and workspace objects into a new
@@ -42,6 +44,11 @@ const USAGE = `usage: chronicle <command> [options]
                                                 a named token (admin); its secret is printed once
   token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
   whoami                                        who the CLI's token speaks for
+  share <session> [--role audit|operate] [--expires 7d] [--name n]
+                                                a link to the session (its forks and sub-agents) for any number of
+                                                visitors until it expires or is revoked; printed once
+  share list [--session s] | share revoke <shareId>
+                                                shares without their links; revoke one, closing its open pages
   mcp list | mcp login <server> | mcp logout <server> [--config file]
                                                 MCP servers and their sign-in; login prints the authorization URL and
                                                 waits for the browser (on the server's port: stop the server first);
@@ -134,7 +141,10 @@ const COMMANDS: Record<string, Command> = {
     options: { force: B },
     run: async (a, io) => (await import('./cli/workspace.js')).unrevertCommand(a, io.stdout),
   },
-  export: { options: { out: S }, run: async (a, io) => (await import('./cli/offline.js')).exportCommand(a, io.stdout) },
+  export: {
+    options: { out: S, format: S },
+    run: async (a, io) => (await import('./cli/offline.js')).exportCommand(a, io.stdout),
+  },
   import: {
     options: { force: B },
     run: async (a, io) => (await import('./cli/offline.js')).importCommand(a, io.stdout),
@@ -164,6 +174,10 @@ const COMMANDS: Record<string, Command> = {
   token: {
     options: { name: S, role: S, sessions: S, expires: S },
     run: async (a, io) => (await import('./cli/tokens.js')).tokenCommand(a, io.stdout),
+  },
+  share: {
+    options: { role: S, expires: S, name: S, session: S },
+    run: async (a, io) => (await import('./cli/shares.js')).shareCommand(a, io.stdout, io.stderr),
   },
   whoami: { options: {}, run: async (a, io) => (await import('./cli/tokens.js')).whoamiCommand(a, io.stdout) },
   doctor: {

@@ -7,6 +7,7 @@ import { createIdSource } from '../events/ids.js'
 import { checkStoreFile } from '../events/integrity.js'
 import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/transfer/export.js'
+import { ATIF_VERSION, atifOf } from '../projections/transfer/atif.js'
 import { openStore } from '../projections/open.js'
 import { rebuild } from '../projections/upkeep/rebuild.js'
 import { type VerifyReport, verify } from '../projections/upkeep/verify.js'
@@ -70,10 +71,20 @@ function progress(label: string, err: NodeJS.WritableStream = process.stderr) {
 export async function exportCommand(args: Args, { line: out }: Terminal): Promise<number> {
   const id = args.positionals[0]
   if (!id) throw new UsageError('export needs a session id')
+  const format = flag(args, 'format') ?? 'jsonl'
+  if (format !== 'jsonl' && format !== 'atif') throw new UsageError('export --format is jsonl or atif')
   const store = open()
   try {
-    const lines = [...exportLines(store, id)]
     const file = flag(args, 'out')
+    if (format === 'atif') {
+      const document = `${JSON.stringify(atifOf(store, id, packageVersion()), null, 2)}\n`
+      if (file) {
+        writeFileSync(file, document)
+        process.stderr.write(`exported ${id} as ATIF (${ATIF_VERSION}) to ${file}\n`)
+      } else out(document.trimEnd())
+      return 0
+    }
+    const lines = [...exportLines(store, id)]
     if (file) {
       writeFileSync(file, `${lines.join('\n')}\n`)
       process.stderr.write(`exported ${lines.length - 1} events of ${id} to ${file}\n`)
@@ -82,6 +93,12 @@ export async function exportCommand(args: Args, { line: out }: Terminal): Promis
   } finally {
     store.close()
   }
+}
+
+/** Chronicle's version, named as the ATIF document's agent version (src/ and dist/ sit as deep in the package). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+    .version
 }
 
 export async function importCommand(args: Args, { line: out }: Terminal): Promise<number> {

@@ -43,6 +43,9 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'token.create': ['POST', '/tokens', 'body'],
   'token.list': ['GET', '/tokens', 'query'],
   'token.revoke': ['DELETE', '/tokens/:tokenId', 'query'],
+  'share.create': ['POST', '/sessions/:session/shares', 'body'],
+  'share.list': ['GET', '/shares', 'query'],
+  'share.revoke': ['DELETE', '/shares/:shareId', 'query'],
   whoami: ['GET', '/whoami', 'query'],
   'mcp.servers': ['GET', '/mcp/servers', 'query'],
   'store.backup': ['POST', '/admin/backup', 'body'],
@@ -82,7 +85,9 @@ export class ChronicleHttp {
       ...(inBody && { body: inBody }),
     })
     // the export route answers the file itself (a download); over the protocol it is `{jsonl}`
-    return (method === 'session.export' ? answer.then((jsonl) => ({ jsonl })) : answer) as Promise<ResultOf<M>>
+    if (method !== 'session.export') return answer as Promise<ResultOf<M>>
+    const atif = (params as { format?: string }).format === 'atif'
+    return answer.then((file) => (atif ? { atif: file } : { jsonl: file })) as Promise<ResultOf<M>>
   }
 
   /** `input.submit` that answers when the run ends, with its final assistant message (`?wait=true`). */

@@ -67,6 +67,17 @@ export interface TokenInfo {
   readonly revokedAt?: string
 }
 
+export interface ShareInfo {
+  readonly shareId: string
+  readonly session: string
+  readonly name: string
+  readonly role: 'audit' | 'operate'
+  readonly expiresAt: string
+  readonly createdAt: string
+  readonly createdBy?: string
+  readonly revokedAt?: string
+}
+
 export interface Accepted {
   readonly inputId: string
   readonly seq: number
@@ -135,7 +146,8 @@ export interface Results {
   'session.context': Record<string, unknown>
   'session.history': { events: HistoryEvent[]; next?: number }
   'session.compact': { compactionId: string; seq: number; duplicate: boolean }
-  'session.export': { jsonl: string }
+  /** `atif` with `format: 'atif'` (an ATIF v1.6 trajectory: docs/API.md "ATIF export") */
+  'session.export': { jsonl: string; atif?: undefined } | { atif: Record<string, unknown>; jsonl?: undefined }
   'session.files': FilesView | FileContent
   'session.diff': DiffView
   'session.revert': RestoreAnswer
@@ -143,7 +155,17 @@ export interface Results {
   'token.create': TokenInfo & { token: string }
   'token.list': { tokens: TokenInfo[] }
   'token.revoke': TokenInfo
-  whoami: { id: string; name: string; role: string; sessions?: string[] }
+  /** `url` over HTTP only (the route knows the address it was reached at) */
+  'share.create': ShareInfo & { code: string; path: string; url?: string }
+  'share.list': { shares: ShareInfo[] }
+  'share.revoke': ShareInfo
+  whoami: {
+    id: string
+    name: string
+    role: string
+    sessions?: string[]
+    share?: { session: string; by?: string; expiresAt: string }
+  }
   /** `authorizationUrl`: now, to admins, for a server waiting for a browser sign-in */
   'store.backup': BackupResult
   'mcp.servers': { seq: number; servers: readonly (McpServerAt & { readonly authorizationUrl?: string })[] }

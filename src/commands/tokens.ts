@@ -34,12 +34,15 @@ export function decideTokenCreate(
   tokens: ReadonlyMap<string, TokenState>,
   spec: TokenSpec,
   minted: MintedToken,
-  context: { readonly now: number; readonly ownerName: string },
+  /** shareNames: active shares' (a share's name attributes its visitors' events as a token's does) */
+  context: { readonly now: number; readonly ownerName: string; readonly shareNames?: ReadonlySet<string> },
 ): ChronicleEvent[] {
   if (spec.expiresAt !== undefined && Date.parse(spec.expiresAt) <= context.now)
     throw new ChronicleError('BAD_REQUEST', `the expiry ${spec.expiresAt} is in the past`)
   if (spec.name === context.ownerName || [...tokens.values()].some((t) => t.name === spec.name && !t.revokedAt))
     throw new ChronicleError('TOKEN_NAME_TAKEN', `a token named ${spec.name} exists`)
+  if (context.shareNames?.has(spec.name))
+    throw new ChronicleError('TOKEN_NAME_TAKEN', `a share named ${spec.name} exists`)
   const data: DataOf<'token.created'> = {
     tokenId: minted.tokenId,
     name: spec.name,

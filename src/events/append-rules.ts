@@ -15,6 +15,8 @@ export const isSystemStream = (streamId: string) => streamId.startsWith(SYSTEM_S
 const SYSTEM_TYPES = new Set([
   'token.created',
   'token.revoked',
+  'share.created',
+  'share.revoked',
   'mcp.server.connecting',
   'mcp.server.ready',
   'mcp.server.failed',

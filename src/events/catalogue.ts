@@ -512,6 +512,24 @@ export const TokenCreated = event('token.created', {
 })
 /** an admin (the command). The token stops working at once; its open sockets are closed. */
 export const TokenRevoked = event('token.revoked', { tokenId: id })
+/** the roles a share may grant: never admin */
+export const ShareRole = z.enum(['audit', 'operate'])
+export type ShareRole = z.infer<typeof ShareRole>
+/**
+ * someone who operates the session (the command: docs/SECURITY.md "Shares"). A share link: whoever opens it
+ * until `expiresAt` is a principal named `name` with `role`, limited to `session` (and its forks and
+ * sub-agents). The link's secret is kept as its sha256 only (256 random bits: no dictionary to guess from).
+ */
+export const ShareCreated = event('share.created', {
+  shareId: id,
+  session: z.string().min(1),
+  name: z.string().min(1).max(100),
+  role: ShareRole,
+  expiresAt: z.iso.datetime(),
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+})
+/** someone who operates the session (the command). The link stops working; its open pages and sockets are closed. */
+export const ShareRevoked = event('share.revoked', { shareId: id })
 
 // ── MCP servers (the system stream `sys_mcp`: docs/TOOLS.md "Server state in the log") ─────────────
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/)
@@ -558,6 +576,8 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   SessionRenamed,
   TokenCreated,
   TokenRevoked,
+  ShareCreated,
+  ShareRevoked,
   McpServerConnecting,
   McpServerReady,
   McpServerFailed,

@@ -50,6 +50,16 @@ export const ERROR_STATUS = {
   TOKEN_NOT_FOUND: 404,
   /** token.revoke of a token already revoked */
   TOKEN_REVOKED: 409,
+  /** share.create with a name an active share or token has (a share's name is what its visitors' events are attributed to) */
+  SHARE_NAME_TAKEN: 409,
+  /** share.revoke of a share this server never made */
+  SHARE_NOT_FOUND: 404,
+  /** a share link opened after its share was revoked; share.revoke of one already revoked */
+  SHARE_REVOKED: 410,
+  /** a share link opened after its expiry */
+  SHARE_EXPIRED: 410,
+  /** an ATIF export of a session with no message: the format needs at least one step */
+  NOTHING_TO_EXPORT: 409,
   NO_MODEL_CONFIGURED: 422,
   UNKNOWN_AGENT: 422,
   UNKNOWN_MODEL: 422,

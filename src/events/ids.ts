@@ -20,6 +20,7 @@ export type IdPrefix =
   | 'rst'
   | 'ttl'
   | 'tok'
+  | 'shr'
 
 export interface IdSource {
   next(prefix: IdPrefix): string

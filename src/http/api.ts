@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { InputPart, Role } from '../events/catalogue.js'
+import { InputPart, Role, ShareRole } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
 import { ChronicleError } from '../events/errors.js'
 import { requestCompaction } from '../commands/compact.js'
@@ -14,9 +14,11 @@ import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
 import { exportLines } from '../projections/transfer/export.js'
 import type { Session } from '../projections/fold/model.js'
+import { atifOf } from '../projections/transfer/atif.js'
 import { mcpServersAt } from '../projections/queries/mcp-servers.js'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './principals.js'
+import { reaches } from './authorize.js'
 
 /**
  * The protocol's commands (docs/API.md), defined once: a zod schema for the
@@ -95,8 +97,11 @@ export const Params = {
     limit: z.coerce.number().int().min(1).max(5000).optional(),
   }),
   'session.compact': z.object({ session: sessionId }),
-  /** the session's history as `chronicle export` writes it (format 2: hashes and blobs; `chronicle import` takes it) */
-  'session.export': z.object({ session: sessionId }),
+  /**
+   * the session's history as `chronicle export` writes it (`jsonl`, the default: format 2, hashes and blobs;
+   * `chronicle import` takes it), or as an ATIF trajectory (`atif`: docs/API.md "ATIF export")
+   */
+  'session.export': z.object({ session: sessionId, format: z.enum(['jsonl', 'atif']).optional() }),
   /** the workspace's files at a seq (default: now), or one file's content with `path` */
   'session.files': z.object({ session: sessionId, at: seq.optional(), path: z.string().min(1).max(4096).optional() }),
   /** the unified diff of the workspace between two seqs */
@@ -115,6 +120,21 @@ export const Params = {
   }),
   'token.list': z.object({}),
   'token.revoke': z.object({ tokenId: z.string().min(1).max(200) }),
+  /**
+   * a share link to a session (docs/SECURITY.md "Shares"): `audit` (default) reads, `operate` also acts;
+   * the link's code is answered once
+   */
+  'share.create': z.object({
+    session: sessionId,
+    role: ShareRole.optional(),
+    /** a duration from now (`7d`, `12h`, `45m`: the default 7d) or an ISO time */
+    expires: z.string().min(1).max(40).optional(),
+    /** what the visitors' events are attributed to; default `share of <session>` */
+    name: z.string().min(1).max(100).optional(),
+  }),
+  /** the shares of the sessions the caller reaches (of one, with `session`) */
+  'share.list': z.object({ session: sessionId.optional() }),
+  'share.revoke': z.object({ shareId: z.string().min(1).max(200) }),
   /** the principal the presented token speaks for */
   whoami: z.object({}),
   /** which MCP servers and tools existed right after event `at` (default: now): docs/TOOLS.md "Server state in the log" */
@@ -350,6 +370,7 @@ export function createApi(deps: AppDeps): Api {
     },
     async 'session.export'(p) {
       await session(p.session)
+      if (p.format === 'atif') return { atif: atifOf(store, p.session, deps.version) }
       return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
     },
     async 'session.compact'(p, caller) {
@@ -378,6 +399,31 @@ export function createApi(deps: AppDeps): Api {
     'token.revoke'(p, caller) {
       return (deps.principals ?? missing('tokens')).revoke(p.tokenId, metaOf(caller, { command: 'token.revoke' }))
     },
+    'share.create'(p, caller) {
+      const principals = deps.principals ?? missing('shares')
+      const { code, info } = principals.createShare(
+        {
+          session: p.session,
+          role: p.role ?? 'audit',
+          name: p.name ?? `share of ${p.session}`,
+          expiresAt: expiryOf(p.expires ?? '7d'),
+        },
+        metaOf(caller, { command: 'share.create' }),
+      )
+      return { ...info, code, path: `/login#${code}` }
+    },
+    async 'share.list'(p, caller) {
+      const shares = (deps.principals ?? missing('shares')).listShares(p.session)
+      const reached = await Promise.all(shares.map((s) => reaches(ports.readModels, caller.principal, s.session)))
+      return { shares: shares.filter((_, i) => reached[i]) }
+    },
+    async 'share.revoke'(p, caller) {
+      const principals = deps.principals ?? missing('shares')
+      // the share's session must be one the caller reaches: a limited operator revokes only its sessions' shares
+      if (!(await reaches(ports.readModels, caller.principal, principals.share(p.shareId).session)))
+        throw new ChronicleError('FORBIDDEN', `${caller.principal.name} does not reach the session of ${p.shareId}`)
+      return principals.revokeShare(p.shareId, metaOf(caller, { command: 'share.revoke' }))
+    },
     'store.backup'(p) {
       return (deps.backups ?? missing('backups')).take(p.out)
     },
@@ -394,8 +440,8 @@ export function createApi(deps: AppDeps): Api {
       }
     },
     whoami(_p, caller) {
-      const { id, name, role, sessions } = caller.principal
-      return { id, name, role, ...(sessions && { sessions }) }
+      const { id, name, role, sessions, share } = caller.principal
+      return { id, name, role, ...(sessions && { sessions }), ...(share && { share }) }
     },
   }
 }

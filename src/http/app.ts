@@ -17,6 +17,7 @@ import { guarded } from './authorize.js'
 import { credentialOf, principalOf, setAuthenticated } from './caller.js'
 import { Principals } from './principals.js'
 import { tokenRoutes } from './routes/tokens.js'
+import { shareRoutes } from './routes/shares.js'
 import { adminRoutes } from './routes/admin.js'
 import { SessionFanout } from './ws/fanout.js'
 import type { AppDeps } from './deps.js'
@@ -189,7 +190,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (credential.via === 'cookie') webSockets.set(connection, credential.session)
     socket.on('close', () => connections.delete(connection))
   })
-  // a revoked token stops at once: its open sockets are closed, its web sessions ended (docs/API.md "Closing codes")
+  // a revoked token or share stops at once: its open sockets are closed, its web sessions ended (docs/API.md "Closing codes")
   const stopRevoking = principals.onRevoked((tokenId) => {
     for (const c of connections) if (c.principal.id === tokenId) c.close('revoked', REVOKED_CLOSE_CODE)
     web?.sessions.endFor(tokenId)
@@ -213,6 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
   sessionRoutes(app, api)
   tokenRoutes(app, api)
+  shareRoutes(app, api)
   adminRoutes(app, api)
   mcpRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)

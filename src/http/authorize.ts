@@ -19,6 +19,11 @@ import type { Principal } from './principals.js'
  * A token limited to some sessions reaches those, their forks and their
  * sub-agents' sessions; it cannot create sessions or read the MCP servers'
  * state (the whole server's), and a list shows it only those.
+ *
+ * A share link's visitor (docs/SECURITY.md "Shares") is such a principal,
+ * limited to the shared session, and besides: it manages no shares (a link
+ * passes on no further) and forks only into the server's own forks
+ * directory, never a directory it names.
  */
 
 export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
@@ -49,6 +54,9 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   'token.create': 'admin',
   'token.list': 'admin',
   'token.revoke': 'admin',
+  'share.create': 'operate',
+  'share.list': 'operate',
+  'share.revoke': 'operate',
   'store.backup': 'admin',
 }
 
@@ -102,6 +110,12 @@ export async function authorize(
       'FORBIDDEN',
       `${method} needs the ${need} role; token ${principal.name} has ${principal.role}`,
     )
+  if (principal.share) {
+    if (method === 'share.create' || method === 'share.list' || method === 'share.revoke')
+      throw new ChronicleError('FORBIDDEN', `share ${principal.name} cannot manage shares`)
+    if (method === 'session.fork' && typeof (params as { directory?: unknown })?.directory === 'string')
+      throw new ChronicleError('FORBIDDEN', `share ${principal.name} cannot fork into a directory of its choosing`)
+  }
   if (!principal.sessions) return
   if (method === 'session.create')
     throw new ChronicleError('FORBIDDEN', `token ${principal.name} is limited to some sessions: it cannot create one`)

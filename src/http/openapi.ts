@@ -146,6 +146,18 @@ export const Token = z.looseObject({
   revokedAt: z.string().optional(),
 })
 
+/** A share link's record (src/http/principals.ts ShareInfo): never its code or hash. */
+export const Share = z.looseObject({
+  shareId: z.string(),
+  session: z.string(),
+  name: z.string(),
+  role: z.enum(['audit', 'operate']),
+  expiresAt: z.string(),
+  createdAt: z.string(),
+  createdBy: z.string().optional(),
+  revokedAt: z.string().optional(),
+})
+
 const WorkspaceAt = { seq: count, tree: z.string().nullable(), snapshotSeq: count.nullable() }
 
 /** Answers of one route each, named for the protocol command they mirror (docs/API.md). */
@@ -219,7 +231,17 @@ export const Answers = {
   tokenCreated: Token.extend({ token: z.string() }),
   tokens: z.looseObject({ tokens: z.array(Token) }),
   token: Token,
-  whoami: z.looseObject({ id: z.string(), name: z.string(), role: Role, sessions: z.array(z.string()).optional() }),
+  whoami: z.looseObject({
+    id: z.string(),
+    name: z.string(),
+    role: Role,
+    sessions: z.array(z.string()).optional(),
+    /** a share link's visitor: the shared session, who shared it, until when */
+    share: z.looseObject({ session: z.string(), by: z.string().optional(), expiresAt: z.string() }).optional(),
+  }),
+  shareCreated: Share.extend({ code: z.string(), path: z.string(), url: z.string() }),
+  shares: z.looseObject({ shares: z.array(Share) }),
+  share: Share,
   backup: z.looseObject({
     directory: z.string(),
     seq: count,
@@ -266,6 +288,7 @@ export function componentRegistry() {
   registry.add(Part, { id: 'Part' })
   registry.add(Event, { id: 'Event' })
   registry.add(Token, { id: 'Token' })
+  registry.add(Share, { id: 'Share' })
   return registry
 }
 
@@ -330,7 +353,7 @@ export function problem(description: string): Described {
   return { description, content: { 'application/problem+json': { schema: Problem } } }
 }
 
-export type ProblemStatus = 400 | 403 | 404 | 409 | 413 | 415 | 422 | 500
+export type ProblemStatus = 400 | 403 | 404 | 409 | 410 | 413 | 415 | 422 | 500
 
 /** What every route with the token may answer: the token, Host and Origin checks, role and session limits, a bug. */
 const EVERY_ROUTE = {

@@ -1,10 +1,12 @@
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto'
+import { decideShareCreate, decideShareRevoke, type ShareSpec } from '../commands/shares.js'
 import { decideTokenCreate, decideTokenRevoke } from '../commands/tokens.js'
-import type { ChronicleEvent, DataOf, Role } from '../events/catalogue.js'
+import type { ChronicleEvent, DataOf, Role, ShareRole } from '../events/catalogue.js'
 import type { EventMeta } from '../events/envelope.js'
-import { isChronicleError } from '../events/errors.js'
+import { ChronicleError, isChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
 import type { EventStore } from '../events/store.js'
+import { getSession } from '../projections/queries/read-model.js'
 
 /**
  * Who is calling (docs/SECURITY.md "Principals and tokens"). The token the
@@ -18,6 +20,11 @@ import type { EventStore } from '../events/store.js'
  * A named token reads `<tokenId>.<secret>`: the id finds the record, the
  * scrypt check (~50 ms) runs once per token and process — a verified token's
  * sha256 is remembered — and revocation and expiry are checked every time.
+ *
+ * Share links (docs/SECURITY.md "Shares") live in the same stream: a share
+ * is a principal limited to one session (its forks and sub-agents), named
+ * after the share, whose link logs any number of browsers in until it
+ * expires or is revoked. Its link reads `<shareId>.<secret>`.
  */
 
 export const TOKENS_STREAM = 'sys_tokens'
@@ -29,6 +36,8 @@ export interface Principal {
   readonly role: Role
   /** limited to these sessions (and their forks and sub-agents); absent: every session */
   readonly sessions?: readonly string[]
+  /** a share link's visitor: which session was shared, by whom, until when (the page's banner) */
+  readonly share?: { readonly session: string; readonly by?: string; readonly expiresAt: string }
 }
 
 export const OWNER: Principal = { id: 'owner', name: 'owner', role: 'admin' }
@@ -44,21 +53,42 @@ export interface TokenInfo {
   readonly revokedAt?: string
 }
 
+export interface ShareInfo {
+  readonly shareId: string
+  readonly session: string
+  readonly name: string
+  readonly role: ShareRole
+  readonly expiresAt: string
+  readonly createdAt: string
+  readonly createdBy?: string
+  readonly revokedAt?: string
+}
+
+interface ShareRecord extends ShareInfo {
+  /** the link secret's sha256, hex */
+  readonly hash: string
+}
+
 interface Record_ extends TokenInfo {
   readonly salt: string
   readonly hash: string
 }
 
 const SCRYPT = { N: 16384, r: 8, p: 1 }
+/** setTimeout's longest delay (2^31 - 1 ms) */
+const MAX_TIMER_MS = 2_147_483_647
 const KEY_BYTES = 32
 
 export class Principals {
   private readonly tokens = new Map<string, Record_>()
+  private readonly shares = new Map<string, ShareRecord>()
   /** the version of `sys_tokens` the tokens are folded to */
   private version = 0
   /** sha256 of a presented token already checked against its scrypt hash → token id */
   private readonly verified = new Map<string, string>()
   private readonly revokedListeners = new Set<(tokenId: string) => void>()
+  /** a timer per token or share with an expiry still ahead: when it passes, its listeners hear it as revoked */
+  private readonly expiries = new Map<string, NodeJS.Timeout>()
   private readonly unsubscribe: () => void
 
   constructor(
@@ -75,6 +105,8 @@ export class Principals {
 
   close(): void {
     this.unsubscribe()
+    for (const timer of this.expiries.values()) clearTimeout(timer)
+    this.expiries.clear()
   }
 
   /** The principal a presented token speaks for, or undefined (unknown, wrong, revoked or expired). */
@@ -99,15 +131,100 @@ export class Principals {
    */
   byId(id: string): Principal | undefined {
     if (id === OWNER.id) return OWNER
+    const share = this.shares.get(id)
+    if (share) return this.active(share) ? sharePrincipal(share) : undefined
     const record = this.tokens.get(id)
     return record && this.active(record) ? principalOf(record) : undefined
   }
 
-  /** Whether a principal still speaks (its token not revoked or expired since it connected). */
+  /** Whether a principal still speaks (its token or share not revoked or expired since it connected). */
   stillValid(principal: Principal): boolean {
     if (principal.id === OWNER.id) return true
-    const record = this.tokens.get(principal.id)
+    const record = this.tokens.get(principal.id) ?? this.shares.get(principal.id)
     return record !== undefined && this.active(record)
+  }
+
+  /**
+   * A new share link's code (`<shareId>.<secret>`, given out once) and its record. Decided on the shares
+   * and tokens as folded and the session's read model: a missing or archived session, an expiry past, a
+   * name in use are refused with nothing appended.
+   */
+  createShare(spec: ShareSpec, meta: EventMeta): { code: string; info: ShareInfo } {
+    const shareId = this.ids.next('shr')
+    const secret = randomBytes(32).toString('base64url')
+    const minted = { shareId, hash: sha256(secret) }
+    this.execute(
+      () =>
+        decideShareCreate(this.shares, spec, minted, {
+          now: this.now(),
+          session: getSession(this.store, spec.session),
+          takenNames: this.takenNames(),
+        }),
+      meta,
+    )
+    return { code: `${shareId}.${secret}`, info: shareInfo(this.shares.get(shareId) as ShareRecord) }
+  }
+
+  /** Every share (of one session, when named), never a secret or hash. */
+  listShares(session?: string): ShareInfo[] {
+    return [...this.shares.values()].filter((s) => session === undefined || s.session === session).map(shareInfo)
+  }
+
+  /** The share, or SHARE_NOT_FOUND. */
+  share(shareId: string): ShareInfo {
+    const share = this.shares.get(shareId)
+    if (!share) throw new ChronicleError('SHARE_NOT_FOUND', `no share ${shareId}`)
+    return shareInfo(share)
+  }
+
+  revokeShare(shareId: string, meta: EventMeta): ShareInfo {
+    this.execute(() => decideShareRevoke(this.shares, shareId), meta)
+    return shareInfo(this.shares.get(shareId) as ShareRecord)
+  }
+
+  /**
+   * The principal a share link's code logs in as. A code whose secret does not match is undefined (a
+   * guess learns nothing); the right secret of a revoked or expired share is SHARE_REVOKED or SHARE_EXPIRED,
+   * so whoever was given the link is told why it stopped working.
+   */
+  openShare(code: string): Principal | undefined {
+    const dot = code.indexOf('.')
+    if (dot <= 0) return undefined
+    const share = this.shares.get(code.slice(0, dot))
+    if (!share) return undefined
+    if (!timingSafeEqual(Buffer.from(sha256(code.slice(dot + 1)), 'hex'), Buffer.from(share.hash, 'hex')))
+      return undefined
+    if (share.revokedAt) throw new ChronicleError('SHARE_REVOKED', `this share link was revoked at ${share.revokedAt}`)
+    if (!this.active(share)) throw new ChronicleError('SHARE_EXPIRED', `this share link expired at ${share.expiresAt}`)
+    return sharePrincipal(share)
+  }
+
+  /** Tells the listeners when `id`'s expiry passes (a timer holds at most ~24 days: a later one is set again). */
+  private expireAt(id: string, expiresAt: string): void {
+    const wait = Date.parse(expiresAt) - this.now()
+    if (wait <= 0) return // expired already: nothing can have opened with it since
+    this.stopExpiry(id)
+    const timer = setTimeout(
+      () => {
+        this.expiries.delete(id)
+        if (Date.parse(expiresAt) > this.now()) return this.expireAt(id, expiresAt)
+        for (const listener of this.revokedListeners) listener(id)
+      },
+      Math.min(wait, MAX_TIMER_MS),
+    )
+    timer.unref()
+    this.expiries.set(id, timer)
+  }
+
+  private stopExpiry(id: string): void {
+    clearTimeout(this.expiries.get(id))
+    this.expiries.delete(id)
+  }
+
+  private takenNames(): Set<string> {
+    const names = new Set([OWNER.name])
+    for (const t of this.tokens.values()) if (this.active(t)) names.add(t.name)
+    return names
   }
 
   create(
@@ -122,7 +239,15 @@ export class Principals {
       salt: salt.toString('base64'),
       hash: scryptSync(secret, salt, KEY_BYTES, SCRYPT).toString('base64'),
     }
-    this.execute(() => decideTokenCreate(this.tokens, spec, minted, { now: this.now(), ownerName: OWNER.name }), meta)
+    this.execute(
+      () =>
+        decideTokenCreate(this.tokens, spec, minted, {
+          now: this.now(),
+          ownerName: OWNER.name,
+          shareNames: this.activeShareNames(),
+        }),
+      meta,
+    )
     return { token: `${tokenId}.${secret}`, info: this.info(this.tokens.get(tokenId) as Record_) }
   }
 
@@ -153,13 +278,22 @@ export class Principals {
     }
   }
 
-  /** Hears of every revocation once it is committed (open sockets of the token are closed). */
+  /**
+   * Hears of every revocation once it is committed, and of every expiry when it passes (open sockets of the
+   * token or share are closed: a subscription would otherwise go on carrying events to an expired share).
+   */
   onRevoked(listener: (tokenId: string) => void): () => void {
     this.revokedListeners.add(listener)
     return () => this.revokedListeners.delete(listener)
   }
 
-  private active(record: Record_): boolean {
+  private activeShareNames(): Set<string> {
+    const names = new Set<string>()
+    for (const s of this.shares.values()) if (this.active(s)) names.add(s.name)
+    return names
+  }
+
+  private active(record: { readonly revokedAt?: string; readonly expiresAt?: string }): boolean {
     return !record.revokedAt && (record.expiresAt === undefined || Date.parse(record.expiresAt) > this.now())
   }
 
@@ -184,14 +318,54 @@ export class Principals {
         salt: d.salt,
         hash: d.hash,
       })
+      if (d.expiresAt) this.expireAt(d.tokenId, d.expiresAt)
     } else if (e.type === 'token.revoked') {
       const { tokenId } = e.data as DataOf<'token.revoked'>
       const record = this.tokens.get(tokenId)
       if (record) this.tokens.set(tokenId, { ...record, revokedAt: e.at })
       for (const [digest, id] of this.verified) if (id === tokenId) this.verified.delete(digest)
+      this.stopExpiry(tokenId)
       for (const listener of this.revokedListeners) listener(tokenId)
+    } else if (e.type === 'share.created') {
+      const d = e.data as DataOf<'share.created'>
+      this.shares.set(d.shareId, {
+        shareId: d.shareId,
+        session: d.session,
+        name: d.name,
+        role: d.role,
+        expiresAt: d.expiresAt,
+        createdAt: e.at,
+        ...(e.meta.by && { createdBy: e.meta.by.name }),
+        hash: d.hash,
+      })
+      this.expireAt(d.shareId, d.expiresAt)
+    } else if (e.type === 'share.revoked') {
+      const { shareId } = e.data as DataOf<'share.revoked'>
+      const record = this.shares.get(shareId)
+      if (record) this.shares.set(shareId, Object.assign({}, record, { revokedAt: e.at }))
+      this.stopExpiry(shareId)
+      for (const listener of this.revokedListeners) listener(shareId)
     }
   }
+}
+
+function sharePrincipal(share: ShareRecord): Principal {
+  return {
+    id: share.shareId,
+    name: share.name,
+    role: share.role,
+    sessions: [share.session],
+    share: { session: share.session, ...(share.createdBy && { by: share.createdBy }), expiresAt: share.expiresAt },
+  }
+}
+
+function shareInfo(share: ShareRecord): ShareInfo {
+  const { hash: _hash, ...info } = share
+  return info
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex')
 }
 
 function principalOf(record: Record_): Principal {

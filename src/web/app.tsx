@@ -5,6 +5,7 @@ import { parseRoute, type Route } from './route.js'
 import { ErrorNote } from './ui.js'
 import { SessionList } from './views/session-list.js'
 import { SessionPage } from './views/session-page.js'
+import { ShareBanner } from './views/share-banner.js'
 
 /**
  * The page: log in (a link's one-time code → the session cookie), then the
@@ -83,7 +84,8 @@ export function App() {
           <h1>This login link is invalid or has expired</h1>
           <p>
             A login link works once, within 10 minutes. Open a new one: <code>chronicle serve</code> prints one when it
-            starts, and whoever holds a token can make one (<code>POST /login-links</code>).
+            starts, and whoever holds a token can make one (<code>POST /login-links</code>). A share link works until it
+            expires or is revoked: ask whoever shared it for a new one.
           </p>
         </main>
       )
@@ -161,6 +163,7 @@ function Shell({
           Log out
         </button>
       </header>
+      <ShareBanner who={who} />
       <main class="content">
         {route.view === 'list' && <SessionList socket={socket} navigate={navigate} />}
         {(route.view === 'session' || route.view === 'at') && (

@@ -10,6 +10,8 @@ export interface Principal {
   readonly id: string
   readonly name: string
   readonly role: string
+  /** a share link's visitor: the shared session, who shared it, until when (views/share-banner.tsx) */
+  readonly share?: { readonly session: string; readonly by?: string; readonly expiresAt: string }
 }
 
 export type ConnectionStatus = 'connecting' | SocketStatus
@@ -75,7 +77,8 @@ export async function login(code: string): Promise<LoginResult> {
     credentials: 'same-origin',
   })
   if (res.ok) return 'ok'
-  if (res.status === 401 || res.status === 400) return 'invalid'
+  // 410: a share link whose share was revoked or has expired
+  if (res.status === 401 || res.status === 400 || res.status === 410) return 'invalid'
   throw new ApiError(res.status, 'LOGIN_FAILED', `the server answered ${res.status} to the login`)
 }
 

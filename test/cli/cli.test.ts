@@ -255,3 +255,42 @@ describe('tokens from the CLI', () => {
     SLOW,
   )
 })
+
+describe('shares from the CLI', () => {
+  it(
+    'share prints the link once; list shows it without the link; revoke stops it; a bad role is a usage error',
+    async () => {
+      const token = readFileSync(join(data, 'token'), 'utf8').trim()
+      const res = await fetch(`${url}/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ directory: dir }),
+      })
+      const session = ((await res.json()) as { session: { id: string } }).session.id
+
+      const created = await runInProcess(['share', session, '--role', 'operate', '--name', 'for bob'], env)
+      expect(created.code).toBe(0)
+      const link = created.stdout.trim()
+      expect(link).toMatch(new RegExp(`^${url}/login#shr_\\w+\\.[\\w-]{43}$`))
+      const shareId = /#(shr_\w+)\./.exec(link)?.[1] as string
+      expect(created.stderr).toContain(`share ${shareId} (for bob, operate, until `)
+
+      const list = await runInProcess(['share', 'list', '--session', session], env)
+      expect(list.stdout).toMatch(
+        new RegExp(`^${shareId}  ${session}  for bob  operate  active until \\S+  by owner \\S+\\n$`),
+      )
+      expect(list.stdout).not.toContain(link.split('#')[1]?.split('.')[1])
+
+      const bad = await runInProcess(['share', session, '--role', 'admin'], env)
+      expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('share --role is audit or operate')])
+
+      const revoked = await runInProcess(['share', 'revoke', shareId], env)
+      expect(revoked.stdout).toMatch(
+        new RegExp(`^revoked ${shareId} \\(for bob\\) at \\S+: its open pages were closed\\n$`),
+      )
+      const again = await runInProcess(['share', 'revoke', shareId], env)
+      expect([again.code, again.stderr]).toEqual([1, expect.stringContaining('SHARE_REVOKED')])
+    },
+    SLOW,
+  )
+})

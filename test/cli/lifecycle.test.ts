@@ -84,6 +84,16 @@ describe('shutdown and offline commands', () => {
       expect(blobs).toBeGreaterThan(0)
       const eventLines = lines.length - blobs // the marker the import adds takes the header's place in the count
 
+      // the same session as an ATIF trajectory (docs/API.md "ATIF export")
+      const atif = await runToEnd(['export', quick, '--format', 'atif'], { CHRONICLE_DATA_DIR: data })
+      expect(atif.code).toBe(0)
+      expect(JSON.parse(atif.stdout)).toMatchObject({ schema_version: 'ATIF-v1.6', session_id: quick })
+      const badFormat = await runToEnd(['export', quick, '--format', 'xml'], { CHRONICLE_DATA_DIR: data })
+      expect([badFormat.code, badFormat.stderr]).toEqual([
+        2,
+        expect.stringContaining('export --format is jsonl or atif'),
+      ])
+
       const other = { CHRONICLE_DATA_DIR: join(dir, 'other'), CHRONICLE_URL: 'http://127.0.0.1:1' }
       // an import makes a new, read-only session (its events and a session.imported marker)
       const imported = await runToEnd(['import', file], other)

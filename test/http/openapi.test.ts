@@ -121,15 +121,19 @@ function structuralProblems(doc: Document): string[] {
       if (!/^[1-5]\d\d$/.test(code)) out.push(`${where}: response ${code} is not a status code`)
       if (!answer.description) out.push(`${where} ${code}: no description`)
       const media = Object.keys(answer.content ?? {})
-      // a success is JSON, or a file a download gets (the export's JSON lines)
+      // a success is JSON, or a file a download gets (the export's JSON lines, or its ATIF document as JSON)
+      const download = code.startsWith('2') && media[0] === 'application/x-ndjson'
       const expected = code.startsWith('2')
-        ? media[0] === 'application/x-ndjson'
+        ? download
           ? 'application/x-ndjson'
           : 'application/json'
         : 'application/problem+json'
+      const others = download
+        ? media.slice(1).filter((m) => m === 'application/json' && answer.content?.[m]?.schema)
+        : []
       if (code === '204') {
         if (answer.content !== undefined) out.push(`${where} 204: has content`)
-      } else if (media.length !== 1 || media[0] !== expected || !answer.content?.[expected]?.schema)
+      } else if (media.length !== 1 + others.length || media[0] !== expected || !answer.content?.[expected]?.schema)
         out.push(`${where} ${code}: content is ${media.join(', ') || 'missing'}, not one ${expected} schema`)
       if (!code.startsWith('2') && answer.content?.[expected]?.schema?.$ref !== PROBLEM_REF)
         out.push(`${where} ${code}: not a Problem`)
@@ -170,8 +174,10 @@ class Conformance {
     if (!located) return [`${operationId} is not in the document`]
     const answer = located.operation.responses?.[String(status)]
     if (!answer) return [`${operationId} answered ${status}, which the document does not list`]
-    const [media, described] = Object.entries(answer.content ?? {})[0] ?? []
     const type = contentType?.split(';')[0]?.trim()
+    const listed = Object.entries(answer.content ?? {})
+    // a download may come in one of its formats (the export: JSON lines, or ATIF as JSON); anything else, in one
+    const [media, described] = listed.find(([m]) => m === type) ?? listed[0] ?? []
     if (type !== media) return [`${operationId} ${status}: content type ${type}, the document says ${media}`]
     const validate = described?.schema && this.validator(described.schema)
     if (validate && !validate(body))
@@ -421,6 +427,9 @@ describe('every operation, called for real', () => {
     const exported = await call('exportSession', { params: at })
     expect((exported.body as string).split('\n')[0]).toContain('"chronicle":"session-export"')
     expect((await call('exportSession', { params: { id: 'ses_missing' } })).status).toBe(404)
+    const atif = await call('exportSession', { params: at, query: { format: 'atif' } })
+    expect(atif.body).toMatchObject({ schema_version: 'ATIF-v1.6', session_id: session, agent: { name: 'chronicle' } })
+    expect((await call('exportSession', { params: at, query: { format: 'xml' } })).status).toBe(400)
     const history = await call('getSessionHistory', { params: at, query: { limit: 3 } })
     expect(history.body.next).toEqual(expect.any(Number))
     const all = (await call('getSessionHistory', { params: at, query: { limit: 5000 } })).body.events as {
@@ -544,6 +553,26 @@ describe('every operation, called for real', () => {
     expect((await call('revokeToken', { params: { id: 'owner' } })).status).toBe(403)
     expect((await call('revokeToken', { params: { id: 'tok_nope' } })).status).toBe(404)
     expect((await call('whoami', { token })).status).toBe(401)
+  })
+
+  it('shares: created (201) with a link, listed, revoked; a missing session, a taken name, a revoked one refused', async () => {
+    const id = (await call('createSession', { body: {} })).body.session.id as string
+    const created = await call('createShare', { params: { id }, body: { name: 'for bob', role: 'operate' } })
+    expect(created).toMatchObject({ status: 201, body: { session: id, name: 'for bob', role: 'operate' } })
+    const { shareId, url } = created.body as { shareId: string; url: string }
+    expect(url).toMatch(new RegExp(`^${server.url}/login#${shareId}\\.[A-Za-z0-9_-]{43}$`))
+    expect((await call('createShare', { params: { id }, body: { name: 'for bob' } })).body).toMatchObject({
+      code: 'SHARE_NAME_TAKEN',
+    })
+    expect((await call('createShare', { params: { id: 'ses_nope' } })).status).toBe(404)
+    expect((await call('listShares', { query: { session: id } })).body.shares).toHaveLength(1)
+    expect((await call('listShares', { query: { session: '' } })).status).toBe(400)
+    expect((await call('revokeShare', { params: { id: shareId } })).body.revokedAt).toEqual(expect.any(String))
+    expect((await call('revokeShare', { params: { id: shareId } })).body).toMatchObject({
+      status: 410,
+      code: 'SHARE_REVOKED',
+    })
+    expect((await call('revokeShare', { params: { id: 'shr_nope' } })).status).toBe(404)
   })
 
   it('backup: a new directory (200); a relative or existing path refused', async () => {

@@ -35,6 +35,7 @@ describe('authentication', () => {
     expect(routes).toEqual([
       'DELETE /sessions/:id',
       'DELETE /sessions/:id/rules/:ruleId',
+      'DELETE /shares/:id',
       'DELETE /tokens/:id',
       'GET /',
       'GET /assets/*',
@@ -52,6 +53,7 @@ describe('authentication', () => {
       'GET /sessions/:id/files',
       'GET /sessions/:id/rules',
       'GET /sessions/:id/state',
+      'GET /shares',
       'GET /tokens',
       'GET /whoami',
       'GET /ws',
@@ -67,6 +69,7 @@ describe('authentication', () => {
       'POST /sessions/:id/inputs',
       'POST /sessions/:id/permissions/:requestId',
       'POST /sessions/:id/revert',
+      'POST /sessions/:id/shares',
       'POST /sessions/:id/unrevert',
       'POST /tokens',
     ])

@@ -990,6 +990,35 @@ describe('every event', () => {
     store.close()
   })
 
+  it('share.created, share.revoked: the system stream sys_tokens holds them; no session does, and no read model folds them', () => {
+    const created: ChronicleEvent = {
+      type: 'share.created',
+      data: {
+        shareId: 'shr_1',
+        session: 'ses_1',
+        name: 'for bob',
+        role: 'audit',
+        expiresAt: '2026-12-11T00:00:00.000Z',
+        hash: 'a'.repeat(64),
+      },
+    }
+    const revoked: ChronicleEvent = { type: 'share.revoked', data: { shareId: 'shr_1' } }
+    const store = openStore(':memory:')
+    store.append('ses_1', [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }], {
+      meta,
+    })
+    const before = getSession(store, 'ses_1')
+    for (const e of [created, revoked]) {
+      covered.add(e.type)
+      expect(() => store.append('ses_1', [e], { meta })).toThrow(expect.objectContaining({ code: 'INVALID_EVENT' }))
+      store.append('sys_tokens', [e], { meta })
+    }
+    expect(store.readSession('sys_tokens').map((e) => e.type)).toEqual(['share.created', 'share.revoked'])
+    expect(getSession(store, 'sys_tokens')).toBeUndefined()
+    expect(getSession(store, 'ses_1')).toEqual(before) // the shared session's read model is untouched
+    store.close()
+  })
+
   it('mcp.server.*: the system stream sys_mcp holds them; no session does, and no session read model folds them', () => {
     const digest = 'a'.repeat(64)
     const events: ChronicleEvent[] = [

@@ -100,6 +100,9 @@ const routes = (s: string): [string, string, string, unknown?][] => [
   ['token.list', 'GET', '/tokens'],
   ['token.create', 'POST', '/tokens', { name: 'x', role: 'audit' }],
   ['token.revoke', 'DELETE', '/tokens/tok_none'],
+  ['share.create', 'POST', `/sessions/${s}/shares`, { name: 'x' }],
+  ['share.list', 'GET', '/shares'],
+  ['share.revoke', 'DELETE', '/shares/shr_none'],
   ['store.backup', 'POST', '/admin/backup', { out: join(server.dir, `backup-${names++}`) }],
   ['session.archive', 'DELETE', `/sessions/${s}`],
 ]
@@ -109,9 +112,16 @@ function expected(who: Who, method: keyof typeof NEEDS, session: string): 'allow
   if (RANK[ROLE[who]] < RANK[NEEDS[method]]) return 'forbidden'
   if (who.startsWith('limited')) {
     if (method === 'session.create' || method === 'mcp.servers' || method === 'store.backup') return 'forbidden' // the whole server's
-    const named = !['session.list', 'whoami', 'token.list', 'token.create', 'token.revoke', 'store.backup'].includes(
-      method,
-    )
+    const named = ![
+      'session.list',
+      'whoami',
+      'token.list',
+      'token.create',
+      'token.revoke',
+      'store.backup',
+      'share.list',
+      'share.revoke',
+    ].includes(method)
     if (named && session !== A) return 'forbidden'
   }
   return 'allowed'
@@ -135,7 +145,11 @@ describe('every HTTP route × every principal', () => {
       for (const [method, verb, url, body] of routes(session)) {
         if (method === 'session.archive') continue
         const payload =
-          method === 'token.create' ? { name: `t${names++}`, role: 'audit' } : (body as object | undefined)
+          method === 'token.create'
+            ? { name: `t${names++}`, role: 'audit' }
+            : method === 'share.create'
+              ? { name: `s${names++}` }
+              : (body as object | undefined)
         const head = appendedHead(server.chronicle.store)
         const res = await http(who, verb, url, payload)
         const want = expected(who, method as keyof typeof NEEDS, session)
@@ -181,6 +195,9 @@ describe('every WebSocket method × every principal', () => {
     const numeric = Object.fromEntries(Object.entries(query).map(([k, v]) => [k, Number(v)]))
     if (method === 'token.create') return { name: `w${names++}`, role: 'audit' }
     if (method === 'token.revoke') return { tokenId: 'tok_none' }
+    if (method === 'share.create') return { session: s, name: `ws${names++}` }
+    if (method === 'share.revoke') return { shareId: 'shr_none' }
+    if (method === 'share.list') return {}
     if (method === 'permission.reply') return { session: s, requestId: 'per_none', reply: 'once' }
     if (method === 'permission.revoke') return { session: s, ruleId: 'rul_none' }
     if (method === 'elicitation.answer') return { session: s, elicitationId: 'eli_none', action: 'decline' }

@@ -10,6 +10,7 @@ import { openStore } from '../../src/projections/open.js'
 import { fixedModelResolver } from '../../src/runtime/model/providers.js'
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
 import { createScriptedModel, type ScriptStep, type ScriptedModel } from '../../src/runtime/model/scripted-model.js'
+import type { CompactionConfig } from '../../src/runtime/compaction/config.js'
 import { createSubagents, type Subagents } from '../../src/runtime/subagents/subagents.js'
 import { resolveAgents, type AgentDefinition } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
@@ -55,7 +56,10 @@ export interface SubagentHarness {
 }
 
 /** The real runtime, registry (built-in tools + lookup + slow + task) and gate over SQLite :memory:; one scripted model for parent and children. */
-export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
+export function subagentHarness(
+  steps: ScriptStep[],
+  options: { compaction?: Partial<CompactionConfig> } = {},
+): SubagentHarness {
   const store = openStore(':memory:')
   const ids = sequentialIds()
   const agents = resolveAgents([])
@@ -93,6 +97,7 @@ export function subagentHarness(steps: ScriptStep[]): SubagentHarness {
       agents,
       limits: { retry: { initialMs: 1, maxMs: 5 } },
       environment: () => ({ platform: 'test', date: '2026-01-01' }),
+      ...(options.compaction && { compaction: options.compaction }),
     })
   runtime = start()
   const events = (sessionId: string) => store.readSession(sessionId)

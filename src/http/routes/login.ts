@@ -30,6 +30,7 @@ export interface LoginRouteDeps {
 
 export function loginRoutes(app: App, { web, principals, onLogout }: LoginRouteDeps): void {
   const failures = new FailureWindow()
+  const principalById = (id: string | undefined) => (id === undefined ? undefined : principals.byId(id))
   app.post(
     '/login',
     {
@@ -37,7 +38,7 @@ export function loginRoutes(app: App, { web, principals, onLogout }: LoginRouteD
         operationId: 'login',
         summary: 'trade a login code for the session cookie (no token needed)',
         description:
-          'The code is the fragment of a login link (`/login#<code>`): single use, valid 10 minutes. Sets `chronicle_session` (HttpOnly, SameSite=Strict, 30 days).',
+          'The code is the fragment of a login link (`/login#<code>`): single use, valid 10 minutes; or a share link’s (`<shareId>.<secret>`), valid for any number of visitors until the share expires or is revoked. Sets `chronicle_session` (HttpOnly, SameSite=Strict, 30 days; a share’s ends with the share).',
         tags: ['web'],
         security: [],
         body: z.object({ code: z.string().min(1).max(200) }),
@@ -45,6 +46,7 @@ export function loginRoutes(app: App, { web, principals, onLogout }: LoginRouteD
           204: noContent('logged in: Set-Cookie chronicle_session'),
           400: problem('BAD_REQUEST: the body does not match its schema, or is not JSON'),
           401: problem('LOGIN_INVALID: a wrong, used or expired code, or one whose token was revoked since'),
+          410: problem('SHARE_REVOKED, SHARE_EXPIRED: a share link whose share was revoked or has expired'),
           403: problem('FORBIDDEN: a foreign Origin or Host'),
           413: problem('PAYLOAD_TOO_LARGE: the body is over limits.bodyBytes'),
           415: problem('BAD_REQUEST: a body that is not application/json'),
@@ -55,8 +57,9 @@ export function loginRoutes(app: App, { web, principals, onLogout }: LoginRouteD
     },
     async (req, reply) => {
       failures.check(req.ip)
-      const id = web.codes.redeem(req.body.code)
-      const principal = id === undefined ? undefined : principals.byId(id)
+      const principal = isShareCode(req.body.code)
+        ? principals.openShare(req.body.code)
+        : principalById(web.codes.redeem(req.body.code))
       if (!principal) {
         failures.add(req.ip)
         throw new ChronicleError(
@@ -127,6 +130,11 @@ export function loginRoutes(app: App, { web, principals, onLogout }: LoginRouteD
       return reply.status(201).send({ url: loginUrl(`${req.protocol}://${req.host}`, code), expiresAt })
     },
   )
+}
+
+/** A share link's code is `<shareId>.<secret>`; a one-time login code is base64url, which has no dot. */
+function isShareCode(code: string): boolean {
+  return code.startsWith('shr_') && code.includes('.')
 }
 
 /** The cookie as set (or, with an empty value and Max-Age=0, cleared); Secure when the request came over https. */

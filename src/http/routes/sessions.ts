@@ -170,24 +170,38 @@ export function sessionRoutes(app: App, api: Api): void {
         operationId: 'exportSession',
         summary: 'session.export',
         description:
-          'The session’s history as `chronicle export` writes it: JSON lines with each event’s hash and the blobs its steps name (`chronicle import` takes the file), a fork’s inherited prefix included.',
+          'The session’s history as `chronicle export` writes it: JSON lines with each event’s hash and the blobs its steps name (`chronicle import` takes the file), a fork’s inherited prefix included. With `?format=atif`: an Agent Trajectory Interchange Format (v1.6) document, a fork’s inherited history included (docs/API.md "ATIF export").',
         tags: ['time travel'],
         params: Id,
+        querystring: Params['session.export'].omit({ session: true }),
         response: {
           200: {
             description: 'the export, as a download',
-            content: { 'application/x-ndjson': { schema: z.string() } },
+            content: {
+              'application/x-ndjson': { schema: z.string() },
+              'application/json': {
+                schema: z.looseObject({ schema_version: z.string(), steps: z.array(z.unknown()) }),
+              },
+            },
           },
-          ...problems({ 400: INVALID, 404: NO_SESSION }),
+          ...problems({ 400: INVALID, 404: NO_SESSION, 409: 'NOTHING_TO_EXPORT: ATIF of a session with no message' }),
         },
       },
     },
     async (req, reply) => {
-      const { jsonl } = (await api['session.export']({ session: req.params.id }, callerOf(req))) as { jsonl: string }
+      const answer = (await api['session.export']({ session: req.params.id, ...req.query }, callerOf(req))) as
+        | { jsonl: string; atif?: undefined }
+        | { atif: { schema_version: string; steps: unknown[] }; jsonl?: undefined }
+      const name = req.params.id.replace(/[^\w.-]/g, '_')
+      if (answer.atif)
+        return reply
+          .type('application/json')
+          .header('content-disposition', `attachment; filename="${name}.atif.json"`)
+          .send(answer.atif)
       return reply
         .type('application/x-ndjson')
-        .header('content-disposition', `attachment; filename="${req.params.id.replace(/[^\w.-]/g, '_')}.jsonl"`)
-        .send(jsonl)
+        .header('content-disposition', `attachment; filename="${name}.jsonl"`)
+        .send(answer.jsonl as string)
     },
   )
   app.get(

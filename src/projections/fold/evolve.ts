@@ -434,6 +434,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
     case 'token.created':
     case 'token.revoked':
+    case 'share.created':
+    case 'share.revoked':
     case 'mcp.server.connecting':
     case 'mcp.server.ready':
     case 'mcp.server.failed':

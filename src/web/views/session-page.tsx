@@ -13,6 +13,7 @@ import { EventsList } from './events-list.js'
 import type { PartActions } from './part-view.js'
 import { Permissions } from './permissions.js'
 import { Rules } from './rules.js'
+import { SharePanel } from './share-panel.js'
 import { TimeTravel } from './time-travel.js'
 import { Transcript } from './transcript.js'
 
@@ -285,6 +286,7 @@ function LiveBody({
           </section>
         )}
         <Rules socket={socket} sessionId={session.id} approvalsKey={session.approvals} readOnly={readOnly} />
+        <SharePanel socket={socket} sessionId={session.id} />
       </aside>
     </div>
   )
