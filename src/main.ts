@@ -59,6 +59,9 @@ import { createLogger } from './http/logger.js'
 import { resolveToken, type TokenInfo } from './http/token.js'
 import { DEFAULT_WEB_ROOT } from './http/web-root.js'
 import { WEB_SESSIONS_FILE, WebSessions } from './http/web-sessions.js'
+import { createMetrics } from './observability/metrics.js'
+import { listenMetrics, type MetricsServer } from './observability/metrics-server.js'
+import { startTracing } from './observability/tracing.js'
 
 /**
  * The composition root: opens the store in the data directory and builds
@@ -103,6 +106,8 @@ export interface Chronicle {
    * `<url>/login#<code>`. Throws when the web page is off (`web: false`) or the server is not listening.
    */
   loginLink(): { url: string; code: string; expiresAt: string }
+  /** the tokenless scrape address (`metrics.listen`, docs/OBSERVABILITY.md), once listening; undefined without one */
+  metricsUrl(): string | undefined
 }
 
 export const VERSION: string = (
@@ -181,6 +186,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     throw new ChronicleError('STORE_DAMAGED', damagedMessage(dbPath, check.problems), { file: dbPath })
   logger.debug({ ms: Math.round(check.ms) }, 'store checked')
   const store = openStore(dbPath, { cache: memory.projector })
+  // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
+  const metrics = config.metrics.enabled ? createMetrics(store) : undefined
+  const tracing = config.traces.endpoint
+    ? startTracing(store, { endpoint: config.traces.endpoint, version: VERSION })
+    : undefined
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
     root: join(config.dataDir, 'workspaces'),
@@ -282,6 +292,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     store,
     ids,
     logger,
+    ...(metrics && { metrics }),
     security: { token: token.token, allowedHosts: allowedHosts(config), allowedOrigins: config.allowedOrigins },
     limits: config.limits,
     defaults: { directory, agent: 'build', model: config.model ?? null },
@@ -316,6 +327,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   let recovery: RecoveryReport | undefined
   /** where a browser reaches the server, once listening (a wildcard bind: loopback) */
   let browserBase: string | undefined
+  let metricsServer: MetricsServer | undefined
   return {
     config,
     store,
@@ -344,6 +356,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
       }
       await app.listen({ host: config.host, port: config.port })
+      if (metrics && config.metrics.listen) {
+        metricsServer = await listenMetrics(metrics, config.metrics.listen.host, config.metrics.listen.port)
+        logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served without a token')
+      }
       void continueRecovered(recovery, runtime)
       orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
@@ -362,6 +378,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         logger.warn({ root: web.root }, 'the web page is not built (no index.html): run `npm run build`')
       return `http://${host}:${port}`
     },
+    metricsUrl: () => metricsServer?.url,
     loginLink() {
       if (!web) throw new ChronicleError('NOT_FOUND', 'the web page is off ("web": false in the config)')
       if (!browserBase) throw new ChronicleError('BAD_REQUEST', 'the server is not listening yet: start() first')
@@ -373,6 +390,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         const closing = app.close() // stops accepting; sockets get `closing {reason: shutdown}`
         await runtime.stop() // runs reach a safe point (left open for recovery), so waiting requests can finish
         await closing
+        await metricsServer?.close()
+        await tracing?.close()
+        metrics?.close()
         await mcp.close()
         roots.close()
         gate.close()
