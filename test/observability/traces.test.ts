@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Client } from '../http/helpers.js'
-import { tracesUrl } from '../../src/observability/tracing.js'
+import { startTracing, tracesUrl } from '../../src/observability/tracing.js'
+import { subagentHarness, task } from '../subagents/helpers.js'
+import { attributes, type OtlpSpan, Receiver } from './otlp-receiver.js'
 import { type ScriptedServer, serverWithScript, scriptedRun } from './scripted-run.js'
 
 /**
@@ -10,76 +11,6 @@ import { type ScriptedServer, serverWithScript, scriptedRun } from './scripted-r
  * tool → permission wait tree, the GenAI attributes, the session id and seq
  * range; nothing sent when no endpoint is configured.
  */
-
-interface OtlpValue {
-  stringValue?: string
-  intValue?: string | number
-  doubleValue?: number
-  boolValue?: boolean
-  arrayValue?: { values: OtlpValue[] }
-}
-interface OtlpSpan {
-  traceId: string
-  spanId: string
-  parentSpanId?: string
-  name: string
-  kind: number
-  startTimeUnixNano: string
-  endTimeUnixNano: string
-  attributes: { key: string; value: OtlpValue }[]
-  status?: { code?: number }
-}
-
-/** A minimal OTLP/HTTP traces receiver: every POST body to /v1/traces, decoded. */
-class Receiver {
-  readonly requests: { path: string; contentType: string | undefined }[] = []
-  readonly spans: OtlpSpan[] = []
-  readonly resources: Record<string, unknown>[] = []
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
-
-  static async start(): Promise<Receiver> {
-    let receiver: Receiver | undefined
-    const server = createServer((req, res) => {
-      const chunks: Buffer[] = []
-      req.on('data', (c: Buffer) => chunks.push(c))
-      req.on('end', () => {
-        receiver?.requests.push({ path: req.url ?? '', contentType: req.headers['content-type'] })
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          resourceSpans: {
-            resource: { attributes: { key: string; value: OtlpValue }[] }
-            scopeSpans: { spans: OtlpSpan[] }[]
-          }[]
-        }
-        for (const rs of body.resourceSpans) {
-          receiver?.resources.push(attributes(rs.resource.attributes))
-          for (const ss of rs.scopeSpans) receiver?.spans.push(...ss.spans)
-        }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
-      })
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const { port } = server.address() as { port: number }
-    receiver = new Receiver(server, `http://127.0.0.1:${port}`)
-    return receiver
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()))
-  }
-}
-
-const otlpValue = (v: OtlpValue): unknown =>
-  v.stringValue ??
-  (v.intValue !== undefined ? Number(v.intValue) : undefined) ??
-  v.doubleValue ??
-  v.boolValue ??
-  v.arrayValue?.values.map(otlpValue)
-
-const attributes = (list: { key: string; value: OtlpValue }[]): Record<string, unknown> =>
-  Object.fromEntries(list.map((a) => [a.key, otlpValue(a.value)]))
 
 let server: ScriptedServer | undefined
 let receiver: Receiver | undefined
@@ -186,5 +117,46 @@ describe('traces', () => {
     expect(tracesUrl('http://127.0.0.1:4318')).toBe('http://127.0.0.1:4318/v1/traces')
     expect(tracesUrl('http://collector:4318/otlp/')).toBe('http://collector:4318/otlp/v1/traces')
     expect(tracesUrl('http://collector:4318/v1/traces')).toBe('http://collector:4318/v1/traces')
+  })
+})
+
+describe('traces of sub-agents', () => {
+  it("a sub-agent's run is a child of the task call that started it, in the parent's trace", async () => {
+    receiver = await Receiver.start()
+    const PARENT = 'delegate please'
+    const h = subagentHarness([
+      { when: { userContains: PARENT, afterToolResult: false }, ...task('c_task', 'CHILD: look up x') },
+      {
+        when: { userContains: 'CHILD:', afterToolResult: false },
+        toolCalls: [{ id: 'c_look', name: 'lookup', input: { query: 'x' } }],
+      },
+      { when: { userContains: 'CHILD:', afterToolResult: true }, text: 'child found: result for x' },
+      { when: { userContains: PARENT, afterToolResult: true }, text: 'parent: done' },
+    ])
+    const tracing = startTracing(h.store, { endpoint: receiver.url, version: 'test' })
+    const id = h.session()
+    h.runtime.submit(id, { parts: [{ type: 'text', text: PARENT }] })
+    await h.runtime.idle(id)
+    const [childId] = h.children(id)
+    await tracing.close()
+    await h.close()
+
+    const spans = receiver.spans
+    const session = (s: OtlpSpan) => attributes(s.attributes)['chronicle.session.id']
+    const runs = spans.filter((s) => s.name === 'chronicle.run')
+    const parentRun = runs.find((s) => session(s) === id)
+    const childRun = runs.find((s) => session(s) === childId)
+    const taskCall = spans.find((s) => s.name === 'execute_tool task')
+    const lookup = spans.find((s) => s.name === 'execute_tool lookup')
+    expect(runs).toHaveLength(2)
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(1)
+    expect(parentRun?.parentSpanId ?? '').toBe('')
+    expect(childRun?.parentSpanId).toBe(taskCall?.spanId)
+    expect(session(taskCall!)).toBe(id)
+    // the child's model calls hang under the child's run, its lookup under the child's first call
+    const childCalls = spans.filter((s) => s.name.startsWith('chat ') && session(s) === childId)
+    expect(childCalls.map((s) => s.parentSpanId)).toEqual([childRun?.spanId, childRun?.spanId])
+    expect(childCalls.map((s) => s.spanId)).toContain(lookup?.parentSpanId)
+    expect(session(lookup!)).toBe(childId)
   })
 })
