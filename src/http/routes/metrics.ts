@@ -10,6 +10,7 @@ import type { MetricsPort } from '../deps.js'
  * config names (`metrics.listen`) instead.
  */
 export function metricsRoutes(app: App, metrics: MetricsPort): void {
+  // Out of the OpenAPI document, whose answers are JSON: this one is Prometheus text (docs/API.md "GET /metrics").
   app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
     const principal = principalOf(req)
     if (principal.role !== 'admin' || principal.sessions)
