@@ -61,7 +61,6 @@ import { DEFAULT_WEB_ROOT } from './http/web-root.js'
 import { WEB_SESSIONS_FILE, WebSessions } from './http/web-sessions.js'
 import { createMetrics } from './observability/metrics.js'
 import { listenMetrics, type MetricsServer } from './observability/metrics-server.js'
-import { startTracing } from './observability/tracing.js'
 
 /**
  * The composition root: opens the store in the data directory and builds
@@ -188,8 +187,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const store = openStore(dbPath, { cache: memory.projector })
   // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
   const metrics = config.metrics.enabled ? createMetrics(store) : undefined
+  // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start
   const tracing = config.traces.endpoint
-    ? startTracing(store, { endpoint: config.traces.endpoint, version: VERSION })
+    ? (await import('./observability/tracing.js')).startTracing(store, {
+        endpoint: config.traces.endpoint,
+        version: VERSION,
+      })
     : undefined
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
