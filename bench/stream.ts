@@ -83,7 +83,18 @@ export default async function (args: string[]): Promise<object> {
   )
   const { mkdirSync } = await import('node:fs')
   mkdirSync(data, { recursive: true })
-  writeFileSync(join(data, 'chronicle.json'), JSON.stringify({ limits: { maxConnections: 10_000 } }))
+  // CHRONICLE_BENCH_OBSERVABILITY=on: metrics and traces to a receiver in this process (docs/OBSERVABILITY.md
+  // "Cost"); off: neither; unset: the server's defaults (metrics on, no traces)
+  const observe = process.env.CHRONICLE_BENCH_OBSERVABILITY
+  const receiver = observe === 'on' ? await spanSink() : undefined
+  writeFileSync(
+    join(data, 'chronicle.json'),
+    JSON.stringify({
+      limits: { maxConnections: 10_000 },
+      ...(observe === 'off' && { metrics: false }),
+      ...(receiver && { metrics: true, traces: { endpoint: receiver.url } }),
+    }),
+  )
 
   // The server runs as `npm start` runs it (its node flags), plus e.g.
   // CHRONICLE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
@@ -148,6 +159,7 @@ export default async function (args: string[]): Promise<object> {
   } finally {
     server.kill('SIGTERM')
     await new Promise((r) => server.once('exit', r))
+    receiver?.close()
     rmSync(dir, { recursive: true, force: true })
   }
   const held = rounds.filter(holds).sort((a, b) => a.sessions - b.sessions)
@@ -347,4 +359,15 @@ function medianRate(times: ReadonlyMap<string, { first: number; last: number; n:
     .map((t) => ((t.n - t.n0) * 1000) / (t.last - t.first))
     .sort((a, b) => a - b)
   return Math.round((rates[Math.floor(rates.length / 2)] ?? 0) * 10) / 10
+}
+
+/** An OTLP/HTTP receiver that reads and drops what it is sent (its CPU is this process's, not the server's). */
+async function spanSink(): Promise<{ url: string; close(): void }> {
+  const { createServer } = await import('node:http')
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => server.close() }
 }

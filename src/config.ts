@@ -124,6 +124,31 @@ const WebSettings = z.union([
   z.object({ enabled: z.boolean().optional(), root: z.string().min(1).optional() }).strict(),
 ])
 
+/**
+ * Metrics (docs/OBSERVABILITY.md): on by default at `GET /metrics` for an
+ * admin token; `listen` ("host:port", or a port on 127.0.0.1) opens a second
+ * address that serves only `/metrics`, without a token, for a scraper.
+ */
+const ListenAddress = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):\d{1,5}$/, 'expected "host:port"')
+  .refine((s) => Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'the port must be at most 65535')
+const MetricsSettings = z.union([
+  z.boolean(),
+  z
+    .object({
+      enabled: z.boolean().optional(),
+      listen: z.union([z.number().int().min(0).max(65535), ListenAddress]).optional(),
+    })
+    .strict(),
+])
+
+export interface MetricsConfig {
+  readonly enabled: boolean
+  /** where the tokenless scrape address listens, if the user's config names one */
+  readonly listen: { readonly host: string; readonly port: number } | undefined
+}
+
 export interface WebConfig {
   readonly enabled: boolean
   /** the built page's directory; undefined: the package's own `dist/web` (src/http/web-root.ts) */
@@ -244,6 +269,10 @@ export const FileConfig = z
     web: WebSettings.optional(),
     store: z.object({ url: z.string().optional() }).strict().optional(),
     webfetch: WebFetchConfig.optional(),
+    /** Prometheus metrics (docs/OBSERVABILITY.md): `false` serves none; `{listen}` also serves them without a token there */
+    metrics: MetricsSettings.optional(),
+    /** OpenTelemetry traces over OTLP/HTTP (docs/OBSERVABILITY.md): off unless an endpoint is named */
+    traces: z.object({ endpoint: z.url().optional() }).strict().optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -297,6 +326,10 @@ export interface ChronicleConfig {
   /** the web page at `/` and its login (docs/API.md "Web page") */
   readonly web: WebConfig
   readonly logLevel: string
+  /** Prometheus metrics (docs/OBSERVABILITY.md) */
+  readonly metrics: MetricsConfig
+  /** OpenTelemetry traces: the OTLP/HTTP endpoint (`traces.endpoint`, else OTEL_EXPORTER_OTLP_ENDPOINT); none: off */
+  readonly traces: { readonly endpoint: string | undefined }
   /** `CHRONICLE_LOG_FORMAT`: JSON lines or pino-pretty; unset: pretty when the log goes to a terminal (src/http/logger.ts) */
   readonly logFormat: 'json' | 'pretty' | undefined
   /** the config file that was read, if any */
@@ -345,6 +378,7 @@ const Env = z.object({
   CHRONICLE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   CHRONICLE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   CHRONICLE_DATABASE_URL: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
 
 export interface LoadOptions {
@@ -417,7 +451,19 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     skillsDir: join(configHome(present), 'chronicle', 'skills'),
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
     webfetch: webfetchOf(file.webfetch),
+    metrics: metricsOf(file.metrics),
+    traces: { endpoint: file.traces?.endpoint ?? env.OTEL_EXPORTER_OTLP_ENDPOINT },
   }
+}
+
+function metricsOf(settings: z.infer<typeof MetricsSettings> | undefined): MetricsConfig {
+  const s = typeof settings === 'boolean' ? { enabled: settings } : (settings ?? {})
+  const listen = s.listen
+  if (listen === undefined) return { enabled: s.enabled ?? true, listen: undefined }
+  if (typeof listen === 'number') return { enabled: s.enabled ?? true, listen: { host: '127.0.0.1', port: listen } }
+  const colon = listen.lastIndexOf(':')
+  const host = listen.slice(0, colon).replace(/^\[|\]$/g, '')
+  return { enabled: s.enabled ?? true, listen: { host, port: Number(listen.slice(colon + 1)) } }
 }
 
 function webfetchOf(settings: z.infer<typeof WebFetchConfig> | undefined): WebFetchSettings {

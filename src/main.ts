@@ -59,6 +59,8 @@ import { createLogger } from './http/logger.js'
 import { resolveToken, type TokenInfo } from './http/token.js'
 import { DEFAULT_WEB_ROOT } from './http/web-root.js'
 import { WEB_SESSIONS_FILE, WebSessions } from './http/web-sessions.js'
+import { createMetrics } from './observability/metrics.js'
+import { listenMetrics, type MetricsServer } from './observability/metrics-server.js'
 
 /**
  * The composition root: opens the store in the data directory and builds
@@ -103,6 +105,8 @@ export interface Chronicle {
    * `<url>/login#<code>`. Throws when the web page is off (`web: false`) or the server is not listening.
    */
   loginLink(): { url: string; code: string; expiresAt: string }
+  /** the tokenless scrape address (`metrics.listen`, docs/OBSERVABILITY.md), once listening; undefined without one */
+  metricsUrl(): string | undefined
 }
 
 export const VERSION: string = (
@@ -182,6 +186,15 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   logger.debug({ ms: Math.round(check.ms) }, 'store checked')
   const store = openStore(dbPath, { cache: memory.projector })
   const ports = sqlitePorts(store)
+  // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
+  const metrics = config.metrics.enabled ? createMetrics(store) : undefined
+  // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start
+  const tracing = config.traces.endpoint
+    ? (await import('./observability/tracing.js')).startTracing(store, {
+        endpoint: config.traces.endpoint,
+        version: VERSION,
+      })
+    : undefined
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
     root: join(config.dataDir, 'workspaces'),
@@ -291,6 +304,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     ports,
     ids,
     logger,
+    ...(metrics && { metrics }),
     security: { token: token.token, allowedHosts: allowedHosts(config), allowedOrigins: config.allowedOrigins },
     limits: config.limits,
     defaults: { directory, agent: 'build', model: config.model ?? null },
@@ -325,6 +339,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   let recovery: RecoveryReport | undefined
   /** where a browser reaches the server, once listening (a wildcard bind: loopback) */
   let browserBase: string | undefined
+  let metricsServer: MetricsServer | undefined
   return {
     config,
     store,
@@ -353,6 +368,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
       }
       await app.listen({ host: config.host, port: config.port })
+      if (metrics && config.metrics.listen) {
+        metricsServer = await listenMetrics(metrics, config.metrics.listen.host, config.metrics.listen.port)
+        logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served without a token')
+      }
       void continueRecovered(recovery, runtime)
       await orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
@@ -371,6 +390,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         logger.warn({ root: web.root }, 'the web page is not built (no index.html): run `npm run build`')
       return `http://${host}:${port}`
     },
+    metricsUrl: () => metricsServer?.url,
     loginLink() {
       if (!web) throw new ChronicleError('NOT_FOUND', 'the web page is off ("web": false in the config)')
       if (!browserBase) throw new ChronicleError('BAD_REQUEST', 'the server is not listening yet: start() first')
@@ -382,6 +402,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         const closing = app.close() // stops accepting; sockets get `closing {reason: shutdown}`
         await runtime.stop() // runs reach a safe point (left open for recovery), so waiting requests can finish
         await closing
+        await metricsServer?.close()
+        await tracing?.close()
+        metrics?.close()
         await mcp.close()
         roots.close()
         gate.close()

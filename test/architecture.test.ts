@@ -32,6 +32,8 @@ const FORBIDDEN: Record<string, readonly string[]> = {
   tools: ['projections', 'runtime', 'http', 'cli', 'main'],
   // the SDK runs in other people's programs: it may borrow the server's types, never its code
   client: ['commands', 'runtime', 'tools', 'cli', 'main', 'config'],
+  // metrics and traces read the commits (and a read-model count at a scrape): they reach nothing that acts
+  observability: ['commands', 'runtime', 'tools', 'http', 'cli', 'main'],
   // the page runs in a browser: the SDK, and the pure fold (evolve) and event types, nothing of the server's running parts
   web: ['commands', 'runtime', 'tools', 'http', 'cli', 'main', 'config'],
 }

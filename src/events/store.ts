@@ -106,6 +106,8 @@ export class EventStore implements Readable {
   /** inside commit (its transaction, then its listeners): a read then sees what is committed, and commits nothing */
   private committing = false
   private full: { since: string } | undefined
+  /** how long the last commit's transaction took, in ms (a double from the start: see the scheduler's fields) */
+  private lastCommitMs = Number.NaN
   /**
    * Each stream's version as this connection last committed it, so an append
    * need not look it up. Trusted only while no other connection has committed
@@ -370,6 +372,7 @@ export class EventStore implements Readable {
     const trusted = this.streamVersions.size > 0
     const outer = this.committing
     this.committing = true
+    const began = performance.now()
     try {
       result = this.write.immediate(batch, at, atIso)
     } catch (err) {
@@ -396,6 +399,7 @@ export class EventStore implements Readable {
     else for (const [stream, head] of result.versions) this.streamVersions.set(stream, head)
     const last = result.all[result.all.length - 1]
     if (last) this.headSeq = last.seq
+    this.lastCommitMs = performance.now() - began
     this.committing = true
     try {
       this.publish(result.all)
@@ -523,6 +527,11 @@ export class EventStore implements Readable {
   /** Lets the projection forget what it cached of idle sessions (the runtime calls it while the server is quiet). */
   sweep(): void {
     this.project?.sweep?.()
+  }
+
+  /** How long the commit being published took to write, in ms: read by a commit listener (docs/OBSERVABILITY.md). */
+  get commitMs(): number {
+    return this.lastCommitMs
   }
 
   /** Hears of every commit, after it is durable, in seq order. Returns the unsubscribe function. */

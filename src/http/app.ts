@@ -33,6 +33,7 @@ import { pageRoutes } from './routes/page.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { checkRequest, corsOptions, redactUrl, SECURITY_HEADERS, selectProtocol } from './security.js'
 import { Connection, REVOKED_CLOSE_CODE } from './ws/connection.js'
+import { metricsRoutes } from './routes/metrics.js'
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -202,6 +203,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
 
   metaRoutes(app, deps)
+  if (deps.metrics) {
+    deps.metrics.sockets(() => {
+      const head = deps.store.head()
+      return { connections: connections.size, lags: [...connections].flatMap((c) => c.lags(head)) }
+    })
+    metricsRoutes(app, deps.metrics)
+  }
   if (web) {
     pageRoutes(app, web.root)
     loginRoutes(app, {

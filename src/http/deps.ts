@@ -46,12 +46,23 @@ export interface WebDeps {
   readonly sessions: WebSessions
 }
 
+/** The server's Prometheus metrics (src/observability/metrics.ts, docs/OBSERVABILITY.md). */
+export interface MetricsPort {
+  readonly contentType: string
+  render(): Promise<string>
+  /** how to read the app's sockets at a scrape: connections open, and each subscription's lag in events */
+  sockets(read: () => { readonly connections: number; readonly lags: readonly number[] }): void
+  slowConsumerDropped(): void
+}
+
 export interface AppDeps {
   readonly store: EventStore
   /** the store as its ports (src/projections/store-ports.ts): what the commands take */
   readonly ports: StorePorts
   readonly ids: IdSource
   readonly logger: Logger
+  /** `GET /metrics` for an admin token; absent: metrics are off */
+  readonly metrics?: MetricsPort
   readonly security: {
     readonly token: string
     /** host names (without port) a Host header may carry; loopback names are always allowed */

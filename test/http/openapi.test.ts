@@ -55,7 +55,16 @@ interface Located {
 }
 
 /** Routes the document leaves out, on purpose (docs/API.md "The OpenAPI document"). */
-const UNDOCUMENTED = ['GET /ws', 'GET /openapi.json', 'GET /', 'GET /login', 'GET /assets/*', 'GET /mcp/oauth/callback']
+// GET /metrics answers Prometheus text, not JSON: docs/API.md and docs/OBSERVABILITY.md describe it
+const UNDOCUMENTED = [
+  'GET /ws',
+  'GET /openapi.json',
+  'GET /',
+  'GET /login',
+  'GET /assets/*',
+  'GET /mcp/oauth/callback',
+  'GET /metrics',
+]
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 const PROBLEM_REF = '#/components/schemas/Problem'
 

@@ -43,6 +43,7 @@ describe('authentication', () => {
       'GET /login',
       'GET /mcp/oauth/callback',
       'GET /mcp/servers',
+      'GET /metrics',
       'GET /openapi.json',
       'GET /sessions',
       'GET /sessions/:id',

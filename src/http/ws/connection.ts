@@ -85,6 +85,11 @@ export class Connection {
     if (this.socket.readyState === this.socket.OPEN) this.socket.ping()
   }
 
+  /** Each subscription's lag behind the head, in events (docs/OBSERVABILITY.md). */
+  lags(head: number): number[] {
+    return [...this.pumps.values()].map((pump) => pump.lag(head))
+  }
+
   /** Tells the client why it is being closed and from where to resume, then closes. */
   close(reason: 'slow-consumer' | 'shutdown' | 'revoked', code: number): void {
     if (this.closing) return
@@ -191,7 +196,10 @@ export class Connection {
     pump = new SubscriptionPump(id, this.socket, subscription, after, {
       highWaterBytes: this.deps.limits.socketHighWaterBytes,
       stallMs: this.deps.limits.slowConsumerMs,
-      onSlowConsumer: () => this.close('slow-consumer', 4008),
+      onSlowConsumer: () => {
+        this.deps.metrics?.slowConsumerDropped()
+        this.close('slow-consumer', 4008)
+      },
     })
     this.pumps.set(id, pump)
     // The reply goes out first; the pump starts on the next turn, after it.

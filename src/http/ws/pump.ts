@@ -56,6 +56,11 @@ export class SubscriptionPump {
     }
   }
 
+  /** Events committed for this subscription and not yet sent: its live tail, or up to the head while it reads the log. */
+  lag(head: number): number {
+    return this.subscription.isLive ? this.subscription.buffered : Math.max(0, head - this.cursor)
+  }
+
   stop(): void {
     this.stopped = true
     this.subscription.close()

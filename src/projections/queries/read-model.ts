@@ -140,3 +140,12 @@ export function sessionsWithWorkspaceTask(store: ReadModelSource): string[] {
 export function sessionIds(store: ReadModelSource): string[] {
   return prepared(store.reader(), 'SELECT id FROM sessions ORDER BY id', true).all() as string[]
 }
+
+/** How many sessions (archived ones apart) are in each status: what a metrics scrape reads (docs/OBSERVABILITY.md). */
+export function sessionStatusCounts(store: ReadModelSource): { status: string; archived: boolean; count: number }[] {
+  const rows = prepared(
+    store.reader(),
+    "SELECT data ->> '$.status' AS status, archived, count(*) AS count FROM sessions GROUP BY 1, 2 ORDER BY 1, 2",
+  ).all() as { status: string; archived: number; count: number }[]
+  return rows.map((r) => ({ status: r.status, archived: r.archived === 1, count: r.count }))
+}
