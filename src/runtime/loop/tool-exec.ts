@@ -162,6 +162,8 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: budget.signal,
     progress: (metadata) =>
       recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata: redact.value(metadata) } }, meta),
+    network: (use) =>
+      recorder.emit({ type: 'tool.network', data: Object.assign({ partId: call.partId }, redact.value(use)) }, meta),
     ask: (request) =>
       budget.paused(() => input.permissions.ask(Object.assign({}, scope, { abort: budget.signal }), request)),
     check: (request) => input.permissions.check(scope, request),
