@@ -7,12 +7,16 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decidePermission } from '../../src/commands/permission.js'
 import { execute } from '../../src/commands/execute.js'
+import { getParts } from '../../src/projections/queries/read-model.js'
+import { audit } from '../../src/runtime/audit/audit.js'
+import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import type { NetworkUse } from '../../src/events/catalogue.js'
 import { createBashTool } from '../../src/tools/builtin/bash.js'
 import type { ProxyPolicy } from '../../src/tools/net/call-proxy.js'
 import { parseHostPattern, type HostPattern } from '../../src/tools/net/host-list.js'
 import type { Resolver } from '../../src/tools/net/resolve.js'
 import { bwrapSandbox } from '../../src/tools/sandbox.js'
+import { harness, text } from '../runtime/helpers.js'
 import { type Fixture, fixture, tempDir } from '../tools/helpers.js'
 
 /**
@@ -353,5 +357,56 @@ describe('the network by host: the forwarder', () => {
     writeFileSync(join(workspace, 'exit.sh'), 'exit 3\n')
     const { output } = await run('sh exit.sh', policy(REGISTRY))
     expect(output).toContain('exit code: 3')
+  })
+})
+
+describe('the network by host: on the record', () => {
+  it('a run through the real runtime logs one tool.network per host before tool.completed, folded into the part, audit clean', async () => {
+    hits.length = 0
+    const dataDir = join(temp.dir, 'data-runtime')
+    const command = `curl -sS http://registry.test:${httpPort}/r1; curl -sS http://registry.test:${httpPort}/r2; curl -sS http://elsewhere.test:${httpPort}/`
+    const h = harness({
+      model: createScriptedModel({
+        steps: [
+          { when: { afterToolResult: false }, toolCalls: [{ name: 'bash', input: { command } }] },
+          { when: { afterToolResult: true }, text: 'done' },
+        ],
+      }),
+      directory: workspace,
+      tools: [
+        createBashTool({
+          dataDir,
+          sandbox: bwrapSandbox({ hidden: [dataDir] }),
+          env: { PATH: process.env.PATH, HOME: temp.dir },
+          network: policy(REGISTRY),
+        }),
+      ],
+      agents: [{ name: 'build', rules: [{ permission: 'bash', pattern: '*', action: 'allow' as const }] }],
+    })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('fetch') })
+    await h.runtime.idle(id)
+
+    const events = h.store.readSession(id)
+    const tooling = events.filter((e) => e.type.startsWith('tool.') && e.type !== 'tool.progressed')
+    expect(tooling.map((e) => e.type).filter((t) => !t.startsWith('tool.input'))).toEqual([
+      'tool.called',
+      'tool.network',
+      'tool.network',
+      'tool.completed',
+    ])
+    const logged = events.flatMap((e) => (e.type === 'tool.network' ? [e.data] : []))
+    expect(logged.map((d) => [d.host, d.port, d.allowed, d.connections, d.reason])).toEqual([
+      ['registry.test', httpPort, true, 2, undefined],
+      ['elsewhere.test', httpPort, false, 1, 'HOST_NOT_LISTED'],
+    ])
+    expect(logged[0]?.bytesIn).toBeGreaterThan(0)
+    const part = getParts(h.store, id).find((p) => p.type === 'tool')
+    expect(part?.type === 'tool' && part.network).toEqual(logged.map(({ partId: _, ...use }) => use))
+    expect(hits).toEqual(['http /r1', 'http /r2'])
+
+    const report = audit(h.store, [id])
+    expect(report.mismatches).toEqual([])
+    await h.runtime.stop()
   })
 })

@@ -19,6 +19,7 @@ export interface HostPattern {
 
 /** The entry as a pattern, or a sentence saying what is wrong with it. */
 export function parseHostPattern(entry: string): HostPattern | string {
+  if (entry.includes('://')) return 'is a URL: name the host only (`example.org`, `*.example.org`, `example.org:443`)'
   const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry)
   const [host, port] = bracketed
     ? [bracketed[1] as string, bracketed[2]]
