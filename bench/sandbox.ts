@@ -166,14 +166,22 @@ async function proxyCost(root: string, connections: number, downloadMb: number) 
     const direct = createBashTool({ dataDir, sandbox: bwrapSandbox({ hidden: [dataDir], network: true }) })
     const ctx = context(root)
     writeFileSync(join(root, 'connections.js'), CONNECTIONS_SCRIPT)
-    const times = async (tool: typeof direct, mode: 'proxy' | 'direct') => {
-      const out = await tool.execute({ command: `node connections.js ${mode} ${port} ${connections}` }, ctx)
+    const times = async (tool: typeof direct, mode: 'proxy' | 'direct', n: number) => {
+      const out = await tool.execute({ command: `node connections.js ${mode} ${port} ${n}` }, ctx)
       const line = out.output.split('\n').find((l) => l.startsWith('['))
       if (!line) throw new Error(`no timings from the ${mode} run: ${out.output}`)
       return JSON.parse(line) as number[]
     }
-    const viaProxy = summary(await times(proxied, 'proxy'))
-    const straight = summary(await times(direct, 'direct'))
+    // in rounds, alternating, so both see the same machine
+    const rounds = 5
+    const perRound = Math.ceil(connections / rounds)
+    const samples = { proxy: [] as number[], direct: [] as number[] }
+    for (let i = 0; i < rounds; i++) {
+      samples.proxy.push(...(await times(proxied, 'proxy', perRound)))
+      samples.direct.push(...(await times(direct, 'direct', perRound)))
+    }
+    const viaProxy = summary(samples.proxy)
+    const straight = summary(samples.direct)
     const speed = async (tool: typeof direct, flags: string) => {
       const out = await tool.execute(
         { command: `curl -sS ${flags} -o /dev/null -w 'SPEED %{speed_download}\\n' http://bench.test:${port}/big` },
@@ -192,7 +200,7 @@ async function proxyCost(root: string, connections: number, downloadMb: number) 
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
     return {
-      connections,
+      connections: rounds * perRound,
       connectionMs: { direct: straight, throughProxy: viaProxy },
       overheadPerConnectionMedianMs: round(viaProxy.p50 - straight.p50),
       overheadPerConnectionP99Ms: round(viaProxy.p99 - straight.p99),

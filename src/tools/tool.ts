@@ -16,6 +16,8 @@ export interface PermissionAsk {
   /** a person must answer even where the rules allow (a deny still denies): e.g. a command that cannot be sandboxed */
   readonly requireUser?: boolean
   readonly metadata?: Record<string, unknown>
+  /** ends the wait (the request is closed as abandoned) before the call ends: e.g. the command that needed it exited */
+  readonly signal?: AbortSignal
 }
 
 export interface ToolContext {

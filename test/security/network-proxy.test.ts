@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decidePermission } from '../../src/commands/permission.js'
 import { execute } from '../../src/commands/execute.js'
-import { getParts } from '../../src/projections/queries/read-model.js'
+import { getParts, getSession } from '../../src/projections/queries/read-model.js'
 import { audit } from '../../src/runtime/audit/audit.js'
 import { createScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import type { NetworkUse } from '../../src/events/catalogue.js'
@@ -357,6 +357,54 @@ describe('the network by host: the forwarder', () => {
     writeFileSync(join(workspace, 'exit.sh'), 'exit 3\n')
     const { output } = await run('sh exit.sh', policy(REGISTRY))
     expect(output).toContain('exit code: 3')
+  })
+})
+
+describe('the network by host: a request nobody answers', () => {
+  it('is closed when the command that needed it ends, so the session does not stay waiting', async () => {
+    const dataDir = join(temp.dir, 'data-abandon')
+    const h = harness({
+      model: createScriptedModel({
+        steps: [
+          {
+            when: { afterToolResult: false },
+            toolCalls: [
+              {
+                name: 'bash',
+                input: { command: `curl -sS --max-time 1 http://asked.test:${httpPort}/; echo gave up` },
+              },
+            ],
+          },
+          { when: { afterToolResult: true }, text: 'done' },
+        ],
+      }),
+      directory: workspace,
+      tools: [
+        createBashTool({
+          dataDir,
+          sandbox: bwrapSandbox({ hidden: [dataDir] }),
+          env: { PATH: process.env.PATH, HOME: temp.dir },
+          network: policy(REGISTRY, 'ask'),
+        }),
+      ],
+      agents: [{ name: 'build', rules: [{ permission: 'bash', pattern: '*', action: 'allow' as const }] }],
+    })
+    const id = h.session()
+    h.runtime.submit(id, { parts: text('fetch') })
+    await h.runtime.idle(id)
+
+    const events = h.store.readSession(id)
+    const permissions = events.filter((e) => e.type.startsWith('permission.'))
+    expect(permissions.map((e) => [e.type, e.meta?.actor])).toEqual([
+      ['permission.requested', 'tool'],
+      ['permission.replied', 'runtime'],
+    ])
+    expect(
+      events.flatMap((e) => (e.type === 'tool.network' ? [[e.data.host, e.data.allowed, e.data.reason]] : [])),
+    ).toEqual([['asked.test', false, 'HOST_DENIED']])
+    expect(events.some((e) => e.type === 'tool.completed')).toBe(true)
+    expect(getSession(h.store, id)).toMatchObject({ status: 'idle', pendingPermissions: [] })
+    await h.runtime.stop()
   })
 })
 

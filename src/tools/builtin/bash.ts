@@ -229,7 +229,8 @@ export function createBashTool(deps: BashToolDeps) {
 /** The call's own proxy: a host off the list asks `network` for it, pattern = the host (docs/SECURITY.md). */
 function openProxy(policy: ProxyPolicy, ctx: ToolContext): Promise<CallProxy> {
   return openCallProxy(policy, {
-    ask: (host, port) => ctx.ask({ permission: 'network', patterns: [host], always: [host], metadata: { host, port } }),
+    ask: (host, port, signal) =>
+      ctx.ask({ permission: 'network', patterns: [host], always: [host], metadata: { host, port }, signal }),
   })
 }
 

@@ -50,8 +50,8 @@ export interface NetworkUse {
 
 /** What the proxy needs of the call it serves. */
 export interface ProxyCaller {
-  /** resolves when the call may reach `host` (rules or a person said yes); rejects otherwise */
-  ask(host: string, port: number): Promise<void>
+  /** resolves when the call may reach `host` (rules or a person said yes); rejects otherwise, or when `signal` aborts */
+  ask(host: string, port: number, signal: AbortSignal): Promise<void>
 }
 
 export interface CallProxy {
@@ -69,6 +69,16 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
   const pending = new Set<Promise<void>>()
   // one request per host at a time: ten parallel connections to one registry ask once
   const asking = new Map<string, Promise<void>>()
+  // a request still open when the command ends is closed with it
+  const ended = new AbortController()
+  // connections still being decided (asking, resolving): their outcome is recorded before close returns
+  const deciding = new Set<Promise<unknown>>()
+  const decided = <T>(work: Promise<T>) => {
+    deciding.add(work)
+    const done = () => deciding.delete(work)
+    work.then(done, done)
+    return work
+  }
 
   const count = (host: string, port: number, allowed: boolean, reason?: string) => {
     const key = `${host}\0${port}\0${allowed}`
@@ -100,7 +110,7 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
   const askOnce = (host: string, port: number) => {
     const known = asking.get(host)
     if (known) return known
-    const asked = caller.ask(host, port).finally(() => asking.delete(host))
+    const asked = caller.ask(host, port, ended.signal).finally(() => asking.delete(host))
     asking.set(host, asked)
     return asked
   }
@@ -124,6 +134,8 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
   }
 
   const server = createServer()
+  // a command that opens connections without end holds this many at most; the rest wait in the backlog
+  server.maxConnections = MAX_CONNECTIONS
   server.on('connection', (socket: Socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
@@ -133,7 +145,7 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
   // CONNECT host:port — a tunnel, for TLS
   server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
     const authority = req.url ?? ''
-    void admit(`http://${authority}/`).then(
+    void decided(admit(`http://${authority}/`)).then(
       (pinned) => {
         const use = count(pinned.hostname, pinned.port, true)
         const upstream = connectPinned(pinned, policy.connector)
@@ -166,7 +178,7 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
       res.end('URL_INVALID: this is a proxy: send absolute http:// URLs, or CONNECT for https\n')
       return
     }
-    void admit(raw).then(
+    void decided(admit(raw)).then(
       (pinned) => forward(req, res, pinned, count(pinned.hostname, pinned.port, true)),
       (err) => {
         let target: { host: string; port: number }
@@ -219,7 +231,11 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
   return {
     socketPath,
     async close() {
+      ended.abort()
       server.close()
+      // an ask that ignores the abort does not hold the call: a second at most
+      const grace = new Promise((resolve) => setTimeout(resolve, 1000).unref())
+      await Promise.race([Promise.allSettled([...deciding]), grace])
       for (const socket of sockets) socket.destroy()
       await Promise.all(pending)
       rmSync(dir, { recursive: true, force: true })
@@ -227,6 +243,8 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
     },
   }
 }
+
+const MAX_CONNECTIONS = 256
 
 const HOP_BY_HOP = [
   'connection',
