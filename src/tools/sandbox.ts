@@ -60,6 +60,8 @@ export interface SandboxOptions {
   readonly expose?: readonly string[]
   /** the bwrap binary (default: `bwrap` on the PATH) */
   readonly bwrap?: string
+  /** the perl that starts the proxy's forwarder quickly (default: the system's, if any; null: node alone) */
+  readonly perl?: string | null
 }
 
 export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
@@ -75,7 +77,7 @@ export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
       if (proxy !== undefined) args.push('--bind', proxy, PROXY_SOCKET)
       const shareNet = options.network && proxy === undefined
       args.push('--unshare-all', ...(shareNet ? ['--share-net'] : []), '--die-with-parent', '--new-session')
-      args.push('--chdir', cwd, '--', ...(proxy === undefined ? argv : forwarderArgv(argv)))
+      args.push('--chdir', cwd, '--', ...(proxy === undefined ? argv : forwarderArgv(argv, { perl: options.perl })))
       return { file: bwrap, args }
     },
   }

@@ -119,11 +119,12 @@ async function run(
   command: string,
   network: ProxyPolicy,
   answer?: (request: { permission: string; patterns: readonly string[] }, n: number) => 'once' | 'always' | 'reject',
+  forwarder: { perl?: null } = {},
 ): Promise<Ran> {
   const dataDir = join(temp.dir, 'data')
   const tool = createBashTool({
     dataDir,
-    sandbox: bwrapSandbox({ hidden: [dataDir] }),
+    sandbox: bwrapSandbox(Object.assign({ hidden: [dataDir] }, forwarder)),
     env: { PATH: process.env.PATH, HOME: temp.dir },
     network,
   })
@@ -353,10 +354,31 @@ describe('the network by host: unlistedHosts "ask"', () => {
 })
 
 describe('the network by host: the forwarder', () => {
-  it('passes on the exit code and leaves no proxy socket behind', async () => {
+  it('passes on the exit code', async () => {
     writeFileSync(join(workspace, 'exit.sh'), 'exit 3\n')
     const { output } = await run('sh exit.sh', policy(REGISTRY))
     expect(output).toContain('exit code: 3')
+  })
+
+  it('works without perl too: node binds the port, then starts the command and ends with its code', async () => {
+    hits.length = 0
+    const { output, network } = await run(
+      `curl -sS http://registry.test:${httpPort}/no-perl; exit 4`,
+      policy(REGISTRY),
+      undefined,
+      { perl: null },
+    )
+    expect(output).toContain('plain hello /no-perl\n')
+    expect(output).toContain('exit code: 4')
+    expect(network.map((u) => [u.host, u.allowed, u.connections])).toEqual([['registry.test', true, 1]])
+  })
+
+  it('with perl, the command starts before node listens: its first connection waits in the backlog', async () => {
+    hits.length = 0
+    // curl is the first thing the shell runs, within a few ms of the launcher's exec
+    const { output } = await run(`curl -sS http://registry.test:${httpPort}/at-once`, policy(REGISTRY))
+    expect(output).toContain('plain hello /at-once\n')
+    expect(hits).toEqual(['http /at-once'])
   })
 })
 
