@@ -8,6 +8,7 @@ import { DEFAULT_WEBFETCH, type WebFetchSettings } from './tools/builtin/webfetc
 import { defaultHiddenPatterns } from './tools/credentials/defaults.js'
 import { entryProblem, expandEntry, patternMayReach } from './tools/credentials/entry.js'
 import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp/config.js'
+import { type HostPattern, parseHostPattern } from './tools/net/host-list.js'
 
 export type { McpServerConfig }
 
@@ -78,10 +79,20 @@ const HiddenEntry = z.string().superRefine((entry, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} ${problem}` })
 })
 
+/** A `sandbox.network` entry: `host`, `*.domain`, an IP, each with an optional `:port` (src/tools/net/host-list.ts). */
+const HostEntry = z.string().superRefine((entry, ctx) => {
+  const parsed = parseHostPattern(entry)
+  if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} ${parsed}` })
+})
+
 /**
  * The OS sandbox bash runs in (docs/SECURITY.md): `auto` (default) uses
  * bubblewrap when it can run — otherwise every bash call asks —, `off` runs
- * commands unconfined. `network` lets sandboxed commands reach the network;
+ * commands unconfined. `network`: `false` (default) gives sandboxed commands
+ * no network, `true` all of it, a list of hosts only those, through a proxy
+ * of the server's (docs/SECURITY.md "The network by host"), where
+ * `unlistedHosts: "ask"` asks the `network` permission for any other host
+ * instead of refusing it;
  * `env` adds variables to the allow-listed environment, `passEnv` names
  * server variables to pass through. `hide` adds paths to the user's
  * credentials hidden from every tool (`~/.ssh`, … by default), `reveal` takes
@@ -93,7 +104,8 @@ const SandboxSettings = z.union([
   z
     .object({
       mode: z.enum(['auto', 'off']).optional(),
-      network: z.boolean().optional(),
+      network: z.union([z.boolean(), z.array(HostEntry)]).optional(),
+      unlistedHosts: z.enum(['refuse', 'ask']).optional(),
       env: z.record(z.string(), z.string()).optional(),
       passEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
       hide: z.array(HiddenEntry).optional(),
@@ -104,7 +116,10 @@ const SandboxSettings = z.union([
 
 export interface SandboxConfig {
   readonly mode: 'auto' | 'off'
-  readonly network: boolean
+  /** all or nothing, or the hosts a command may reach through the sandbox's proxy */
+  readonly network: boolean | readonly HostPattern[]
+  /** a host off the `network` list: refused, or asked for (`network`, pattern = the host) */
+  readonly unlistedHosts: 'refuse' | 'ask'
   readonly env: Readonly<Record<string, string>>
   readonly passEnv: readonly string[]
   /** absolute patterns: the default credential paths for this HOME, then `sandbox.hide` */
@@ -530,7 +545,7 @@ function sandboxOf(
   const home = homeOf(env)
   const reveal = (s.reveal ?? []).map((entry) => expandEntry(entry, home))
   // Chronicle's own data dir and config file stay hidden whatever the user reveals
-  const issues = reveal.flatMap((pattern, i) =>
+  const issues: { path: string; message: string }[] = reveal.flatMap((pattern, i) =>
     own.some((path) => patternMayReach(pattern, path))
       ? [
           {
@@ -540,6 +555,11 @@ function sandboxOf(
         ]
       : [],
   )
+  if (s.unlistedHosts !== undefined && !Array.isArray(s.network))
+    issues.push({
+      path: 'sandbox.unlistedHosts',
+      message: 'applies to a list of hosts only: set sandbox.network to a list (it may be empty: ask for every host)',
+    })
   if (issues.length > 0)
     throw new ChronicleError(
       'BAD_REQUEST',
@@ -549,7 +569,10 @@ function sandboxOf(
   const xdgHome = (name: string) => (env[name] && isAbsolute(env[name]) ? env[name] : undefined)
   return {
     mode: s.mode ?? 'auto',
-    network: s.network ?? false,
+    network: Array.isArray(s.network)
+      ? s.network.map((entry) => parseHostPattern(entry) as HostPattern)
+      : (s.network ?? false),
+    unlistedHosts: s.unlistedHosts ?? 'refuse',
     env: s.env ?? {},
     passEnv: s.passEnv ?? [],
     hide: [

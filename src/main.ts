@@ -154,7 +154,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const credentials = credentialPaths(config.sandbox)
   const sandbox =
     options.sandbox ??
-    (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network, hidden, credentials }))
+    (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network === true, hidden, credentials }))
   if (sandbox.kind === 'unavailable') {
     logger.warn(
       { reason: sandbox.reason },
@@ -233,6 +233,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   roots.onChange(() => void mcp.rootsChanged())
   // skills: the user's, then the session directory's, which are instructions only (docs/SECURITY.md)
   const skills = createSkillSource({ userDir: config.skillsDir, forbidden: hidden, credentials })
+  // this server's own port is never reached on this machine, whatever the config allows (docs/SECURITY.md)
+  const ownPorts = () => {
+    const address = app.server.address()
+    return typeof address === 'object' && address ? [address.port] : [config.port]
+  }
   const tools = createToolRegistry({
     agents,
     store,
@@ -246,15 +251,20 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         sandbox,
         redactor,
         childEnv: { set: config.sandbox.env, pass: config.sandbox.passEnv },
-        webfetch: {
-          settings: config.webfetch,
-          // this server's own port is never fetched on this machine, whatever the config allows (docs/SECURITY.md)
-          ownPorts: () => {
-            const address = app.server.address()
-            return typeof address === 'object' && address ? [address.port] : [config.port]
+        // a list of hosts: each command's own proxy, with webfetch's address checks (docs/SECURITY.md)
+        ...(Array.isArray(config.sandbox.network) && {
+          network: {
+            hosts: config.sandbox.network,
+            unlisted: config.sandbox.unlistedHosts,
+            net: {
+              allowHosts: config.webfetch.allowHosts,
+              ownPorts,
+              ...(options.webfetch?.resolve && { resolve: options.webfetch.resolve }),
+            },
+            ...(options.webfetch?.connector && { connector: options.webfetch.connector }),
           },
-          ...options.webfetch,
-        },
+        }),
+        webfetch: { settings: config.webfetch, ownPorts, ...options.webfetch },
         updateTodos: (sessionId, items) =>
           store
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })

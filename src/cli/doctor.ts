@@ -255,7 +255,7 @@ async function checkSandbox(config: ChronicleConfig, say: Say): Promise<void> {
   }
   const hidden = [config.dataDir, ...(config.configFile ? [config.configFile] : [])]
   const credentials = credentialPaths(config.sandbox)
-  const sandbox = await detectSandbox('auto', { network: config.sandbox.network, hidden, credentials })
+  const sandbox = await detectSandbox('auto', { network: config.sandbox.network === true, hidden, credentials })
   if (sandbox.kind === 'bwrap') say('ok', 'sandbox', 'bubblewrap runs a trivial command: bash commands run confined')
   else
     say(

@@ -74,6 +74,9 @@ export class LiveRenderer {
         this.tools.set(String(d.partId), String(d.tool))
         this.line(`  ${paint('yellow', '⚙')} ${paint('bold', String(d.tool))} ${describeInput(d.input)} — running`)
         return
+      case 'tool.network':
+        this.line(`    ${paint(d.allowed ? 'dim' : 'red', networkLine(d))}`)
+        return
       case 'tool.completed': {
         const first =
           String(d.output)
@@ -127,4 +130,17 @@ export class LiveRenderer {
         return
     }
   }
+}
+
+/** One host a call's command reached or was refused through the sandbox's proxy (a tool.network event). */
+export function networkLine(d: Record<string, unknown>): string {
+  const where = printable(`${String(d.host)}:${String(d.port)}`)
+  const times = Number(d.connections) === 1 ? '' : ` ×${String(d.connections)}`
+  return d.allowed
+    ? `↔ ${where}${times} — ${bytes(Number(d.bytesIn))} in, ${bytes(Number(d.bytesOut))} out`
+    : `⊘ ${where}${times} — refused${d.reason ? ` (${printable(String(d.reason))})` : ''}`
+}
+
+function bytes(n: number): string {
+  return n < 1024 ? `${n} B` : n < 2 ** 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 2 ** 20).toFixed(1)} MiB`
 }

@@ -284,6 +284,22 @@ export const ToolCalled = event('tool.called', {
 })
 /** tools (via ctx.progress). Live metadata of a running tool, e.g. shell output so far. */
 export const ToolProgressed = event('tool.progressed', { partId: id, metadata: z.record(z.string(), z.unknown()) })
+/**
+ * tools (bash through the sandbox's proxy, via ctx.network). The connections a call opened to one host and port,
+ * or was refused, coalesced: one per host, port and outcome per call, appended when the call's command ends
+ * (docs/SECURITY.md "The network by host"). `reason` is the refusal's stable code. Adds to the Part's `network`.
+ */
+export const ToolNetwork = event('tool.network', {
+  partId: id,
+  host: z.string(),
+  port: z.number().int().min(0).max(65535),
+  allowed: z.boolean(),
+  connections: z.number().int().nonnegative(),
+  bytesIn: z.number().int().nonnegative(),
+  bytesOut: z.number().int().nonnegative(),
+  reason: z.string().optional(),
+})
+export type NetworkUse = Omit<z.infer<typeof ToolNetwork>['data'], 'partId'>
 /** runtime. The tool returned: state completed. */
 export const ToolCompleted = event('tool.completed', {
   partId: id,
@@ -609,6 +625,7 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   ToolInputDelta,
   ToolCalled,
   ToolProgressed,
+  ToolNetwork,
   ToolCompleted,
   ToolFailed,
   PermissionRequested,

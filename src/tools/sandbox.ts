@@ -3,6 +3,7 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type CredentialPaths, NOTHING_HIDDEN } from './credentials/credential-paths.js'
+import { forwarderArgv, PROXY_SOCKET } from './net/proxy-forwarder.js'
 import { layerMounts } from './sandbox-mounts.js'
 
 /**
@@ -10,7 +11,10 @@ import { layerMounts } from './sandbox-mounts.js'
  * convenience; this is the boundary. With bubblewrap a command gets:
  *
  * - its own PID namespace (no view of the server's `/proc`, so not of its
- *   environment) and, unless the user's config turns it on, no network;
+ *   environment) and, unless the user's config turns it on, no network —
+ *   or, with a list of hosts, its own network namespace whose one way out
+ *   is the call's proxy socket, bound in (net/call-proxy.ts,
+ *   net/proxy-forwarder.ts);
  * - the whole filesystem read-only, except the session directory and a
  *   private `/tmp`; `/run` (service sockets such as Docker's) is empty;
  * - Chronicle's data directory and config file hidden (an empty directory
@@ -35,10 +39,13 @@ export interface Sandbox {
   readonly reason?: string
   /** whether commands can reach the network */
   readonly network: boolean
-  /** the program and arguments that run `argv` confined to `workspace`, starting in `cwd` (argv itself when not confined) */
+  /**
+   * the program and arguments that run `argv` confined to `workspace`, starting in `cwd` (argv itself when not
+   * confined); with `proxy` (a call proxy's unix socket) the command's only way out is that proxy
+   */
   wrap(
     argv: readonly string[],
-    place: { readonly workspace: string; readonly cwd: string },
+    place: { readonly workspace: string; readonly cwd: string; readonly proxy?: string },
   ): { file: string; args: string[] }
 }
 
@@ -53,6 +60,8 @@ export interface SandboxOptions {
   readonly expose?: readonly string[]
   /** the bwrap binary (default: `bwrap` on the PATH) */
   readonly bwrap?: string
+  /** the perl that starts the proxy's forwarder quickly (default: the system's, if any; null: node alone) */
+  readonly perl?: string | null
 }
 
 export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
@@ -60,13 +69,15 @@ export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
   return {
     kind: 'bwrap',
     network: options.network ?? false,
-    wrap(argv, { workspace, cwd }) {
+    wrap(argv, { workspace, cwd, proxy }) {
       const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run']
       for (const path of options.expose ?? []) args.push('--ro-bind', path, path)
       const credentials = (options.credentials ?? NOTHING_HIDDEN).view(workspace).mounts
       args.push(...layerMounts(workspace, options.hidden ?? [], credentials))
-      args.push('--unshare-all', ...(options.network ? ['--share-net'] : []), '--die-with-parent', '--new-session')
-      args.push('--chdir', cwd, '--', ...argv)
+      if (proxy !== undefined) args.push('--bind', proxy, PROXY_SOCKET)
+      const shareNet = options.network && proxy === undefined
+      args.push('--unshare-all', ...(shareNet ? ['--share-net'] : []), '--die-with-parent', '--new-session')
+      args.push('--chdir', cwd, '--', ...(proxy === undefined ? argv : forwarderArgv(argv, { perl: options.perl })))
       return { file: bwrap, args }
     },
   }

@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import type { Attachment, ToolErrorKind } from '../events/catalogue.js'
+import type { Attachment, NetworkUse, ToolErrorKind } from '../events/catalogue.js'
 
 /**
  * The tool contract (docs/TOOLS.md). A tool validates nothing itself: the runtime
@@ -16,6 +16,8 @@ export interface PermissionAsk {
   /** a person must answer even where the rules allow (a deny still denies): e.g. a command that cannot be sandboxed */
   readonly requireUser?: boolean
   readonly metadata?: Record<string, unknown>
+  /** ends the wait (the request is closed as abandoned) before the call ends: e.g. the command that needed it exited */
+  readonly signal?: AbortSignal
 }
 
 export interface ToolContext {
@@ -29,6 +31,8 @@ export interface ToolContext {
   readonly abort: AbortSignal
   /** live metadata, recorded as tool.progressed */
   progress(metadata: Record<string, unknown>): void
+  /** what the call's connections to one host got (the sandbox's proxy), recorded as tool.network */
+  network?(use: NetworkUse): void
   /** resolves when allowed; rejects with ToolFailure {kind: 'denied'} when denied or rejected */
   ask(request: PermissionAsk): Promise<void>
   /** what the rules say now, without asking (e.g. which files a search may open without the user) */

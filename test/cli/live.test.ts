@@ -55,6 +55,39 @@ describe('LiveRenderer', () => {
     expect(r.out()).toContain('done\\x1b[2J\\x1b]0;owned\\x07\\x0dfake prompt> ')
   })
 
+  it("shows each host a call's command reached or was refused under the call, escapes as text", () => {
+    const r = renderer()
+    const use = (data: Record<string, unknown>) =>
+      r.live.handle({ seq: 11, type: 'tool.network', data: Object.assign({ partId: 'prt_1' }, data) })
+    use({ host: 'registry.npmjs.org', port: 443, allowed: true, connections: 3, bytesIn: 3 * 2 ** 20, bytesOut: 2048 })
+    use({
+      host: 'evil.example',
+      port: 80,
+      allowed: false,
+      connections: 1,
+      bytesIn: 0,
+      bytesOut: 0,
+      reason: 'HOST_NOT_LISTED',
+    })
+    use({
+      host: 'x\u001b[2J',
+      port: 443,
+      allowed: false,
+      connections: 2,
+      bytesIn: 0,
+      bytesOut: 0,
+      reason: 'HOST_DENIED',
+    })
+    expect(r.out()).toBe(
+      [
+        '    ↔ registry.npmjs.org:443 ×3 — 3.0 MiB in, 2.0 KiB out',
+        '    ⊘ evil.example:80 — refused (HOST_NOT_LISTED)',
+        '    ⊘ x\\x1b[2J:443 ×2 — refused (HOST_DENIED)',
+        '',
+      ].join('\n'),
+    )
+  })
+
   it('hands a reply (from anyone) to the caller, so a question answered elsewhere is dropped', () => {
     const r = renderer()
     r.live.handle({ seq: 10, type: 'permission.replied', data: { requestId: 'per_1', reply: 'once' } })

@@ -285,6 +285,49 @@ describe('sandbox.hide and sandbox.reveal (docs/SECURITY.md "What the sandbox hi
   })
 })
 
+describe('sandbox.network (docs/SECURITY.md "The network by host")', () => {
+  const load = (sandbox: unknown) => {
+    const home = dir()
+    const file = join(home, 'chronicle.json')
+    writeFileSync(file, JSON.stringify({ sandbox }))
+    return loadConfig({ env: { HOME: home }, configPath: file }).sandbox
+  }
+
+  it('is false by default, all or nothing as a boolean, and a list of hosts parsed into patterns', () => {
+    expect(load({})).toMatchObject({ network: false, unlistedHosts: 'refuse' })
+    expect(load({ network: true })).toMatchObject({ network: true, unlistedHosts: 'refuse' })
+    expect(
+      load({
+        network: ['Registry.NPMjs.org', '*.pythonhosted.org', 'api.example.com:443', '[2001:db8::1]:8443', '10.0.0.5'],
+        unlistedHosts: 'ask',
+      }),
+    ).toMatchObject({
+      network: [
+        { host: 'registry.npmjs.org' },
+        { host: '*.pythonhosted.org' },
+        { host: 'api.example.com', port: 443 },
+        { host: '2001:db8::1', port: 8443 },
+        { host: '10.0.0.5' },
+      ],
+      unlistedHosts: 'ask',
+    })
+  })
+
+  it('refuses an entry it cannot use, and unlistedHosts without a list, naming each', () => {
+    const cases: [unknown, RegExp][] = [
+      [{ network: ['http://example.com'] }, /sandbox\.network\.0: "http:\/\/example.com" is a URL: name the host only/],
+      [{ network: ['example.com:99999'] }, /sandbox\.network\.0: "example.com:99999" has a port outside 1-65535/],
+      [{ network: ['a b'] }, /sandbox\.network\.0: "a b" is not a host name/],
+      [{ network: ['ok.org', '*'] }, /sandbox\.network\.1: "\*" is not a host name/],
+      [{ network: true, unlistedHosts: 'ask' }, /sandbox\.unlistedHosts: applies to a list of hosts only/],
+    ]
+    for (const [sandbox, message] of cases)
+      expect(() => load(sandbox)).toThrow(
+        expect.objectContaining({ code: 'BAD_REQUEST', message: expect.stringMatching(message) }),
+      )
+  })
+})
+
 describe('the store', () => {
   it('CHRONICLE_DATABASE_URL names a PostgreSQL database, store.url in the user’s file overrides it', () => {
     const home = dir()

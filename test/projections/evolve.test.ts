@@ -566,6 +566,31 @@ describe('tool events', () => {
     expect(after.parts.find((p) => p.id === 'prt_tool')).toEqual(tool({ metadata: { lines: 1, output: 'ab' } }))
   })
 
+  it('tool.network: each host the call reached or was refused is added to the part, in order', () => {
+    const registry = {
+      host: 'registry.npmjs.org',
+      port: 443,
+      allowed: true,
+      connections: 3,
+      bytesIn: 9000,
+      bytesOut: 700,
+    }
+    const refused = {
+      host: 'evil.example',
+      port: 443,
+      allowed: false,
+      connections: 1,
+      bytesIn: 0,
+      bytesOut: 0,
+      reason: 'HOST_NOT_LISTED',
+    }
+    const { after } = given(...running, toolCalled, {
+      type: 'tool.network',
+      data: Object.assign({ partId: 'prt_tool' }, registry),
+    }).when({ type: 'tool.network', data: Object.assign({ partId: 'prt_tool' }, refused) })
+    expect(after.parts.find((p) => p.id === 'prt_tool')).toEqual(tool({ network: [registry, refused] }))
+  })
+
   it('tool.completed: completed, with output, title, metadata and attachments', () => {
     const attachments = [{ type: 'image' as const, mediaType: 'image/png', data: 'iVBOR' }]
     const { after } = given(...running, toolCalled, {

@@ -220,6 +220,12 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         parts: [copyWith(p, { metadata: mergeOwn(p.metadata, event.data.metadata) })],
       }
     }
+    case 'tool.network': {
+      const { partId, host, port, allowed, connections, bytesIn, bytesOut, reason } = event.data
+      const p = partOf<ToolPart>(view, event, partId, 'tool')
+      const use = { host, port, allowed, connections, bytesIn, bytesOut, ...(reason !== undefined && { reason }) }
+      return { session: touch(session, event), parts: [copyWith(p, { network: [...(p.network ?? []), use] })] }
+    }
     case 'tool.completed': {
       const { partId, output, title, metadata, attachments } = event.data
       const p = partOf<ToolPart>(view, event, partId, 'tool')

@@ -3,6 +3,7 @@ import type {
   ChangedFile,
   DataOf,
   InputPart,
+  NetworkUse,
   PermissionRule,
   RunOutcome,
   ToolErrorKind,
@@ -208,6 +209,8 @@ export interface ToolPart extends PartBase {
   readonly title?: string
   readonly metadata?: Record<string, unknown>
   readonly attachments?: readonly Attachment[]
+  /** what the call's connections through the sandbox's proxy got, one entry per host, port and outcome (tool.network) */
+  readonly network?: readonly NetworkUse[]
   readonly error?: { readonly kind: ToolErrorKind; readonly message: string }
   /** the user's answer to the call's permission request, and who gave it */
   readonly permission?: {

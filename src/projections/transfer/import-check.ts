@@ -337,6 +337,7 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
     }
     case 'tool.input.delta':
     case 'tool.progressed':
+    case 'tool.network':
       toolPart(e.data.partId)
       return
     case 'tool.completed':

@@ -162,8 +162,12 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: budget.signal,
     progress: (metadata) =>
       recorder.emit({ type: 'tool.progressed', data: { partId: call.partId, metadata: redact.value(metadata) } }, meta),
-    ask: (request) =>
-      budget.paused(() => input.permissions.ask(Object.assign({}, scope, { abort: budget.signal }), request)),
+    network: (use) =>
+      recorder.emit({ type: 'tool.network', data: Object.assign({ partId: call.partId }, redact.value(use)) }, meta),
+    ask: (request) => {
+      const abort = request.signal ? AbortSignal.any([budget.signal, request.signal]) : budget.signal
+      return budget.paused(() => input.permissions.ask(Object.assign({}, scope, { abort }), request))
+    },
     check: (request) => input.permissions.check(scope, request),
   }
   // What a writing tool changed — completed, failed or cut off by a cancel — is recorded just before its

@@ -6,11 +6,12 @@ import { z } from 'zod'
 import { childEnv, type ChildEnvOptions } from '../child-env.js'
 import type { CredentialPaths } from '../credentials/credential-paths.js'
 import { OutputCapture } from '../output-capture.js'
+import { type CallProxy, openCallProxy, type ProxyPolicy } from '../net/call-proxy.js'
 import { accessPath, resolveInWorkspace } from '../paths.js'
 import { simpleCommands } from '../permission/shell-split.js'
 import { NO_SECRETS, type Redactor } from '../redact.js'
 import { type Sandbox, unconfined } from '../sandbox.js'
-import { defineTool, ToolFailure } from '../tool.js'
+import { defineTool, type ToolContext, ToolFailure, type ToolResult } from '../tool.js'
 import { outputDir } from '../truncate.js'
 import { drain, groupGone, signalGroup } from './process-group.js'
 
@@ -48,6 +49,8 @@ export interface BashToolDeps {
   readonly childEnv?: ChildEnvOptions
   /** where commands run (default: unconfined, as embedders and unit tests want; the server passes the detected sandbox) */
   readonly sandbox?: Sandbox
+  /** the user's `sandbox.network` list: each confined command reaches only those hosts, through a proxy of its own */
+  readonly network?: ProxyPolicy
   /** the server's secrets, kept out of outputs, progress and saved files */
   readonly redactor?: Redactor
   readonly shell?: string
@@ -72,13 +75,19 @@ export function createBashTool(deps: BashToolDeps) {
   const forbidden = deps.forbidden ?? [deps.dataDir]
   const sandbox = deps.sandbox ?? unconfined('off')
   const redactor = deps.redactor ?? NO_SECRETS
+  const proxied = sandbox.kind === 'bwrap' && deps.network !== undefined
+  const networkNote = proxied
+    ? ', and the network is reached only through a proxy (HTTP_PROXY/HTTPS_PROXY are set) that lets through the hosts the user allows.'
+    : sandbox.network
+      ? '.'
+      : ', and there is no network.'
   return defineTool({
     id: 'bash',
     permission: 'bash',
     writes: true,
     description: `Runs a shell command in the session directory (or workdir) and returns its combined stdout/stderr and exit code. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s; long output is truncated with the full text saved to a file. Use the read/grep/glob/list/edit tools for files rather than cat/sed/find.${
       sandbox.kind === 'bwrap'
-        ? ` Commands run in a sandbox: only the session directory and /tmp are writable${sandbox.network ? '.' : ', and there is no network.'}`
+        ? ` Commands run in a sandbox: only the session directory and /tmp are writable${networkNote}`
         : ''
     }`,
     parameters,
@@ -113,90 +122,115 @@ export function createBashTool(deps: BashToolDeps) {
       if (ctx.abort.aborted) throw new ToolFailure('aborted', 'The command was cancelled before it started.')
 
       const timeout = args.timeout ?? DEFAULT_TIMEOUT_MS
-      const { file, args: argv } = sandbox.wrap([shell, '-c', args.command], { workspace: ctx.directory, cwd })
-      const env = childEnv(deps.env ?? process.env, deps.childEnv)
-      const child = spawn(file, argv, {
-        cwd,
-        env: sandbox.kind === 'bwrap' ? { ...env, TMPDIR: '/tmp' } : env,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      const capture = new OutputCapture({
-        savePath: join(outputDir(deps.dataDir, ctx.sessionId), `bash_${ctx.partId}.txt`),
-        progress: (p) => ctx.progress({ ...p, description: args.description ?? args.command }),
-      })
-      const secrets = redactor.stream()
-      let last = ''
-      const take = (text: string) => {
-        const safe = secrets.push(text)
-        if (safe !== '') last = safe
-        return capture.write(safe)
-      }
-      for (const stream of [child.stdout, child.stderr]) {
-        const decoder = new StringDecoder('utf8')
-        stream?.on('data', (chunk: Buffer) => {
-          if (take(decoder.write(chunk))) return
-          // The saved file is behind: stop reading (the pipe fills and the command waits) until it catches up.
-          child.stdout?.pause()
-          child.stderr?.pause()
-          void capture.drained().then(() => {
-            child.stdout?.resume()
-            child.stderr?.resume()
-          })
-        })
-        stream?.once('end', () => take(decoder.end()))
-      }
-
-      let ended: 'timeout' | 'abort' | undefined
-      const killGroup = (why: 'timeout' | 'abort') => {
-        if (ended) return
-        ended = why
-        signalGroup(child, 'SIGTERM')
-        setTimeout(() => signalGroup(child, 'SIGKILL'), grace).unref()
-      }
-      const timer = setTimeout(() => killGroup('timeout'), timeout)
-      const onAbort = () => killGroup('abort')
-      ctx.abort.addEventListener('abort', onAbort, { once: true })
-
-      const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.once('error', reject)
-        child.once('exit', (code, signal) => resolve({ code, signal }))
-      }).finally(() => {
-        clearTimeout(timer)
-        ctx.abort.removeEventListener('abort', onAbort)
-      })
-      // Descendants that outlived the shell may hold the pipes open: stop reading shortly after exit.
-      await drain(child, 200)
-      if (ended) {
-        signalGroup(child, 'SIGKILL') // whatever ignored SIGTERM goes now
-        await groupGone(child, 1000)
-      }
-
-      const rest = secrets.end()
-      if (rest !== '') last = rest
-      capture.write(rest)
-      const notes: string[] = []
-      if (ended === 'timeout') notes.push(`The command timed out after ${timeout} ms; its process group was killed.`)
-      if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
-      notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
-      const captured = await capture.finish(
-        `${last === '' || last.endsWith('\n') ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`,
-      )
-      if (ended === 'abort') throw new ToolFailure('aborted', captured.output)
-      return {
-        output: captured.output,
-        title: args.description ?? args.command,
-        metadata: {
-          exitCode: exit.code,
-          ...(exit.signal && { signal: exit.signal }),
-          timedOut: ended === 'timeout',
-          pid: child.pid,
-          sandbox: sandbox.kind,
-          truncated: captured.truncated,
-          ...(captured.outputPath && { outputPath: captured.outputPath }),
-        },
+      const proxy = proxied ? await openProxy(deps.network as ProxyPolicy, ctx) : undefined
+      try {
+        return await run(args, ctx, cwd, timeout, proxy)
+      } finally {
+        // each host the command reached or was refused, one event each, before the call ends
+        for (const use of (await proxy?.close()) ?? []) ctx.network?.(use)
       }
     },
+  })
+
+  async function run(
+    args: z.infer<typeof parameters>,
+    ctx: ToolContext,
+    cwd: string,
+    timeout: number,
+    proxy: CallProxy | undefined,
+  ): Promise<ToolResult> {
+    const place = { workspace: ctx.directory, cwd, ...(proxy && { proxy: proxy.socketPath }) }
+    const { file, args: argv } = sandbox.wrap([shell, '-c', args.command], place)
+    const env = childEnv(deps.env ?? process.env, deps.childEnv)
+    const child = spawn(file, argv, {
+      cwd,
+      env: sandbox.kind === 'bwrap' ? { ...env, TMPDIR: '/tmp' } : env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const capture = new OutputCapture({
+      savePath: join(outputDir(deps.dataDir, ctx.sessionId), `bash_${ctx.partId}.txt`),
+      progress: (p) => ctx.progress({ ...p, description: args.description ?? args.command }),
+    })
+    const secrets = redactor.stream()
+    let last = ''
+    const take = (text: string) => {
+      const safe = secrets.push(text)
+      if (safe !== '') last = safe
+      return capture.write(safe)
+    }
+    for (const stream of [child.stdout, child.stderr]) {
+      const decoder = new StringDecoder('utf8')
+      stream?.on('data', (chunk: Buffer) => {
+        if (take(decoder.write(chunk))) return
+        // The saved file is behind: stop reading (the pipe fills and the command waits) until it catches up.
+        child.stdout?.pause()
+        child.stderr?.pause()
+        void capture.drained().then(() => {
+          child.stdout?.resume()
+          child.stderr?.resume()
+        })
+      })
+      stream?.once('end', () => take(decoder.end()))
+    }
+
+    let ended: 'timeout' | 'abort' | undefined
+    const killGroup = (why: 'timeout' | 'abort') => {
+      if (ended) return
+      ended = why
+      signalGroup(child, 'SIGTERM')
+      setTimeout(() => signalGroup(child, 'SIGKILL'), grace).unref()
+    }
+    const timer = setTimeout(() => killGroup('timeout'), timeout)
+    const onAbort = () => killGroup('abort')
+    ctx.abort.addEventListener('abort', onAbort, { once: true })
+
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      child.once('error', reject)
+      child.once('exit', (code, signal) => resolve({ code, signal }))
+    }).finally(() => {
+      clearTimeout(timer)
+      ctx.abort.removeEventListener('abort', onAbort)
+    })
+    // Descendants that outlived the shell may hold the pipes open: stop reading shortly after exit.
+    await drain(child, 200)
+    if (ended) {
+      signalGroup(child, 'SIGKILL') // whatever ignored SIGTERM goes now
+      await groupGone(child, 1000)
+    }
+
+    const rest = secrets.end()
+    if (rest !== '') last = rest
+    capture.write(rest)
+    const notes: string[] = []
+    if (ended === 'timeout') notes.push(`The command timed out after ${timeout} ms; its process group was killed.`)
+    if (ended === 'abort') notes.push('The command was cancelled; its process group was killed.')
+    notes.push(exit.code !== null ? `exit code: ${exit.code}` : `terminated by signal ${exit.signal}`)
+    const captured = await capture.finish(
+      `${last === '' || last.endsWith('\n') ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`,
+    )
+    if (ended === 'abort') throw new ToolFailure('aborted', captured.output)
+    return {
+      output: captured.output,
+      title: args.description ?? args.command,
+      metadata: {
+        exitCode: exit.code,
+        ...(exit.signal && { signal: exit.signal }),
+        timedOut: ended === 'timeout',
+        pid: child.pid,
+        sandbox: sandbox.kind,
+        truncated: captured.truncated,
+        ...(captured.outputPath && { outputPath: captured.outputPath }),
+      },
+    }
+  }
+}
+
+/** The call's own proxy: a host off the list asks `network` for it, pattern = the host (docs/SECURITY.md). */
+function openProxy(policy: ProxyPolicy, ctx: ToolContext): Promise<CallProxy> {
+  return openCallProxy(policy, {
+    ask: (host, port, signal) =>
+      ctx.ask({ permission: 'network', patterns: [host], always: [host], metadata: { host, port }, signal }),
   })
 }
 

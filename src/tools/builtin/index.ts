@@ -1,6 +1,7 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process'
 import { createFileTimes, type FileTimes } from '../file-times.js'
 import type { ChildEnvOptions } from '../child-env.js'
+import type { ProxyPolicy } from '../net/call-proxy.js'
 import type { Connector } from '../net/connect.js'
 import type { Resolver } from '../net/resolve.js'
 import type { CredentialPaths } from '../credentials/credential-paths.js'
@@ -34,6 +35,8 @@ export interface BuiltinToolDeps {
   readonly sandbox?: Sandbox
   /** what the user's config adds to commands' environment */
   readonly childEnv?: ChildEnvOptions
+  /** the user's `sandbox.network` list: confined commands reach those hosts only, through a proxy per call */
+  readonly network?: ProxyPolicy
   /** the server's secrets, kept out of saved outputs */
   readonly redactor?: Redactor
   readonly killGraceMs?: number
@@ -60,6 +63,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       ...(deps.env && { env: deps.env }),
       ...(deps.sandbox && { sandbox: deps.sandbox }),
       ...(deps.childEnv && { childEnv: deps.childEnv }),
+      ...(deps.network && { network: deps.network }),
       ...(deps.redactor && { redactor: deps.redactor }),
       ...(deps.killGraceMs !== undefined && { killGraceMs: deps.killGraceMs }),
       ...(deps.spawn && { spawn: deps.spawn }),

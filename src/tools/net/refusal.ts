@@ -16,6 +16,10 @@ export type RefusalCode =
   | 'ADDRESS_REFUSED'
   /** the Chronicle server's own listening port on this machine */
   | 'OWN_SERVER'
+  /** the sandbox's proxy: the host is not on the user's `sandbox.network` list */
+  | 'HOST_NOT_LISTED'
+  /** the sandbox's proxy: the host was asked for and the rules or a person said no */
+  | 'HOST_DENIED'
 
 export class NetRefusal extends Error {
   override readonly name = 'NetRefusal'

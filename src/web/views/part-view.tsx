@@ -113,6 +113,15 @@ function ToolView({ part }: { part: Extract<Part, { type: 'tool' }> }) {
       <Lazy class="tool-input" summary="Input">
         {() => <pre>{input !== undefined ? JSON.stringify(input, null, 2) : part.rawInput}</pre>}
       </Lazy>
+      {part.network && part.network.length > 0 && (
+        <ul class="tool-network" aria-label="Network">
+          {part.network.map((use) => (
+            <li key={`${use.host} ${use.port} ${use.allowed}`} class={use.allowed ? 'allowed' : 'refused'}>
+              {networkLine(use)}
+            </li>
+          ))}
+        </ul>
+      )}
       {typeof progress === 'string' && progress !== '' && <pre class="output">{progress}</pre>}
       {part.output !== undefined && <pre class="output">{part.output}</pre>}
       {part.error && (
@@ -122,6 +131,16 @@ function ToolView({ part }: { part: Extract<Part, { type: 'tool' }> }) {
       )}
     </div>
   )
+}
+
+/** One host the call's command reached or was refused through the sandbox's proxy (docs/SECURITY.md). */
+function networkLine(use: NonNullable<Extract<Part, { type: 'tool' }>['network']>[number]): string {
+  const times = use.connections === 1 ? '' : ` ×${use.connections}`
+  const size = (n: number) =>
+    n < 1024 ? `${n} B` : n < 2 ** 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 2 ** 20).toFixed(1)} MiB`
+  return use.allowed
+    ? `${use.host}:${use.port}${times} — ${size(use.bytesIn)} in, ${size(use.bytesOut)} out`
+    : `${use.host}:${use.port}${times} — refused${use.reason ? ` (${use.reason})` : ''}`
 }
 
 /** A disclosure whose content is made only once it is opened: a closed one costs its summary. */

@@ -1,0 +1,280 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type IncomingMessage, request as httpRequest, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Connector, connectPinned } from './connect.js'
+import { type HostPattern, hostListed } from './host-list.js'
+import { NetRefusal } from './refusal.js'
+import { type NetPolicy, type PinnedTarget, pinTarget } from './resolve.js'
+import { parseTarget } from './target.js'
+
+/**
+ * The HTTP(S) proxy one confined command reaches the network through
+ * (docs/SECURITY.md "The network by host"): a server in Chronicle's process
+ * on a unix socket of its own (a 0700 temp directory), which the sandbox
+ * binds into the command's namespace (sandbox.ts, proxy-forwarder.ts). It
+ * speaks CONNECT (a TLS tunnel, the proxy never sees inside it) and plain
+ * HTTP forwarding (absolute-form request lines). Each connection is let
+ * through only when the host is on the user's list, or — with `unlisted:
+ * ask` — when the call's permission request for it (`network`, pattern =
+ * host) is allowed; then the name is resolved once and the address checked
+ * and pinned exactly as webfetch's are (resolve.ts: no loopback, private,
+ * link-local or metadata address unless the name is in `allowHosts`, never
+ * the server's own port), so a listed name that resolves to 127.0.0.1 gets
+ * nothing. A refusal answers 403 with the stable code in the body. What each
+ * host got is tallied for the call's `tool.network` events.
+ */
+
+export interface ProxyPolicy {
+  /** the user's `sandbox.network` list */
+  readonly hosts: readonly HostPattern[]
+  /** a host not on the list: refused at once, or asked for */
+  readonly unlisted: 'refuse' | 'ask'
+  /** the address checks after resolving: webfetch's (allowHosts exempts names; resolve is the tests' hook) */
+  readonly net: NetPolicy
+  readonly connector?: Connector
+}
+
+/** What one call's connections to one host and port got (its `tool.network` event, src/events/catalogue.ts). */
+export interface NetworkUse {
+  readonly host: string
+  readonly port: number
+  readonly allowed: boolean
+  connections: number
+  bytesIn: number
+  bytesOut: number
+  /** the refusal's stable code (refusal.ts), or CONNECT_FAILED */
+  reason?: string
+}
+
+/** What the proxy needs of the call it serves. */
+export interface ProxyCaller {
+  /** resolves when the call may reach `host` (rules or a person said yes); rejects otherwise, or when `signal` aborts */
+  ask(host: string, port: number, signal: AbortSignal): Promise<void>
+}
+
+export interface CallProxy {
+  /** the unix socket the proxy listens on (outside the sandbox) */
+  readonly socketPath: string
+  /** stops listening, ends every connection still open and returns what each host got, in first-seen order */
+  close(): Promise<NetworkUse[]>
+}
+
+export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): Promise<CallProxy> {
+  const dir = mkdtempSync(join(tmpdir(), 'chronicle-proxy-'))
+  const socketPath = join(dir, 'proxy.sock')
+  const tally = new Map<string, { use: NetworkUse; open: number }>()
+  const sockets = new Set<Socket>()
+  const pending = new Set<Promise<void>>()
+  // one request per host at a time: ten parallel connections to one registry ask once
+  const asking = new Map<string, Promise<void>>()
+  // a request still open when the command ends is closed with it
+  const ended = new AbortController()
+  // connections still being decided (asking, resolving): their outcome is recorded before close returns
+  const deciding = new Set<Promise<unknown>>()
+  const decided = <T>(work: Promise<T>) => {
+    deciding.add(work)
+    const done = () => deciding.delete(work)
+    work.then(done, done)
+    return work
+  }
+
+  const count = (host: string, port: number, allowed: boolean, reason?: string) => {
+    const key = `${host}\0${port}\0${allowed}`
+    let entry = tally.get(key)
+    if (!entry) {
+      entry = { use: { host, port, allowed, connections: 0, bytesIn: 0, bytesOut: 0 }, open: 0 }
+      tally.set(key, entry)
+    }
+    entry.use.connections++
+    if (reason !== undefined) entry.use.reason = reason
+    return entry.use
+  }
+
+  /** Tracks an upstream socket: its bytes go to `use` once it has closed. */
+  const track = (upstream: Socket, use: NetworkUse) => {
+    sockets.add(upstream)
+    const closed = new Promise<void>((resolve) =>
+      upstream.once('close', () => {
+        use.bytesIn += upstream.bytesRead
+        use.bytesOut += upstream.bytesWritten
+        sockets.delete(upstream)
+        pending.delete(closed)
+        resolve()
+      }),
+    )
+    pending.add(closed)
+  }
+
+  const askOnce = (host: string, port: number) => {
+    const known = asking.get(host)
+    if (known) return known
+    const asked = caller.ask(host, port, ended.signal).finally(() => asking.delete(host))
+    asking.set(host, asked)
+    return asked
+  }
+
+  /** Whether the call may reach the target, then where exactly: the pinned, checked address. */
+  const admit = async (raw: string): Promise<PinnedTarget> => {
+    const target = parseTarget(raw)
+    if (!hostListed(target.hostname, target.port, policy.hosts)) {
+      if (policy.unlisted === 'refuse')
+        throw new NetRefusal(
+          'HOST_NOT_LISTED',
+          `${target.hostname}:${target.port} is not on the sandbox's network list (the user's config: sandbox.network)`,
+        )
+      try {
+        await askOnce(target.hostname, target.port)
+      } catch (err) {
+        throw new NetRefusal('HOST_DENIED', `${target.hostname}: ${(err as Error).message}`)
+      }
+    }
+    return pinTarget(target, policy.net)
+  }
+
+  const server = createServer()
+  // a command that opens connections without end holds this many at most; the rest wait in the backlog
+  server.maxConnections = MAX_CONNECTIONS
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+    socket.on('error', () => socket.destroy())
+  })
+
+  // CONNECT host:port — a tunnel, for TLS
+  server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    const authority = req.url ?? ''
+    void decided(admit(`http://${authority}/`)).then(
+      (pinned) => {
+        const use = count(pinned.hostname, pinned.port, true)
+        const upstream = connectPinned(pinned, policy.connector)
+        track(upstream, use)
+        upstream.once('connect', () => {
+          client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+          if (head.length > 0) upstream.write(head)
+          upstream.pipe(client)
+          client.pipe(upstream)
+        })
+        upstream.on('error', (err) => {
+          if (!client.writableEnded && upstream.bytesRead === 0) refuse(client, 502, `CONNECT_FAILED: ${err.message}`)
+          else client.destroy()
+        })
+        client.on('close', () => upstream.destroy())
+      },
+      (err) => {
+        const { host, port } = authorityOf(authority)
+        count(host, port, false, codeOf(err))
+        refuse(client, codeOf(err) === 'URL_INVALID' ? 400 : 403, (err as Error).message)
+      },
+    )
+  })
+
+  // plain HTTP: GET http://host/path HTTP/1.1
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const raw = req.url ?? ''
+    if (!/^http:\/\//i.test(raw)) {
+      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' })
+      res.end('URL_INVALID: this is a proxy: send absolute http:// URLs, or CONNECT for https\n')
+      return
+    }
+    void decided(admit(raw)).then(
+      (pinned) => forward(req, res, pinned, count(pinned.hostname, pinned.port, true)),
+      (err) => {
+        let target: { host: string; port: number }
+        try {
+          const t = parseTarget(raw)
+          target = { host: t.hostname, port: t.port }
+        } catch {
+          target = { host: '', port: 0 }
+        }
+        count(target.host, target.port, false, codeOf(err))
+        res.writeHead(codeOf(err) === 'URL_INVALID' ? 400 : 403, { 'content-type': 'text/plain', connection: 'close' })
+        res.end(`${(err as Error).message}\n`)
+      },
+    )
+  })
+
+  const forward = (req: IncomingMessage, res: ServerResponse, pinned: PinnedTarget, use: NetworkUse) => {
+    const upstream = connectPinned(pinned, policy.connector)
+    track(upstream, use)
+    const headers = Object.assign({}, req.headers, { connection: 'close' })
+    for (const name of HOP_BY_HOP) if (name !== 'connection') delete headers[name]
+    const out = httpRequest({
+      createConnection: () => upstream,
+      method: req.method,
+      path: `${pinned.url.pathname}${pinned.url.search}`,
+      headers,
+      setHost: false,
+    })
+    out.on('response', (answer) => {
+      const back = Object.assign({}, answer.headers)
+      for (const name of HOP_BY_HOP) delete back[name]
+      res.writeHead(answer.statusCode ?? 502, back)
+      answer.pipe(res)
+    })
+    out.on('error', (err) => {
+      if (!res.headersSent) {
+        res.writeHead(502, { 'content-type': 'text/plain', connection: 'close' })
+        res.end(`CONNECT_FAILED: ${err.message}\n`)
+      } else res.destroy()
+    })
+    res.on('close', () => upstream.destroy())
+    req.pipe(out)
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(socketPath, () => resolve())
+  })
+
+  return {
+    socketPath,
+    async close() {
+      ended.abort()
+      server.close()
+      // an ask that ignores the abort does not hold the call: a second at most
+      const grace = new Promise((resolve) => setTimeout(resolve, 1000).unref())
+      await Promise.race([Promise.allSettled([...deciding]), grace])
+      for (const socket of sockets) socket.destroy()
+      await Promise.all(pending)
+      rmSync(dir, { recursive: true, force: true })
+      return [...tally.values()].map((e) => e.use)
+    },
+  }
+}
+
+const MAX_CONNECTIONS = 256
+
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'upgrade',
+]
+
+function refuse(client: Socket, status: 400 | 403 | 502, message: string): void {
+  const body = `${message}\n`
+  const reason = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'
+  client.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  )
+}
+
+function codeOf(err: unknown): string {
+  return err instanceof NetRefusal ? err.code : 'CONNECT_FAILED'
+}
+
+/** `host:port` or `[v6]:port` of a CONNECT, as well as it can be read (for the record of a refusal). */
+function authorityOf(authority: string): { host: string; port: number } {
+  try {
+    const t = parseTarget(`http://${authority}/`)
+    return { host: t.hostname, port: t.port }
+  } catch {
+    return { host: authority.slice(0, 255), port: 0 }
+  }
+}
