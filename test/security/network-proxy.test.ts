@@ -18,6 +18,7 @@ import type { Resolver } from '../../src/tools/net/resolve.js'
 import { bwrapSandbox } from '../../src/tools/sandbox.js'
 import { harness, text } from '../runtime/helpers.js'
 import { type Fixture, fixture, tempDir } from '../tools/helpers.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * The network by host (docs/SECURITY.md "The network by host"): a confined
@@ -140,8 +141,8 @@ async function run(
       if (answered.has(request.requestId)) continue
       answered.add(request.requestId)
       const reply = answer?.(request, answered.size) ?? 'reject'
-      execute(
-        f.store,
+      await execute(
+        sqlitePorts(f.store),
         f.sessionId,
         (s) => decidePermission({ type: 'reply', requestId: request.requestId, reply }, s, f.sessionId, f.ids),
         { meta: { actor: 'user', request: request.requestId }, durability: 'full' },
@@ -412,7 +413,7 @@ describe('the network by host: a request nobody answers', () => {
       agents: [{ name: 'build', rules: [{ permission: 'bash', pattern: '*', action: 'allow' as const }] }],
     })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('fetch') })
+    await h.runtime.submit(id, { parts: text('fetch') })
     await h.runtime.idle(id)
 
     const events = h.store.readSession(id)
@@ -454,7 +455,7 @@ describe('the network by host: on the record', () => {
       agents: [{ name: 'build', rules: [{ permission: 'bash', pattern: '*', action: 'allow' as const }] }],
     })
     const id = h.session()
-    h.runtime.submit(id, { parts: text('fetch') })
+    await h.runtime.submit(id, { parts: text('fetch') })
     await h.runtime.idle(id)
 
     const events = h.store.readSession(id)
