@@ -46,6 +46,15 @@ const CompactionSettings = z.object({
   tail: z.number().int().positive().optional(),
   maxShrinks: z.number().int().nonnegative().max(10).optional(),
   defaultContextWindow: z.number().int().positive().optional(),
+  /** pruning old tool outputs before compaction is needed (docs/COMPACTION.md "Pruning") */
+  prune: z
+    .object({
+      enabled: z.boolean().optional(),
+      protect: z.number().int().nonnegative().optional(),
+      minimum: z.number().int().nonnegative().optional(),
+    })
+    .strict()
+    .optional(),
 })
 
 /**

@@ -192,7 +192,13 @@ function toolInput(p: ToolPart): unknown {
 
 const INTERRUPTED = 'Error: [Tool execution was interrupted before it returned a result]'
 
+/** What the model is sent instead of a pruned output (docs/COMPACTION.md "Pruning"): which call it was. */
+export function prunedMarker(p: ToolPart): string {
+  return `[Old tool result content cleared: ${p.title ? `${p.tool} ${p.title}` : p.tool}]`
+}
+
 function toolOutput(p: ToolPart, options: ChatOptions): ChatToolResult['output'] {
+  if (p.state === 'completed' && p.pruned) return { type: 'text', value: prunedMarker(p) }
   if (p.state === 'completed') {
     const images = (p.attachments ?? []).filter((a) => a.type === 'image' && a.data !== undefined)
     if (images.length === 0) return { type: 'text', value: p.output ?? '' }
