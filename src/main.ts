@@ -23,6 +23,7 @@ import { createWorkspaceSnapshots } from './runtime/workspace/snapshots.js'
 import { createSubagents } from './runtime/subagents/subagents.js'
 import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
+import { createTaskStatusTool } from './tools/builtin/task-status.js'
 import {
   continueRecovered,
   recoverSessions,
@@ -239,7 +240,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
             .then(() => undefined),
       }),
-      createTaskTool({ agents, run: (request) => subagents.run(request) }),
+      createTaskTool({
+        agents,
+        run: (request) => subagents.run(request),
+        start: (request) => subagents.start(request),
+      }),
+      createTaskStatusTool({ status: (sessionId, taskId, cancel) => subagents.status(sessionId, taskId, cancel) }),
       createSkillTool({ skills }),
     ],
   })
