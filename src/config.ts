@@ -5,6 +5,8 @@ import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
 import { DEFAULT_WEBFETCH, type WebFetchSettings } from './tools/builtin/webfetch.js'
+import { DEFAULT_DIAGNOSTICS_DEADLINE_MS } from './tools/lsp/diagnostics.js'
+import type { ConfiguredServer } from './tools/lsp/servers.js'
 import { defaultHiddenPatterns } from './tools/credentials/defaults.js'
 import { entryProblem, expandEntry, patternMayReach } from './tools/credentials/entry.js'
 import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp/config.js'
@@ -168,6 +170,28 @@ export const DEFAULT_MEMORY: MemoryConfig = { idleMs: 120_000, cacheBytes: 48 * 
  * `maxBytes` caps a body after decompression, `timeoutSeconds` is the default wait for a page
  * (`maxTimeoutSeconds` the most a call may ask for), `maxRedirects` the hops followed.
  */
+/**
+ * Language-server diagnostics after edits (docs/TOOLS.md "Diagnostics"): off by default; `{}` turns them on;
+ * `timeoutSeconds` is how long an edit waits for them (default 3); `servers` adds servers by name
+ * (`{extensions, command}`), which win over the built-in ones for their extensions.
+ */
+const LspConfig = z.union([
+  z.literal(false),
+  z
+    .object({
+      timeoutSeconds: z.number().positive().max(60).optional(),
+      servers: z
+        .record(
+          z.string().min(1),
+          z
+            .object({ extensions: z.array(z.string().min(1)).min(1), command: z.array(z.string().min(1)).min(1) })
+            .strict(),
+        )
+        .optional(),
+    })
+    .strict(),
+])
+
 const WebFetchConfig = z
   .object({
     allowHosts: z.array(z.string().min(1)).optional(),
@@ -253,6 +277,7 @@ export const FileConfig = z
     web: WebSettings.optional(),
     store: z.object({ url: z.string().optional() }).strict().optional(),
     webfetch: WebFetchConfig.optional(),
+    lsp: LspConfig.optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -319,6 +344,8 @@ export interface ChronicleConfig {
   readonly store: { readonly url: string | undefined }
   /** webfetch's limits and the hosts allowed to resolve to private addresses (src/tools/builtin/webfetch.ts) */
   readonly webfetch: WebFetchSettings
+  /** language-server diagnostics after edits, or false (src/tools/lsp/) */
+  readonly lsp: false | { readonly timeoutMs: number; readonly servers: Readonly<Record<string, ConfiguredServer>> }
 }
 
 /** A file larger than this is listed in a workspace snapshot, not stored. */
@@ -426,6 +453,14 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     skillsDir: join(configHome(present), 'chronicle', 'skills'),
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
     webfetch: webfetchOf(file.webfetch),
+    // off unless the user's config turns it on: under bubblewrap the TypeScript server never reports yet (docs/TOOLS.md)
+    lsp:
+      file.lsp === undefined || file.lsp === false
+        ? false
+        : {
+            timeoutMs: Math.round((file.lsp?.timeoutSeconds ?? DEFAULT_DIAGNOSTICS_DEADLINE_MS / 1000) * 1000),
+            servers: file.lsp?.servers ?? {},
+          },
   }
 }
 

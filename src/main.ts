@@ -24,6 +24,9 @@ import { createSubagents } from './runtime/subagents/subagents.js'
 import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
 import { createTaskStatusTool } from './tools/builtin/task-status.js'
+import { createDiagnostics } from './tools/lsp/diagnostics.js'
+import { lspServers } from './tools/lsp/servers.js'
+import { withDiagnostics } from './tools/lsp/with-diagnostics.js'
 import {
   continueRecovered,
   recoverSessions,
@@ -213,6 +216,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   roots.onChange(() => void mcp.rootsChanged())
   // skills: the user's, then the session directory's, which are instructions only (docs/SECURITY.md)
   const skills = createSkillSource({ userDir: config.skillsDir, forbidden: hidden, credentials })
+  // language servers run in the same sandbox as bash, from Chronicle's install or the user's config only
+  const diagnostics =
+    config.lsp === false
+      ? undefined
+      : createDiagnostics({ servers: lspServers(config.lsp.servers), sandbox, deadlineMs: config.lsp.timeoutMs })
   const tools = createToolRegistry({
     agents,
     store,
@@ -239,7 +247,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
           store
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
             .then(() => undefined),
-      }),
+      }).map((tool) => (diagnostics ? withDiagnostics(tool, diagnostics) : tool)),
       createTaskTool({
         agents,
         run: (request) => subagents.run(request),
@@ -384,6 +392,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         gate.close()
         elicitations.close()
         orphans.close()
+        diagnostics?.close() // the language servers
         shadow.close()
         store.close()
         logger.flush()
