@@ -171,7 +171,7 @@ export const DEFAULT_MEMORY: MemoryConfig = { idleMs: 120_000, cacheBytes: 48 * 
  * (`maxTimeoutSeconds` the most a call may ask for), `maxRedirects` the hops followed.
  */
 /**
- * Language-server diagnostics after edits (docs/TOOLS.md "Diagnostics"): off by default; `{}` turns them on;
+ * Language-server diagnostics after edits (docs/TOOLS.md "Diagnostics"): `false` turns them off;
  * `timeoutSeconds` is how long an edit waits for them (default 3); `servers` adds servers by name
  * (`{extensions, command}`), which win over the built-in ones for their extensions.
  */
@@ -453,9 +453,8 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     skillsDir: join(configHome(present), 'chronicle', 'skills'),
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
     webfetch: webfetchOf(file.webfetch),
-    // off unless the user's config turns it on: under bubblewrap the TypeScript server never reports yet (docs/TOOLS.md)
     lsp:
-      file.lsp === undefined || file.lsp === false
+      file.lsp === false
         ? false
         : {
             timeoutMs: Math.round((file.lsp?.timeoutSeconds ?? DEFAULT_DIAGNOSTICS_DEADLINE_MS / 1000) * 1000),

@@ -108,7 +108,7 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
     const root = pathToFileURL(directory).href
     const ready = connection
       .request('initialize', {
-        processId: process.pid,
+        processId: null, // its PID namespace (the sandbox) has no such process: a server watching it would stop
         rootUri: root,
         workspaceFolders: [{ uri: root, name: 'workspace' }],
         capabilities: { textDocument: { publishDiagnostics: {}, synchronization: { didSave: false } } },

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createDiagnostics, type DiagnosticsService } from '../../../src/tools/lsp/diagnostics.js'
 import { builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
-import { unconfined } from '../../../src/tools/sandbox.js'
+import { detectSandbox, unconfined } from '../../../src/tools/sandbox.js'
 
 /**
  * Diagnostics from a real language server (typescript-language-server, installed as a dev dependency),
@@ -99,6 +99,16 @@ describe('language-server diagnostics', () => {
       expect(server.starts()).toBe(kind === 'crash' ? 2 : 1)
     },
   )
+
+  it('the server runs in the sandbox bash uses (bubblewrap here) and reports there too', async () => {
+    const directory = project()
+    const confined = await detectSandbox('auto')
+    service = createDiagnostics({ servers: builtinServers(), sandbox: confined, deadlineMs: 30_000 })
+    const file = join(directory, 'main.ts')
+    writeFileSync(file, "export const total: number = '2'\n")
+    const report = await service.after(directory, [file])
+    expect(report.files[0]?.errors.map((e) => e.code)).toEqual([2322])
+  }, 60_000)
 
   it('a file no server takes is not reported', async () => {
     const directory = project()
