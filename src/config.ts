@@ -5,6 +5,8 @@ import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
 import { DEFAULT_WEBFETCH, type WebFetchSettings } from './tools/builtin/webfetch.js'
+import { DEFAULT_DIAGNOSTICS_DEADLINE_MS } from './tools/lsp/diagnostics.js'
+import type { ConfiguredServer } from './tools/lsp/servers.js'
 import { defaultHiddenPatterns } from './tools/credentials/defaults.js'
 import { entryProblem, expandEntry, patternMayReach } from './tools/credentials/entry.js'
 import { McpConfigFile, parseMcpConfig, type McpServerConfig } from './tools/mcp/config.js'
@@ -47,6 +49,15 @@ const CompactionSettings = z.object({
   tail: z.number().int().positive().optional(),
   maxShrinks: z.number().int().nonnegative().max(10).optional(),
   defaultContextWindow: z.number().int().positive().optional(),
+  /** pruning old tool outputs before compaction is needed (docs/COMPACTION.md "Pruning") */
+  prune: z
+    .object({
+      enabled: z.boolean().optional(),
+      protect: z.number().int().nonnegative().optional(),
+      minimum: z.number().int().nonnegative().optional(),
+    })
+    .strict()
+    .optional(),
 })
 
 /**
@@ -199,6 +210,28 @@ export const DEFAULT_MEMORY: MemoryConfig = { idleMs: 120_000, cacheBytes: 48 * 
  * `maxBytes` caps a body after decompression, `timeoutSeconds` is the default wait for a page
  * (`maxTimeoutSeconds` the most a call may ask for), `maxRedirects` the hops followed.
  */
+/**
+ * Language-server diagnostics after edits (docs/TOOLS.md "Diagnostics"): `false` turns them off;
+ * `timeoutSeconds` is how long an edit waits for them (default 3); `servers` adds servers by name
+ * (`{extensions, command}`), which win over the built-in ones for their extensions.
+ */
+const LspConfig = z.union([
+  z.literal(false),
+  z
+    .object({
+      timeoutSeconds: z.number().positive().max(60).optional(),
+      servers: z
+        .record(
+          z.string().min(1),
+          z
+            .object({ extensions: z.array(z.string().min(1)).min(1), command: z.array(z.string().min(1)).min(1) })
+            .strict(),
+        )
+        .optional(),
+    })
+    .strict(),
+])
+
 const WebFetchConfig = z
   .object({
     allowHosts: z.array(z.string().min(1)).optional(),
@@ -288,6 +321,7 @@ export const FileConfig = z
     metrics: MetricsSettings.optional(),
     /** OpenTelemetry traces over OTLP/HTTP (docs/OBSERVABILITY.md): off unless an endpoint is named */
     traces: z.object({ endpoint: z.url().optional() }).strict().optional(),
+    lsp: LspConfig.optional(),
   })
   .strict()
 export type FileConfig = z.infer<typeof FileConfig>
@@ -358,6 +392,8 @@ export interface ChronicleConfig {
   readonly store: { readonly url: string | undefined }
   /** webfetch's limits and the hosts allowed to resolve to private addresses (src/tools/builtin/webfetch.ts) */
   readonly webfetch: WebFetchSettings
+  /** language-server diagnostics after edits, or false (src/tools/lsp/) */
+  readonly lsp: false | { readonly timeoutMs: number; readonly servers: Readonly<Record<string, ConfiguredServer>> }
 }
 
 /** A file larger than this is listed in a workspace snapshot, not stored. */
@@ -468,6 +504,13 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     webfetch: webfetchOf(file.webfetch),
     metrics: metricsOf(file.metrics),
     traces: { endpoint: file.traces?.endpoint ?? env.OTEL_EXPORTER_OTLP_ENDPOINT },
+    lsp:
+      file.lsp === false
+        ? false
+        : {
+            timeoutMs: Math.round((file.lsp?.timeoutSeconds ?? DEFAULT_DIAGNOSTICS_DEADLINE_MS / 1000) * 1000),
+            servers: file.lsp?.servers ?? {},
+          },
   }
 }
 

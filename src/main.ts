@@ -23,6 +23,10 @@ import { createWorkspaceSnapshots } from './runtime/workspace/snapshots.js'
 import { createSubagents } from './runtime/subagents/subagents.js'
 import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
+import { createTaskStatusTool } from './tools/builtin/task-status.js'
+import { createDiagnostics } from './tools/lsp/diagnostics.js'
+import { lspServers } from './tools/lsp/servers.js'
+import { withDiagnostics } from './tools/lsp/with-diagnostics.js'
 import {
   continueRecovered,
   recoverSessions,
@@ -238,6 +242,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     const address = app.server.address()
     return typeof address === 'object' && address ? [address.port] : [config.port]
   }
+  // language servers run in the same sandbox as bash, from Chronicle's install or the user's config only
+  const diagnostics =
+    config.lsp === false
+      ? undefined
+      : createDiagnostics({ servers: lspServers(config.lsp.servers), sandbox, deadlineMs: config.lsp.timeoutMs })
   const tools = createToolRegistry({
     agents,
     store,
@@ -269,8 +278,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
           store
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
             .then(() => undefined),
+      }).map((tool) => (diagnostics ? withDiagnostics(tool, diagnostics) : tool)),
+      createTaskTool({
+        agents,
+        run: (request) => subagents.run(request),
+        start: (request) => subagents.start(request),
       }),
-      createTaskTool({ agents, run: (request) => subagents.run(request) }),
+      createTaskStatusTool({ status: (sessionId, taskId, cancel) => subagents.status(sessionId, taskId, cancel) }),
       createSkillTool({ skills }),
     ],
   })
@@ -420,6 +434,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         gate.close()
         elicitations.close()
         orphans.close()
+        diagnostics?.close() // the language servers
         shadow.close()
         store.close()
         logger.flush()

@@ -387,6 +387,15 @@ export const CompactionCompleted = event('compaction.completed', {
 })
 /** runtime or recovery. The compaction did not happen; the history is unchanged. */
 export const CompactionFailed = event('compaction.failed', { compactionId: id, error: z.string() })
+/**
+ * runtime. The outputs of these completed tool calls are no longer sent to the model: each is replaced
+ * by a short marker (docs/COMPACTION.md "Pruning"). The log and the page keep them. `tokens`: the
+ * estimate of what the model is no longer sent.
+ */
+export const ContextPruned = event('context.pruned', {
+  partIds: z.array(id).min(1).max(10_000),
+  tokens: z.number().int().nonnegative(),
+})
 
 // ── sub-agents ────────────────────────────────────────────────────────────
 /** runtime (task tool). A child session runs for a tool call. */
@@ -638,6 +647,7 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   CompactionStarted,
   CompactionCompleted,
   CompactionFailed,
+  ContextPruned,
   SubtaskStarted,
   SubtaskFinished,
   TodoUpdated,

@@ -11,7 +11,7 @@ import type { AgentDefinition } from '../tools/agents.js'
 import type { Redactor } from '../tools/redact.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
 import type { WorkspaceSnapshots } from './workspace/snapshots.js'
-import { compactionConfig, type CompactionConfig } from './compaction/config.js'
+import { compactionConfig, type CompactionSettings } from './compaction/config.js'
 import { recordedRequest, type SentStep } from './audit/recorded.js'
 import { createAttacher } from './inbox/attach.js'
 import { createTitles } from './titles.js'
@@ -86,7 +86,7 @@ export interface RuntimeDeps {
   /** the skills the system prompt lists (src/tools/skills/skills.ts); the `skill` tool loads them */
   readonly skills?: SkillSource
   /** context compaction; absent: none (the composition root always configures it) */
-  readonly compaction?: Partial<CompactionConfig>
+  readonly compaction?: CompactionSettings
   /** the server's secrets, kept out of what tools report (docs/SECURITY.md) */
   readonly redactor?: Redactor
   /** records the session directory at each step and after writing tools (docs/TIME-TRAVEL.md) */

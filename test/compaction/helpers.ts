@@ -7,7 +7,7 @@ import type { StoredEvent } from '../../src/events/envelope.js'
 import { sequentialIds, type IdSource } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
-import type { CompactionConfig } from '../../src/runtime/compaction/config.js'
+import type { CompactionSettings } from '../../src/runtime/compaction/config.js'
 import { fixedModelResolver } from '../../src/runtime/model/providers.js'
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js'
 import { createScriptedModel, type ScriptStep, type ScriptedModel } from '../../src/runtime/model/scripted-model.js'
@@ -37,8 +37,8 @@ export const SPEC = 'mock:model'
 
 export function compactionHarness(
   steps: ScriptStep[],
-  compaction: Partial<CompactionConfig>,
-  opts: { lookup?: (query: string) => string | Promise<string> } = {},
+  compaction: CompactionSettings,
+  opts: { lookup?: (query: string) => string | Promise<string>; uniqueCallIds?: boolean } = {},
 ): CompactionHarness {
   const store = openStore(':memory:')
   const ids = sequentialIds()
@@ -49,7 +49,7 @@ export function compactionHarness(
     tools: [createLookupTool({ resolve: opts.lookup ?? ((q) => `result for ${q}`) })],
     store,
   })
-  const model = createScriptedModel({ chunkSize: 64, steps })
+  const model = createScriptedModel({ chunkSize: 64, steps, ...(opts.uniqueCallIds && { uniqueCallIds: true }) })
   const runtime = createRuntime({
     store,
     ports: sqlitePorts(store),

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { budgetFor, compactionConfig } from '../../src/runtime/compaction/config.js'
+import { budgetFor, compactionConfig, DEFAULT_COMPACTION } from '../../src/runtime/compaction/config.js'
 import { estimateRequest } from '../../src/runtime/compaction/tokens.js'
 import { compactionHarness, dataOf, SPEC, type CompactionHarness } from './helpers.js'
 
@@ -30,7 +30,9 @@ describe('budgets', () => {
       tail: 3_500,
     }) // matched by id
     expect(budgetFor(compactionConfig({ reserved: 5_000 }), 'x:y')).toMatchObject({ reserve: 5_000 })
-    expect(budgetFor({ auto: true, tail: 15_000, maxShrinks: 3, models: {} }, 'x:y')).toBeUndefined()
+    expect(
+      budgetFor({ auto: true, tail: 15_000, maxShrinks: 3, models: {}, prune: DEFAULT_COMPACTION.prune }, 'x:y'),
+    ).toBeUndefined()
   })
 })
 

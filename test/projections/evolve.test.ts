@@ -824,6 +824,36 @@ describe('compaction events', () => {
   })
 })
 
+describe('context.pruned', () => {
+  const completed: ChronicleEvent = {
+    type: 'tool.completed',
+    data: { partId: 'prt_tool', output: 'a long file', title: 'a.ts' },
+  }
+
+  it('marks the tool parts pruned, keeping their output, and names the newest message the pruning saw', () => {
+    const { before, after } = given(...running, toolCalled, completed).when({
+      type: 'context.pruned',
+      data: { partIds: ['prt_tool'], tokens: 3 },
+    })
+    expect(after.parts.find((p) => p.id === 'prt_tool')).toEqual(
+      Object.assign(
+        {},
+        before.parts.find((p) => p.id === 'prt_tool'),
+        { pruned: true },
+      ),
+    )
+    expect(after.session.pruned).toEqual({ throughMessageId: 'msg_2' })
+  })
+
+  it('naming a part that is not a tool call is a corrupt log', () => {
+    const store = openStore(':memory:', { now: () => T0 })
+    for (const e of [...running, toolCalled]) store.append('ses_1', [e], { meta })
+    expect(() =>
+      store.append('ses_1', [{ type: 'context.pruned', data: { partIds: ['prt_nothing'], tokens: 1 } }], { meta }),
+    ).toThrow(/names unknown tool part prt_nothing/)
+  })
+})
+
 describe('sub-agent and todo events', () => {
   const started: ChronicleEvent = {
     type: 'subtask.started',

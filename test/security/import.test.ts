@@ -510,6 +510,12 @@ describe('malformed files are refused whole, naming the line; nothing is appende
       reason: 'tool.completed: no tool.input.started or tool.called began part prt_x',
     },
     {
+      name: 'context.pruned naming a call that has no output',
+      lines: [HEADER, CREATED, called(2, 2), line(3, 3, 'context.pruned', { partIds: ['prt_1'], tokens: 1 })],
+      line: 4,
+      reason: 'context.pruned: tool call prt_1 has no output to prune',
+    },
+    {
       name: 'tool.called re-opening an ended call',
       lines: [HEADER, CREATED, called(2, 2), completed(3, 3), called(4, 4)],
       line: 5,

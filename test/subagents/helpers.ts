@@ -15,6 +15,8 @@ import { createSubagents, type Subagents } from '../../src/runtime/subagents/sub
 import { resolveAgents, type AgentDefinition } from '../../src/tools/agents.js'
 import { createBuiltinTools } from '../../src/tools/builtin/index.js'
 import { createTaskTool } from '../../src/tools/builtin/task.js'
+import { createTaskStatusTool } from '../../src/tools/builtin/task-status.js'
+import { watchOrphanedSubtasks } from '../../src/runtime/subagents/orphans.js'
 import { createLookupTool } from '../../src/tools/lookup.js'
 import { createPermissionGate, type PermissionGateHandle } from '../../src/runtime/permissions/gate.js'
 import { createToolRegistry } from '../../src/runtime/tools/registry.js'
@@ -55,10 +57,14 @@ export interface SubagentHarness {
   close(): Promise<void>
 }
 
-/** The real runtime, registry (built-in tools + lookup + slow + task) and gate over SQLite :memory:; one scripted model for parent and children. */
+/**
+ * The real runtime, registry (built-in tools + lookup + slow + task + task_status) and gate over SQLite
+ * :memory:; one scripted model for parent and children. `watch`: the watcher of children nobody awaits
+ * (background tasks' reports, src/main.ts wires it so), on each runtime.
+ */
 export function subagentHarness(
   steps: ScriptStep[],
-  options: { compaction?: Partial<CompactionConfig> } = {},
+  opts: { compaction?: Partial<CompactionConfig>; watch?: boolean } = {},
 ): SubagentHarness {
   const store = openStore(':memory:')
   const ids = sequentialIds()
@@ -81,7 +87,8 @@ export function subagentHarness(
       ...builtins,
       createLookupTool({ resolve: (q) => `result for ${q}` }),
       slow,
-      createTaskTool({ agents, run: (r) => subagents.run(r) }),
+      createTaskTool({ agents, run: (r) => subagents.run(r), start: (r) => subagents.start(r) }),
+      createTaskStatusTool({ status: (sessionId, taskId, cancel) => subagents.status(sessionId, taskId, cancel) }),
     ],
   })
   const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
@@ -97,9 +104,12 @@ export function subagentHarness(
       agents,
       limits: { retry: { initialMs: 1, maxMs: 5 } },
       environment: () => ({ platform: 'test', date: '2026-01-01' }),
-      ...(options.compaction && { compaction: options.compaction }),
+      ...(opts.compaction && { compaction: opts.compaction }),
     })
   runtime = start()
+  const watcher = opts.watch
+    ? watchOrphanedSubtasks({ store, subagents, runtime: () => runtime as Runtime })
+    : undefined
   const events = (sessionId: string) => store.readSession(sessionId)
   return {
     store,
@@ -127,6 +137,7 @@ export function subagentHarness(
     children: (sessionId) =>
       events(sessionId).flatMap((e) => (e.type === 'subtask.started' ? [e.data.childSessionId] : [])),
     async close() {
+      watcher?.close()
       await (runtime as Runtime).stop()
       gate.close()
       store.close()
@@ -137,8 +148,14 @@ export function subagentHarness(
 export const dataOf = (events: StoredEvent[], type: string) =>
   events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>)
 
-export const task = (id: string, prompt: string, subagent_type = 'general') => ({
-  toolCalls: [{ id, name: 'task', input: { description: 'delegated work', prompt, subagent_type } }],
+export const task = (id: string, prompt: string, subagent_type = 'general', background?: boolean) => ({
+  toolCalls: [
+    {
+      id,
+      name: 'task',
+      input: { description: 'delegated work', prompt, subagent_type, ...(background !== undefined && { background }) },
+    },
+  ],
 })
 
 /** Polls until `check` holds (the child runs concurrently with the test). */

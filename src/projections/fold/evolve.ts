@@ -356,6 +356,15 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
         }),
       }
 
+    case 'context.pruned': {
+      const parts = event.data.partIds.map((partId) =>
+        copyWith(partOf<ToolPart>(view, event, partId, 'tool'), { pruned: true }),
+      )
+      let newest = ''
+      for (const id of view.messages.keys()) if (id > newest) newest = id
+      return { session: touch(session, event, { pruned: { throughMessageId: newest } }), parts }
+    }
+
     case 'subtask.started': {
       const { partId, callId, childSessionId } = event.data
       const owner = view.parts.get(partId)

@@ -104,6 +104,11 @@ export interface Session {
     /** the latest completed compaction — where the model context starts — kept while a later one runs or fails */
     readonly applied?: { readonly summaryMessageId: string; readonly tailStartMessageId?: string }
   } | null
+  /**
+   * The latest pruning of tool outputs (context.pruned): the newest message then. A provider's usage
+   * of that message or an older one counted the pruned outputs. Optional, like `imported`.
+   */
+  readonly pruned?: { readonly throughMessageId: string }
   readonly archived: boolean
   /**
    * set by session.imported: the history came from an import file. The session is read-only
@@ -219,6 +224,8 @@ export interface ToolPart extends PartBase {
   }
   readonly startedAt?: string
   readonly endedAt?: string
+  /** its output is no longer sent to the model, a marker instead (context.pruned); the part keeps it */
+  readonly pruned?: boolean
 }
 
 export interface StepStartPart extends PartBase {

@@ -347,6 +347,10 @@ function checkInvariants(n: number, so: SessionSoFar, e: StoredEvent): void {
         throw fail(`tool call ${e.data.partId} already ended (${part.state})`)
       return
     }
+    case 'context.pruned':
+      for (const partId of e.data.partIds)
+        if (toolPart(partId).state !== 'completed') throw fail(`tool call ${partId} has no output to prune`)
+      return
     case 'permission.requested':
       if (session?.pendingPermissions.some((p) => p.requestId === e.data.requestId))
         throw fail(`request ${e.data.requestId} is already pending`)

@@ -3,7 +3,8 @@ import type { IdSource } from '../../events/ids.js'
 import type { SessionView } from '../../projections/fold/model.js'
 import { latestUser, digestOf, type CompiledContext } from '../loop/context.js'
 import { viewAnswered } from '../loop/stop-rule.js'
-import { budgetFor, type CompactionConfig } from './config.js'
+import { type Budget, budgetFor, type CompactionConfig } from './config.js'
+import { prunable, pruneLimits } from './prune.js'
 import { COMPACTION_AGENT, COMPACTION_SYSTEM, compactionRequestText } from './prompt.js'
 import { fitTranscript, splitHistory, transcriptEntries } from './split.js'
 import { partsByMessage, type ChatMessage } from '../loop/chat-messages.js'
@@ -220,10 +221,14 @@ export class RunCompaction {
     return true
   }
 
-  /** Compacts when the next request would pass the usable window; true when it did (recompile). */
+  /**
+   * Prunes old tool outputs when that saves enough, else compacts when the next request would pass the
+   * usable window; true when either happened (recompile).
+   */
   async beforeStep(view: SessionView, context: CompiledContext, model: ModelHandle): Promise<boolean> {
-    if (!this.deps.config.auto || this.autoFailed) return false
     const budget = budgetFor(this.deps.config, model.spec)
+    if (this.prune(view, budget)) return true
+    if (!this.deps.config.auto || this.autoFailed) return false
     if (!budget || nothingSinceSummary(view)) return false
     const size = contextSize(view, context)
     if (size.tokens < budget.usable) return false
@@ -235,6 +240,16 @@ export class RunCompaction {
     })
     if (result.status === 'failed') this.autoFailed = true
     return result.status === 'completed' || result.aborted === true
+  }
+
+  /** Records a pruning of old tool outputs (prune.ts) when one is due; true when it did. */
+  private prune(view: SessionView, budget: Budget | undefined): boolean {
+    const config = this.deps.config.prune
+    if (!config.enabled) return false
+    const found = prunable(view, pruneLimits(config, budget))
+    if (!found) return false
+    this.scope.recorder.append([{ type: 'context.pruned', data: found }], { actor: 'runtime', run: this.scope.runId })
+    return true
   }
 
   /** After a provider context overflow in `step`. */

@@ -13,6 +13,16 @@ export interface ModelLimits {
   readonly reserved?: number
 }
 
+/** Pruning old tool outputs (docs/COMPACTION.md "Pruning"; OpenCode's PRUNE_PROTECT / PRUNE_MINIMUM). */
+export interface PruneConfig {
+  /** false: tool outputs are sent until a compaction summarises them */
+  readonly enabled: boolean
+  /** tokens of the most recent tool outputs always sent (older ones are pruned) */
+  readonly protect: number
+  /** a pruning happens only when it saves at least this many tokens (each changes the request's prefix) */
+  readonly minimum: number
+}
+
 export interface CompactionConfig {
   /** false disables automatic and overflow compaction; manual compaction still works */
   readonly auto: boolean
@@ -26,6 +36,7 @@ export interface CompactionConfig {
   readonly defaultContextWindow?: number
   /** model metadata by full spec (`openai:gpt-4o`) or by model id (`gpt-4o`) */
   readonly models: Readonly<Record<string, ModelLimits>>
+  readonly prune: PruneConfig
 }
 
 export const DEFAULT_RESERVE = 20_000
@@ -37,13 +48,22 @@ export const DEFAULT_COMPACTION: CompactionConfig = {
   maxShrinks: 3,
   defaultContextWindow: 128_000,
   models: {},
+  prune: { enabled: true, protect: 40_000, minimum: 20_000 },
 }
 
-export function compactionConfig(partial: Partial<CompactionConfig> = {}): CompactionConfig {
+/** A configuration's settings, each optional (the config file's `compaction`). */
+export type CompactionSettings = Partial<Omit<CompactionConfig, 'prune'>> & { readonly prune?: Partial<PruneConfig> }
+
+export function compactionConfig(partial: CompactionSettings = {}): CompactionConfig {
   const defined = Object.fromEntries(
     Object.entries(partial).filter(([, v]) => v !== undefined),
   ) as Partial<CompactionConfig>
-  return { ...DEFAULT_COMPACTION, ...defined, models: { ...DEFAULT_COMPACTION.models, ...partial.models } }
+  const prune = Object.assign({}, DEFAULT_COMPACTION.prune, definedOnly(partial.prune ?? {}))
+  return { ...DEFAULT_COMPACTION, ...defined, models: { ...DEFAULT_COMPACTION.models, ...partial.models }, prune }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>
 }
 
 export function limitsFor(config: CompactionConfig, spec: string): ModelLimits {

@@ -1,6 +1,6 @@
 import type { Usage } from '../../events/catalogue.js'
-import type { Message, Part, SessionView } from '../../projections/fold/model.js'
-import { partsByMessage, visibleMessages } from '../loop/chat-messages.js'
+import type { Message, Part, SessionView, ToolPart } from '../../projections/fold/model.js'
+import { partsByMessage, prunedMarker, visibleMessages } from '../loop/chat-messages.js'
 import type { ModelRequest } from '../model/adapter.js'
 
 /**
@@ -41,12 +41,15 @@ export function estimatePart(p: Part): number {
     case 'file':
       return p.url?.startsWith('data:') ? FILE_TOKENS : 10
     case 'tool':
-      return (
-        estimateTokens(p.tool) + estimateTokens(p.rawInput) + estimateTokens(p.output ?? p.error?.message ?? '') + 8
-      )
+      return estimateTokens(p.tool) + estimateTokens(p.rawInput) + estimateTokens(sentOutput(p)) + 8
     default:
       return 0 // reasoning is not replayed; step markers and subtask links are not sent
   }
+}
+
+/** The text of a tool's result the model is sent: its output, its error, or the marker that replaced it. */
+export function sentOutput(p: ToolPart): string {
+  return p.pruned && p.state === 'completed' ? prunedMarker(p) : (p.output ?? p.error?.message ?? '')
 }
 
 /** Input + output of a provider usage, or undefined when the provider reported none. */
@@ -84,15 +87,17 @@ export interface ContextSize {
 export function contextSize(view: SessionView, fixed: { system: string; tools: readonly unknown[] }): ContextSize {
   const visible = visibleMessages(view)
   const parts = partsByMessage(view)
-  // Usage from before the latest compaction counted the compacted head: it is no anchor.
-  const since = view.session?.compaction?.applied?.summaryMessageId ?? ''
+  // Usage from before the latest compaction counted the compacted head, and from before the latest pruning
+  // the pruned outputs: it is no anchor.
+  let since = view.session?.compaction?.applied?.summaryMessageId ?? ''
+  const pruned = view.session?.pruned?.throughMessageId
+  if (pruned !== undefined && pruned > since) since = pruned
   let anchor: Message | undefined
   for (const m of visible)
     if (m.role === 'assistant' && !m.summary && m.id > since && reportedTokens(m.usage) !== undefined) anchor = m
   if (anchor) {
     let tokens = reportedTokens(anchor.usage) as number
-    for (const p of parts.get(anchor.id) ?? [])
-      if (p.type === 'tool') tokens += estimateTokens(p.output ?? p.error?.message ?? '')
+    for (const p of parts.get(anchor.id) ?? []) if (p.type === 'tool') tokens += estimateTokens(sentOutput(p))
     for (const m of visible) if (m.id > anchor.id) tokens += estimateMessage(parts.get(m.id) ?? [])
     return { tokens, source: 'usage' }
   }

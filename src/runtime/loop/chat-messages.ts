@@ -50,6 +50,12 @@ export type ChatMessage =
 export const STEER_PREFIX = '<system-reminder>\nThe user sent the following message:\n'
 export const STEER_SUFFIX = '\n\nPlease address this message and continue with your tasks.\n</system-reminder>'
 
+/**
+ * The input id of a sub-agent's report to its parent (src/runtime/subagents/orphans.ts): a system reminder
+ * the runtime wrote, so a steered one is not presented as the user's message.
+ */
+export const SUBTASK_REPORT_PREFIX = 'subtask:'
+
 export const SUMMARY_PREFIX =
   '<system-reminder>\nThe earlier part of this conversation was compacted. This is a summary written for you to continue from; ' +
   'it is not a new request from the user.\n<summary>\n'
@@ -115,7 +121,8 @@ export function messageToChat(
     }
   }
   if (message.role === 'user') {
-    const content = userContent(own, message.steered === true, options)
+    const steered = message.steered === true && !message.inputId?.startsWith(SUBTASK_REPORT_PREFIX)
+    const content = userContent(own, steered, options)
     return { chat: content.length > 0 ? [{ role: 'user', content }] : [], calls: [] }
   }
   const chat: ChatMessage[] = []
@@ -192,7 +199,13 @@ function toolInput(p: ToolPart): unknown {
 
 const INTERRUPTED = 'Error: [Tool execution was interrupted before it returned a result]'
 
+/** What the model is sent instead of a pruned output (docs/COMPACTION.md "Pruning"): which call it was. */
+export function prunedMarker(p: ToolPart): string {
+  return `[Old tool result content cleared: ${p.title ? `${p.tool} ${p.title}` : p.tool}]`
+}
+
 function toolOutput(p: ToolPart, options: ChatOptions): ChatToolResult['output'] {
+  if (p.state === 'completed' && p.pruned) return { type: 'text', value: prunedMarker(p) }
   if (p.state === 'completed') {
     const images = (p.attachments ?? []).filter((a) => a.type === 'image' && a.data !== undefined)
     if (images.length === 0) return { type: 'text', value: p.output ?? '' }

@@ -3,23 +3,25 @@ import type { EventStore } from '../../events/store.js'
 import type { SubtaskPart } from '../../projections/fold/model.js'
 import { inputAccepted } from '../../projections/queries/input-index.js'
 import { childSessionIds, getParts, getSession } from '../../projections/queries/read-model.js'
+import { SUBTASK_REPORT_PREFIX } from '../loop/chat-messages.js'
 import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
 
 /**
- * Children nobody waits for any more. A restart interrupts the parent's task
- * call (recovery: tool.failed {interrupted}) while the child is an ordinary
- * session that can be resumed or continued. When such a child finishes a run,
- * its parent learns the outcome the way a background sub-agent reports
- * (docs/COMPACTION.md "Sub-agents"): `subtask.finished` in the parent, then a queued
- * system-reminder input carrying the child's final text, which wakes the
- * parent's loop. The input id `subtask:<child>` makes the report idempotent.
- * Imported sessions are ignored, as children and as parents: they are never run.
+ * Children nobody waits for: a background task's (its call returned at once), and one whose
+ * parent's task call a restart interrupted (recovery: tool.failed {interrupted}) — the child is an
+ * ordinary session that is resumed or continued. When such a child finishes a run, its parent
+ * learns the outcome (docs/COMPACTION.md "Background sub-agents"): `subtask.finished` in the
+ * parent, then a system-reminder input carrying the child's final text — a steer for a background
+ * task (it reaches a running parent at its next step, or starts a run), queued after an
+ * interruption, recorded without a run when the child was cancelled. The input id
+ * `subtask:<child>` makes the report idempotent. A cancel of the parent's run cancels its running
+ * background children. Imported sessions are ignored, as children and as parents: they are never run.
  */
 
 export interface OrphanDeps {
   readonly store: EventStore
   readonly subagents: Pick<Subagents, 'awaited'>
-  readonly runtime: () => Pick<ChildRuntime, 'submit'>
+  readonly runtime: () => Pick<ChildRuntime, 'submit' | 'cancel'>
   readonly log?: { error(obj: object, msg?: string): void }
 }
 
@@ -44,10 +46,12 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
     if (!link) return false
     const partId = link.id.replace(/:subtask$/, '')
-    // Only a task call a restart cut off: one that returned already gave the parent its result.
+    // A background task's call, or one a restart cut off: any other call that returned gave the parent its result.
     const call = parts.find((p) => p.id === partId)
-    if (call?.type !== 'tool' || call.state !== 'error' || call.error?.kind !== 'interrupted') return false
-    const inputId = `subtask:${childId}`
+    if (call?.type !== 'tool') return false
+    const background = call.state === 'completed' && call.metadata?.background === true
+    if (!background && (call.state !== 'error' || call.error?.kind !== 'interrupted')) return false
+    const inputId = `${SUBTASK_REPORT_PREFIX}${childId}`
     if (inputAccepted(store, parentId, inputId)) return false
     const { outcome } = child.lastRun
     // Recovery settled the link as cancelled; the child's real outcome is recorded over it.
@@ -60,10 +64,19 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
       )
     }
     const error = child.lastRun.error ? `\nError: ${child.lastRun.error.kind}: ${child.lastRun.error.message}` : ''
+    const which = background ? 'background sub-agent session' : 'sub-agent session'
+    const why = background ? '' : ' whose task call was interrupted'
     const text =
-      `<system-reminder>\nThe sub-agent session ${childId} ("${child.title}") whose task call was interrupted has finished: ${outcome}.${error}\n` +
+      `<system-reminder>\nThe ${which} ${childId} ("${child.title}")${why} has finished: ${outcome}.${error}\n` +
       `<task_result>\n${finalText(store, childId)}\n</task_result>\n</system-reminder>`
-    await deps.runtime().submit(parentId, { inputId, parts: [{ type: 'text', text }], delivery: 'queue' }, 'runtime')
+    const content = [{ type: 'text' as const, text }]
+    const delivery: 'steer' | 'queue' = background ? 'steer' : 'queue'
+    // a background child the parent's cancel stopped is recorded for the model, but starts no run
+    const input =
+      background && outcome === 'cancelled'
+        ? { inputId, parts: content, noReply: true }
+        : { inputId, parts: content, delivery }
+    await deps.runtime().submit(parentId, input, 'runtime')
     return true
   }
   /** report, read again while the parent changes under it (each decision is idempotent) */
@@ -83,8 +96,25 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
       deps.log?.error({ err, sessionId: childId }, 'reporting a finished sub-agent to its parent failed')
     }
   }
+  /** a cancel of a parent's run reaches its background children that are running */
+  const cancelChildren = async (parentId: string): Promise<void> => {
+    try {
+      const parts = getParts(store, parentId)
+      for (const link of parts) {
+        if (link.type !== 'subtask' || link.outcome !== undefined) continue
+        const call = parts.find((p) => p.id === link.id.replace(/:subtask$/, ''))
+        if (call?.type !== 'tool' || call.metadata?.background !== true) continue
+        if (getSession(store, link.childSessionId)?.run) await deps.runtime().cancel(link.childSessionId)
+      }
+    } catch (err) {
+      deps.log?.error({ err, sessionId: parentId }, 'cancelling background sub-agents failed')
+    }
+  }
   const unsubscribe = store.onCommit((events) => {
-    for (const e of events) if (e.type === 'run.finished') setImmediate(safely, e.sessionId) // outside the commit
+    for (const e of events) {
+      if (e.type === 'run.finished') setImmediate(safely, e.sessionId) // outside the commit
+      if (e.type === 'run.cancel.requested') setImmediate(cancelChildren, e.sessionId)
+    }
   })
   return {
     async sweep() {

@@ -7,7 +7,8 @@ import type { CommandPorts } from '../../commands/execute.js'
 import type { Session } from '../../projections/fold/model.js'
 import { getMessage, getMessages, getParts, getSession } from '../../projections/queries/read-model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
-import type { SubtaskRequest, SubtaskResult } from '../../tools/builtin/task.js'
+import type { BackgroundTask, SubtaskRequest, SubtaskResult } from '../../tools/builtin/task.js'
+import type { TaskStatus } from '../../tools/builtin/task-status.js'
 import { ToolFailure } from '../../tools/tool.js'
 import { SHUTDOWN } from '../loop/loop.js'
 
@@ -24,13 +25,23 @@ import { SHUTDOWN } from '../loop/loop.js'
  * the child stricter; at the depth limit `task` is denied too. The child
  * works in the parent's directory. Cancelling the parent cancels the child;
  * a shutdown does not (both runs are left for recovery).
+ *
+ * With `background: true` the call returns once the child is started; the
+ * child's end reaches the parent as a recorded input (orphans.ts), and so
+ * does a cancel of the parent's run reach the child.
  */
 
 /** What the sub-agent machinery needs of the runtime (bound late: the runtime needs the tools first). */
 export interface ChildRuntime {
   submit(
     sessionId: string,
-    input: { inputId?: string; parts: { type: 'text'; text: string }[]; agent?: string; delivery?: 'queue' | 'steer' },
+    input: {
+      inputId?: string
+      parts: { type: 'text'; text: string }[]
+      agent?: string
+      delivery?: 'queue' | 'steer'
+      noReply?: boolean
+    },
     by: 'runtime',
   ): Promise<unknown>
   cancel(sessionId: string): Promise<unknown>
@@ -70,6 +81,9 @@ export function childRules(
 
 export interface Subagents {
   run(request: SubtaskRequest): Promise<SubtaskResult>
+  start(request: SubtaskRequest): Promise<BackgroundTask>
+  /** a child of `sessionId` as task_status reports it, cancelled first when asked; any other session is refused */
+  status(sessionId: string, taskId: string, cancel: boolean): Promise<TaskStatus>
   /** children some task call in this process is waiting for */
   readonly awaited: ReadonlySet<string>
 }
@@ -79,7 +93,8 @@ export function createSubagents(deps: SubagentDeps): Subagents {
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH
   const awaited = new Set<string>()
 
-  async function run({ description, prompt, agent, ctx }: SubtaskRequest): Promise<SubtaskResult> {
+  /** The child session, linked to the call (subtask.started); its prompt not yet submitted. */
+  async function open({ description, agent, ctx }: SubtaskRequest): Promise<string> {
     const parent = getSession(store, ctx.sessionId)
     if (!parent) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
     const depth = depthOf(store, ctx.sessionId) + 1
@@ -106,7 +121,25 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }],
       { meta },
     )
+    return childSessionId
+  }
 
+  /**
+   * A background child: nobody awaits it. Its end reaches the parent through the watcher
+   * (orphans.ts), as does a cancel of the parent's run.
+   */
+  async function start(request: SubtaskRequest): Promise<BackgroundTask> {
+    const childSessionId = await open(request)
+    await deps
+      .runtime()
+      .submit(childSessionId, { parts: [{ type: 'text', text: request.prompt }], agent: request.agent }, 'runtime')
+    return { childSessionId }
+  }
+
+  async function run(request: SubtaskRequest): Promise<SubtaskResult> {
+    const { prompt, agent, ctx } = request
+    const childSessionId = await open(request)
+    const meta = { actor: 'tool' as const, call: ctx.callId }
     const runtime = deps.runtime()
     const onAbort = () => {
       // a shutdown leaves the child for recovery; a child that cannot be cancelled (gone, imported) ends anyway
@@ -143,7 +176,24 @@ export function createSubagents(deps: SubagentDeps): Subagents {
     }
   }
 
-  return { run, awaited }
+  async function status(sessionId: string, taskId: string, cancel: boolean): Promise<TaskStatus> {
+    const child = getSession(store, taskId)
+    // The model names the session: only this session's own children are reported or cancelled.
+    if (child?.parent?.sessionId !== sessionId || child.imported)
+      throw new ToolFailure('invalid', `No sub-agent task ${taskId} was started by this session.`)
+    if (cancel && child.run && !child.run.cancelRequested) await deps.runtime().cancel(taskId)
+    const now = getSession(store, taskId) ?? child
+    return {
+      childSessionId: taskId,
+      title: now.title,
+      running: now.run !== null,
+      ...(now.run === null && now.lastRun && { outcome: now.lastRun.outcome }),
+      cancelling: now.run?.cancelRequested === true,
+      text: finalText(store, taskId),
+    }
+  }
+
+  return { run, start, status, awaited }
 }
 
 /** The text of the child's last assistant message (compaction summaries aside). */

@@ -19,6 +19,11 @@ export interface SubtaskRequest {
   readonly ctx: ToolContext
 }
 
+/** A sub-agent started in the background: the call returns with its session at once. */
+export interface BackgroundTask {
+  readonly childSessionId: string
+}
+
 export interface SubtaskResult {
   readonly childSessionId: string
   readonly outcome: RunOutcome
@@ -30,6 +35,8 @@ export interface SubtaskResult {
 export interface TaskToolDeps {
   readonly agents: ReadonlyMap<string, AgentDefinition>
   run(request: SubtaskRequest): Promise<SubtaskResult>
+  /** starts the child and returns at once (`background: true`); without it, background tasks are refused */
+  start?(request: SubtaskRequest): Promise<BackgroundTask>
 }
 
 const parameters = z.object({
@@ -39,6 +46,12 @@ const parameters = z.object({
     .min(1)
     .describe('The complete task for the sub-agent: it sees nothing of this conversation but this prompt'),
   subagent_type: z.string().min(1).describe('Which sub-agent performs the task'),
+  background: z
+    .boolean()
+    .optional()
+    .describe(
+      'true: start the sub-agent and continue at once; its result is delivered to you as a message when it finishes',
+    ),
 })
 
 export const TASK_BUDGET_MS = 60 * 60_000
@@ -75,7 +88,22 @@ export function createTaskTool(deps: TaskToolDeps): Tool<typeof parameters> {
         )
       }
       await ctx.ask({ permission: 'task', patterns: [agent.name], metadata: { description: args.description } })
-      const result = await deps.run({ description: args.description, prompt: args.prompt, agent: agent.name, ctx })
+      const request = { description: args.description, prompt: args.prompt, agent: agent.name, ctx }
+      if (args.background) {
+        if (!deps.start)
+          throw new ToolFailure('invalid', 'Background tasks are not available here: call task without background.')
+        const { childSessionId } = await deps.start(request)
+        return {
+          title: args.description,
+          output:
+            `task_id: ${childSessionId} (the sub-agent's session, running in the background)\n\n` +
+            `The ${agent.name} sub-agent is working on "${args.description}". Its result will be delivered to you as a message ` +
+            'when it finishes: continue with other work, and do not wait or poll for it. ' +
+            `task_status with task_id ${childSessionId} shows its progress or cancels it.`,
+          metadata: { sessionId: childSessionId, agent: agent.name, background: true },
+        }
+      }
+      const result = await deps.run(request)
       const metadata = { sessionId: result.childSessionId, outcome: result.outcome, agent: agent.name }
       if (result.outcome === 'cancelled')
         throw new ToolFailure('aborted', `The sub-agent session ${result.childSessionId} was cancelled.`)

@@ -1,0 +1,84 @@
+import { createRequire } from 'node:module'
+import { extname } from 'node:path'
+
+/**
+ * The language servers by file extension (docs/TOOLS.md "Diagnostics"). Out of the box: TypeScript and
+ * JavaScript through `typescript-language-server`, Python through `pyright` — each only when its npm
+ * package is installed beside Chronicle. Binaries are resolved from Chronicle's own installation or the
+ * user's config, never from the session directory: a workspace's node_modules cannot choose what runs
+ * (typescript-language-server is also told which tsserver to use, Chronicle's own).
+ */
+
+export interface LspServerSpec {
+  readonly name: string
+  /** lower-case, with the dot */
+  readonly extensions: readonly string[]
+  /** the program and its arguments (stdio) */
+  readonly command: readonly string[]
+  readonly initializationOptions?: Record<string, unknown>
+  languageId(path: string): string
+}
+
+/** A server from the user's config: `lsp.servers.<name> = {extensions, command}`. */
+export interface ConfiguredServer {
+  readonly extensions: readonly string[]
+  readonly command: readonly string[]
+}
+
+const require = createRequire(import.meta.url)
+
+function resolved(id: string): string | undefined {
+  try {
+    return require.resolve(id)
+  } catch {
+    return undefined
+  }
+}
+
+const TS_LANGUAGES: Record<string, string> = {
+  '.ts': 'typescript',
+  '.mts': 'typescript',
+  '.cts': 'typescript',
+  '.tsx': 'typescriptreact',
+  '.js': 'javascript',
+  '.mjs': 'javascript',
+  '.cjs': 'javascript',
+  '.jsx': 'javascriptreact',
+}
+
+/** The servers installed beside Chronicle. */
+export function builtinServers(): LspServerSpec[] {
+  const servers: LspServerSpec[] = []
+  const cli = resolved('typescript-language-server/lib/cli.mjs')
+  const tsserver = resolved('typescript/lib/tsserver.js')
+  if (cli && tsserver) {
+    servers.push({
+      name: 'typescript',
+      extensions: Object.keys(TS_LANGUAGES),
+      command: [process.execPath, cli, '--stdio'],
+      initializationOptions: { tsserver: { path: tsserver, fallbackPath: tsserver } },
+      languageId: (path) => TS_LANGUAGES[extname(path).toLowerCase()] ?? 'typescript',
+    })
+  }
+  const pyright = resolved('pyright/langserver.index.js')
+  if (pyright) {
+    servers.push({
+      name: 'pyright',
+      extensions: ['.py', '.pyi'],
+      command: [process.execPath, pyright, '--stdio'],
+      languageId: () => 'python',
+    })
+  }
+  return servers
+}
+
+/** The user's servers first (they win for their extensions), then the built-in ones. */
+export function lspServers(configured: Readonly<Record<string, ConfiguredServer>> = {}): LspServerSpec[] {
+  const own = Object.entries(configured).map(([name, s]) => ({
+    name,
+    extensions: s.extensions.map((e) => (e.startsWith('.') ? e : `.${e}`).toLowerCase()),
+    command: [...s.command],
+    languageId: (path: string) => TS_LANGUAGES[extname(path).toLowerCase()] ?? extname(path).slice(1),
+  }))
+  return [...own, ...builtinServers()]
+}

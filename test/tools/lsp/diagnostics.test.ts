@@ -1,0 +1,149 @@
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createDiagnostics, type DiagnosticsService } from '../../../src/tools/lsp/diagnostics.js'
+import { builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
+import { detectSandbox, unconfined } from '../../../src/tools/sandbox.js'
+
+/**
+ * Diagnostics from a real language server (typescript-language-server, installed as a dev dependency),
+ * and servers that crash or hang: the call never waits past its deadline.
+ */
+
+let service: DiagnosticsService | undefined
+let dir: string | undefined
+afterEach(() => {
+  service?.close()
+  if (dir) rmSync(dir, { recursive: true, force: true })
+})
+
+function project(): string {
+  dir = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-lsp-')))
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true } }))
+  writeFileSync(join(dir, 'math.ts'), 'export function add(a: number, b: number): number {\n  return a + b\n}\n')
+  return dir
+}
+
+const sandbox = unconfined('off')
+
+describe('language-server diagnostics', () => {
+  it('reports the type error an edit introduced, and none once it is fixed (the server reused)', async () => {
+    const directory = project()
+    service = createDiagnostics({ servers: builtinServers(), sandbox, deadlineMs: 30_000 })
+    const file = join(directory, 'main.ts')
+    writeFileSync(file, "import { add } from './math'\nconst total: number = add(1, '2')\nexport { total }\n")
+    const broken = await service.after(directory, [file])
+    expect(broken.notReady).toEqual([])
+    expect(broken.files).toEqual([
+      {
+        path: file,
+        errors: [
+          {
+            line: 2,
+            character: 30,
+            message: "Argument of type 'string' is not assignable to parameter of type 'number'.",
+            source: 'typescript',
+            code: 2345,
+          },
+        ],
+      },
+    ])
+    writeFileSync(file, "import { add } from './math'\nconst total: number = add(1, 2)\nexport { total }\n")
+    expect(await service.after(directory, [file])).toEqual({ files: [{ path: file, errors: [] }], notReady: [] })
+  }, 60_000)
+
+  /** A fake server: a node script that counts its starts, then crashes, hangs, or answers but never reports. */
+  function fake(kind: 'crash' | 'hang' | 'silent'): { spec: LspServerSpec; starts: () => number } {
+    const directory = dir ?? project()
+    const script = join(directory, `${kind}-server.mjs`)
+    const count = join(directory, `${kind}.starts`)
+    const body = {
+      crash: 'process.exit(3)',
+      hang: 'process.stdin.resume()',
+      // answers initialize (id 1), then reads and never publishes
+      silent:
+        "process.stdin.once('data', () => { const b = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { capabilities: {} } }); process.stdout.write(`Content-Length: ${Buffer.byteLength(b)}\\r\\n\\r\\n${b}`) }); process.stdin.resume()",
+    }[kind]
+    writeFileSync(
+      script,
+      `import { appendFileSync } from 'node:fs'\nappendFileSync(${JSON.stringify(count)}, 'x')\n${body}\n`,
+    )
+    return {
+      spec: { name: kind, extensions: ['.ts'], command: [process.execPath, script], languageId: () => 'typescript' },
+      starts: () => {
+        try {
+          return readFileSync(count, 'utf8').length
+        } catch {
+          return 0
+        }
+      },
+    }
+  }
+
+  it.each(['crash', 'hang', 'silent'] as const)(
+    'a server that would %s does not hold the edit past the deadline; it is started again next time',
+    async (kind) => {
+      const directory = project()
+      const server = fake(kind)
+      service = createDiagnostics({ servers: [server.spec], sandbox, deadlineMs: 300 })
+      const file = join(directory, 'math.ts')
+      for (let round = 1; round <= 2; round++) {
+        const started = performance.now()
+        expect(await service.after(directory, [file])).toEqual({ files: [], notReady: [file] })
+        expect(performance.now() - started).toBeLessThan(300 + 1500) // the deadline, and the machine's load
+      }
+      // a dead server is started again at the next edit; a live one (hung or silent) is reused
+      await new Promise((r) => setTimeout(r, 200))
+      expect(server.starts()).toBe(kind === 'crash' ? 2 : 1)
+    },
+  )
+
+  it('the server runs in the sandbox bash uses (bubblewrap here) and reports there too', async () => {
+    const directory = project()
+    const confined = await detectSandbox('auto')
+    service = createDiagnostics({ servers: builtinServers(), sandbox: confined, deadlineMs: 30_000 })
+    const file = join(directory, 'main.ts')
+    writeFileSync(file, "export const total: number = '2'\n")
+    const report = await service.after(directory, [file])
+    expect(report.files[0]?.errors.map((e) => e.code)).toEqual([2322])
+  }, 60_000)
+
+  it('a file no server takes is not reported', async () => {
+    const directory = project()
+    service = createDiagnostics({ servers: builtinServers(), sandbox })
+    writeFileSync(join(directory, 'notes.md'), '# notes')
+    expect(await service.after(directory, [join(directory, 'notes.md')])).toEqual({ files: [], notReady: [] })
+  })
+
+  it("a workspace's files cannot choose what runs: its own tsserver, server binary and tsserver plugins stay unrun", async () => {
+    const directory = project()
+    const marker = join(directory, 'PWNED')
+    const evil = `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran')\n`
+    for (const [path, content] of [
+      ['node_modules/typescript/package.json', '{"name":"typescript","version":"99.0.0","main":"lib/typescript.js"}'],
+      ['node_modules/typescript/lib/tsserver.js', evil],
+      ['node_modules/typescript/lib/typescript.js', evil],
+      ['node_modules/.bin/typescript-language-server', `#!/usr/bin/env node\n${evil}`],
+      ['node_modules/evil-plugin/package.json', '{"name":"evil-plugin","main":"index.js"}'],
+      [
+        'node_modules/evil-plugin/index.js',
+        `${evil}module.exports = () => ({ create: (info) => info.languageService })\n`,
+      ],
+    ] as const) {
+      mkdirSync(join(directory, path, '..'), { recursive: true })
+      writeFileSync(join(directory, path), content)
+    }
+    writeFileSync(
+      join(directory, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, noEmit: true, plugins: [{ name: 'evil-plugin' }] } }),
+    )
+    service = createDiagnostics({ servers: builtinServers(), sandbox, deadlineMs: 30_000 })
+    const file = join(directory, 'main.ts')
+    writeFileSync(file, "import { add } from './math'\nexport const total: number = add(1, '2')\n")
+    const report = await service.after(directory, [file])
+    expect(report.files[0]?.errors.map((e) => e.code)).toEqual([2345]) // Chronicle's own TypeScript answered
+    expect(existsSync(marker)).toBe(false)
+  }, 60_000)
+})
