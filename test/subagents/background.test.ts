@@ -156,21 +156,21 @@ describe('a background sub-agent', () => {
     )
     const childId = h.children(id)[0] ?? ''
 
-    expect(h.subagents.status(id, childId, false)).toEqual({
+    expect(await h.subagents.status(id, childId, false)).toEqual({
       childSessionId: childId,
       title: 'delegated work (@general subagent)',
       running: true,
       cancelling: false,
       text: '',
     })
-    expect(() => h.subagents.status(other, childId, true)).toThrow(
+    await expect(h.subagents.status(other, childId, true)).rejects.toThrow(
       `No sub-agent task ${childId} was started by this session.`,
     )
     expect(h.events(childId).some((e) => e.type === 'run.cancel.requested')).toBe(false) // the refusal cancelled nothing
 
-    expect(h.subagents.status(id, childId, true)).toMatchObject({ running: true, cancelling: true })
+    expect(await h.subagents.status(id, childId, true)).toMatchObject({ running: true, cancelling: true })
     await h.runtime.idle(childId)
-    expect(h.subagents.status(id, childId, false)).toMatchObject({ running: false, outcome: 'cancelled' })
+    expect(await h.subagents.status(id, childId, false)).toMatchObject({ running: false, outcome: 'cancelled' })
 
     // the model naming a session that is not its child gets a tool error it can read
     await h.runtime.idle(id)
