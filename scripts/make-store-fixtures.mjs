@@ -32,6 +32,7 @@ export const SHIPPED = [
   { version: 12, rev: '4032101' },
   { version: 13, rev: '78c64d3' },
   { version: 14, rev: 'aaff940' },
+  { version: 15, rev: 'ba09834' },
 ]
 
 const repo = resolve(import.meta.dirname, '..')
