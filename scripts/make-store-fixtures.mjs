@@ -16,7 +16,8 @@ import { gzipSync } from 'node:zlib'
 
 /**
  * Schema version → the commit that shipped it: the first commit whose src/events/schema.ts lists that many
- * migrations (`git log -- src/events/schema.ts`). Version 2 never shipped alone: c56f730 added 2 and 3.
+ * migrations (`git log -- src/events/schema.ts`). Version 2 never shipped alone: c56f730 added 2 and 3. A new
+ * migration's entry names the commit that adds it, once that commit exists (15: ba09834, on the upgrade39 branch).
  */
 export const SHIPPED = [
   { version: 1, rev: 'acb1f72' },

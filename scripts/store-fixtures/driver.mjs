@@ -23,12 +23,14 @@ const { EVENT_TYPES } = await load('src/events/catalogue.ts')
 const timeTravel = await load('src/projections/time-travel/time-travel.ts', 'src/projections/time-travel.ts')
 const foldModule = await load('src/projections/fold/fold.ts', 'src/projections/fold.ts')
 const verifyModule = await load('src/projections/upkeep/verify.ts', 'src/projections/verify.ts')
+// the version's own real-runtime test world (a scripted model, the MCP reference server), where it has one
+const auditHelpers = await load('test/audit/helpers.ts')
 const has = (type) => EVENT_TYPES.includes(type)
 
 mkdirSync(out, { recursive: true })
 const file = join(out, 'store.db')
 let clock = Date.parse('2026-11-30T00:00:00.000Z')
-const store = openStore(file, { now: () => (clock += 1000) })
+let store = openStore(file, { now: () => (clock += 1000) })
 
 const PARENT = 'ses_fx_parent'
 const CHILD = 'ses_fx_child'
@@ -57,6 +59,35 @@ for (const e of forkRun()) append(FORK, e)
 if (has('mcp.server.ready')) for (const e of mcpServer()) append('sys_mcp', e)
 store.flush?.()
 
+/**
+ * A session run by the version's real runtime: a scripted model that calls the MCP server's echo tool, a
+ * compaction and one more input. Its steps record what each request was compiled from, so `audit` rebuilds
+ * and checks them (the scripted events above have none to check).
+ */
+if (auditHelpers?.auditWorld) {
+  store.close()
+  const world = await auditHelpers.auditWorld(
+    [
+      { when: { userContains: '<transcript>' }, text: '## Objective\n- echo things' },
+      { when: { userContains: 'echo hello', afterToolResult: false }, toolCalls: [{ name: 'ev_echo', input: { message: 'hello' } }] },
+      { when: { userContains: 'echo hello', afterToolResult: true }, text: 'It said hello.' },
+      { when: { userContains: 'after the summary' }, text: 'Still here.' },
+    ],
+    file,
+  )
+  const id = world.session()
+  const text = (t) => ({ parts: [{ type: 'text', text: t }] })
+  world.runtime.submit(id, text('echo hello'))
+  await world.runtime.idle(id)
+  world.runtime.compact(id)
+  await world.runtime.idle(id)
+  world.runtime.submit(id, text('after the summary'))
+  await world.runtime.idle(id)
+  await world.close()
+  store = openStore(file, { now: () => (clock += 1000) })
+  seqs[id] = store.readSession(id).map((e) => e.seq)
+}
+
 /** The state right after `seq` as this version answers it: its stateAt, or (before time travel) its fold. */
 function stateAt(sessionId, seq) {
   if (timeTravel?.stateAt) return timeTravel.stateAt(store, sessionId, seq)
@@ -75,6 +106,9 @@ for (const [sessionId, own] of Object.entries(seqs)) {
 }
 
 const report = verifyModule.verify(store, {})
+const audit = (await load('src/runtime/audit/audit.ts'))?.audit
+const audited = audit ? audit(store, 'all') : null
+if (audited && audited.mismatches.length > 0) throw new Error(`this version's own audit: ${JSON.stringify(audited.mismatches[0])}`)
 if (report.differences.length > 0) throw new Error(`this version's own verify differs: ${JSON.stringify(report.differences[0])}`)
 const db = store.reader ? store.reader() : store.db
 const migrations = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all()
@@ -87,6 +121,7 @@ const expected = {
   events,
   sessions: Object.keys(seqs),
   chain: report.chain ? { head: report.chain.head, unchained: report.chain.unchained } : null,
+  audit: audited ? { steps: audited.steps, verified: audited.verified } : null,
   states,
 }
 writeFileSync(join(out, 'expected.json'), `${JSON.stringify(expected, null, 1)}\n`)
