@@ -16,6 +16,7 @@ import { invalid } from '../runtime/backup/manifest.js'
 import { checkObjects, discard, installBackup, stageBackup } from '../runtime/backup/restore.js'
 import { flag, Refusal, UsageError, type Args } from './args.js'
 import { dataDirOf, dbPathOf, serverInfo } from './client.js'
+import { servingServer } from './server-record.js'
 import type { Terminal } from './terminal.js'
 
 /**
@@ -290,6 +291,11 @@ export async function restoreCommand(args: Args, { line: out }: Terminal): Promi
   // never --force: the running server holds the store this would replace
   if (up) throw new Refusal(`a server is running at ${url}: stop it first, then restore (nothing was replaced)`)
   const dataDir = dataDirOf()
+  const serving = servingServer(dataDir)
+  if (serving)
+    throw new Refusal(
+      `a server (pid ${serving.pid}) is serving ${dataDir} at ${serving.url}: stop it first, then restore (nothing was replaced)`,
+    )
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const stamp = new Date().toISOString().replace(/[:.]/g, '-')
   const staged = await stageBackup(resolve(backup), dataDir, stamp)

@@ -2,6 +2,7 @@ import pino from 'pino'
 import { loadConfig } from '../config.js'
 import { createChronicle, VERSION } from '../main.js'
 import { flag, type Args } from './args.js'
+import { recordServer } from './server-record.js'
 import type { Terminal } from './terminal.js'
 
 /**
@@ -42,16 +43,10 @@ export async function serve(args: Args, { line: out }: Terminal): Promise<number
         : token.generated
           ? `token (shown once) ${token.token} stored in ${token.file}`
           : `token in ${token.file}`
-  out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
-  if (config.web.enabled) out(`open ${chronicle.loginLink().url}`)
-  if (chronicle.sandbox.kind === 'unavailable') {
-    process.stderr.write(
-      `chronicle: ${chronicle.sandbox.reason}. Every bash command will need your approval. ` +
-        'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set "sandbox": "off" in your config to run commands unconfined.\n',
-    )
-  }
-
-  return new Promise((resolve) => {
+  // where `chronicle restore` finds it, whatever port it took (src/cli/server-record.ts)
+  const unrecord = recordServer(config.dataDir, { pid: process.pid, url })
+  // Signals are handled before the URL is printed: a SIGTERM sent as soon as it is read stops the server cleanly.
+  const stopped = new Promise<number>((resolve) => {
     let signals = 0
     const shutdown = (signal: NodeJS.Signals) => {
       if (++signals > 1) {
@@ -61,8 +56,12 @@ export async function serve(args: Args, { line: out }: Terminal): Promise<number
       }
       chronicle.logger.info({ signal }, 'shutting down')
       chronicle.stop().then(
-        () => resolve(0),
+        () => {
+          unrecord()
+          resolve(0)
+        },
         (err: unknown) => {
+          unrecord()
           process.stderr.write(`shutdown failed: ${String(err)}\n`)
           resolve(1)
         },
@@ -71,4 +70,14 @@ export async function serve(args: Args, { line: out }: Terminal): Promise<number
     process.on('SIGINT', shutdown)
     process.on('SIGTERM', shutdown)
   })
+  out(`Chronicle ${VERSION} listening on ${url} — ${where}`)
+  if (config.web.enabled) out(`open ${chronicle.loginLink().url}`)
+  if (chronicle.sandbox.kind === 'unavailable') {
+    process.stderr.write(
+      `chronicle: ${chronicle.sandbox.reason}. Every bash command will need your approval. ` +
+        'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set "sandbox": "off" in your config to run commands unconfined.\n',
+    )
+  }
+
+  return stopped
 }

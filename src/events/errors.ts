@@ -99,6 +99,10 @@ export const ERROR_STATUS = {
   BACKUP_REFUSED: 409,
   /** a workspace object the log names is missing from the object store or damaged (docs/BACKUP.md) */
   WORKSPACE_DAMAGED: 500,
+  /** a store written by a newer Chronicle (a schema migration this one does not know): refused, left as it is */
+  STORE_TOO_NEW: 500,
+  /** a schema migration failed on opening the store: every pending one was rolled back, the file is as it was */
+  MIGRATION_FAILED: 500,
   /** the PostgreSQL server is older than the store supports (15) */
   STORE_UNSUPPORTED: 503,
 } as const

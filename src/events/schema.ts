@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { ChronicleError } from './errors.js'
 
 /**
  * Versioned schema migrations. Each runs once, in order, inside one
@@ -464,6 +465,25 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX rewrites_by_session ON rewrites (session_id, version);
     `,
   },
+  {
+    version: 15,
+    name: 'a completed compaction recorded as applied',
+    // Session.compaction.applied (where the model's context starts) came after the stores of schema 1 and
+    // early 3 were written (commit 09e78f8): their session rows name a completed compaction without it, so
+    // the model would be sent the whole history again. Found by the store fixtures (docs/UPGRADES.md). Their
+    // snapshots were folded by that code too; the cache is derived, so theirs are dropped.
+    sql: `
+      DELETE FROM snapshots WHERE session_id IN (SELECT id FROM sessions
+        WHERE data -> '$.compaction' IS NOT NULL AND data -> '$.compaction.applied' IS NULL);
+      UPDATE sessions SET data = json_set(data, '$.compaction.applied',
+          CASE WHEN data ->> '$.compaction.tailStartMessageId' IS NULL
+            THEN json_object('summaryMessageId', data ->> '$.compaction.summaryMessageId')
+            ELSE json_object('summaryMessageId', data ->> '$.compaction.summaryMessageId',
+                             'tailStartMessageId', data ->> '$.compaction.tailStartMessageId')
+          END)
+        WHERE data ->> '$.compaction.status' = 'completed' AND data -> '$.compaction.applied' IS NULL;
+    `,
+  },
 ]
 
 /** Event data this long or longer is stored deflated when that is smaller (migration 7). */
@@ -502,34 +522,52 @@ export function registerFunctions(db: Database.Database): void {
   db.function('chronicle_inflate', { deterministic: true }, (data: unknown) => inflated(data))
 }
 
+/**
+ * Brings the store up to `migrations`: every pending one, in order, in ONE transaction, so a migration that
+ * fails leaves the store exactly as it was (MIGRATION_FAILED names it). A store that has a migration this code
+ * does not know was written by a newer Chronicle: refused (STORE_TOO_NEW), never "repaired" (docs/UPGRADES.md).
+ */
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
   registerFunctions(db)
   db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
   )
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+  const ordered = [...migrations].sort((a, b) => a.version - b.version)
+  const known = ordered.at(-1)?.version ?? 0
+  const appliedVersions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck()
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+  // under the write lock: another connection may be migrating the same file
+  return db
+    .transaction(() => {
+      const applied = new Set(appliedVersions.all() as number[])
+      const newest = Math.max(0, ...applied)
+      if (newest > known) throw tooNew(newest, known)
+      let count = 0
+      for (const m of ordered) {
+        if (applied.has(m.version)) continue
+        try {
+          db.exec(m.sql)
+        } catch (err) {
+          throw new ChronicleError(
+            'MIGRATION_FAILED',
+            `schema migration ${m.version} (${m.name}) failed: ${(err as Error).message}. Nothing was changed: the store is still at schema version ${newest}. Keep the file; \`chronicle verify\` with the previous version checks it, and a backup can be restored (docs/UPGRADES.md)`,
+            { version: m.version, from: newest },
+          )
+        }
+        record.run(m.version, m.name, Date.now())
+        count++
+      }
+      return count
+    })
+    .immediate()
+}
+
+function tooNew(newest: number, known: number): ChronicleError {
+  return new ChronicleError(
+    'STORE_TOO_NEW',
+    `this store was written by a newer Chronicle (schema version ${newest}; this one knows up to ${known}): it is left as it is. Run that version (or newer) on it, or restore a backup taken before the upgrade (docs/UPGRADES.md)`,
+    { version: newest, known },
   )
-  let count = 0
-  const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck()
-  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (applied.has(m.version)) continue
-    const ran = db
-      .transaction(() => {
-        // Another connection may have applied it since we looked: check under the write lock.
-        if (isApplied.get(m.version)) return false
-        db.exec(m.sql)
-        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-          m.version,
-          m.name,
-          Date.now(),
-        )
-        return true
-      })
-      .immediate()
-    if (ran) count++
-  }
-  return count
 }
 
 export function schemaVersion(db: Database.Database): number {

@@ -211,7 +211,12 @@ export class EventStore implements Readable {
     )
     db.pragma('cache_size = -64000')
     db.pragma('temp_store = MEMORY')
-    return new EventStore(db, options)
+    try {
+      return new EventStore(db, options)
+    } catch (err) {
+      db.close() // a store refused (too new, a migration failed) keeps no handle open
+      throw err
+    }
   }
 
   /** The highest committed seq. */

@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs'
+import { createWriteStream, mkdirSync, rmSync, type WriteStream } from 'node:fs'
 import { dirname } from 'node:path'
 import { MAX_BYTES, MAX_LINES } from './truncate.js'
 
@@ -37,6 +37,8 @@ export interface Captured {
   readonly truncated: boolean
   readonly outputPath?: string
   readonly bytes: number
+  /** the saved file could not be written (a full disk): it was removed, and `output` says so */
+  readonly saveError?: string
 }
 
 export class OutputCapture {
@@ -48,6 +50,7 @@ export class OutputCapture {
   private lines = 0
   private file: WriteStream | undefined
   private saved = 0
+  private saveError: string | undefined
   private pending = ''
   private skipped = 0
   private lastReport = 0
@@ -76,7 +79,13 @@ export class OutputCapture {
 
   /** Resolves when the saved file has taken what it was given. */
   drained(): Promise<void> {
-    return new Promise((resolve) => (this.file?.writableNeedDrain ? this.file.once('drain', resolve) : resolve()))
+    return new Promise((resolve) => {
+      const file = this.file
+      if (!file?.writableNeedDrain || this.saveError !== undefined) return resolve()
+      // a file that failed is destroyed: it closes instead of draining
+      file.once('drain', resolve)
+      file.once('close', resolve)
+    })
   }
 
   /** Sends the last progress, then ends the capture with `trailer` (e.g. the exit status, not live output). */
@@ -85,17 +94,25 @@ export class OutputCapture {
     this.report()
     this.write(trailer, false)
     if (this.all !== undefined) return { output: this.all, truncated: false, bytes: this.bytes }
-    await new Promise<void>((resolve, reject) =>
-      (this.file as WriteStream).end((err?: Error | null) => (err ? reject(err) : resolve())),
-    )
+    if (this.saveError === undefined) {
+      await new Promise<void>((resolve) =>
+        (this.file as WriteStream).end((err?: Error | null) => {
+          if (err) this.failed(err)
+          resolve()
+        }),
+      )
+    }
     const head = firstOrLast(this.head, HEAD_LINES, 'head')
     const tail = firstOrLast(this.tail, MAX_LINES - HEAD_LINES - 2, 'tail')
     // Head and tail never overlap: output is cut only past MAX_BYTES (= HEAD_CHARS + TAIL_CHARS) or MAX_LINES lines.
     const omitted = this.chars - head.length - tail.length
+    const truncated = `... output truncated: ${omitted} characters omitted here (${this.bytes} bytes, ${this.lines} lines in all).`
+    if (this.saveError !== undefined) {
+      const note = `${truncated} The full output could not be saved at ${this.options.savePath} (${this.saveError}): the partial file was removed, only the parts shown here are kept.`
+      return { output: `${head}\n${note}\n${tail}`, truncated: true, bytes: this.bytes, saveError: this.saveError }
+    }
     const savedNote = this.saved < this.bytes ? ` (the first ${MAX_SAVED_BYTES / 1024 / 1024} MiB of it)` : ''
-    const note =
-      `... output truncated: ${omitted} characters omitted here (${this.bytes} bytes, ${this.lines} lines in all). ` +
-      `The full output is saved at ${this.options.savePath}${savedNote} — use read with offset/limit or grep on that file to see the rest.`
+    const note = `${truncated} The full output is saved at ${this.options.savePath}${savedNote} — use read with offset/limit or grep on that file to see the rest.`
     return {
       output: `${head}\n${note}\n${tail}`,
       truncated: true,
@@ -105,13 +122,29 @@ export class OutputCapture {
   }
 
   private open(): void {
-    mkdirSync(dirname(this.options.savePath), { recursive: true, mode: 0o700 })
-    this.file = createWriteStream(this.options.savePath, { mode: 0o600 })
+    try {
+      mkdirSync(dirname(this.options.savePath), { recursive: true, mode: 0o700 })
+      this.file = createWriteStream(this.options.savePath, { mode: 0o600 })
+      this.file.on('error', (err) => this.failed(err))
+    } catch (err) {
+      this.failed(err as Error)
+    }
+  }
+
+  /**
+   * The saved file cannot be written (ENOSPC: the data dir's filesystem is full). Saving stops and the partial
+   * file goes, giving its space back to the log; the capture still keeps the head and tail (docs/BACKUP.md).
+   */
+  private failed(err: Error): void {
+    if (this.saveError !== undefined) return
+    this.saveError = err.message
+    this.file?.destroy()
+    rmSync(this.options.savePath, { force: true })
   }
 
   private save(text: string): boolean {
     const file = this.file as WriteStream
-    if (this.saved >= MAX_SAVED_BYTES) return true
+    if (this.saveError !== undefined || this.saved >= MAX_SAVED_BYTES) return true
     const room = MAX_SAVED_BYTES - this.saved
     const piece = Buffer.byteLength(text) <= room ? text : Buffer.from(text).subarray(0, room).toString()
     this.saved += Buffer.byteLength(piece)

@@ -335,6 +335,41 @@ describe('chronicle restore refuses what it cannot trust, and replaces nothing',
     expect(fileDigest(targetDb)).toBe(original)
   })
 
+  it('while a server serves that data dir at a port CHRONICLE_URL does not name: refused, naming it; nothing replaced', async () => {
+    const dataDir = live.env.CHRONICLE_DATA_DIR as string
+    const served = join(dataDir, 'chronicle.db')
+    const before = fileDigest(served)
+    const result = await runToEnd(['restore', backupDir], { CHRONICLE_DATA_DIR: dataDir, CHRONICLE_URL: NOBODY })
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `chronicle: a server (pid ${live.server.child.pid}) is serving ${dataDir} at ${live.url}: stop it first, then restore (nothing was replaced)\n`,
+    })
+    expect(readdirSync(dataDir).filter((f) => f.startsWith('replaced-') || f.startsWith('restoring-'))).toEqual([])
+    expect(fileDigest(served)).toBe(before)
+  })
+
+  it('a server that stopped leaves no record behind, and one that died is not taken for a running one', async () => {
+    const dir = mkdtempSync(join(live.dir, 'stopped-'))
+    const env = { CHRONICLE_DATA_DIR: join(dir, 'data'), CHRONICLE_PORT: '0', CHRONICLE_LOG_LEVEL: 'warn' }
+    const server = run(['serve'], env, dir)
+    const [, url] = (await server.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)) as string[]
+    const record = join(dir, 'data', 'server.json')
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toEqual({ pid: server.child.pid, url })
+    server.child.kill('SIGTERM')
+    expect([await server.exited, server.stderr]).toEqual([0, ''])
+    expect(existsSync(record)).toBe(false)
+
+    // a record whose process is gone (a server killed with -9): restore goes ahead
+    writeFileSync(record, JSON.stringify({ pid: server.child.pid, url }))
+    const result = await runToEnd(['restore', backupDir], {
+      CHRONICLE_DATA_DIR: join(dir, 'data'),
+      CHRONICLE_URL: NOBODY,
+    })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^restored the store at seq \d+/)
+  })
+
   it('a good backup over a store: the replaced store is kept aside', async () => {
     const result = await runToEnd(['restore', backupDir], { CHRONICLE_DATA_DIR: target, CHRONICLE_URL: NOBODY })
     expect(result.code).toBe(0)

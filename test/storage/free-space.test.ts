@@ -1,9 +1,8 @@
-import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { cliArgs } from '../cli/helpers.js'
+import { canMount, clientOf, serveOnTmpfs as serveTmpfs } from './tmpfs-server.js'
 
 /**
  * Start-up with too little free space says so (docs/BACKUP.md "A full
@@ -16,95 +15,8 @@ import { cliArgs } from '../cli/helpers.js'
 const root = mkdtempSync(join(tmpdir(), 'chronicle-free-space-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
-const probe = spawnSync('unshare', ['-rm', 'sh', '-c', `mount -t tmpfs -o size=1m none "${root}"`])
-const mountable = probe.status === 0
-if (!mountable) console.warn(`free-space spec not run: cannot mount a tmpfs here (${String(probe.stderr).trim()})`)
-
-/** `chronicle serve` with its data dir on a fresh tmpfs of `size`: its exit, after it refused or once it listened. */
-function serveOnTmpfs(
-  size: string,
-  opts: {
-    config?: string
-    env?: Record<string, string>
-    whileUp?: (server: { url: string; pid: number; mount: string }) => Promise<void>
-  } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string; health?: number }> {
-  const mount = mkdtempSync(join(root, 'fs-'))
-  const child = spawn(
-    'unshare',
-    [
-      ...['-rm', 'sh', '-c', 'mount -t tmpfs -o "size=$1" none "$2" && shift 2 && exec "$@"', 'sh', size, mount],
-      ...[process.execPath, ...cliArgs(['serve', ...(opts.config ? ['--config', opts.config] : [])])],
-    ],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '/tmp',
-        CHRONICLE_CLI: '1', // run main(), as bin/chronicle.mjs asks
-        CHRONICLE_DATA_DIR: join(mount, 'data'),
-        CHRONICLE_PORT: '0',
-        CHRONICLE_LOG_LEVEL: 'warn',
-        ...opts.env,
-      },
-    },
-  )
-  return new Promise((resolve) => {
-    let stdout = ''
-    let stderr = ''
-    let asked = false
-    let health: number | undefined
-    child.stdout.on('data', (d) => {
-      stdout += d
-      const url = /listening on (http:\/\/\S+)/.exec(stdout)?.[1]
-      // it answers, then stops as a server does on SIGTERM
-      if (url && !asked) {
-        asked = true
-        void fetch(`${url}/health`)
-          .then(async (r) => {
-            health = r.status
-            await opts.whileUp?.({ url, pid: child.pid as number, mount })
-          })
-          .catch((err: unknown) => {
-            stderr += `the spec failed while the server was up: ${String(err)}\n`
-          })
-          .finally(() => child.kill('SIGTERM'))
-      }
-    })
-    child.stderr.on('data', (d) => {
-      stderr += d
-    })
-    child.on('exit', (code) => resolve({ code, stdout, stderr, health }))
-  })
-}
-
-/**
- * What a spec does with a server on a tmpfs: call its API with its token, and fill its filesystem and free
- * it again — the mount is seen from here through the server process's root.
- */
-function clientOf({ url, pid, mount }: { url: string; pid: number; mount: string }) {
-  const inside = (path: string) => `/proc/${pid}/root${join(mount, path)}`
-  const token = readFileSync(inside('data/token'), 'utf8').trim()
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  return {
-    async call(method: string, path: string, body?: unknown) {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined && { body: JSON.stringify(body) }),
-      })
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
-    },
-    /** writes until the filesystem is full */
-    fill() {
-      try {
-        writeFileSync(inside('filler'), Buffer.alloc(64 * 1024 * 1024))
-      } catch (err) {
-        expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC')
-      }
-    },
-    free: () => unlinkSync(inside('filler')),
-  }
-}
+const mountable = canMount(root)
+const serveOnTmpfs = (size: string, opts: Parameters<typeof serveTmpfs>[2] = {}) => serveTmpfs(root, size, opts)
 
 describe.runIf(mountable)('start-up and free space', () => {
   it('refuses to start with less free space than limits.minFreeBytes, naming the directory, what is free and the bound', async () => {

@@ -210,6 +210,12 @@ export function createBashTool(deps: BashToolDeps) {
       `${last === '' || last.endsWith('\n') ? '' : '\n'}<bash_metadata>\n${notes.join('\n')}\n</bash_metadata>`,
     )
     if (ended === 'abort') throw new ToolFailure('aborted', captured.output)
+    // the output outgrew a result and the data dir's disk: the call fails, saying so; the run goes on
+    if (captured.saveError !== undefined)
+      throw new ToolFailure(
+        'failed',
+        `The command's output could not be saved: ${captured.saveError}.\n${captured.output}`,
+      )
     return {
       output: captured.output,
       title: args.description ?? args.command,
