@@ -10,7 +10,7 @@ import { ContextView } from './context-view.js'
 import { DiffView } from './diff-view.js'
 import { Elicitations } from './elicitations.js'
 import { EventsList } from './events-list.js'
-import type { PartActions } from './part-view.js'
+import { formatCost, type PartActions, usageText } from './part-view.js'
 import { Permissions } from './permissions.js'
 import { Rules } from './rules.js'
 import { TimeTravel } from './time-travel.js'
@@ -120,9 +120,13 @@ function SessionFacts({ session }: { session: Session }) {
         </>
       )}
       {session.imported && ' · imported (read-only)'}
-      {session.totals.inputTokens + session.totals.outputTokens > 0 &&
-        ` · ${session.totals.inputTokens.toLocaleString()} in / ${session.totals.outputTokens.toLocaleString()} out tokens`}
-      {session.totals.cost > 0 && ` · $${session.totals.cost.toFixed(4)}`}
+      {session.totals.inputTokens + session.totals.outputTokens > 0 && (
+        <span class="session-usage">
+          {' '}
+          · {usageText(session.totals)}
+          {session.totals.cost > 0 && ` · ${formatCost(session.totals.cost)}`}
+        </span>
+      )}
     </p>
   )
 }
