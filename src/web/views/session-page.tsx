@@ -13,6 +13,7 @@ import { EventsList } from './events-list.js'
 import { formatCost, type PartActions, usageText } from './part-view.js'
 import { Permissions } from './permissions.js'
 import { Rules } from './rules.js'
+import { SessionActions } from './session-actions.js'
 import { TimeTravel } from './time-travel.js'
 import { Transcript } from './transcript.js'
 
@@ -120,6 +121,7 @@ function SessionFacts({ session }: { session: Session }) {
         </>
       )}
       {session.imported && ' · imported (read-only)'}
+      {session.archived && ' · archived'}
       {session.totals.inputTokens + session.totals.outputTokens > 0 && (
         <span class="session-usage">
           {' '}
@@ -169,6 +171,7 @@ function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; ses
       <a class="button" href={`/sessions/${encodeURIComponent(session.id)}/export`} download={`${session.id}.jsonl`}>
         Export (JSONL)
       </a>
+      {mode === 'live' && <SessionActions socket={socket} session={session} />}
       {session.revert && (
         <button type="button" disabled={unrevert.busy} onClick={() => void unrevert.start()}>
           Undo revert to seq {session.revert.to}
