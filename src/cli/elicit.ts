@@ -62,7 +62,7 @@ export class ElicitationForm {
       return { answer: { action: text === '/decline' ? 'decline' : 'cancel' } }
     const field = this.fields[this.index]
     if (this.unsupported.length > 0 || !field) return { prompt: this.prompt() }
-    const value = valueOf(field, text)
+    const value = fieldValue(field, text)
     if (typeof value === 'object') return { prompt: this.prompt(), error: value.error }
     if (value !== undefined) this.content[field.name] = value
     this.index++
@@ -78,7 +78,7 @@ export class ElicitationForm {
 }
 
 /** A typed line as the field's value; undefined leaves it out (the server applies its default). */
-function valueOf(field: ElicitationField, text: string): string | number | boolean | undefined | { error: string } {
+function fieldValue(field: ElicitationField, text: string): string | number | boolean | undefined | { error: string } {
   if (text === '') {
     if (field.kind === 'boolean') return field.initial === true
     if (field.initial !== '') return undefined

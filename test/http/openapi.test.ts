@@ -528,7 +528,10 @@ describe('every operation, called for real', () => {
   })
 
   it('update: renamed and unarchived (200, the session); unknown sessions refused', async () => {
-    const updated = await call('updateSession', { params: { id: session }, body: { title: 'renamed', archived: false } })
+    const updated = await call('updateSession', {
+      params: { id: session },
+      body: { title: 'renamed', archived: false },
+    })
     expect(updated.body).toMatchObject({ session: { id: session, title: 'renamed', archived: false } })
     expect((await call('updateSession', { params: { id: 'ses_nope' }, body: { archived: true } })).status).toBe(404)
   })

@@ -34,6 +34,7 @@ export function SessionActions({ socket, session }: { socket: ChronicleSocket; s
         <label for="rename-title">New title</label>
         <input
           id="rename-title"
+          class="rename-field"
           value={title}
           maxLength={500}
           required
