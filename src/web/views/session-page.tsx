@@ -3,6 +3,7 @@ import type { ChronicleSocket, DiffView as Diff, Session } from '../../client/in
 import { frameScheduler } from '../frame.js'
 import { LiveSession } from '../live-session.js'
 import { atHash, sessionHash } from '../route.js'
+import { canAskForNotifications, useNotices } from '../notices.js'
 import { StepIndexLoader } from '../step-index.js'
 import { ErrorNote, useAction } from '../ui.js'
 import { Composer } from './composer.js'
@@ -64,6 +65,7 @@ export function SessionPage({
 
   const model = live.model
   const session = model?.session
+  useNotices(session)
   return (
     <div class="session-page">
       <header class="session-head">
@@ -156,6 +158,7 @@ function statusText(session: Session, seq: number): string {
 
 function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; session: Session; mode: 'live' | 'at' }) {
   const unrevert = useAction(() => socket.call('session.unrevert', { session: session.id }))
+  const [askNotify, setAskNotify] = useState(canAskForNotifications)
   return (
     <div class="actions head-actions">
       {mode === 'live' ? (
@@ -172,6 +175,14 @@ function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; ses
         Export (JSONL)
       </a>
       {mode === 'live' && <SessionActions socket={socket} session={session} />}
+      {askNotify && (
+        <button
+          type="button"
+          onClick={() => void Notification.requestPermission().finally(() => setAskNotify(canAskForNotifications()))}
+        >
+          Notify me in the background
+        </button>
+      )}
       {session.revert && (
         <button type="button" disabled={unrevert.busy} onClick={() => void unrevert.start()}>
           Undo revert to seq {session.revert.to}
