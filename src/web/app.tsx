@@ -6,6 +6,7 @@ import { ErrorNote } from './ui.js'
 import { AdminPage } from './views/admin-page.js'
 import { SessionList } from './views/session-list.js'
 import { SessionPage } from './views/session-page.js'
+import { Shortcuts } from './views/shortcuts.js'
 
 /**
  * The page: log in (a link's one-time code → the session cookie), then the
@@ -167,6 +168,7 @@ function Shell({
           Log out
         </button>
       </header>
+      <Shortcuts />
       <main class="content">
         {route.view === 'list' && <SessionList socket={socket} navigate={navigate} />}
         {route.view === 'admin' && <AdminPage socket={socket} />}

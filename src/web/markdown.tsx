@@ -22,7 +22,28 @@ export const MAX_MARKDOWN = 64 * 1024
 
 export function Markdown({ text }: { text: string }) {
   if (text.length > MAX_MARKDOWN) return <LongText text={text} />
-  return <>{blocks(lexer(text, { gfm: true }))}</>
+  const tokens = lexer(text, { gfm: true })
+  return <>{blocks(tokens, headingLevels(tokens))}</>
+}
+
+/**
+ * The page owns h1; the text's headings go from h2 down, its distinct depths
+ * made consecutive (a text with only `##` and `####` gets h2 and h3), so the
+ * page's outline never skips a level whatever the model wrote.
+ */
+type Levels = ReadonlyMap<number, number>
+
+function headingLevels(tokens: readonly Token[]): Levels {
+  const depths = new Set<number>()
+  const walk = (list: readonly Token[]) => {
+    for (const t of list as Tokens.Generic[]) {
+      if (t.type === 'heading') depths.add(t.depth as number)
+      if (t.type === 'blockquote' && t.tokens) walk(t.tokens)
+      if (t.type === 'list') for (const item of (t as Tokens.List).items) walk(item.tokens)
+    }
+  }
+  walk(tokens)
+  return new Map([...depths].sort((a, b) => a - b).map((d, i) => [d, Math.min(6, i + 2)]))
 }
 
 function LongText({ text }: { text: string }) {
@@ -43,11 +64,11 @@ function LongText({ text }: { text: string }) {
   )
 }
 
-function blocks(tokens: readonly Token[]): ComponentChild[] {
-  return tokens.map(block)
+function blocks(tokens: readonly Token[], levels: Levels): ComponentChild[] {
+  return tokens.map((t, i) => block(t, i, levels))
 }
 
-function block(token: Token, key: number): ComponentChild {
+function block(token: Token, key: number, levels: Levels): ComponentChild {
   const t = token as Tokens.Generic
   switch (t.type) {
     case 'space':
@@ -57,8 +78,7 @@ function block(token: Token, key: number): ComponentChild {
     case 'paragraph':
       return <p key={key}>{inline(t.tokens)}</p>
     case 'heading': {
-      // the page owns h1 and h2; the model's headings start at h3
-      const Tag = `h${Math.min(6, (t.depth as number) + 2)}` as 'h3'
+      const Tag = `h${levels.get(t.depth as number) ?? 6}` as 'h3'
       return (
         <Tag key={key} class="md-heading">
           {inline(t.tokens)}
@@ -68,13 +88,13 @@ function block(token: Token, key: number): ComponentChild {
     case 'code':
       return <CodeBlock key={key} code={t.text as string} lang={t.lang as string | undefined} />
     case 'blockquote':
-      return <blockquote key={key}>{blocks(t.tokens ?? [])}</blockquote>
+      return <blockquote key={key}>{blocks(t.tokens ?? [], levels)}</blockquote>
     case 'list': {
       const list = t as Tokens.List
       const items = list.items.map((item, i) => (
         <li key={i}>
           {item.task && <span class="task">{item.checked ? '☑ ' : '☐ '}</span>}
-          {item.loose ? blocks(item.tokens) : item.tokens.map(tight)}
+          {item.loose ? blocks(item.tokens, levels) : item.tokens.map((t, j) => tight(t, j, levels))}
         </li>
       ))
       return list.ordered ? (
@@ -131,10 +151,10 @@ function block(token: Token, key: number): ComponentChild {
 }
 
 /** A tight list item's content: its text inline, nested lists as blocks. */
-function tight(token: Token, key: number): ComponentChild {
+function tight(token: Token, key: number, levels: Levels): ComponentChild {
   const t = token as Tokens.Generic
   if (t.type === 'text') return <span key={key}>{t.tokens ? inline(t.tokens) : decode(t.text as string)}</span>
-  return block(token, key)
+  return block(token, key, levels)
 }
 
 function inline(tokens: readonly Token[] | undefined): ComponentChild[] {

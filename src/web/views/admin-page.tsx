@@ -36,7 +36,6 @@ function Tokens({ socket }: { socket: ChronicleSocket }) {
   const [sessions, setSessions] = useState('')
   const [expires, setExpires] = useState('')
   const list = useAction(async () => setTokens((await socket.call('token.list', {})).tokens))
-  // biome-ignore lint/correctness/useExhaustiveDependencies: read once when the page opens
   useEffect(() => void list.start(), [socket])
   const create = useAction(async () => {
     const ids = sessions
@@ -181,7 +180,6 @@ function McpServers({ socket }: { socket: ChronicleSocket }) {
     const onFocus = () => void read.start()
     window.addEventListener('focus', onFocus)
     return () => window.removeEventListener('focus', onFocus)
-    // biome-ignore lint/correctness/useExhaustiveDependencies: read when the page opens and when it gets the focus back
   }, [socket])
   return (
     <section aria-labelledby="mcp-title">

@@ -37,7 +37,8 @@ export function CodeBlock({ code, lang }: { code: string; lang?: string | undefi
           Copy
         </button>
       </div>
-      <pre ref={pre} class={nodes ? 'hljs' : undefined}>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a block that scrolls sideways must be reachable by keyboard to scroll it */}
+      <pre ref={pre} class={nodes ? 'hljs' : undefined} tabIndex={0}>
         <code>{nodes ?? code}</code>
       </pre>
     </div>
