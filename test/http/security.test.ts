@@ -55,6 +55,7 @@ describe('authentication', () => {
       'GET /tokens',
       'GET /whoami',
       'GET /ws',
+      'PATCH /sessions/:id',
       'POST /admin/backup',
       'POST /login',
       'POST /login-links',
