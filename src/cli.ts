@@ -42,7 +42,7 @@ const USAGE = `usage: chronicle <command> [options]
                                                 store kept aside in the data directory
   token create --name n --role audit|operate|admin [--sessions s1,s2] [--expires 30d]
                                                 a named token (admin); its secret is printed once
-  token list | token revoke <tokenId>           tokens without their secrets; revoke one at once
+  token list | token revoke <name|tokenId>      tokens without their secrets; revoke one at once
   whoami                                        who the CLI's token speaks for
   share <session> [--role audit|operate] [--expires 7d] [--name n]
                                                 a link to the session (its forks and sub-agents) for any number of
@@ -265,8 +265,23 @@ function hintFor(code: string | undefined): string {
   return ''
 }
 
+/**
+ * A reader that stops reading (`chronicle run … | head -3`) closes the pipe:
+ * the next write fails with EPIPE. That is the reader's choice, not an error,
+ * so the command ends at once with status 0 and says nothing, as `git log |
+ * head` does; any other error on the stream is still a bug and is thrown.
+ */
+function quietWhenThePipeCloses(): void {
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+      process.exit(0)
+    })
+}
+
 const invoked = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href
 if (invoked || process.env.CHRONICLE_CLI === '1') {
+  quietWhenThePipeCloses()
   const code = await main(process.argv.slice(2))
   // Let stdout drain, then exit (open handles such as stdin would otherwise keep the process alive).
   process.stdout.write('', () => process.exit(code))

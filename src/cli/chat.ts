@@ -3,16 +3,18 @@ import { createInterface } from 'node:readline'
 import type { CliIo } from '../cli.js'
 import type { Args } from './args.js'
 import { connect } from './client.js'
+import { ElicitationForm } from './elicit.js'
 import { LiveRenderer, type PermissionAsk } from './live.js'
 import { chooseSession } from './pick.js'
-import { renderTranscript } from './render.js'
+import { printable, renderTranscript } from './render.js'
 
 /**
  * `chronicle chat [session] [--continue] [--directory d] [--agent a] [--model m]`:
  * an interactive terminal client over WebSocket. Streams the assistant's
  * text live, shows tool calls with their states, asks permission questions
- * (y / n / a = always) and drops a question once the server records its
- * answer or the run ends. Ctrl-C cancels the running run (twice: quit).
+ * (y / n / a = always) and tool servers' questions (their form's fields one
+ * line at a time, src/cli/elicit.ts), and drops a question once the server
+ * records its answer or the run ends. Ctrl-C cancels the running run (twice: quit).
  * When stdin ends (a pipe, or Ctrl-D), chat waits for the answers to what
  * it sent before it exits.
  */
@@ -63,8 +65,11 @@ export async function chat(args: Args, io: CliIo): Promise<number> {
   /** inputs sent and not yet delivered to a run: stdin's end waits for them */
   const outstanding = new Set<string>()
   const permissions: PermissionAsk[] = []
+  /** tool servers' questions, asked after the permission requests */
+  const questions: ElicitationForm[] = []
   const prompt = () => {
     const next = permissions[0]
+    const question = questions[0]
     if (next)
       term.write(
         term.paint(
@@ -72,14 +77,24 @@ export async function chat(args: Args, io: CliIo): Promise<number> {
           `? allow ${next.permission} ${next.patterns.join(' ')} — [y]es / [n]o / [a]lways: `,
         ),
       )
+    else if (question) term.write(term.paint('yellow', printable(question.prompt())))
     else if (!running && !inputEnded) term.write(term.paint('bold', '> '))
   }
-  const settled = () => inputEnded && !running && outstanding.size === 0 && permissions.length === 0
+  const settled = () =>
+    inputEnded && !running && outstanding.size === 0 && permissions.length === 0 && questions.length === 0
   const closeRequest = (requestId: string) => {
     const index = permissions.findIndex((p) => p.requestId === requestId)
     if (index < 0) return
     permissions.splice(index, 1)
     if (index === 0) term.write(term.paint('dim', '\n(that question was answered or closed)\n'))
+    prompt()
+  }
+  const closeQuestion = (elicitationId: string) => {
+    const index = questions.findIndex((q) => q.ask.elicitationId === elicitationId)
+    if (index < 0) return
+    questions.splice(index, 1)
+    if (index === 0 && permissions.length === 0)
+      term.write(term.paint('dim', '\n(that question was answered or closed)\n'))
     prompt()
   }
   const renderer = new LiveRenderer(term, {
@@ -89,10 +104,17 @@ export async function chat(args: Args, io: CliIo): Promise<number> {
       if (permissions.length === 1) prompt()
     },
     onPermissionClosed: closeRequest,
+    onElicitation: (question) => {
+      if (questions.some((q) => q.ask.elicitationId === question.elicitationId)) return
+      questions.push(new ElicitationForm(question))
+      if (permissions.length === 0 && questions.length === 1) prompt()
+    },
+    onElicitationClosed: closeQuestion,
     onRunFinished: () => {
       running = false
       // a run that ended has no open question left (a cancel settles them)
       for (const p of [...permissions]) closeRequest(p.requestId)
+      for (const q of [...questions]) closeQuestion(q.ask.elicitationId)
       if (settled()) quit(0)
       else prompt()
     },
@@ -106,6 +128,8 @@ export async function chat(args: Args, io: CliIo): Promise<number> {
   })
   for (const p of state.session.pendingPermissions)
     renderer.handle({ seq: p.seq, type: 'permission.requested', data: { ...p } })
+  for (const q of state.session.pendingElicitations ?? [])
+    renderer.handle({ seq: q.seq, type: 'elicitation.requested', data: { ...q } })
   prompt()
 
   let interrupts = 0
@@ -133,6 +157,29 @@ export async function chat(args: Args, io: CliIo): Promise<number> {
         .call('permission.reply', { session, requestId: request.requestId, reply })
         .catch((err: Error) => term.line(term.paint('red', err.message)))
         .finally(() => permissions.length > 0 && prompt())
+      return
+    }
+    const question = questions[0]
+    if (question) {
+      const step = question.take(line)
+      if ('prompt' in step) {
+        if (step.error) term.line(term.paint('red', `  ${printable(step.error)}`))
+        return prompt()
+      }
+      questions.shift()
+      void socket
+        .call('elicitation.answer', { session, elicitationId: question.ask.elicitationId, ...step.answer })
+        .then(
+          () => prompt(),
+          (err: Error & { code?: string }) => {
+            term.line(term.paint('red', err.message))
+            // refused as given (ELICITATION_INVALID): the form starts again; otherwise the question is gone
+            if (err.code !== 'ELICITATION_INVALID') return prompt()
+            question.restart()
+            questions.unshift(question)
+            prompt()
+          },
+        )
       return
     }
     if (text === '') return prompt()

@@ -1,11 +1,13 @@
+import type { ElicitationAsk } from './elicit.js'
 import { describeInput, paintDiff, printable } from './render.js'
 import { StreamWrapper, type Terminal } from './terminal.js'
 
 /**
  * Renders one session's live events as they stream: text as it arrives
  * (word-wrapped on a terminal), tool calls with their states, retries and
- * errors. Permission requests, their ends and run ends are handed to the
- * caller (chat prompts; run answers by its patterns; demo answers).
+ * errors. Permission requests, tool servers' questions, their ends and run
+ * ends are handed to the caller (chat prompts; run answers by its patterns
+ * and declines questions; demo answers).
  */
 
 export interface LiveEvent {
@@ -25,8 +27,14 @@ export interface LiveHandlers {
   readonly onPermission?: (request: PermissionAsk) => void
   /** a request is no longer open: replied (by anyone) or settled by a cancel */
   readonly onPermissionClosed?: (requestId: string) => void
+  /** a tool server's question (its message is shown by the renderer) */
+  readonly onElicitation?: (question: ElicitationAsk) => void
+  /** a question is no longer open: answered (by anyone) or closed by the runtime */
+  readonly onElicitationClosed?: (elicitationId: string) => void
   readonly onRunFinished?: (outcome: string, seq: number, error?: { kind: string; message: string }) => void
 }
+
+const ANSWERED: Record<string, string> = { accept: 'answered', decline: 'declined', cancel: 'cancelled' }
 
 export class LiveRenderer {
   private readonly tools = new Map<string, string>()
@@ -108,6 +116,22 @@ export class LiveRenderer {
       case 'permission.replied':
         this.h.onPermissionClosed?.(String(d.requestId))
         this.line(paint(d.reply === 'reject' ? 'red' : 'green', `  permission ${String(d.reply)}`))
+        return
+      case 'elicitation.requested':
+        // the server's words, shown (control characters as escapes), never obeyed
+        this.line(paint(['bold', 'yellow'], `? ${printable(String(d.server))} asks: ${printable(String(d.message))}`))
+        this.h.onElicitation?.({
+          elicitationId: String(d.elicitationId),
+          server: String(d.server),
+          message: String(d.message),
+          requestedSchema: (d.requestedSchema as Record<string, unknown> | undefined) ?? {},
+        })
+        return
+      case 'elicitation.answered':
+        this.h.onElicitationClosed?.(String(d.elicitationId))
+        this.line(
+          paint(d.action === 'accept' ? 'green' : 'red', `  question ${ANSWERED[String(d.action)] ?? 'closed'}`),
+        )
         return
       case 'step.retried':
         this.line(

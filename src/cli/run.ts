@@ -135,6 +135,13 @@ export async function runCommand(args: Args, io: CliIo): Promise<number> {
           })
           .catch((err: Error) => stderr.line(`chronicle: ${err.message}`))
       },
+      onElicitation: (question) => {
+        // nobody to ask in a headless run: the question is declined, and said, so the run goes on instead of waiting
+        stderr.line(`chronicle: declined ${printable(question.server)}'s question (a headless run cannot answer it)`)
+        void socket
+          .call('elicitation.answer', { session, elicitationId: question.elicitationId, action: 'decline' })
+          .catch((err: Error) => stderr.line(`chronicle: ${err.message}`))
+      },
       onRunFinished: (outcome) => {
         if (answerMidLine) stdout.write('\n')
         finish(refused ? RUN_EXIT.refused : (RUN_EXIT[outcome as keyof typeof RUN_EXIT] ?? RUN_EXIT.failed))
@@ -160,7 +167,12 @@ export async function runCommand(args: Args, io: CliIo): Promise<number> {
       }
       // the answers and the end only count for the run that took this prompt
       if (type === 'run.finished' && data.runId !== runId) return
-      if (format === 'text' || type === 'permission.requested' || type === 'run.finished')
+      if (
+        format === 'text' ||
+        type === 'permission.requested' ||
+        type === 'elicitation.requested' ||
+        type === 'run.finished'
+      )
         activity.handle({ seq: frame.seq, type, data })
     })
 

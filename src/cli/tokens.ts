@@ -1,3 +1,4 @@
+import { ChronicleError } from '../events/errors.js'
 import { flag, UsageError, type Args } from './args.js'
 import { httpClient } from './client.js'
 import type { Terminal } from './terminal.js'
@@ -54,15 +55,30 @@ export async function tokenCommand(args: Args, { line: out }: Terminal): Promise
       return 0
     }
     case 'revoke': {
-      const id = rest[0]
-      if (!id) throw new UsageError('token revoke needs a token id (chronicle token list)')
-      const revoked = await http.call('token.revoke', { tokenId: id })
+      const ref = rest[0]
+      if (!ref) throw new UsageError('token revoke needs a token’s name or id (chronicle token list)')
+      const revoked = await http.call('token.revoke', { tokenId: await tokenIdOf(http, ref) })
       out(`revoked ${revoked.tokenId} (${revoked.name}) at ${revoked.revokedAt}`)
       return 0
     }
     default:
       throw new UsageError('token needs create, list or revoke')
   }
+}
+
+/**
+ * The id of the token `ref` names: its id, else its name (names are unique
+ * among active tokens: TOKEN_NAME_TAKEN). A name only revoked tokens had
+ * names the latest of them, which the server answers TOKEN_REVOKED.
+ */
+async function tokenIdOf(http: ReturnType<typeof httpClient>, ref: string): Promise<string> {
+  const { tokens } = await http.call('token.list', {})
+  if (tokens.some((t) => t.tokenId === ref)) return ref
+  const named = tokens.filter((t) => t.name === ref)
+  const chosen = named.find((t) => !t.revokedAt) ?? named.at(-1)
+  if (!chosen)
+    throw new ChronicleError('TOKEN_NOT_FOUND', `no token named ${ref} or with that id (chronicle token list)`)
+  return chosen.tokenId
 }
 
 export async function whoamiCommand(_args: Args, { line: out }: Terminal): Promise<number> {

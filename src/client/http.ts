@@ -14,7 +14,7 @@ export interface ServerOptions {
   readonly token?: string
 }
 
-type Verb = 'GET' | 'POST' | 'DELETE'
+type Verb = 'GET' | 'POST' | 'PATCH' | 'DELETE'
 type Params = Record<string, unknown>
 type Route = readonly [verb: Verb, path: string, placement: 'query' | 'body']
 
@@ -24,6 +24,7 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'session.list': ['GET', '/sessions', 'query'],
   'session.get': ['GET', '/sessions/:session', 'query'],
   'session.archive': ['DELETE', '/sessions/:session', 'query'],
+  'session.update': ['PATCH', '/sessions/:session', 'body'],
   'input.submit': ['POST', '/sessions/:session/inputs', 'body'],
   'run.cancel': ['POST', '/sessions/:session/cancel', 'body'],
   'permission.reply': ['POST', '/sessions/:session/permissions/:requestId', 'body'],

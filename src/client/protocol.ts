@@ -135,6 +135,7 @@ export interface Results {
   'session.list': { sessions: Session[]; cursor?: string }
   'session.get': { session: Session }
   'session.archive': Record<string, never>
+  'session.update': { session: Session }
   'input.submit': Accepted
   'run.cancel': { cancelled: boolean }
   'permission.reply': Record<string, never>

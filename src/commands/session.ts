@@ -17,6 +17,7 @@ export type SessionCommand =
     }
   | { readonly type: 'rename'; readonly title: string }
   | { readonly type: 'archive' }
+  | { readonly type: 'unarchive' }
   | { readonly type: 'set-rules'; readonly rules: PermissionRule[] }
 
 export function decideSession(
@@ -43,6 +44,8 @@ export function decideSession(
     case 'archive':
       // allowed for an imported session too: archiving only hides it from the listing
       return session.archived ? [] : [{ type: 'session.archived', data: {} }]
+    case 'unarchive':
+      return session.archived ? [{ type: 'session.unarchived', data: {} }] : []
     case 'set-rules':
       assertWritable(session)
       return [{ type: 'session.rules.changed', data: { rules: command.rules } }]

@@ -111,6 +111,8 @@ export const TitleStarted = event('title.started', { titleId: id, model: z.strin
 export const TitleFailed = event('title.failed', { titleId: id, error: z.string() })
 /** commands. Marks the session archived; the log stays. */
 export const SessionArchived = event('session.archived', {})
+/** commands. Brings an archived session back to the default listing and lets it take input again. */
+export const SessionUnarchived = event('session.unarchived', {})
 /** commands. Replaces the session's configured permission rules. */
 export const SessionRulesChanged = event('session.rules.changed', { rules: z.array(PermissionRule) })
 /**
@@ -611,6 +613,7 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   TitleStarted,
   TitleFailed,
   SessionArchived,
+  SessionUnarchived,
   SessionRulesChanged,
   SessionImported,
   InputAccepted,

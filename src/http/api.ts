@@ -46,6 +46,12 @@ export const Params = {
   }),
   'session.get': z.object({ session: sessionId }),
   'session.archive': z.object({ session: sessionId }),
+  /** renames, archives or unarchives (docs/API.md "Sessions"): what is given changes, in one transaction */
+  'session.update': z.object({
+    session: sessionId,
+    title: z.string().trim().min(1).max(500).optional(),
+    archived: z.boolean().optional(),
+  }),
   'input.submit': z.object({
     session: sessionId,
     inputId: z.string().min(1).max(200).optional(),
@@ -265,6 +271,20 @@ export function createApi(deps: AppDeps): Api {
         durability: 'full',
       })
       return {}
+    },
+    async 'session.update'(p, caller) {
+      const { title, archived } = p
+      await session(p.session)
+      await execute(
+        ports,
+        p.session,
+        (s) => [
+          ...(title !== undefined && s?.title !== title ? decideSession({ type: 'rename', title }, s, p.session) : []),
+          ...(archived !== undefined ? decideSession({ type: archived ? 'archive' : 'unarchive' }, s, p.session) : []),
+        ],
+        { meta: metaOf(caller), durability: 'full' },
+      )
+      return { session: await session(p.session) }
     },
     async 'input.submit'(p, caller) {
       const { session: id, ...input } = p

@@ -42,6 +42,7 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   unsubscribe: 'audit',
   'session.create': 'operate',
   'session.archive': 'operate',
+  'session.update': 'operate',
   'input.submit': 'operate',
   'run.cancel': 'operate',
   'permission.reply': 'operate',

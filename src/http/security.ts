@@ -132,7 +132,7 @@ export function corsOptions(policy: SecurityPolicy): FastifyCorsOptions {
     delegator: (req, done) =>
       done(null, {
         origin: corsOrigin(req, policy),
-        methods: ['GET', 'POST', 'DELETE'], // the routes' (src/http/routes/*)
+        methods: ['GET', 'POST', 'PATCH', 'DELETE'], // the routes' (src/http/routes/*)
         allowedHeaders: ['authorization', 'content-type', 'x-command-id'], // x-command-id: caller.ts
         maxAge: 600,
       }),

@@ -3,9 +3,11 @@ import type { ChronicleSocket } from '../client/index.js'
 import { Connection, login, logout, type Principal, whoami } from './connection.js'
 import { parseRoute, type Route } from './route.js'
 import { ErrorNote } from './ui.js'
+import { AdminPage } from './views/admin-page.js'
 import { SessionList } from './views/session-list.js'
 import { SessionPage } from './views/session-page.js'
 import { ShareBanner } from './views/share-banner.js'
+import { Shortcuts } from './views/shortcuts.js'
 
 /**
  * The page: log in (a link's one-time code → the session cookie), then the
@@ -149,6 +151,11 @@ function Shell({
             Reload
           </button>
         )}
+        {who.role === 'admin' && (
+          <a href="#/admin" class="button">
+            Admin
+          </a>
+        )}
         <span class="who-am-i">
           {who.name} <span class="role">({who.role})</span>
         </span>
@@ -164,8 +171,10 @@ function Shell({
         </button>
       </header>
       <ShareBanner who={who} />
+      <Shortcuts />
       <main class="content">
         {route.view === 'list' && <SessionList socket={socket} navigate={navigate} />}
+        {route.view === 'admin' && <AdminPage socket={socket} />}
         {(route.view === 'session' || route.view === 'at') && (
           // one element for both modes: switching between live and the scrubber keeps the live model
           <SessionPage

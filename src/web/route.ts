@@ -3,12 +3,14 @@
  * index.html for all of them (docs/WEB.md):
  *
  *   #/               the session list
+ *   #/admin          tokens and MCP servers (an admin's)
  *   #/s/<id>         a session, live
  *   #/s/<id>@<seq>   the session as it was right after event <seq> (the timeline scrubber)
  *   #/s/<id>@        the scrubber at the session's latest event
  */
 export type Route =
   | { readonly view: 'list' }
+  | { readonly view: 'admin' }
   | { readonly view: 'session'; readonly id: string }
   | { readonly view: 'at'; readonly id: string; readonly seq: number | null }
   | { readonly view: 'unknown'; readonly hash: string }
@@ -17,6 +19,7 @@ const SESSION = /^#\/s\/([A-Za-z0-9_-]+)(?:@(\d*))?\/?$/
 
 export function parseRoute(hash: string): Route {
   if (hash === '' || hash === '#' || hash === '#/') return { view: 'list' }
+  if (hash === '#/admin') return { view: 'admin' }
   const m = SESSION.exec(hash)
   if (!m) return { view: 'unknown', hash }
   const id = m[1] as string
@@ -28,6 +31,8 @@ export function routeHash(route: Route): string {
   switch (route.view) {
     case 'list':
       return '#/'
+    case 'admin':
+      return '#/admin'
     case 'session':
       return `#/s/${route.id}`
     case 'at':

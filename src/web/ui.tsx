@@ -82,3 +82,10 @@ export function useAction<A extends unknown[], T>(run: (...args: A) => Promise<T
 export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {
   return <span class={`badge badge-${kind}`}>{children}</span>
 }
+
+/** A size in bytes as people read it: 512 B, 14.2 KB, 5.0 MB. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`
+}

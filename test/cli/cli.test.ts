@@ -254,6 +254,27 @@ describe('tokens from the CLI', () => {
     },
     SLOW,
   )
+
+  it(
+    'token revoke takes the name token list shows (a real child process); an unknown name is one line and exit 1',
+    async () => {
+      const created = await runToEnd(['token', 'create', '--name', 'ci-bot', '--role', 'audit'], env)
+      const token = created.stdout.trim()
+      const tokenId = token.split('.')[0] as string
+      const revoked = await runToEnd(['token', 'revoke', 'ci-bot'], env)
+      expect(revoked).toMatchObject({ code: 0, stderr: '' })
+      expect(revoked.stdout).toMatch(new RegExp(`^revoked ${tokenId} \\(ci-bot\\) at \\S+\\n$`))
+      const gone = await runToEnd(['whoami'], { ...env, CHRONICLE_TOKEN: token })
+      expect([gone.code, gone.stderr]).toEqual([1, expect.stringContaining('UNAUTHORIZED')])
+
+      const unknown = await runToEnd(['token', 'revoke', 'nobody-by-this-name'], env)
+      expect(unknown).toMatchObject({ code: 1, stdout: '' })
+      expect(unknown.stderr).toMatch(
+        /^chronicle: no token named nobody-by-this-name or with that id \(chronicle token list\)\n$/,
+      )
+    },
+    SLOW,
+  )
 })
 
 describe('shares from the CLI', () => {

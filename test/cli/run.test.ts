@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { run, runInProcess, runToEnd, type ScriptedServer, serveScripted } from './helpers.js'
+import { spawn } from 'node:child_process'
+import { cliArgs, run, runInProcess, runToEnd, type ScriptedServer, serveScripted } from './helpers.js'
 
 /**
  * `chronicle run`: one prompt, headless, against a real server process with
@@ -27,6 +28,7 @@ const SCRIPT = {
       toolCalls: [{ id: 'call_sneak', name: 'bash', input: { command: 'ls && touch pwned', description: 'list' } }],
     },
     { when: { userContains: 'sneak', afterToolResult: true }, text: 'Done.' },
+    { when: { userContains: 'slowly' }, text: 'one delta after another, '.repeat(12), delayMs: 40 },
   ],
 }
 
@@ -188,4 +190,38 @@ describe('chronicle run', () => {
   it('the token from the data dir is the one the server wrote', () => {
     expect(readFileSync(join(dir, 'data', 'token'), 'utf8').trim().length).toBeGreaterThan(16)
   })
+})
+
+describe('chronicle run into a pipe that closes', () => {
+  it(
+    '`| head -3` ends it quietly with status 0 once head is gone, as `git log | head` does (a real shell pipe)',
+    async () => {
+      // bash runs the real pipe; PIPESTATUS[0] is chronicle's own status, said on fd 3
+      const line = `"${process.execPath}" ${cliArgs(['run', '--format', 'json', '--directory', dir, 'write slowly'])
+        .map((a) => `'${a}'`)
+        .join(' ')} | head -3; echo "chronicle exited \${PIPESTATUS[0]}" >&3`
+      const shell = spawn('bash', ['-c', line], {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', CHRONICLE_CLI: '1', ...env },
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      })
+      let stdout = ''
+      let stderr = ''
+      let status = ''
+      shell.stdout?.on('data', (d: Buffer) => (stdout += d))
+      shell.stderr?.on('data', (d: Buffer) => (stderr += d))
+      shell.stdio[3]?.on('data', (d: Buffer) => (status += d))
+      const code = await new Promise<number | null>((resolve) => shell.on('close', resolve))
+      expect(code).toBe(0)
+      expect(
+        stdout
+          .trim()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as { type: string }).type)[0],
+      ).toBe('input.accepted')
+      expect(stdout.trim().split('\n')).toHaveLength(3)
+      expect(stderr).toBe('')
+      expect(status).toBe('chronicle exited 0\n')
+    },
+    SLOW,
+  )
 })

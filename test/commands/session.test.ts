@@ -3,7 +3,7 @@ import { decideSession, type SessionCommand } from '../../src/commands/session.j
 import { given } from './given.js'
 import { archived, created, imported } from './history.js'
 
-/** The session lifecycle: create, rename, archive, set the permission rules. */
+/** The session lifecycle: create, rename, archive and unarchive, set the permission rules. */
 
 const rules = [{ permission: 'bash', pattern: 'git *', action: 'allow' as const }]
 
@@ -112,6 +112,26 @@ describe('decideSession: archive', () => {
   it('refuses an unknown session: SESSION_NOT_FOUND', () => {
     given()
       .when((s) => decideSession({ type: 'archive' }, s, 'ses_9'))
+      .thenFails('SESSION_NOT_FOUND', 'no session ses_9')
+  })
+})
+
+describe('decideSession: unarchive', () => {
+  it('brings an archived session back', () => {
+    given(created, archived)
+      .when((s) => decideSession({ type: 'unarchive' }, s, 'ses_1'))
+      .then([{ type: 'session.unarchived', data: {} }])
+  })
+
+  it('a session that is not archived is left as it is', () => {
+    given(created)
+      .when((s) => decideSession({ type: 'unarchive' }, s, 'ses_1'))
+      .then([])
+  })
+
+  it('refuses an unknown session: SESSION_NOT_FOUND', () => {
+    given()
+      .when((s) => decideSession({ type: 'unarchive' }, s, 'ses_9'))
       .thenFails('SESSION_NOT_FOUND', 'no session ses_9')
   })
 })

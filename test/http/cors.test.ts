@@ -48,7 +48,7 @@ describe('with allowedOrigins', () => {
     expect(await res.text()).toBe('')
     expect(corsHeaders(res)).toEqual({
       'access-control-allow-origin': ALLOWED,
-      'access-control-allow-methods': 'GET, POST, DELETE',
+      'access-control-allow-methods': 'GET, POST, PATCH, DELETE',
       'access-control-allow-headers': 'authorization, content-type, x-command-id',
       'access-control-max-age': '600',
     })

@@ -545,6 +545,15 @@ describe('every operation, called for real', () => {
     })
   })
 
+  it('update: renamed and unarchived (200, the session); unknown sessions refused', async () => {
+    const updated = await call('updateSession', {
+      params: { id: session },
+      body: { title: 'renamed', archived: false },
+    })
+    expect(updated.body).toMatchObject({ session: { id: session, title: 'renamed', archived: false } })
+    expect((await call('updateSession', { params: { id: 'ses_nope' }, body: { archived: true } })).status).toBe(404)
+  })
+
   it('tokens: created (201), used, listed, revoked; names, roles and the owner refused', async () => {
     const created = await call('createToken', { body: { name: 'reader', role: 'audit' } })
     expect(created).toMatchObject({ status: 201, body: { name: 'reader', role: 'audit' } })

@@ -68,6 +68,29 @@ describe('sessions', () => {
     expect(archived.sessions.find((s) => s.id === id)).toMatchObject({ archived: true })
   })
 
+  it('PATCH renames, unarchives and archives in one call, each an event; a blank title is refused, nothing appended', async () => {
+    const id = await create({ title: 'draft' })
+    await inject('DELETE', `/sessions/${id}`)
+    const patched = await inject('PATCH', `/sessions/${id}`, { title: 'The parser fix', archived: false })
+    expect(patched.statusCode).toBe(200)
+    expect(patched.json()).toMatchObject({ session: { id, title: 'The parser fix', archived: false } })
+    const listed = (await inject('GET', '/sessions?limit=500')).json() as { sessions: { id: string }[] }
+    expect(listed.sessions.map((s) => s.id)).toContain(id)
+    const events = async () =>
+      ((await inject('GET', `/sessions/${id}/events`)).json() as { events: { type: string }[] }).events.map(
+        (e) => e.type,
+      )
+    expect(await events()).toEqual(['session.created', 'session.archived', 'session.renamed', 'session.unarchived'])
+    // the same again changes nothing and appends nothing
+    expect((await inject('PATCH', `/sessions/${id}`, { title: 'The parser fix', archived: false })).statusCode).toBe(
+      200,
+    )
+    const blank = await inject('PATCH', `/sessions/${id}`, { title: '   ' })
+    expect([blank.statusCode, blank.json().code]).toEqual([400, 'BAD_REQUEST'])
+    expect((await inject('PATCH', '/sessions/ses_nope', { archived: true })).statusCode).toBe(404)
+    expect(await events()).toEqual(['session.created', 'session.archived', 'session.renamed', 'session.unarchived'])
+  })
+
   it('a request without a body is one with no parameters, with or without a JSON content type', async () => {
     const bare = await server.chronicle.app.inject({ method: 'POST', url: '/sessions', headers })
     expect(bare.statusCode).toBe(201)

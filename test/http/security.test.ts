@@ -58,6 +58,7 @@ describe('authentication', () => {
       'GET /tokens',
       'GET /whoami',
       'GET /ws',
+      'PATCH /sessions/:id',
       'POST /admin/backup',
       'POST /login',
       'POST /login-links',

@@ -222,6 +222,13 @@ describe('session events', () => {
     expect(store.readSession('ses_1').map((e) => e.type)).toEqual(['session.created', 'session.archived'])
   })
 
+  it('session.unarchived: listed again, the archive stays in the log', () => {
+    const archived = { type: 'session.archived', data: {} } as ChronicleEvent
+    const { before, after } = given(created, archived).when({ type: 'session.unarchived', data: {} })
+    expect(before.session?.archived).toBe(true)
+    expect(after.session).toEqual({ ...before.session, archived: false, lastSeq: 3, version: 3 })
+  })
+
   it('session.rules.changed: replaces the configured rules', () => {
     const rules = [{ permission: 'edit', pattern: 'src/**', action: 'allow' as const }]
     const { before, after } = given({

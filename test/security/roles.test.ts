@@ -88,6 +88,7 @@ const routes = (s: string): [string, string, string, unknown?][] => [
   ['whoami', 'GET', '/whoami'],
   ['mcp.servers', 'GET', '/mcp/servers'],
   ['session.create', 'POST', '/sessions', { directory: '/tmp' }],
+  ['session.update', 'PATCH', `/sessions/${s}`, { title: 'renamed by the table' }],
   ['input.submit', 'POST', `/sessions/${s}/inputs`, { parts: [{ type: 'text', text: 'hi' }], noReply: true }],
   ['run.cancel', 'POST', `/sessions/${s}/cancel`],
   ['permission.reply', 'POST', `/sessions/${s}/permissions/per_none`, { reply: 'once' }],

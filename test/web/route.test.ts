@@ -6,6 +6,7 @@ describe('routes', () => {
   it('reads each view from the fragment', () => {
     expect(parseRoute('')).toEqual({ view: 'list' })
     expect(parseRoute('#/')).toEqual({ view: 'list' })
+    expect(parseRoute('#/admin')).toEqual({ view: 'admin' })
     expect(parseRoute('#/s/ses_1a2B-c_')).toEqual({ view: 'session', id: 'ses_1a2B-c_' })
     expect(parseRoute('#/s/ses_1@42')).toEqual({ view: 'at', id: 'ses_1', seq: 42 })
     expect(parseRoute('#/s/ses_1@')).toEqual({ view: 'at', id: 'ses_1', seq: null })
@@ -14,6 +15,7 @@ describe('routes', () => {
   })
 
   it('writes what it reads', () => {
-    for (const hash of ['#/', '#/s/ses_1', '#/s/ses_1@42', '#/s/ses_1@']) expect(routeHash(parseRoute(hash))).toBe(hash)
+    for (const hash of ['#/', '#/admin', '#/s/ses_1', '#/s/ses_1@42', '#/s/ses_1@'])
+      expect(routeHash(parseRoute(hash))).toBe(hash)
   })
 })

@@ -84,6 +84,31 @@ export function sessionRoutes(app: App, api: Api): void {
     },
     async (req) => api['session.archive']({ session: req.params.id }, callerOf(req)),
   )
+  app.patch(
+    '/sessions/:id',
+    {
+      schema: {
+        operationId: 'updateSession',
+        summary: 'session.update',
+        description: 'Renames (`title`), archives or unarchives (`archived`) the session; what is given changes.',
+        tags: ['sessions'],
+        params: Id,
+        body: Params['session.update'].omit({ session: true }),
+        response: {
+          200: ok('the session as it is now', Answers.session),
+          ...problems(
+            {
+              400: INVALID,
+              404: NO_SESSION,
+              409: 'SESSION_READ_ONLY: an imported session is not renamed; VERSION_CONFLICT: a concurrent write',
+            },
+            { body: true },
+          ),
+        },
+      },
+    },
+    async (req) => api['session.update']({ session: req.params.id, ...req.body }, callerOf(req)),
+  )
   app.post(
     '/sessions/:id/fork',
     {

@@ -32,6 +32,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event) }
     case 'session.archived':
       return { session: touch(session, event, { archived: true }) }
+    case 'session.unarchived':
+      return { session: touch(session, event, { archived: false }) }
     case 'session.rules.changed':
       return { session: touch(session, event, { rules: event.data.rules }) }
     case 'session.imported':

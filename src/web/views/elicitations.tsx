@@ -1,20 +1,10 @@
 import { useState } from 'preact/hooks'
 import type { ChronicleSocket, Session } from '../../client/index.js'
+import { type ElicitationField as Field, fieldsOf } from '../../client/elicitation-form.js'
 import { ErrorNote, useAction } from '../ui.js'
 
 type Question = NonNullable<Session['pendingElicitations']>[number]
 type Value = string | boolean
-
-/** One field of a requested form, as far as the page draws it (the spec's primitive fields). */
-interface Field {
-  readonly name: string
-  readonly label: string
-  readonly description?: string
-  readonly kind: 'text' | 'email' | 'url' | 'date' | 'number' | 'integer' | 'boolean' | 'choice'
-  readonly choices?: readonly { readonly value: string; readonly label: string }[]
-  readonly required: boolean
-  readonly initial: Value
-}
 
 /**
  * Questions an MCP server asked during a tool call (`elicitation/create`,
@@ -174,57 +164,6 @@ function FieldInput({
   )
 }
 
-/** The form's fields; the names of those the page cannot draw (the server's schema is hostile input: no throw). */
-export function fieldsOf(schema: Record<string, unknown>): { fields: Field[]; unsupported: string[] } {
-  const properties = record(schema['properties'])
-  const required = Array.isArray(schema['required']) ? schema['required'].filter((r) => typeof r === 'string') : []
-  const fields: Field[] = []
-  const unsupported: string[] = []
-  for (const [name, raw] of Object.entries(properties)) {
-    const p = record(raw)
-    const label = typeof p['title'] === 'string' && p['title'] ? p['title'] : name
-    const base = {
-      name,
-      label,
-      required: required.includes(name),
-      ...(typeof p['description'] === 'string' && { description: p['description'] }),
-    }
-    const choices = choicesOf(p)
-    const fallback = p['default']
-    if (choices) {
-      fields.push({ ...base, kind: 'choice', choices, initial: typeof fallback === 'string' ? fallback : '' })
-    } else if (p['type'] === 'boolean') {
-      fields.push({ ...base, kind: 'boolean', initial: fallback === true })
-    } else if (p['type'] === 'number' || p['type'] === 'integer') {
-      fields.push({ ...base, kind: p['type'], initial: typeof fallback === 'number' ? String(fallback) : '' })
-    } else if (p['type'] === 'string') {
-      const format = p['format']
-      const kind = format === 'email' ? 'email' : format === 'uri' ? 'url' : format === 'date' ? 'date' : 'text'
-      fields.push({ ...base, kind, initial: typeof fallback === 'string' ? fallback : '' })
-    } else unsupported.push(label)
-  }
-  return { fields, unsupported }
-}
-
-/** `enum` (with `enumNames`) or `oneOf` of `{const, title}`: the spec's single-choice fields. */
-function choicesOf(p: Record<string, unknown>): { value: string; label: string }[] | undefined {
-  if (Array.isArray(p['enum'])) {
-    const names = Array.isArray(p['enumNames']) ? p['enumNames'] : []
-    return p['enum']
-      .filter((v): v is string => typeof v === 'string')
-      .map((v, i) => ({ value: v, label: typeof names[i] === 'string' ? names[i] : v }))
-  }
-  if (Array.isArray(p['oneOf'])) {
-    return p['oneOf'].flatMap((o) => {
-      const c = record(o)
-      return typeof c['const'] === 'string'
-        ? [{ value: c['const'], label: typeof c['title'] === 'string' ? c['title'] : c['const'] }]
-        : []
-    })
-  }
-  return undefined
-}
-
 /** What the form holds, typed as the schema asks; an empty field is left out (the server applies defaults). */
 function contentOf(fields: readonly Field[], values: Record<string, Value>): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {}
@@ -236,8 +175,4 @@ function contentOf(fields: readonly Field[], values: Record<string, Value>): Rec
     else out[f.name] = v
   }
   return out
-}
-
-function record(v: unknown): Record<string, unknown> {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
 }

@@ -1,8 +1,8 @@
-import type { VNode } from 'preact'
-import { useState } from 'preact/hooks'
 import type { Part } from '../../client/index.js'
+import { Markdown } from '../markdown.js'
 import { sessionHash } from '../route.js'
-import { Badge, pure } from '../ui.js'
+import { Badge, formatBytes, pure } from '../ui.js'
+import { ToolView } from './tool-view.js'
 
 /**
  * One part of a message (docs/EVENTS.md): streamed text and reasoning, a
@@ -17,14 +17,19 @@ export interface PartActions {
   readonly onDiff?: (messageId: string) => void
 }
 
-const REPLIES = { once: 'approved once', always: 'approved always', reject: 'rejected' } as const
+interface PartProps {
+  readonly part: Part
+  readonly actions: PartActions
+  /** a tool call whose permission request is pending */
+  readonly waiting?: boolean
+}
 
-function PartViewImpl({ part, actions }: { part: Part; actions: PartActions }) {
+function PartViewImpl({ part, actions, waiting = false }: PartProps) {
   switch (part.type) {
     case 'text':
       return (
-        <div class={part.ended ? 'part text' : 'part text streaming'}>
-          {part.text}
+        <div class={part.ended ? 'part text markdown' : 'part text markdown streaming'}>
+          <Markdown text={part.text} />
           {!part.ended && <span class="caret" aria-hidden="true" />}
         </div>
       )
@@ -32,11 +37,13 @@ function PartViewImpl({ part, actions }: { part: Part; actions: PartActions }) {
       return (
         <details class="part reasoning" open={!part.ended}>
           <summary>{part.ended ? 'Reasoning' : 'Reasoning…'}</summary>
-          <div class="text">{part.text}</div>
+          <div class="text markdown">
+            <Markdown text={part.text} />
+          </div>
         </details>
       )
     case 'tool':
-      return <ToolView part={part} />
+      return <ToolView part={part} waiting={waiting} />
     case 'step-start':
       return (
         <div class="part step">
@@ -51,8 +58,8 @@ function PartViewImpl({ part, actions }: { part: Part; actions: PartActions }) {
     case 'step-finish':
       return (
         <div class="part step-finish">
-          finished: {part.finishReason} · {part.usage.inputTokens ?? 0} in / {part.usage.outputTokens ?? 0} out tokens
-          {part.cost !== undefined && ` · $${part.cost.toFixed(4)}`}
+          finished: {part.finishReason} · {usageText(part.usage)}
+          {part.cost !== undefined && ` · ${formatCost(part.cost)}`}
         </div>
       )
     case 'patch':
@@ -84,74 +91,28 @@ function PartViewImpl({ part, actions }: { part: Part; actions: PartActions }) {
     case 'file':
       return (
         <div class="part file">
-          File: <code>{part.path ?? part.url ?? part.filename ?? '(attachment)'}</code>
-          {part.mediaType && ` (${part.mediaType})`}
+          File: <code>{part.filename ?? part.path ?? part.url ?? '(attachment)'}</code>
+          {part.mediaType && ` (${part.mediaType}${part.size !== undefined ? `, ${formatBytes(part.size)}` : ''})`}
         </div>
       )
   }
 }
 
-function ToolView({ part }: { part: Extract<Part, { type: 'tool' }> }) {
-  const input = part.input as Record<string, unknown> | undefined
-  const command = typeof input?.command === 'string' ? input.command : undefined
-  const progress = part.state === 'running' ? part.metadata?.output : undefined
-  const stateLabel = part.state === 'error' && part.error ? `error: ${part.error.kind}` : part.state
-  return (
-    <div class={`part tool tool-${part.state}`}>
-      <div class="tool-head">
-        <strong>{part.tool}</strong>
-        {part.title && <span class="tool-title">{part.title}</span>}
-        <Badge kind={part.state}>{stateLabel}</Badge>
-        {part.permission && (
-          <span class="who">
-            {REPLIES[part.permission.reply]}
-            {part.permission.by && ` by ${part.permission.by.name}`}
-          </span>
-        )}
-      </div>
-      {command !== undefined && <pre class="command">$ {command}</pre>}
-      <Lazy class="tool-input" summary="Input">
-        {() => <pre>{input !== undefined ? JSON.stringify(input, null, 2) : part.rawInput}</pre>}
-      </Lazy>
-      {part.network && part.network.length > 0 && (
-        <ul class="tool-network" aria-label="Network">
-          {part.network.map((use) => (
-            <li key={`${use.host} ${use.port} ${use.allowed}`} class={use.allowed ? 'allowed' : 'refused'}>
-              {networkLine(use)}
-            </li>
-          ))}
-        </ul>
-      )}
-      {typeof progress === 'string' && progress !== '' && <pre class="output">{progress}</pre>}
-      {part.output !== undefined && <pre class="output">{part.output}</pre>}
-      {part.error && (
-        <p class="tool-error">
-          {part.error.kind}: {part.error.message}
-        </p>
-      )}
-    </div>
-  )
+/** A step's or a session's tokens: in (of which cached), out (of which reasoning). */
+export function usageText(usage: {
+  readonly inputTokens?: number | undefined
+  readonly outputTokens?: number | undefined
+  readonly reasoningTokens?: number | undefined
+  readonly cachedInputTokens?: number | undefined
+}): string {
+  const n = (v: number | undefined) => (v ?? 0).toLocaleString()
+  const cached = usage.cachedInputTokens ? ` (${n(usage.cachedInputTokens)} cached)` : ''
+  const reasoning = usage.reasoningTokens ? ` (${n(usage.reasoningTokens)} reasoning)` : ''
+  return `${n(usage.inputTokens)} in${cached} / ${n(usage.outputTokens)} out${reasoning} tokens`
 }
 
-/** One host the call's command reached or was refused through the sandbox's proxy (docs/SECURITY.md). */
-function networkLine(use: NonNullable<Extract<Part, { type: 'tool' }>['network']>[number]): string {
-  const times = use.connections === 1 ? '' : ` ×${use.connections}`
-  const size = (n: number) =>
-    n < 1024 ? `${n} B` : n < 2 ** 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 2 ** 20).toFixed(1)} MiB`
-  return use.allowed
-    ? `${use.host}:${use.port}${times} — ${size(use.bytesIn)} in, ${size(use.bytesOut)} out`
-    : `${use.host}:${use.port}${times} — refused${use.reason ? ` (${use.reason})` : ''}`
-}
-
-/** A disclosure whose content is made only once it is opened: a closed one costs its summary. */
-function Lazy({ summary, class: className, children }: { summary: string; class: string; children: () => VNode }) {
-  const [open, setOpen] = useState(false)
-  return (
-    <details class={className} onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary>{summary}</summary>
-      {open && children()}
-    </details>
-  )
+export function formatCost(usd: number): string {
+  return `$${usd < 0.01 && usd > 0 ? usd.toFixed(4) : usd.toFixed(2)}`
 }
 
 export const PartView = pure(PartViewImpl)

@@ -16,6 +16,7 @@ export const LIST_EVENTS = [
   'session.forked',
   'session.renamed',
   'session.archived',
+  'session.unarchived',
   'session.imported',
   'run.started',
   'run.finished',

@@ -3,6 +3,7 @@ import type { ChronicleSocket, DiffView as Diff, Session } from '../../client/in
 import { frameScheduler } from '../frame.js'
 import { LiveSession } from '../live-session.js'
 import { atHash, sessionHash } from '../route.js'
+import { canAskForNotifications, useNotices } from '../notices.js'
 import { StepIndexLoader } from '../step-index.js'
 import { ErrorNote, useAction } from '../ui.js'
 import { Composer } from './composer.js'
@@ -10,10 +11,11 @@ import { ContextView } from './context-view.js'
 import { DiffView } from './diff-view.js'
 import { Elicitations } from './elicitations.js'
 import { EventsList } from './events-list.js'
-import type { PartActions } from './part-view.js'
+import { formatCost, type PartActions, usageText } from './part-view.js'
 import { Permissions } from './permissions.js'
 import { Rules } from './rules.js'
 import { SharePanel } from './share-panel.js'
+import { SessionActions } from './session-actions.js'
 import { TimeTravel } from './time-travel.js'
 import { Transcript } from './transcript.js'
 
@@ -64,6 +66,7 @@ export function SessionPage({
 
   const model = live.model
   const session = model?.session
+  useNotices(session)
   return (
     <div class="session-page">
       <header class="session-head">
@@ -121,9 +124,14 @@ function SessionFacts({ session }: { session: Session }) {
         </>
       )}
       {session.imported && ' · imported (read-only)'}
-      {session.totals.inputTokens + session.totals.outputTokens > 0 &&
-        ` · ${session.totals.inputTokens.toLocaleString()} in / ${session.totals.outputTokens.toLocaleString()} out tokens`}
-      {session.totals.cost > 0 && ` · $${session.totals.cost.toFixed(4)}`}
+      {session.archived && ' · archived'}
+      {session.totals.inputTokens + session.totals.outputTokens > 0 && (
+        <span class="session-usage">
+          {' '}
+          · {usageText(session.totals)}
+          {session.totals.cost > 0 && ` · ${formatCost(session.totals.cost)}`}
+        </span>
+      )}
     </p>
   )
 }
@@ -151,6 +159,7 @@ function statusText(session: Session, seq: number): string {
 
 function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; session: Session; mode: 'live' | 'at' }) {
   const unrevert = useAction(() => socket.call('session.unrevert', { session: session.id }))
+  const [askNotify, setAskNotify] = useState(canAskForNotifications)
   return (
     <div class="actions head-actions">
       {mode === 'live' ? (
@@ -166,6 +175,15 @@ function HeaderActions({ socket, session, mode }: { socket: ChronicleSocket; ses
       <a class="button" href={`/sessions/${encodeURIComponent(session.id)}/export`} download={`${session.id}.jsonl`}>
         Export (JSONL)
       </a>
+      {mode === 'live' && <SessionActions socket={socket} session={session} />}
+      {askNotify && (
+        <button
+          type="button"
+          onClick={() => void Notification.requestPermission().finally(() => setAskNotify(canAskForNotifications()))}
+        >
+          Notify me in the background
+        </button>
+      )}
       {session.revert && (
         <button type="button" disabled={unrevert.busy} onClick={() => void unrevert.start()}>
           Undo revert to seq {session.revert.to}

@@ -46,6 +46,7 @@ export class Transcript extends Component<Props, State> {
     const hidden = Math.max(0, messages.length - shown)
     const visible = hidden > 0 ? messages.slice(hidden) : messages
     const step = this.props.window ?? WINDOW
+    const asked = askedFor(model)
     return (
       // The box is a column-reverse flex container, so it opens at its end and stays there while the end
       // grows (no scroll position to read or set per frame); the messages inside are in reading order.
@@ -63,29 +64,55 @@ export class Transcript extends Component<Props, State> {
             </button>
           )}
           {messages.length === 0 && <p class="empty">No messages yet.</p>}
-          {visible.map((m) => (
-            <MessageView key={m.id} message={m} parts={model.partsOf(m.id)} actions={actions} />
-          ))}
+          {visible.map((m) => {
+            const parts = model.partsOf(m.id)
+            return (
+              <MessageView key={m.id} message={m} parts={parts} actions={actions} waiting={waitingIn(parts, asked)} />
+            )
+          })}
         </div>
       </section>
     )
   }
 }
 
+/** The parts and calls a pending permission request asks about: their tools are waiting for approval. */
+function askedFor(model: SessionModel): ReadonlySet<string> {
+  const asked = new Set<string>()
+  for (const p of model.session.pendingPermissions) {
+    if (p.partId) asked.add(p.partId)
+    if (p.callId) asked.add(p.callId)
+  }
+  return asked
+}
+
+/** A message's tool parts waiting for approval, as one string a render can compare. */
+function waitingIn(parts: readonly Part[], asked: ReadonlySet<string>): string {
+  if (asked.size === 0) return ''
+  return parts
+    .filter((p) => p.type === 'tool' && (asked.has(p.id) || asked.has(p.callId)))
+    .map((p) => p.id)
+    .join(' ')
+}
+
 interface MessageProps {
   readonly message: Message
   readonly parts: readonly Part[]
   readonly actions: PartActions
+  /** ids of its tool parts waiting for approval, space separated */
+  readonly waiting: string
 }
 
 class MessageView extends Component<MessageProps> {
   override shouldComponentUpdate(next: MessageProps): boolean {
-    const { message, parts, actions } = this.props
-    if (message !== next.message || actions !== next.actions || parts.length !== next.parts.length) return true
+    const { message, parts, actions, waiting } = this.props
+    if (message !== next.message || actions !== next.actions || waiting !== next.waiting) return true
+    if (parts.length !== next.parts.length) return true
     return parts.some((p, i) => p !== next.parts[i])
   }
 
-  override render({ message, parts, actions }: MessageProps) {
+  override render({ message, parts, actions, waiting }: MessageProps) {
+    const waits = waiting === '' ? undefined : new Set(waiting.split(' '))
     const who =
       message.role === 'user'
         ? (message.by?.name ?? 'User')
@@ -103,7 +130,7 @@ class MessageView extends Component<MessageProps> {
           <time dateTime={message.createdAt}>{formatTime(message.createdAt)}</time>
         </header>
         {parts.map((p) => (
-          <PartView key={p.id} part={p} actions={actions} />
+          <PartView key={p.id} part={p} actions={actions} waiting={waits?.has(p.id) ?? false} />
         ))}
         {message.error && (
           <p class="tool-error">
