@@ -8,6 +8,7 @@ import { cancelRun } from '../../src/commands/run.js'
 import { ATIF_VERSION, atifOf } from '../../src/projections/transfer/atif.js'
 import { subagentHarness, task, until, type SubagentHarness } from '../subagents/helpers.js'
 import { sqlitePorts } from '../../src/projections/store-ports.js'
+import { recoverSessions } from '../../src/runtime/recovery/recovery.js'
 
 /**
  * The ATIF export (docs/API.md "ATIF export") of a session the real runtime
@@ -244,6 +245,25 @@ describe('ATIF export', () => {
     const summary = doc.steps.find((s) => (s.extra?.chronicle as { compaction?: boolean } | undefined)?.compaction)
     expect(summary).toMatchObject({ source: 'agent', message: 'SUMMARY: looked up x, delegated, looped, waited.' })
     expect(doc.steps.filter((s) => s.source === 'user').map((s) => s.message)).toEqual([P, WAIT, LOOP, WRAP])
+  })
+
+  it('a call a restart cut off is a result reading "interrupted: …", and the document still validates', async () => {
+    h = subagentHarness([
+      { when: { userContains: 'hang' }, times: 1, toolCalls: [{ id: 'c_hang', name: 'slow', input: { ms: 60_000 } }] },
+    ])
+    const id = h.session()
+    await h.runtime.submit(id, { parts: [{ type: 'text', text: 'hang on' }] })
+    await until(() => h.events(id).some((e) => e.type === 'tool.called' && e.data.tool === 'slow'))
+    await h.runtime.stop() // the server goes down mid-call: the run stays open for recovery
+    recoverSessions(h.store) // which records the call as interrupted
+    expect(h.events(id).some((e) => e.type === 'tool.failed' && e.data.error.kind === 'interrupted')).toBe(true)
+    const doc = atifOf(h.store, id, '0.1.0')
+    const parsed = Trajectory.safeParse(doc)
+    expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true)
+    const results = doc.steps.flatMap((s) => s.observation?.results ?? [])
+    expect(results.filter((r) => r.source_call_id === 'c_hang').map((r) => r.content)).toEqual([
+      expect.stringMatching(/^interrupted: /),
+    ])
   })
 
   it("round trip: steps, tool calls and tokens are the log's", async () => {
