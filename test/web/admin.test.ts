@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
-import { buildPage, launch, prepare, type Served, screenshot, serve, tempDir } from './helpers.js'
+import { buildPage, launch, prepare, type Served, screenshot, serve, tempDir, watchProblems } from './helpers.js'
 
 /**
  * The admin page in a real Chromium (docs/WEB.md "Managing"): a token
@@ -37,10 +37,7 @@ prepare(async () => {
   })
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
   page = await context.newPage()
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
-  page.on('console', (m) => {
-    if (/Content Security Policy/i.test(m.text())) problems.push(m.text())
-  })
+  watchProblems(page, problems)
   await page.route('**/__axe.min.js', (route) => route.fulfill({ path: AXE, contentType: 'text/javascript' }))
   await page.goto(server.chronicle.loginLink().url)
   await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()

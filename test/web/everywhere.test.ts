@@ -4,7 +4,17 @@ import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Script } from '../../src/runtime/model/scripted-model.js'
-import { buildPage, launch, prepare, type Served, screenshot, sendMessage, serve, tempDir } from './helpers.js'
+import {
+  buildPage,
+  launch,
+  prepare,
+  type Served,
+  screenshot,
+  sendMessage,
+  serve,
+  tempDir,
+  watchProblems,
+} from './helpers.js'
 
 /**
  * The page everywhere (docs/WEB.md "Everywhere"): on a phone (390 px) and a
@@ -79,10 +89,7 @@ const problems: string[] = []
 async function open(width: number, scheme: 'light' | 'dark'): Promise<Page> {
   const context = await browser.newContext({ viewport: { width, height: 860 }, colorScheme: scheme })
   const page = await context.newPage()
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
-  page.on('console', (m) => {
-    if (/Content Security Policy/i.test(m.text())) problems.push(m.text())
-  })
+  watchProblems(page, problems)
   await page.route('**/__axe.min.js', (route) => route.fulfill({ path: AXE, contentType: 'text/javascript' }))
   await page.goto(server.chronicle.loginLink().url)
   await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()

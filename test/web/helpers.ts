@@ -121,6 +121,14 @@ export function tempDir(name: string): string {
   return mkdtempSync(join(tmpdir(), `chronicle-web-${name}-`))
 }
 
+/** Records the page's script errors and Content Security Policy violations in `problems`, which a spec expects empty. */
+export function watchProblems(page: Page, problems: string[]): void {
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) problems.push(m.text())
+  })
+}
+
 /** Opens a fresh login link in a new context and waits for the session list. */
 export async function loggedIn(browser: Browser, chronicle: Chronicle): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })

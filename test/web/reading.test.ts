@@ -3,7 +3,17 @@ import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Script } from '../../src/runtime/model/scripted-model.js'
-import { buildPage, launch, prepare, type Served, screenshot, sendMessage, serve, tempDir } from './helpers.js'
+import {
+  buildPage,
+  launch,
+  prepare,
+  type Served,
+  screenshot,
+  sendMessage,
+  serve,
+  tempDir,
+  watchProblems,
+} from './helpers.js'
 
 /**
  * Reading a session in a real Chromium (docs/WEB.md "Reading"): the model's
@@ -83,10 +93,7 @@ prepare(async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url })
   page = await context.newPage()
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
-  page.on('console', (m) => {
-    if (/Content Security Policy/i.test(m.text())) problems.push(m.text())
-  })
+  watchProblems(page, problems)
   page.on('dialog', (d) => {
     problems.push(`dialog: ${d.message()}`)
     void d.dismiss()

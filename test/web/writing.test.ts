@@ -3,7 +3,17 @@ import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Script } from '../../src/runtime/model/scripted-model.js'
-import { buildPage, launch, prepare, type Served, screenshot, sendMessage, serve, tempDir } from './helpers.js'
+import {
+  buildPage,
+  launch,
+  prepare,
+  type Served,
+  screenshot,
+  sendMessage,
+  serve,
+  tempDir,
+  watchProblems,
+} from './helpers.js'
 
 /**
  * Writing in a real Chromium (docs/WEB.md "Writing"): files attached with
@@ -57,10 +67,7 @@ prepare(async () => {
   server = await serve({ data: join(dir, 'data'), directory: join(dir, 'work'), root, script: SCRIPT })
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
   page = await context.newPage()
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
-  page.on('console', (m) => {
-    if (/Content Security Policy/i.test(m.text())) problems.push(m.text())
-  })
+  watchProblems(page, problems)
   await page.goto(server.chronicle.loginLink().url)
   await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()
   await page.getByLabel('Title (optional)').fill('writing')
