@@ -25,7 +25,7 @@ import { watchOrphanedSubtasks } from './runtime/subagents/orphans.js'
 import { createTaskTool } from './tools/builtin/task.js'
 import { createTaskStatusTool } from './tools/builtin/task-status.js'
 import { createDiagnostics } from './tools/lsp/diagnostics.js'
-import { lspServers } from './tools/lsp/servers.js'
+import { builtinServerPaths, lspServers } from './tools/lsp/servers.js'
 import { withDiagnostics } from './tools/lsp/with-diagnostics.js'
 import {
   continueRecovered,
@@ -158,7 +158,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const credentials = credentialPaths(config.sandbox)
   const sandbox =
     options.sandbox ??
-    (await detectSandbox(config.sandbox.mode, { network: config.sandbox.network === true, hidden, credentials }))
+    (await detectSandbox(config.sandbox.mode, {
+      network: config.sandbox.network === true,
+      hidden,
+      credentials,
+      // the language servers run confined too, from Chronicle's own install, wherever that lies
+      ...(config.lsp !== false && { expose: builtinServerPaths() }),
+    }))
   if (sandbox.kind === 'unavailable') {
     logger.warn(
       { reason: sandbox.reason },

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
@@ -177,8 +177,12 @@ describe('the network by host: a listed host', () => {
 
   it("is reached by node's fetch (Node 22, which reads the proxy variables when NODE_USE_ENV_PROXY is set)", async () => {
     hits.length = 0
+    // a copy inside the session directory: the sandbox shows the command its directory, not the checkout's, whose
+    // path may lie under the sandbox's own fresh /tmp (a CI clone in /tmp)
+    copyFileSync(NODE22, join(workspace, 'node22'))
+    chmodSync(join(workspace, 'node22'), 0o755)
     const { output, network } = await run(
-      `NODE_EXTRA_CA_CERTS=cert.pem ${NODE22} -e "fetch('https://registry.test:${httpsPort}/node').then((r) => r.text()).then((t) => process.stdout.write(t))"`,
+      `NODE_EXTRA_CA_CERTS=cert.pem ./node22 -e "fetch('https://registry.test:${httpsPort}/node').then((r) => r.text()).then((t) => process.stdout.write(t))"`,
       policy(REGISTRY),
     )
     expect(output).toContain('tls hello /node\n')

@@ -131,6 +131,7 @@ const routes = (s: string): [keyof typeof NEEDS, string, string, unknown?][] => 
   ['share.list', 'GET', '/shares'],
   ['share.revoke', 'DELETE', `/shares/${visitors.audit?.shareId ?? 'shr_none'}`],
   ['store.backup', 'POST', '/admin/backup', { out: '/tmp/chronicle-share-backup' }],
+  ['session.update', 'PATCH', `/sessions/${s}`, { title: 'renamed by a visitor' }],
   ['session.archive', 'DELETE', `/sessions/${s}`],
 ]
 

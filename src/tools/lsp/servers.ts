@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import { extname } from 'node:path'
+import { dirname, extname } from 'node:path'
 
 /**
  * The language servers by file extension (docs/TOOLS.md "Diagnostics"). Out of the box: TypeScript and
@@ -44,6 +44,16 @@ const TS_LANGUAGES: Record<string, string> = {
   '.mjs': 'javascript',
   '.cjs': 'javascript',
   '.jsx': 'javascriptreact',
+}
+
+/**
+ * Where the built-in servers are installed (the node_modules that hold them and what they load): shown read-only in
+ * the sandbox, which puts its own empty /tmp and /run where an install may lie (a checkout in /tmp).
+ */
+export function builtinServerPaths(): string[] {
+  const files = [resolved('typescript-language-server/lib/cli.mjs'), resolved('typescript/lib/tsserver.js')]
+  // <node_modules>/<package>/lib/<file>
+  return [...new Set(files.flatMap((file) => (file ? [dirname(dirname(dirname(file)))] : [])))]
 }
 
 /** The servers installed beside Chronicle. */

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createDiagnostics, type DiagnosticsService } from '../../../src/tools/lsp/diagnostics.js'
-import { builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
+import { builtinServerPaths, builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
 import { detectSandbox, unconfined } from '../../../src/tools/sandbox.js'
 
 /**
@@ -102,7 +102,7 @@ describe('language-server diagnostics', () => {
 
   it('the server runs in the sandbox bash uses (bubblewrap here) and reports there too', async () => {
     const directory = project()
-    const confined = await detectSandbox('auto')
+    const confined = await detectSandbox('auto', { expose: builtinServerPaths() }) // as src/main.ts does
     service = createDiagnostics({ servers: builtinServers(), sandbox: confined, deadlineMs: 30_000 })
     const file = join(directory, 'main.ts')
     writeFileSync(file, "export const total: number = '2'\n")
