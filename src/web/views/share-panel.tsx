@@ -5,9 +5,9 @@ import { ErrorNote, useAction } from '../ui.js'
 /**
  * The session's shares (docs/API.md "Shares"): a form that makes a link
  * (`share.create`), shown once to copy, and the session's shares, each
- * revocable (`share.revoke`, which closes every page opened with it). Hidden
- * from whoever may not manage shares (an audit token, a share's visitor): the
- * server answers them FORBIDDEN.
+ * revocable (`share.revoke`, which closes every page opened with it). Shown
+ * once the server answered the list; never to whoever may not manage shares
+ * (an audit token, a share's visitor), whom it answers FORBIDDEN.
  */
 export function SharePanel({ socket, sessionId }: { socket: ChronicleSocket; sessionId: string }) {
   const [shares, setShares] = useState<ShareInfo[] | undefined>(undefined)
@@ -47,7 +47,8 @@ export function SharePanel({ socket, sessionId }: { socket: ChronicleSocket; ses
     await socket.call('share.revoke', { shareId })
     setVersion((v) => v + 1)
   })
-  if (forbidden) return null
+  // shown once the first list answered (or failed otherwise): a visitor's page never shows it, even for a moment
+  if (forbidden || (shares === undefined && error === undefined)) return null
   const now = Date.now()
   return (
     <section class="shares" aria-labelledby="shares-title">
