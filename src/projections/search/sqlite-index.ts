@@ -15,6 +15,9 @@ import { packMarks, unpackMarks } from './marks.js'
  * seen and built again.
  */
 
+/** The index's file in the data directory. */
+export const SEARCH_FILE = 'search.db'
+
 /** Bump to have every existing index built again (a change to what is indexed or how). */
 export const INDEX_FORMAT = 1
 

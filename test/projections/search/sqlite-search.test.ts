@@ -23,11 +23,11 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-function open(startAfterMs = 60_000): SqliteSearch {
+function open(startAfterMs = 60_000, debounceMs = 5): SqliteSearch {
   dir = mkdtempSync(join(tmpdir(), 'chronicle-search-worker-'))
   const source = join(dir, 'chronicle.db')
   store = openStore(source)
-  search = createSqliteSearch({ store, source, path: join(dir, 'search.db'), startAfterMs, debounceMs: 5 })
+  search = createSqliteSearch({ store, source, path: join(dir, 'search.db'), startAfterMs, debounceMs })
   return search
 }
 
@@ -69,7 +69,7 @@ describe('SQLite search with its worker', () => {
   })
 
   it('an answer that could not wait says how far the index is behind', async () => {
-    const s = open()
+    const s = open(60_000, 60_000) // the worker indexes the log's growth only a minute after it hears of it
     store.append('ses_1', [created('x')], { meta: { actor: 'user' } })
     await s.caughtUp(1, 30_000)
     const before = s.position
