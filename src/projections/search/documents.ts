@@ -1,4 +1,5 @@
 import { isSystemStream } from '../../events/append-rules.js'
+import type { EventType } from '../../events/catalogue.js'
 import type { StoredEvent } from '../../events/envelope.js'
 
 /**
@@ -90,6 +91,28 @@ export function replayFrom(state: IndexerState): number | undefined {
   for (const part of state.open.values()) if (min === undefined || part.startSeq < min) min = part.startSeq
   return min
 }
+
+/** The event types that change the index: the only ones the indexer reads from the log (the switch below). */
+export const INDEXED_TYPES: readonly EventType[] = [
+  'session.created',
+  'session.forked',
+  'session.renamed',
+  'session.archived',
+  'session.unarchived',
+  'input.accepted',
+  'text.started',
+  'text.delta',
+  'text.ended',
+  'reasoning.started',
+  'reasoning.delta',
+  'reasoning.ended',
+  'tool.called',
+  'tool.completed',
+  'tool.failed',
+  'permission.requested',
+  'permission.replied',
+  'workspace.snapshotted',
+]
 
 const NONE: readonly IndexOp[] = []
 

@@ -63,5 +63,7 @@ export function show(text: string, marks: readonly number[], matcher: RegExp | n
     if (s >= end) break
     if (s >= start) highlights.push([s - start + lead.length, Math.min(e, end) - start + lead.length])
   }
-  return { snippet, highlights, firstSeq: seqAt(marks, first) }
+  // the event whose text completed the first match: from there on the state holds it whole
+  const firstEnd = matches[0]?.[1]
+  return { snippet, highlights, firstSeq: seqAt(marks, firstEnd === undefined ? 0 : firstEnd - 1) }
 }

@@ -33,7 +33,7 @@ export interface SearchHit {
   /** the event that completed what matched (for a part: the event that ended it) and its type */
   readonly seq: number
   readonly event: string
-  /** the event where the match first appeared (a streamed part's delta, a tool's call or its result) */
+  /** the event where the match first appeared whole (a streamed part's delta, a tool's call or its result) */
   readonly firstSeq: number
   readonly type: DocKind
   /** the part, input, request or `title` the document is */

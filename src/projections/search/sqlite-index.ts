@@ -19,7 +19,7 @@ import { packMarks, unpackMarks } from './marks.js'
 export const SEARCH_FILE = 'search.db'
 
 /** Bump to have every existing index built again (a change to what is indexed or how). */
-export const INDEX_FORMAT = 1
+export const INDEX_FORMAT = 2
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
@@ -51,7 +51,7 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS docs_tool ON docs (tool) WHERE tool IS NOT NULL;
   CREATE INDEX IF NOT EXISTS docs_by ON docs (by COLLATE NOCASE);
   CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-    text, files, content = 'docs', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+    text, files, content = 'docs', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2', prefix = '3'
   );
   CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs BEGIN
     INSERT INTO docs_fts (rowid, text, files) VALUES (new.id, new.text, new.files);

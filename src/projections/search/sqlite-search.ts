@@ -50,6 +50,8 @@ interface Waiter {
 }
 
 const WORKER = new URL('./index-worker.mjs', import.meta.url)
+/** How long a search waits for a worker that has not said where it stands yet. */
+const STARTING_MS = 15_000
 
 export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
   const { store } = options
@@ -123,6 +125,8 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
     async search(query: SearchQuery, opts: SearchOptions = {}): Promise<SearchPage> {
       if (closed) throw new ChronicleError('SEARCH_UNAVAILABLE', 'the search index is closed')
       const head = store.head()
+      // a worker still starting (its first moments, a loaded machine) is waited for longer than one catching up
+      if (position < 0) await caughtUp(0, STARTING_MS)
       await caughtUp(head, opts.waitMs ?? 2000)
       if (!reader) {
         if (position < 0 || !existsSync(options.path))
@@ -154,9 +158,13 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
       const stopping = worker
       worker = undefined
       if (stopping) {
+        // held open while it stops: a process with nothing else left to do must not exit under this await
+        stopping.ref()
         const exited = new Promise<void>((resolve) => stopping.once('exit', () => resolve()))
         stopping.postMessage({ type: 'stop' } satisfies ToWorker)
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2000).unref())])
+        let timer: NodeJS.Timeout | undefined
+        await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))])
+        clearTimeout(timer)
         await stopping.terminate()
       }
       reader?.close()
