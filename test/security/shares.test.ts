@@ -113,6 +113,7 @@ const routes = (s: string): [keyof typeof NEEDS, string, string, unknown?][] => 
   ['session.diff', 'GET', `/sessions/${s}/diff?from=1&to=2`],
   ['permission.rules', 'GET', `/sessions/${s}/rules`],
   ['whoami', 'GET', '/whoami'],
+  ['search', 'GET', '/search?q=note'],
   ['mcp.servers', 'GET', '/mcp/servers'],
   ['session.create', 'POST', '/sessions', { directory: '/tmp' }],
   ['input.submit', 'POST', `/sessions/${s}/inputs`, { parts: [{ type: 'text', text: 'hi' }], noReply: true }],
@@ -137,7 +138,7 @@ const routes = (s: string): [keyof typeof NEEDS, string, string, unknown?][] => 
 
 /** The whole server's, or beyond what a share may do, whatever the session. */
 const NEVER = new Set(['session.create', 'mcp.servers', 'store.backup', 'share.create', 'share.list', 'share.revoke'])
-const UNNAMED = new Set(['session.list', 'whoami', 'token.list', 'token.create', 'token.revoke'])
+const UNNAMED = new Set(['session.list', 'whoami', 'search', 'token.list', 'token.create', 'token.revoke'])
 const RANK = { audit: 0, operate: 1, admin: 2 } as const
 
 function expected(role: Visitor, method: keyof typeof NEEDS, session: string): 'allowed' | 'forbidden' {
