@@ -8,7 +8,6 @@ import { checkStoreFile, damagedMessage } from './events/integrity.js'
 import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { openStore } from './projections/open.js'
-import { getSession } from './projections/queries/read-model.js'
 import { sqlitePorts } from './projections/store-ports.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
@@ -391,10 +390,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       // A revert a crash cut off is finished first: a resumed run must find the files the log says.
       await restorer.recover()
       await forks.recover()
-      recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
+      recovery = await recoverSessions(ports, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       // A run recovery ended is not continued, so nothing else records what its cut-off tools left in the files.
       for (const id of [...recovery.cancelled, ...recovery.failed]) {
-        const directory = getSession(store, id)?.directory
+        const directory = (await ports.readModels.session(id))?.directory
         if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
       }
       await app.listen({ host: config.host, port: config.port })
