@@ -5,7 +5,7 @@ import type { IdSource } from '../events/ids.js'
 import type { CacheBounds } from '../events/bounded-cache.js'
 import type { EventStore } from '../events/store.js'
 import type { StorePorts } from '../projections/store-ports.js'
-import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from '../projections/queries/input-index.js'
+import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from './inbox/input-index.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { Redactor } from '../tools/redact.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
@@ -132,7 +132,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   const { store, ids, agents, models } = deps
   const { log, readModels } = deps.ports
   const views = new SessionViews(log, readModels, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
-  const inputs = new InputIndex(store, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
+  const inputs = new InputIndex(log, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
   // Sessions nobody touches are dropped from memory even when nothing else happens on the server.
   const idleMs = Math.min(
     (deps.memory?.views ?? DEFAULT_VIEW_BOUNDS).idleMs,

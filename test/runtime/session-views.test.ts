@@ -71,4 +71,26 @@ describe('session views', () => {
     expect(held.session?.title).toBe('title 255')
     expect(await views.read(id)).toEqual(loadView(store, id))
   })
+
+  it('folds what commits while a view is being loaded, once, past the version the load read', async () => {
+    const models = sqliteReadModels(store)
+    // read models that answer late, as PostgreSQL's may: the view is the log as it was when asked
+    const slow = {
+      ...models,
+      view: async (sessionId: string, opts?: { committed?: boolean }) => {
+        const view = await models.view(sessionId, opts)
+        rename('renamed while loading')
+        return view
+      },
+    }
+    const late = new SessionViews(sqliteLog(store), slow)
+    try {
+      rename('before')
+      const view = await late.read(id)
+      expect(view.session?.title).toBe('renamed while loading')
+      expect(view).toEqual(loadView(store, id))
+    } finally {
+      late.close()
+    }
+  })
 })
