@@ -23,6 +23,10 @@ const USAGE = `usage: chronicle <command> [options]
   sessions [--archived]                         list sessions
   show <session> [--at seq]                     transcript (at a seq: as it was then)
   events <session> [--after seq] [--follow]     the event log; --follow keeps streaming
+  search <query> [--json] [--limit n] [--order newest|relevance] [--archived]
+                                                every session, full text: words, "phrases", prefix*, session: tool:
+                                                by: type: file: before: after:, -excluded (docs/SEARCH.md); each hit
+                                                with the \`show --at\` line that opens it there
   fork <session> --at seq [--title t] [--dir d] fork a session at an event; --dir: where the fork works
                                                 (required for an imported session)
   compact <session> [--no-wait]                 summarise the session's older history now (context compaction)
@@ -113,6 +117,10 @@ const COMMANDS: Record<string, Command> = {
     run: async (a, io) => (await import('./cli/remote.js')).sessions(a, io.stdout),
   },
   show: { options: { at: S }, run: async (a, io) => (await import('./cli/remote.js')).show(a, io.stdout) },
+  search: {
+    options: { json: B, limit: S, order: S, archived: B },
+    run: async (a, io) => (await import('./cli/search.js')).searchCommand(a, io.stdout),
+  },
   events: {
     options: { after: S, follow: B },
     run: async (a, io) => (await import('./cli/remote.js')).events(a, io.stdout),

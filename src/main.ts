@@ -9,6 +9,8 @@ import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { openStore } from './projections/open.js'
 import { sqlitePorts } from './projections/store-ports.js'
+import { SEARCH_FILE } from './projections/search/sqlite-index.js'
+import { createSqliteSearch } from './projections/search/sqlite-search.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
 import { memoryBounds } from './runtime/memory.js'
@@ -195,6 +197,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   logger.debug({ ms: Math.round(check.ms) }, 'store checked')
   const store = openStore(dbPath, { cache: memory.projector })
   const ports = sqlitePorts(store)
+  // full-text search (docs/SEARCH.md): its own file, built by a worker thread off the append path
+  const search = createSqliteSearch({
+    store,
+    source: dbPath,
+    path: join(config.dataDir, SEARCH_FILE),
+    onError: (err) => logger.error({ err }, 'the search indexer stopped; it starts again at the next search'),
+  })
   // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
   const metrics = config.metrics.enabled ? createMetrics(store) : undefined
   // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start
@@ -355,6 +364,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       signedIn: (server) => mcp.reconnect(server),
     }),
     backups: createBackups({ store, workspaces: join(config.dataDir, 'workspaces'), version: VERSION }),
+    search,
     mcpSignIns: () =>
       new Map(
         mcp
@@ -441,6 +451,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         orphans.close()
         diagnostics?.close() // the language servers
         shadow.close()
+        await search.close()
         store.close()
         logger.flush()
       })()

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { loadConfig } from '../config.js'
 import { secureDataDir } from '../data-dir.js'
 import { createIdSource } from '../events/ids.js'
@@ -10,6 +10,8 @@ import { exportLines, importSessions } from '../projections/transfer/export.js'
 import { ATIF_VERSION, atifOf } from '../projections/transfer/atif.js'
 import { openStore } from '../projections/open.js'
 import { rebuild } from '../projections/upkeep/rebuild.js'
+import { SEARCH_FILE } from '../projections/search/sqlite-index.js'
+import { type IndexVerifyReport, rebuildIndex, verifyIndex } from '../projections/search/upkeep.js'
 import { type VerifyReport, verify } from '../projections/upkeep/verify.js'
 import { audit } from '../runtime/audit/audit.js'
 import { invalid } from '../runtime/backup/manifest.js'
@@ -145,10 +147,16 @@ export async function rebuildCommand(args: Args, { line: out }: Terminal): Promi
   try {
     const report = rebuild(store, { progress: progress('rebuilding, events') })
     out(`rebuilt ${report.sessions} sessions from ${report.events} events in ${Math.round(report.ms)} ms`)
-    return 0
   } finally {
     store.close()
   }
+  // the search index (docs/SEARCH.md): deleted and built again from the log
+  const dataDir = dataDirOf()
+  const index = rebuildIndex(dbPathOf(dataDir), join(dataDir, SEARCH_FILE))
+  out(
+    `rebuilt the search index: ${index.documents} documents from ${index.events} events in ${Math.round(index.ms)} ms`,
+  )
+  return 0
 }
 
 /** `audit <session>` / `audit --all`: every step's request rebuilt from the log and checked against its digest. */
@@ -192,10 +200,31 @@ export async function verifyCommand(args: Args, { line: out }: Terminal): Promis
       ...(anchor && { anchor: { seq: Number(anchor[1]), digest: anchor[2] as string } }),
     })
     printVerify(report, out)
-    return report.differences.length === 0 && report.chain.breaks.length === 0 ? 0 : 1
+    const dataDir = dataDirOf()
+    const index = verifyIndex(dbPathOf(dataDir), join(dataDir, SEARCH_FILE))
+    printIndexVerify(index, out)
+    return report.differences.length === 0 && report.chain.breaks.length === 0 && index.differences.length === 0 ? 0 : 1
   } finally {
     store.close()
   }
+}
+
+/** The search index's verify, as lines: each difference, then what was compared (docs/SEARCH.md). */
+function printIndexVerify(report: IndexVerifyReport, out: (line: string) => void): void {
+  if (!report.present) {
+    out('no search index (the server builds it when it starts)')
+    return
+  }
+  if (report.stale) {
+    out(
+      `the search index was built from another log (through seq ${report.position}; the log's head is ${report.head}): the server builds it again when it starts`,
+    )
+    return
+  }
+  for (const d of report.differences) out(`SEARCH DIFF ${d}`)
+  out(
+    `search index through seq ${report.position} of ${report.head}: ${report.documents} documents checked, ${report.differences.length} differences`,
+  )
 }
 
 /**

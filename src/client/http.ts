@@ -48,6 +48,7 @@ const ROUTES: { [M in ProtocolMethod]: Route } = {
   'share.list': ['GET', '/shares', 'query'],
   'share.revoke': ['DELETE', '/shares/:shareId', 'query'],
   whoami: ['GET', '/whoami', 'query'],
+  search: ['GET', '/search', 'query'],
   'mcp.servers': ['GET', '/mcp/servers', 'query'],
   'store.backup': ['POST', '/admin/backup', 'body'],
 }

@@ -4,6 +4,7 @@ import type { PermissionRule } from '../events/catalogue.js'
 import type { StoredEvent } from '../events/envelope.js'
 import type { McpServerAt } from '../projections/queries/mcp-servers.js'
 import type { Message, Part, Session, SessionRule } from '../projections/fold/model.js'
+import type { SearchPage } from '../projections/search/port.js'
 
 /**
  * The protocol's methods with their params and results (docs/API.md), shared
@@ -127,6 +128,9 @@ export interface BackupResult {
   readonly objectsMs: number
 }
 
+/** A search hit (docs/SEARCH.md "Results"); open it with `session.state {session, at: seq}`. */
+export type { SearchHit, SearchPage } from '../projections/search/port.js'
+
 export interface Results {
   hello: { protocol: number; server: { version: string }; head: number }
   subscribe: { sub: string; head: number }
@@ -169,6 +173,7 @@ export interface Results {
   }
   /** `authorizationUrl`: now, to admins, for a server waiting for a browser sign-in */
   'store.backup': BackupResult
+  search: SearchPage
   'mcp.servers': { seq: number; servers: readonly (McpServerAt & { readonly authorizationUrl?: string })[] }
 }
 

@@ -73,6 +73,7 @@ const RESENDABLE = new Set<string>([
   'permission.rules',
   'token.list',
   'whoami',
+  'search',
 ])
 
 interface Pending {

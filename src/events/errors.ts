@@ -5,6 +5,8 @@
 export const ERROR_STATUS = {
   BAD_REQUEST: 400,
   UNKNOWN_METHOD: 400,
+  /** a search query that does not parse (details.position: the offset where it failed): docs/SEARCH.md */
+  BAD_QUERY: 400,
   UNAUTHORIZED: 401,
   /** the web page's login (`POST /login`) with a code that is wrong, used or expired */
   LOGIN_INVALID: 401,
@@ -105,6 +107,8 @@ export const ERROR_STATUS = {
   MIGRATION_FAILED: 500,
   /** the PostgreSQL server is older than the store supports (15) */
   STORE_UNSUPPORTED: 503,
+  /** the search index cannot answer (its worker failed to start or stopped): docs/SEARCH.md */
+  SEARCH_UNAVAILABLE: 503,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

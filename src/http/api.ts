@@ -16,6 +16,8 @@ import { exportLines } from '../projections/transfer/export.js'
 import type { Session } from '../projections/fold/model.js'
 import { atifOf } from '../projections/transfer/atif.js'
 import { mcpServersAt } from '../projections/queries/mcp-servers.js'
+import { MAX_LIMIT } from '../projections/search/port.js'
+import { MAX_QUERY_CHARS, parseQuery } from '../projections/search/query.js'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './principals.js'
 import { reaches } from './authorize.js'
@@ -143,6 +145,17 @@ export const Params = {
   'share.revoke': z.object({ shareId: z.string().min(1).max(200) }),
   /** the principal the presented token speaks for */
   whoami: z.object({}),
+  /**
+   * full-text search over every session the caller reaches (docs/SEARCH.md): `q` in the query language,
+   * newest first or by relevance, in pages; archived sessions only with `archived`
+   */
+  search: z.object({
+    q: z.string().max(MAX_QUERY_CHARS),
+    limit: z.coerce.number().int().min(1).max(MAX_LIMIT).optional(),
+    cursor: z.string().max(200).optional(),
+    archived: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+    order: z.enum(['newest', 'relevance']).optional(),
+  }),
   /** which MCP servers and tools existed right after event `at` (default: now): docs/TOOLS.md "Server state in the log" */
   'mcp.servers': z.object({ at: seq.optional() }),
   /**
@@ -458,6 +471,18 @@ export function createApi(deps: AppDeps): Api {
           return authorizationUrl ? { ...s, authorizationUrl } : s
         }),
       }
+    },
+    search(p, caller) {
+      const search = deps.search ?? missing('search')
+      const { sessions } = caller.principal
+      return search.search(parseQuery(p.q), {
+        // a limited token finds only in the sessions it reaches: those, their forks and sub-agents
+        ...(sessions && { scope: sessions }),
+        ...(p.archived !== undefined && { archived: p.archived }),
+        ...(p.limit !== undefined && { limit: p.limit }),
+        ...(p.cursor !== undefined && { cursor: p.cursor }),
+        ...(p.order && { order: p.order }),
+      })
     },
     whoami(_p, caller) {
       const { id, name, role, sessions, share } = caller.principal

@@ -31,6 +31,7 @@ import { mcpOAuthRoutes } from './routes/mcp-oauth.js'
 import { metaRoutes } from './routes/meta.js'
 import { pageRoutes } from './routes/page.js'
 import { sessionRoutes } from './routes/sessions.js'
+import { searchRoutes } from './routes/search.js'
 import { checkRequest, corsOptions, redactUrl, SECURITY_HEADERS, selectProtocol } from './security.js'
 import { Connection, REVOKED_CLOSE_CODE } from './ws/connection.js'
 import { metricsRoutes } from './routes/metrics.js'
@@ -227,6 +228,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   mcpRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)
   elicitationRoutes(app, api)
+  searchRoutes(app, api)
   if (deps.mcpSignIn) mcpOAuthRoutes(app, deps.mcpSignIn)
   return app
 }

@@ -12,13 +12,13 @@ import type { Principal } from './principals.js'
  * checked against the caller's role and session limit before its handler
  * runs, so a refused call decides nothing and appends nothing.
  *
- *   audit    read: list, get, state and context at a seq, history, files, diffs, rules, MCP servers, subscribe
+ *   audit    read: list, get, state and context at a seq, history, files, diffs, rules, MCP servers, search, subscribe
  *   operate  audit, plus create, submit, cancel, permission replies, fork, compact, revert, archive
  *   admin    everything, plus tokens, revoking approval rules and backups
  *
  * A token limited to some sessions reaches those, their forks and their
  * sub-agents' sessions; it cannot create sessions or read the MCP servers'
- * state (the whole server's), and a list shows it only those.
+ * state (the whole server's), and a list and a search show it only those.
  *
  * A share link's visitor (docs/SECURITY.md "Shares") is such a principal,
  * limited to the shared session, and besides: it manages no shares (a link
@@ -37,6 +37,7 @@ export const NEEDS: Record<Method | 'subscribe' | 'unsubscribe', Role> = {
   'session.diff': 'audit',
   'permission.rules': 'audit',
   whoami: 'audit',
+  search: 'audit',
   'mcp.servers': 'audit',
   subscribe: 'audit',
   unsubscribe: 'audit',

@@ -14,6 +14,7 @@ import type { WorkspaceForks } from '../runtime/workspace/forks.js'
 import type { WorkspaceRestorer } from '../runtime/workspace/restore.js'
 import type { McpSignInCallback } from '../tools/mcp/oauth-callback.js'
 import type { Backups } from '../runtime/backup/take.js'
+import type { Search } from '../projections/search/port.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -104,4 +105,6 @@ export interface AppDeps {
   readonly mcpSignIns?: () => ReadonlyMap<string, string>
   /** backups of the running store (docs/BACKUP.md); absent: NOT_IMPLEMENTED */
   readonly backups?: Backups
+  /** full-text search over every session (docs/SEARCH.md); absent: NOT_IMPLEMENTED */
+  readonly search?: Search
 }

@@ -161,7 +161,32 @@ export const Share = z.looseObject({
 const WorkspaceAt = { seq: count, tree: z.string().nullable(), snapshotSeq: count.nullable() }
 
 /** Answers of one route each, named for the protocol command they mirror (docs/API.md). */
+/** A search hit (docs/SEARCH.md "Results"): where it is, who and when, and a snippet with the matches marked. */
+const SearchHit = z.looseObject({
+  session: z.string(),
+  title: z.string(),
+  seq: count,
+  event: z.string(),
+  firstSeq: count,
+  type: z.enum(['input', 'text', 'reasoning', 'tool', 'permission', 'file', 'title']),
+  key: z.string(),
+  by: z.string(),
+  at: z.string(),
+  tool: z.string().optional(),
+  snippet: z.string(),
+  /** [start, end) of each match within the snippet */
+  highlights: z.array(z.tuple([count, count])),
+})
+
 export const Answers = {
+  search: z.looseObject({
+    hits: z.array(SearchHit),
+    cursor: z.string().optional(),
+    /** the last seq of the log the index has read */
+    indexedThrough: count,
+    /** the log's head when the search was asked */
+    head: count,
+  }),
   health: z.looseObject({ status: z.enum(['ok', 'degraded']), version: z.string(), reason: z.string().optional() }),
   openapi: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }),
   session: z.looseObject({ session: Session }),
@@ -353,7 +378,7 @@ export function problem(description: string): Described {
   return { description, content: { 'application/problem+json': { schema: Problem } } }
 }
 
-export type ProblemStatus = 400 | 403 | 404 | 409 | 410 | 413 | 415 | 422 | 500
+export type ProblemStatus = 400 | 403 | 404 | 409 | 410 | 413 | 415 | 422 | 500 | 503
 
 /** What every route with the token may answer: the token, Host and Origin checks, role and session limits, a bug. */
 const EVERY_ROUTE = {

@@ -1,7 +1,9 @@
 import { useEffect, useMemo, useState } from 'preact/hooks'
 import type { ChronicleSocket } from '../client/index.js'
 import { Connection, login, logout, type Principal, whoami } from './connection.js'
-import { parseRoute, type Route } from './route.js'
+import { parseRoute, type Route, searchHash } from './route.js'
+import { highlightHit } from './search-highlight.js'
+import { SearchPage } from './views/search-page.js'
 import { ErrorNote } from './ui.js'
 import { AdminPage } from './views/admin-page.js'
 import { SessionList } from './views/session-list.js'
@@ -129,6 +131,9 @@ function Shell({
 }) {
   const [, setTick] = useState(0)
   useEffect(() => connection.onChange(() => setTick((t) => t + 1)), [connection])
+  const opened = route.view === 'at' ? `${route.id}@${route.seq}` : undefined
+  // a search hit opened: its match highlighted in the transcript (search-highlight.ts)
+  useEffect(() => (route.view === 'at' ? highlightHit(route.id, route.seq) : undefined), [opened])
   const navigate = (hash: string) => {
     location.hash = hash
   }
@@ -151,6 +156,7 @@ function Shell({
             Reload
           </button>
         )}
+        <SearchBox q={route.view === 'search' ? route.q : ''} navigate={navigate} />
         {who.role === 'admin' && (
           <a href="#/admin" class="button">
             Admin
@@ -175,6 +181,7 @@ function Shell({
       <main class="content">
         {route.view === 'list' && <SessionList socket={socket} navigate={navigate} />}
         {route.view === 'admin' && <AdminPage socket={socket} />}
+        {route.view === 'search' && <SearchPage socket={socket} q={route.q} />}
         {(route.view === 'session' || route.view === 'at') && (
           // one element for both modes: switching between live and the scrubber keeps the live model
           <SessionPage
@@ -195,6 +202,31 @@ function Shell({
         )}
       </main>
     </div>
+  )
+}
+
+/** The search box in the header: a query opens `#/search/<q>` (docs/SEARCH.md). */
+function SearchBox({ q, navigate }: { q: string; navigate: (hash: string) => void }) {
+  const [text, setText] = useState(q)
+  useEffect(() => setText(q), [q])
+  return (
+    <search class="search-box">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          if (text.trim() !== '') navigate(searchHash(text.trim()))
+        }}
+      >
+        <input
+          type="search"
+          aria-label="Search every session"
+          placeholder="Search sessions…"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+          spellcheck={false}
+        />
+      </form>
+    </search>
   )
 }
 

@@ -166,7 +166,9 @@ describe('a torn WAL', () => {
       // the torn commit (two deltas, or the few a batch held) is gone; every commit before it is whole
       expect(Number(head)).toBeLessThan(wholeHead)
       expect(Number(head)).toBeGreaterThanOrEqual(wholeHead - 4)
-      expect(verify.stdout).toMatch(/\n1 sessions checked, 0 differences\n$/)
+      expect(verify.stdout).toMatch(
+        /\n1 sessions checked, 0 differences\n(search index through seq \d+ of \d+: \d+ documents checked, 0 differences|no search index \(the server builds it when it starts\)|the search index was built from another log .*)\n$/,
+      )
     },
     SLOW,
   )

@@ -71,7 +71,9 @@ describe('shutdown and offline commands', () => {
       const verify = await runToEnd(['verify'], { CHRONICLE_DATA_DIR: data })
       expect([verify.code, verify.stdout]).toEqual([
         0,
-        expect.stringMatching(/^chain intact: \d+ events; head \d+:[0-9a-f]{64}\n2 sessions checked, 0 differences\n$/),
+        expect.stringMatching(
+          /^chain intact: \d+ events; head \d+:[0-9a-f]{64}\n2 sessions checked, 0 differences\n(search index through seq \d+ of \d+: \d+ documents checked, 0 differences|no search index \(the server builds it when it starts\))\n$/,
+        ),
       ])
 
       const file = join(dir, 'quick.jsonl')
@@ -117,7 +119,11 @@ describe('shutdown and offline commands', () => {
 
       const rebuilt = await runToEnd(['rebuild'], other)
       expect(rebuilt.code).toBe(0)
-      expect(rebuilt.stdout).toMatch(new RegExp(`^rebuilt 1 sessions from ${eventLines} events in \\d+ ms\\n$`))
+      expect(rebuilt.stdout).toMatch(
+        new RegExp(
+          `^rebuilt 1 sessions from ${eventLines} events in \\d+ ms\\nrebuilt the search index: \\d+ documents from \\d+ events in \\d+ ms\\n$`,
+        ),
+      )
       expect(rebuilt.stderr).toMatch(/rebuilding, events (\d+)\/\1\n/)
 
       // a read model that drifted from the log: verify says where, and exits 1

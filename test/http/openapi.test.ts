@@ -613,6 +613,20 @@ describe('every operation, called for real', () => {
     expect((await call('getMcpServers', { query: { at: 'x' } })).status).toBe(400)
   })
 
+  it('search: a page of hits (200); a malformed query refused (400 BAD_QUERY)', async () => {
+    const id = (await call('createSession', { body: { title: 'searchable pelican' } })).body.session.id as string
+    expect((await call('search', { query: { q: 'pelican' } })).body).toMatchObject({
+      hits: [{ session: id, type: 'title', snippet: 'searchable pelican' }],
+      indexedThrough: expect.any(Number),
+      head: expect.any(Number),
+    })
+    expect((await call('search', { query: { q: '"pelican' } })).body).toMatchObject({
+      status: 400,
+      code: 'BAD_QUERY',
+      details: { position: 0 },
+    })
+  })
+
   it('web login: a link (201) traded once for the cookie (204), then LOGIN_INVALID; logout (204)', async () => {
     const link = await call('createLoginLink', { body: {} })
     expect(link.status).toBe(201)

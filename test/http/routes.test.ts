@@ -325,6 +325,7 @@ describe('time travel', () => {
       '/login-links',
       '/logout',
       '/mcp/servers',
+      '/search',
       '/sessions',
       '/sessions/{id}',
       '/sessions/{id}/cancel',

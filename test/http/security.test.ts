@@ -45,6 +45,7 @@ describe('authentication', () => {
       'GET /mcp/servers',
       'GET /metrics',
       'GET /openapi.json',
+      'GET /search',
       'GET /sessions',
       'GET /sessions/:id',
       'GET /sessions/:id/context',

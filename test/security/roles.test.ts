@@ -86,6 +86,7 @@ const routes = (s: string): [string, string, string, unknown?][] => [
   ['session.diff', 'GET', `/sessions/${s}/diff?from=1&to=2`],
   ['permission.rules', 'GET', `/sessions/${s}/rules`],
   ['whoami', 'GET', '/whoami'],
+  ['search', 'GET', '/search?q=note'],
   ['mcp.servers', 'GET', '/mcp/servers'],
   ['session.create', 'POST', '/sessions', { directory: '/tmp' }],
   ['session.update', 'PATCH', `/sessions/${s}`, { title: 'renamed by the table' }],
@@ -116,6 +117,7 @@ function expected(who: Who, method: keyof typeof NEEDS, session: string): 'allow
     const named = ![
       'session.list',
       'whoami',
+      'search',
       'token.list',
       'token.create',
       'token.revoke',
@@ -203,6 +205,7 @@ describe('every WebSocket method × every principal', () => {
     if (method === 'permission.revoke') return { session: s, ruleId: 'rul_none' }
     if (method === 'elicitation.answer') return { session: s, elicitationId: 'eli_none', action: 'decline' }
     if (['session.list', 'whoami', 'token.list', 'mcp.servers'].includes(method)) return {}
+    if (method === 'search') return { q: 'note' }
     if (method === 'session.create') return { directory: '/tmp' }
     if (method === 'store.backup') return { out: join(server.dir, `backup-ws-${names++}`) }
     return { session: s, ...numeric, ...(body as object | undefined) }

@@ -12,10 +12,13 @@ describe('routes', () => {
     expect(parseRoute('#/s/ses_1@')).toEqual({ view: 'at', id: 'ses_1', seq: null })
     expect(parseRoute('#/s/ses_1@x')).toEqual({ view: 'unknown', hash: '#/s/ses_1@x' })
     expect(parseRoute('#/nope')).toEqual({ view: 'unknown', hash: '#/nope' })
+    expect(parseRoute('#/search/%22rm%20-rf%22%20tool%3Abash')).toEqual({ view: 'search', q: '"rm -rf" tool:bash' })
+    expect(parseRoute('#/search')).toEqual({ view: 'search', q: '' })
+    expect(parseRoute('#/search/%E0%A4%A')).toEqual({ view: 'unknown', hash: '#/search/%E0%A4%A' })
   })
 
   it('writes what it reads', () => {
-    for (const hash of ['#/', '#/admin', '#/s/ses_1', '#/s/ses_1@42', '#/s/ses_1@'])
+    for (const hash of ['#/', '#/admin', '#/s/ses_1', '#/s/ses_1@42', '#/s/ses_1@', '#/search/flaky%20test'])
       expect(routeHash(parseRoute(hash))).toBe(hash)
   })
 })
