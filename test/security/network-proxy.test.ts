@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decidePermission } from '../../src/commands/permission.js'
@@ -43,6 +44,13 @@ let https: Server
 let httpPort: number
 let httpsPort: number
 const hits: string[] = []
+/** 8 MiB the servers answer `/big` with, and what each server-side connection read and wrote, by server */
+const BIG = randomBytes(8 * 1024 * 1024)
+const wire = { http: [] as Wire[], https: [] as Wire[] }
+interface Wire {
+  read: number
+  written: number
+}
 
 beforeAll(async () => {
   temp = tempDir('chronicle-netproxy-')
@@ -74,15 +82,23 @@ beforeAll(async () => {
   )
   http = createServer((req, res) => {
     hits.push(`http ${req.url}`)
-    res.end(`plain hello ${req.url}\n`)
+    res.end(req.url === '/big' ? BIG : `plain hello ${req.url}\n`)
   })
   https = createTlsServer(
     { key: readFileSync(join(temp.dir, 'key.pem')), cert: readFileSync(join(workspace, 'cert.pem')) },
     (req, res) => {
       hits.push(`https ${req.url}`)
-      res.end(`tls hello ${req.url}\n`)
+      res.end(req.url === '/big' ? BIG : `tls hello ${req.url}\n`)
     },
   )
+  // the bytes on the wire of each connection, as the server saw them (TLS records included for https)
+  for (const [server, list] of [
+    [http, wire.http],
+    [https, wire.https],
+  ] as const)
+    server.on('connection', (socket: Socket) =>
+      socket.once('close', () => list.push({ read: socket.bytesRead, written: socket.bytesWritten })),
+    )
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
   await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve))
   httpPort = (http.address() as AddressInfo).port
@@ -226,6 +242,53 @@ describe('the network by host: a listed host', () => {
   })
 })
 
+describe('the network by host: a download', () => {
+  const sha = createHash('sha256').update(BIG).digest('hex')
+
+  it.each([
+    ['CONNECT', 'https', () => `--cacert cert.pem https://registry.test:${httpsPort}/big`],
+    ['plain HTTP', 'http', () => `http://registry.test:${httpPort}/big`],
+  ] as const)(
+    'of 8 MiB over %s reaches a slow reader whole, and tool.network counts exactly the bytes the server sent and read',
+    async (_, kind, url) => {
+      wire[kind].length = 0
+      // the reader starts late and reads slowly: the proxy and the forwarder must hold the rest back, not lose it
+      const { output, network } = await run(
+        `curl -sS ${url()} | (sleep 0.3; dd bs=64k 2>/dev/null | sha256sum)`,
+        policy(REGISTRY),
+      )
+      expect(output).toContain(`${sha}  -\n`)
+      await until(() => wire[kind].length === 1)
+      const [seen] = wire[kind]
+      expect(network).toEqual([
+        {
+          host: 'registry.test',
+          port: kind === 'https' ? httpsPort : httpPort,
+          allowed: true,
+          connections: 1,
+          bytesIn: seen?.written,
+          bytesOut: seen?.read,
+        },
+      ])
+    },
+  )
+
+  it('over twenty connections at once, each is forwarded and all are one event', async () => {
+    const { output, network } = await run(
+      `for i in $(seq 20); do curl -sS http://registry.test:${httpPort}/p$i -o p$i.txt & done; wait; cat p*.txt | sort | uniq -c | wc -l`,
+      policy(REGISTRY),
+    )
+    expect(output).toMatch(/^20\n/)
+    expect(network.map(shape)).toEqual([
+      { host: 'registry.test', port: httpPort, allowed: true, connections: 20, bytesIn: true, bytesOut: true },
+    ])
+  })
+})
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10))
+}
+
 describe('the network by host: what is refused', () => {
   it('a host not on the list, at once, with its reason, over CONNECT and plain HTTP', async () => {
     hits.length = 0
@@ -359,6 +422,15 @@ describe('the network by host: unlistedHosts "ask"', () => {
 })
 
 describe('the network by host: the forwarder', () => {
+  it('leaves the command no socket of its own: the listener stays with the forwarder', async () => {
+    // past stdin, stdout and stderr (the tool's pipes are sockets too)
+    const { output } = await run(
+      'for fd in /proc/$$/fd/*; do [ ${fd##*/} -gt 2 ] && readlink $fd; done | grep -c socket; true',
+      policy(REGISTRY),
+    )
+    expect(output).toMatch(/^0\n/)
+  })
+
   it('passes on the exit code', async () => {
     writeFileSync(join(workspace, 'exit.sh'), 'exit 3\n')
     const { output } = await run('sh exit.sh', policy(REGISTRY))
@@ -378,7 +450,7 @@ describe('the network by host: the forwarder', () => {
     expect(network.map((u) => [u.host, u.allowed, u.connections])).toEqual([['registry.test', true, 1]])
   })
 
-  it('with perl, the command starts before node listens: its first connection waits in the backlog', async () => {
+  it('with perl, the command starts before the forwarder accepts: its first connection waits in the backlog', async () => {
     hits.length = 0
     // curl is the first thing the shell runs, within a few ms of the launcher's exec
     const { output } = await run(`curl -sS http://registry.test:${httpPort}/at-once`, policy(REGISTRY))

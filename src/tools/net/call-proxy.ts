@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { type Connector, connectPinned } from './connect.js'
 import { type HostPattern, hostListed } from './host-list.js'
 import { NetRefusal } from './refusal.js'
+import { relayTo } from './relay.js'
 import { type NetPolicy, type PinnedTarget, pinTarget } from './resolve.js'
 import { parseTarget } from './target.js'
 
@@ -148,12 +149,13 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
     void decided(admit(`http://${authority}/`)).then(
       (pinned) => {
         const use = count(pinned.hostname, pinned.port, true)
-        const upstream = connectPinned(pinned, policy.connector)
+        const relay = relayTo(client)
+        const upstream = connectPinned(pinned, policy.connector, relay.onread)
         track(upstream, use)
         upstream.once('connect', () => {
           client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
           if (head.length > 0) upstream.write(head)
-          upstream.pipe(client)
+          relay.from(upstream)
           client.pipe(upstream)
         })
         upstream.on('error', (err) => {
