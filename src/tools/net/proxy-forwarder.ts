@@ -48,7 +48,7 @@ const PROXY_ENV = `{
  * ends are through, or at once on an error.
  */
 const LAUNCHER = `my ($stream, $nonblock, $again, $path, @command) = @ARGV;
-my (%socket, %peer, %waiting, %ended, %shut);
+my (%socket, %peer, %buffer, %sent, %ended, %shut);
 socket(my $listener, 2, $stream, 0) or die "chronicle proxy forwarder: $!\\n";
 bind($listener, pack('S n C4 x8', 2, 0, 127, 0, 0, 1)) or die "chronicle proxy forwarder: $!\\n";
 listen($listener, 511) or die "chronicle proxy forwarder: $!\\n";
@@ -72,8 +72,8 @@ sub forward {
     my ($rin, $win) = ('', '');
     vec($rin, $listening, 1) = 1;
     for my $fd (keys %socket) {
-      vec($rin, $fd, 1) = 1 if !$ended{$fd} && $waiting{$peer{$fd}} eq '';
-      vec($win, $fd, 1) = 1 if $waiting{$fd} ne '';
+      vec($rin, $fd, 1) = 1 if !$ended{$fd} && !pending($peer{$fd});
+      vec($win, $fd, 1) = 1 if pending($fd);
     }
     next if select(my $rout = $rin, my $wout = $win, undef, undef) <= 0;
     if (vec($rout, $listening, 1)) {
@@ -94,25 +94,29 @@ sub pair {
   my ($c, $p) = (fileno $client, fileno $proxy);
   @socket{$c, $p} = ($client, $proxy);
   @peer{$c, $p} = ($p, $c);
-  $waiting{$_} = '', $ended{$_} = $shut{$_} = 0 for $c, $p;
+  $buffer{$_} = '', $sent{$_} = $ended{$_} = $shut{$_} = 0 for $c, $p;
 }
+sub pending { length($buffer{$_[0]}) - $sent{$_[0]} }
 sub read_in {
   my ($fd) = @_;
-  my $n = sysread($socket{$fd}, $waiting{$peer{$fd}}, 1048576);
-  if ($n) { write_out($peer{$fd}) }
-  elsif (defined $n) { $ended{$fd} = 1; settle($fd) }
+  my $to = $peer{$fd};
+  my $n = sysread($socket{$fd}, $buffer{$to}, 1048576);
+  $sent{$to} = 0;
+  return write_out($to) if $n;
+  $buffer{$to} = '';
+  if (defined $n) { $ended{$fd} = 1; settle($fd) }
   elsif ($! != $again) { drop($fd) }
 }
 sub write_out {
   my ($fd) = @_;
-  my $n = syswrite($socket{$fd}, $waiting{$fd});
-  if (defined $n) { substr($waiting{$fd}, 0, $n, ''); settle($peer{$fd}) }
+  my $n = syswrite($socket{$fd}, $buffer{$fd}, pending($fd), $sent{$fd});
+  if (defined $n) { $sent{$fd} += $n; settle($peer{$fd}) }
   elsif ($! != $again) { drop($fd) }
 }
 sub settle {
   my ($fd) = @_;
   my $to = $peer{$fd};
-  return unless $ended{$fd} && $waiting{$to} eq '';
+  return unless $ended{$fd} && !pending($to);
   shutdown($socket{$to}, 1) unless $shut{$to}++;
   drop($fd) if $shut{$fd};
 }
@@ -120,7 +124,7 @@ sub drop {
   my @pair = ($_[0], $peer{$_[0]});
   for my $gone (@pair) {
     close $socket{$gone};
-    delete $_->{$gone} for \\%socket, \\%peer, \\%waiting, \\%ended, \\%shut;
+    delete $_->{$gone} for \\%socket, \\%peer, \\%buffer, \\%sent, \\%ended, \\%shut;
   }
 }
 `
