@@ -44,9 +44,9 @@ let https: Server
 let httpPort: number
 let httpsPort: number
 const hits: string[] = []
-/** 8 MiB the servers answer `/big` with, and what each server-side connection read and wrote, by server */
+/** 8 MiB the servers answer `/big` with, and what each of the plain server's connections read and wrote */
 const BIG = randomBytes(8 * 1024 * 1024)
-const wire = { http: [] as Wire[], https: [] as Wire[] }
+const wire = { http: [] as Wire[] }
 interface Wire {
   read: number
   written: number
@@ -81,8 +81,11 @@ beforeAll(async () => {
     { stdio: 'ignore' },
   )
   http = createServer((req, res) => {
-    hits.push(`http ${req.url}`)
-    res.end(req.url === '/big' ? BIG : `plain hello ${req.url}\n`)
+    hits.push(`${req.method === 'POST' ? 'post' : 'http'} ${req.url}`)
+    if (req.method !== 'POST') return res.end(req.url === '/big' ? BIG : `plain hello ${req.url}\n`)
+    const body: Buffer[] = []
+    req.on('data', (chunk: Buffer) => body.push(chunk))
+    req.on('end', () => res.end(`got ${createHash('sha256').update(Buffer.concat(body)).digest('hex')}\n`))
   })
   https = createTlsServer(
     { key: readFileSync(join(temp.dir, 'key.pem')), cert: readFileSync(join(workspace, 'cert.pem')) },
@@ -91,14 +94,10 @@ beforeAll(async () => {
       res.end(req.url === '/big' ? BIG : `tls hello ${req.url}\n`)
     },
   )
-  // the bytes on the wire of each connection, as the server saw them (TLS records included for https)
-  for (const [server, list] of [
-    [http, wire.http],
-    [https, wire.https],
-  ] as const)
-    server.on('connection', (socket: Socket) =>
-      socket.once('close', () => list.push({ read: socket.bytesRead, written: socket.bytesWritten })),
-    )
+  // the bytes on the wire of each connection, as the server saw them
+  http.on('connection', (socket: Socket) =>
+    socket.once('close', () => wire.http.push({ read: socket.bytesRead, written: socket.bytesWritten })),
+  )
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
   await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve))
   httpPort = (http.address() as AddressInfo).port
@@ -246,24 +245,25 @@ describe('the network by host: a download', () => {
   const sha = createHash('sha256').update(BIG).digest('hex')
 
   it.each([
-    ['CONNECT', 'https', () => `--cacert cert.pem https://registry.test:${httpsPort}/big`],
-    ['plain HTTP', 'http', () => `http://registry.test:${httpPort}/big`],
+    // through a tunnel, plain HTTP inside: TLS's closing alert may cross the client's close and never be read
+    ['CONNECT', '--proxytunnel '],
+    ['plain HTTP', ''],
   ] as const)(
     'of 8 MiB over %s reaches a slow reader whole, and tool.network counts exactly the bytes the server sent and read',
-    async (_, kind, url) => {
-      wire[kind].length = 0
+    async (_, flags) => {
+      wire.http.length = 0
       // the reader starts late and reads slowly: the proxy and the forwarder must hold the rest back, not lose it
       const { output, network } = await run(
-        `curl -sS ${url()} | (sleep 0.3; dd bs=64k 2>/dev/null | sha256sum)`,
+        `curl -sS ${flags}http://registry.test:${httpPort}/big | (sleep 0.3; dd bs=64k 2>/dev/null | sha256sum)`,
         policy(REGISTRY),
       )
       expect(output).toContain(`${sha}  -\n`)
-      await until(() => wire[kind].length === 1)
-      const [seen] = wire[kind]
+      await until(() => wire.http.length === 1)
+      const [seen] = wire.http
       expect(network).toEqual([
         {
           host: 'registry.test',
-          port: kind === 'https' ? httpsPort : httpPort,
+          port: httpPort,
           allowed: true,
           connections: 1,
           bytesIn: seen?.written,
@@ -272,6 +272,24 @@ describe('the network by host: a download', () => {
       ])
     },
   )
+
+  it('a request with a body is forwarded whole, as it was framed (a length, or chunks)', async () => {
+    hits.length = 0
+    writeFileSync(join(workspace, 'upload.bin'), BIG.subarray(0, 1024 * 1024))
+    const sent = createHash('sha256')
+      .update(BIG.subarray(0, 1024 * 1024))
+      .digest('hex')
+    const url = `http://registry.test:${httpPort}/upload`
+    const { output, network } = await run(
+      `curl -sS --data-binary @upload.bin ${url}; curl -sS -H 'transfer-encoding: chunked' --data-binary @upload.bin ${url}`,
+      policy(REGISTRY),
+    )
+    expect(output).toContain(`got ${sent}\ngot ${sent}\n`)
+    expect(hits).toEqual(['post /upload', 'post /upload'])
+    expect(network.map(shape)).toEqual([
+      { host: 'registry.test', port: httpPort, allowed: true, connections: 2, bytesIn: true, bytesOut: true },
+    ])
+  })
 
   it('over twenty connections at once, each is forwarded and all are one event', async () => {
     const { output, network } = await run(
@@ -350,6 +368,30 @@ describe('the network by host: what is refused', () => {
     expect(hits).toEqual([])
     expect(network.map((u) => [u.host, u.port, u.allowed, u.reason])).toEqual([
       ['127.0.0.1', httpPort, false, 'HOST_NOT_LISTED'],
+    ])
+  })
+
+  it('a second request sent on a forwarded connection reaches no one, listed or not', async () => {
+    hits.length = 0
+    const request = (host: string, path: string) =>
+      `GET http://${host}:${httpPort}${path} HTTP/1.1\\r\\nhost: ${host}:${httpPort}\\r\\n\\r\\n`
+    // the answer to the first is relayed as it comes (the connection is the answer's); the others follow it
+    const { output, network } = await run(
+      [
+        'exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}',
+        `printf '${request('registry.test', '/first')}' >&3`,
+        'sleep 0.5',
+        `printf '${request('registry.test', '/second')}${request('elsewhere.test', '/third')}' >&3`,
+        'timeout 3 cat <&3',
+      ].join('; '),
+      policy(REGISTRY),
+      // `exec` with a redirection to /dev/tcp is asked for whatever the rules say: a person allows it
+      (asked) => (asked.permission === 'network' ? 'reject' : 'once'),
+    )
+    expect(output).toContain('plain hello /first\n')
+    expect(hits).toEqual(['http /first'])
+    expect(network.map(shape)).toEqual([
+      { host: 'registry.test', port: httpPort, allowed: true, connections: 1, bytesIn: true, bytesOut: true },
     ])
   })
 
