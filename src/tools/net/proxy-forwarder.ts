@@ -40,8 +40,9 @@ const PROXY_ENV = `{
 /**
  * perl: bind 127.0.0.1:0, fork the forwarder (stdio closed, so the command's output ends with the command), exec
  * the command. The listener is close-on-exec (perl's default above fd 2) and closed before the exec: the command
- * does not inherit it. AF_INET = 2, AF_UNIX = 1, F_SETFL = 4; a sockaddr_in is family (native u16), port (network
- * u16), address, 8 zero bytes. The forwarder is one process whatever the connections (forking per connection
+ * does not inherit it. AF_INET = 2, AF_UNIX = 1, F_SETFL = 4, IPPROTO_TCP = 6, TCP_NODELAY = 1 (an answer in two
+ * writes must not wait for the client's delayed ACK); a sockaddr_in is family (native u16), port (network u16),
+ * address, 8 zero bytes. The forwarder is one process whatever the connections (forking per connection
  * costs milliseconds each on a busy machine): a select loop over non-blocking sockets that reads from one side
  * only while what it read last has been written to the other, so a slow reader holds its sender back and nothing
  * piles up. An end is passed on as a shutdown once what came before it is written; a pair is closed when both
@@ -91,6 +92,7 @@ sub pair {
   socket(my $proxy, 1, $stream, 0) or return;
   connect($proxy, pack('S a*', 1, $path)) or return;
   fcntl($_, 4, $nonblock) for $client, $proxy;
+  setsockopt($client, 6, 1, 1);
   my ($c, $p) = (fileno $client, fileno $proxy);
   @socket{$c, $p} = ($client, $proxy);
   @peer{$c, $p} = ($p, $c);
