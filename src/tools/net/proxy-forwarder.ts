@@ -19,10 +19,9 @@ import { constants as os } from 'node:os'
  * type is passed in, it differs on MIPS). It binds the port, forks the
  * forwarder, and execs the command at once: a connection the command opens
  * before the forwarder accepts waits in the socket's backlog, not refused.
- * The forwarder forks per connection and copies each direction in a process
- * of its own with large reads, so a download is not held up by the upload
- * side, nor by a small buffer (docs/SECURITY.md "The network by host", the
- * cost). The command is the namespace's main process, so the forwarder ends
+ * The forwarder is one process that copies with large reads (below; what
+ * it costs: docs/SECURITY.md "The network by host"). The command is the
+ * namespace's main process, so the forwarder ends
  * with it. Without perl, node (the server's own) binds the port and only
  * then starts the command, at the cost of node's start-up. Either way the
  * forwarder holds no privilege: a command that kills it, or speaks to the

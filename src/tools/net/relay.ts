@@ -1,11 +1,11 @@
 import type { OnReadOpts, Socket } from 'node:net'
 
 /**
- * The bulk direction of a tunnel (docs/SECURITY.md "The network by host",
+ * What comes back through the proxy (docs/SECURITY.md "The network by host",
  * the cost): what the upstream socket reads goes to the client straight
- * from one buffer of the tunnel's own. Piping instead reads 64 KiB at a
+ * from one buffer of the connection's own. Piping instead reads 64 KiB at a
  * time into a new buffer each and runs each through the stream machinery —
- * a third of the throughput on a loaded machine. The upstream socket is
+ * half the throughput or less on a loaded machine. The upstream socket is
  * created with `onread` (connect.ts); a connector that ignores it still
  * works, its 'data' events copied the same way.
  */
