@@ -227,6 +227,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     ids,
     shadow,
     forksDir: join(config.dataDir, 'forks'),
+    forbidden: hidden,
+    credentials,
     log: logger,
   })
   const directory = options.directory ?? process.cwd()
