@@ -290,6 +290,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
           },
         }),
         webfetch: { settings: config.webfetch, ownPorts, ...options.webfetch },
+        ...(config.websearch && { websearch: config.websearch }),
         updateTodos: (sessionId, items) =>
           store
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
@@ -508,6 +509,9 @@ function serverSecrets(config: ChronicleConfig, token: string): Secret[] {
     ...named('OpenAI API key', config.provider.openaiApiKey),
     ...named('Anthropic API key', config.provider.anthropicApiKey),
     ...named('Google API key', config.provider.googleApiKey),
+    // the search provider's headers (its key): never shown, whatever the provider echoes
+    ...(config.websearch?.secrets ?? []),
+    ...Object.entries(config.websearch?.headers ?? {}).flatMap(([h, value]) => named(`websearch ${h}`, value)),
     ...config.mcp.flatMap((server) =>
       server.type === 'remote'
         ? [
