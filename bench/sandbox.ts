@@ -33,8 +33,9 @@ import { sqlitePorts } from '../src/projections/store-ports.js'
  *    looked up per command. Alternating so all see the same machine: p50 /
  *    p99 and the median overhead of each against unconfined (target ≤ 15 ms).
  *    A fourth kind runs with a `sandbox.network` list: each call opens its
- *    own proxy and starts the command through the forwarder (a node process
- *    inside the namespace): its overhead is reported apart.
+ *    own proxy and starts the command through the forwarder (perl inside the
+ *    namespace, src/tools/net/proxy-forwarder.ts): its overhead is reported
+ *    apart, and against the sandbox alone (`networkListOverSandboxMedianMs`).
  * 2. The network by host (docs/SECURITY.md "The network by host"), against
  *    a server on 127.0.0.1 that a listed name is mapped to by the proxy's
  *    resolver hook: inside the sandbox, node opens `--connections` fresh
@@ -105,6 +106,8 @@ async function trueLatency(root: string, runs: number, sandbox: Sandbox) {
     hidingOverheadP99Ms: round(hiding.p99 - plain.p99),
     networkListOverheadMedianMs: round(proxied.p50 - plain.p50),
     networkListOverheadP99Ms: round(proxied.p99 - plain.p99),
+    networkListOverSandboxMedianMs: round(proxied.p50 - sandboxed.p50),
+    networkListOverSandboxP99Ms: round(proxied.p99 - sandboxed.p99),
   }
 }
 

@@ -5,6 +5,7 @@ import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
 import { DEFAULT_WEBFETCH, type WebFetchSettings } from './tools/builtin/webfetch.js'
+import { SEARXNG_FIELDS, type WebSearchSettings } from './tools/builtin/websearch.js'
 import { DEFAULT_DIAGNOSTICS_DEADLINE_MS } from './tools/lsp/diagnostics.js'
 import type { ConfiguredServer } from './tools/lsp/servers.js'
 import { defaultHiddenPatterns } from './tools/credentials/defaults.js'
@@ -242,6 +243,29 @@ const WebFetchConfig = z
   })
   .strict()
 
+/**
+ * websearch (docs/TOOLS.md "websearch"): off unless `url` names a provider. `url` takes `{query}`
+ * and `{limit}`; `headers` go to the provider's origin only, and `{env:NAME}` in a header's value
+ * is that variable of the server's environment (a key kept out of the file); `fields` says where a
+ * JSON answer holds its results (default SearXNG's: `results`, `title`, `url`, `content`).
+ */
+const WebSearchConfig = z
+  .object({
+    url: z.url({ protocol: /^https?$/ }),
+    headers: z.record(z.string().min(1), z.string()).optional(),
+    fields: z
+      .object({
+        results: z.string().optional(),
+        title: z.string().optional(),
+        url: z.string().optional(),
+        snippet: z.string().optional(),
+      })
+      .strict()
+      .optional(),
+    maxResults: z.number().int().positive().max(50).optional(),
+  })
+  .strict()
+
 const Limits = z.object({
   /** HTTP body limit, bytes */
   bodyBytes: z.number().int().positive().optional(),
@@ -317,6 +341,7 @@ export const FileConfig = z
     web: WebSettings.optional(),
     store: z.object({ url: z.string().optional() }).strict().optional(),
     webfetch: WebFetchConfig.optional(),
+    websearch: WebSearchConfig.optional(),
     /** Prometheus metrics (docs/OBSERVABILITY.md): `false` serves none; `{listen}` also serves them without a token there */
     metrics: MetricsSettings.optional(),
     /** OpenTelemetry traces over OTLP/HTTP (docs/OBSERVABILITY.md): off unless an endpoint is named */
@@ -392,6 +417,8 @@ export interface ChronicleConfig {
   readonly store: { readonly url: string | undefined }
   /** webfetch's limits and the hosts allowed to resolve to private addresses (src/tools/builtin/webfetch.ts) */
   readonly webfetch: WebFetchSettings
+  /** websearch's provider, or undefined: the tool is not offered (src/tools/builtin/websearch.ts) */
+  readonly websearch: WebSearchSettings | undefined
   /** language-server diagnostics after edits, or false (src/tools/lsp/) */
   readonly lsp: false | { readonly timeoutMs: number; readonly servers: Readonly<Record<string, ConfiguredServer>> }
 }
@@ -502,6 +529,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     skillsDir: join(configHome(present), 'chronicle', 'skills'),
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
     webfetch: webfetchOf(file.webfetch),
+    websearch: websearchOf(file.websearch, present),
     metrics: metricsOf(file.metrics),
     traces: { endpoint: file.traces?.endpoint ?? env.OTEL_EXPORTER_OTLP_ENDPOINT },
     lsp:
@@ -533,6 +561,33 @@ function webfetchOf(settings: z.infer<typeof WebFetchConfig> | undefined): WebFe
     defaultTimeoutSeconds: Math.min(s.timeoutSeconds ?? DEFAULT_WEBFETCH.defaultTimeoutSeconds, maxTimeoutSeconds),
     maxTimeoutSeconds,
     maxRedirects: s.maxRedirects ?? DEFAULT_WEBFETCH.maxRedirects,
+  }
+}
+
+function websearchOf(
+  settings: z.infer<typeof WebSearchConfig> | undefined,
+  env: NodeJS.ProcessEnv,
+): WebSearchSettings | undefined {
+  if (!settings) return undefined
+  const secrets: { name: string; value: string }[] = []
+  const headers = Object.fromEntries(
+    Object.entries(settings.headers ?? {}).map(([name, value]) => [
+      name,
+      value.replace(/\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+        const found = env[variable]
+        if (found === undefined)
+          throw new ChronicleError('BAD_REQUEST', `websearch.headers.${name} names ${variable}, which is not set`)
+        secrets.push({ name: variable, value: found })
+        return found
+      }),
+    ]),
+  )
+  return {
+    url: settings.url,
+    headers,
+    secrets,
+    fields: { ...SEARXNG_FIELDS, ...settings.fields },
+    maxResults: settings.maxResults ?? 10,
   }
 }
 

@@ -8,7 +8,6 @@ import { checkStoreFile, damagedMessage } from './events/integrity.js'
 import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { openStore } from './projections/open.js'
-import { getSession } from './projections/queries/read-model.js'
 import { sqlitePorts } from './projections/store-ports.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
 import { createSqliteSearch } from './projections/search/sqlite-search.js'
@@ -228,6 +227,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     ids,
     shadow,
     forksDir: join(config.dataDir, 'forks'),
+    forbidden: hidden,
+    credentials,
     log: logger,
   })
   const directory = options.directory ?? process.cwd()
@@ -289,6 +290,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
           },
         }),
         webfetch: { settings: config.webfetch, ownPorts, ...options.webfetch },
+        ...(config.websearch && { websearch: config.websearch }),
         updateTodos: (sessionId, items) =>
           store
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
@@ -401,10 +403,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       // A revert a crash cut off is finished first: a resumed run must find the files the log says.
       await restorer.recover()
       await forks.recover()
-      recovery = recoverSessions(store, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
+      recovery = await recoverSessions(ports, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
       // A run recovery ended is not continued, so nothing else records what its cut-off tools left in the files.
       for (const id of [...recovery.cancelled, ...recovery.failed]) {
-        const directory = getSession(store, id)?.directory
+        const directory = (await ports.readModels.session(id))?.directory
         if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
       }
       await app.listen({ host: config.host, port: config.port })
@@ -507,6 +509,9 @@ function serverSecrets(config: ChronicleConfig, token: string): Secret[] {
     ...named('OpenAI API key', config.provider.openaiApiKey),
     ...named('Anthropic API key', config.provider.anthropicApiKey),
     ...named('Google API key', config.provider.googleApiKey),
+    // the search provider's headers (its key): never shown, whatever the provider echoes
+    ...(config.websearch?.secrets ?? []),
+    ...Object.entries(config.websearch?.headers ?? {}).flatMap(([h, value]) => named(`websearch ${h}`, value)),
     ...config.mcp.flatMap((server) =>
       server.type === 'remote'
         ? [

@@ -20,7 +20,8 @@ import type { ReadModels } from '../projections/read-models.js'
  * settlement (runtime/recovery/) and an import
  * (projections/transfer/export.ts) append on their own.
  */
-export type Decide = (session: Session | undefined) => readonly ChronicleEvent[]
+/** Decides on the session as read; may await what the decision also depends on (an index over the log). */
+export type Decide = (session: Session | undefined) => readonly ChronicleEvent[] | Promise<readonly ChronicleEvent[]>
 
 export interface ExecuteOptions {
   readonly meta: EventMeta
@@ -54,7 +55,7 @@ export async function execute(
   for (let attempt = 1; ; attempt++) {
     const state = await ports.readModels.session(sessionId)
     // What decide throws (a VERSION_CONFLICT of its own included) is the command's answer: it is not retried.
-    const decided = decide(state)
+    const decided = await decide(state)
     if (decided.length === 0) return { events: [], state }
     try {
       const events = await ports.log.append(sessionId, decided, {

@@ -3,7 +3,6 @@ import type { EventMeta } from '../events/envelope.js'
 import type { ChronicleEvent, InputPart } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { PriorAcceptance } from '../projections/queries/input-index.js'
 import type { Session } from '../projections/fold/model.js'
 import { type CommandPorts, execute } from './execute.js'
 import { assertWritable } from './read-only.js'
@@ -46,11 +45,17 @@ export interface SubmitResult {
   readonly duplicate: boolean
 }
 
+/** Where an inputId was first accepted, and the digest of what it carried. */
+export interface PriorAcceptance {
+  readonly digest: string
+  readonly seq: number
+}
+
 /** What submitting needs to know beyond the session: where inputs were accepted before, and what is valid. */
 export interface SubmitContext {
   readonly ids: IdSource
   /** the earlier acceptance of an inputId in the session (an index over the log) */
-  prior(sessionId: string, inputId: string): PriorAcceptance | undefined
+  prior(sessionId: string, inputId: string): Promise<PriorAcceptance | undefined>
   /** UNKNOWN_AGENT unless the agent exists */
   readonly agents: ReadonlySet<string>
   /** throws UNKNOWN_MODEL (or NO_MODEL_CONFIGURED) for a model that cannot be resolved */
@@ -89,15 +94,16 @@ export async function submitInput(
   }
   if (command.model !== undefined) context.validateModel(command.model)
   // a resubmission is answered from the log, without reading its files again (they may have changed since)
-  const known = input.inputId !== undefined && context.prior(sessionId, command.inputId) !== undefined
+  const known = input.inputId !== undefined && (await context.prior(sessionId, command.inputId)) !== undefined
   if (!known && context.attach && command.parts.some((p) => p.type === 'file' && p.path !== undefined))
     command = { ...command, attached: context.attach(sessionId, command.parts) }
   let duplicate: { seq: number } | undefined
   const { events } = await execute(
     ports,
     sessionId,
-    (session) => {
-      const prior = input.inputId === undefined || !session ? undefined : context.prior(sessionId, command.inputId)
+    async (session) => {
+      const prior =
+        input.inputId === undefined || !session ? undefined : await context.prior(sessionId, command.inputId)
       const decision = decideSubmit(command, session, prior)
       if (!decision.duplicate) return decision.events
       duplicate = { seq: decision.seq }
@@ -115,8 +121,6 @@ export async function submitInput(
 export type SubmitDecision =
   | { readonly duplicate: false; readonly events: ChronicleEvent[] }
   | { readonly duplicate: true; readonly seq: number }
-
-export type { PriorAcceptance }
 
 export const DEFAULT_MAX_INPUT_BYTES = 1024 * 1024
 

@@ -1,4 +1,4 @@
-import type { ChangedFile, ChronicleEvent } from '../events/catalogue.js'
+import type { ChangedFile, ChronicleEvent, GitHead } from '../events/catalogue.js'
 import { ChronicleError, isChronicleError } from '../events/errors.js'
 import type { Session } from '../projections/fold/model.js'
 
@@ -33,7 +33,7 @@ export function decideRestoreEnd(
 
 export function decideMaterializeEnd(
   session: Session | undefined,
-  end: TaskEnd & { readonly written?: { tree: string; files: number; bytes: number } },
+  end: TaskEnd & { readonly written?: { tree: string; files: number; bytes: number; git?: GitHead } },
 ): ChronicleEvent[] {
   if (!session?.materializing)
     throw new ChronicleError('VERSION_CONFLICT', `session ${session?.id ?? '?'} has no directory being written`)

@@ -424,14 +424,33 @@ export const ChangedFile = z.object({
 export type ChangedFile = z.infer<typeof ChangedFile>
 
 /**
+ * What HEAD named in the repository whose top level is the session
+ * directory, read from its files (src/runtime/workspace/repository.ts): the
+ * commit (absent on a branch with no commit yet) and the branch (absent when
+ * detached). A fork's directory is made a repository at it
+ * (docs/TIME-TRAVEL.md "Fork with files").
+ */
+export const GitHead = z.object({
+  commit: z
+    .string()
+    .regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/)
+    .optional(),
+  branch: z.string().min(1).max(244).optional(),
+})
+export type GitHead = z.infer<typeof GitHead>
+
+/**
  * runtime. The session directory's files as recorded (docs/TIME-TRAVEL.md
  * "The workspace at any seq"): `tree` names a content-addressed snapshot;
  * `changed` is what differs from the session's previous snapshot. Taken at
  * the start of each step (`step`: changes found there were made outside the
  * agent), after each tool that may write (`tool`, naming its call), when a
  * resumed run starts (`recovery`) and around a revert. Files over the size
- * cap are listed in `large`, not stored. Sets Session.workspace; a `tool`
- * snapshot with changes adds them to its message's `patch` part.
+ * cap are listed in `large`, not stored. `git`: what HEAD named when the
+ * directory is the top level of a repository (absent otherwise, and in
+ * events recorded before it existed); a snapshot is recorded when it moved
+ * though no file changed. Sets Session.workspace; a `tool` snapshot with
+ * changes adds them to its message's `patch` part.
  */
 export const WorkspaceSnapshotted = event('workspace.snapshotted', {
   tree: z.string().regex(/^[0-9a-f]{40}$/),
@@ -440,6 +459,7 @@ export const WorkspaceSnapshotted = event('workspace.snapshotted', {
   partId: id.optional(),
   changed: z.array(ChangedFile),
   large: z.array(z.object({ path: z.string(), size: z.number().int().nonnegative() })).optional(),
+  git: GitHead.optional(),
 })
 
 /**
@@ -490,18 +510,27 @@ export const SessionRevertFinalized = event('session.revert.finalized', { restor
 /**
  * command (session.fork with files). The child's directory is being written
  * from the workspace `tree` at the fork point: a recorded task, finished on
- * restart after a crash. Sets Session.materializing.
+ * restart after a crash. `git`: the parent's repository HEAD at the fork
+ * point, which the directory is made a repository at. Sets
+ * Session.materializing.
  */
 export const WorkspaceMaterializeStarted = event('workspace.materialize.started', {
   tree: z.string().regex(/^[0-9a-f]{40}$/),
   directory: z.string(),
+  git: GitHead.optional(),
 })
 
-/** command, or recovery. The directory holds the tree; clears Session.materializing. */
+/**
+ * command, or recovery. The directory holds the tree, and is a repository at
+ * `git` when that is set (absent: a plain directory, as the parent's was or
+ * because its repository could not be borrowed from). Clears
+ * Session.materializing; sets Session.workspace.
+ */
 export const WorkspaceMaterialized = event('workspace.materialized', {
   tree: z.string().regex(/^[0-9a-f]{40}$/),
   files: z.number().int().nonnegative(),
   bytes: z.number().int().nonnegative(),
+  git: GitHead.optional(),
 })
 
 /** command, or recovery. The directory could not be written (and was removed); the session has no files. */

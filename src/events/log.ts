@@ -1,6 +1,6 @@
 import type { ChronicleEvent } from './catalogue.js'
 import type { StoredEvent } from './envelope.js'
-import type { AppendOptions, CommitListener, EventStore } from './store.js'
+import type { AppendOptions, CommitListener, EventStore, Settle } from './store.js'
 
 /**
  * The event log as a port (docs/ARCHITECTURE.md "The store port"): what every
@@ -22,8 +22,17 @@ import type { AppendOptions, CommitListener, EventStore } from './store.js'
 export interface EventLog {
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]>
   enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]>
+  /**
+   * `enqueue` without a promise of its own, for a run's streamed deltas: `done` hears once, when they commit or
+   * fail. False for no events; throws for invalid ones or a closed log, as append does.
+   */
+  submit(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions, done: Settle): boolean
+  /** someone waits on the session's queued appends: an engine that batches may commit them now */
+  awaited(sessionId: string): void
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
   readSession(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<StoredEvent[]>
+  /** One session's own events of one type, in order. */
+  readSessionOfType(sessionId: string, type: string): Promise<StoredEvent[]>
   /** All events with seq > after, in seq order, at most `limit`. */
   readAll(after: number, limit?: number): Promise<StoredEvent[]>
   /** Events of the given sessions (or all) after a seq. */
@@ -50,7 +59,10 @@ export function sqliteLog(store: EventStore): EventLog {
   return {
     append: async (sessionId, events, options) => store.append(sessionId, events, options),
     enqueue: (sessionId, events, options) => store.enqueue(sessionId, events, options),
+    submit: (sessionId, events, options, done) => store.submit(sessionId, events, options, done),
+    awaited: (sessionId) => store.awaited(sessionId),
     readSession: async (sessionId, opts) => store.readSession(sessionId, opts),
+    readSessionOfType: async (sessionId, type) => store.readSessionOfType(sessionId, type),
     readAll: async (after, limit) => store.readAll(after, limit),
     readFiltered: async (sessions, after, limit) => store.readFiltered(sessions, after, limit),
     get: async (seq) => store.get(seq),

@@ -26,13 +26,17 @@ import { liveSessionDirectories } from './queries/session-directories.js'
  * (test/projections/read-models-contract.ts).
  */
 export interface ReadModels {
-  session(sessionId: string): Promise<Session | undefined>
+  /** `committed`: as committed, without waiting on what is queued (for what nothing queued can change) */
+  session(sessionId: string, opts?: { committed?: boolean }): Promise<Session | undefined>
   message(sessionId: string, messageId: string): Promise<Message | undefined>
   messages(sessionId: string): Promise<Message[]>
   /** the session's parts, of one message when given */
   parts(sessionId: string, messageId?: string): Promise<Part[]>
-  /** the session, its messages and parts, as one view */
-  view(sessionId: string): Promise<SessionView>
+  /**
+   * the session, its messages and parts, as one view; `committed`: as committed, without waiting on what is
+   * still queued (a reader that hears the rest as it commits: src/runtime/loop/session-views.ts)
+   */
+  view(sessionId: string, opts?: { committed?: boolean }): Promise<SessionView>
   /** sessions, most recently active first, in keyset pages (the cursor is opaque) */
   list(opts?: { cursor?: string; limit?: number; archived?: boolean }): Promise<SessionPage>
   /** every sub-agent child session */
@@ -50,11 +54,11 @@ export interface ReadModels {
 /** SQLite's read models as the port: its synchronous queries, read your writes (EventStore.reader). */
 export function sqliteReadModels(store: EventStore): ReadModels {
   return {
-    session: async (sessionId) => getSession(store, sessionId),
+    session: async (sessionId, opts) => getSession(opts?.committed ? store.asCommitted : store, sessionId),
     message: async (sessionId, messageId) => getMessage(store, sessionId, messageId),
     messages: async (sessionId) => getMessages(store, sessionId),
     parts: async (sessionId, messageId) => getParts(store, sessionId, messageId),
-    view: async (sessionId) => loadView(store, sessionId),
+    view: async (sessionId, opts) => loadView(opts?.committed ? store.asCommitted : store, sessionId),
     list: async (opts) => listSessions(store, opts),
     childSessionIds: async () => childSessionIds(store),
     sessionsWithOpenWork: async () => sessionsWithOpenWork(store),

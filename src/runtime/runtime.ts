@@ -5,8 +5,7 @@ import type { IdSource } from '../events/ids.js'
 import type { CacheBounds } from '../events/bounded-cache.js'
 import type { EventStore } from '../events/store.js'
 import type { StorePorts } from '../projections/store-ports.js'
-import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from '../projections/queries/input-index.js'
-import { getSession } from '../projections/queries/read-model.js'
+import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from './inbox/input-index.js'
 import type { AgentDefinition } from '../tools/agents.js'
 import type { Redactor } from '../tools/redact.js'
 import type { PermissionGate, ToolRegistry } from '../tools/tool.js'
@@ -117,7 +116,7 @@ export interface Runtime {
   readonly submitContext: SubmitContext
   cancel(sessionId: string): Promise<{ cancelled: boolean }>
   wake(sessionId: string): void
-  resume(sessionId: string, runId: string): void
+  resume(sessionId: string, runId: string): Promise<void>
   idle(sessionId: string): Promise<void>
   /** idle, and the workspace snapshots its last steps took in the background recorded */
   settled(sessionId: string): Promise<void>
@@ -131,8 +130,9 @@ export interface Runtime {
 
 export function createRuntime(deps: RuntimeDeps): Runtime {
   const { store, ids, agents, models } = deps
-  const views = new SessionViews(store, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
-  const inputs = new InputIndex(store, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
+  const { log, readModels } = deps.ports
+  const views = new SessionViews(log, readModels, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
+  const inputs = new InputIndex(log, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
   // Sessions nobody touches are dropped from memory even when nothing else happens on the server.
   const idleMs = Math.min(
     (deps.memory?.views ?? DEFAULT_VIEW_BOUNDS).idleMs,
@@ -161,7 +161,8 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   }
   const retry = { ...DEFAULT_RETRY, ...deps.limits?.retry }
   const loopDeps = {
-    store,
+    log,
+    readModels,
     ids,
     views,
     models,
@@ -189,8 +190,8 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       if (outcome === 'idle' || outcome === 'rejected') titles?.afterRun(sessionId)
       return outcome
     },
-    (sessionId) => {
-      const session = getSession(store, sessionId)
+    async (sessionId) => {
+      const session = await readModels.session(sessionId)
       // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
       if (!session || session.imported) return undefined
       // A requested compaction is pending work too: a run performs it.
@@ -203,7 +204,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   )
   // A cancel is a fact in the log, whoever appended it (a client's command, a parent's task call):
   // the run it names is aborted once it is committed.
-  const unsubscribe = store.onCommit((events) => {
+  const unsubscribe = log.onCommit((events) => {
     for (const e of events) if (e.type === 'run.cancel.requested') coordinator.cancel(e.sessionId)
   })
 
@@ -223,8 +224,8 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
-    resume(sessionId, runId) {
-      if (getSession(store, sessionId)?.imported) return // never resumed, whatever its history left open
+    async resume(sessionId, runId) {
+      if ((await readModels.session(sessionId))?.imported) return // never resumed, whatever its history left open
       coordinator.resume(sessionId, { runId })
     },
     idle: (sessionId) => coordinator.idle(sessionId),

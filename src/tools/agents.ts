@@ -31,7 +31,8 @@ Use the tools to read, search, edit and run commands. Be concise; prefer doing o
 /**
  * webfetch asks in every default agent (docs/TOOLS.md "webfetch"): a URL can carry out what the
  * model has read, and the page brings untrusted text in. Allow hosts with rules, e.g.
- * `{permission: 'webfetch', pattern: '*.python.org', action: 'allow'}`. So does `network`, a
+ * `{permission: 'webfetch', pattern: '*.python.org', action: 'allow'}`. So does websearch (its
+ * query goes to a third party, and its results are untrusted text). So does `network`, a
  * sandboxed command's connection to a host off the user's `sandbox.network` list when the config
  * says `unlistedHosts: "ask"` (docs/SECURITY.md "The network by host"), for the same reasons.
  */
@@ -48,6 +49,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
       { permission: 'bash', pattern: '*', action: 'ask' },
       { permission: 'edit', pattern: '*', action: 'ask' },
       { permission: 'webfetch', pattern: '*', action: 'ask' },
+      { permission: 'websearch', pattern: '*', action: 'ask' },
       { permission: 'network', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },
@@ -66,6 +68,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
       { permission: 'edit', pattern: '.chronicle/plans/*', action: 'allow' },
       { permission: 'bash', pattern: '*', action: 'ask' },
       { permission: 'webfetch', pattern: '*', action: 'ask' },
+      { permission: 'websearch', pattern: '*', action: 'ask' },
       { permission: 'network', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },
@@ -81,6 +84,7 @@ export const DEFAULT_AGENTS: readonly AgentDefinition[] = [
       { permission: '*', pattern: '*', action: 'allow' },
       ...SECRETS_ASK,
       { permission: 'webfetch', pattern: '*', action: 'ask' },
+      { permission: 'websearch', pattern: '*', action: 'ask' },
       { permission: 'network', pattern: '*', action: 'ask' },
       { permission: 'external_directory', pattern: '*', action: 'ask' },
       { permission: 'doom_loop', pattern: '*', action: 'ask' },

@@ -4,6 +4,7 @@ import type { StoredEvent } from '../../src/events/envelope.js'
 import { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { getParts } from '../../src/projections/queries/read-model.js'
+import { sqliteLog } from '../../src/events/log.js'
 import { Recorder } from '../../src/runtime/loop/recorder.js'
 import { created, delta, modelMeta, renamed, streamed, userMeta } from './fixtures/store.js'
 
@@ -174,7 +175,7 @@ describe('deltas under load', () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
     const others = load()
-    const recorder = new Recorder(store, 'ses_a')
+    const recorder = new Recorder(sqliteLog(store), 'ses_a')
     recorder.emit({ type: 'text.ended', data: { partId: 'prt_a' } }, modelMeta)
     const started = performance.now()
     await recorder.settle()
@@ -191,7 +192,7 @@ describe('deltas under load', () => {
     const commits: StoredEvent[][] = []
     store.onCommit((events) => commits.push([...events]))
     const others = load()
-    const recorder = new Recorder(store, 'ses_a')
+    const recorder = new Recorder(sqliteLog(store), 'ses_a')
     recorder.emit({ type: 'run.finished', data: { runId: 'run_1', outcome: 'idle' } }, modelMeta, 'full')
     const started = performance.now()
     await recorder.settle()
@@ -241,7 +242,7 @@ describe('deltas under load', () => {
   it('a run settling waits for what it emitted before, not for the deltas it keeps streaming meanwhile', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
-    const recorder = new Recorder(store, 'ses_a')
+    const recorder = new Recorder(sqliteLog(store), 'ses_a')
     recorder.emit(delta('prt_a', 'before'), modelMeta)
     const settled = recorder.settle().then(() => store.readSession('ses_a').map((e) => e.type))
     // a stream going on: a delta every 5 ms for longer than a loaded interval
@@ -257,7 +258,7 @@ describe('deltas under load', () => {
   it('a failed append reaches the run at its next settle; one that never queued does not make it wait less', async () => {
     const store = EventStore.open(':memory:')
     store.append('ses_a', [created()], { meta: userMeta })
-    const recorder = new Recorder(store, 'ses_a')
+    const recorder = new Recorder(sqliteLog(store), 'ses_a')
     recorder.emit(renamed('queued'), userMeta)
     const settling = recorder.settle()
     recorder.emit({ type: 'no.such.event', data: {} } as unknown as ChronicleEvent, userMeta) // invalid: never queued

@@ -255,7 +255,7 @@ describe('ATIF export', () => {
     await h.runtime.submit(id, { parts: [{ type: 'text', text: 'hang on' }] })
     await until(() => h.events(id).some((e) => e.type === 'tool.called' && e.data.tool === 'slow'))
     await h.runtime.stop() // the server goes down mid-call: the run stays open for recovery
-    recoverSessions(h.store) // which records the call as interrupted
+    await recoverSessions(sqlitePorts(h.store)) // which records the call as interrupted
     expect(h.events(id).some((e) => e.type === 'tool.failed' && e.data.error.kind === 'interrupted')).toBe(true)
     const doc = atifOf(h.store, id, '0.1.0')
     const parsed = Trajectory.safeParse(doc)

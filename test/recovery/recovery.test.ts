@@ -107,7 +107,7 @@ describe('recovery on start', () => {
     crashed(h, s, midRun('running'))
     const head = h.store.head()
 
-    const report = recoverSessions(h.store)
+    const report = await recoverSessions(sqlitePorts(h.store))
     expect(report.resumed).toEqual([{ sessionId: s, runId: 'run_A', attempt: 1 }])
     const settled = h.events(s).filter((e) => e.seq > head)
     expect(settled.map((e) => [e.type, e.data, e.meta.actor])).toEqual([
@@ -115,7 +115,7 @@ describe('recovery on start', () => {
       ['run.resumed', { runId: 'run_A', attempt: 1 }, 'recovery'],
     ])
 
-    h.runtime.resume(s, 'run_A')
+    await h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     expect(after(h, s, settled.at(-1)!.seq)).toEqual([
       'message.created',
@@ -147,7 +147,7 @@ describe('recovery on start', () => {
     const s = h.session()
     crashed(h, s, midRun('pending'))
     const head = h.store.head()
-    recoverSessions(h.store)
+    await recoverSessions(sqlitePorts(h.store))
     expect(
       h
         .events(s)
@@ -159,7 +159,7 @@ describe('recovery on start', () => {
       ['message.completed', { messageId: 'msg_000000A', error: INTERRUPTED }],
       ['run.resumed', { runId: 'run_A', attempt: 1 }],
     ])
-    h.runtime.resume(s, 'run_A')
+    await h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     // A message cut off by the restart does not answer the user: the resumed loop takes a step.
     expect(getSession(h.store, s)?.lastRun).toEqual({ runId: 'run_A', outcome: 'idle' })
@@ -196,9 +196,9 @@ describe('recovery on start', () => {
         },
       },
     ])
-    const report = recoverSessions(h.store)
+    const report = await recoverSessions(sqlitePorts(h.store))
     expect(report.deliver).toEqual([quiet])
-    h.runtime.resume(s, 'run_A')
+    await h.runtime.resume(s, 'run_A')
     for (const id of report.deliver) h.runtime.wake(id)
     await h.runtime.idle(s)
     await h.runtime.idle(quiet)
@@ -208,12 +208,12 @@ describe('recovery on start', () => {
     expect(getSession(h.store, quiet)?.lastRun?.outcome).toBe('idle')
   })
 
-  it('a run the user cancelled ends cancelled and is never resumed', () => {
+  it('a run the user cancelled ends cancelled and is never resumed', async () => {
     const { h } = setup()
     const s = h.session()
     crashed(h, s, [...midRun('running'), { type: 'run.cancel.requested', data: { runId: 'run_A' } }])
     const head = h.store.head()
-    const report = recoverSessions(h.store)
+    const report = await recoverSessions(sqlitePorts(h.store))
     expect(report).toMatchObject({ resumed: [], cancelled: [s], deliver: [] })
     expect(
       h
@@ -234,7 +234,7 @@ describe('recovery on start', () => {
     expect(h.runtime.isRunning(s)).toBe(false)
   })
 
-  it('past the resume budget the run ends failed, its permission requests closed', () => {
+  it('past the resume budget the run ends failed, its permission requests closed', async () => {
     const { h } = setup()
     const s = h.session()
     crashed(h, s, [
@@ -247,7 +247,7 @@ describe('recovery on start', () => {
       { type: 'run.resumed', data: { runId: 'run_A', attempt: 2 } },
     ])
     const head = h.store.head()
-    const report = recoverSessions(h.store, { budget: 2 })
+    const report = await recoverSessions(sqlitePorts(h.store), { budget: 2 })
     expect(report.failed).toEqual([s])
     expect(
       h
@@ -275,7 +275,7 @@ describe('recovery on start', () => {
     expect(getSession(h.store, s)).toMatchObject({ status: 'idle', run: null, pendingPermissions: [] })
   })
 
-  it('a running compaction fails; one only requested stays requested for the resumed run to perform', () => {
+  it('a running compaction fails; one only requested stays requested for the resumed run to perform', async () => {
     const { h } = setup()
     const running = h.session()
     crashed(h, running, [
@@ -290,7 +290,7 @@ describe('recovery on start', () => {
       { type: 'compaction.requested', data: { compactionId: 'cmp_2', reason: 'manual' } },
     ])
     const head = h.store.head()
-    recoverSessions(h.store)
+    await recoverSessions(sqlitePorts(h.store))
     expect(
       h
         .events(running)
@@ -309,7 +309,7 @@ describe('recovery on start', () => {
     expect(getSession(h.store, requested)?.compaction?.status).toBe('requested')
   })
 
-  it('finds unfinished runs from the sessions read model: finished and idle sessions are untouched', () => {
+  it('finds unfinished runs from the sessions read model: finished and idle sessions are untouched', async () => {
     const { h } = setup()
     const idle = h.session()
     const done = h.session()
@@ -319,7 +319,12 @@ describe('recovery on start', () => {
       { type: 'run.finished', data: { runId: 'run_A', outcome: 'idle' } },
     ])
     const head = h.store.head()
-    expect(recoverSessions(h.store)).toMatchObject({ resumed: [], cancelled: [], failed: [], deliver: [] })
+    expect(await recoverSessions(sqlitePorts(h.store))).toMatchObject({
+      resumed: [],
+      cancelled: [],
+      failed: [],
+      deliver: [],
+    })
     expect(h.store.head()).toBe(head)
     expect(getSession(h.store, idle)?.status).toBe('idle')
   })
@@ -353,14 +358,14 @@ describe('a call parked on a permission request when the server died', () => {
   it('stays parked: the request is re-offered (still pending, session waiting) and the call is not failed', async () => {
     const { h, model, s } = parked()
     const head = h.store.head()
-    recoverSessions(h.store)
+    await recoverSessions(sqlitePorts(h.store))
     expect(
       h
         .events(s)
         .filter((e) => e.seq > head)
         .map((e) => e.type),
     ).toEqual(['run.resumed'])
-    h.runtime.resume(s, 'run_A')
+    await h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 30))
     expect(getSession(h.store, s)).toMatchObject({
       status: 'waiting',
@@ -371,8 +376,8 @@ describe('a call parked on a permission request when the server died', () => {
 
   it('answered once after the restart: the call is settled as not run, the model sees that and the run goes on', async () => {
     const { h, model, s } = parked()
-    recoverSessions(h.store)
-    h.runtime.resume(s, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     const head = h.store.head()
     await reply(h, s, 'once')
@@ -390,8 +395,8 @@ describe('a call parked on a permission request when the server died', () => {
 
   it('rejected after the restart: the call fails denied with the user message, as without a crash', async () => {
     const { h, model, s } = parked()
-    recoverSessions(h.store)
-    h.runtime.resume(s, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     await reply(h, s, 'reject', 'not that one')
     await h.runtime.idle(s)
@@ -402,9 +407,9 @@ describe('a call parked on a permission request when the server died', () => {
 
   it('answered between recovery and the resumed run starting: the reply is read from the log', async () => {
     const { h, s } = parked()
-    recoverSessions(h.store)
+    await recoverSessions(sqlitePorts(h.store))
     await reply(h, s, 'always')
-    h.runtime.resume(s, 'run_A')
+    await h.runtime.resume(s, 'run_A')
     await h.runtime.idle(s)
     const failed = h.events(s).find((e) => e.type === 'tool.failed')
     expect(failed?.data).toEqual({
@@ -416,8 +421,8 @@ describe('a call parked on a permission request when the server died', () => {
 
   it('cancelled while waiting: the request is closed, the call aborted, the run ends cancelled', async () => {
     const { h, model, s } = parked()
-    recoverSessions(h.store)
-    h.runtime.resume(s, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     const head = h.store.head()
     await h.runtime.cancel(s)
@@ -434,8 +439,8 @@ describe('a call parked on a permission request when the server died', () => {
 
   it('cancelled as the user answers: recovery settles on what it read, reads again, and closes the request once', async () => {
     const { h, s } = parked()
-    recoverSessions(h.store)
-    h.runtime.resume(s, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     // The user's answer commits between recovery reading the session and appending its settlement.
     const append = h.store.append.bind(h.store)

@@ -398,8 +398,8 @@ describe('a restart does not undo the stop', () => {
       },
     ])
     const head = h.store.head()
-    recoverSessions(h.store)
-    h.runtime.resume(id, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(id, 'run_A')
     await h.runtime.idle(id)
     expect(
       h
@@ -418,8 +418,8 @@ describe('a restart does not undo the stop', () => {
     crashed(h, id, midRun())
     await reject(h, id)
     const head = h.store.head()
-    recoverSessions(h.store)
-    h.runtime.resume(id, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(id, 'run_A')
     await h.runtime.idle(id)
     expect(
       h
@@ -437,8 +437,8 @@ describe('a restart does not undo the stop', () => {
   it('parked at the crash, rejected after the restart: the call fails denied and the run ends rejected', async () => {
     const { model, id } = setup()
     crashed(h, id, midRun())
-    recoverSessions(h.store)
-    h.runtime.resume(id, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(id, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     const head = h.store.head()
     await reject(h, id)
@@ -471,8 +471,8 @@ describe('a restart does not undo the stop', () => {
       ],
       'runtime',
     )
-    recoverSessions(h.store)
-    h.runtime.resume(id, 'run_A')
+    await recoverSessions(sqlitePorts(h.store))
+    await h.runtime.resume(id, 'run_A')
     await h.runtime.idle(id)
     expect(of(h, id, 'run.finished')).toEqual([{ runId: 'run_A', outcome: 'idle' }])
     expect(model.calls).toHaveLength(1)

@@ -331,7 +331,7 @@ const ROWS: HostileImport[] = [
     async then(w, report) {
       const id = report.exported.sessionId
       const head = w.store.head()
-      const recovery = recoverSessions(w.store)
+      const recovery = await recoverSessions(sqlitePorts(w.store))
       expect({ ...recovery, ms: 0 }).toEqual({ resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 })
       await continueRecovered(recovery, w.runtime)
       w.runtime.resume(id, 'run_evil') // even asked directly

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decidePermission } from '../../src/commands/permission.js'
@@ -43,6 +44,13 @@ let https: Server
 let httpPort: number
 let httpsPort: number
 const hits: string[] = []
+/** 8 MiB the servers answer `/big` with, and what each of the plain server's connections read and wrote */
+const BIG = randomBytes(8 * 1024 * 1024)
+const wire = { http: [] as Wire[] }
+interface Wire {
+  read: number
+  written: number
+}
 
 beforeAll(async () => {
   temp = tempDir('chronicle-netproxy-')
@@ -73,15 +81,22 @@ beforeAll(async () => {
     { stdio: 'ignore' },
   )
   http = createServer((req, res) => {
-    hits.push(`http ${req.url}`)
-    res.end(`plain hello ${req.url}\n`)
+    hits.push(`${req.method === 'POST' ? 'post' : 'http'} ${req.url}`)
+    if (req.method !== 'POST') return res.end(req.url === '/big' ? BIG : `plain hello ${req.url}\n`)
+    const body: Buffer[] = []
+    req.on('data', (chunk: Buffer) => body.push(chunk))
+    req.on('end', () => res.end(`got ${createHash('sha256').update(Buffer.concat(body)).digest('hex')}\n`))
   })
   https = createTlsServer(
     { key: readFileSync(join(temp.dir, 'key.pem')), cert: readFileSync(join(workspace, 'cert.pem')) },
     (req, res) => {
       hits.push(`https ${req.url}`)
-      res.end(`tls hello ${req.url}\n`)
+      res.end(req.url === '/big' ? BIG : `tls hello ${req.url}\n`)
     },
+  )
+  // the bytes on the wire of each connection, as the server saw them
+  http.on('connection', (socket: Socket) =>
+    socket.once('close', () => wire.http.push({ read: socket.bytesRead, written: socket.bytesWritten })),
   )
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
   await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve))
@@ -226,6 +241,72 @@ describe('the network by host: a listed host', () => {
   })
 })
 
+describe('the network by host: a download', () => {
+  const sha = createHash('sha256').update(BIG).digest('hex')
+
+  it.each([
+    // through a tunnel, plain HTTP inside: TLS's closing alert may cross the client's close and never be read
+    ['CONNECT', '--proxytunnel '],
+    ['plain HTTP', ''],
+  ] as const)(
+    'of 8 MiB over %s reaches a slow reader whole, and tool.network counts exactly the bytes the server sent and read',
+    async (_, flags) => {
+      wire.http.length = 0
+      // the reader starts late and reads slowly: the proxy and the forwarder must hold the rest back, not lose it
+      const { output, network } = await run(
+        `curl -sS ${flags}http://registry.test:${httpPort}/big | (sleep 0.3; dd bs=64k 2>/dev/null | sha256sum)`,
+        policy(REGISTRY),
+      )
+      expect(output).toContain(`${sha}  -\n`)
+      await until(() => wire.http.length === 1)
+      const [seen] = wire.http
+      expect(network).toEqual([
+        {
+          host: 'registry.test',
+          port: httpPort,
+          allowed: true,
+          connections: 1,
+          bytesIn: seen?.written,
+          bytesOut: seen?.read,
+        },
+      ])
+    },
+  )
+
+  it('a request with a body is forwarded whole, as it was framed (a length, or chunks)', async () => {
+    hits.length = 0
+    writeFileSync(join(workspace, 'upload.bin'), BIG.subarray(0, 1024 * 1024))
+    const sent = createHash('sha256')
+      .update(BIG.subarray(0, 1024 * 1024))
+      .digest('hex')
+    const url = `http://registry.test:${httpPort}/upload`
+    const { output, network } = await run(
+      `curl -sS --data-binary @upload.bin ${url}; curl -sS -H 'transfer-encoding: chunked' --data-binary @upload.bin ${url}`,
+      policy(REGISTRY),
+    )
+    expect(output).toContain(`got ${sent}\ngot ${sent}\n`)
+    expect(hits).toEqual(['post /upload', 'post /upload'])
+    expect(network.map(shape)).toEqual([
+      { host: 'registry.test', port: httpPort, allowed: true, connections: 2, bytesIn: true, bytesOut: true },
+    ])
+  })
+
+  it('over twenty connections at once, each is forwarded and all are one event', async () => {
+    const { output, network } = await run(
+      `for i in $(seq 20); do curl -sS http://registry.test:${httpPort}/p$i -o p$i.txt & done; wait; cat p*.txt | sort | uniq -c | wc -l`,
+      policy(REGISTRY),
+    )
+    expect(output).toMatch(/^20\n/)
+    expect(network.map(shape)).toEqual([
+      { host: 'registry.test', port: httpPort, allowed: true, connections: 20, bytesIn: true, bytesOut: true },
+    ])
+  })
+})
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10))
+}
+
 describe('the network by host: what is refused', () => {
   it('a host not on the list, at once, with its reason, over CONNECT and plain HTTP', async () => {
     hits.length = 0
@@ -287,6 +368,30 @@ describe('the network by host: what is refused', () => {
     expect(hits).toEqual([])
     expect(network.map((u) => [u.host, u.port, u.allowed, u.reason])).toEqual([
       ['127.0.0.1', httpPort, false, 'HOST_NOT_LISTED'],
+    ])
+  })
+
+  it('a second request sent on a forwarded connection reaches no one, listed or not', async () => {
+    hits.length = 0
+    const request = (host: string, path: string) =>
+      `GET http://${host}:${httpPort}${path} HTTP/1.1\\r\\nhost: ${host}:${httpPort}\\r\\n\\r\\n`
+    // the answer to the first is relayed as it comes (the connection is the answer's); the others follow it
+    const { output, network } = await run(
+      [
+        'exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}',
+        `printf '${request('registry.test', '/first')}' >&3`,
+        'sleep 0.5',
+        `printf '${request('registry.test', '/second')}${request('elsewhere.test', '/third')}' >&3`,
+        'timeout 3 cat <&3',
+      ].join('; '),
+      policy(REGISTRY),
+      // `exec` with a redirection to /dev/tcp is asked for whatever the rules say: a person allows it
+      (asked) => (asked.permission === 'network' ? 'reject' : 'once'),
+    )
+    expect(output).toContain('plain hello /first\n')
+    expect(hits).toEqual(['http /first'])
+    expect(network.map(shape)).toEqual([
+      { host: 'registry.test', port: httpPort, allowed: true, connections: 1, bytesIn: true, bytesOut: true },
     ])
   })
 
@@ -359,6 +464,15 @@ describe('the network by host: unlistedHosts "ask"', () => {
 })
 
 describe('the network by host: the forwarder', () => {
+  it('leaves the command no socket of its own: the listener stays with the forwarder', async () => {
+    // past stdin, stdout and stderr (the tool's pipes are sockets too)
+    const { output } = await run(
+      'for fd in /proc/$$/fd/*; do [ ${fd##*/} -gt 2 ] && readlink $fd; done | grep -c socket; true',
+      policy(REGISTRY),
+    )
+    expect(output).toMatch(/^0\n/)
+  })
+
   it('passes on the exit code', async () => {
     writeFileSync(join(workspace, 'exit.sh'), 'exit 3\n')
     const { output } = await run('sh exit.sh', policy(REGISTRY))
@@ -378,7 +492,7 @@ describe('the network by host: the forwarder', () => {
     expect(network.map((u) => [u.host, u.allowed, u.connections])).toEqual([['registry.test', true, 1]])
   })
 
-  it('with perl, the command starts before node listens: its first connection waits in the backlog', async () => {
+  it('with perl, the command starts before the forwarder accepts: its first connection waits in the backlog', async () => {
     hits.length = 0
     // curl is the first thing the shell runs, within a few ms of the launcher's exec
     const { output } = await run(`curl -sS http://registry.test:${httpPort}/at-once`, policy(REGISTRY))

@@ -138,6 +138,7 @@ const routes = (s: string): [keyof typeof NEEDS, string, string, unknown?][] => 
 
 /** The whole server's, or beyond what a share may do, whatever the session. */
 const NEVER = new Set(['session.create', 'mcp.servers', 'store.backup', 'share.create', 'share.list', 'share.revoke'])
+/** Answered for what the share reaches, whichever session the table aims at (search finds only in those). */
 const UNNAMED = new Set(['session.list', 'whoami', 'search', 'token.list', 'token.create', 'token.revoke'])
 const RANK = { audit: 0, operate: 1, admin: 2 } as const
 
@@ -238,6 +239,7 @@ describe('a share visitor × every WebSocket method', () => {
     if (method === 'permission.revoke') return { session: s, ruleId: 'rul_none' }
     if (method === 'elicitation.answer') return { session: s, elicitationId: 'eli_none', action: 'decline' }
     if (['session.list', 'whoami', 'token.list', 'mcp.servers', 'share.list'].includes(method)) return {}
+    if (method === 'search') return { q: 'note' }
     if (method === 'session.create') return { directory: '/tmp' }
     if (method === 'store.backup') return { out: '/tmp/chronicle-share-backup' }
     return { session: s, ...numeric, ...(body as object | undefined) }

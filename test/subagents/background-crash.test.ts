@@ -90,11 +90,15 @@ describe('kill -9 during a background sub-agent', () => {
 
     let childId = ''
     await until(async () => {
-      childId = String((await events(id)).find((e) => e.type === 'subtask.started')?.data.childSessionId ?? '')
-      return childId !== '' && (await events(childId)).some((e) => e.type === 'text.delta')
+      const parent = await events(id)
+      childId = String(parent.find((e) => e.type === 'subtask.started')?.data.childSessionId ?? '')
+      return childId !== '' && parent.some((e) => e.type === 'run.finished')
     })
     const before = await events(id)
     expect(before.filter((e) => e.type === 'run.finished').map((e) => e.data.outcome)).toEqual(['idle']) // it went on
+    // … while the child was still running: mid-stream
+    await until(async () => (await events(childId)).some((e) => e.type === 'text.delta'))
+    expect((await events(childId)).some((e) => e.type === 'run.finished')).toBe(false)
     await server.kill('SIGKILL') // mid-stream in the child
 
     server = await startServer(env)

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { STEER_PREFIX } from '../../src/runtime/loop/chat-messages.js'
 import { recoverSessions } from '../../src/runtime/recovery/recovery.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { dataOf, subagentHarness, task, until, type SubagentHarness } from './helpers.js'
 
 /**
@@ -204,10 +205,10 @@ describe('a background sub-agent', () => {
     const childId = h.children(id)[0] ?? ''
     await h.runtime.stop() // the server goes down mid-child
 
-    const recovery = recoverSessions(h.store)
+    const recovery = await recoverSessions(sqlitePorts(h.store))
     expect(recovery.resumed.map((r) => r.sessionId)).toEqual([childId]) // the idle parent has nothing to resume
     const runtime = h.restart()
-    for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
+    for (const r of recovery.resumed) await runtime.resume(r.sessionId, r.runId)
     await until(() => dataOf(h.events(id), 'run.finished').length === 2, 10_000)
 
     const child = h.events(childId)

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { recoverSessions } from '../../src/runtime/recovery/recovery.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { watchOrphanedSubtasks, type OrphanWatcher } from '../../src/runtime/subagents/orphans.js'
 import { dataOf, subagentHarness, task, until, type SubagentHarness } from './helpers.js'
 
@@ -41,7 +42,7 @@ describe('a sub-agent across a restart', () => {
     await h.runtime.stop() // the server goes down: both runs stay open
     expect(h.store.readSession(childId).map((e) => e.type)).not.toContain('run.cancel.requested') // a shutdown is no cancel
 
-    const recovery = recoverSessions(h.store)
+    const recovery = await recoverSessions(sqlitePorts(h.store))
     expect(recovery.resumed.map((r) => r.sessionId).sort()).toEqual([id, childId].sort())
     const runtime = h.restart()
     watcher = watchOrphanedSubtasks({ store: h.store, subagents: h.subagents, runtime: () => runtime })
@@ -50,15 +51,15 @@ describe('a sub-agent across a restart', () => {
       id,
       childId,
       runtime,
-      resume: () => {
-        for (const r of recovery.resumed) runtime.resume(r.sessionId, r.runId)
+      resume: async () => {
+        for (const r of recovery.resumed) await runtime.resume(r.sessionId, r.runId)
       },
     }
   }
 
   it('the child resumes as a normal session and its outcome reaches the waiting parent as a queued report', async () => {
     const { id, childId, runtime, resume } = await restarted()
-    resume()
+    await resume()
 
     await until(() => dataOf(h.events(id), 'run.finished').length === 2)
     await runtime.idle(id)
@@ -96,7 +97,7 @@ describe('a sub-agent across a restart', () => {
       }
       return append(session, events, options)
     }) as typeof h.store.append
-    resume()
+    await resume()
     await until(() => dataOf(h.events(id), 'run.finished').length === 2)
     await runtime.idle(id)
     expect(raced).toBe(true)

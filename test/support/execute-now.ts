@@ -1,6 +1,8 @@
-import type { Decide, ExecuteOptions } from '../../src/commands/execute.js'
+import type { ExecuteOptions } from '../../src/commands/execute.js'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import type { EventStore } from '../../src/events/store.js'
+import type { Session } from '../../src/projections/fold/model.js'
 import { getSession } from '../../src/projections/queries/read-model.js'
 
 /**
@@ -11,7 +13,7 @@ import { getSession } from '../../src/projections/queries/read-model.js'
 export function executeNow(
   store: EventStore,
   sessionId: string,
-  decide: Decide,
+  decide: (session: Session | undefined) => readonly ChronicleEvent[],
   options: ExecuteOptions,
 ): StoredEvent[] {
   const state = getSession(store, sessionId)

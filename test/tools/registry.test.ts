@@ -98,6 +98,13 @@ describe('agents', () => {
     ).toEqual(['ask', 'ask', 'ask'])
   })
 
+  it('every default agent asks before a query goes to the search provider (docs/TOOLS.md "websearch")', () => {
+    const agents = resolveAgents()
+    expect(
+      ['build', 'plan', 'general'].map((a) => evaluate('websearch', 'node streams', agents.get(a)?.rules ?? [])),
+    ).toEqual(['ask', 'ask', 'ask'])
+  })
+
   it('reading .env files asks, .env.example does not', () => {
     const build = resolveAgents().get('build')?.rules ?? []
     expect(evaluate('read', 'config/.env', build)).toBe('ask')

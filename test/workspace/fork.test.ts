@@ -93,7 +93,8 @@ describe('fork with files', () => {
     const empty = join(w.dataDir, '..', 'empty')
     mkdirSync(empty)
     await w.forks.fork(parent, point, { directory: empty })
-    expect(readdirSync(empty).sort()).toEqual(['.gitignore', 'README.md', 'a.txt'])
+    // the parent's directory is a repository (with no commit yet): so is the fork's (test/workspace/fork-git.test.ts)
+    expect(readdirSync(empty).sort()).toEqual(['.git', '.gitignore', 'README.md', 'a.txt'])
 
     const sessions = listSessions(w.store).sessions.length
     await expect(w.forks.fork(parent, point, { directory: w.directory })).rejects.toMatchObject({

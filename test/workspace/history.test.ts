@@ -37,19 +37,25 @@ describe('the runtime records the workspace', () => {
     const id = w.session()
     await prompt(id, 'one')
     const recorded = snapshots(w.events(id)).map((e) => e.data as Record<string, unknown>)
+    // the directory is a repository with no commit yet: each snapshot says which branch HEAD names
+    const git = {
+      branch: execFileSync('git', ['symbolic-ref', '--short', 'HEAD'], { cwd: w.directory }).toString().trim(),
+    }
     expect(recorded.map(({ tree: _t, ...rest }) => rest)).toEqual([
-      { reason: 'step', changed: [] },
+      { reason: 'step', changed: [], git },
       {
         reason: 'tool',
         messageId: expect.any(String),
         partId: expect.any(String),
         changed: [{ path: 'src/a.ts', status: 'added', added: 1, removed: 0 }],
+        git,
       },
       {
         reason: 'tool',
         messageId: expect.any(String),
         partId: expect.any(String),
         changed: [{ path: 'notes.txt', status: 'added', added: 2, removed: 0 }],
+        git,
       },
     ])
     const messageId = recorded[1]?.messageId as string

@@ -38,23 +38,28 @@ export interface World {
   readonly shadow: ShadowStore
   readonly directory: string
   readonly dataDir: string
-  session(): string
+  /** a new session working in the world's directory, or in `directory` */
+  session(directory?: string): string
   events(id: string): StoredEvent[]
   close(): Promise<void>
 }
 
-export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = {}): World {
+export function world(
+  steps: ScriptStep[],
+  options: { maxFileBytes?: number; repository?: boolean; forbidden?: string[] } = {},
+): World {
+  const { repository = true, forbidden, ...shadowOptions } = options
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'chronicle-workspace-')))
   const directory = join(root, 'repo')
   const dataDir = join(root, 'data')
   mkdirSync(directory)
-  execFileSync('git', ['init', '-q'], { cwd: directory })
+  if (repository) execFileSync('git', ['init', '-q'], { cwd: directory })
   writeFileSync(join(directory, '.gitignore'), 'build/\n')
   writeFileSync(join(directory, 'README.md'), '# demo\n')
   const store = openStore(join(root, 'chronicle.db'))
   const ids = sequentialIds()
   const agents = resolveAgents([], [{ permission: '*', pattern: '*', action: 'allow' }])
-  const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null, ...options })
+  const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null, ...shadowOptions })
   const tools = createToolRegistry({
     agents,
     store,
@@ -76,17 +81,24 @@ export function world(steps: ScriptStep[], options: { maxFileBytes?: number } = 
     runtime,
     history: createWorkspaceHistory(store, shadow),
     restorer: createWorkspaceRestorer({ store, ports: sqlitePorts(store), shadow, ids }),
-    forks: createWorkspaceForks({ store, ports: sqlitePorts(store), ids, shadow, forksDir: join(dataDir, 'forks') }),
+    forks: createWorkspaceForks({
+      store,
+      ports: sqlitePorts(store),
+      ids,
+      shadow,
+      forksDir: join(dataDir, 'forks'),
+      forbidden: forbidden ?? [dataDir],
+    }),
     ids,
     shadow,
     directory,
     dataDir,
-    session() {
+    session(within = directory) {
       const id = ids.next('ses')
       executeNow(
         store,
         id,
-        (s) => decideSession({ type: 'create', directory, agent: 'build', model: 'mock:model' }, s, id),
+        (s) => decideSession({ type: 'create', directory: within, agent: 'build', model: 'mock:model' }, s, id),
         {
           meta: { actor: 'user' },
         },

@@ -8,7 +8,7 @@ import { ChronicleError } from '../errors.js'
 import type { EventLog } from '../log.js'
 import { type EventRow, toEvent, validate } from '../rows.js'
 import { type CommitListener, CommitListeners } from '../commit-listeners.js'
-import type { AppendOptions } from '../store.js'
+import type { AppendOptions, Settle } from '../store.js'
 import { redactUrl } from './url.js'
 import { migratePostgres } from './schema.js'
 
@@ -49,6 +49,9 @@ interface PendingAppend {
   readonly resolve: (events: StoredEvent[]) => void
   readonly reject: (err: unknown) => void
 }
+
+/** A reader that waits for nothing queued: the log as committed (PostgresEventLog.reader). */
+export const COMMITTED = Symbol('as committed')
 
 /** int8 (seq, at) as numbers: safe below 2^53, which a log does not reach. */
 export const PG_TYPES = {
@@ -108,6 +111,30 @@ export class PostgresEventLog implements EventLog {
   }
 
   /**
+   * Runs `work` in one read-only REPEATABLE READ transaction: its statements see one snapshot, so a read of
+   * several tables (a session's view) is never torn by a commit between them. Read-your-writes for `sessionId`
+   * (every session, if none) unless `committed`.
+   */
+  async snapshot<T>(
+    work: (client: pg.ClientBase) => Promise<T>,
+    opts: { sessionId?: string; committed?: boolean } = {},
+  ): Promise<T> {
+    if (!opts.committed) await this.readYourWrites(opts.sessionId)
+    const client = await this.pool.connect().catch((err: unknown) => Promise.reject(unavailable(err)))
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      const result = await work(client)
+      await client.query('COMMIT')
+      return result
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  /**
    * Runs `work` in one transaction holding the log head's lock, so no append commits meanwhile: for work on
    * the whole store (src/projections/postgres/copy.ts). What it throws rolls it all back.
    */
@@ -129,17 +156,25 @@ export class PostgresEventLog implements EventLog {
 
   enqueue(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
     return new Promise((resolve, reject) => {
-      if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')
-      const validated = validate(events) // INVALID_EVENT rejects before anything is queued
-      if (validated.length === 0) return resolve([])
-      this.queue.push({ sessionId, events: validated, options, resolve, reject })
-      this.queued++
-      if (!this.scheduled) {
-        this.scheduled = true
-        setImmediate(() => void this.drain())
-      }
+      if (!this.submit(sessionId, events, options, { resolve, reject })) resolve([])
     })
   }
+
+  submit(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions, done: Settle): boolean {
+    if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')
+    const validated = validate(events) // INVALID_EVENT throws before anything is queued
+    if (validated.length === 0) return false
+    this.queue.push({ sessionId, events: validated, options, resolve: done.resolve, reject: done.reject })
+    this.queued++
+    if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => void this.drain())
+    }
+    return true
+  }
+
+  /** Every turn's queue commits at the next turn already: nothing to hurry. */
+  awaited(_sessionId: string): void {}
 
   /** Commits what is queued, a batch a transaction, one transaction at a time (what queues meanwhile is the next). */
   private drain(): Promise<void> {
@@ -341,8 +376,8 @@ export class PostgresEventLog implements EventLog {
    * before this call — to any session when none is named — has committed. What the read models
    * (src/projections/postgres/) read through, as SQLite's read through EventStore.reader.
    */
-  async reader(sessionId?: string): Promise<pg.Pool> {
-    await this.readYourWrites(sessionId)
+  async reader(sessionId?: string | typeof COMMITTED): Promise<pg.Pool> {
+    if (sessionId !== COMMITTED) await this.readYourWrites(sessionId)
     return this.pool
   }
 
@@ -366,6 +401,14 @@ export class PostgresEventLog implements EventLog {
       `SELECT ${COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
       [sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? null],
     )
+  }
+
+  async readSessionOfType(sessionId: string, type: string): Promise<StoredEvent[]> {
+    await this.readYourWrites(sessionId)
+    return this.rows(`SELECT ${COLUMNS} FROM events WHERE session_id = $1 AND type = $2 ORDER BY seq`, [
+      sessionId,
+      type,
+    ])
   }
 
   async readAll(after: number, limit = 1000): Promise<StoredEvent[]> {

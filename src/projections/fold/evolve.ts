@@ -386,8 +386,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event, { todos: event.data.items }) }
 
     case 'workspace.snapshotted': {
-      const { tree, reason, messageId, changed, large } = event.data
-      const workspace = { tree, seq: event.seq, ...(large && large.length > 0 && { large }) }
+      const { tree, reason, messageId, changed, large, git } = event.data
+      const workspace = { tree, seq: event.seq, ...(large && large.length > 0 && { large }), ...(git && { git }) }
       const next = touch(session, event, { workspace })
       if (reason !== 'tool' || !messageId || changed.length === 0) return { session: next }
       const id = `${messageId}:patch`
@@ -403,7 +403,9 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       if (!restore || restore.restoreId !== event.data.restoreId)
         throw new ChronicleError('CORRUPT_EVENT', `event ${event.seq} completes a restore that was not started`)
       const { restoring: _, revert: prior, ...rest } = session
-      const workspace = { tree: restore.tree, seq: event.seq }
+      // a restore writes files; HEAD stays where it was
+      const git = session.workspace?.git
+      const workspace = { tree: restore.tree, seq: event.seq, ...(git && { git }) }
       if (restore.kind === 'unrevert') {
         const messages = revealed(view, prior?.messages ?? [])
         return { session: touch(rest as Session, event, { workspace }), messages }
@@ -442,7 +444,8 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event, { materializing: event.data }) }
     case 'workspace.materialized': {
       const { materializing: _, ...rest } = session
-      return { session: touch(rest as Session, event, { workspace: { tree: event.data.tree, seq: event.seq } }) }
+      const { tree, git } = event.data
+      return { session: touch(rest as Session, event, { workspace: { tree, seq: event.seq, ...(git && { git }) } }) }
     }
     case 'workspace.materialize.failed': {
       const { materializing: _, ...rest } = session

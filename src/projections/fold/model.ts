@@ -2,6 +2,7 @@ import type {
   Attachment,
   ChangedFile,
   DataOf,
+  GitHead,
   InputPart,
   NetworkUse,
   PermissionRule,
@@ -129,6 +130,8 @@ export interface Session {
     readonly tree: string
     readonly seq: number
     readonly large?: readonly { path: string; size: number }[]
+    /** what HEAD named in the directory's repository when it was recorded (none: not a repository's top level) */
+    readonly git?: GitHead
   }
   /** a revert or unrevert in progress (workspace.restore.started, until completed or failed) */
   readonly restoring?: DataOf<'workspace.restore.started'>
@@ -144,7 +147,7 @@ export interface Session {
     readonly messages: readonly string[]
   }
   /** a fork's directory being written (workspace.materialize.started, until it ends) */
-  readonly materializing?: { readonly tree: string; readonly directory: string }
+  readonly materializing?: { readonly tree: string; readonly directory: string; readonly git?: GitHead }
   readonly createdAt: string
   readonly updatedAt: string
   /** seq of the session's latest own event */

@@ -5,7 +5,7 @@ import { completed, fromRow, type LoggedDelta, type PartRow, tailsFrom } from '.
 import { sessionFromRow } from '../rows/session-rows.js'
 import type { RowLevel } from '../rows/shared-rows.js'
 import { copyWith } from '../../events/copy.js'
-import type { PostgresEventLog } from '../../events/postgres/log.js'
+import { COMMITTED, type PostgresEventLog } from '../../events/postgres/log.js'
 import { decodeSessionCursor, listLimit, type SessionPage, sessionCursor } from '../queries/read-model.js'
 import type { ReadModels } from '../read-models.js'
 
@@ -144,16 +144,17 @@ const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id 
  * appends it must see have committed (PostgresEventLog.reader). Session ids compare byte-wise (COLLATE "C"),
  * as SQLite's do, so both engines list in the same order.
  */
-export function postgresReadModels(log: Pick<PostgresEventLog, 'reader'>): ReadModels {
+export function postgresReadModels(log: Pick<PostgresEventLog, 'reader' | 'snapshot'>): ReadModels {
   /** one text column, `value`, of every row (a read of every session: everything queued commits first) */
   const values = async (sql: string): Promise<string[]> =>
     (await (await log.reader()).query<{ value: string }>(sql)).rows.map((r) => r.value)
   return {
-    session: async (sessionId) => pgSession(await log.reader(sessionId), sessionId),
+    session: async (sessionId, opts) => pgSession(await log.reader(opts?.committed ? COMMITTED : sessionId), sessionId),
     message: async (sessionId, messageId) => pgMessage(await log.reader(sessionId), sessionId, messageId),
     messages: async (sessionId) => pgMessages(await log.reader(sessionId), sessionId),
     parts: async (sessionId, messageId) => pgParts(await log.reader(sessionId), sessionId, messageId),
-    view: async (sessionId) => pgLoadView(await log.reader(sessionId), sessionId),
+    view: (sessionId, opts) =>
+      log.snapshot((client) => pgLoadView(client, sessionId), { sessionId, committed: opts?.committed === true }),
     list: async (opts = {}) => pgListSessions(await log.reader(), opts),
     childSessionIds: () =>
       values('SELECT id AS value FROM sessions WHERE parent_id IS NOT NULL ORDER BY id COLLATE "C"'),

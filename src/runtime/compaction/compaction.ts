@@ -1,4 +1,4 @@
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
 import type { IdSource } from '../../events/ids.js'
 import type { SessionView } from '../../projections/fold/model.js'
 import { latestUser, digestOf, type CompiledContext } from '../loop/context.js'
@@ -33,7 +33,7 @@ import { contextSize, estimateMessage, estimateTokens } from './tokens.js'
 
 export interface CompactionDeps {
   /** where the compaction request's texts are stored as blobs */
-  readonly store: EventStore
+  readonly log: EventLog
   readonly ids: IdSource
   readonly views: SessionViews
   readonly models: ModelResolver
@@ -73,7 +73,7 @@ export async function compact(
   const { recorder, runId, sessionId, signal } = scope
   const meta = { actor: 'runtime' as const, run: runId }
   const compactionId = request.compactionId ?? deps.ids.next('cmp')
-  recorder.append(
+  await recorder.append(
     [
       ...(request.compactionId
         ? []
@@ -82,12 +82,12 @@ export async function compact(
     ],
     meta,
   )
-  const fail = (error: string, aborted = false): CompactionResult => {
-    recorder.append([{ type: 'compaction.failed', data: { compactionId, error } }], meta)
+  const fail = async (error: string, aborted = false): Promise<CompactionResult> => {
+    await recorder.append([{ type: 'compaction.failed', data: { compactionId, error } }], meta)
     return { status: 'failed', compactionId, error, ...(aborted && { aborted }) }
   }
 
-  const view = deps.views.read(sessionId)
+  const view = await deps.views.read(sessionId)
   const user = latestUser(view)
   const model = request.model ?? deps.models.resolve(user?.model ?? view.session?.model ?? null)
   if (!model) return fail('no model is configured for the compaction agent')
@@ -132,9 +132,9 @@ export async function compact(
       model,
       context,
       compiledFrom: {
-        system: deps.store.blobs.put(base.system),
-        tools: deps.store.blobs.put(JSON.stringify(base.tools)),
-        messages: deps.store.blobs.put(JSON.stringify(base.messages)),
+        system: await deps.log.blobs.put(base.system),
+        tools: await deps.log.blobs.put(JSON.stringify(base.tools)),
+        messages: await deps.log.blobs.put(JSON.stringify(base.messages)),
       },
       signal,
       retry: deps.retry,
@@ -152,7 +152,7 @@ export async function compact(
       target = Math.max(1, Math.floor(Math.min(target, fit.tokens) / 2))
       continue
     }
-    const after = deps.views.read(sessionId)
+    const after = await deps.views.read(sessionId)
     const summary = (partsByMessage(after).get(messageId) ?? [])
       .map((p) => (p.type === 'text' ? p.text : ''))
       .join('')
@@ -161,7 +161,7 @@ export async function compact(
     const parts = partsByMessage(after)
     const tokensAfter =
       estimateTokens(summary) + split.tail.reduce((n, m) => n + estimateMessage(parts.get(m.id) ?? []), 0)
-    recorder.append(
+    await recorder.append(
       [
         {
           type: 'compaction.completed',
@@ -227,7 +227,7 @@ export class RunCompaction {
    */
   async beforeStep(view: SessionView, context: CompiledContext, model: ModelHandle): Promise<boolean> {
     const budget = budgetFor(this.deps.config, model.spec)
-    if (this.prune(view, budget)) return true
+    if (await this.prune(view, budget)) return true
     if (!this.deps.config.auto || this.autoFailed) return false
     if (!budget || nothingSinceSummary(view)) return false
     const size = contextSize(view, context)
@@ -243,12 +243,15 @@ export class RunCompaction {
   }
 
   /** Records a pruning of old tool outputs (prune.ts) when one is due; true when it did. */
-  private prune(view: SessionView, budget: Budget | undefined): boolean {
+  private async prune(view: SessionView, budget: Budget | undefined): Promise<boolean> {
     const config = this.deps.config.prune
     if (!config.enabled) return false
     const found = prunable(view, pruneLimits(config, budget))
     if (!found) return false
-    this.scope.recorder.append([{ type: 'context.pruned', data: found }], { actor: 'runtime', run: this.scope.runId })
+    await this.scope.recorder.append([{ type: 'context.pruned', data: found }], {
+      actor: 'runtime',
+      run: this.scope.runId,
+    })
     return true
   }
 

@@ -30,7 +30,7 @@ export class RunCoordinator {
   constructor(
     private readonly run: RunFn,
     /** the first pending inbox entry, if any (read from the session) */
-    private readonly pending: (sessionId: string) => string | undefined,
+    private readonly pending: (sessionId: string) => Promise<string | undefined>,
     private readonly onError: (sessionId: string, err: unknown) => void = () => {},
   ) {}
 
@@ -41,7 +41,7 @@ export class RunCoordinator {
       entry.wokenAfterCancel = true
       return
     }
-    if (this.pending(sessionId) === undefined) return
+    // whether anything is pending is read by the drain: a session with nothing leaves it at once
     const controller = new AbortController()
     const created: Active = { controller, wokenAfterCancel: false, done: Promise.resolve() }
     this.active.set(sessionId, created)
@@ -60,7 +60,7 @@ export class RunCoordinator {
     try {
       // Start on a later turn: submit returns first, and inputs sent together start one run.
       await new Promise((resolve) => setImmediate(resolve))
-      let head = this.pending(sessionId) // each read is a read of the session: one a run
+      let head = await this.pending(sessionId) // each read is a read of the session: one a run
       for (;;) {
         if (this.stopping || (head === undefined && !resume)) return
         const outcome = await this.run(sessionId, entry.controller.signal, resume)
@@ -71,7 +71,7 @@ export class RunCoordinator {
           entry.controller = new AbortController()
           entry.wokenAfterCancel = false
         }
-        const next = this.pending(sessionId)
+        const next = await this.pending(sessionId)
         if (next === head) return // nothing was delivered: never spin
         head = next
       }

@@ -4,7 +4,8 @@ import type { ChronicleEvent, RunOutcome } from '../../events/catalogue.js'
 import { isChronicleError } from '../../events/errors.js'
 import { type SettleReason, settleInFlight } from '../../commands/settle.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
+import type { ReadModels } from '../../projections/read-models.js'
 import type { Message, SessionView } from '../../projections/fold/model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import type { PermissionGate, ToolRegistry } from '../../tools/tool.js'
@@ -21,7 +22,7 @@ import { RunCompaction } from '../compaction/compaction.js'
 import type { CompactionConfig } from '../compaction/config.js'
 import type { ServerInstructions, SystemEnvironment } from './system-prompt.js'
 import { executeCalls } from './tool-exec.js'
-import { watchRejections } from '../permissions/rejections.js'
+import { type RejectionWatch, watchRejections } from '../permissions/rejections.js'
 
 /**
  * The agent loop (docs/TRACES.md). One run: deliver pending input,
@@ -33,7 +34,8 @@ import { watchRejections } from '../permissions/rejections.js'
  */
 
 export interface LoopDeps {
-  readonly store: EventStore
+  readonly log: EventLog
+  readonly readModels: ReadModels
   readonly ids: IdSource
   readonly views: SessionViews
   readonly models: ModelResolver
@@ -85,7 +87,7 @@ export async function runLoop(
   resume?: { readonly runId: string },
 ): Promise<RunOutcome | 'shutdown'> {
   const runId = resume?.runId ?? deps.ids.next('run')
-  const recorder = new Recorder(deps.store, sessionId)
+  const recorder = new Recorder(deps.log, sessionId)
   const meta = { actor: 'runtime' as const, run: runId }
   // Appended through the batching appender and awaited (not committed at once): under load a
   // run's own commits then share the server's batched ones, `full` ones one fsync between them.
@@ -101,7 +103,8 @@ export async function runLoop(
     for (let wait = STORAGE_RETRY_MS; ; wait = Math.min(wait * 2, STORAGE_RETRY_MAX_MS)) {
       if (signal.reason === SHUTDOWN) return 'shutdown'
       // what the refused appends left open (a streaming text, a running tool) is closed with the run
-      const open = error?.kind === 'STORAGE_FULL' ? settleInFlight(deps.views.committed(sessionId).view, DISK_FULL) : []
+      const open =
+        error?.kind === 'STORAGE_FULL' ? settleInFlight((await deps.views.committed(sessionId)).view, DISK_FULL) : []
       recorder.emit(
         [...open, { type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }],
         meta,
@@ -119,10 +122,10 @@ export async function runLoop(
   }
 
   // A person's reject ends the run after its step's calls settle; read from the log, so a resumed run stops too.
-  const rejections = deps.continueOnReject
-    ? undefined
-    : watchRejections(deps.store, sessionId, runId, { resumed: resume !== undefined })
+  let rejections: RejectionWatch | undefined
   try {
+    if (!deps.continueOnReject)
+      rejections = await watchRejections(deps, sessionId, runId, { resumed: resume !== undefined })
     let step = 0
     let first = true
     let runStart: string | undefined // the first message this run creates (doom loops count within the run)
@@ -131,18 +134,18 @@ export async function runLoop(
       new RunCompaction(Object.assign({}, deps, { config: deps.compaction }), { recorder, runId, sessionId, signal })
     for (;;) {
       if (signal.aborted) return await finish('cancelled')
-      if (rejections?.check()) return await finish('rejected')
+      if (await rejections?.check()) return await finish('rejected')
       // The first pass reads the inbox before run.started commits (which changes no inbox), so the
       // delivery commits with it: one commit, not two, at every run's start.
       if (!first) await recorder.settle()
-      let { view, transcript } = first ? deps.views.committed(sessionId) : deps.views.state(sessionId)
+      let { view, transcript } = await (first ? deps.views.committed(sessionId) : deps.views.state(sessionId))
       const delivered = deliver(view, first, deps.ids)
       if (delivered.length > 0) recorder.emit(delivered, meta)
       if (delivered.length > 0 || first) {
         await recorder.settle()
         if (delivered.length > 0 && !first)
           step = 0 // new user input renews the step budget
-        ;({ view, transcript } = deps.views.state(sessionId))
+        ;({ view, transcript } = await deps.views.state(sessionId))
       }
       first = false
       if (compaction && (await compaction.pending(view))) continue // a requested (manual) compaction runs first
@@ -197,7 +200,7 @@ export async function runLoop(
         step,
         model,
         context,
-        compiledFrom: recordSources(deps.store, context, lastStep),
+        compiledFrom: await recordSources(deps.log, context, lastStep),
         signal,
         retry: deps.retry,
       })
@@ -224,11 +227,11 @@ export async function runLoop(
           toolset: context.toolset,
           permissions: deps.permissions,
           signal,
-          transcript: () => deps.views.committed(sessionId).transcript,
+          transcript: async () => (await deps.views.committed(sessionId)).transcript,
           ...(runStart && { runStartMessageId: runStart }),
           ...(deps.redactor && { redactor: deps.redactor }),
           ...(deps.workspace && { workspace: deps.workspace }),
-          ...(rejections && { rejected: () => rejections.check() !== undefined }),
+          ...(rejections && { rejected: async () => (await rejections?.check()) !== undefined }),
         })
       }
     }
@@ -243,10 +246,10 @@ export async function runLoop(
 }
 
 /** step.started's `context`: what the request was compiled from, its texts stored as blobs (docs/AUDIT.md). */
-function recordSources(store: EventStore, context: CompiledContext, lastStep: boolean) {
+async function recordSources(log: EventLog, context: CompiledContext, lastStep: boolean) {
   return {
-    system: store.blobs.put(context.system),
-    tools: store.blobs.put(JSON.stringify(context.tools)),
+    system: await log.blobs.put(context.system),
+    tools: await log.blobs.put(JSON.stringify(context.tools)),
     ...(context.version !== undefined && { version: context.version }),
     accepts: [...(context.accepts ?? ACCEPTS_ALL)],
     ...(lastStep && { lastStep: true as const }),

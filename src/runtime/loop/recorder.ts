@@ -1,6 +1,7 @@
 import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
-import type { Durability, EventStore, Settle } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
+import type { Durability, Settle } from '../../events/store.js'
 
 /**
  * Appends one run's events through the batching appender without awaiting
@@ -24,14 +25,14 @@ export class Recorder {
   }
 
   constructor(
-    private readonly store: EventStore,
+    private readonly log: EventLog,
     readonly sessionId: string,
   ) {}
 
   emit(events: ChronicleEvent | readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): void {
     const list = Array.isArray(events) ? events : [events as ChronicleEvent]
     try {
-      if (this.store.submit(this.sessionId, list, { meta, durability }, this.done)) this.emitted++
+      if (this.log.submit(this.sessionId, list, { meta, durability }, this.done)) this.emitted++
     } catch (err) {
       this.failure ??= err // never queued: settle() rethrows it
     }
@@ -47,13 +48,13 @@ export class Recorder {
 
   /**
    * Waits until everything emitted so far is committed. Under load the run's
-   * own appends commit now (its session's only, src/events/store.ts): a run
+   * own appends commit now (its session's only, EventLog.awaited): a run
    * waiting on them would otherwise wait out the loaded interval at each of
    * its starts, steps and its end (two intervals a turn, whoever waits on the
    * turn), while deltas nobody waits on keep sharing commits.
    */
   async settle(): Promise<void> {
-    if (this.ended < this.emitted) this.store.awaited(this.sessionId)
+    if (this.ended < this.emitted) this.log.awaited(this.sessionId)
     const upTo = this.emitted // what is emitted from here on is not waited for
     if (this.ended < upTo) await new Promise<void>((wake) => this.waiters.push({ upTo, wake }))
     if (this.failure !== undefined) {
@@ -64,7 +65,7 @@ export class Recorder {
   }
 
   /** Appends now (after everything queued), in one transaction. */
-  append(events: readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): void {
-    this.store.append(this.sessionId, events, { meta, durability })
+  async append(events: readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): Promise<void> {
+    await this.log.append(this.sessionId, events, { meta, durability })
   }
 }

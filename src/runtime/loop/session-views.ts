@@ -1,10 +1,10 @@
 import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
 import type { StoredEvent } from '../../events/envelope.js'
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
 import { ChronicleError } from '../../events/errors.js'
 import { apply, evolve } from '../../projections/fold/evolve.js'
-import type { SessionView } from '../../projections/fold/model.js'
-import { loadView } from '../../projections/queries/read-model.js'
+import type { Part, SessionView } from '../../projections/fold/model.js'
+import type { ReadModels } from '../../projections/read-models.js'
 import { approxBytes, viewBytes } from '../../projections/fold/sizes.js'
 import { Transcript } from './transcript.js'
 
@@ -21,6 +21,11 @@ import { Transcript } from './transcript.js'
  * are a bounded cache (DEFAULT_VIEW_BOUNDS, the config's `memory`): one idle
  * for `idleMs`, or the least recently read past the entries or bytes, is
  * dropped and loaded again from the read model when next read.
+ *
+ * Reads are asynchronous (the store is a port, docs/ARCHITECTURE.md "The
+ * store port"): commits heard while a view loads are folded past the
+ * version it read, and the contents of attached files (blobs) are fetched
+ * before a read returns, so a transcript converts without waiting.
  */
 export interface SessionState {
   readonly view: SessionView
@@ -48,22 +53,33 @@ interface Cached {
   pending: StoredEvent[]
   /** approxBytes of the view */
   bytes: number
+  /** the contents of the view's attached files, by blob hash: what its transcript reads */
+  readonly blobs: Map<string, string>
+  /** blobs folded in but not yet fetched */
+  missing: string[]
 }
 
 export class SessionViews {
   private readonly views: BoundedCache<string, Cached>
   private readonly unsubscribe: () => void
+  /** what commits while a view loads, by session: folded past the version the load read */
+  private readonly heard = new Map<string, StoredEvent[]>()
+  private readonly loading = new Map<string, Promise<SessionState>>()
 
   constructor(
-    private readonly store: EventStore,
+    private readonly log: EventLog,
+    private readonly readModels: ReadModels,
     bounds: CacheBounds = DEFAULT_VIEW_BOUNDS,
     now: () => number = Date.now,
   ) {
     this.views = new BoundedCache(bounds, now)
-    this.unsubscribe = store.onCommit((events) => {
+    this.unsubscribe = log.onCommit((events) => {
       for (const e of events) {
         const cached = this.views.peek(e.sessionId) // a commit is no read: the view's idle time goes on
-        if (!cached) continue
+        if (!cached) {
+          this.heard.get(e.sessionId)?.push(e)
+          continue
+        }
         cached.pending.push(e)
         if (cached.pending.length >= FOLD_AT) this.fold(e.sessionId, cached)
       }
@@ -80,7 +96,11 @@ export class SessionViews {
         const changes = evolve(state.view, e)
         for (const m of changes.messages ?? [])
           cached.bytes += approxBytes(m) - approxBytes(state.view.messages.get(m.id))
-        for (const p of changes.parts ?? []) cached.bytes += approxBytes(p) - approxBytes(state.view.parts.get(p.id))
+        for (const p of changes.parts ?? []) {
+          cached.bytes += approxBytes(p) - approxBytes(state.view.parts.get(p.id))
+          const blob = attachedBlob(p)
+          if (blob !== undefined && !cached.blobs.has(blob)) cached.missing.push(blob)
+        }
         apply(state.view, changes)
         state.transcript.apply(changes)
       }
@@ -92,28 +112,54 @@ export class SessionViews {
     }
   }
 
-  /** The session's current state, including everything queued before this call. */
-  read(sessionId: string): SessionView {
-    return this.state(sessionId).view
+  /** The session's current state, including everything appended before this call. */
+  async read(sessionId: string): Promise<SessionView> {
+    return (await this.state(sessionId)).view
   }
 
-  /** The view and its transcript, including everything queued before this call. */
-  state(sessionId: string): SessionState {
+  /** The view and its transcript, including everything appended before this call. */
+  async state(sessionId: string): Promise<SessionState> {
     // Read-your-writes: reading the session's version commits what it queued (only its own events change its
     // view), which the listener above hears before the view is folded.
-    this.store.version(sessionId)
+    await this.log.version(sessionId)
     return this.committed(sessionId)
   }
 
   /** The view and its transcript as committed: without what is still queued (see loop.ts, a run's start). */
-  committed(sessionId: string): SessionState {
+  async committed(sessionId: string): Promise<SessionState> {
     const cached = this.views.get(sessionId) // the most recently used now
-    if (cached && this.fold(sessionId, cached)) return cached.state
-    const view = loadView(this.store.asCommitted, sessionId)
+    if (!cached || !this.fold(sessionId, cached)) return this.load(sessionId)
+    if (cached.missing.length > 0) await fetchBlobs(this.log, cached)
+    return cached.state
+  }
+
+  private load(sessionId: string): Promise<SessionState> {
+    let loading = this.loading.get(sessionId)
+    if (!loading) {
+      const heard: StoredEvent[] = []
+      this.heard.set(sessionId, heard)
+      loading = this.loadView(sessionId, heard).finally(() => {
+        this.heard.delete(sessionId)
+        this.loading.delete(sessionId)
+      })
+      this.loading.set(sessionId, loading)
+    }
+    return loading
+  }
+
+  private async loadView(sessionId: string, heard: StoredEvent[]): Promise<SessionState> {
+    const view = await this.readModels.view(sessionId, { committed: true })
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
-    const state = { view, transcript: new Transcript(view, (hash) => this.store.blobs.get(hash)) }
+    const blobs = new Map<string, string>()
+    const state = { view, transcript: new Transcript(view, (hash) => blobs.get(hash)) }
     const bytes = viewBytes(view)
-    this.views.set(sessionId, { state, pending: [], bytes }, bytes * TRANSCRIPT_FACTOR)
+    const missing = [...view.parts.values()].flatMap((p) => attachedBlob(p) ?? [])
+    // what committed while the read was out and is not in what it read
+    const pending = heard.filter((e) => e.version > (view.session?.version ?? 0))
+    const cached: Cached = { state, pending, bytes, blobs, missing }
+    this.views.set(sessionId, cached, bytes * TRANSCRIPT_FACTOR)
+    this.fold(sessionId, cached)
+    if (cached.missing.length > 0) await fetchBlobs(this.log, cached)
     return state
   }
 
@@ -134,5 +180,20 @@ export class SessionViews {
   close(): void {
     this.unsubscribe()
     this.views.clear()
+  }
+}
+
+/** The content hash of an attached file's part (src/runtime/inbox/attach.ts), which the transcript reads. */
+function attachedBlob(p: Part): string | undefined {
+  return p.type === 'file' ? p.blob : undefined
+}
+
+async function fetchBlobs(log: EventLog, cached: Cached): Promise<void> {
+  const wanted = cached.missing
+  cached.missing = []
+  for (const hash of wanted) {
+    if (cached.blobs.has(hash)) continue
+    const content = await log.blobs.get(hash)
+    if (content !== undefined) cached.blobs.set(hash, content)
   }
 }

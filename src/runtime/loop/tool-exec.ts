@@ -47,7 +47,7 @@ export interface ExecuteInput {
   readonly permissions: PermissionGate
   readonly signal: AbortSignal
   /** the session's history as committed now: the doom-loop check reads its latest tool calls, the step's earlier ones too */
-  readonly transcript: () => Transcript
+  readonly transcript: () => Promise<Transcript>
   /** the first message this run created: a repeat is a loop only within one run (earlier turns never count) */
   readonly runStartMessageId?: string
   /** the server's secrets, kept out of what tools report */
@@ -55,12 +55,12 @@ export interface ExecuteInput {
   /** records the workspace after a tool that may write (docs/TIME-TRAVEL.md) */
   readonly workspace?: WorkspaceSnapshots
   /** whether a person's reject has stopped the run (src/runtime/permissions/rejections.ts); absent: never */
-  readonly rejected?: () => boolean
+  readonly rejected?: () => Promise<boolean>
 }
 
 export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
   for (const [i, call] of calls.entries()) {
-    if (input.rejected?.()) return notRun(calls.slice(i), input)
+    if (await input.rejected?.()) return notRun(calls.slice(i), input)
     await executeCall(call, input)
   }
 }
@@ -125,7 +125,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     abort: signal,
   }
   // Called first, then (for a repeat) asked: the part holds the input as a value, as for any call that asks.
-  const doomLoop = isDoomLoop(input.transcript(), call, parsed.data, input.runStartMessageId)
+  const doomLoop = isDoomLoop(await input.transcript(), call, parsed.data, input.runStartMessageId)
   recorder.emit(
     {
       type: 'tool.called',

@@ -1,6 +1,6 @@
 import type { StoredEvent, StoredEventOf } from '../../events/envelope.js'
-import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/queries/read-model.js'
+import type { EventLog } from '../../events/log.js'
+import type { StorePorts } from '../../projections/store-ports.js'
 
 /**
  * A person's reject stops the run (docs/TOOLS.md "A reject stops the run"), as OpenCode's
@@ -35,11 +35,11 @@ export function isPlainReject(e: StoredEvent): e is StoredEventOf<'permission.re
 }
 
 /** Where a session's requests are raised and answered: the top of its sub-agent chain. */
-export function topSessionOf(store: EventStore, sessionId: string): string {
+export async function topSessionOf(ports: RejectionPorts, sessionId: string): Promise<string> {
   let id = sessionId
   for (let depth = 0; depth < MAX_CHAIN; depth++) {
     // a parent is decided at creation, committed before any run: nothing queued can change it
-    const parent = getSession(store.asCommitted, id)?.parent?.sessionId
+    const parent = (await ports.readModels.session(id, { committed: true }))?.parent?.sessionId
     if (!parent) return id
     id = parent
   }
@@ -47,31 +47,35 @@ export function topSessionOf(store: EventStore, sessionId: string): string {
 }
 
 /** The first reject that stops the run, if any — from the log only. */
-export function rejectionInRun(store: EventStore, sessionId: string, runId: string): Rejection | undefined {
-  const started = store
-    .readSessionOfType(sessionId, 'run.started')
-    .findLast((e) => e.type === 'run.started' && e.data.runId === runId)
+export async function rejectionInRun(
+  ports: RejectionPorts,
+  sessionId: string,
+  runId: string,
+): Promise<Rejection | undefined> {
+  const { log } = ports
+  const started = (await log.readSessionOfType(sessionId, 'run.started')).findLast(
+    (e) => e.type === 'run.started' && e.data.runId === runId,
+  )
   if (!started) return undefined
-  const top = topSessionOf(store, sessionId)
-  const replies = store
-    .readSessionOfType(top, 'permission.replied')
+  const top = await topSessionOf(ports, sessionId)
+  const replies = (await log.readSessionOfType(top, 'permission.replied'))
     .filter((e) => e.seq > started.seq)
     .filter(isPlainReject)
   if (replies.length === 0) return undefined
   const own = new Set(
-    store
-      .readSessionOfType(top, 'permission.requested')
-      .flatMap((e) =>
-        e.type === 'permission.requested' && (e.data.from?.sessionId ?? top) === sessionId ? [e.data.requestId] : [],
-      ),
+    (await log.readSessionOfType(top, 'permission.requested')).flatMap((e) =>
+      e.type === 'permission.requested' && (e.data.from?.sessionId ?? top) === sessionId ? [e.data.requestId] : [],
+    ),
   )
   const stops = replies.find((e) => own.has(e.data.requestId))
   return stops && { requestId: stops.data.requestId, seq: stops.seq }
 }
 
+export type RejectionPorts = Pick<StorePorts, 'log' | 'readModels'>
+
 export interface RejectionWatch {
   /** the reject that stops the run, if any; reads the log only when a candidate was committed since the last look */
-  check(): Rejection | undefined
+  check(): Promise<Rejection | undefined>
   close(): void
 }
 
@@ -80,23 +84,23 @@ export interface RejectionWatch {
  * check (the reject may predate the restart); a new run only once a person's reject was
  * committed in the session where its requests are answered.
  */
-export function watchRejections(
-  store: EventStore,
+export async function watchRejections(
+  ports: RejectionPorts,
   sessionId: string,
   runId: string,
   opts: { readonly resumed: boolean },
-): RejectionWatch {
-  const top = topSessionOf(store, sessionId)
+): Promise<RejectionWatch> {
+  const top = await topSessionOf(ports, sessionId)
   let dirty = opts.resumed
   let found: Rejection | undefined
-  const unsubscribe = rejectsOf(store).watch(top, () => {
+  const unsubscribe = rejectsOf(ports.log).watch(top, () => {
     dirty = true
   })
   return {
-    check() {
+    async check() {
       if (found || !dirty) return found
       dirty = false
-      found = rejectionInRun(store, sessionId, runId)
+      found = await rejectionInRun(ports, sessionId, runId)
       return found
     },
     close: () => {
@@ -114,13 +118,13 @@ class RejectsBySession {
   private readonly watchers = new Map<string, Set<() => void>>()
   private unsubscribe: (() => void) | undefined
 
-  constructor(private readonly store: EventStore) {}
+  constructor(private readonly log: EventLog) {}
 
   watch(sessionId: string, onReject: () => void): () => void {
     const set = this.watchers.get(sessionId) ?? new Set()
     this.watchers.set(sessionId, set)
     set.add(onReject)
-    this.unsubscribe ??= this.store.onCommit((events) => {
+    this.unsubscribe ??= this.log.onCommit((events) => {
       for (const e of events) {
         if (e.type !== 'permission.replied' || !isPlainReject(e)) continue
         for (const wake of this.watchers.get(e.sessionId) ?? []) wake()
@@ -137,11 +141,11 @@ class RejectsBySession {
   }
 }
 
-const registries = new WeakMap<EventStore, RejectsBySession>()
+const registries = new WeakMap<EventLog, RejectsBySession>()
 
-function rejectsOf(store: EventStore): RejectsBySession {
-  const registry = registries.get(store) ?? new RejectsBySession(store)
-  registries.set(store, registry)
+function rejectsOf(log: EventLog): RejectsBySession {
+  const registry = registries.get(log) ?? new RejectsBySession(log)
+  registries.set(log, registry)
   return registry
 }
 

@@ -1,8 +1,7 @@
 import type { ChronicleEvent } from '../../events/catalogue.js'
-import type { EventStore } from '../../events/store.js'
 import { settleInFlight, type SettleReason } from '../../commands/settle.js'
 import type { SessionView } from '../../projections/fold/model.js'
-import { loadView, sessionsWithOpenWork } from '../../projections/queries/read-model.js'
+import type { StorePorts } from '../../projections/store-ports.js'
 
 /**
  * Crash recovery on start (docs/RECOVERY.md): at-least-once
@@ -126,36 +125,35 @@ export interface RecoveryReport {
   readonly ms: number
 }
 
-/** Sessions whose read model says a run is open or input waits: no log scan. */
-export function unfinishedSessions(store: EventStore): string[] {
-  return sessionsWithOpenWork(store)
-}
-
 /**
- * Settles every unfinished run (synchronously, before the server listens) and
+ * Settles every unfinished run (before the server listens) and
  * reports what to continue. Each session's events commit in one transaction
  * with expectedVersion; the last commit is FULL, which hardens the others.
  */
-export function recoverSessions(store: EventStore, options: { readonly budget?: number } = {}): RecoveryReport {
+export async function recoverSessions(
+  ports: Pick<StorePorts, 'log' | 'readModels'>,
+  options: { readonly budget?: number } = {},
+): Promise<RecoveryReport> {
   const started = performance.now()
   const budget = options.budget ?? DEFAULT_RESUME_BUDGET
   const report: RecoveryReport = { resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 }
   const plans: { sessionId: string; version: number; waiting: boolean; decision: RecoveryDecision }[] = []
-  for (const sessionId of unfinishedSessions(store)) {
-    const view = loadView(store, sessionId)
+  // sessions whose read model says a run is open or input waits: no log scan
+  for (const sessionId of await ports.readModels.sessionsWithOpenWork()) {
+    const view = await ports.readModels.view(sessionId)
     if (!view.session) continue
     const waiting = view.session.inbox.length > 0 && !view.session.archived
     plans.push({ sessionId, version: view.session.version, waiting, decision: decideRecovery(view, budget) })
   }
   const writes = plans.filter((p) => p.decision.events.length > 0)
-  writes.forEach(({ sessionId, version, decision }, i) => {
+  for (const [i, { sessionId, version, decision }] of writes.entries()) {
     const runId = 'runId' in decision.action ? decision.action.runId : undefined
-    store.append(sessionId, decision.events, {
+    await ports.log.append(sessionId, decision.events, {
       expectedVersion: version,
       durability: i === writes.length - 1 ? 'full' : 'normal',
       meta: { actor: 'recovery', ...(runId && { run: runId }) },
     })
-  })
+  }
   for (const { sessionId, waiting, decision } of plans) {
     const a = decision.action
     if (a.kind === 'resumed') report.resumed.push({ sessionId, runId: a.runId, attempt: a.attempt })
@@ -182,12 +180,12 @@ export function resumeBudgetFrom(env: NodeJS.ProcessEnv): number {
  */
 export async function continueRecovered(
   report: RecoveryReport,
-  runtime: { resume(sessionId: string, runId: string): void; wake(sessionId: string): void },
+  runtime: { resume(sessionId: string, runId: string): Promise<void>; wake(sessionId: string): void },
 ): Promise<void> {
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
   for (const r of report.resumed) {
     await turn()
-    runtime.resume(r.sessionId, r.runId)
+    await runtime.resume(r.sessionId, r.runId)
   }
   for (const sessionId of report.deliver) {
     await turn()

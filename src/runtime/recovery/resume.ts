@@ -1,8 +1,7 @@
 import type { ChronicleEvent, DataOf } from '../../events/catalogue.js'
 import { isChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
 import type { ToolPart } from '../../projections/fold/model.js'
-import { lastRequestOf, replyTo } from '../../projections/queries/permission-log.js'
 import { DEFAULT_REJECT_MESSAGE } from '../permissions/gate.js'
 import { CANCELLED, runLoop, type LoopDeps } from '../loop/loop.js'
 import { INTERRUPTED_MESSAGE } from './recovery.js'
@@ -44,16 +43,16 @@ export async function continueRun(
 
 /** A tool the restart cut off may have written: the workspace as the resumed run finds it. */
 async function recordWhatTheRestartLeft(deps: LoopDeps, sessionId: string, runId: string): Promise<void> {
-  const directory = deps.views.read(sessionId).session?.directory
+  const directory = (await deps.views.read(sessionId)).session?.directory
   if (!deps.workspace || !directory) return
   await deps.workspace.record(sessionId, directory, 'recovery', { actor: 'recovery', run: runId })
 }
 
 async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: AbortSignal, runId: string): Promise<void> {
-  const { store } = deps
+  const { log } = deps
   const replies = new Map<string, Reply>()
   let wake: () => void = () => {}
-  const unsubscribe = store.onCommit((events) => {
+  const unsubscribe = log.onCommit((events) => {
     for (const e of events) {
       if (e.sessionId !== sessionId || e.type !== 'permission.replied') continue
       replies.set(e.data.requestId, e.data)
@@ -64,7 +63,7 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
   signal.addEventListener('abort', onAbort)
   try {
     for (;;) {
-      const view = deps.views.read(sessionId)
+      const view = await deps.views.read(sessionId)
       const open = [...view.parts.values()].filter(
         (p): p is ToolPart => p.type === 'tool' && (p.state === 'pending' || p.state === 'running'),
       )
@@ -73,9 +72,9 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
       const meta = { actor: 'runtime' as const, run: runId }
       // Decided on the view just read: a reply or a cancel committed in between is a VERSION_CONFLICT, and
       // the loop reads again rather than settling a request twice.
-      const settle = (events: ChronicleEvent[]): boolean => {
+      const settle = async (events: ChronicleEvent[]): Promise<boolean> => {
         try {
-          store.append(sessionId, events, { durability: 'full', meta, expectedVersion: view.session?.version ?? 0 })
+          await log.append(sessionId, events, { durability: 'full', meta, expectedVersion: view.session?.version ?? 0 })
           return true
         } catch (err) {
           if (isChronicleError(err, 'VERSION_CONFLICT')) return false
@@ -101,14 +100,14 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
             }),
           ),
         ]
-        if (settle(events)) return
+        if (await settle(events)) return
         continue
       }
       const settled: ChronicleEvent[] = []
       for (const part of open) {
         const request = pending.find((r) => r.partId === part.id)
         if (request) continue // still waiting for the user
-        const reply = replyFor(store, sessionId, part.id, replies)
+        const reply = await replyFor(log, sessionId, part.id, replies)
         const error = !reply
           ? { kind: 'interrupted' as const, message: INTERRUPTED_MESSAGE }
           : reply.reply === 'reject'
@@ -117,7 +116,7 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
         settled.push({ type: 'tool.failed', data: { partId: part.id, error } })
       }
       if (settled.length > 0) {
-        settle(settled)
+        await settle(settled)
         continue
       }
       await new Promise<void>((resolve) => {
@@ -132,8 +131,21 @@ async function settleParkedCalls(deps: LoopDeps, sessionId: string, signal: Abor
 }
 
 /** The reply to the latest request a part made: seen live, or looked up in the session's log. */
-function replyFor(store: EventStore, sessionId: string, partId: string, seen: Map<string, Reply>): Reply | undefined {
-  const requestId = lastRequestOf(store, sessionId, partId)
-  if (requestId === undefined) return undefined
-  return seen.get(requestId) ?? replyTo(store, sessionId, requestId)
+async function replyFor(
+  log: EventLog,
+  sessionId: string,
+  partId: string,
+  seen: Map<string, Reply>,
+): Promise<Reply | undefined> {
+  const requested = (await log.readSessionOfType(sessionId, 'permission.requested')).findLast(
+    (e) => e.type === 'permission.requested' && e.data.partId === partId,
+  )
+  if (requested?.type !== 'permission.requested') return undefined
+  const { requestId } = requested.data
+  const seenReply = seen.get(requestId)
+  if (seenReply) return seenReply
+  const replied = (await log.readSessionOfType(sessionId, 'permission.replied')).find(
+    (e) => e.type === 'permission.replied' && e.data.requestId === requestId,
+  )
+  return replied?.type === 'permission.replied' ? replied.data : undefined
 }

@@ -1,4 +1,4 @@
-import type { ChangedFile, DataOf } from '../../events/catalogue.js'
+import type { ChangedFile, DataOf, GitHead } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { EventStore } from '../../events/store.js'
 import { requireSession } from '../../projections/queries/read-model.js'
@@ -96,11 +96,11 @@ function withLargeFiles(
 export function firstSnapshot(
   store: EventStore,
   sessionId: string,
-): { tree: string; seq: number; large?: DataOf<'workspace.snapshotted'>['large'] } | undefined {
+): { tree: string; seq: number; large?: DataOf<'workspace.snapshotted'>['large']; git?: GitHead } | undefined {
   for (const event of store.iterateSession(sessionId)) {
     if (event.type !== 'workspace.snapshotted') continue
-    const { tree, large } = event.data as DataOf<'workspace.snapshotted'>
-    return { tree, seq: event.seq, ...(large && large.length > 0 && { large }) }
+    const { tree, large, git } = event.data as DataOf<'workspace.snapshotted'>
+    return { tree, seq: event.seq, ...(large && large.length > 0 && { large }), ...(git && { git }) }
   }
   return undefined
 }

@@ -13,12 +13,17 @@ import { type GitPlace, git } from './git.js'
  * from its compressed object, and there is no plain copy to link to.
  */
 
-/** Checks `tree` out into `destination` (absent or an empty directory); `index` is left for the caller. */
+/**
+ * Checks `tree` out into `destination` (absent or an empty directory); `index`
+ * is left for the caller. `prepare` runs on the checkout before it is renamed
+ * into place (a fork's `.git` is made there: src/runtime/workspace/fork-repository.ts).
+ */
 export async function checkoutInto(
   store: GitPlace,
   tree: string,
   destination: string,
   index: string,
+  prepare?: (checkout: string) => Promise<void>,
 ): Promise<{ files: number; bytes: number }> {
   await requireEmpty(destination)
   await mkdir(dirname(destination), { recursive: true })
@@ -27,6 +32,7 @@ export async function checkoutInto(
   try {
     await git(['read-tree', '-u', '--reset', tree], { ...store, workTree: partial, index })
     const counted = await countFiles(partial)
+    await prepare?.(partial)
     // rename(2) replaces an empty directory and fails on one that is not empty (someone wrote there meanwhile)
     await rename(partial, destination).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOTEMPTY' || err.code === 'EEXIST' || err.code === 'ENOTDIR') throw notEmpty(destination)

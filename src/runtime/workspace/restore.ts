@@ -1,4 +1,4 @@
-import type { ChangedFile, ChronicleEvent, DataOf } from '../../events/catalogue.js'
+import type { ChangedFile, ChronicleEvent, DataOf, GitHead } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { EventMeta } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
@@ -11,6 +11,7 @@ import type { Session } from '../../projections/fold/model.js'
 import { loadView, requireSession, sessionsWithWorkspaceTask } from '../../projections/queries/read-model.js'
 import { viewAt } from '../../projections/time-travel/time-travel.js'
 import { firstSnapshot } from './history.js'
+import { findRepository } from './repository.js'
 import type { ShadowStore } from './shadow-store.js'
 
 /**
@@ -81,13 +82,17 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
   }
 
   /** The snapshot taken as a restore begins, with what changed since the session's recorded tree (made outside the agent). */
-  async function current(session: Session): Promise<{ tree: string; outside: ChangedFile[] }> {
-    const snapshot = await shadow.snapshot(session.directory)
+  async function current(session: Session): Promise<{ tree: string; outside: ChangedFile[]; git?: GitHead }> {
+    const [snapshot, repository] = await Promise.all([
+      shadow.snapshot(session.directory),
+      findRepository(session.directory),
+    ])
+    const git = repository?.head
     const recorded = session.workspace?.tree
-    if (!recorded || recorded === snapshot.tree) return { tree: snapshot.tree, outside: [] }
+    if (!recorded || recorded === snapshot.tree) return { tree: snapshot.tree, outside: [], ...(git && { git }) }
     const outside =
       snapshot.previous === recorded ? snapshot.changed : (await shadow.diff(recorded, snapshot.tree)).files
-    return { tree: snapshot.tree, outside }
+    return { tree: snapshot.tree, outside, ...(git && { git }) }
   }
 
   /**
@@ -96,7 +101,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
    */
   function start(
     sessionId: string,
-    now: { tree: string; outside: ChangedFile[] },
+    now: { tree: string; outside: ChangedFile[]; git?: GitHead },
     data: DataOf<'workspace.restore.started'>,
     by?: RestoreOptions['by'],
   ): Promise<unknown> {
@@ -110,7 +115,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
         if (session.workspace?.tree !== now.tree)
           events.push({
             type: 'workspace.snapshotted',
-            data: { tree: now.tree, reason: 'revert', changed: now.outside },
+            data: { tree: now.tree, reason: 'revert', changed: now.outside, ...(now.git && { git: now.git }) },
           })
         events.push({ type: 'workspace.restore.started', data })
         return events

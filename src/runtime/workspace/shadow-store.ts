@@ -100,8 +100,11 @@ export interface ShadowStore {
    * snapshot's version (it was never stored).
    */
   restore(directory: string, tree: string): Promise<Restored>
-  /** writes the snapshot into a new directory; DIRECTORY_NOT_EMPTY if `target` exists and is not empty */
-  materialize(tree: string, target: string): Promise<Materialized>
+  /**
+   * writes the snapshot into a new directory; DIRECTORY_NOT_EMPTY if `target` exists and is not empty.
+   * `prepare` runs on the checkout before it is renamed into place
+   */
+  materialize(tree: string, target: string, prepare?: (checkout: string) => Promise<void>): Promise<Materialized>
   /** the size of the object store: the sum of its files' sizes, and what the filesystem allocates for them */
   bytesOnDisk(): Promise<{ bytes: number; allocated: number }>
   /** stops watching the workspaces */
@@ -466,13 +469,13 @@ export function createShadowStore(options: ShadowStoreOptions): ShadowStore {
       })
     },
 
-    async materialize(tree, target) {
+    async materialize(tree, target, prepare) {
       await requireTrees(tree)
       const destination = resolve(target)
       await mkdir(join(root, 'tmp'), { recursive: true, mode: 0o700 })
       const index = join(root, 'tmp', `${randomBytes(8).toString('hex')}.index`)
       try {
-        const counted = await checkoutInto(store, tree, destination, index)
+        const counted = await checkoutInto(store, tree, destination, index, prepare)
         await adopt(destination, index, tree)
         return { directory: destination, ...counted }
       } finally {

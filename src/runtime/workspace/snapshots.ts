@@ -1,7 +1,8 @@
-import type { ChangedFile, DataOf } from '../../events/catalogue.js'
+import type { ChangedFile, DataOf, GitHead } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
 import type { EventStore } from '../../events/store.js'
 import { getSession } from '../../projections/queries/read-model.js'
+import { findRepository, sameHead } from './repository.js'
 import type { ShadowStore } from './shadow-store.js'
 
 /**
@@ -90,18 +91,24 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
     async take(sessionId, directory, reason, call, options) {
       // every workspace event is committed before the next snapshot is asked for (a background one need not
       // force the session's queued appends out early)
-      const previous = getSession(options?.background ? deps.store.asCommitted : deps.store, sessionId)?.workspace?.tree
+      const recorded = getSession(options?.background ? deps.store.asCommitted : deps.store, sessionId)?.workspace
+      const previous = recorded?.tree
       let snapshot: Awaited<ReturnType<ShadowStore['snapshot']>>
+      let git: GitHead | undefined
       try {
-        snapshot = await deps.shadow.snapshot(directory, options)
+        ;[snapshot, git] = await Promise.all([
+          deps.shadow.snapshot(directory, options),
+          findRepository(directory).then((repository) => repository?.head),
+        ])
       } catch (err) {
         deps.log?.warn({ err, sessionId, directory }, 'workspace snapshot failed; the step goes on without one')
         return undefined
       }
-      if (previous === snapshot.tree) return undefined
+      // a commit changes no file but moves HEAD, which a fork is made a repository at: recorded too
+      if (previous === snapshot.tree && sameHead(recorded?.git, git)) return undefined
       // a session's first snapshot is its baseline: it changed nothing (and listing a whole repository would be heavy)
       const changed: ChangedFile[] =
-        previous === undefined
+        previous === undefined || previous === snapshot.tree
           ? []
           : previous === snapshot.previous
             ? snapshot.changed
@@ -112,6 +119,7 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
         ...(call && { messageId: call.messageId, partId: call.partId }),
         changed,
         ...(snapshot.large.length > 0 && { large: snapshot.large }),
+        ...(git && { git }),
       }
     },
   }

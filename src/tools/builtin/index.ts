@@ -17,7 +17,8 @@ import { createListTool } from './list.js'
 import { createMultiEditTool } from './multiedit.js'
 import { createReadTool } from './read.js'
 import { createTodoWriteTool, type TodoItem } from './todowrite.js'
-import { createWebFetchTool, type WebFetchSettings } from './webfetch.js'
+import { createWebFetchTool, DEFAULT_WEBFETCH, type WebFetchSettings } from './webfetch.js'
+import { createWebSearchTool, type WebSearchSettings } from './websearch.js'
 import { createWriteTool } from './write.js'
 
 export interface BuiltinToolDeps {
@@ -48,6 +49,8 @@ export interface BuiltinToolDeps {
     readonly resolve?: Resolver
     readonly connector?: Connector
   }
+  /** websearch's provider (the config's `websearch`): no provider, no websearch tool */
+  readonly websearch?: WebSearchSettings
 }
 
 /** The built-in tools, in the order models see them (the task tool belongs to the runtime). */
@@ -82,6 +85,18 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       ...(deps.redactor && { redactor: deps.redactor }),
       ...deps.webfetch,
     }),
+    ...(deps.websearch
+      ? [
+          createWebSearchTool({
+            settings: deps.websearch,
+            fetch: { ...DEFAULT_WEBFETCH, ...deps.webfetch?.settings },
+            ...(deps.redactor && { redactor: deps.redactor }),
+            ...(deps.webfetch?.resolve && { resolve: deps.webfetch.resolve }),
+            ...(deps.webfetch?.connector && { connector: deps.webfetch.connector }),
+            ...(deps.webfetch?.ownPorts && { ownPorts: deps.webfetch.ownPorts }),
+          }),
+        ]
+      : []),
   ] as Tool[]
 }
 

@@ -11,7 +11,9 @@ import type { LspServerSpec } from './servers.js'
  * Language-server diagnostics after an edit (docs/TOOLS.md "Diagnostics"). A server is started lazily
  * per session directory and server, in the same sandbox as bash, and reused; one that died is started
  * again at the next edit. A changed file is sent whole (didOpen, then didChange), and its diagnostics are
- * awaited — never past the deadline: the tool then says they were not ready. Only errors are reported.
+ * awaited — published by the server, or asked of it where it can answer at once (typescript-language-server:
+ * servers.ts `diagnostics`) — never past the deadline: the tool then says they were not ready. Only errors
+ * are reported.
  */
 
 export interface Diagnostic {
@@ -146,6 +148,7 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
         textDocument: { uri, version },
         contentChanges: [{ text }],
       })
+    if (spec.diagnostics === 'tsserver') return await withDeadline(askTsserver(server.connection, uri), until, signal)
     await waitFor(server, () => (server.published.get(uri)?.count ?? 0) > seen, until, signal)
     // later reports for the same change (semantic after syntactic) within a short window win
     let count = server.published.get(uri)?.count ?? 0
@@ -186,6 +189,46 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
       running.clear()
     },
   }
+}
+
+/**
+ * A file's errors asked of typescript-language-server's tsserver (syntactic, then semantic; tsserver answers in
+ * order, once the file's project is loaded). The answers come from a process in the sandbox: read defensively.
+ */
+async function askTsserver(connection: LspConnection, uri: string): Promise<Diagnostic[]> {
+  const ask = (command: string) =>
+    connection.request('workspace/executeCommand', {
+      command: 'typescript.tsserverRequest',
+      arguments: [command, { file: uri }],
+    })
+  const answers = await Promise.all([ask('syntacticDiagnosticsSync'), ask('semanticDiagnosticsSync')])
+  return answers.flatMap((answer) => {
+    const body = (answer as { body?: unknown } | null)?.body
+    if (!Array.isArray(body)) throw new Error('tsserver answered without diagnostics')
+    return (body as TsDiagnostic[]).flatMap((d) =>
+      // typescript-language-server's own mapping: warnings and suggestions are not errors, anything else is
+      typeof d?.text !== 'string' || d.category === 'warning' || d.category === 'suggestion'
+        ? []
+        : [
+            {
+              line: Number(d.start?.line) || 1,
+              character: Number(d.start?.offset) || 1,
+              message: d.text,
+              source: typeof d.source === 'string' ? d.source : 'typescript',
+              ...((typeof d.code === 'string' || typeof d.code === 'number') && { code: d.code }),
+            },
+          ],
+    )
+  })
+}
+
+/** One diagnostic as tsserver answers it (1-based line and offset). */
+interface TsDiagnostic {
+  readonly text?: unknown
+  readonly category?: unknown
+  readonly start?: { readonly line?: unknown; readonly offset?: unknown }
+  readonly source?: unknown
+  readonly code?: unknown
 }
 
 function waitFor(server: Running, done: () => boolean, until: number, signal?: AbortSignal): Promise<void> {

@@ -1,11 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, type IncomingMessage, request as httpRequest, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Connector, connectPinned } from './connect.js'
+import { forwardRequest } from './forward-request.js'
 import { type HostPattern, hostListed } from './host-list.js'
 import { NetRefusal } from './refusal.js'
+import { relayTo } from './relay.js'
 import { type NetPolicy, type PinnedTarget, pinTarget } from './resolve.js'
 import { parseTarget } from './target.js'
 
@@ -15,7 +17,9 @@ import { parseTarget } from './target.js'
  * on a unix socket of its own (a 0700 temp directory), which the sandbox
  * binds into the command's namespace (sandbox.ts, proxy-forwarder.ts). It
  * speaks CONNECT (a TLS tunnel, the proxy never sees inside it) and plain
- * HTTP forwarding (absolute-form request lines). Each connection is let
+ * HTTP forwarding (absolute-form request lines, one request per connection:
+ * forward-request.ts); what comes back is relayed from one buffer per
+ * connection (relay.ts), for throughput. Each connection is let
  * through only when the host is on the user's list, or — with `unlisted:
  * ask` — when the call's permission request for it (`network`, pattern =
  * host) is allowed; then the name is resolved once and the address checked
@@ -148,12 +152,13 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
     void decided(admit(`http://${authority}/`)).then(
       (pinned) => {
         const use = count(pinned.hostname, pinned.port, true)
-        const upstream = connectPinned(pinned, policy.connector)
+        const relay = relayTo(client)
+        const upstream = connectPinned(pinned, policy.connector, relay.onread)
         track(upstream, use)
         upstream.once('connect', () => {
           client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
           if (head.length > 0) upstream.write(head)
-          upstream.pipe(client)
+          relay.from(upstream)
           client.pipe(upstream)
         })
         upstream.on('error', (err) => {
@@ -170,8 +175,11 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
     )
   })
 
-  // plain HTTP: GET http://host/path HTTP/1.1
+  // plain HTTP: GET http://host/path HTTP/1.1 — one request per connection (forward-request.ts)
+  const answering = new WeakSet<Socket>()
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (answering.has(req.socket)) return req.socket.destroy()
+    answering.add(req.socket)
     const raw = req.url ?? ''
     if (!/^http:\/\//i.test(raw)) {
       res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' })
@@ -179,7 +187,14 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
       return
     }
     void decided(admit(raw)).then(
-      (pinned) => forward(req, res, pinned, count(pinned.hostname, pinned.port, true)),
+      (pinned) => {
+        const use = count(pinned.hostname, pinned.port, true)
+        forwardRequest(req, res, pinned, (onread) => {
+          const upstream = connectPinned(pinned, policy.connector, onread)
+          track(upstream, use)
+          return upstream
+        })
+      },
       (err) => {
         let target: { host: string; port: number }
         try {
@@ -194,34 +209,6 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
       },
     )
   })
-
-  const forward = (req: IncomingMessage, res: ServerResponse, pinned: PinnedTarget, use: NetworkUse) => {
-    const upstream = connectPinned(pinned, policy.connector)
-    track(upstream, use)
-    const headers = Object.assign({}, req.headers, { connection: 'close' })
-    for (const name of HOP_BY_HOP) if (name !== 'connection') delete headers[name]
-    const out = httpRequest({
-      createConnection: () => upstream,
-      method: req.method,
-      path: `${pinned.url.pathname}${pinned.url.search}`,
-      headers,
-      setHost: false,
-    })
-    out.on('response', (answer) => {
-      const back = Object.assign({}, answer.headers)
-      for (const name of HOP_BY_HOP) delete back[name]
-      res.writeHead(answer.statusCode ?? 502, back)
-      answer.pipe(res)
-    })
-    out.on('error', (err) => {
-      if (!res.headersSent) {
-        res.writeHead(502, { 'content-type': 'text/plain', connection: 'close' })
-        res.end(`CONNECT_FAILED: ${err.message}\n`)
-      } else res.destroy()
-    })
-    res.on('close', () => upstream.destroy())
-    req.pipe(out)
-  }
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -245,17 +232,6 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
 }
 
 const MAX_CONNECTIONS = 256
-
-const HOP_BY_HOP = [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'upgrade',
-]
 
 function refuse(client: Socket, status: 400 | 403 | 502, message: string): void {
   const body = `${message}\n`

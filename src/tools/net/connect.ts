@@ -1,4 +1,4 @@
-import { connect as netConnect, type Socket } from 'node:net'
+import { connect as netConnect, type OnReadOpts, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import type { PinnedTarget } from './resolve.js'
 
@@ -8,14 +8,31 @@ import type { PinnedTarget } from './resolve.js'
  * the certificate must carry (docs/SECURITY.md "Server-side request forgery").
  */
 
-/** Opens the TCP connection to an address; the default is net.connect. */
-export type Connector = (to: { readonly address: string; readonly family: 4 | 6; readonly port: number }) => Socket
+/**
+ * Opens the TCP connection to an address; the default is net.connect. `onread` (a tunnel's relay, relay.ts) is
+ * where its reads should go; a connector may ignore it.
+ */
+export type Connector = (to: {
+  readonly address: string
+  readonly family: 4 | 6
+  readonly port: number
+  readonly onread?: OnReadOpts
+}) => Socket
 
-export const directConnector: Connector = ({ address, family, port }) =>
-  netConnect({ host: address, family, port, noDelay: true })
+export const directConnector: Connector = ({ address, family, port, onread }) =>
+  netConnect({ host: address, family, port, noDelay: true, ...(onread && { onread }) })
 
-export function connectPinned(target: PinnedTarget, connector: Connector = directConnector): Socket {
-  const raw = connector({ address: target.address, family: target.family, port: target.port })
+export function connectPinned(
+  target: PinnedTarget,
+  connector: Connector = directConnector,
+  onread?: OnReadOpts,
+): Socket {
+  const raw = connector({
+    address: target.address,
+    family: target.family,
+    port: target.port,
+    ...(onread && { onread }),
+  })
   if (!target.tls) return raw
   return tlsConnect({
     socket: raw,

@@ -29,6 +29,11 @@ export interface FetchOptions {
   /** cancellation of the call: aborts with its reason (rethrown as is) */
   readonly signal: AbortSignal
   readonly accept: string
+  /**
+   * headers for the configured service's own origin (websearch's key): sent
+   * on hops to that origin only, never after a redirect elsewhere
+   */
+  readonly credentials?: { readonly origin: string; readonly headers: Readonly<Record<string, string>> }
   /** runs once each hop is resolved and checked, before it connects (the permission ask); outside the timeout */
   readonly beforeHop?: (target: PinnedTarget, hop: number) => Promise<void>
 }
@@ -134,6 +139,7 @@ function exchange(target: PinnedTarget, opts: FetchOptions, signal: AbortSignal)
       port: target.port,
       path: `${target.url.pathname}${target.url.search}`,
       headers: {
+        ...(opts.credentials && target.url.origin === opts.credentials.origin && opts.credentials.headers),
         host: target.url.host,
         accept: opts.accept,
         'accept-encoding': 'gzip, deflate, br',

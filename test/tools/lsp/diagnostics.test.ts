@@ -54,8 +54,15 @@ describe('language-server diagnostics', () => {
     expect(await service.after(directory, [file])).toEqual({ files: [{ path: file, errors: [] }], notReady: [] })
   }, 60_000)
 
-  /** A fake server: a node script that counts its starts, then crashes, hangs, or answers but never reports. */
-  function fake(kind: 'crash' | 'hang' | 'silent'): { spec: LspServerSpec; starts: () => number } {
+  /**
+   * A fake server: a node script that counts its starts, then crashes, hangs, answers initialize but never
+   * reports (nor answers a request for diagnostics), or answers every request with something that is not
+   * diagnostics. As a `tsserver` server its diagnostics are asked for; as a `push` one, awaited.
+   */
+  function fake(
+    kind: 'crash' | 'hang' | 'silent' | 'garbage',
+    diagnostics: 'push' | 'tsserver' = 'push',
+  ): { spec: LspServerSpec; starts: () => number } {
     const directory = dir ?? project()
     const script = join(directory, `${kind}-server.mjs`)
     const count = join(directory, `${kind}.starts`)
@@ -65,13 +72,22 @@ describe('language-server diagnostics', () => {
       // answers initialize (id 1), then reads and never publishes
       silent:
         "process.stdin.once('data', () => { const b = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { capabilities: {} } }); process.stdout.write(`Content-Length: ${Buffer.byteLength(b)}\\r\\n\\r\\n${b}`) }); process.stdin.resume()",
+      // every request (by its id in the stream) answered with a body that is not a list of diagnostics
+      garbage:
+        "process.stdin.on('data', (d) => { for (const [, id] of String(d).matchAll(/\"id\":(\\d+)/g)) { const b = JSON.stringify({ jsonrpc: '2.0', id: Number(id), result: { capabilities: {}, body: 'not a list' } }); process.stdout.write(`Content-Length: ${Buffer.byteLength(b)}\\r\\n\\r\\n${b}`) } })",
     }[kind]
     writeFileSync(
       script,
       `import { appendFileSync } from 'node:fs'\nappendFileSync(${JSON.stringify(count)}, 'x')\n${body}\n`,
     )
     return {
-      spec: { name: kind, extensions: ['.ts'], command: [process.execPath, script], languageId: () => 'typescript' },
+      spec: {
+        name: kind,
+        extensions: ['.ts'],
+        command: [process.execPath, script],
+        diagnostics,
+        languageId: () => 'typescript',
+      },
       starts: () => {
         try {
           return readFileSync(count, 'utf8').length
@@ -82,11 +98,19 @@ describe('language-server diagnostics', () => {
     }
   }
 
-  it.each(['crash', 'hang', 'silent'] as const)(
-    'a server that would %s does not hold the edit past the deadline; it is started again next time',
-    async (kind) => {
+  it.each([
+    ['crash', 'push'],
+    ['hang', 'push'],
+    ['silent', 'push'],
+    ['crash', 'tsserver'],
+    ['hang', 'tsserver'],
+    ['silent', 'tsserver'],
+    ['garbage', 'tsserver'],
+  ] as const)(
+    'a server that would %s (diagnostics %s) does not hold the edit past the deadline; it is started again next time',
+    async (kind, diagnostics) => {
       const directory = project()
-      const server = fake(kind)
+      const server = fake(kind, diagnostics)
       service = createDiagnostics({ servers: [server.spec], sandbox, deadlineMs: 300 })
       const file = join(directory, 'math.ts')
       for (let round = 1; round <= 2; round++) {
