@@ -120,18 +120,7 @@ export class PostgresEventLog implements EventLog {
     opts: { sessionId?: string; committed?: boolean } = {},
   ): Promise<T> {
     if (!opts.committed) await this.readYourWrites(opts.sessionId)
-    const client = await this.pool.connect().catch((err: unknown) => Promise.reject(unavailable(err)))
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-      const result = await work(client)
-      await client.query('COMMIT')
-      return result
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    return this.transaction(['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'], work)
   }
 
   /**
@@ -139,10 +128,14 @@ export class PostgresEventLog implements EventLog {
    * the whole store (src/projections/postgres/copy.ts). What it throws rolls it all back.
    */
   async exclusive<T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> {
+    return this.transaction(['BEGIN', 'SELECT seq FROM log_head WHERE id = 1 FOR UPDATE'], work)
+  }
+
+  /** `work` on one pooled client inside a transaction opened by `begin`; what it throws rolls it back. */
+  private async transaction<T>(begin: readonly string[], work: (client: pg.ClientBase) => Promise<T>): Promise<T> {
     const client = await this.pool.connect().catch((err: unknown) => Promise.reject(unavailable(err)))
     try {
-      await client.query('BEGIN')
-      await client.query('SELECT seq FROM log_head WHERE id = 1 FOR UPDATE')
+      for (const statement of begin) await client.query(statement)
       const result = await work(client)
       await client.query('COMMIT')
       return result

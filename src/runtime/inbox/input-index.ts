@@ -1,5 +1,6 @@
 import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
 import type { StoredEvent } from '../../events/envelope.js'
+import { SessionLoads } from '../loop/loads.js'
 import type { EventLog } from '../../events/log.js'
 
 import type { PriorAcceptance } from '../../commands/input.js'
@@ -23,9 +24,7 @@ type Accepted = Map<string, PriorAcceptance>
 export class InputIndex {
   private readonly sessions: BoundedCache<string, Accepted>
   private readonly unsubscribe: () => void
-  /** inputs accepted while a session's are read, by session */
-  private readonly heard = new Map<string, StoredEvent[]>()
-  private readonly loading = new Map<string, Promise<Accepted>>()
+  private readonly loads = new SessionLoads<Accepted>()
 
   constructor(
     private readonly log: EventLog,
@@ -37,7 +36,7 @@ export class InputIndex {
         if (e.type !== 'input.accepted') continue
         const ids = this.sessions.peek(e.sessionId)
         if (!ids) {
-          this.heard.get(e.sessionId)?.push(e)
+          this.loads.hear(e)
           continue
         }
         remember(ids, e)
@@ -52,20 +51,10 @@ export class InputIndex {
   }
 
   private load(sessionId: string): Promise<Accepted> {
-    let loading = this.loading.get(sessionId)
-    if (!loading) {
-      const heard: StoredEvent[] = []
-      this.heard.set(sessionId, heard)
-      loading = this.read(sessionId, heard).finally(() => {
-        this.heard.delete(sessionId)
-        this.loading.delete(sessionId)
-      })
-      this.loading.set(sessionId, loading)
-    }
-    return loading
+    return this.loads.load(sessionId, (heard) => this.read(sessionId, heard))
   }
 
-  private async read(sessionId: string, heard: StoredEvent[]): Promise<Accepted> {
+  private async read(sessionId: string, heard: readonly StoredEvent[]): Promise<Accepted> {
     const ids: Accepted = new Map()
     for (const e of await this.log.readSessionOfType(sessionId, 'input.accepted')) remember(ids, e)
     for (const e of heard) remember(ids, e)

@@ -1,5 +1,6 @@
 import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
 import type { StoredEvent } from '../../events/envelope.js'
+import { SessionLoads } from './loads.js'
 import type { EventLog } from '../../events/log.js'
 import { ChronicleError } from '../../events/errors.js'
 import { apply, evolve } from '../../projections/fold/evolve.js'
@@ -62,9 +63,7 @@ interface Cached {
 export class SessionViews {
   private readonly views: BoundedCache<string, Cached>
   private readonly unsubscribe: () => void
-  /** what commits while a view loads, by session: folded past the version the load read */
-  private readonly heard = new Map<string, StoredEvent[]>()
-  private readonly loading = new Map<string, Promise<SessionState>>()
+  private readonly loads = new SessionLoads<SessionState>()
 
   constructor(
     private readonly log: EventLog,
@@ -77,7 +76,7 @@ export class SessionViews {
       for (const e of events) {
         const cached = this.views.peek(e.sessionId) // a commit is no read: the view's idle time goes on
         if (!cached) {
-          this.heard.get(e.sessionId)?.push(e)
+          this.loads.hear(e)
           continue
         }
         cached.pending.push(e)
@@ -134,20 +133,10 @@ export class SessionViews {
   }
 
   private load(sessionId: string): Promise<SessionState> {
-    let loading = this.loading.get(sessionId)
-    if (!loading) {
-      const heard: StoredEvent[] = []
-      this.heard.set(sessionId, heard)
-      loading = this.loadView(sessionId, heard).finally(() => {
-        this.heard.delete(sessionId)
-        this.loading.delete(sessionId)
-      })
-      this.loading.set(sessionId, loading)
-    }
-    return loading
+    return this.loads.load(sessionId, (heard) => this.loadView(sessionId, heard))
   }
 
-  private async loadView(sessionId: string, heard: StoredEvent[]): Promise<SessionState> {
+  private async loadView(sessionId: string, heard: readonly StoredEvent[]): Promise<SessionState> {
     const view = await this.readModels.view(sessionId, { committed: true })
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
     const blobs = new Map<string, string>()
