@@ -11,6 +11,7 @@ import { createSqliteSearch } from '../src/projections/search/sqlite-search.js'
 import { queryIndex } from '../src/projections/search/sqlite-query.js'
 import { rebuildIndex } from '../src/projections/search/upkeep.js'
 import { setup, turn } from './conversation.js'
+import { mulberry32 } from './timetravel.js' // deterministic: every run indexes the same text
 
 /**
  * `npm run bench -- search [events] [sessions] [turns] [rounds]` — full-text
@@ -50,18 +51,7 @@ const pct = (xs: readonly number[], p: number) => {
 }
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d
 
-/** A deterministic generator (mulberry32), so every run indexes the same text. */
-function rng(seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-const random = rng(36)
+const random = mulberry32(36)
 const VOCABULARY: string[] = []
 const CONSONANTS = 'bcdfghjklmnprstvwz'
 const VOWELS = 'aeiou'
@@ -211,7 +201,7 @@ interface QuerySet {
 }
 
 function querySets(index: Database.Database, sessions: number): QuerySet[] {
-  const q = rng(7)
+  const q = mulberry32(7)
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(q() * xs.length)] as T
   // words a user would look for: drawn from the same Zipf curve (common and rare alike)
   const w = () => VOCABULARY[Math.floor(q() ** 2.5 * VOCABULARY.length)] as string
