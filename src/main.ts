@@ -234,7 +234,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
-  const gate = createPermissionGate({ store, ports, ids, agents })
+  const gate = createPermissionGate({ ports, ids, agents })
   // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
   const elicitations = createElicitationBridge({ store, ports, ids, log: logger, redactor })
   // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
@@ -265,7 +265,6 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       : createDiagnostics({ servers: lspServers(config.lsp.servers), sandbox, deadlineMs: config.lsp.timeoutMs })
   const tools = createToolRegistry({
     agents,
-    store,
     mcp,
     tools: [
       ...createBuiltinTools({

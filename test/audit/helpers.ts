@@ -101,8 +101,8 @@ export async function auditWorld(steps: ScriptStep[], file = ':memory:'): Promis
     ports: sqlitePorts(store),
     ids,
     models: { validate() {}, resolve: () => handle },
-    tools: createToolRegistry({ agents, tools: [...testTools(), ...mcp.tools()], store }),
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    tools: createToolRegistry({ agents, tools: [...testTools(), ...mcp.tools()] }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     limits: { retry: { initialMs: 1, maxMs: 5 } },
     // a date that moves: the request must be rebuilt from what was recorded, not from today

@@ -64,14 +64,13 @@ describe('memory over many sessions', () => {
       models: fixedModelResolver(model, 'scripted:memory'),
       tools: createToolRegistry({
         agents,
-        store,
         tools: createBuiltinTools({
           dataDir: join(dir, 'data'),
           updateTodos: () => {},
           fileTimes: createFileTimes(bounds(4096, 2 * MB)),
         }),
       }),
-      permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+      permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
       agents,
       environment: () => ({ platform: 'test', date: '2026-12-03' }),
       memory: { views: bounds(512, viewBytes), inputs: bounds(256, MB) },

@@ -100,10 +100,9 @@ function world(): World {
   const store = openStore(join(dir, 'chronicle.db'))
   const ids = sequentialIds()
   const agents = resolveAgents([])
-  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const gate = createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   const tools = createToolRegistry({
     agents,
-    store,
     tools: createBuiltinTools({ dataDir: join(dir, 'data'), updateTodos: () => undefined }),
   })
   const runtime = createRuntime({

@@ -82,7 +82,6 @@ export function subagentHarness(
   const builtins = createBuiltinTools({ dataDir, updateTodos: () => undefined })
   const tools = createToolRegistry({
     agents,
-    store,
     tools: [
       ...builtins,
       createLookupTool({ resolve: (q) => `result for ${q}` }),
@@ -91,7 +90,7 @@ export function subagentHarness(
       createTaskStatusTool({ status: (sessionId, taskId, cancel) => subagents.status(sessionId, taskId, cancel) }),
     ],
   })
-  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const gate = createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   const model = createScriptedModel({ chunkSize: 64, steps })
   const start = () =>
     createRuntime({

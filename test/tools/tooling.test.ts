@@ -28,7 +28,6 @@ describe('createTooling (the composition root helper)', () => {
     store = openStore(':memory:')
     const statuses: McpServerStatus[] = []
     tooling = createTooling({
-      store,
       ports: sqlitePorts(store),
       ids: sequentialIds(),
       dataDir: join(tmp.dir, 'data'),

@@ -105,7 +105,7 @@ export async function compileView(
   const session = view.session
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no session')
   const agent = agentFor(view, deps.agents, opts.transcript)
-  const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name })
+  const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name, rules: session.rules })
   const toolset = new Map(offered.map((t) => [t.id, t]))
   const system = buildSystemPrompt(
     agent,
