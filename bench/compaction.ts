@@ -131,7 +131,6 @@ export default async function (args: string[]): Promise<object> {
     },
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'bench:model'),

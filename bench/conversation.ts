@@ -82,7 +82,6 @@ export async function setup(options: SetupOptions = {}): Promise<Setup> {
   const agents = resolveAgents()
   const lookup = createLookupTool({ resolve: (_q, callId) => text(`result ${callId}`, 1000) })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 16, respond: reply }), 'scripted:conversation'),

@@ -62,7 +62,6 @@ async function run(turns: number, prune: boolean): Promise<Record<string, unknow
     },
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'scripted:prune'),

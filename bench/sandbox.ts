@@ -270,7 +270,6 @@ async function eventLoopUnderOutput(root: string, sessions: number, mb: number, 
     ],
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'scripted:bench'),

@@ -236,9 +236,9 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const agents = resolveAgents(config.agents, config.rules)
   const gate = createPermissionGate({ ports, ids, agents })
   // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
-  const elicitations = createElicitationBridge({ store, ports, ids, log: logger, redactor })
+  const elicitations = createElicitationBridge({ ports, ids, log: logger, redactor })
   // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
-  const roots = createSessionRoots(store, directory, [directory, join(config.dataDir, 'forks')])
+  const roots = await createSessionRoots(ports, directory, [directory, join(config.dataDir, 'forks')])
   const mcp = createMcpManager(config.mcp, {
     directory,
     dataDir: config.dataDir,
@@ -246,7 +246,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     oauthRedirectUrl: mcpOAuthRedirectUrl(config.port),
     learnSecrets: (secrets) => redactor.learn(secrets),
     onStatus: (status) => logger.info({ mcp: status }, 'mcp server status'),
-    onEvent: createMcpStateLog({ store, servers: config.mcp, redactor, warn: (obj, msg) => logger.warn(obj, msg) }),
+    onEvent: createMcpStateLog({
+      log: ports.log,
+      servers: config.mcp,
+      redactor,
+      warn: (obj, msg) => logger.warn(obj, msg),
+    }),
     roots: () => roots.list(),
     onElicitation: mcpElicitationHandler(elicitations, logger),
   })
@@ -307,7 +312,6 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const models = options.models ?? configuredModels(config)
   const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
   const runtime = createRuntime({
-    store,
     ports,
     ids,
     models,
@@ -331,8 +335,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     memory: { views: memory.views, inputs: memory.inputs },
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
-  const subagents = createSubagents({ store, ports, ids, agents, runtime: (): Runtime => runtime })
-  const orphans = watchOrphanedSubtasks({ store, subagents, runtime: () => runtime, log: logger })
+  const subagents = createSubagents({ ports, ids, agents, runtime: (): Runtime => runtime })
+  const orphans = watchOrphanedSubtasks({ ports, subagents, runtime: () => runtime, log: logger })
   const runtimePort: RuntimePort = {
     wake: (sessionId) => runtime.wake(sessionId),
     idle: (sessionId) => runtime.idle(sessionId),

@@ -31,6 +31,8 @@ export interface EventLog {
   awaited(sessionId: string): void
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
   readSession(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<StoredEvent[]>
+  /** The seq of a session's own event at `version`, or undefined. */
+  seqOfVersion(sessionId: string, version: number): Promise<number | undefined>
   /** One session's own events of one type, in order. */
   readSessionOfType(sessionId: string, type: string): Promise<StoredEvent[]>
   /** All events with seq > after, in seq order, at most `limit`. */
@@ -62,6 +64,7 @@ export function sqliteLog(store: EventStore): EventLog {
     submit: (sessionId, events, options, done) => store.submit(sessionId, events, options, done),
     awaited: (sessionId) => store.awaited(sessionId),
     readSession: async (sessionId, opts) => store.readSession(sessionId, opts),
+    seqOfVersion: async (sessionId, version) => store.seqOfVersion(sessionId, version),
     readSessionOfType: async (sessionId, type) => store.readSessionOfType(sessionId, type),
     readAll: async (after, limit) => store.readAll(after, limit),
     readFiltered: async (sessions, after, limit) => store.readFiltered(sessions, after, limit),

@@ -49,6 +49,8 @@ export interface ReadModels {
   sessionIds(): Promise<string[]>
   /** the directories of sessions that can run: neither archived nor imported */
   liveSessionDirectories(): Promise<string[]>
+  /** forgets what it caches in memory of sessions idle for a while (the runtime calls it while the server is quiet) */
+  sweep(): void
 }
 
 /** SQLite's read models as the port: its synchronous queries, read your writes (EventStore.reader). */
@@ -65,5 +67,6 @@ export function sqliteReadModels(store: EventStore): ReadModels {
     sessionsWithWorkspaceTask: async () => sessionsWithWorkspaceTask(store),
     sessionIds: async () => sessionIds(store),
     liveSessionDirectories: async () => liveSessionDirectories(store),
+    sweep: () => store.sweep(),
   }
 }

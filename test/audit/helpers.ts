@@ -97,7 +97,6 @@ export async function auditWorld(steps: ScriptStep[], file = ':memory:'): Promis
   const settings = { maxOutputTokens: 512, temperature: 0.3 }
   const handle: ModelHandle = { spec: 'mock:model', model, settings }
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: { validate() {}, resolve: () => handle },

@@ -50,7 +50,6 @@ export function compactionHarness(
   })
   const model = createScriptedModel({ chunkSize: 64, steps, ...(opts.uniqueCallIds && { uniqueCallIds: true }) })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, SPEC),

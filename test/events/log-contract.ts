@@ -86,6 +86,10 @@ export function describeLogContract(name: string, engine: Engine): void {
       expect(seqs(await log.readFiltered(['ses_a', 'ses_c'], 3, 3))).toEqual([4, 6, 7])
       expect(seqs(await log.readFiltered('*', 10, 100))).toEqual([11, 12])
       expect(seqs(await log.readAll(0, 5))).toEqual([1, 2, 3, 4, 5])
+      // a session's own event by its version (what a recorded step names its history by)
+      expect(await log.seqOfVersion('ses_b', 3)).toBe(8)
+      expect(await log.seqOfVersion('ses_b', 5)).toBeUndefined()
+      expect(await log.seqOfVersion('ses_none', 1)).toBeUndefined()
     })
 
     it('reads its own writes: a session read sees what was appended to it and is still queued; a read by seq, what committed', async () => {

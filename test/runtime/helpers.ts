@@ -90,7 +90,6 @@ export function harness(options: HarnessOptions = {}): Harness {
   const models =
     options.models ?? (options.model ? fixedModelResolver(options.model, 'mock:model') : createModelResolver({}))
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models,

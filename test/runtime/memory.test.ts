@@ -58,7 +58,6 @@ describe('memory over many sessions', () => {
     })
     const viewBytes = 6 * MB
     const runtime = createRuntime({
-      store,
       ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'scripted:memory'),

@@ -106,7 +106,6 @@ function world(): World {
     tools: createBuiltinTools({ dataDir: join(dir, 'data'), updateTodos: () => undefined }),
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 64, steps: TOUCH }), 'mock:model'),

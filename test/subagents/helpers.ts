@@ -73,7 +73,6 @@ export function subagentHarness(
   const dataDir = mkdtempSync(join(tmpdir(), 'chronicle-subagents-data-'))
   let runtime: Runtime | undefined
   const subagents = createSubagents({
-    store,
     ports: sqlitePorts(store),
     ids,
     agents,
@@ -94,7 +93,6 @@ export function subagentHarness(
   const model = createScriptedModel({ chunkSize: 64, steps })
   const start = () =>
     createRuntime({
-      store,
       ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'mock:model'),
@@ -107,7 +105,7 @@ export function subagentHarness(
     })
   runtime = start()
   const watcher = opts.watch
-    ? watchOrphanedSubtasks({ store, subagents, runtime: () => runtime as Runtime })
+    ? watchOrphanedSubtasks({ ports: sqlitePorts(store), subagents, runtime: () => runtime as Runtime })
     : undefined
   const events = (sessionId: string) => store.readSession(sessionId)
   return {

@@ -94,7 +94,7 @@ describe('createTooling (the composition root helper)', () => {
     // What the connected server asks of the model reaches the system prompt (docs/TRACES.md).
     const served = tooling.mcp.instructions()
     expect(served.map((i) => i.server)).toEqual(['everything'])
-    const context = await compileContext(store, 'ses_1', undefined, {
+    const context = await compileContext(sqlitePorts(store), 'ses_1', undefined, {
       agents: tooling.agents,
       tools: tooling.registry,
       serverInstructions: () => tooling.mcp.instructions(),

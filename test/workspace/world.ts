@@ -65,7 +65,6 @@ export function world(
     tools: createBuiltinTools({ dataDir, updateTodos: () => undefined }),
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ steps, uniqueCallIds: true }), 'mock:model'),

@@ -396,6 +396,15 @@ export class PostgresEventLog implements EventLog {
     )
   }
 
+  async seqOfVersion(sessionId: string, version: number): Promise<number | undefined> {
+    await this.readYourWrites(sessionId)
+    const { rows } = await this.query<{ seq: number }>(
+      'SELECT seq FROM events WHERE session_id = $1 AND version = $2',
+      [sessionId, version],
+    )
+    return rows[0]?.seq
+  }
+
   async readSessionOfType(sessionId: string, type: string): Promise<StoredEvent[]> {
     await this.readYourWrites(sessionId)
     return this.rows(`SELECT ${COLUMNS} FROM events WHERE session_id = $1 AND type = $2 ORDER BY seq`, [

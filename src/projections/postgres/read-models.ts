@@ -175,6 +175,7 @@ export function postgresReadModels(log: Pick<PostgresEventLog, 'reader' | 'snaps
         `SELECT DISTINCT (data::jsonb ->> 'directory') COLLATE "C" AS value FROM sessions
            WHERE NOT archived AND (data::jsonb ->> 'imported') IS NULL ORDER BY value`,
       ),
+    sweep: () => {}, // every read is the server's: nothing of a session is held here
   }
 }
 

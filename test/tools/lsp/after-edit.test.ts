@@ -64,7 +64,6 @@ describe('diagnostics after an edit', () => {
       ],
     })
     runtime = createRuntime({
-      store,
       ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'mock:model'),

@@ -10,6 +10,7 @@ import type { McpServerConfig } from '../../../src/tools/mcp/config.js'
 import { createMcpManager, type McpManager, type McpManagerOptions } from '../../../src/tools/mcp/manager.js'
 import type { McpServerStatus } from '../../../src/tools/mcp/server.js'
 import { sha256, toolsDigest } from '../../../src/tools/mcp/server-events.js'
+import { sqliteLog } from '../../../src/events/log.js'
 import { createMcpStateLog } from '../../../src/runtime/mcp/state-log.js'
 import { createRedactor, NO_SECRETS, type Redactor } from '../../../src/tools/redact.js'
 import { fixture, tempDir } from '../helpers.js'
@@ -57,7 +58,7 @@ function setup(
     directory: tmp.dir,
     dataDir: join(tmp.dir, 'data'), // where a sign-in's state is kept
     connectTimeoutMs: 15_000,
-    onEvent: createMcpStateLog({ store, servers, redactor }),
+    onEvent: createMcpStateLog({ log: sqliteLog(store), servers, redactor }),
     ...options,
   })
   return { store, manager }
@@ -207,9 +208,9 @@ describe('MCP server state in the log', () => {
     })
     expect(readyData(after).toolsDigest).not.toBe(readyData(before).toolsDigest)
     // the same status again (a re-listing that found nothing new) is not another event
-    const log = createMcpStateLog({ store, servers: [], redactor: NO_SECRETS })
-    log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
-    log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
+    const log = createMcpStateLog({ log: sqliteLog(store), servers: [], redactor: NO_SECRETS })
+    await log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
+    await log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
     expect(types(store)).toEqual(['mcp.server.connecting', 'mcp.server.ready', 'mcp.server.ready', 'mcp.server.failed'])
   })
 
