@@ -205,10 +205,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     onError: (err) => logger.error({ err }, 'the search indexer stopped; it starts again at the next search'),
   })
   // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
-  const metrics = config.metrics.enabled ? createMetrics(store) : undefined
+  const metrics = config.metrics.enabled ? createMetrics(ports) : undefined
   // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start
   const tracing = config.traces.endpoint
-    ? (await import('./observability/tracing.js')).startTracing(store, {
+    ? (await import('./observability/tracing.js')).startTracing(ports.log, {
         endpoint: config.traces.endpoint,
         version: VERSION,
       })

@@ -47,6 +47,8 @@ export interface EventLog {
   /** The last seq and that event's hash, as the chain records them. */
   chainHead(): Promise<{ seq: number; hash: Buffer | null }>
   onCommit(listener: CommitListener): () => void
+  /** how long the commit being published took to write, in ms (NaN before the first): read by a commit listener */
+  readonly commitMs: number
   /** content-addressed text events name by hash (src/events/blobs.ts): written before the event that names it */
   readonly blobs: {
     /** stores `content` once; its key, sha256 hex */
@@ -73,6 +75,9 @@ export function sqliteLog(store: EventStore): EventLog {
     head: async () => store.head(),
     chainHead: async () => store.chainHead(),
     onCommit: (listener) => store.onCommit(listener),
+    get commitMs() {
+      return store.commitMs
+    },
     blobs: {
       put: async (content) => store.blobs.put(content),
       get: async (hash) => store.blobs.get(hash),

@@ -145,7 +145,11 @@ export function describeLogContract(name: string, engine: Engine): void {
     it('commits what is queued in one turn together; a failing append sinks only itself', async () => {
       const { log } = await fresh()
       const commits: number[][] = []
-      log.onCommit((events) => commits.push(seqs(events)))
+      const took: number[] = []
+      log.onCommit((events) => {
+        commits.push(seqs(events))
+        took.push(log.commitMs) // what a commit listener reads of the commit it hears
+      })
       await log.append('ses_a', [created], { meta })
       const results = await Promise.allSettled([
         log.enqueue('ses_a', [renamed('1')], { meta }),
@@ -159,6 +163,8 @@ export function describeLogContract(name: string, engine: Engine): void {
         '2',
       ])
       expect(commits.flat()).toEqual([1, 2, 3])
+      expect(took).toHaveLength(commits.length)
+      expect(took.every((ms) => Number.isFinite(ms) && ms >= 0)).toBe(true)
     })
 
     it('under concurrent writers on two connections, seq has no gap, commit order is seq order, and each listener hears each commit once', async () => {
