@@ -296,7 +296,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         webfetch: { settings: config.webfetch, ownPorts, ...options.webfetch },
         ...(config.websearch && { websearch: config.websearch }),
         updateTodos: (sessionId, items) =>
-          store
+          ports.log
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
             .then(() => undefined),
       }).map((tool) => (diagnostics ? withDiagnostics(tool, diagnostics) : tool)),
