@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 import { performance } from 'node:perf_hooks'
 import { foldSession } from '../src/projections/fold/fold.js'
 import { openStore } from '../src/projections/open.js'
@@ -26,11 +27,11 @@ export default async function auditBench(args: string[]): Promise<object> {
 
     const auditMs: number[] = []
     const foldMs: number[] = []
-    let report: ReturnType<typeof audit> | undefined
+    let report: Awaited<ReturnType<typeof audit>> | undefined
     for (let r = 0; r < runs; r++) {
       const fresh = openStore(path) // a cold start, as the CLI has
       let t = performance.now()
-      report = audit(fresh, 'all')
+      report = await audit(sqlitePorts(fresh), 'all')
       auditMs.push(performance.now() - t)
       t = performance.now()
       foldSession(fresh, sessionId)

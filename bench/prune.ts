@@ -86,7 +86,7 @@ async function run(turns: number, prune: boolean): Promise<Record<string, unknow
   const events = store.readSession(sessionId)
   const count = (type: string) => events.filter((e) => e.type === type).length
   const pruned = events.flatMap((e) => (e.type === 'context.pruned' ? [e.data] : []))
-  const report = audit(store, [sessionId])
+  const report = await audit(sqlitePorts(store), [sessionId])
   await runtime.stop()
   store.close()
   rmSync(dir, { recursive: true, force: true })

@@ -9,6 +9,7 @@ import type { EventStore } from '../events/store.js'
 import { exportLines, importSessions } from '../projections/transfer/export.js'
 import { ATIF_VERSION, atifOf } from '../projections/transfer/atif.js'
 import { openStore } from '../projections/open.js'
+import { postgresPorts, sqlitePorts, type StorePorts } from '../projections/store-ports.js'
 import { rebuild } from '../projections/upkeep/rebuild.js'
 import { SEARCH_FILE } from '../projections/search/sqlite-index.js'
 import { type IndexVerifyReport, rebuildIndex, verifyIndex } from '../projections/search/upkeep.js'
@@ -164,9 +165,10 @@ export async function auditCommand(args: Args, { line: out }: Terminal): Promise
   const id = args.positionals[0]
   const all = args.flags.has('all')
   if (!id === !all) throw new UsageError('audit needs a session id or --all')
-  const store = open()
+  // read only, so on either engine, and while a server answers
+  const store = await openPorts()
   try {
-    const report = audit(store, all ? 'all' : [id as string], { progress: progress('auditing sessions') })
+    const report = await audit(store.ports, all ? 'all' : [id as string], { progress: progress('auditing sessions') })
     for (const m of report.mismatches) {
       const rebuilt = m.computed === undefined ? '' : `\n  rebuilt:  ${m.computed}`
       out(
@@ -179,8 +181,20 @@ export async function auditCommand(args: Args, { line: out }: Terminal): Promise
     )
     return report.mismatches.length === 0 ? 0 : 1
   } finally {
-    store.close()
+    await store.close()
   }
+}
+
+/** The configured store as its ports: PostgreSQL's when one is configured, else the data dir's SQLite file. */
+async function openPorts(): Promise<{ ports: StorePorts; close(): Promise<void> }> {
+  const url = loadConfig().store.url
+  if (url) {
+    const { openPostgresStore } = await import('../projections/postgres/open.js')
+    const log = await openPostgresStore(url)
+    return { ports: postgresPorts(log), close: () => log.close() }
+  }
+  const store = openSqlite()
+  return { ports: sqlitePorts(store), close: async () => store.close() }
 }
 
 export async function verifyCommand(args: Args, { line: out }: Terminal): Promise<number> {

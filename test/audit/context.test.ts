@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -101,7 +102,7 @@ describe('the request a step sent', () => {
       expect(context.digest).toBe(step.data.contextDigest)
       expect(await sendAgain(context, step.data.settings)).toBe(w.calls[i])
     }
-    const report = audit(w.store, [id])
+    const report = await audit(sqlitePorts(w.store), [id])
     expect(report).toMatchObject({ sessions: 1, steps: steps.length, verified: steps.length, unrecorded: 0 })
     expect(report.mismatches).toEqual([])
   })

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import { exportSession, importSessions } from '../../src/projections/transfer/export.js'
 import { openStore } from '../../src/projections/open.js'
@@ -28,11 +29,11 @@ async function exported(): Promise<string> {
   return exportSession(world.store, id)
 }
 
-const importInto = (jsonl: string) => {
+const importInto = async (jsonl: string) => {
   const store = openStore(':memory:')
   try {
     const report = importSessions(store, sequentialIds(), jsonl)
-    return { report, audited: audit(store, [report.exported.sessionId]) }
+    return { report, audited: await audit(sqlitePorts(store), [report.exported.sessionId]) }
   } finally {
     store.close()
   }
@@ -42,7 +43,7 @@ describe('export and import with the chain', () => {
   it('an imported session audits clean: every step rebuilt from the blobs the file carried', async () => {
     const jsonl = await exported()
     expect(jsonl).toMatch(/^\{"blob":"[0-9a-f]{64}","content":/m)
-    const { audited } = importInto(jsonl)
+    const { audited } = await importInto(jsonl)
     expect(audited.steps).toBe(2)
     expect(audited).toMatchObject({ verified: 2, unrecorded: 0, mismatches: [] })
   })

@@ -1,4 +1,5 @@
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Message, Part, SessionView, ToolPart } from '../../src/projections/fold/model.js'
 import { loadView } from '../../src/projections/queries/read-model.js'
@@ -85,7 +86,7 @@ describe('pruning old tool outputs', () => {
     h = compactionHarness(steps, config, { lookup: () => OUTPUT, uniqueCallIds: true })
     const id = h.session()
     for (let t = 1; t <= 7; t++) await h.turn(id, `turn ${t}`)
-    const report = audit(h.store, [id])
+    const report = await audit(sqlitePorts(h.store), [id])
     expect(report.mismatches).toEqual([])
     expect(report.verified).toBe(14)
     expect(report.steps).toBe(14)

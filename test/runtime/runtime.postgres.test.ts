@@ -5,11 +5,13 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { execute } from '../../src/commands/execute.js'
 import { decidePermission } from '../../src/commands/permission.js'
+import { fork } from '../../src/commands/fork.js'
 import { decideSession } from '../../src/commands/session.js'
-import { sequentialIds } from '../../src/events/ids.js'
+import { type IdSource, sequentialIds } from '../../src/events/ids.js'
 import type { PostgresEventLog } from '../../src/events/postgres/log.js'
 import { openPostgresStore } from '../../src/projections/postgres/open.js'
 import { postgresPorts, type StorePorts } from '../../src/projections/store-ports.js'
+import { audit } from '../../src/runtime/audit/audit.js'
 import { fixedModelResolver } from '../../src/runtime/model/providers.js'
 import { createScriptedModel, type ScriptStep } from '../../src/runtime/model/scripted-model.js'
 import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
@@ -47,6 +49,7 @@ interface World {
   readonly log: PostgresEventLog
   readonly ports: StorePorts
   readonly directory: string
+  readonly ids: IdSource
   runtime: Runtime
   start(): Runtime
   session(): Promise<string>
@@ -92,6 +95,7 @@ async function world(steps: ScriptStep[], extra: Tool[] = []): Promise<World> {
     log,
     ports,
     directory,
+    ids,
     runtime,
     start() {
       runtime = start()
@@ -196,7 +200,7 @@ describe('the runtime on PostgreSQL', () => {
     expect(await w.types(id)).toContain('permission.replied')
   })
 
-  it('the context at a step is the request that step recorded, and the context now compiles from the read model', async () => {
+  it('the context at a step is the request that step recorded, the context now compiles from the read model, and audit agrees', async () => {
     const w = await world([{ text: 'Hello.' }])
     const id = await w.session()
     await w.runtime.submit(id, prompt('hi'))
@@ -209,6 +213,14 @@ describe('the runtime on PostgreSQL', () => {
     expect(JSON.stringify(sent.messages)).toContain('hi')
     const now = await w.runtime.context(id)
     expect(JSON.stringify(now.messages)).toContain('Hello.')
+    // a fork at the end of the turn runs a turn of its own on the inherited history
+    const forked = await fork(w.ports, w.ids, id, (await w.log.readSession(id)).at(-1)?.seq as number)
+    await w.runtime.submit(forked.id, prompt('hi again'))
+    await w.runtime.idle(forked.id)
+    const again = (await w.runtime.context(forked.id)).messages
+    expect(JSON.stringify(again)).toMatch(/hi[\s\S]*Hello\.[\s\S]*hi again/)
+    // and `chronicle audit` rebuilds every step's request from PostgreSQL's log alone, the fork's on its parent's
+    expect(await audit(w.ports, 'all')).toMatchObject({ sessions: 2, steps: 2, verified: 2, mismatches: [] })
   })
 
   it('a sub-agent runs in a child session; its answer comes back to the parent’s call', async () => {
@@ -230,6 +242,7 @@ describe('the runtime on PostgreSQL', () => {
     expect((await w.ports.readModels.session(child))?.parent?.sessionId).toBe(id)
     expect(parts.find((p) => p.type === 'tool' && p.tool === 'task')).toMatchObject({ state: 'completed' })
     expect(JSON.stringify(parts)).toContain('child answer')
+    expect(await audit(w.ports, 'all')).toMatchObject({ sessions: 2, steps: 3, verified: 3, mismatches: [] })
   })
 
   it('a run stopped mid-tool is settled by recovery and continued by a new runtime', async () => {

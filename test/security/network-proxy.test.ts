@@ -594,7 +594,7 @@ describe('the network by host: on the record', () => {
     expect(part?.type === 'tool' && part.network).toEqual(logged.map(({ partId: _, ...use }) => use))
     expect(hits).toEqual(['http /r1', 'http /r2'])
 
-    const report = audit(h.store, [id])
+    const report = await audit(sqlitePorts(h.store), [id])
     expect(report.mismatches).toEqual([])
     await h.runtime.stop()
   })

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -124,7 +125,7 @@ describe('kill -9 during a background sub-agent', () => {
     server = undefined
     const store = openStore(join(dataDir, 'chronicle.db'))
     try {
-      const report = audit(store, 'all')
+      const report = await audit(sqlitePorts(store), 'all')
       expect(report.mismatches).toEqual([])
       expect(report.verified).toBe(report.steps)
     } finally {

@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -120,7 +121,7 @@ describe('skills', () => {
     ])
     expect(JSON.parse(calls[0] as string).tools.map((t: { name: string }) => t.name)).toContain('skill')
 
-    const report = audit(h.store, [id])
+    const report = await audit(sqlitePorts(h.store), [id])
     expect(report).toMatchObject({ sessions: 1, steps: 2, verified: 2, unrecorded: 0 })
     expect(report.mismatches).toEqual([])
   })

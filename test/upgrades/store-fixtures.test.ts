@@ -1,4 +1,5 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
@@ -58,7 +59,7 @@ describe('stores written by every shipped schema version', () => {
       gunzipSync(readFileSync(join(FIXTURES, dir, 'states.json.gz'))).toString(),
     ) as RecordedState[]
 
-    it('opens with its migrations applied; verify, the chain and audit find nothing wrong', () => {
+    it('opens with its migrations applied; verify, the chain and audit find nothing wrong', async () => {
       const store = openStore(unpacked(dir), { snapshotOnCommit: false })
       try {
         expect(schemaVersion(store.reader())).toBe(MIGRATIONS.length)
@@ -78,7 +79,7 @@ describe('stores written by every shipped schema version', () => {
         }
         // The scripted sessions' steps recorded no request to rebuild; where the version's real runtime ran a
         // session (schema 12 on), each of its steps is rebuilt from the log and must give its recorded digest.
-        const audited = audit(store, 'all')
+        const audited = await audit(sqlitePorts(store), 'all')
         expect(audited.mismatches).toEqual([])
         expect(audited.steps).toBeGreaterThan(0)
         if (expected.audit) expect({ steps: audited.steps, verified: audited.verified }).toEqual(expected.audit)

@@ -1,17 +1,16 @@
-import type { StoredEvent } from '../../events/envelope.js'
-import { isChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
+import { ChronicleError, isChronicleError } from '../../events/errors.js'
 import { apply, evolve } from '../../projections/fold/evolve.js'
 import { inheritedView } from '../../projections/fold/fold.js'
-import { emptyView } from '../../projections/fold/model.js'
-import { requireSession, sessionIds } from '../../projections/queries/read-model.js'
-import { snapshotInherit } from '../../projections/time-travel/time-travel.js'
+import { emptyView, type Part } from '../../projections/fold/model.js'
+import type { StorePorts } from '../../projections/store-ports.js'
+import { fetchedBlobs } from '../loop/attached-blobs.js'
 import { Transcript } from '../loop/transcript.js'
 import {
   type CompiledFrom,
   chatOptions,
   digestOfSources,
   readSources,
+  sourceBlobs,
   type StepSources,
   type StepStarted,
 } from './recorded.js'
@@ -47,34 +46,39 @@ export interface AuditReport {
   readonly ms: number
 }
 
-export function audit(
-  store: EventStore,
+/** Events read per page while a session is walked. */
+const PAGE = 2000
+
+export async function audit(
+  ports: StorePorts,
   sessions: readonly string[] | 'all',
   options: { progress?: (done: number, total: number) => void } = {},
-): AuditReport {
+): Promise<AuditReport> {
   const started = performance.now()
-  const ids = sessions === 'all' ? sessionIds(store) : sessions
-  for (const id of ids) requireSession(store, id) // SESSION_NOT_FOUND
+  const ids = sessions === 'all' ? await ports.readModels.sessionIds() : sessions
+  for (const id of ids)
+    if (!(await ports.readModels.session(id))) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
   let steps = 0
   let verified = 0
   let unrecorded = 0
   const mismatches: StepMismatch[] = []
-  ids.forEach((sessionId, i) => {
-    const r = auditSession(store, sessionId)
+  for (const [i, sessionId] of ids.entries()) {
+    const r = await auditSession(ports, sessionId)
     steps += r.steps
     verified += r.verified
     unrecorded += r.unrecorded
     mismatches.push(...r.mismatches)
     options.progress?.(i + 1, ids.length)
-  })
+  }
   return { sessions: ids.length, steps, verified, unrecorded, mismatches, ms: Math.round(performance.now() - started) }
 }
 
-function auditSession(
-  store: EventStore,
+async function auditSession(
+  ports: StorePorts,
   sessionId: string,
-): { steps: number; verified: number; unrecorded: number; mismatches: StepMismatch[] } {
-  const all = store.readSessionOfType(sessionId, 'step.started') as StepStarted[]
+): Promise<{ steps: number; verified: number; unrecorded: number; mismatches: StepMismatch[] }> {
+  const { log, timeTravel } = ports
+  const all = (await log.readSessionOfType(sessionId, 'step.started')) as StepStarted[]
   const recorded = all.filter((e) => e.data.context !== undefined)
   const mismatches: StepMismatch[] = []
   const fail = (e: StepStarted, reason: string, computed?: string) =>
@@ -94,7 +98,7 @@ function auditSession(
     const from = e.data.context as CompiledFrom
     let sources: StepSources
     try {
-      sources = readSources((hash) => store.blobs.get(hash), from)
+      sources = readSources(await fetchedBlobs(log.blobs, sourceBlobs(from)), from)
     } catch (err) {
       fail(e, isChronicleError(err) ? err.message : `its sources cannot be read: ${String(err)}`)
       continue
@@ -116,26 +120,44 @@ function auditSession(
   if (byVersion.size > 0) {
     let view = emptyView()
     let transcript: Transcript | undefined
+    // the contents of attached files, fetched as their parts appear: the transcript reads them at once
+    const blobs = new Map<string, string>()
+    const fetchAttached = async (parts: Iterable<Part>) => {
+      for (const p of parts) {
+        if (p.type !== 'file' || p.blob === undefined || blobs.has(p.blob)) continue
+        const content = await log.blobs.get(p.blob)
+        if (content !== undefined) blobs.set(p.blob, content)
+      }
+    }
+    const read = (hash: string) => blobs.get(hash)
     let last = 0
-    for (const event of store.iterateSession(sessionId) as Iterable<StoredEvent>) {
-      if (!transcript) {
-        if (event.type === 'session.forked') view = inheritedView(snapshotInherit(store), event)
-        transcript = new Transcript(view, (hash) => store.blobs.get(hash))
+    walk: for (let after = 0; ; ) {
+      const page = await log.readSession(sessionId, { after, limit: PAGE })
+      for (const event of page) {
+        if (!transcript) {
+          if (event.type === 'session.forked') {
+            const inherited = await timeTravel.viewAt(event.data.from.sessionId, event.data.from.seq)
+            view = inheritedView(() => inherited, event)
+            await fetchAttached(view.parts.values())
+          }
+          transcript = new Transcript(view, read)
+        }
+        const changes = evolve(view, event)
+        await fetchAttached(changes.parts ?? [])
+        apply(view, changes)
+        transcript.apply(changes)
+        last = event.version
+        const waiting = byVersion.get(event.version)
+        if (!waiting) continue
+        byVersion.delete(event.version)
+        for (const { event: step, sources } of waiting) {
+          const { chain } = transcript.chat(chatOptions(read, step.data.context as CompiledFrom).accepts)
+          check(step, sources, chain)
+        }
+        if (byVersion.size === 0) break walk
       }
-      const changes = evolve(view, event)
-      apply(view, changes)
-      transcript.apply(changes)
-      last = event.version
-      const waiting = byVersion.get(event.version)
-      if (!waiting) continue
-      byVersion.delete(event.version)
-      for (const { event: step, sources } of waiting) {
-        const { chain } = transcript.chat(
-          chatOptions((hash) => store.blobs.get(hash), step.data.context as CompiledFrom).accepts,
-        )
-        check(step, sources, chain)
-      }
-      if (byVersion.size === 0) break
+      if (page.length < PAGE) break
+      after = (page[page.length - 1] as { seq: number }).seq
     }
     for (const waiting of byVersion.values())
       for (const { event } of waiting)
