@@ -96,7 +96,7 @@ async function world(database?: string): Promise<World> {
   }
 }
 
-async function created(w: World, client: Client, title: string): Promise<string> {
+async function created(client: Client, title: string): Promise<string> {
   const reply = await client.call('session.create', { title })
   expect(reply.error).toBeUndefined()
   return (reply.result as { session: { id: string } }).session.id
@@ -111,8 +111,8 @@ describe('the app on PostgreSQL', () => {
   it('subscribes from a seq through a catch-up of several pages while commits land, then resumes with no gap and no duplicate', async () => {
     const w = await world()
     const owner = await w.connect()
-    const id = await created(w, owner, 'busy')
-    const other = await created(w, owner, 'other')
+    const id = await created(owner, 'busy')
+    const other = await created(owner, 'other')
     // more than a page of the log (500) behind, interleaved with another session
     for (let i = 0; i < 12; i++) {
       await w.log.append(
@@ -158,8 +158,8 @@ describe('the app on PostgreSQL', () => {
   it('a limited token subscribed to everything hears its session, a fork and a sub-agent child made after it subscribed, and nothing else', async () => {
     const w = await world()
     const owner = await w.connect()
-    const mine = await created(w, owner, 'mine')
-    const before = await created(w, owner, 'not mine, older')
+    const mine = await created(owner, 'mine')
+    const before = await created(owner, 'not mine, older')
     await w.log.append(mine, [renamed('mine, renamed')], { meta })
     const grant = await w.http('POST', '/tokens', OWNER, { name: 'watcher', role: 'audit', sessions: [mine] })
     expect(grant.status).toBe(201)
@@ -187,7 +187,7 @@ describe('the app on PostgreSQL', () => {
       ],
       { meta },
     )
-    const stranger = await created(w, owner, 'not mine, newer')
+    const stranger = await created(owner, 'not mine, newer')
     const strangerAt = (await w.log.readSession(stranger)).at(-1)?.seq as number
     const strangerFork = (await owner.call('session.fork', { session: stranger, at: strangerAt })).result as {
       session: { id: string }
@@ -249,7 +249,7 @@ describe('the app on PostgreSQL', () => {
   it('exports a fork as chronicle export writes it: the inherited prefix, then its own events, each with its hash', async () => {
     const w = await world()
     const owner = await w.connect()
-    const parent = await created(w, owner, 'parent')
+    const parent = await created(owner, 'parent')
     await w.log.append(parent, [renamed('one'), renamed('two'), renamed('three')], { meta })
     const cut = (await w.log.readSession(parent))[2]?.seq as number
     const fork = (await owner.call('session.fork', { session: parent, at: cut })).result as { session: { id: string } }
