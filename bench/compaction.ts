@@ -105,7 +105,6 @@ export default async function (args: string[]): Promise<object> {
   const agents = resolveAgents([{ name: 'build', rules: [{ permission: '*', pattern: '*', action: 'allow' }] }])
   const tools = createToolRegistry({
     agents,
-    store,
     tools: [createLookupTool({ resolve: (q) => `${q}: ${'data '.repeat(410)}` })],
   })
   let promptTokens = 0
@@ -132,12 +131,11 @@ export default async function (args: string[]): Promise<object> {
     },
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'bench:model'),
     tools,
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
     compaction: { models: { 'bench:model': { contextWindow: 24_000 } }, tail: 4_000 },

@@ -82,12 +82,11 @@ export async function setup(options: SetupOptions = {}): Promise<Setup> {
   const agents = resolveAgents()
   const lookup = createLookupTool({ resolve: (_q, callId) => text(`result ${callId}`, 1000) })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 16, respond: reply }), 'scripted:conversation'),
-    tools: createToolRegistry({ agents, tools: [lookup], store }),
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    tools: createToolRegistry({ agents, tools: [lookup] }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
     ...(options.workspace && { workspace: options.workspace(store) }),

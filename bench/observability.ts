@@ -1,3 +1,4 @@
+import { sqlitePorts } from '../src/projections/store-ports.js'
 import { createServer } from 'node:http'
 import { rmSync } from 'node:fs'
 import { createMetrics } from '../src/observability/metrics.js'
@@ -32,7 +33,7 @@ async function block(
   endpoint: string,
 ): Promise<{ ms: number[]; cpuMs: number[] }> {
   const { store, runtime, sessionId, dir } = await setup()
-  const metrics = on && mode !== 'traces' ? createMetrics(store) : undefined
+  const metrics = on && mode !== 'traces' ? createMetrics(sqlitePorts(store)) : undefined
   const tracing = on && mode !== 'metrics' ? startTracing(store, { endpoint, version: 'bench' }) : undefined
   const ms: number[] = []
   const cpuMs: number[] = []

@@ -47,7 +47,7 @@ export default async function (args: string[]): Promise<object> {
       meta: { actor: 'user' },
     },
   )
-  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const gate = createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   const scope = { sessionId, agent: 'build', abort: new AbortController().signal }
   const asks = Math.min(n, 5000)
   t = performance.now()

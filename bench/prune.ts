@@ -62,16 +62,14 @@ async function run(turns: number, prune: boolean): Promise<Record<string, unknow
     },
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'scripted:prune'),
     tools: createToolRegistry({
       agents,
       tools: [createLookupTool({ resolve: (_q, callId) => text(`result ${callId}`, 1000) })],
-      store,
     }),
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
     compaction: { prune: { enabled: prune } },

@@ -259,7 +259,6 @@ async function eventLoopUnderOutput(root: string, sessions: number, mb: number, 
   const agents = resolveAgents([], [{ permission: 'bash', pattern: '*', action: 'allow' }])
   const tools = createToolRegistry({
     agents,
-    store,
     tools: createBuiltinTools({ dataDir, sandbox, updateTodos: () => undefined }),
   })
   const command = `yes chronicle-output-line | head -c ${mb * 1024 * 1024}; echo done`
@@ -271,12 +270,11 @@ async function eventLoopUnderOutput(root: string, sessions: number, mb: number, 
     ],
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, 'scripted:bench'),
     tools,
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
   })
   const idle = await measure(() => new Promise((r) => setTimeout(r, 2000)))

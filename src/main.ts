@@ -205,10 +205,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     onError: (err) => logger.error({ err }, 'the search indexer stopped; it starts again at the next search'),
   })
   // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
-  const metrics = config.metrics.enabled ? createMetrics(store) : undefined
+  const metrics = config.metrics.enabled ? createMetrics(ports) : undefined
   // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start
   const tracing = config.traces.endpoint
-    ? (await import('./observability/tracing.js')).startTracing(store, {
+    ? (await import('./observability/tracing.js')).startTracing(ports.log, {
         endpoint: config.traces.endpoint,
         version: VERSION,
       })
@@ -234,11 +234,11 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const directory = options.directory ?? process.cwd()
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
-  const gate = createPermissionGate({ store, ports, ids, agents })
+  const gate = createPermissionGate({ ports, ids, agents })
   // an MCP server's elicitation/create, asked in the session whose call is in flight (docs/TOOLS.md "Elicitation")
-  const elicitations = createElicitationBridge({ store, ports, ids, log: logger, redactor })
+  const elicitations = createElicitationBridge({ ports, ids, log: logger, redactor })
   // MCP servers' state is events in the system stream sys_mcp; roots: the directories sessions work in (docs/TOOLS.md)
-  const roots = createSessionRoots(store, directory, [directory, join(config.dataDir, 'forks')])
+  const roots = await createSessionRoots(ports, directory, [directory, join(config.dataDir, 'forks')])
   const mcp = createMcpManager(config.mcp, {
     directory,
     dataDir: config.dataDir,
@@ -246,7 +246,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     oauthRedirectUrl: mcpOAuthRedirectUrl(config.port),
     learnSecrets: (secrets) => redactor.learn(secrets),
     onStatus: (status) => logger.info({ mcp: status }, 'mcp server status'),
-    onEvent: createMcpStateLog({ store, servers: config.mcp, redactor, warn: (obj, msg) => logger.warn(obj, msg) }),
+    onEvent: createMcpStateLog({
+      log: ports.log,
+      servers: config.mcp,
+      redactor,
+      warn: (obj, msg) => logger.warn(obj, msg),
+    }),
     roots: () => roots.list(),
     onElicitation: mcpElicitationHandler(elicitations, logger),
   })
@@ -265,7 +270,6 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       : createDiagnostics({ servers: lspServers(config.lsp.servers), sandbox, deadlineMs: config.lsp.timeoutMs })
   const tools = createToolRegistry({
     agents,
-    store,
     mcp,
     tools: [
       ...createBuiltinTools({
@@ -292,7 +296,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         webfetch: { settings: config.webfetch, ownPorts, ...options.webfetch },
         ...(config.websearch && { websearch: config.websearch }),
         updateTodos: (sessionId, items) =>
-          store
+          ports.log
             .enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
             .then(() => undefined),
       }).map((tool) => (diagnostics ? withDiagnostics(tool, diagnostics) : tool)),
@@ -308,7 +312,6 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   const models = options.models ?? configuredModels(config)
   const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
   const runtime = createRuntime({
-    store,
     ports,
     ids,
     models,
@@ -332,8 +335,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     memory: { views: memory.views, inputs: memory.inputs },
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
-  const subagents = createSubagents({ store, ports, ids, agents, runtime: (): Runtime => runtime })
-  const orphans = watchOrphanedSubtasks({ store, subagents, runtime: () => runtime, log: logger })
+  const subagents = createSubagents({ ports, ids, agents, runtime: (): Runtime => runtime })
+  const orphans = watchOrphanedSubtasks({ ports, subagents, runtime: () => runtime, log: logger })
   const runtimePort: RuntimePort = {
     wake: (sessionId) => runtime.wake(sessionId),
     idle: (sessionId) => runtime.idle(sessionId),

@@ -66,7 +66,7 @@ export interface SubmitContext {
    * to log; throws the file's error (FILE_NOT_FOUND, FILE_FORBIDDEN, NOT_A_FILE, PAYLOAD_TOO_LARGE,
    * UNSUPPORTED_MEDIA_TYPE). Without it, a path is logged as given.
    */
-  attach?(sessionId: string, parts: readonly InputPart[]): InputPart[]
+  attach?(sessionId: string, parts: readonly InputPart[]): Promise<InputPart[]>
 }
 
 /** Makes an input durable in the session's inbox; nothing is appended for a duplicate. */
@@ -96,7 +96,7 @@ export async function submitInput(
   // a resubmission is answered from the log, without reading its files again (they may have changed since)
   const known = input.inputId !== undefined && (await context.prior(sessionId, command.inputId)) !== undefined
   if (!known && context.attach && command.parts.some((p) => p.type === 'file' && p.path !== undefined))
-    command = { ...command, attached: context.attach(sessionId, command.parts) }
+    command = { ...command, attached: await context.attach(sessionId, command.parts) }
   let duplicate: { seq: number } | undefined
   const { events } = await execute(
     ports,

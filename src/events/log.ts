@@ -36,6 +36,8 @@ export interface EventLog {
    * order, at most `limit`; null for an event logged before the chain. What an export carries beside each event.
    */
   chainOf(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<ChainLink[]>
+  /** The seq of a session's own event at `version`, or undefined. */
+  seqOfVersion(sessionId: string, version: number): Promise<number | undefined>
   /** One session's own events of one type, in order. */
   readSessionOfType(sessionId: string, type: string): Promise<StoredEvent[]>
   /** All events with seq > after, in seq order, at most `limit`. */
@@ -50,6 +52,8 @@ export interface EventLog {
   /** The last seq and that event's hash, as the chain records them. */
   chainHead(): Promise<{ seq: number; hash: Buffer | null }>
   onCommit(listener: CommitListener): () => void
+  /** how long the commit being published took to write, in ms (NaN before the first): read by a commit listener */
+  readonly commitMs: number
   /** content-addressed text events name by hash (src/events/blobs.ts): written before the event that names it */
   readonly blobs: {
     /** stores `content` once; its key, sha256 hex */
@@ -74,6 +78,7 @@ export function sqliteLog(store: EventStore): EventLog {
     awaited: (sessionId) => store.awaited(sessionId),
     readSession: async (sessionId, opts) => store.readSession(sessionId, opts),
     chainOf: async (sessionId, opts) => store.chainOf(sessionId, opts),
+    seqOfVersion: async (sessionId, version) => store.seqOfVersion(sessionId, version),
     readSessionOfType: async (sessionId, type) => store.readSessionOfType(sessionId, type),
     readAll: async (after, limit) => store.readAll(after, limit),
     readFiltered: async (sessions, after, limit) => store.readFiltered(sessions, after, limit),
@@ -82,6 +87,9 @@ export function sqliteLog(store: EventStore): EventLog {
     head: async () => store.head(),
     chainHead: async () => store.chainHead(),
     onCommit: (listener) => store.onCommit(listener),
+    get commitMs() {
+      return store.commitMs
+    },
     blobs: {
       put: async (content) => store.blobs.put(content),
       get: async (hash) => store.blobs.get(hash),

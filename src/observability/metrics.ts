@@ -1,6 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
-import type { EventStore } from '../events/store.js'
-import { sessionStatusCounts } from '../projections/queries/read-model.js'
+import type { StorePorts } from '../projections/store-ports.js'
 import { CommitMetrics } from './commit-metrics.js'
 
 /**
@@ -28,21 +27,22 @@ export interface Metrics {
   close(): void
 }
 
-export function createMetrics(store: EventStore): Metrics {
+export function createMetrics(ports: Pick<StorePorts, 'log' | 'readModels'>): Metrics {
+  const { log, readModels } = ports
   const registry = new Registry()
   const registers = [registry]
   collectDefaultMetrics({ register: registry })
-  const commits = new CommitMetrics(registry, () => store.commitMs)
-  const stopListening = store.onCommit(commits.observe)
+  const commits = new CommitMetrics(registry, () => log.commitMs)
+  const stopListening = log.onCommit(commits.observe)
   new Gauge({
     name: 'chronicle_sessions',
     help: 'Sessions in the store, by status (idle, busy, waiting, retrying) and archived',
     labelNames: ['status', 'archived'],
     registers,
-    collect() {
+    async collect() {
+      const counts = await readModels.statusCounts()
       this.reset()
-      for (const row of sessionStatusCounts(store))
-        this.set({ status: row.status, archived: String(row.archived) }, row.count)
+      for (const row of counts) this.set({ status: row.status, archived: String(row.archived) }, row.count)
     },
   })
   let readSockets = (): SocketsView => ({ connections: 0, lags: [] })
@@ -79,8 +79,8 @@ export function createMetrics(store: EventStore): Metrics {
     name: 'chronicle_store_head_seq',
     help: 'The seq of the last committed event',
     registers,
-    collect() {
-      this.set(store.head())
+    async collect() {
+      this.set(await log.head())
     },
   })
   return {

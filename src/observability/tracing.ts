@@ -1,7 +1,7 @@
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
-import type { EventStore } from '../events/store.js'
+import type { EventLog } from '../events/log.js'
 import { CommitSpans } from './commit-spans.js'
 
 /**
@@ -25,14 +25,14 @@ export interface TracingOptions {
   readonly delayMs?: number
 }
 
-export function startTracing(store: EventStore, options: TracingOptions): Tracing {
+export function startTracing(log: Pick<EventLog, 'onCommit'>, options: TracingOptions): Tracing {
   const exporter = new OTLPTraceExporter({ url: tracesUrl(options.endpoint) })
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': 'chronicle', 'service.version': options.version }),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: options.delayMs ?? 5000 })],
   })
   const spans = new CommitSpans(provider.getTracer('chronicle', options.version))
-  const stopListening = store.onCommit(spans.observe)
+  const stopListening = log.onCommit(spans.observe)
   return {
     async close() {
       stopListening()

@@ -11,6 +11,7 @@ import {
   type SessionPage,
   sessionIds,
   sessionsWithOpenWork,
+  sessionStatusCounts,
   sessionsWithWorkspaceTask,
 } from './queries/read-model.js'
 import { liveSessionDirectories } from './queries/session-directories.js'
@@ -49,6 +50,10 @@ export interface ReadModels {
   sessionIds(): Promise<string[]>
   /** the directories of sessions that can run: neither archived nor imported */
   liveSessionDirectories(): Promise<string[]>
+  /** how many sessions are in each status, archived or not: what a metrics scrape reads (docs/OBSERVABILITY.md) */
+  statusCounts(): Promise<{ status: string; archived: boolean; count: number }[]>
+  /** forgets what it caches in memory of sessions idle for a while (the runtime calls it while the server is quiet) */
+  sweep(): void
 }
 
 /** SQLite's read models as the port: its synchronous queries, read your writes (EventStore.reader). */
@@ -65,5 +70,7 @@ export function sqliteReadModels(store: EventStore): ReadModels {
     sessionsWithWorkspaceTask: async () => sessionsWithWorkspaceTask(store),
     sessionIds: async () => sessionIds(store),
     liveSessionDirectories: async () => liveSessionDirectories(store),
+    statusCounts: async () => sessionStatusCounts(store),
+    sweep: () => store.sweep(),
   }
 }

@@ -3,7 +3,6 @@ import { submitInput, type SubmitContext, type SubmitInput, type SubmitResult } 
 import { cancelRun } from '../commands/run.js'
 import type { IdSource } from '../events/ids.js'
 import type { CacheBounds } from '../events/bounded-cache.js'
-import type { EventStore } from '../events/store.js'
 import type { StorePorts } from '../projections/store-ports.js'
 import { DEFAULT_INPUT_INDEX_BOUNDS, InputIndex } from './inbox/input-index.js'
 import type { AgentDefinition } from '../tools/agents.js'
@@ -27,7 +26,7 @@ import type { SkillSource } from '../tools/skills/skills.js'
 /**
  * The agent runtime (docs/ARCHITECTURE.md, docs/TRACES.md) — what the server uses:
  *
- *   const runtime = createRuntime({ store, ids, models, tools, permissions, agents, log?, limits? })
+ *   const runtime = createRuntime({ ports, ids, models, tools, permissions, agents, log?, limits? })
  *   runtime.submit(sessionId, { inputId?, parts, agent?, model?, delivery?, noReply? })
  *       → { inputId, seq, duplicate }   input.accepted is committed (FULL) before this returns;
  *                                        then the session is woken. Throws ChronicleError
@@ -64,8 +63,7 @@ export interface RuntimeLog {
 }
 
 export interface RuntimeDeps {
-  readonly store: EventStore
-  /** what the commands the runtime runs append through (src/projections/store-ports.ts) */
+  /** the store the runtime reads and appends through (src/projections/store-ports.ts) */
   readonly ports: StorePorts
   readonly ids: IdSource
   readonly models: ModelResolver
@@ -129,7 +127,7 @@ export interface Runtime {
 }
 
 export function createRuntime(deps: RuntimeDeps): Runtime {
-  const { store, ids, agents, models } = deps
+  const { ids, agents, models } = deps
   const { log, readModels } = deps.ports
   const views = new SessionViews(log, readModels, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
   const inputs = new InputIndex(log, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
@@ -142,7 +140,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     () => {
       views.sweep()
       inputs.sweep()
-      store.sweep()
+      readModels.sweep()
     },
     Math.max(1000, idleMs / 2),
   )
@@ -154,7 +152,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     validateModel: (model) => models.validate(model),
     ...(deps.limits?.maxInputBytes !== undefined && { maxInputBytes: deps.limits.maxInputBytes }),
     attach: createAttacher({
-      store,
+      ports: deps.ports,
       ...(deps.forbidden && { forbidden: deps.forbidden }),
       ...(deps.limits?.maxFileBytes !== undefined && { maxBytes: deps.limits.maxFileBytes }),
     }),
@@ -180,7 +178,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.continueOnReject && { continueOnReject: true }),
   }
   const titles = deps.titles
-    ? createTitles({ store, ports: deps.ports, ids, models, ...(deps.log && { log: deps.log }) })
+    ? createTitles({ ports: deps.ports, ids, models, ...(deps.log && { log: deps.log }) })
     : undefined
   const coordinator = new RunCoordinator(
     async (sessionId, signal, resume) => {
@@ -241,10 +239,10 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return requested
     },
     async context(sessionId, seq) {
-      const sent = seq === undefined ? undefined : recordedRequest(store, sessionId, seq)
+      const sent = seq === undefined ? undefined : await recordedRequest(deps.ports, sessionId, seq)
       if (sent) return { ...sent.request, digest: sent.digest, agent: sent.agent, step: sent.step }
       const { system, messages, tools, toolChoice, digest, agent } = await compileContext(
-        store,
+        deps.ports,
         sessionId,
         seq,
         loopDeps,

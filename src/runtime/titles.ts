@@ -1,10 +1,8 @@
 import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
 import type { CommandPorts } from '../commands/execute.js'
 import { execute } from '../commands/execute.js'
 import type { Session } from '../projections/fold/model.js'
-import { getSession, loadView } from '../projections/queries/read-model.js'
 import { partsByMessage } from './loop/chat-messages.js'
 import { type ModelResolver, readModelStep } from './model/adapter.js'
 import { TITLE_SYSTEM } from './model/title-prompt.js'
@@ -32,22 +30,21 @@ export interface Titles {
 }
 
 export function createTitles(deps: {
-  readonly store: EventStore
-  /** what the title's events append through */
+  /** where the exchange is read and the title's events append */
   readonly ports: CommandPorts
   readonly ids: IdSource
   readonly models: ModelResolver
   readonly log?: { error(obj: object, msg?: string): void }
 }): Titles {
-  const { store, ports, ids } = deps
+  const { ports, ids } = deps
   const inFlight = new Set<Promise<void>>()
 
   async function propose(sessionId: string): Promise<void> {
     const untitled = (s: Session | undefined): s is Session =>
       s !== undefined && s.title === DEFAULT_TITLE && !s.parent && !s.imported && !s.forkedFrom
     // the session alone first: most runs end in a session titled already, whose messages need no reading
-    if (!untitled(getSession(store, sessionId))) return
-    const view = loadView(store, sessionId)
+    if (!untitled(await ports.readModels.session(sessionId))) return
+    const view = await ports.readModels.view(sessionId)
     const session = view.session ?? undefined
     if (!untitled(session)) return
     const messages = [...view.messages.values()].sort((a, b) => (a.id < b.id ? -1 : 1))

@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import type { Attachment, NetworkUse, ToolErrorKind } from '../events/catalogue.js'
+import type { Attachment, NetworkUse, PermissionRule, ToolErrorKind } from '../events/catalogue.js'
 
 /**
  * The tool contract (docs/TOOLS.md). A tool validates nothing itself: the runtime
@@ -81,7 +81,12 @@ export class ToolFailure extends Error {
 /** What the loop asks of the tool set each step. */
 export interface ToolRegistry {
   /** the tools offered to `agent` in `sessionId` this step (denied-everything tools already hidden) */
-  tools(scope: { sessionId: string; agent: string }): Promise<readonly Tool[]> | readonly Tool[]
+  tools(scope: {
+    sessionId: string
+    agent: string
+    /** the session's configured rules (Session.rules) */
+    rules?: readonly PermissionRule[]
+  }): Promise<readonly Tool[]> | readonly Tool[]
 }
 
 /** Builds a tool with its parameter types inferred. */
@@ -106,6 +111,13 @@ export interface PermissionScope {
 export interface PermissionGate {
   /** resolves when allowed; rejects with ToolFailure {kind: 'denied'} (message: the user's reject message, if any) */
   ask(scope: PermissionScope, request: PermissionAsk): Promise<void>
-  /** the decision the rules give now, without asking or recording anything */
-  check(scope: PermissionScope, request: PermissionAsk): PermissionDecision
+  /**
+   * The rules of the scope's session (and its sub-agent chain) as they stand now, to decide requests at once
+   * without asking or recording anything: a tool's `ctx.check` (src/runtime/loop/tool-exec.ts reads them again
+   * after each `ask`, so an "always" given there counts).
+   */
+  checker(scope: PermissionScope): Promise<PermissionChecker>
 }
+
+/** The decision the rules give a request, without asking or recording anything. */
+export type PermissionChecker = (request: PermissionAsk) => PermissionDecision

@@ -97,12 +97,11 @@ export async function auditWorld(steps: ScriptStep[], file = ':memory:'): Promis
   const settings = { maxOutputTokens: 512, temperature: 0.3 }
   const handle: ModelHandle = { spec: 'mock:model', model, settings }
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: { validate() {}, resolve: () => handle },
-    tools: createToolRegistry({ agents, tools: [...testTools(), ...mcp.tools()], store }),
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    tools: createToolRegistry({ agents, tools: [...testTools(), ...mcp.tools()] }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     limits: { retry: { initialMs: 1, maxMs: 5 } },
     // a date that moves: the request must be rebuilt from what was recorded, not from today

@@ -47,16 +47,14 @@ export function compactionHarness(
   const tools = createToolRegistry({
     agents,
     tools: [createLookupTool({ resolve: opts.lookup ?? ((q) => `result for ${q}`) })],
-    store,
   })
   const model = createScriptedModel({ chunkSize: 64, steps, ...(opts.uniqueCallIds && { uniqueCallIds: true }) })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(model, SPEC),
     tools,
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     limits: { retry: { initialMs: 1, maxMs: 5 } },
     environment: () => ({ platform: 'test', date: '2026-01-01' }),

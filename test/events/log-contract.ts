@@ -86,6 +86,10 @@ export function describeLogContract(name: string, engine: Engine): void {
       expect(seqs(await log.readFiltered(['ses_a', 'ses_c'], 3, 3))).toEqual([4, 6, 7])
       expect(seqs(await log.readFiltered('*', 10, 100))).toEqual([11, 12])
       expect(seqs(await log.readAll(0, 5))).toEqual([1, 2, 3, 4, 5])
+      // a session's own event by its version (what a recorded step names its history by)
+      expect(await log.seqOfVersion('ses_b', 3)).toBe(8)
+      expect(await log.seqOfVersion('ses_b', 5)).toBeUndefined()
+      expect(await log.seqOfVersion('ses_none', 1)).toBeUndefined()
     })
 
     it('reads its own writes: a session read sees what was appended to it and is still queued; a read by seq, what committed', async () => {
@@ -141,7 +145,11 @@ export function describeLogContract(name: string, engine: Engine): void {
     it('commits what is queued in one turn together; a failing append sinks only itself', async () => {
       const { log } = await fresh()
       const commits: number[][] = []
-      log.onCommit((events) => commits.push(seqs(events)))
+      const took: number[] = []
+      log.onCommit((events) => {
+        commits.push(seqs(events))
+        took.push(log.commitMs) // what a commit listener reads of the commit it hears
+      })
       await log.append('ses_a', [created], { meta })
       const results = await Promise.allSettled([
         log.enqueue('ses_a', [renamed('1')], { meta }),
@@ -155,6 +163,8 @@ export function describeLogContract(name: string, engine: Engine): void {
         '2',
       ])
       expect(commits.flat()).toEqual([1, 2, 3])
+      expect(took).toHaveLength(commits.length)
+      expect(took.every((ms) => Number.isFinite(ms) && ms >= 0)).toBe(true)
     })
 
     it('under concurrent writers on two connections, seq has no gap, commit order is seq order, and each listener hears each commit once', async () => {

@@ -125,6 +125,11 @@ export function describeReadModelContract(name: string, engine: ReadModelEngine)
       expect(second.cursor).toBeUndefined()
       expect((await models.list({ archived: true })).sessions.map((s) => s.id)).toEqual(['ses_4'])
       await expect(models.list({ cursor: 'not a cursor' })).rejects.toMatchObject({ code: 'BAD_REQUEST' })
+      // what a metrics scrape reads: sessions by status, the archived apart
+      expect(await models.statusCounts()).toEqual([
+        { status: 'idle', archived: false, count: 3 },
+        { status: 'idle', archived: true, count: 1 },
+      ])
     })
 
     it('finds the sessions recovery and the workspace look at, and the directories sessions can run in', async () => {

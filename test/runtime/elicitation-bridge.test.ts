@@ -39,7 +39,7 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'chronicle-elicit-'))
   store = openStore(join(dir, 'chronicle.db'))
   warnings = []
-  bridge = createElicitationBridge({ store, ports: sqlitePorts(store), ids: sequentialIds(), log })
+  bridge = createElicitationBridge({ ports: sqlitePorts(store), ids: sequentialIds(), log })
   store.append('ses_1', [{ type: 'session.created', data: { directory: dir, agent: 'build', model: null } }], {
     meta: { actor: 'user' },
   })
@@ -72,7 +72,6 @@ describe('the elicitation bridge', () => {
     bridge.close()
     const secret = 'sk-live-0123456789abcdef'
     bridge = createElicitationBridge({
-      store,
       ports: sqlitePorts(store),
       ids: sequentialIds(),
       log,

@@ -85,12 +85,11 @@ export function harness(options: HarnessOptions = {}): Harness {
   const ids = sequentialIds()
   const agents = resolveAgents(options.agents ?? [])
   const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'chronicle-runtime-'))
-  const tools = createToolRegistry({ agents, tools: options.tools ?? testTools(), store })
-  const permissions = options.permissions ?? createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const tools = createToolRegistry({ agents, tools: options.tools ?? testTools() })
+  const permissions = options.permissions ?? createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   const models =
     options.models ?? (options.model ? fixedModelResolver(options.model, 'mock:model') : createModelResolver({}))
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models,

@@ -58,20 +58,18 @@ describe('memory over many sessions', () => {
     })
     const viewBytes = 6 * MB
     const runtime = createRuntime({
-      store,
       ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'scripted:memory'),
       tools: createToolRegistry({
         agents,
-        store,
         tools: createBuiltinTools({
           dataDir: join(dir, 'data'),
           updateTodos: () => {},
           fileTimes: createFileTimes(bounds(4096, 2 * MB)),
         }),
       }),
-      permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+      permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
       agents,
       environment: () => ({ platform: 'test', date: '2026-12-03' }),
       memory: { views: bounds(512, viewBytes), inputs: bounds(256, MB) },

@@ -173,20 +173,20 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
     executeNow(h.store, sessionId, (s) => decideSession({ type: 'set-rules', rules }, s, sessionId), {
       meta: { actor: 'user' },
     })
-  const decision = (sessionId: string, permission: string, pattern: string) =>
-    h.gate.evaluate({ sessionId, agent: 'general' }, { permission, patterns: [pattern] }).action
+  const decision = async (sessionId: string, permission: string, pattern: string) =>
+    (await h.gate.evaluate({ sessionId, agent: 'general' }, { permission, patterns: [pattern] })).action
 
-  it('is the strictest level of the chain: deny > ask > allow', () => {
+  it('is the strictest level of the chain: deny > ask > allow', async () => {
     h = subagentHarness([])
     const { root, kid, grandkid } = chain()
-    expect(decision(grandkid, 'read', 'src/a.ts')).toBe('allow') // every level allows
-    expect(decision(grandkid, 'bash', 'ls')).toBe('ask') // build (the root's agent) asks
-    expect(decision(grandkid, 'edit', 'a.ts')).toBe('ask')
+    expect(await decision(grandkid, 'read', 'src/a.ts')).toBe('allow') // every level allows
+    expect(await decision(grandkid, 'bash', 'ls')).toBe('ask') // build (the root's agent) asks
+    expect(await decision(grandkid, 'edit', 'a.ts')).toBe('ask')
     setRules(kid, [{ permission: 'bash', pattern: 'ls *', action: 'deny' }])
-    expect(decision(grandkid, 'bash', 'ls -la')).toBe('deny') // the middle level's session rule
+    expect(await decision(grandkid, 'bash', 'ls -la')).toBe('deny') // the middle level's session rule
     setRules(root, [{ permission: 'read', pattern: 'secret/*', action: 'deny' }])
-    expect(decision(grandkid, 'read', 'secret/key')).toBe('deny') // a rule the root gained after the children were made
-    expect(decision(root, 'read', 'src/a.ts')).toBe('allow')
+    expect(await decision(grandkid, 'read', 'secret/key')).toBe('deny') // a rule the root gained after the children were made
+    expect(await decision(root, 'read', 'src/a.ts')).toBe('allow')
   })
 
   it('approvals from anywhere up the chain lift an ask, never a deny', async () => {
@@ -205,9 +205,9 @@ describe('the effective rules of a sub-agent chain, decided at the moment of ask
         meta: { actor: 'user' },
       },
     )
-    expect(decision(grandkid, 'bash', 'make test')).toBe('allow')
+    expect(await decision(grandkid, 'bash', 'make test')).toBe('allow')
     setRules(root, [{ permission: 'bash', pattern: 'make *', action: 'deny' }])
-    expect(decision(grandkid, 'bash', 'make test')).toBe('deny')
+    expect(await decision(grandkid, 'bash', 'make test')).toBe('deny')
   })
 
   it("a grandchild's ask is raised in the root session", async () => {

@@ -100,14 +100,12 @@ function world(): World {
   const store = openStore(join(dir, 'chronicle.db'))
   const ids = sequentialIds()
   const agents = resolveAgents([])
-  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const gate = createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   const tools = createToolRegistry({
     agents,
-    store,
     tools: createBuiltinTools({ dataDir: join(dir, 'data'), updateTodos: () => undefined }),
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 64, steps: TOUCH }), 'mock:model'),

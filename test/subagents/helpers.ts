@@ -73,7 +73,6 @@ export function subagentHarness(
   const dataDir = mkdtempSync(join(tmpdir(), 'chronicle-subagents-data-'))
   let runtime: Runtime | undefined
   const subagents = createSubagents({
-    store,
     ports: sqlitePorts(store),
     ids,
     agents,
@@ -82,7 +81,6 @@ export function subagentHarness(
   const builtins = createBuiltinTools({ dataDir, updateTodos: () => undefined })
   const tools = createToolRegistry({
     agents,
-    store,
     tools: [
       ...builtins,
       createLookupTool({ resolve: (q) => `result for ${q}` }),
@@ -91,11 +89,10 @@ export function subagentHarness(
       createTaskStatusTool({ status: (sessionId, taskId, cancel) => subagents.status(sessionId, taskId, cancel) }),
     ],
   })
-  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const gate = createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   const model = createScriptedModel({ chunkSize: 64, steps })
   const start = () =>
     createRuntime({
-      store,
       ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'mock:model'),
@@ -108,7 +105,7 @@ export function subagentHarness(
     })
   runtime = start()
   const watcher = opts.watch
-    ? watchOrphanedSubtasks({ store, subagents, runtime: () => runtime as Runtime })
+    ? watchOrphanedSubtasks({ ports: sqlitePorts(store), subagents, runtime: () => runtime as Runtime })
     : undefined
   const events = (sessionId: string) => store.readSession(sessionId)
   return {

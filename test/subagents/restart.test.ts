@@ -45,7 +45,7 @@ describe('a sub-agent across a restart', () => {
     const recovery = await recoverSessions(sqlitePorts(h.store))
     expect(recovery.resumed.map((r) => r.sessionId).sort()).toEqual([id, childId].sort())
     const runtime = h.restart()
-    watcher = watchOrphanedSubtasks({ store: h.store, subagents: h.subagents, runtime: () => runtime })
+    watcher = watchOrphanedSubtasks({ ports: sqlitePorts(h.store), subagents: h.subagents, runtime: () => runtime })
     expect(await watcher.sweep()).toBe(0) // the child is still running
     return {
       id,

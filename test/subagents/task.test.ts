@@ -176,7 +176,8 @@ describe('sub-agents through the task tool', () => {
     )
     // The general agent itself may edit; inside this child it may not.
     expect(
-      h.gate.evaluate({ sessionId: childId, agent: 'general' }, { permission: 'edit', patterns: ['out.txt'] }).action,
+      (await h.gate.evaluate({ sessionId: childId, agent: 'general' }, { permission: 'edit', patterns: ['out.txt'] }))
+        .action,
     ).toBe('deny')
     const childCall = h.model.calls.find((c) => JSON.stringify(c.prompt).includes('CHILD: write the file'))!
     expect(childCall.tools).not.toContain('write')

@@ -8,7 +8,8 @@ import { sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { openStore } from '../../src/projections/open.js'
 import { resolveAgents } from '../../src/tools/agents.js'
-import { createPermissionGate } from '../../src/runtime/permissions/gate.js'
+import { checkDecision, createPermissionGate, evaluateChain } from '../../src/runtime/permissions/gate.js'
+import { requireSession } from '../../src/projections/queries/read-model.js'
 import type { PermissionAsk, ToolContext } from '../../src/tools/tool.js'
 import { executeNow } from '../support/execute-now.js'
 import { sqlitePorts } from '../../src/projections/store-ports.js'
@@ -53,7 +54,7 @@ export function fixture(opts: {
     { meta: { actor: 'user' } },
   )
   const agents = resolveAgents(opts.agentRules ? [{ name: agent, rules: opts.agentRules }] : [])
-  const gate = createPermissionGate({ store, ports: sqlitePorts(store), ids, agents })
+  const gate = createPermissionGate({ ports: sqlitePorts(store), ids, agents })
   return {
     store,
     sessionId,
@@ -82,7 +83,12 @@ export function fixture(opts: {
         abort,
         progress: (m) => progressed.push(m),
         ask: (request: PermissionAsk) => gate.ask(scope, request),
-        check: (request: PermissionAsk) => gate.check(scope, request),
+        // the gate's own decision, over the session as SQLite has it now (a tool's check is synchronous)
+        check: (request: PermissionAsk) =>
+          checkDecision(
+            evaluateChain(agents, [{ session: requireSession(store, sessionId), agent: scope.agent }], request),
+            request,
+          ),
         progressed,
         ...overrides,
       }

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { execute } from '../../src/commands/execute.js'
 import { decidePermission } from '../../src/commands/permission.js'
-import { getSession } from '../../src/projections/queries/read-model.js'
+import { getSession, requireSession } from '../../src/projections/queries/read-model.js'
 import { resolveAgents } from '../../src/tools/agents.js'
 import { mcpToolName, parseMcpConfig } from '../../src/tools/mcp/config.js'
 import { createMcpManager, type McpManager } from '../../src/tools/mcp/manager.js'
@@ -208,8 +208,9 @@ describe('MCP client against the reference servers', () => {
     expect((await run(byId(m.tools(), 'everything_get-sum'), { a: 1, b: 1 }, g)).output).toContain('2')
     expect(g.requested()).toEqual([])
     // and a registry hides a tool whose rules deny everything
-    const registry = createToolRegistry({ agents: resolveAgents(), tools: [], mcp: m, store: g.store })
-    const offered = (await registry.tools({ sessionId: g.sessionId, agent: 'build' })).map((t) => t.id)
+    const registry = createToolRegistry({ agents: resolveAgents(), tools: [], mcp: m })
+    const { rules } = requireSession(g.store, g.sessionId)
+    const offered = (await registry.tools({ sessionId: g.sessionId, agent: 'build', rules })).map((t) => t.id)
     expect(offered).not.toContain('everything_echo')
     expect(offered).toContain('everything_get-sum')
     g.gate.close()

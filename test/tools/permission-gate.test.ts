@@ -313,7 +313,6 @@ describe('permission gate with the real store', () => {
     const pending = getSession(f.store, f.sessionId)?.pendingPermissions.map((r) => r.requestId)
     expect(pending).toEqual(['per_000001']) // re-offered from the read model
     const gate2 = createPermissionGate({
-      store: f.store,
       ports: sqlitePorts(f.store),
       ids: sequentialIds(),
       agents: resolveAgents(),

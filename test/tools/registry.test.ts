@@ -34,12 +34,15 @@ describe('tool registry', () => {
     f.store.close()
   })
   const tools = createBuiltinTools({ dataDir: '/tmp/chronicle-unused', updateTodos: () => {} })
-  const ids = async (registry: ReturnType<typeof createToolRegistry>, agent: string) =>
-    (await registry.tools({ sessionId: f.sessionId, agent })).map((t) => t.id)
+  // the rules as the step's view of the session has them
+  const ids = async (registry: ReturnType<typeof createToolRegistry>, agent: string) => {
+    const rules = (await sqlitePorts(f.store).readModels.session(f.sessionId))?.rules
+    return (await registry.tools({ sessionId: f.sessionId, agent, ...(rules && { rules }) })).map((t) => t.id)
+  }
 
   it('offers every built-in to build and plan (plan may still edit its plans directory)', async () => {
     f = fixture({ directory: '/w' })
-    const registry = createToolRegistry({ agents: resolveAgents(), tools, store: f.store })
+    const registry = createToolRegistry({ agents: resolveAgents(), tools })
     expect(await ids(registry, 'build')).toEqual(ALL)
     expect(await ids(registry, 'plan')).toEqual(ALL)
   })
@@ -47,13 +50,13 @@ describe('tool registry', () => {
   it('hides the tools whose agent rules deny everything for their permission (edit and write share `edit`)', async () => {
     f = fixture({ directory: '/w' })
     const agents = resolveAgents([{ name: 'reviewer', rules: [rule('edit', '*', 'deny'), rule('bash', '*', 'deny')] }])
-    const registry = createToolRegistry({ agents, tools, store: f.store })
+    const registry = createToolRegistry({ agents, tools })
     expect(await ids(registry, 'reviewer')).toEqual(['read', 'glob', 'grep', 'list', 'todowrite', 'webfetch'])
   })
 
   it('recomputes per step from the session rules', async () => {
     f = fixture({ directory: '/w', rules: [rule('bash', '*', 'deny')] })
-    const registry = createToolRegistry({ agents: resolveAgents(), tools, store: f.store })
+    const registry = createToolRegistry({ agents: resolveAgents(), tools })
     expect(await ids(registry, 'build')).toEqual(ALL.filter((t) => t !== 'bash'))
     await execute(
       sqlitePorts(f.store),
@@ -75,7 +78,7 @@ describe('tool registry', () => {
         meta: { actor: 'user' },
       },
     )
-    const registry = createToolRegistry({ agents: resolveAgents(), tools, store: f.store })
+    const registry = createToolRegistry({ agents: resolveAgents(), tools })
     expect(await ids(registry, 'build')).not.toContain('bash')
   })
 })

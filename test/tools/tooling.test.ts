@@ -28,7 +28,6 @@ describe('createTooling (the composition root helper)', () => {
     store = openStore(':memory:')
     const statuses: McpServerStatus[] = []
     tooling = createTooling({
-      store,
       ports: sqlitePorts(store),
       ids: sequentialIds(),
       dataDir: join(tmp.dir, 'data'),
@@ -95,7 +94,7 @@ describe('createTooling (the composition root helper)', () => {
     // What the connected server asks of the model reaches the system prompt (docs/TRACES.md).
     const served = tooling.mcp.instructions()
     expect(served.map((i) => i.server)).toEqual(['everything'])
-    const context = await compileContext(store, 'ses_1', undefined, {
+    const context = await compileContext(sqlitePorts(store), 'ses_1', undefined, {
       agents: tooling.agents,
       tools: tooling.registry,
       serverInstructions: () => tooling.mcp.instructions(),

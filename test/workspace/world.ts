@@ -62,16 +62,14 @@ export function world(
   const shadow = createShadowStore({ root: join(dataDir, 'workspaces'), globalExcludes: null, ...shadowOptions })
   const tools = createToolRegistry({
     agents,
-    store,
     tools: createBuiltinTools({ dataDir, updateTodos: () => undefined }),
   })
   const runtime = createRuntime({
-    store,
     ports: sqlitePorts(store),
     ids,
     models: fixedModelResolver(createScriptedModel({ steps, uniqueCallIds: true }), 'mock:model'),
     tools,
-    permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
     workspace: createWorkspaceSnapshots({ store, shadow }),
     environment: () => ({ platform: 'test', date: '2026-01-01' }),

@@ -70,6 +70,7 @@ export class PostgresEventLog implements EventLog {
   /** appends ever queued, and how many of them have committed or failed (in queue order): read-your-writes */
   private queued = 0
   private settledCount = 0
+  private lastCommitMs = Number.NaN
   private settledWaiters: { upTo: number; wake: () => void }[] = []
   private readonly listeners = new CommitListeners()
   private closed = false
@@ -227,10 +228,12 @@ export class PostgresEventLog implements EventLog {
     try {
       // one round trip: a normal-durability batch commits without waiting for its WAL flush
       const durable = batch.some((b) => b.options.durability === 'full')
+      const began = performance.now()
       await client.query(durable ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = off')
       try {
         const out = await this.insert(client, batch)
         await client.query('COMMIT')
+        this.lastCommitMs = performance.now() - began
         this.publish(out.flat())
         return out
       } catch (err) {
@@ -403,6 +406,20 @@ export class PostgresEventLog implements EventLog {
       [sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? null],
     )
     return rows
+  }
+
+  /** How long the commit being published took, in ms, its round trips included: read by a commit listener. */
+  get commitMs(): number {
+    return this.lastCommitMs
+  }
+
+  async seqOfVersion(sessionId: string, version: number): Promise<number | undefined> {
+    await this.readYourWrites(sessionId)
+    const { rows } = await this.query<{ seq: number }>(
+      'SELECT seq FROM events WHERE session_id = $1 AND version = $2',
+      [sessionId, version],
+    )
+    return rows[0]?.seq
   }
 
   async readSessionOfType(sessionId: string, type: string): Promise<StoredEvent[]> {

@@ -175,6 +175,14 @@ export function postgresReadModels(log: Pick<PostgresEventLog, 'reader' | 'snaps
         `SELECT DISTINCT (data::jsonb ->> 'directory') COLLATE "C" AS value FROM sessions
            WHERE NOT archived AND (data::jsonb ->> 'imported') IS NULL ORDER BY value`,
       ),
+    statusCounts: async () => {
+      const { rows } = await (await log.reader()).query<{ status: string; archived: boolean; count: number }>(
+        `SELECT data::jsonb ->> 'status' AS status, archived, count(*)::integer AS count FROM sessions
+           GROUP BY 1, 2 ORDER BY (data::jsonb ->> 'status') COLLATE "C", archived`,
+      )
+      return rows
+    },
+    sweep: () => {}, // every read is the server's: nothing of a session is held here
   }
 }
 

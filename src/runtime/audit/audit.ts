@@ -94,7 +94,7 @@ function auditSession(
     const from = e.data.context as CompiledFrom
     let sources: StepSources
     try {
-      sources = readSources(store, from)
+      sources = readSources((hash) => store.blobs.get(hash), from)
     } catch (err) {
       fail(e, isChronicleError(err) ? err.message : `its sources cannot be read: ${String(err)}`)
       continue
@@ -130,7 +130,9 @@ function auditSession(
       if (!waiting) continue
       byVersion.delete(event.version)
       for (const { event: step, sources } of waiting) {
-        const { chain } = transcript.chat(chatOptions(store, step.data.context as CompiledFrom).accepts)
+        const { chain } = transcript.chat(
+          chatOptions((hash) => store.blobs.get(hash), step.data.context as CompiledFrom).accepts,
+        )
         check(step, sources, chain)
       }
       if (byVersion.size === 0) break

@@ -2,10 +2,11 @@ import type { DataOf } from '../../events/catalogue.js'
 import { blobHash } from '../../events/blobs.js'
 import type { StoredEvent } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
+import type { TimeTravel } from '../../projections/time-travel/port.js'
 import type { ModelRequest, ToolSpec } from '../model/adapter.js'
 import type { ChatMessage } from '../loop/chat-messages.js'
-import { viewAt } from '../../projections/time-travel/time-travel.js'
+import { attachedContents, type BlobRead, fetchedBlobs } from '../loop/attached-blobs.js'
 import { type ChatOptions, toChatMessages } from '../loop/chat-messages.js'
 import { ACCEPTS_ALL } from '../model/adapter.js'
 import { digestOf, maxStepsNote, requestDigest } from '../loop/context.js'
@@ -23,8 +24,8 @@ export type CompiledFrom = NonNullable<DataOf<'step.started'>['context']>
 export type StepStarted = Extract<StoredEvent, { type: 'step.started' }>
 
 /** A blob step.started names, read back and checked against its hash. */
-export function readBlob(store: EventStore, hash: string): string {
-  const content = store.blobs.get(hash)
+export function readBlob(read: BlobRead, hash: string): string {
+  const content = read(hash)
   if (content === undefined) throw new ChronicleError('BLOB_MISSING', `blob ${hash} is not in the store`)
   if (blobHash(content) !== hash) throw new ChronicleError('BLOB_CORRUPT', `blob ${hash} does not match its hash`)
   return content
@@ -38,17 +39,23 @@ export interface StepSources {
   readonly messages?: ChatMessage[]
 }
 
-export function readSources(store: EventStore, from: CompiledFrom): StepSources {
+/** `read` reads the blobs `from` names (`sourceBlobs`). */
+export function readSources(read: BlobRead, from: CompiledFrom): StepSources {
   return {
-    system: readBlob(store, from.system),
-    tools: JSON.parse(readBlob(store, from.tools)) as ToolSpec[],
-    ...(from.messages !== undefined && { messages: JSON.parse(readBlob(store, from.messages)) as ChatMessage[] }),
+    system: readBlob(read, from.system),
+    tools: JSON.parse(readBlob(read, from.tools)) as ToolSpec[],
+    ...(from.messages !== undefined && { messages: JSON.parse(readBlob(read, from.messages)) as ChatMessage[] }),
   }
 }
 
+/** The blobs a step's sources are in. */
+export function sourceBlobs(from: CompiledFrom): string[] {
+  return [from.system, from.tools, ...(from.messages === undefined ? [] : [from.messages])]
+}
+
 /** How the history was converted for the step: for what its model accepts, with the blobs of attached files. */
-export function chatOptions(store: EventStore, from: CompiledFrom): ChatOptions {
-  return { accepts: from.accepts ?? ACCEPTS_ALL, read: (hash) => store.blobs.get(hash) }
+export function chatOptions(read: BlobRead, from: CompiledFrom): ChatOptions {
+  return { accepts: from.accepts ?? ACCEPTS_ALL, read }
 }
 
 /** The request, given the history's chat messages at `from.version` (ignored for a compaction's). */
@@ -83,24 +90,26 @@ export interface SentStep {
  * log — or undefined when `seq` is not one of the session's own
  * step.started events, or one logged before requests were recorded.
  */
-export function recordedRequest(
-  store: EventStore,
+export async function recordedRequest(
+  ports: { readonly log: EventLog; readonly timeTravel: TimeTravel },
   sessionId: string,
   seq: number,
-): { request: ModelRequest; digest: string; agent: string; step: SentStep } | undefined {
-  const event = store.get(seq)
+): Promise<{ request: ModelRequest; digest: string; agent: string; step: SentStep } | undefined> {
+  const { log, timeTravel } = ports
+  const event = await log.get(seq)
   if (event?.type !== 'step.started' || event.sessionId !== sessionId || !event.data.context) return undefined
   const from = event.data.context
-  const sources = readSources(store, from)
+  const sources = readSources(await fetchedBlobs(log.blobs, sourceBlobs(from)), from)
   let history: ChatMessage[] = []
   if (from.version !== undefined) {
-    const at = store.seqOfVersion(sessionId, from.version)
+    const at = await log.seqOfVersion(sessionId, from.version)
     if (at === undefined) throw new ChronicleError('CORRUPT_EVENT', `event ${seq} names a version its session lacks`)
-    history = toChatMessages(viewAt(store, sessionId, at), chatOptions(store, from))
+    const view = await timeTravel.viewAt(sessionId, at)
+    history = toChatMessages(view, chatOptions(await attachedContents(log.blobs, view), from))
   }
   const request = requestOf(sources, from, history)
   const { messageId, step, contextDigest, settings } = event.data
-  const agent = viewAt(store, sessionId, seq).messages.get(messageId)?.agent ?? ''
+  const agent = (await timeTravel.viewAt(sessionId, seq)).messages.get(messageId)?.agent ?? ''
   return {
     request,
     digest: digestOf(request),

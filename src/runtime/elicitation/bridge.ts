@@ -1,9 +1,7 @@
 import { type ContentCheck, elicitationCommand } from '../../commands/elicitation.js'
 import type { DataOf, ElicitationValue } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
 import type { CommandPorts } from '../../commands/execute.js'
-import { getSession } from '../../projections/queries/read-model.js'
 import { NO_SECRETS, type Redactor } from '../../tools/redact.js'
 import { SHUTDOWN } from '../abort-reasons.js'
 
@@ -50,8 +48,7 @@ export interface ElicitationBridge {
 }
 
 export interface ElicitationBridgeDeps {
-  readonly store: EventStore
-  /** what the elicitation commands append through */
+  /** where the chain of sessions is read and the elicitation commands append */
   readonly ports: CommandPorts
   readonly ids: IdSource
   /** the server's secrets kept out of the log: a hostile server may echo one in its question */
@@ -67,12 +64,12 @@ export const WITHDRAWN_REASON = 'the MCP server withdrew the request'
 export const SHUTDOWN_REASON = 'the server stopped while the call waited for the answer'
 
 export function createElicitationBridge(deps: ElicitationBridgeDeps): ElicitationBridge {
-  const { store, ports, ids, log } = deps
+  const { ports, ids, log } = deps
   const redactor = deps.redactor ?? NO_SECRETS
   const waiters = new Map<string, (answer: DataOf<'elicitation.answered'>) => void>()
   const key = (sessionId: string, elicitationId: string) => `${sessionId}\u0000${elicitationId}`
 
-  const unsubscribe = store.onCommit((events) => {
+  const unsubscribe = ports.log.onCommit((events) => {
     for (const e of events) {
       if (e.type !== 'elicitation.answered') continue
       const k = key(e.sessionId, e.data.elicitationId)
@@ -98,10 +95,10 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
   }
 
   /** The top session of a sub-agent chain (the session itself when it has no parent). */
-  function topOf(sessionId: string): string {
+  async function topOf(sessionId: string): Promise<string> {
     let top = sessionId
     for (let depth = 0; depth < MAX_CHAIN; depth++) {
-      const parent = getSession(store, top)?.parent?.sessionId
+      const parent = (await ports.readModels.session(top))?.parent?.sessionId
       if (!parent || parent === sessionId) break
       top = parent
     }
@@ -121,7 +118,7 @@ export function createElicitationBridge(deps: ElicitationBridgeDeps): Elicitatio
     if (call.abort.aborted || withdrawn?.aborted) return { action: 'cancel' }
     const elicitationId = ids.next('eli')
     // asked where the user watches: a sub-agent's call is named by `from`, not as a part of the top session
-    const top = topOf(call.sessionId)
+    const top = await topOf(call.sessionId)
     const self = { partId: call.partId, callId: call.callId }
     const where = top === call.sessionId ? self : { from: { sessionId: call.sessionId, ...self } }
     const k = key(top, elicitationId)

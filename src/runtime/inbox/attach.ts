@@ -2,8 +2,8 @@ import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs'
 import { basename, extname } from 'node:path'
 import type { InputPart } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
-import { requireSession } from '../../projections/queries/read-model.js'
+import type { EventLog } from '../../events/log.js'
+import type { ReadModels } from '../../projections/read-models.js'
 import { isForbidden, resolveInWorkspace } from '../../tools/paths.js'
 
 /**
@@ -23,31 +23,43 @@ import { isForbidden, resolveInWorkspace } from '../../tools/paths.js'
 export const DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
 
 export interface AttachDeps {
-  readonly store: EventStore
+  /** where the session's directory is read and the contents put */
+  readonly ports: { readonly log: EventLog; readonly readModels: ReadModels }
   /** Chronicle's own data dir and config file: never attached, even from inside a session directory */
   readonly forbidden?: readonly string[]
   readonly maxBytes?: number
 }
 
-export function createAttacher(deps: AttachDeps): (sessionId: string, parts: readonly InputPart[]) => InputPart[] {
+export function createAttacher(
+  deps: AttachDeps,
+): (sessionId: string, parts: readonly InputPart[]) => Promise<InputPart[]> {
   const maxBytes = deps.maxBytes ?? DEFAULT_MAX_FILE_BYTES
-  return (sessionId, parts) => {
-    const directory = requireSession(deps.store, sessionId).directory
-    return parts.map((part) => {
+  return async (sessionId, parts) => {
+    const session = await deps.ports.readModels.session(sessionId)
+    if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+    // every file read and checked before any content is stored: one refused file stores nothing
+    const read = parts.map((part) => {
       if (part.type !== 'file' || part.path === undefined) return part
-      const { bytes, display } = readConfined(directory, part.path, maxBytes, deps.forbidden ?? [])
+      const { bytes, display } = readConfined(session.directory, part.path, maxBytes, deps.forbidden ?? [])
       const mediaType = part.mediaType ?? mediaTypeOf(display)
       const encoding = encodingOf(mediaType, bytes, display)
       const content = encoding === 'utf8' ? bytes.toString('utf8') : bytes.toString('base64')
       return {
-        ...part,
+        part,
+        content,
         mediaType: mediaType ?? 'text/plain',
         filename: part.filename ?? basename(display),
-        blob: deps.store.blobs.put(content),
         size: bytes.length,
         encoding,
       }
     })
+    return Promise.all(
+      read.map(async (r) => {
+        if (!('content' in r)) return r
+        const { part, content, ...fields } = r
+        return { ...part, ...fields, blob: await deps.ports.log.blobs.put(content) }
+      }),
+    )
   }
 }
 

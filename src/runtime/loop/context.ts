@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
+import type { ReadModels } from '../../projections/read-models.js'
+import type { TimeTravel } from '../../projections/time-travel/port.js'
+import { attachedContents } from './attached-blobs.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { Message, SessionView } from '../../projections/fold/model.js'
-import { loadView } from '../../projections/queries/read-model.js'
-import { viewAt } from '../../projections/time-travel/time-travel.js'
 import { DEFAULT_AGENTS, type AgentDefinition } from '../../tools/agents.js'
 import type { SkillSource } from '../../tools/skills/skills.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'
@@ -105,7 +106,7 @@ export async function compileView(
   const session = view.session
   if (!session) throw new ChronicleError('SESSION_NOT_FOUND', 'no session')
   const agent = agentFor(view, deps.agents, opts.transcript)
-  const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name })
+  const offered = await deps.tools.tools({ sessionId: session.id, agent: agent.name, rules: session.rules })
   const toolset = new Map(offered.map((t) => [t.id, t]))
   const system = buildSystemPrompt(
     agent,
@@ -156,17 +157,17 @@ export function requestDigest(system: string, tools: readonly ToolSpec[], toolCh
  * event `seq` (time travel: the session exactly as it was after that event).
  */
 export async function compileContext(
-  store: EventStore,
+  ports: { readonly log: EventLog; readonly readModels: ReadModels; readonly timeTravel: TimeTravel },
   sessionId: string,
   seq?: number,
   deps: ContextDeps = { agents: new Map(DEFAULT_AGENTS.map((a) => [a.name, a])), tools: { tools: () => [] } },
 ): Promise<CompiledContext> {
   let view: SessionView
   if (seq === undefined) {
-    view = loadView(store, sessionId)
+    view = await ports.readModels.view(sessionId)
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
   } else {
-    view = viewAt(store, sessionId, seq)
+    view = await ports.timeTravel.viewAt(sessionId, seq)
   }
-  return compileView(view, deps, { read: (hash) => store.blobs.get(hash) })
+  return compileView(view, deps, { read: await attachedContents(ports.log.blobs, view) })
 }

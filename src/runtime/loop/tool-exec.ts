@@ -1,7 +1,13 @@
 import { z } from 'zod'
 import type { ToolErrorKind } from '../../events/catalogue.js'
 import { NO_SECRETS, type Redactor } from '../../tools/redact.js'
-import { ToolFailure, type PermissionGate, type Tool, type ToolContext } from '../../tools/tool.js'
+import {
+  ToolFailure,
+  type PermissionChecker,
+  type PermissionGate,
+  type Tool,
+  type ToolContext,
+} from '../../tools/tool.js'
 import { abortError, SHUTDOWN } from '../abort-reasons.js'
 import type { Recorder } from './recorder.js'
 import type { StreamedCall } from './step.js'
@@ -139,6 +145,8 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     },
     meta,
   )
+  // ctx.check decides at once (a search filters every path it finds): on the rules read here, and again after each ask.
+  let check: PermissionChecker
   try {
     if (doomLoop) {
       await input.permissions.ask(scope, {
@@ -147,6 +155,7 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
         metadata: { tool: call.tool, input: parsed.data },
       })
     }
+    check = await input.permissions.checker(scope)
   } catch (err) {
     return fail(failureKind(err, signal, 'denied'), messageOf(err))
   }
@@ -166,9 +175,12 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
       recorder.emit({ type: 'tool.network', data: Object.assign({ partId: call.partId }, redact.value(use)) }, meta),
     ask: (request) => {
       const abort = request.signal ? AbortSignal.any([budget.signal, request.signal]) : budget.signal
-      return budget.paused(() => input.permissions.ask(Object.assign({}, scope, { abort }), request))
+      return budget.paused(async () => {
+        await input.permissions.ask(Object.assign({}, scope, { abort }), request)
+        check = await input.permissions.checker(scope)
+      })
     },
-    check: (request) => input.permissions.check(scope, request),
+    check: (request) => check(request),
   }
   // What a writing tool changed — completed, failed or cut off by a cancel — is recorded just before its
   // terminal event: up to that event the workspace is the one before the call, from it on the one after (a

@@ -1,8 +1,7 @@
 import { basename, isAbsolute, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Root } from '@modelcontextprotocol/sdk/types.js'
-import type { EventStore } from '../../events/store.js'
-import { liveSessionDirectories } from '../../projections/queries/session-directories.js'
+import type { StorePorts } from '../../projections/store-ports.js'
 
 /**
  * The MCP roots Chronicle offers (docs/TOOLS.md "Roots"): the directories
@@ -30,23 +29,39 @@ const WRITTEN = 'workspace.materialized'
  * never told of one outside these, so one session's choice cannot widen what every session's model
  * reaches through a server that follows its roots (server-filesystem does).
  */
-export function createSessionRoots(
-  store: EventStore,
+export async function createSessionRoots(
+  ports: Pick<StorePorts, 'log' | 'readModels'>,
   directory: string,
   within: readonly string[] = [directory],
-): SessionRoots {
+): Promise<SessionRoots> {
   const inside = (dir: string) =>
     within.some((base) => {
       const rel = relative(base, dir)
       return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))
     })
-  const query = () => new Set([directory, ...liveSessionDirectories(store).filter(inside)])
+  const query = async () => new Set([directory, ...(await ports.readModels.liveSessionDirectories()).filter(inside)])
   const toRoots = (dirs: ReadonlySet<string>): Root[] =>
     [...dirs].sort().map((dir) => ({ uri: pathToFileURL(dir).href, name: basename(dir) || dir }))
-  let dirs = query()
+  let dirs = await query()
   let roots = toRoots(dirs)
   const listeners: (() => void)[] = []
-  const unsubscribe = store.onCommit((events) => {
+  const tell = () => {
+    for (const listener of listeners) listener()
+  }
+  // the set read again one query at a time, in commit order: a later commit's answer is never overwritten
+  let reading = Promise.resolve()
+  const readAgain = (written: boolean) => {
+    reading = reading
+      .then(async () => {
+        const next = await query()
+        const changed = next.size !== dirs.size || [...next].some((d) => !dirs.has(d))
+        dirs = next
+        roots = toRoots(dirs)
+        if (changed || written) tell()
+      })
+      .catch(() => {}) // a store closing under the server: the roots stay as they were
+  }
+  const unsubscribe = ports.log.onCommit((events) => {
     let changed = false
     let written = false
     for (const e of events) {
@@ -58,13 +73,8 @@ export function createSessionRoots(
         changed = true // its directory may be nobody's now
       else if (e.type === WRITTEN) written = true
     }
-    if (changed) {
-      const next = query()
-      if (next.size === dirs.size && [...next].every((d) => dirs.has(d))) changed = false
-      dirs = next
-      roots = toRoots(dirs)
-    }
-    if (changed || written) for (const listener of listeners) listener()
+    if (changed) readAgain(written)
+    else if (written) tell()
   })
   return {
     list: () => roots,

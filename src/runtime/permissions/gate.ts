@@ -1,13 +1,18 @@
 import { permissionCommand } from '../../commands/permission.js'
 import type { PermissionRule } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
+import type { DataOf } from '../../events/catalogue.js'
 import type { CommandPorts } from '../../commands/execute.js'
 import type { Session } from '../../projections/fold/model.js'
-import { type PermissionReply, replyTo } from '../../projections/queries/permission-log.js'
-import { getSession } from '../../projections/queries/read-model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
-import { type PermissionAsk, type PermissionGate, type PermissionScope, ToolFailure } from '../../tools/tool.js'
+import {
+  type PermissionAsk,
+  type PermissionChecker,
+  type PermissionDecision,
+  type PermissionGate,
+  type PermissionScope,
+  ToolFailure,
+} from '../../tools/tool.js'
 import { ruleDecision, lastMatch, type PermissionAction } from '../../tools/permission/evaluate.js'
 import { defaultAlways, expandPatterns } from '../../tools/permission/bash-patterns.js'
 import { wildcardMatch } from '../../tools/permission/wildcard.js'
@@ -29,15 +34,14 @@ import { wildcardMatch } from '../../tools/permission/wildcard.js'
  * after a restart can also wait for requests made before it (`waitForReply`).
  */
 export interface PermissionGateDeps {
-  readonly store: EventStore
-  /** what the permission commands append through */
+  /** where sessions and replies are read, and the permission commands append */
   readonly ports: CommandPorts
   readonly ids: IdSource
   readonly agents: ReadonlyMap<string, AgentDefinition>
 }
 
 /** One session of a sub-agent chain, with the agent acting in it. */
-interface Level {
+export interface Level {
   readonly session: Session
   readonly agent: string
 }
@@ -52,12 +56,14 @@ export interface Evaluation {
 
 export interface PermissionGateHandle extends PermissionGate {
   /** the decision the rules give now, without asking */
-  evaluate(scope: { sessionId: string; agent: string }, request: PermissionAsk): Evaluation
+  evaluate(scope: { sessionId: string; agent: string }, request: PermissionAsk): Promise<Evaluation>
   /** resolves on a once/always reply, rejects ToolFailure('denied') on reject, ToolFailure('aborted') on abort */
   waitForReply(sessionId: string, requestId: string, signal?: AbortSignal): Promise<void>
   /** stops listening to the store; pending waits reject as aborted */
   close(): void
 }
+
+type PermissionReply = DataOf<'permission.replied'>
 
 interface Waiter {
   settle(reply: PermissionReply): void
@@ -69,11 +75,11 @@ export const DEFAULT_REJECT_MESSAGE =
   'The user rejected permission to use this tool call. Do not retry it as is; ask the user how to proceed if needed.'
 
 export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHandle {
-  const { store, ports, ids, agents } = deps
+  const { ports, ids, agents } = deps
   const waiters = new Map<string, Set<Waiter>>()
   const key = (sessionId: string, requestId: string) => `${sessionId}\u0000${requestId}`
 
-  const unsubscribe = store.onCommit((events) => {
+  const unsubscribe = ports.log.onCommit((events) => {
     for (const e of events) {
       if (e.type !== 'permission.replied') continue
       const set = waiters.get(key(e.sessionId, e.data.requestId))
@@ -83,48 +89,32 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     }
   })
 
-  function sessionOf(sessionId: string): Session {
-    const session = getSession(store, sessionId)
+  async function sessionOf(sessionId: string): Promise<Session> {
+    const session = await ports.readModels.session(sessionId)
     if (!session) throw new ToolFailure('failed', `no session ${sessionId}`)
     return session
   }
 
   /** The session and its ancestors (a sub-agent's parents), each with the agent acting in it. */
-  function chainOf(sessionId: string, agent: string): Level[] {
-    const levels: Level[] = [{ session: sessionOf(sessionId), agent }]
+  async function chainOf(sessionId: string, agent: string): Promise<Level[]> {
+    const levels: Level[] = [{ session: await sessionOf(sessionId), agent }]
     for (let parent = levels[0]?.session.parent; parent; ) {
       const id = parent.sessionId
       if (levels.length > MAX_CHAIN || levels.some((l) => l.session.id === id)) {
         throw new ToolFailure('denied', `the sub-agent chain of ${sessionId} is too deep or circular`)
       }
-      const session = sessionOf(id)
+      const session = await sessionOf(id)
       levels.push({ session, agent: parent.agent ?? session.agent })
       parent = session.parent
     }
     return levels
   }
 
-  function evaluateChain(levels: readonly Level[], request: PermissionAsk): Evaluation {
-    const approvals = levels.flatMap((l) => l.session.approvals)
-    const configured = levels.map((l) => ({ agent: agents.get(l.agent)?.rules ?? [], session: l.session.rules }))
-    const { patterns, complete, dynamic } = expandPatterns(request)
-    let action: PermissionAction = 'allow'
-    for (const pattern of patterns) {
-      for (const rules of configured) {
-        const a = ruleDecision(request.permission, pattern, { ...rules, approvals })
-        if (a === 'deny') {
-          const rule = lastMatch(request.permission, pattern, rules.agent, rules.session)
-          return { action: 'deny', patterns, denied: { pattern, ...(rule && { rule }) } }
-        }
-        if (a === 'ask') action = 'ask'
-      }
-    }
-    // A command we could not fully parse is never auto-allowed; one whose name is only known
-    // at run time (`$x f`, `eval "$s"`) asks whenever any configured rule restricts the permission.
-    if (action === 'allow' && !complete) action = 'ask'
-    if (action === 'allow' && dynamic && configured.some((r) => restricts(request.permission, r.agent, r.session)))
-      action = 'ask'
-    return { action, patterns }
+  /** The first reply to a request in the log: one given before a restart, or while the request was being made. */
+  async function replyTo(sessionId: string, requestId: string): Promise<PermissionReply | undefined> {
+    for (const e of await ports.log.readSessionOfType(sessionId, 'permission.replied'))
+      if (e.type === 'permission.replied' && e.data.requestId === requestId) return e.data
+    return undefined
   }
 
   function waitForReply(sessionId: string, requestId: string, signal?: AbortSignal): Promise<void> {
@@ -142,20 +132,30 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
         },
       }
       if (signal?.aborted) return onAbort()
-      // Already replied (e.g. before a restart)? Settle from the log.
-      const past = replyTo(store, sessionId, requestId)
-      if (past) return waiter.settle(past)
+      // Waiting first, then the log: a reply committed while it is read is heard either way.
       let set = waiters.get(k)
       if (!set) waiters.set(k, (set = new Set()))
       set.add(waiter)
       signal?.addEventListener('abort', onAbort, { once: true })
+      replyTo(sessionId, requestId).then(
+        (past) => {
+          if (!past || !waiters.get(k)?.delete(waiter)) return
+          if (waiters.get(k)?.size === 0) waiters.delete(k)
+          waiter.settle(past)
+        },
+        (err: unknown) => {
+          if (!waiters.get(k)?.delete(waiter)) return
+          signal?.removeEventListener('abort', onAbort)
+          reject(err)
+        },
+      )
     })
   }
 
   async function ask(scope: PermissionScope, request: PermissionAsk): Promise<void> {
     if (scope.abort.aborted) throw new ToolFailure('aborted', 'The tool call was cancelled.')
-    const levels = chainOf(scope.sessionId, scope.agent)
-    const evaluation = evaluateChain(levels, request)
+    const levels = await chainOf(scope.sessionId, scope.agent)
+    const evaluation = evaluateChain(agents, levels, request)
     if (evaluation.action === 'allow' && !request.requireUser) return
     if (evaluation.action === 'deny') throw new ToolFailure('denied', deniedMessage(request.permission, evaluation))
     const requestId = ids.next('per')
@@ -207,10 +207,10 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   return {
     ask,
     waitForReply,
-    evaluate: (scope, request) => evaluateChain(chainOf(scope.sessionId, scope.agent), request),
-    check: (scope, request) => {
-      const action = evaluateChain(chainOf(scope.sessionId, scope.agent), request).action
-      return action === 'allow' && request.requireUser ? 'ask' : action
+    evaluate: async (scope, request) => evaluateChain(agents, await chainOf(scope.sessionId, scope.agent), request),
+    async checker(scope): Promise<PermissionChecker> {
+      const levels = await chainOf(scope.sessionId, scope.agent)
+      return (request) => checkDecision(evaluateChain(agents, levels, request), request)
     },
     close() {
       unsubscribe()
@@ -219,6 +219,42 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
       waiters.clear()
     },
   }
+}
+
+/**
+ * The rules' decision over a sub-agent chain (the session first, its parents after): the strictest level's,
+ * lifted from ask to allow by an approval given anywhere in the chain. Pure.
+ */
+export function evaluateChain(
+  agents: ReadonlyMap<string, AgentDefinition>,
+  levels: readonly Level[],
+  request: PermissionAsk,
+): Evaluation {
+  const approvals = levels.flatMap((l) => l.session.approvals)
+  const configured = levels.map((l) => ({ agent: agents.get(l.agent)?.rules ?? [], session: l.session.rules }))
+  const { patterns, complete, dynamic } = expandPatterns(request)
+  let action: PermissionAction = 'allow'
+  for (const pattern of patterns) {
+    for (const rules of configured) {
+      const a = ruleDecision(request.permission, pattern, { ...rules, approvals })
+      if (a === 'deny') {
+        const rule = lastMatch(request.permission, pattern, rules.agent, rules.session)
+        return { action: 'deny', patterns, denied: { pattern, ...(rule && { rule }) } }
+      }
+      if (a === 'ask') action = 'ask'
+    }
+  }
+  // A command we could not fully parse is never auto-allowed; one whose name is only known
+  // at run time (`$x f`, `eval "$s"`) asks whenever any configured rule restricts the permission.
+  if (action === 'allow' && !complete) action = 'ask'
+  if (action === 'allow' && dynamic && configured.some((r) => restricts(request.permission, r.agent, r.session)))
+    action = 'ask'
+  return { action, patterns }
+}
+
+/** What `check` answers for an evaluation: a request that requires the user is asked even when allowed. */
+export function checkDecision(evaluation: Evaluation, request: PermissionAsk): PermissionDecision {
+  return evaluation.action === 'allow' && request.requireUser ? 'ask' : evaluation.action
 }
 
 /** A bound on the walk up a sub-agent chain (the configured nesting limit is far lower). */

@@ -1,8 +1,6 @@
 import { isChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
 import type { SubtaskPart } from '../../projections/fold/model.js'
-import { inputAccepted } from '../../projections/queries/input-index.js'
-import { childSessionIds, getParts, getSession } from '../../projections/queries/read-model.js'
+import type { StorePorts } from '../../projections/store-ports.js'
 import { SUBTASK_REPORT_PREFIX } from '../loop/chat-messages.js'
 import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
 
@@ -19,7 +17,7 @@ import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
  */
 
 export interface OrphanDeps {
-  readonly store: EventStore
+  readonly ports: Pick<StorePorts, 'log' | 'readModels'>
   readonly subagents: Pick<Subagents, 'awaited'>
   readonly runtime: () => Pick<ChildRuntime, 'submit' | 'cancel'>
   readonly log?: { error(obj: object, msg?: string): void }
@@ -32,17 +30,22 @@ export interface OrphanWatcher {
 }
 
 export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
-  const { store } = deps
+  const { log, readModels } = deps.ports
+  /** whether the parent accepted the report already */
+  const accepted = async (parentId: string, inputId: string): Promise<boolean> =>
+    (await log.readSessionOfType(parentId, 'input.accepted')).some(
+      (e) => e.type === 'input.accepted' && e.data.inputId === inputId,
+    )
   const report = async (childId: string): Promise<boolean> => {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
-    // Having a parent is decided at creation: most sessions are left without forcing a commit.
-    if (!getSession(store.asCommitted, childId)?.parent) return false
-    const child = getSession(store, childId)
+    // Having a parent is decided at creation: most sessions are left without waiting on what is queued.
+    if (!(await readModels.session(childId, { committed: true }))?.parent) return false
+    const child = await readModels.session(childId)
     if (!child?.parent || child.imported || child.run || !child.lastRun) return false
     const parentId = child.parent.sessionId
-    const parent = getSession(store, parentId)
+    const parent = await readModels.session(parentId)
     if (!parent || parent.imported) return false // imported history is never acted on
-    const parts = getParts(store, parentId)
+    const parts = await readModels.parts(parentId)
     const link = parts.find((p): p is SubtaskPart => p.type === 'subtask' && p.childSessionId === childId)
     if (!link) return false
     const partId = link.id.replace(/:subtask$/, '')
@@ -52,11 +55,11 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const background = call.state === 'completed' && call.metadata?.background === true
     if (!background && (call.state !== 'error' || call.error?.kind !== 'interrupted')) return false
     const inputId = `${SUBTASK_REPORT_PREFIX}${childId}`
-    if (inputAccepted(store, parentId, inputId)) return false
+    if (await accepted(parentId, inputId)) return false
     const { outcome } = child.lastRun
     // Recovery settled the link as cancelled; the child's real outcome is recorded over it.
     if (link.outcome !== outcome) {
-      store.append(
+      await log.append(
         parentId,
         [{ type: 'subtask.finished', data: { partId, callId: link.callId, childSessionId: childId, outcome } }],
         // decided on the parent as read: anything committed to it since is a VERSION_CONFLICT, read again
@@ -68,7 +71,7 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const why = background ? '' : ' whose task call was interrupted'
     const text =
       `<system-reminder>\nThe ${which} ${childId} ("${child.title}")${why} has finished: ${outcome}.${error}\n` +
-      `<task_result>\n${finalText(store, childId)}\n</task_result>\n</system-reminder>`
+      `<task_result>\n${await finalText(readModels, childId)}\n</task_result>\n</system-reminder>`
     const content = [{ type: 'text' as const, text }]
     const delivery: 'steer' | 'queue' = background ? 'steer' : 'queue'
     // a background child the parent's cancel stopped is recorded for the model, but starts no run
@@ -99,18 +102,18 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   /** a cancel of a parent's run reaches its background children that are running */
   const cancelChildren = async (parentId: string): Promise<void> => {
     try {
-      const parts = getParts(store, parentId)
+      const parts = await readModels.parts(parentId)
       for (const link of parts) {
         if (link.type !== 'subtask' || link.outcome !== undefined) continue
         const call = parts.find((p) => p.id === link.id.replace(/:subtask$/, ''))
         if (call?.type !== 'tool' || call.metadata?.background !== true) continue
-        if (getSession(store, link.childSessionId)?.run) await deps.runtime().cancel(link.childSessionId)
+        if ((await readModels.session(link.childSessionId))?.run) await deps.runtime().cancel(link.childSessionId)
       }
     } catch (err) {
       deps.log?.error({ err, sessionId: parentId }, 'cancelling background sub-agents failed')
     }
   }
-  const unsubscribe = store.onCommit((events) => {
+  const unsubscribe = log.onCommit((events) => {
     for (const e of events) {
       if (e.type === 'run.finished') setImmediate(safely, e.sessionId) // outside the commit
       if (e.type === 'run.cancel.requested') setImmediate(cancelChildren, e.sessionId)
@@ -118,7 +121,7 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   })
   return {
     async sweep() {
-      const children = childSessionIds(store)
+      const children = await readModels.childSessionIds()
       let n = 0
       for (const id of children) {
         try {

@@ -1,15 +1,14 @@
 import { execute } from '../../commands/execute.js'
 import { decideSession, type SessionCommand } from '../../commands/session.js'
-import type { PermissionRule, RunOutcome } from '../../events/catalogue.js'
+import type { ChronicleEvent, PermissionRule, RunOutcome } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
 import type { CommandPorts } from '../../commands/execute.js'
 import type { Session } from '../../projections/fold/model.js'
-import { getMessage, getMessages, getParts, getSession } from '../../projections/queries/read-model.js'
+import type { ReadModels } from '../../projections/read-models.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import type { BackgroundTask, SubtaskRequest, SubtaskResult } from '../../tools/builtin/task.js'
 import type { TaskStatus } from '../../tools/builtin/task-status.js'
-import { ToolFailure } from '../../tools/tool.js'
+import { ToolFailure, type ToolContext } from '../../tools/tool.js'
 import { SHUTDOWN } from '../loop/loop.js'
 
 /**
@@ -49,8 +48,7 @@ export interface ChildRuntime {
 }
 
 export interface SubagentDeps {
-  readonly store: EventStore
-  /** what a child session is created through */
+  /** where sessions are read, children created and the parent's subtask events appended */
   readonly ports: CommandPorts
   readonly ids: IdSource
   readonly agents: ReadonlyMap<string, AgentDefinition>
@@ -62,9 +60,9 @@ export interface SubagentDeps {
 export const DEFAULT_MAX_DEPTH = 1
 
 /** How many parents a session has. */
-export function depthOf(store: EventStore, sessionId: string): number {
+async function depthOf(sessions: ReadModels, session: Session): Promise<number> {
   let depth = 0
-  for (let s = getSession(store, sessionId); s?.parent; s = getSession(store, s.parent.sessionId)) depth++
+  for (let s: Session | undefined = session; s?.parent; s = await sessions.session(s.parent.sessionId)) depth++
   return depth
 }
 
@@ -89,15 +87,28 @@ export interface Subagents {
 }
 
 export function createSubagents(deps: SubagentDeps): Subagents {
-  const { store, ports, ids } = deps
+  const { ports, ids } = deps
+  const { readModels } = ports
   const maxDepth = deps.maxDepth ?? DEFAULT_MAX_DEPTH
   const awaited = new Set<string>()
 
+  /** An event of the calling tool's in the parent session: decided over the session as it stands, as every command is. */
+  const toParent = (ctx: ToolContext, event: ChronicleEvent) =>
+    execute(
+      ports,
+      ctx.sessionId,
+      (s) => {
+        if (!s) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
+        return [event]
+      },
+      { meta: { actor: 'tool', call: ctx.callId } },
+    )
+
   /** The child session, linked to the call (subtask.started); its prompt not yet submitted. */
   async function open({ description, agent, ctx }: SubtaskRequest): Promise<string> {
-    const parent = getSession(store, ctx.sessionId)
+    const parent = await readModels.session(ctx.sessionId)
     if (!parent) throw new ToolFailure('failed', `no session ${ctx.sessionId}`)
-    const depth = depthOf(store, ctx.sessionId) + 1
+    const depth = (await depthOf(readModels, parent)) + 1
     if (depth > maxDepth) {
       throw new ToolFailure(
         'denied',
@@ -110,17 +121,14 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       type: 'create',
       directory: parent.directory,
       agent,
-      model: modelOf(store, ctx.sessionId, ctx.messageId) ?? parent.model,
+      // the model the parent's calling step used, so the child runs on the same one
+      model: (await readModels.message(ctx.sessionId, ctx.messageId))?.model ?? parent.model,
       title: `${description} (@${agent} subagent)`,
       parent: { sessionId: ctx.sessionId, callId: ctx.callId, agent: ctx.agent },
       rules: childRules(deps.agents.get(ctx.agent), parent, depth >= maxDepth),
     }
     await execute(ports, childSessionId, (s) => decideSession(create, s, childSessionId), { meta })
-    store.append(
-      ctx.sessionId,
-      [{ type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } }],
-      { meta },
-    )
+    await toParent(ctx, { type: 'subtask.started', data: { partId: ctx.partId, callId: ctx.callId, childSessionId } })
     return childSessionId
   }
 
@@ -139,7 +147,6 @@ export function createSubagents(deps: SubagentDeps): Subagents {
   async function run(request: SubtaskRequest): Promise<SubtaskResult> {
     const { prompt, agent, ctx } = request
     const childSessionId = await open(request)
-    const meta = { actor: 'tool' as const, call: ctx.callId }
     const runtime = deps.runtime()
     const onAbort = () => {
       // a shutdown leaves the child for recovery; a child that cannot be cancelled (gone, imported) ends anyway
@@ -155,7 +162,7 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       ctx.abort.removeEventListener('abort', onAbort)
       awaited.delete(childSessionId)
     }
-    const child = getSession(store, childSessionId)
+    const child = await readModels.session(childSessionId)
     if (ctx.abort.reason === SHUTDOWN || child?.run) {
       throw new ToolFailure(
         'interrupted',
@@ -163,33 +170,32 @@ export function createSubagents(deps: SubagentDeps): Subagents {
       )
     }
     const outcome: RunOutcome = child?.lastRun?.outcome ?? 'failed'
-    store.append(
-      ctx.sessionId,
-      [{ type: 'subtask.finished', data: { partId: ctx.partId, callId: ctx.callId, childSessionId, outcome } }],
-      { meta },
-    )
+    await toParent(ctx, {
+      type: 'subtask.finished',
+      data: { partId: ctx.partId, callId: ctx.callId, childSessionId, outcome },
+    })
     return {
       childSessionId,
       outcome,
-      text: finalText(store, childSessionId),
+      text: await finalText(readModels, childSessionId),
       ...(child?.lastRun?.error && { error: child.lastRun.error }),
     }
   }
 
   async function status(sessionId: string, taskId: string, cancel: boolean): Promise<TaskStatus> {
-    const child = getSession(store, taskId)
+    const child = await readModels.session(taskId)
     // The model names the session: only this session's own children are reported or cancelled.
     if (child?.parent?.sessionId !== sessionId || child.imported)
       throw new ToolFailure('invalid', `No sub-agent task ${taskId} was started by this session.`)
     if (cancel && child.run && !child.run.cancelRequested) await deps.runtime().cancel(taskId)
-    const now = getSession(store, taskId) ?? child
+    const now = (await readModels.session(taskId)) ?? child
     return {
       childSessionId: taskId,
       title: now.title,
       running: now.run !== null,
       ...(now.run === null && now.lastRun && { outcome: now.lastRun.outcome }),
       cancelling: now.run?.cancelRequested === true,
-      text: finalText(store, taskId),
+      text: await finalText(readModels, taskId),
     }
   }
 
@@ -197,10 +203,10 @@ export function createSubagents(deps: SubagentDeps): Subagents {
 }
 
 /** The text of the child's last assistant message (compaction summaries aside). */
-export function finalText(store: EventStore, sessionId: string): string {
-  const messages = getMessages(store, sessionId).filter((m) => m.role === 'assistant' && !m.summary)
+export async function finalText(sessions: ReadModels, sessionId: string): Promise<string> {
+  const messages = (await sessions.messages(sessionId)).filter((m) => m.role === 'assistant' && !m.summary)
   for (let i = messages.length - 1; i >= 0; i--) {
-    const parts = getParts(store, sessionId, messages[i]!.id)
+    const parts = await sessions.parts(sessionId, messages[i]!.id)
     const text = parts
       .map((p) => (p.type === 'text' ? p.text : ''))
       .join('')
@@ -208,9 +214,4 @@ export function finalText(store: EventStore, sessionId: string): string {
     if (text) return text
   }
   return ''
-}
-
-/** The model the parent's calling step used (its assistant message's), so the child runs on the same one. */
-function modelOf(store: EventStore, sessionId: string, messageId: string): string | null | undefined {
-  return getMessage(store, sessionId, messageId)?.model
 }

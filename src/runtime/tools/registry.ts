@@ -1,6 +1,4 @@
 import type { PermissionRule } from '../../events/catalogue.js'
-import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/queries/read-model.js'
 import type { AgentDefinition } from '../../tools/agents.js'
 import { deniesEverything } from '../../tools/permission/evaluate.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'
@@ -15,14 +13,13 @@ export interface ToolRegistryDeps {
   /** built-in tools (see createBuiltinTools) */
   readonly tools: readonly Tool[]
   readonly mcp?: ToolSource
-  /** where the session's configured rules are read from; without it only agent rules hide tools */
-  readonly store?: EventStore
 }
 
 /**
  * The tools offered to an agent in a session, recomputed every step: built-ins
  * then MCP tools (a name clash keeps the built-in), minus those whose agent
- * and session rules deny everything for their permission. Durable approvals
+ * and session rules (the scope's: the session as the step sees it, or as it
+ * was at a seq) deny everything for their permission. Durable approvals
  * never un-hide a tool: they cannot override a configured deny.
  */
 export function createToolRegistry(deps: ToolRegistryDeps): ToolRegistry & { all(): readonly Tool[] } {
@@ -38,9 +35,9 @@ export function createToolRegistry(deps: ToolRegistryDeps): ToolRegistry & { all
   }
   return {
     all,
-    tools({ sessionId, agent }) {
+    tools({ agent, rules }) {
       const agentRules = deps.agents.get(agent)?.rules ?? []
-      const sessionRules: readonly PermissionRule[] = deps.store ? (getSession(deps.store, sessionId)?.rules ?? []) : []
+      const sessionRules: readonly PermissionRule[] = rules ?? []
       return all().filter((tool) => !deniesEverything(tool.permission ?? tool.id, agentRules, sessionRules))
     },
   }

@@ -1,6 +1,5 @@
 import type { PermissionRule } from '../../events/catalogue.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
 import type { CommandPorts } from '../../commands/execute.js'
 import { type AgentDefinition, resolveAgents } from '../../tools/agents.js'
 import { createBuiltinTools, type TodoItem } from '../../tools/builtin/index.js'
@@ -12,8 +11,7 @@ import { createToolRegistry } from './registry.js'
 import type { Tool, ToolRegistry } from '../../tools/tool.js'
 
 export interface ToolingOptions {
-  readonly store: EventStore
-  /** what the permission gate appends through */
+  /** what the permission gate reads and appends through, and todowrite records on */
   readonly ports: CommandPorts
   readonly ids: IdSource
   /** where truncated outputs are saved (<dataDir>/tool-output) */
@@ -46,9 +44,9 @@ export interface Tooling {
  * registry.
  */
 export function createTooling(options: ToolingOptions): Tooling {
-  const { store, ports, ids } = options
+  const { ports, ids } = options
   const agents = resolveAgents(options.agents ?? [], options.rules ?? [])
-  const gate = createPermissionGate({ store, ports, ids, agents })
+  const gate = createPermissionGate({ ports, ids, agents })
   const mcp = createMcpManager(options.mcp ?? [], {
     dataDir: options.dataDir,
     ...(options.onMcpStatus && { onStatus: options.onMcpStatus }),
@@ -56,14 +54,14 @@ export function createTooling(options: ToolingOptions): Tooling {
   const updateTodos =
     options.updateTodos ??
     (async (sessionId: string, items: TodoItem[]) => {
-      await store.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
+      await ports.log.enqueue(sessionId, [{ type: 'todo.updated', data: { items } }], { meta: { actor: 'tool' } })
     })
   const builtins = createBuiltinTools({
     dataDir: options.dataDir,
     updateTodos,
     ...(options.env && { env: options.env }),
   })
-  const registry = createToolRegistry({ agents, store, mcp, tools: [...builtins, ...(options.extraTools ?? [])] })
+  const registry = createToolRegistry({ agents, mcp, tools: [...builtins, ...(options.extraTools ?? [])] })
   return {
     agents,
     gate,

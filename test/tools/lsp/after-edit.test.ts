@@ -64,12 +64,11 @@ describe('diagnostics after an edit', () => {
       ],
     })
     runtime = createRuntime({
-      store,
       ports: sqlitePorts(store),
       ids,
       models: fixedModelResolver(model, 'mock:model'),
-      tools: createToolRegistry({ agents, store, tools: tools.map((t) => withDiagnostics(t, service)) }),
-      permissions: createPermissionGate({ store, ports: sqlitePorts(store), ids, agents }),
+      tools: createToolRegistry({ agents, tools: tools.map((t) => withDiagnostics(t, service)) }),
+      permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
       agents,
       environment: () => ({ platform: 'test', date: '2026-01-01' }),
     })

@@ -46,7 +46,7 @@ async function setup(server: McpServerConfig) {
   const work = join(tmp.dir, 'work')
   mkdirSync(work)
   store = openStore(join(tmp.dir, 'chronicle.db'))
-  const sessionRoots = createSessionRoots(store, work, [work, join(tmp.dir, 'forks')])
+  const sessionRoots = await createSessionRoots(sqlitePorts(store), work, [work, join(tmp.dir, 'forks')])
   const m = createMcpManager([server], { directory: work, connectTimeoutMs: 15_000, roots: () => sessionRoots.list() })
   sessionRoots.onChange(() => void m.rootsChanged())
   roots = sessionRoots

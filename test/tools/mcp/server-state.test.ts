@@ -4,13 +4,13 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { isType, type StoredEvent } from '../../../src/events/envelope.js'
 import type { EventStore } from '../../../src/events/store.js'
-import { sqliteLog } from '../../../src/events/log.js'
 import { MCP_STREAM, mcpServersAt } from '../../../src/projections/queries/mcp-servers.js'
 import { openStore } from '../../../src/projections/open.js'
 import type { McpServerConfig } from '../../../src/tools/mcp/config.js'
 import { createMcpManager, type McpManager, type McpManagerOptions } from '../../../src/tools/mcp/manager.js'
 import type { McpServerStatus } from '../../../src/tools/mcp/server.js'
 import { sha256, toolsDigest } from '../../../src/tools/mcp/server-events.js'
+import { sqliteLog } from '../../../src/events/log.js'
 import { createMcpStateLog } from '../../../src/runtime/mcp/state-log.js'
 import { createRedactor, NO_SECRETS, type Redactor } from '../../../src/tools/redact.js'
 import { fixture, tempDir } from '../helpers.js'
@@ -58,7 +58,7 @@ function setup(
     directory: tmp.dir,
     dataDir: join(tmp.dir, 'data'), // where a sign-in's state is kept
     connectTimeoutMs: 15_000,
-    onEvent: createMcpStateLog({ store, servers, redactor }),
+    onEvent: createMcpStateLog({ log: sqliteLog(store), servers, redactor }),
     ...options,
   })
   return { store, manager }
@@ -224,9 +224,9 @@ describe('MCP server state in the log', () => {
     })
     expect(readyData(after).toolsDigest).not.toBe(readyData(before).toolsDigest)
     // the same status again (a re-listing that found nothing new) is not another event
-    const log = createMcpStateLog({ store, servers: [], redactor: NO_SECRETS })
-    log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
-    log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
+    const log = createMcpStateLog({ log: sqliteLog(store), servers: [], redactor: NO_SECRETS })
+    await log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
+    await log({ type: 'mcp.server.failed', data: { server: 'x', error: 'e' } })
     expect(types(store)).toEqual(['mcp.server.connecting', 'mcp.server.ready', 'mcp.server.ready', 'mcp.server.failed'])
   })
 
