@@ -344,8 +344,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   }
 
   const deps: AppDeps = {
-    store,
     ports,
+    storageFull: () => store.storageFull,
     ids,
     logger,
     ...(metrics && { metrics }),

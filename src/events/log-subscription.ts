@@ -36,7 +36,7 @@ export class LogSubscription implements AsyncIterableIterator<StoredEvent> {
   private readonly pageSize: number
 
   constructor(
-    private readonly log: EventLog,
+    private readonly log: Pick<EventLog, 'readFiltered' | 'onCommit'>,
     private readonly filter: SubscriptionFilter,
     after: number,
     private readonly options: SubscriptionOptions = {},
@@ -120,6 +120,8 @@ export class LogSubscription implements AsyncIterableIterator<StoredEvent> {
         return
       }
       if (this.overflowed) return // the live tail was dropped while reading: read again
+      // the page was read after the head given was: nothing of the filter's lies between
+      this.scanned = Math.max(this.scanned, this.options.head ?? 0)
       const tail = this.held.filter((e) => e.seq > this.scanned)
       this.held = []
       this.live = true

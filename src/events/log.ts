@@ -31,6 +31,11 @@ export interface EventLog {
   awaited(sessionId: string): void
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
   readSession(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<StoredEvent[]>
+  /**
+   * The chain hashes (src/events/chain.ts) of one session's own events with after < seq <= upTo, in seq
+   * order, at most `limit`; null for an event logged before the chain. What an export carries beside each event.
+   */
+  chainOf(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<ChainLink[]>
   /** The seq of a session's own event at `version`, or undefined. */
   seqOfVersion(sessionId: string, version: number): Promise<number | undefined>
   /** One session's own events of one type, in order. */
@@ -58,6 +63,12 @@ export interface EventLog {
   close(): Promise<void>
 }
 
+/** An event's place in the hash chain. */
+export interface ChainLink {
+  readonly seq: number
+  readonly hash: Buffer | null
+}
+
 /** The embedded SQLite store as the port. */
 export function sqliteLog(store: EventStore): EventLog {
   return {
@@ -66,6 +77,7 @@ export function sqliteLog(store: EventStore): EventLog {
     submit: (sessionId, events, options, done) => store.submit(sessionId, events, options, done),
     awaited: (sessionId) => store.awaited(sessionId),
     readSession: async (sessionId, opts) => store.readSession(sessionId, opts),
+    chainOf: async (sessionId, opts) => store.chainOf(sessionId, opts),
     seqOfVersion: async (sessionId, version) => store.seqOfVersion(sessionId, version),
     readSessionOfType: async (sessionId, type) => store.readSessionOfType(sessionId, type),
     readAll: async (after, limit) => store.readAll(after, limit),

@@ -9,6 +9,7 @@ import { BlobStore } from './blobs.js'
 import { copyDatabase, type DatabaseCopy } from './backup.js'
 import { closedError, CommitScheduler, type PendingAppend, type Settle } from './commit-scheduler.js'
 import { chainHex } from './chain.js'
+import type { ChainLink } from './log.js'
 import { Interned } from './interned.js'
 import { LogInserts } from './log-inserts.js'
 import { deflated, migrate, PART_PREFIX } from './schema.js'
@@ -618,6 +619,15 @@ export class EventStore implements Readable {
   seqOfVersion(sessionId: string, version: number): number | undefined {
     this.readYourWrites(sessionId)
     return (this.stmt.seqAt.get(sessionId, version) as number | undefined) ?? undefined
+  }
+
+  /** The chain hashes of a session's own events with after < seq <= upTo (EventLog.chainOf). */
+  chainOf(sessionId: string, opts: { after?: number; upTo?: number; limit?: number } = {}): ChainLink[] {
+    return this.reader(sessionId)
+      .prepare(
+        'SELECT l.seq, l.hash FROM event_log l JOIN streams s ON s.id = l.stream WHERE s.session_id = ? AND l.seq > ? AND l.seq <= ? ORDER BY l.seq LIMIT ?',
+      )
+      .all(sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? -1) as ChainLink[]
   }
 
   /** One session's own events of one type, in order (e.g. its model steps, for an audit). */

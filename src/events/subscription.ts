@@ -14,6 +14,11 @@ export interface SubscriptionOptions {
   readonly pageSize?: number
   /** called once, when the stored events are replayed and the subscription turns live */
   readonly onCaughtUp?: (head: number) => void
+  /**
+   * the log's head, read before the subscription was made: what it says it caught up to is at least this
+   * (LogSubscription; `Subscription` reads the head itself)
+   */
+  readonly head?: number
 }
 
 interface Source {

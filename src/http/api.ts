@@ -12,9 +12,9 @@ import { elicitationCommand } from '../commands/elicitation.js'
 import { checkElicitationContent } from '../tools/mcp/elicitation-check.js'
 import { cancelRun } from '../commands/run.js'
 import { decideSession } from '../commands/session.js'
-import { exportLines } from '../projections/transfer/export.js'
+import { exportLinesOf } from '../projections/transfer/export.js'
 import type { Session } from '../projections/fold/model.js'
-import { atifOf } from '../projections/transfer/atif.js'
+import { atifThrough } from '../projections/transfer/atif.js'
 import { mcpServersAt } from '../projections/queries/mcp-servers.js'
 import { MAX_LIMIT } from '../projections/search/port.js'
 import { MAX_QUERY_CHARS, parseQuery } from '../projections/search/query.js'
@@ -233,7 +233,7 @@ export function isMethod(name: string): name is Method {
 }
 
 export function createApi(deps: AppDeps): Api {
-  const { store, ports } = deps
+  const { ports } = deps
   const missing = (what: string): never => {
     throw new ChronicleError('NOT_IMPLEMENTED', `${what} is not available in this server build`)
   }
@@ -403,8 +403,10 @@ export function createApi(deps: AppDeps): Api {
     },
     async 'session.export'(p) {
       await session(p.session)
-      if (p.format === 'atif') return { atif: atifOf(store, p.session, deps.version) }
-      return { jsonl: `${[...exportLines(store, p.session)].join('\n')}\n` }
+      if (p.format === 'atif') return { atif: await atifThrough(ports.readModels, p.session, deps.version) }
+      let jsonl = ''
+      for await (const line of exportLinesOf(ports.log, p.session)) jsonl += `${line}\n`
+      return { jsonl }
     },
     async 'session.compact'(p, caller) {
       const wake = runtime().wake
@@ -413,9 +415,9 @@ export function createApi(deps: AppDeps): Api {
       wake(p.session) // an idle session compacts now; a running one at its next step
       return requested
     },
-    'token.create'(p, caller) {
+    async 'token.create'(p, caller) {
       const principals = deps.principals ?? missing('tokens')
-      const { token, info } = principals.create(
+      const { token, info } = await principals.create(
         {
           name: p.name,
           role: p.role,
@@ -432,9 +434,9 @@ export function createApi(deps: AppDeps): Api {
     'token.revoke'(p, caller) {
       return (deps.principals ?? missing('tokens')).revoke(p.tokenId, metaOf(caller, { command: 'token.revoke' }))
     },
-    'share.create'(p, caller) {
+    async 'share.create'(p, caller) {
       const principals = deps.principals ?? missing('shares')
-      const { code, info } = principals.createShare(
+      const { code, info } = await principals.createShare(
         {
           session: p.session,
           role: p.role ?? 'audit',
@@ -460,8 +462,8 @@ export function createApi(deps: AppDeps): Api {
     'store.backup'(p) {
       return (deps.backups ?? missing('backups')).take(p.out)
     },
-    'mcp.servers'(p, caller) {
-      const answer = mcpServersAt(store, p.at)
+    async 'mcp.servers'(p, caller) {
+      const answer = await mcpServersAt(ports.log, p.at)
       const waiting = p.at === undefined && caller.principal.role === 'admin' ? deps.mcpSignIns?.() : undefined
       if (!waiting?.size) return answer
       return {

@@ -128,7 +128,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   })
 
-  const principals = deps.principals ?? new Principals(deps.store, deps.ids, deps.security.token)
+  const principals = deps.principals ?? (await Principals.open(deps.ports, deps.ids, deps.security.token))
   const web = deps.web
   const policy = {
     ...deps.security,
@@ -178,7 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const withPrincipals = { ...deps, principals }
   const api = guarded(createApi(withPrincipals), deps.ports.readModels)
-  const fanout = new SessionFanout(deps.store)
+  const fanout = await SessionFanout.open(deps.ports.log)
   /** the web session each socket opened with the cookie came from: a logout closes them */
   const webSockets = new WeakMap<Connection, string>()
   app.get('/ws', { websocket: true, schema: { hide: true } }, (socket, req) => {
@@ -199,6 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
   app.addHook('onClose', (_app, done) => {
     stopRevoking()
+    fanout.close()
     if (!deps.principals) principals.close()
     done()
   })
@@ -206,7 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   metaRoutes(app, deps)
   if (deps.metrics) {
     deps.metrics.sockets(() => {
-      const head = deps.store.head()
+      const head = fanout.head
       return { connections: connections.size, lags: [...connections].flatMap((c) => c.lags(head)) }
     })
     metricsRoutes(app, deps.metrics)

@@ -1,7 +1,5 @@
 import type { Role } from '../events/catalogue.js'
 import { ChronicleError } from '../events/errors.js'
-import type { EventStore } from '../events/store.js'
-import { getSession } from '../projections/queries/read-model.js'
 import type { ReadModels } from '../projections/read-models.js'
 import type { Api, Caller, Method } from './api.js'
 import type { Principal } from './principals.js'
@@ -76,23 +74,6 @@ export async function reaches(sessions: SessionReader, principal: Principal, ses
     if (allowed.includes(id)) return true
     seen.add(id)
     const s = await sessions.session(id)
-    id = s?.forkedFrom?.sessionId ?? s?.parent?.sessionId
-  }
-  return false
-}
-
-/**
- * reaches, read from SQLite's store at once: the filter of a WebSocket subscription, asked for each event as
- * it is sent, until subscriptions read through the ports (docs/ARCHITECTURE.md "The store port").
- */
-export function reachesNow(store: EventStore, principal: Principal, sessionId: string): boolean {
-  const allowed = principal.sessions
-  if (!allowed) return true
-  const seen = new Set<string>()
-  for (let id: string | undefined = sessionId; id !== undefined && !seen.has(id); ) {
-    if (allowed.includes(id)) return true
-    seen.add(id)
-    const s = getSession(store, id)
     id = s?.forkedFrom?.sessionId ?? s?.parent?.sessionId
   }
   return false

@@ -3,7 +3,6 @@ import type { Principals } from './principals.js'
 import type { WebSessions } from './web-sessions.js'
 import type { Logger } from 'pino'
 import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
 import type { StorePorts } from '../projections/store-ports.js'
 import type { TimeTravel } from '../projections/time-travel/port.js'
 import type { ResolvedLimits } from '../config.js'
@@ -57,9 +56,13 @@ export interface MetricsPort {
 }
 
 export interface AppDeps {
-  readonly store: EventStore
-  /** the store as its ports (src/projections/store-ports.ts): what the commands take */
+  /** the store as its ports (src/projections/store-ports.ts): every read and write of this layer goes through them */
   readonly ports: StorePorts
+  /**
+   * since when appends are refused for want of disk space (an embedded store's data directory), or undefined:
+   * what /health reports; absent, the store has no such state
+   */
+  readonly storageFull?: () => { readonly since: string } | undefined
   readonly ids: IdSource
   readonly logger: Logger
   /** `GET /metrics` for an admin token; absent: metrics are off */
@@ -87,7 +90,7 @@ export interface AppDeps {
   readonly forks?: WorkspaceForks
   /** Chronicle's data dir: no session directory may lie inside it (a fork's own under forks/ excepted) */
   readonly dataDir?: string
-  /** named tokens and who they speak for (built by the app from the store and the owner's token) */
+  /** named tokens and who they speak for (src/http/principals.ts: opened on the log with the owner's token) */
   readonly principals?: Principals
   /** revert and unrevert of the session directory (docs/TIME-TRAVEL.md "Revert") */
   readonly restorer?: WorkspaceRestorer

@@ -1,12 +1,12 @@
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto'
 import { decideShareCreate, decideShareRevoke, type ShareSpec } from '../commands/shares.js'
 import { decideTokenCreate, decideTokenRevoke } from '../commands/tokens.js'
+import { executeFolded } from '../commands/execute-folded.js'
+import type { CommandPorts } from '../commands/execute.js'
 import type { ChronicleEvent, DataOf, Role, ShareRole } from '../events/catalogue.js'
-import type { EventMeta } from '../events/envelope.js'
-import { ChronicleError, isChronicleError } from '../events/errors.js'
+import type { EventMeta, StoredEvent } from '../events/envelope.js'
+import { ChronicleError } from '../events/errors.js'
 import type { IdSource } from '../events/ids.js'
-import type { EventStore } from '../events/store.js'
-import { getSession } from '../projections/queries/read-model.js'
 
 /**
  * Who is calling (docs/SECURITY.md "Principals and tokens"). The token the
@@ -20,6 +20,10 @@ import { getSession } from '../projections/queries/read-model.js'
  * A named token reads `<tokenId>.<secret>`: the id finds the record, the
  * scrypt check (~50 ms) runs once per token and process — a verified token's
  * sha256 is remembered — and revocation and expiry are checked every time.
+ *
+ * The stream is read and appended through the log port (src/events/log.ts), so either engine serves it:
+ * `Principals.open` folds it, then folds each commit as it is heard; a command decides on the fold and
+ * appends with the version it reached (src/commands/execute-folded.ts).
  *
  * Share links (docs/SECURITY.md "Shares") live in the same stream: a share
  * is a principal limited to one session (its forks and sub-agents), named
@@ -89,18 +93,41 @@ export class Principals {
   private readonly revokedListeners = new Set<(tokenId: string) => void>()
   /** a timer per token or share with an expiry still ahead: when it passes, its listeners hear it as revoked */
   private readonly expiries = new Map<string, NodeJS.Timeout>()
-  private readonly unsubscribe: () => void
+  private unsubscribe: () => void = () => {}
 
-  constructor(
-    private readonly store: EventStore,
+  private constructor(
+    private readonly ports: CommandPorts,
     private readonly ids: IdSource,
     private readonly ownerToken: string,
-    private readonly now: () => number = Date.now,
-  ) {
-    for (const e of store.readSession(TOKENS_STREAM)) this.fold(e)
-    this.unsubscribe = store.onCommit((events) => {
-      for (const e of events) if (e.sessionId === TOKENS_STREAM) this.fold(e)
+    private readonly now: () => number,
+  ) {}
+
+  /** The tokens and shares as the stream holds them, then as each commit to it is heard. */
+  static async open(
+    ports: CommandPorts,
+    ids: IdSource,
+    ownerToken: string,
+    now: () => number = Date.now,
+  ): Promise<Principals> {
+    const principals = new Principals(ports, ids, ownerToken, now)
+    // Listening before reading: a commit heard while the stream is read is folded after it, in version order.
+    let heard: StoredEvent[] | undefined = []
+    principals.unsubscribe = ports.log.onCommit((events) => {
+      const mine = events.filter((e) => e.sessionId === TOKENS_STREAM)
+      if (mine.length === 0) return
+      if (heard) heard.push(...mine)
+      else principals.fold(mine)
     })
+    try {
+      principals.fold(await ports.log.readSession(TOKENS_STREAM))
+    } catch (err) {
+      principals.close()
+      throw err
+    }
+    const meanwhile = heard
+    heard = undefined
+    principals.fold(meanwhile)
+    return principals
   }
 
   close(): void {
@@ -149,17 +176,13 @@ export class Principals {
    * and tokens as folded and the session's read model: a missing or archived session, an expiry past, a
    * name in use are refused with nothing appended.
    */
-  createShare(spec: ShareSpec, meta: EventMeta): { code: string; info: ShareInfo } {
+  async createShare(spec: ShareSpec, meta: EventMeta): Promise<{ code: string; info: ShareInfo }> {
     const shareId = this.ids.next('shr')
     const secret = randomBytes(32).toString('base64url')
     const minted = { shareId, hash: sha256(secret) }
-    this.execute(
-      () =>
-        decideShareCreate(this.shares, spec, minted, {
-          now: this.now(),
-          session: getSession(this.store, spec.session),
-          takenNames: this.takenNames(),
-        }),
+    const session = await this.ports.readModels.session(spec.session)
+    await this.execute(
+      () => decideShareCreate(this.shares, spec, minted, { now: this.now(), session, takenNames: this.takenNames() }),
       meta,
     )
     return { code: `${shareId}.${secret}`, info: shareInfo(this.shares.get(shareId) as ShareRecord) }
@@ -177,8 +200,8 @@ export class Principals {
     return shareInfo(share)
   }
 
-  revokeShare(shareId: string, meta: EventMeta): ShareInfo {
-    this.execute(() => decideShareRevoke(this.shares, shareId), meta)
+  async revokeShare(shareId: string, meta: EventMeta): Promise<ShareInfo> {
+    await this.execute(() => decideShareRevoke(this.shares, shareId), meta)
     return shareInfo(this.shares.get(shareId) as ShareRecord)
   }
 
@@ -227,10 +250,10 @@ export class Principals {
     return names
   }
 
-  create(
+  async create(
     spec: { name: string; role: Role; sessions?: readonly string[]; expiresAt?: string },
     meta: EventMeta,
-  ): { token: string; info: TokenInfo } {
+  ): Promise<{ token: string; info: TokenInfo }> {
     const tokenId = this.ids.next('tok')
     const secret = randomBytes(32).toString('base64url')
     const salt = randomBytes(16)
@@ -239,7 +262,7 @@ export class Principals {
       salt: salt.toString('base64'),
       hash: scryptSync(secret, salt, KEY_BYTES, SCRYPT).toString('base64'),
     }
-    this.execute(
+    await this.execute(
       () =>
         decideTokenCreate(this.tokens, spec, minted, {
           now: this.now(),
@@ -255,8 +278,8 @@ export class Principals {
     return [...this.tokens.values()].map((t) => this.info(t))
   }
 
-  revoke(tokenId: string, meta: EventMeta): TokenInfo {
-    this.execute(() => decideTokenRevoke(this.tokens, tokenId, { ownerId: OWNER.id }), meta)
+  async revoke(tokenId: string, meta: EventMeta): Promise<TokenInfo> {
+    await this.execute(() => decideTokenRevoke(this.tokens, tokenId, { ownerId: OWNER.id }), meta)
     return this.info(this.tokens.get(tokenId) as Record_)
   }
 
@@ -265,17 +288,9 @@ export class Principals {
    * server's token event in between (one database, two servers) is a VERSION_CONFLICT — its events are
    * read, and the command decided again on them.
    */
-  private execute(decide: () => ChronicleEvent[], meta: EventMeta): void {
-    for (let attempt = 1; ; attempt++) {
-      const events = decide()
-      try {
-        this.store.append(TOKENS_STREAM, events, { meta, durability: 'full', expectedVersion: this.version })
-        return
-      } catch (err) {
-        if (!isChronicleError(err, 'VERSION_CONFLICT') || attempt === 3) throw err
-        for (const e of this.store.readSession(TOKENS_STREAM)) if (e.version > this.version) this.fold(e)
-      }
-    }
+  private async execute(decide: () => ChronicleEvent[], meta: EventMeta): Promise<void> {
+    const folded = { version: () => this.version, fold: (events: readonly StoredEvent[]) => this.fold(events) }
+    await executeFolded(this.ports.log, TOKENS_STREAM, folded, decide, { meta, durability: 'full' })
   }
 
   /**
@@ -302,7 +317,11 @@ export class Principals {
     return info
   }
 
-  private fold(e: { type: string; version: number; data: unknown; at: string; meta: EventMeta }): void {
+  private fold(events: readonly StoredEvent[]): void {
+    for (const e of events) this.foldOne(e)
+  }
+
+  private foldOne(e: { type: string; version: number; data: unknown; at: string; meta: EventMeta }): void {
     if (e.version <= this.version) return // read again after a conflict, then heard as committed
     this.version = e.version
     if (e.type === 'token.created') {

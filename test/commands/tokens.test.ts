@@ -8,6 +8,7 @@ import { createIdSource } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
 import { Principals, TOKENS_STREAM } from '../../src/http/principals.js'
 import { openStore } from '../../src/projections/open.js'
+import { sqlitePorts } from '../../src/projections/store-ports.js'
 
 /**
  * Token commands (src/commands/tokens.ts) are decided on the `sys_tokens`
@@ -73,13 +74,13 @@ describe('token decisions', () => {
 })
 
 describe('tokens on two servers sharing one database', () => {
-  function twoServers(): [Principals, Principals, EventStore] {
+  async function twoServers(): Promise<[Principals, Principals, EventStore]> {
     const dir = mkdtempSync(join(tmpdir(), 'chronicle-tokens-'))
     const path = join(dir, 'chronicle.db')
     const a = openStore(path)
     const b = openStore(path) // a second server: it hears nothing of a's commits
-    const pa = new Principals(a, createIdSource(), 'owner-secret-a')
-    const pb = new Principals(b, createIdSource(), 'owner-secret-b')
+    const pa = await Principals.open(sqlitePorts(a), createIdSource(), 'owner-secret-a')
+    const pb = await Principals.open(sqlitePorts(b), createIdSource(), 'owner-secret-b')
     cleanups.push(() => {
       pa.close()
       pb.close()
@@ -90,20 +91,20 @@ describe('tokens on two servers sharing one database', () => {
     return [pa, pb, a]
   }
 
-  it('a name created on one is taken on the other, which reads the stream again instead of creating it twice', () => {
-    const [a, b, store] = twoServers()
-    a.create({ name: 'ci', role: 'audit' }, meta)
-    expect(() => b.create({ name: 'ci', role: 'operate' }, meta)).toThrow(/a token named ci exists/)
+  it('a name created on one is taken on the other, which reads the stream again instead of creating it twice', async () => {
+    const [a, b, store] = await twoServers()
+    await a.create({ name: 'ci', role: 'audit' }, meta)
+    await expect(b.create({ name: 'ci', role: 'operate' }, meta)).rejects.toThrow(/a token named ci exists/)
     expect(store.readSession(TOKENS_STREAM).map((e) => e.type)).toEqual(['token.created'])
     expect(b.list().map((t) => t.name)).toEqual(['ci']) // b has read it
   })
 
-  it('a token revoked on one is revoked once: the other answers TOKEN_REVOKED', () => {
-    const [a, b, store] = twoServers()
-    const { info } = a.create({ name: 'ci', role: 'audit' }, meta)
-    b.create({ name: 'other', role: 'audit' }, meta) // b catches up on a's token here
-    a.revoke(info.tokenId, meta)
-    expect(() => b.revoke(info.tokenId, meta)).toThrow(/was revoked/)
+  it('a token revoked on one is revoked once: the other answers TOKEN_REVOKED', async () => {
+    const [a, b, store] = await twoServers()
+    const { info } = await a.create({ name: 'ci', role: 'audit' }, meta)
+    await b.create({ name: 'other', role: 'audit' }, meta) // b catches up on a's token here
+    await a.revoke(info.tokenId, meta)
+    await expect(b.revoke(info.tokenId, meta)).rejects.toThrow(/was revoked/)
     expect(store.readSession(TOKENS_STREAM).map((e) => e.type)).toEqual([
       'token.created',
       'token.created',

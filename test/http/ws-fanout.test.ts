@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { EventStore } from '../../src/events/store.js'
-import type { Subscription } from '../../src/events/subscription.js'
+import type { LogSubscription } from '../../src/events/log-subscription.js'
+import { sqliteLog } from '../../src/events/log.js'
 import { SessionFanout } from '../../src/http/ws/fanout.js'
 
 /**
@@ -14,7 +15,7 @@ const meta = { actor: 'user' as const }
 const created = { type: 'session.created' as const, data: { directory: '/tmp', agent: 'build', model: null } }
 const rename = (title: string) => ({ type: 'session.renamed' as const, data: { title } })
 
-async function take(sub: Subscription, n: number): Promise<StoredEvent[]> {
+async function take(sub: LogSubscription, n: number): Promise<StoredEvent[]> {
   const out: StoredEvent[] = []
   while (out.length < n) {
     const next = await sub.next()
@@ -27,7 +28,7 @@ async function take(sub: Subscription, n: number): Promise<StoredEvent[]> {
 describe('SessionFanout', () => {
   it('routes interleaved commits per session, in seq order, exactly once', async () => {
     const store = EventStore.open(':memory:')
-    const fanout = new SessionFanout(store)
+    const fanout = await SessionFanout.open(sqliteLog(store))
     store.append('ses_a', [created, rename('a1')], { meta })
     store.append('ses_b', [created], { meta })
     const a = fanout.subscribe({ sessions: ['ses_a'] }, 1)
@@ -57,8 +58,11 @@ describe('SessionFanout', () => {
     expect((await take(both, 5)).map((e) => e.seq)).toEqual([4, 5, 6, 7, 8])
     expect((await take(all, 5)).map((e) => e.seq)).toEqual([4, 5, 6, 7, 8])
     expect((await take(renamedOnly, 2)).map((e) => e.seq)).toEqual([4, 7])
+    // nothing more: each reads the log once more, finds nothing, and is live with nothing held
     for (const s of [a, b, both, all, renamedOnly]) {
-      expect(s.buffered).toBe(0)
+      expect(s.take()).toBeUndefined()
+      await s.ready()
+      expect([s.take(), s.isLive, s.buffered]).toEqual([undefined, true, 0])
       s.close()
     }
     store.close()
@@ -66,7 +70,7 @@ describe('SessionFanout', () => {
 
   it('a subscription that falls behind its buffer re-reads from the log without a gap', async () => {
     const store = EventStore.open(':memory:')
-    const fanout = new SessionFanout(store)
+    const fanout = await SessionFanout.open(sqliteLog(store))
     store.append('ses_a', [created], { meta })
     store.append('ses_b', [created], { meta })
     const a = fanout.subscribe({ sessions: ['ses_a'] }, 0, { maxBuffer: 3 })
@@ -77,9 +81,9 @@ describe('SessionFanout', () => {
     store.close()
   })
 
-  it('closing every subscription releases the store listener; a new one registers again', async () => {
+  it('a closed subscription is released; a new one on the same session hears from its own cursor', async () => {
     const store = EventStore.open(':memory:')
-    const fanout = new SessionFanout(store)
+    const fanout = await SessionFanout.open(sqliteLog(store))
     store.append('ses_a', [created], { meta })
     const first = fanout.subscribe({ sessions: ['ses_a'] }, 0)
     await take(first, 1)
@@ -90,6 +94,19 @@ describe('SessionFanout', () => {
     store.append('ses_a', [rename('y')], { meta })
     expect((await take(second, 1)).map((e) => e.seq)).toEqual([3])
     second.close()
+    store.close()
+  })
+
+  it('keeps the head as heard: read at open, then the last seq of each commit', async () => {
+    const store = EventStore.open(':memory:')
+    store.append('ses_a', [created, rename('a')], { meta })
+    const fanout = await SessionFanout.open(sqliteLog(store))
+    expect(fanout.head).toBe(2)
+    store.append('ses_b', [created], { meta })
+    expect(fanout.head).toBe(3)
+    fanout.close()
+    store.append('ses_b', [rename('b')], { meta })
+    expect(fanout.head).toBe(3)
     store.close()
   })
 })

@@ -5,7 +5,10 @@ import type { StoredEvent } from '../../src/events/envelope.js'
 import { isChronicleError } from '../../src/events/errors.js'
 import { type IdSource, sequentialIds } from '../../src/events/ids.js'
 import type { EventStore } from '../../src/events/store.js'
+import { sqliteLog } from '../../src/events/log.js'
 import {
+  exportLines,
+  exportLinesOf,
   exportSession,
   type ImportReport,
   importSessions,
@@ -189,6 +192,17 @@ describe('import', () => {
       2,
       store.version(grand) + 1,
     ])
+  })
+
+  it('reads the same export through the log port, line for line: what the server serves on either engine', async () => {
+    const { store, child, grand } = await source()
+    for (const id of ['ses_rec', child, grand]) {
+      const served: string[] = []
+      for await (const line of exportLinesOf(sqliteLog(store), id)) served.push(line)
+      expect(served).toEqual([...exportLines(store, id)])
+    }
+    const missing = exportLinesOf(sqliteLog(store), 'ses_missing')
+    await expect(missing.next()).rejects.toThrow(expect.objectContaining({ code: 'SESSION_NOT_FOUND' }))
   })
 
   it('importing the same file twice makes two independent copies; the first is untouched by the second', async () => {

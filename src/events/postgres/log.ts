@@ -5,7 +5,7 @@ import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from '../catalogue.js'
 import { eventHash } from '../chain.js'
 import type { StoredEvent } from '../envelope.js'
 import { ChronicleError } from '../errors.js'
-import type { EventLog } from '../log.js'
+import type { ChainLink, EventLog } from '../log.js'
 import { type EventRow, toEvent, validate } from '../rows.js'
 import { type CommitListener, CommitListeners } from '../commit-listeners.js'
 import type { AppendOptions, Settle } from '../store.js'
@@ -397,6 +397,15 @@ export class PostgresEventLog implements EventLog {
       `SELECT ${COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
       [sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? null],
     )
+  }
+
+  async chainOf(sessionId: string, opts: { after?: number; upTo?: number; limit?: number } = {}): Promise<ChainLink[]> {
+    await this.readYourWrites(sessionId)
+    const { rows } = await this.query<ChainLink>(
+      'SELECT seq, hash FROM events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4',
+      [sessionId, opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit ?? null],
+    )
+    return rows
   }
 
   /** How long the commit being published took, in ms, its round trips included: read by a commit listener. */

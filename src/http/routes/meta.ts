@@ -21,7 +21,7 @@ export function metaRoutes(app: App, deps: AppDeps): void {
     },
     // Alive either way; `degraded` says why appends fail now (a full disk), so an operator sees it at once.
     async () => {
-      const full = deps.store.storageFull
+      const full = deps.storageFull?.()
       if (!full) return { status: 'ok' as const, version: deps.version }
       return {
         status: 'degraded' as const,

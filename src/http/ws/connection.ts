@@ -2,9 +2,9 @@ import type { RawData, WebSocket } from 'ws'
 import { z } from 'zod'
 import { EVENT_TYPES } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
-import { getSession } from '../../projections/queries/read-model.js'
 import { type Caller, isMethod, parseParams, type Api } from '../api.js'
-import { authorize, reachesNow } from '../authorize.js'
+import { authorize } from '../authorize.js'
+import { SubscriptionReach } from '../reach.js'
 import type { Principal } from '../principals.js'
 import type { AppDeps } from '../deps.js'
 import { errorBody, toProblem } from '../problem.js'
@@ -54,12 +54,13 @@ export class Connection {
   private closing = false
   private window = { start: 0, count: 0 }
   private alive = true
+  private disposed = false
 
   constructor(
     private readonly socket: WebSocket,
     private readonly deps: AppDeps,
     private readonly api: Api,
-    /** the app's one fan-out of the store's commits, shared by every connection */
+    /** the app's one fan-out of the log's commits, shared by every connection */
     private readonly fanout: SessionFanout,
     /** who this socket's token speaks for; checked again on every command (a token revoked meanwhile stops) */
     readonly principal: Principal,
@@ -81,7 +82,7 @@ export class Connection {
       return
     }
     this.alive = false
-    this.send(heartbeatFrame(this.deps.store.head()))
+    this.send(heartbeatFrame(this.fanout.head))
     if (this.socket.readyState === this.socket.OPEN) this.socket.ping()
   }
 
@@ -95,7 +96,7 @@ export class Connection {
     if (this.closing) return
     this.closing = true
     const cursors = Object.fromEntries([...this.pumps].map(([id, p]) => [id, p.cursor]))
-    const after = Math.min(...Object.values(cursors), this.deps.store.head())
+    const after = Math.min(...Object.values(cursors), this.fanout.head)
     for (const pump of this.pumps.values()) pump.stop()
     this.send(closingFrame(reason, after, cursors))
     this.socket.close(code, reason)
@@ -147,7 +148,7 @@ export class Connection {
     switch (method) {
       case 'hello':
         HelloParams.parse(params ?? {})
-        return { protocol: 1, server: { version: this.deps.version }, head: this.deps.store.head() }
+        return { protocol: 1, server: { version: this.deps.version }, head: await this.deps.ports.log.head() }
       case 'subscribe': {
         const p = SubscribeParams.parse(params ?? {})
         await authorize(
@@ -172,25 +173,32 @@ export class Connection {
     }
   }
 
-  private subscribe(p: z.infer<typeof SubscribeParams>): { sub: string; head: number } {
-    const { store } = this.deps
+  private async subscribe(p: z.infer<typeof SubscribeParams>): Promise<{ sub: string; head: number }> {
+    const { log, readModels } = this.deps.ports
     if (this.pumps.size >= MAX_SUBSCRIPTIONS)
       throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
     if (p.sessions !== '*') {
-      for (const id of p.sessions)
-        if (!getSession(store, id)) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${id}`)
+      const found = await Promise.all(p.sessions.map((id) => readModels.session(id)))
+      const missing = p.sessions.find((_, i) => !found[i])
+      if (missing) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${missing}`)
     }
-    const head = store.head()
+    const head = await log.head()
     const after = p.after ?? 0
     if (after > head)
       throw new ChronicleError('SEQ_OUT_OF_RANGE', `after=${after} is beyond the head of the log (${head})`)
+    // what was read took a while: the connection may have closed meanwhile, or subscribed to its limit
+    if (this.closing || !this.isOpen())
+      throw new ChronicleError('BAD_REQUEST', 'the connection closed while subscribing')
+    if (this.pumps.size >= MAX_SUBSCRIPTIONS)
+      throw new ChronicleError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`)
     const id = `s${this.nextSub++}`
     let pump: SubscriptionPump | undefined
     // a token limited to some sessions hears only those, whatever it subscribed to (`*` included)
-    const principal = this.principal
-    const allow = principal.sessions ? (sessionId: string) => reachesNow(store, principal, sessionId) : undefined
-    const filter = { sessions: p.sessions, ...(p.types && { types: p.types }), ...(allow && { allow }) }
+    const { sessions } = this.principal
+    const reach = sessions ? new SubscriptionReach(readModels, { ...this.principal, sessions }) : undefined
+    const filter = { sessions: p.sessions, ...(p.types && { types: p.types }) }
     const subscription = this.fanout.subscribe(filter, after, {
+      head,
       onCaughtUp: (seq) => pump?.caughtUp(seq),
     })
     pump = new SubscriptionPump(id, this.socket, subscription, after, {
@@ -200,6 +208,7 @@ export class Connection {
         this.deps.metrics?.slowConsumerDropped()
         this.close('slow-consumer', 4008)
       },
+      ...(reach && { reach }),
     })
     this.pumps.set(id, pump)
     // The reply goes out first; the pump starts on the next turn, after it.
@@ -214,7 +223,13 @@ export class Connection {
     if (this.socket.readyState === this.socket.OPEN) this.socket.send(frame)
   }
 
+  /** Whether the socket is still open (a subscription made after it closed would never be stopped). */
+  private isOpen(): boolean {
+    return !this.disposed && this.socket.readyState === this.socket.OPEN
+  }
+
   private dispose(): void {
+    this.disposed = true
     clearInterval(this.heartbeat)
     for (const pump of this.pumps.values()) pump.stop()
     this.pumps.clear()

@@ -1,35 +1,57 @@
 import type { StoredEvent } from '../../events/envelope.js'
-import type { EventStore } from '../../events/store.js'
-import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from '../../events/subscription.js'
+import type { EventLog } from '../../events/log.js'
+import { LogSubscription } from '../../events/log-subscription.js'
+import type { SubscriptionFilter, SubscriptionOptions } from '../../events/subscription.js'
 
 /**
- * Routes commits to the WebSocket subscriptions that want them. Each
- * Subscription registered on the store directly would scan every commit:
- * with S sessions and two watchers each, that is 2·S scans per commit — the
- * cost per event grows with the number of sessions. Here one store listener
- * splits a commit by session and hands each single-session subscription only
- * its own session's events (in seq order, in the same synchronous publish,
- * so the Subscription's exactly-once, gap-free reasoning is unchanged).
- * Subscriptions to several sessions or to all get the whole commit, as before.
+ * Routes commits to the WebSocket subscriptions that want them, over the
+ * log port (src/events/log.ts), so either engine serves them. Each
+ * subscription listening to the log directly would scan every commit: with S
+ * sessions and two watchers each, that is 2·S scans per commit — the cost
+ * per event grows with the number of sessions. Here one log listener splits
+ * a commit by session and hands each single-session subscription only its
+ * own session's events (in seq order, in the same synchronous publish, so
+ * the catch-up subscription's exactly-once, gap-free reasoning is
+ * unchanged: src/events/log-subscription.ts). Subscriptions to several
+ * sessions or to all get the whole commit.
+ *
+ * It also keeps the head as this server has heard it (the last seq
+ * published): what heartbeats and closing frames carry without a read.
  */
 
 type Listener = (events: readonly StoredEvent[]) => void
 
+export type FanoutLog = Pick<EventLog, 'readFiltered' | 'onCommit' | 'head'>
+
 export class SessionFanout {
   private readonly bySession = new Map<string, Set<Listener>>()
   private readonly whole = new Set<Listener>()
-  private unsubscribe: (() => void) | undefined
+  private readonly unsubscribe: () => void
+  private heard = 0
 
-  constructor(private readonly store: EventStore) {}
+  private constructor(private readonly log: FanoutLog) {
+    this.unsubscribe = log.onCommit((events) => this.publish(events))
+  }
 
-  /** A catch-up subscription (as store.subscribe) whose live events come through this fan-out. */
-  subscribe(filter: SubscriptionFilter, after: number, options: SubscriptionOptions = {}): Subscription {
-    const store = this.store
+  /** Listening from now, the head read once (a commit heard meanwhile counts as well). */
+  static async open(log: FanoutLog): Promise<SessionFanout> {
+    const fanout = new SessionFanout(log)
+    const head = await log.head()
+    fanout.heard = Math.max(fanout.heard, head)
+    return fanout
+  }
+
+  /** The last seq committed, as heard. */
+  get head(): number {
+    return this.heard
+  }
+
+  /** A catch-up subscription whose live events come through this fan-out. */
+  subscribe(filter: SubscriptionFilter, after: number, options: SubscriptionOptions = {}): LogSubscription {
     const single = filter.sessions !== '*' && filter.sessions.length === 1 ? (filter.sessions[0] as string) : undefined
-    return new Subscription(
+    return new LogSubscription(
       {
-        head: () => store.head(),
-        readFiltered: (sessions, from, limit) => store.readFiltered(sessions, from, limit),
+        readFiltered: (sessions, from, limit) => this.log.readFiltered(sessions, from, limit),
         onCommit: (listener) => (single === undefined ? this.addWhole(listener) : this.addSession(single, listener)),
       },
       filter,
@@ -38,13 +60,13 @@ export class SessionFanout {
     )
   }
 
+  close(): void {
+    this.unsubscribe()
+  }
+
   private addWhole(listener: Listener): () => void {
     this.whole.add(listener)
-    this.listen()
-    return () => {
-      this.whole.delete(listener)
-      this.release()
-    }
+    return () => this.whole.delete(listener)
   }
 
   private addSession(sessionId: string, listener: Listener): () => void {
@@ -54,26 +76,16 @@ export class SessionFanout {
       this.bySession.set(sessionId, set)
     }
     set.add(listener)
-    this.listen()
     return () => {
       const current = this.bySession.get(sessionId)
       current?.delete(listener)
       if (current?.size === 0) this.bySession.delete(sessionId)
-      this.release()
     }
   }
 
-  private listen(): void {
-    this.unsubscribe ??= this.store.onCommit((events) => this.publish(events))
-  }
-
-  private release(): void {
-    if (this.whole.size > 0 || this.bySession.size > 0 || !this.unsubscribe) return
-    this.unsubscribe()
-    this.unsubscribe = undefined
-  }
-
   private publish(events: readonly StoredEvent[]): void {
+    const last = events[events.length - 1]
+    if (last && last.seq > this.heard) this.heard = last.seq
     if (this.whole.size > 0) this.call(this.whole, events)
     if (this.bySession.size === 0) return
     // Most commits carry one session (or a few): group without copying when possible.
@@ -103,7 +115,7 @@ export class SessionFanout {
       try {
         listener(events)
       } catch {
-        // one subscriber's failure is its own, as with store.onCommit
+        // one subscriber's failure is its own, as with the log's onCommit
       }
     }
   }

@@ -1,20 +1,29 @@
 import type { WebSocket } from 'ws'
-import type { Subscription } from '../../events/subscription.js'
+import type { LogSubscription } from '../../events/log-subscription.js'
+import type { SubscriptionReach } from '../reach.js'
 import { caughtUpFrame, eventFrame } from './frames.js'
 
 /**
  * Moves one subscription's events onto a socket, one at a time, and only
  * while the socket's unsent bytes stay under a high-water mark. Nothing is
- * buffered here: while the socket is full the Subscription holds at most its
+ * buffered here: while the socket is full the subscription holds at most its
  * own bounded live tail and then falls back to the log (the log is the
  * buffer). A socket that does not drain at all for `stallMs` is reported as
- * a slow consumer with the cursor it can resume from.
+ * a slow consumer with the cursor it can resume from. A limited token's
+ * subscription sends only the sessions its principal reaches (src/http/reach.ts):
+ * known at once for a session seen before or born in the stream, read once
+ * for any other.
  */
+
+/** What the pump takes from a catch-up subscription (src/events/log-subscription.ts). */
+export type PumpSource = Pick<LogSubscription, 'take' | 'ready' | 'isClosed' | 'isLive' | 'buffered' | 'close'>
 
 export interface PumpOptions {
   readonly highWaterBytes: number
   readonly stallMs: number
   readonly onSlowConsumer: () => void
+  /** a limited token's: the sessions it may hear */
+  readonly reach?: SubscriptionReach
 }
 
 const POLL_MS = 5
@@ -27,7 +36,7 @@ export class SubscriptionPump {
   constructor(
     readonly id: string,
     private readonly socket: WebSocket,
-    private readonly subscription: Subscription,
+    private readonly subscription: PumpSource,
     after: number,
     private readonly options: PumpOptions,
   ) {
@@ -41,7 +50,7 @@ export class SubscriptionPump {
 
   async run(): Promise<void> {
     while (!this.stopped) {
-      // Only a full socket or an empty subscription costs an await: a commit's events go out in one synchronous run.
+      // Only a full socket, an empty subscription or a session not seen before costs an await: a commit's events go out in one synchronous run.
       if (this.socket.bufferedAmount > this.options.highWaterBytes && !(await this.drained())) return
       const event = this.subscription.take()
       if (event === undefined) {
@@ -49,6 +58,8 @@ export class SubscriptionPump {
         await this.subscription.ready()
         continue
       }
+      const reach = this.options.reach
+      if (reach && !(reach.of(event) ?? (await reach.resolve(event.sessionId)))) continue
       if (this.stopped || !this.open()) return
       this.cork()
       this.socket.send(eventFrame(this.id, event))

@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
 
 /**
  * Which MCP servers and tools existed at a seq (docs/TOOLS.md "Server state
@@ -103,15 +103,19 @@ export function evolveMcpServers(state: McpServersState, event: StoredEvent): Mc
 
 /**
  * The MCP servers right after `seq` (default: now). Any seq of the log will do (the answer is the
- * state the stream had reached by then); a seq past the log's head is SEQ_OUT_OF_RANGE.
+ * state the stream had reached by then); a seq past the log's head is SEQ_OUT_OF_RANGE. Read through the
+ * log port, so either engine answers.
  */
-export function mcpServersAt(store: EventStore, seq?: number): McpServersAt {
-  store.reader() // read-your-writes: the head below includes what is queued
-  const head = store.head()
+export async function mcpServersAt(
+  log: Pick<EventLog, 'version' | 'head' | 'readSession'>,
+  seq?: number,
+): Promise<McpServersAt> {
+  await log.version(MCP_STREAM) // read-your-writes: the stream's queued appends are committed, so under the head
+  const head = await log.head()
   if (seq !== undefined && seq > head)
     throw new ChronicleError('SEQ_OUT_OF_RANGE', `seq ${seq} is past the end of the log (${head})`)
   const upTo = seq ?? head
   let state = initialMcpServers()
-  for (const e of store.readSession(MCP_STREAM, { upTo })) state = evolveMcpServers(state, e)
+  for (const e of await log.readSession(MCP_STREAM, { upTo })) state = evolveMcpServers(state, e)
   return { seq: upTo, servers: [...state.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) }
 }

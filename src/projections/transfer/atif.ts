@@ -1,6 +1,7 @@
 import type { Message, Part, Session, StepFinishPart, SubtaskPart, ToolPart } from '../fold/model.js'
 import { ChronicleError } from '../../events/errors.js'
 import { getMessages, getParts, requireSession, type ReadModelSource } from '../queries/read-model.js'
+import type { ReadModels } from '../read-models.js'
 
 /**
  * A session as an Agent Trajectory Interchange Format document (ATIF, the
@@ -84,6 +85,21 @@ const NOTES =
 export function atifOf(store: ReadModelSource, sessionId: string, chronicleVersion: string): AtifTrajectory {
   const session = requireSession(store, sessionId)
   return toAtif(session, getMessages(store, sessionId), getParts(store, sessionId), chronicleVersion)
+}
+
+/** atifOf through the read models port (either engine's): the server's (src/http/api.ts). */
+export async function atifThrough(
+  readModels: Pick<ReadModels, 'session' | 'messages' | 'parts'>,
+  sessionId: string,
+  chronicleVersion: string,
+): Promise<AtifTrajectory> {
+  const [session, messages, parts] = await Promise.all([
+    readModels.session(sessionId),
+    readModels.messages(sessionId),
+    readModels.parts(sessionId),
+  ])
+  if (!session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  return toAtif(session, messages, parts, chronicleVersion)
 }
 
 export function toAtif(

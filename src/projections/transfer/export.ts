@@ -3,6 +3,8 @@ import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta, StoredEvent } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
+import type { EventLog } from '../../events/log.js'
+import { ChronicleError } from '../../events/errors.js'
 import { checkImport, EXPORT_FORMAT, type ImportLine } from './import-check.js'
 import { eventsByVersion, firstEvent, versionAtOrBefore } from '../time-travel/lineage.js'
 import type { Part, SessionView } from '../fold/model.js'
@@ -33,27 +35,74 @@ export { EXPORT_FORMAT }
 /** The export as lines (without newlines), streamed page by page. */
 export function* exportLines(store: EventStore, sessionId: string): Generator<string> {
   const segments = needed(store, sessionId, Number.MAX_SAFE_INTEGER)
-  yield JSON.stringify({ chronicle: 'session-export', format: EXPORT_FORMAT, sessionId })
+  yield exportHeader(sessionId)
   const blobs = new Set<string>()
   for (const { sessionId: owner, upToVersion } of segments) {
-    for (const { event, hash } of chainedEvents(store, owner, upToVersion)) {
-      if (event.type === 'step.started' && event.data.context) {
-        const { system, tools, messages } = event.data.context
-        for (const h of [system, tools, ...(messages ? [messages] : [])]) blobs.add(h)
-      }
-      const line = {
-        ...event,
-        ...(owner !== sessionId && { inherited: true }),
-        ...(hash && { hash: hash.toString('hex') }),
-      }
-      yield JSON.stringify(line)
-    }
+    for (const { event, hash } of chainedEvents(store, owner, upToVersion))
+      yield exportLine(event, owner !== sessionId, hash, blobs)
   }
   // what the steps were compiled from (docs/AUDIT.md): an imported session can be audited too
   for (const blob of blobs) {
     const content = store.blobs.get(blob)
     if (content !== undefined) yield JSON.stringify({ blob, content })
   }
+}
+
+/** What an export reads of the log: either engine's (src/events/log.ts). */
+export type ExportSource = Pick<EventLog, 'readSession' | 'chainOf' | 'blobs'>
+
+const PAGE = 1000
+
+/**
+ * The export as lines, read through the log port page by page (the server's: src/http/api.ts), line for
+ * line what `exportLines` writes on SQLite (test/time-travel/export.test.ts compares them).
+ */
+export async function* exportLinesOf(log: ExportSource, sessionId: string): AsyncGenerator<string> {
+  const segments = await neededOf(log, sessionId, Number.MAX_SAFE_INTEGER)
+  yield exportHeader(sessionId)
+  const blobs = new Set<string>()
+  for (const { sessionId: owner, upTo } of segments) {
+    for (let after = 0; ; ) {
+      const page = await log.readSession(owner, { after, upTo, limit: PAGE })
+      const last = page[page.length - 1]?.seq
+      if (last === undefined) break
+      const hashes = new Map((await log.chainOf(owner, { after, upTo: last })).map((l) => [l.seq, l.hash]))
+      for (const event of page) yield exportLine(event, owner !== sessionId, hashes.get(event.seq) ?? null, blobs)
+      after = last
+    }
+  }
+  for (const blob of blobs) {
+    const content = await log.blobs.get(blob)
+    if (content !== undefined) yield JSON.stringify({ blob, content })
+  }
+}
+
+/** The sessions (and up to which seq of each) a session's history needs, ancestors first, read through the log. */
+async function neededOf(
+  log: ExportSource,
+  sessionId: string,
+  cut: number,
+): Promise<{ sessionId: string; upTo: number }[]> {
+  const first = (await log.readSession(sessionId, { limit: 1 }))[0]
+  if (!first) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
+  const ancestors =
+    first.type === 'session.forked' ? await neededOf(log, first.data.from.sessionId, first.data.from.seq) : []
+  // a fork inside an ancestor's own inherited prefix still takes that ancestor's first event: the import resolves it
+  return [...ancestors, { sessionId, upTo: Math.max(cut, first.seq) }]
+}
+
+function exportHeader(sessionId: string): string {
+  return JSON.stringify({ chronicle: 'session-export', format: EXPORT_FORMAT, sessionId })
+}
+
+/** One event's line: inherited from an ancestor or not, with its chain hash; the blobs its step names noted. */
+function exportLine(event: StoredEvent, inherited: boolean, hash: Buffer | null, blobs: Set<string>): string {
+  if (event.type === 'step.started' && event.data.context) {
+    const { system, tools, messages } = event.data.context
+    for (const h of [system, tools, ...(messages ? [messages] : [])]) blobs.add(h)
+  }
+  const line = { ...event, ...(inherited && { inherited: true }), ...(hash && { hash: hash.toString('hex') }) }
+  return JSON.stringify(line)
 }
 
 /** A session's own events up to a version, each with its chain hash (none: logged before the chain). */

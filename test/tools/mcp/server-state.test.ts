@@ -139,8 +139,8 @@ describe('MCP server state in the log', () => {
     ])
     const [connecting, ready, failed, reconnecting, readyAgain, disconnected] = events.map((e) => e.seq) as number[]
 
-    expect(mcpServersAt(store, (connecting as number) - 1).servers).toEqual([])
-    expect(mcpServersAt(store, connecting).servers).toEqual([
+    expect((await mcpServersAt(sqliteLog(store), (connecting as number) - 1)).servers).toEqual([])
+    expect((await mcpServersAt(sqliteLog(store), connecting)).servers).toEqual([
       { name: 'files', state: 'connecting', attempt: 1, since: connecting, at: events[0]?.at, tools: [] },
     ])
     const readyAt = {
@@ -155,9 +155,9 @@ describe('MCP server state in the log', () => {
       toolsDigest: readyData(events[1]).toolsDigest,
       instructionsDigest: sha256(INSTRUCTIONS),
     }
-    expect(mcpServersAt(store, ready)).toEqual({ seq: ready, servers: [readyAt] })
-    expect(mcpServersAt(store, other?.seq)).toEqual({ seq: other?.seq, servers: [readyAt] })
-    expect(mcpServersAt(store, failed).servers).toEqual([
+    expect(await mcpServersAt(sqliteLog(store), ready)).toEqual({ seq: ready, servers: [readyAt] })
+    expect(await mcpServersAt(sqliteLog(store), other?.seq)).toEqual({ seq: other?.seq, servers: [readyAt] })
+    expect((await mcpServersAt(sqliteLog(store), failed)).servers).toEqual([
       {
         name: 'files',
         state: 'failed',
@@ -169,10 +169,24 @@ describe('MCP server state in the log', () => {
         retryInMs: 50,
       },
     ])
-    expect(mcpServersAt(store, reconnecting).servers[0]).toMatchObject({ state: 'connecting', attempt: 2, tools: [] })
-    expect(mcpServersAt(store, readyAgain).servers[0]).toMatchObject({ state: 'ready', attempt: 2, tools: ROOTS_TOOLS })
-    expect(mcpServersAt(store).servers[0]).toMatchObject({ state: 'disconnected', since: disconnected, tools: [] })
-    expect(() => mcpServersAt(store, store.head() + 1)).toThrow(expect.objectContaining({ code: 'SEQ_OUT_OF_RANGE' }))
+    expect((await mcpServersAt(sqliteLog(store), reconnecting)).servers[0]).toMatchObject({
+      state: 'connecting',
+      attempt: 2,
+      tools: [],
+    })
+    expect((await mcpServersAt(sqliteLog(store), readyAgain)).servers[0]).toMatchObject({
+      state: 'ready',
+      attempt: 2,
+      tools: ROOTS_TOOLS,
+    })
+    expect((await mcpServersAt(sqliteLog(store))).servers[0]).toMatchObject({
+      state: 'disconnected',
+      since: disconnected,
+      tools: [],
+    })
+    await expect(mcpServersAt(sqliteLog(store), store.head() + 1)).rejects.toThrow(
+      expect.objectContaining({ code: 'SEQ_OUT_OF_RANGE' }),
+    )
   })
 
   it('the state survives a restart of Chronicle: the stream is read back from the file', async () => {
@@ -181,8 +195,10 @@ describe('MCP server state in the log', () => {
     await manager.close()
     first.close()
     store = openStore(join(tmp?.dir as string, 'chronicle.db'))
-    expect(mcpServersAt(store).servers.map((s) => [s.name, s.state])).toEqual([['files', 'disconnected']])
-    expect(mcpServersAt(store, 2).servers[0]).toMatchObject({ state: 'ready', tools: ROOTS_TOOLS })
+    expect((await mcpServersAt(sqliteLog(store))).servers.map((s) => [s.name, s.state])).toEqual([
+      ['files', 'disconnected'],
+    ])
+    expect((await mcpServersAt(sqliteLog(store), 2)).servers[0]).toMatchObject({ state: 'ready', tools: ROOTS_TOOLS })
   })
 
   it('a changed tool list is a new ready event with a new digest; an unchanged one appends nothing', async () => {
@@ -379,7 +395,11 @@ describe('a server that wants a sign-in', () => {
         ['mcp.server.auth_required', { server: 'hosted', error: needsAuth?.error }],
       ])
       expect(JSON.stringify(logged(store))).not.toContain('/authorize')
-      expect(mcpServersAt(store).servers[0]).toMatchObject({ name: 'hosted', state: 'auth_required', tools: [] })
+      expect((await mcpServersAt(sqliteLog(store))).servers[0]).toMatchObject({
+        name: 'hosted',
+        state: 'auth_required',
+        tools: [],
+      })
     } finally {
       await remote.close()
     }
