@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
 import { createShadowStore } from '../src/runtime/workspace/shadow-store.js'
 import { createWorkspaceSnapshots } from '../src/runtime/workspace/snapshots.js'
+import { sqlitePorts } from '../src/projections/store-ports.js'
 import { setup, turn } from './conversation.js'
 
 /**
@@ -174,7 +175,7 @@ async function conversationCost(directory: string, storeRoot: string, turns: num
     for (const snapshots of [false, true]) {
       const s = await setup({
         directory,
-        ...(snapshots && { workspace: (store) => createWorkspaceSnapshots({ store, shadow }) }),
+        ...(snapshots && { workspace: (store) => createWorkspaceSnapshots({ ports: sqlitePorts(store), shadow }) }),
       })
       const samples = snapshots ? withSnapshots : without
       for (let t = 0; t < turns; t++) samples.push((await turn(s.runtime, s.sessionId, `r${round}`, t)).ms)

@@ -220,9 +220,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     exclude: [config.dataDir, ...(config.configFile ? [config.configFile] : [])],
   })
   const ids = options.ids ?? createIdSource()
-  const restorer = createWorkspaceRestorer({ store, ports, shadow, ids, log: logger })
+  const restorer = createWorkspaceRestorer({ ports, shadow, ids, log: logger })
   const forks = createWorkspaceForks({
-    store,
     ports,
     ids,
     shadow,
@@ -310,7 +309,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     ],
   })
   const models = options.models ?? configuredModels(config)
-  const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ store, shadow, log: logger }) : undefined
+  const workspace = config.workspace.snapshots ? createWorkspaceSnapshots({ ports, shadow, log: logger }) : undefined
   const runtime = createRuntime({
     ports,
     ids,
@@ -358,7 +357,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     submit: runtime.submitContext,
     timeTravel: ports.timeTravel,
     context: (sessionId, at) => runtime.context(sessionId, at),
-    workspace: createWorkspaceHistory(store, shadow),
+    workspace: createWorkspaceHistory(ports, shadow),
     restorer,
     ...(config.workspace.snapshots && { forks }),
     dataDir: config.dataDir,

@@ -62,6 +62,12 @@ const STORE_ROOTS = /^src\/(main\.ts|cli\/offline\.ts)$/
 /** Opening a concrete store: SQLite's or PostgreSQL's. */
 const CONCRETE_STORE = /\b(openStore|openPostgresStore)\(|\bnew EventStore\(|\b(EventStore|PostgresEventLog)\.open\(/
 
+/**
+ * Code that reads and appends through the store's ports only (docs/ARCHITECTURE.md "What the server still
+ * needs to run on PostgreSQL"): it never takes SQLite's concrete `EventStore`, so it runs on either engine.
+ */
+const PORTED = /^src\/runtime\/workspace\//
+
 /** Only the composition root may wire the HTTP layer in (besides http itself). */
 const HTTP_IMPORTERS = /^src\/(http\/|main\.ts$|cli\.ts$|cli\/)/
 
@@ -173,6 +179,18 @@ function storeNamers(files: readonly SourceFile[]): string[] {
   return out
 }
 
+/** Ported files that name SQLite's concrete store (comments aside). */
+function sqliteTakers(files: readonly SourceFile[]): string[] {
+  const out: string[] = []
+  for (const file of files) {
+    if (!PORTED.test(file.path)) continue
+    const code = file.source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+    if (/\bEventStore\b/.test(code))
+      out.push(`${file.path} takes SQLite's EventStore: it goes through the store's ports (StorePorts)`)
+  }
+  return out
+}
+
 /**
  * Where objects are made per event and kept by views: the log, the read models and the loop. There an object
  * literal must not start with a spread and then add members: on Node 20 each such object gets a hidden class of
@@ -244,6 +262,17 @@ describe('dependency direction', () => {
 
   it('names a concrete store in the composition roots only', () => {
     expect(storeNamers(sourceTree(root))).toEqual([])
+  })
+
+  it('keeps what runs on either engine off SQLite’s concrete store', () => {
+    expect(sqliteTakers(sourceTree(root))).toEqual([])
+    expect(
+      sqliteTakers([
+        { path: 'src/runtime/workspace/x.ts', source: "import type { EventStore } from '../../events/store.js'" },
+        { path: 'src/runtime/workspace/y.ts', source: '// not an EventStore\nconst ports: StorePorts = deps.ports' },
+        { path: 'src/runtime/z.ts', source: 'const store: EventStore = deps.store' },
+      ]),
+    ).toEqual(["src/runtime/workspace/x.ts takes SQLite's EventStore: it goes through the store's ports (StorePorts)"])
   })
 
   it('gives the objects of the log, the read models and the loop shared hidden classes', () => {

@@ -71,16 +71,15 @@ export function world(
     tools,
     permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
     agents,
-    workspace: createWorkspaceSnapshots({ store, shadow }),
+    workspace: createWorkspaceSnapshots({ ports: sqlitePorts(store), shadow }),
     environment: () => ({ platform: 'test', date: '2026-01-01' }),
   })
   return {
     store,
     runtime,
-    history: createWorkspaceHistory(store, shadow),
-    restorer: createWorkspaceRestorer({ store, ports: sqlitePorts(store), shadow, ids }),
+    history: createWorkspaceHistory(sqlitePorts(store), shadow),
+    restorer: createWorkspaceRestorer({ ports: sqlitePorts(store), shadow, ids }),
     forks: createWorkspaceForks({
-      store,
       ports: sqlitePorts(store),
       ids,
       shadow,

@@ -3,18 +3,16 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
 import type { EventMeta } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
 import type { StorePorts } from '../../projections/store-ports.js'
 import { appendFork, decideFork, type ForkOptions, fork as forkHistory, readForkPoint } from '../../commands/fork.js'
 import { decideMaterializeEnd, taskError } from '../../commands/workspace-tasks.js'
 import { execute } from '../../commands/execute.js'
 import type { Session } from '../../projections/fold/model.js'
-import { requireSession, sessionsWithWorkspaceTask } from '../../projections/queries/read-model.js'
 import type { GitHead } from '../../events/catalogue.js'
 import type { CredentialPaths } from '../../tools/credentials/credential-paths.js'
 import { isWithin } from '../../tools/paths.js'
 import { makeForkRepository } from './fork-repository.js'
-import { firstSnapshot } from './history.js'
+import { firstSnapshot, requireSession } from './recorded.js'
 import { findRepository, sameHead } from './repository.js'
 import { requireEmpty } from './materialize.js'
 import type { ShadowStore } from './shadow-store.js'
@@ -50,7 +48,6 @@ export interface WorkspaceForks {
 }
 
 export interface WorkspaceForksDeps {
-  readonly store: EventStore
   /** what a fork reads its point through and appends through */
   readonly ports: StorePorts
   readonly ids: IdSource
@@ -74,7 +71,7 @@ interface ForkGit {
 }
 
 export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
-  const { store, ports, shadow } = deps
+  const { ports, shadow } = deps
 
   /** Records the end of the child's materialization (once: see src/commands/workspace-tasks.ts). */
   const end = (childId: string, result: Parameters<typeof decideMaterializeEnd>[1], meta: EventMeta) =>
@@ -151,7 +148,7 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
     async fork(sessionId, at, options = {}) {
       const { files, directory, title, meta } = options
       const { parent, fromImport } = await readForkPoint(ports, sessionId, at)
-      const workspace = parent.session?.workspace ?? firstSnapshot(store, sessionId)
+      const workspace = parent.session?.workspace ?? (await firstSnapshot(ports.log, sessionId))
       const tree = workspace?.tree
       if (files === false || fromImport || !tree) {
         const history = {
@@ -180,13 +177,13 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
         by,
       )
       await materialize(childId, tree, target, by, head && source ? { head, source } : undefined)
-      return requireSession(store, childId)
+      return requireSession(ports.readModels, childId)
     },
 
     async recover() {
       let finished = 0
-      for (const id of sessionsWithWorkspaceTask(store)) {
-        const session = requireSession(store, id)
+      for (const id of await ports.readModels.sessionsWithWorkspaceTask()) {
+        const session = await requireSession(ports.readModels, id)
         if (!session.materializing) continue
         const { tree, directory, git: head } = session.materializing
         // a crash leaves the checkout beside the target, never a half-written target

@@ -1,8 +1,7 @@
-import type { ChangedFile, DataOf, GitHead } from '../../events/catalogue.js'
+import type { ChangedFile } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
-import type { EventStore } from '../../events/store.js'
-import { requireSession } from '../../projections/queries/read-model.js'
-import { stateAt } from '../../projections/time-travel/time-travel.js'
+import type { StorePorts } from '../../projections/store-ports.js'
+import { firstSnapshot, requireSession } from './recorded.js'
 import { EMPTY_TREE, type ShadowStore } from './shadow-store.js'
 
 /**
@@ -88,27 +87,17 @@ function withLargeFiles(
   return { files, patch: stored.patch + notes.join('') }
 }
 
-/**
- * The session's first recorded snapshot: its baseline, taken as its first
- * step began. Before it the agent had changed nothing, so it stands for the
- * files at any earlier seq.
- */
-export function firstSnapshot(
-  store: EventStore,
-  sessionId: string,
-): { tree: string; seq: number; large?: DataOf<'workspace.snapshotted'>['large']; git?: GitHead } | undefined {
-  for (const event of store.iterateSession(sessionId)) {
-    if (event.type !== 'workspace.snapshotted') continue
-    const { tree, large, git } = event.data as DataOf<'workspace.snapshotted'>
-    return { tree, seq: event.seq, ...(large && large.length > 0 && { large }), ...(git && { git }) }
-  }
-  return undefined
-}
-
-export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): WorkspaceHistory {
-  const at = (sessionId: string, seq?: number) => {
-    const session = seq === undefined ? requireSession(store, sessionId) : stateAt(store, sessionId, seq).session
-    const workspace = session.workspace ?? firstSnapshot(store, sessionId)
+/** The workspace history over the store's ports: the session or its state at a seq, and its first snapshot. */
+export function createWorkspaceHistory(
+  ports: Pick<StorePorts, 'log' | 'readModels' | 'timeTravel'>,
+  shadow: ShadowStore,
+): WorkspaceHistory {
+  const at = async (sessionId: string, seq?: number) => {
+    const session =
+      seq === undefined
+        ? await requireSession(ports.readModels, sessionId)
+        : (await ports.timeTravel.stateAt(sessionId, seq)).session
+    const workspace = session.workspace ?? (await firstSnapshot(ports.log, sessionId))
     return {
       point: { seq: seq ?? session.lastSeq, tree: workspace?.tree ?? null, snapshotSeq: workspace?.seq ?? null },
       large: workspace?.large ?? [],
@@ -116,14 +105,14 @@ export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): 
   }
   return {
     async files(sessionId, seq) {
-      const { point, large } = at(sessionId, seq)
+      const { point, large } = await at(sessionId, seq)
       if (!point.tree) return { ...point, files: [] }
       const listed = (await shadow.list(point.tree)).map((f) => ({ path: f.path, size: f.size, type: f.type }))
       const files = [...listed, ...large.map((f) => ({ path: f.path, size: f.size, type: 'large' as const }))]
       return { ...point, files: files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) }
     },
     async file(sessionId, path, seq) {
-      const { point, large } = at(sessionId, seq)
+      const { point, large } = await at(sessionId, seq)
       if (large.some((f) => f.path === path)) {
         throw new ChronicleError(
           'NOT_IN_SNAPSHOT',
@@ -142,8 +131,8 @@ export function createWorkspaceHistory(store: EventStore, shadow: ShadowStore): 
       }
     },
     async diff(sessionId, fromSeq, toSeq) {
-      const { point: from, large: largeFrom } = at(sessionId, fromSeq)
-      const { point: to, large: largeTo } = at(sessionId, toSeq)
+      const { point: from, large: largeFrom } = await at(sessionId, fromSeq)
+      const { point: to, large: largeTo } = await at(sessionId, toSeq)
       const stored =
         from.tree || to.tree
           ? await shadow.diff(from.tree ?? EMPTY_TREE, to.tree ?? EMPTY_TREE)

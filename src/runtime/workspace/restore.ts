@@ -2,15 +2,12 @@ import type { ChangedFile, ChronicleEvent, DataOf, GitHead } from '../../events/
 import { ChronicleError } from '../../events/errors.js'
 import type { EventMeta } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
-import type { EventStore } from '../../events/store.js'
-import type { CommandPorts } from '../../commands/execute.js'
 import { execute } from '../../commands/execute.js'
 import { decideRestoreEnd, taskError } from '../../commands/workspace-tasks.js'
 import { assertWritable } from '../../commands/read-only.js'
 import type { Session } from '../../projections/fold/model.js'
-import { loadView, requireSession, sessionsWithWorkspaceTask } from '../../projections/queries/read-model.js'
-import { viewAt } from '../../projections/time-travel/time-travel.js'
-import { firstSnapshot } from './history.js'
+import type { StorePorts } from '../../projections/store-ports.js'
+import { firstSnapshot, requireSession, sessionEvents } from './recorded.js'
 import { findRepository } from './repository.js'
 import type { ShadowStore } from './shadow-store.js'
 
@@ -55,9 +52,8 @@ export interface WorkspaceRestorer {
 }
 
 export interface WorkspaceRestorerDeps {
-  readonly store: EventStore
-  /** what the restore's start and end append through */
-  readonly ports: CommandPorts
+  /** what a restore reads the session and its past through, and its start and end append through */
+  readonly ports: StorePorts
   readonly shadow: ShadowStore
   readonly ids: IdSource
   readonly log?: { warn(obj: object, msg?: string): void }
@@ -67,7 +63,7 @@ const COMMAND_META = (command: string) => ({ actor: 'user' as const, command })
 const RECOVERY_META = { actor: 'recovery' as const }
 
 export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceRestorer {
-  const { store, ports, shadow } = deps
+  const { ports, shadow } = deps
   /** sessions with a revert or unrevert under way in this process (before its start is recorded, too) */
   const working = new Set<string>()
   const exclusive = async <T>(sessionId: string, work: () => Promise<T>): Promise<T> => {
@@ -151,17 +147,17 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
   }
 
   async function revert(sessionId: string, to: number, options: RestoreOptions): Promise<Restored> {
-    const session = requireSession(store, sessionId)
+    const session = await requireSession(ports.readModels, sessionId)
     assertWritable(session)
     assertIdle(session)
-    const past = viewAt(store, sessionId, to) // SEQ_OUT_OF_RANGE, or a seq of another session
-    const target = past.session?.workspace?.tree ?? firstSnapshot(store, sessionId)?.tree
+    const past = await ports.timeTravel.viewAt(sessionId, to) // SEQ_OUT_OF_RANGE, or a seq of another session
+    const target = past.session?.workspace?.tree ?? (await firstSnapshot(ports.log, sessionId))?.tree
     if (!target)
       throw new ChronicleError(
         'NO_WORKSPACE_HISTORY',
         `session ${sessionId} has no recorded workspace to revert to (no step has run, or snapshots are off)`,
       )
-    const now = loadView(store, sessionId)
+    const now = await ports.readModels.view(sessionId)
     const hidden = [...now.messages.values()]
       .filter((m) => {
         const then = past.messages.get(m.id)
@@ -181,7 +177,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     const { files: restoring } = await shadow.diff(here.tree, target)
     if (!options.force) {
       const touched = new Set(restoring.map((f) => f.path))
-      const outside = new Set([...changedOutside(store, sessionId, to), ...here.outside.map((f) => f.path)])
+      const outside = new Set([...(await changedOutside(ports, sessionId, to)), ...here.outside.map((f) => f.path)])
       const files = [...outside].filter((path) => touched.has(path)).sort()
       if (files.length > 0)
         throw new ChronicleError(
@@ -205,7 +201,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
   }
 
   async function unrevert(sessionId: string, options: RestoreOptions): Promise<Restored> {
-    const session = requireSession(store, sessionId)
+    const session = await requireSession(ports.readModels, sessionId)
     assertWritable(session)
     assertIdle(session)
     const revert = session.revert
@@ -248,7 +244,7 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
 
     async recover() {
       let finished = 0
-      for (const session of interrupted(store)) {
+      for (const session of await interrupted(ports)) {
         const data = session.restoring as DataOf<'workspace.restore.started'>
         // restoring a tree is idempotent: whatever the crash left, the directory ends equal to it (or back at `from`)
         await finish(session, data, RECOVERY_META).catch((err: unknown) => {
@@ -277,9 +273,9 @@ export function assertIdle(session: Session): void {
 }
 
 /** Paths changed outside the agent after seq `to`: what snapshots other than a tool's found changed. */
-function changedOutside(store: EventStore, sessionId: string, to: number): string[] {
+async function changedOutside(ports: Pick<StorePorts, 'log'>, sessionId: string, to: number): Promise<string[]> {
   const paths: string[] = []
-  for (const event of store.iterateSession(sessionId, { after: to })) {
+  for await (const event of sessionEvents(ports.log, sessionId, { after: to, first: 1000 })) {
     if (event.type !== 'workspace.snapshotted') continue
     const data = event.data as DataOf<'workspace.snapshotted'>
     if (data.reason !== 'tool') paths.push(...data.changed.map((f) => f.path))
@@ -288,8 +284,9 @@ function changedOutside(store: EventStore, sessionId: string, to: number): strin
 }
 
 /** Sessions whose restore a crash interrupted. */
-function interrupted(store: EventStore): Session[] {
-  return sessionsWithWorkspaceTask(store)
-    .map((id) => requireSession(store, id))
-    .filter((session) => session.restoring !== undefined)
+async function interrupted(ports: Pick<StorePorts, 'readModels'>): Promise<Session[]> {
+  const sessions = await Promise.all(
+    (await ports.readModels.sessionsWithWorkspaceTask()).map((id) => requireSession(ports.readModels, id)),
+  )
+  return sessions.filter((session) => session.restoring !== undefined)
 }

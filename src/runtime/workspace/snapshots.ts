@@ -1,7 +1,6 @@
 import type { ChangedFile, DataOf, GitHead } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
-import type { EventStore } from '../../events/store.js'
-import { getSession } from '../../projections/queries/read-model.js'
+import type { StorePorts } from '../../projections/store-ports.js'
 import { findRepository, sameHead } from './repository.js'
 import type { ShadowStore } from './shadow-store.js'
 
@@ -44,7 +43,8 @@ export interface WorkspaceSnapshots {
 }
 
 export interface WorkspaceSnapshotsDeps {
-  readonly store: EventStore
+  /** what the snapshots append through, and the recorded workspace they compare with is read from */
+  readonly ports: Pick<StorePorts, 'log' | 'readModels'>
   readonly shadow: ShadowStore
   readonly log?: { warn(obj: object, msg?: string): void }
 }
@@ -56,7 +56,7 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
   async function record(sessionId: string, directory: string, meta: EventMeta): Promise<void> {
     try {
       const data = await snapshots.take(sessionId, directory, 'step', undefined, { background: true })
-      if (data) await deps.store.enqueue(sessionId, [{ type: 'workspace.snapshotted', data }], { meta })
+      if (data) await deps.ports.log.enqueue(sessionId, [{ type: 'workspace.snapshotted', data }], { meta })
     } catch (err) {
       deps.log?.warn({ err, sessionId }, 'a step snapshot could not be recorded')
     }
@@ -79,7 +79,7 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
 
     async record(sessionId, directory, reason, meta) {
       const data = await snapshots.take(sessionId, directory, reason)
-      if (data) deps.store.append(sessionId, [{ type: 'workspace.snapshotted', data }], { meta })
+      if (data) await deps.ports.log.append(sessionId, [{ type: 'workspace.snapshotted', data }], { meta })
     },
 
     settled: (sessionId) => lanes.get(sessionId)?.tail ?? Promise.resolve(),
@@ -91,7 +91,8 @@ export function createWorkspaceSnapshots(deps: WorkspaceSnapshotsDeps): Workspac
     async take(sessionId, directory, reason, call, options) {
       // every workspace event is committed before the next snapshot is asked for (a background one need not
       // force the session's queued appends out early)
-      const recorded = getSession(options?.background ? deps.store.asCommitted : deps.store, sessionId)?.workspace
+      const recorded = (await deps.ports.readModels.session(sessionId, { committed: options?.background === true }))
+        ?.workspace
       const previous = recorded?.tree
       let snapshot: Awaited<ReturnType<ShadowStore['snapshot']>>
       let git: GitHead | undefined
