@@ -27,6 +27,8 @@ const OUTPUTS = 'tool-output'
 export interface DataDirOptions {
   /** the owner everything must have (default: this process's user) */
   readonly uid?: number
+  /** false: the store is elsewhere (PostgreSQL), so no SQLite file is made here */
+  readonly sqlite?: boolean
 }
 
 /** Creates or repairs the data directory; throws FORBIDDEN naming what is unsafe. Returns the database path. */
@@ -40,7 +42,7 @@ export function secureDataDir(dir: string, options: DataDirOptions = {}): string
   for (const name of PRIVATE_FILES) privateFile(join(dir, name), uid)
   const db = join(dir, DB_FILE)
   // SQLite creates its files with the mode of the umask; an empty file it opens as a new database.
-  if (!existsSync(db)) closeSync(openSync(db, 'a', 0o600))
+  if (options.sqlite !== false && !existsSync(db)) closeSync(openSync(db, 'a', 0o600))
   const outputs = join(dir, OUTPUTS)
   if (existsSync(outputs)) privateTree(outputs, uid)
   return db

@@ -8,12 +8,15 @@ import { checkStoreFile, damagedMessage } from './events/integrity.js'
 import { redactUrl } from './events/postgres/url.js'
 import type { EventStore } from './events/store.js'
 import { openStore } from './projections/open.js'
-import { sqlitePorts } from './projections/store-ports.js'
+import { postgresPorts, sqlitePorts, type StorePorts } from './projections/store-ports.js'
+import { openPostgresStore } from './projections/postgres/open.js'
+import type { PostgresEventLog } from './events/postgres/log.js'
+import type { CacheBounds } from './events/bounded-cache.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
 import { createSqliteSearch } from './projections/search/sqlite-search.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
-import { memoryBounds } from './runtime/memory.js'
+import { type MemoryBounds, memoryBounds } from './runtime/memory.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createWorkspaceHistory } from './runtime/workspace/history.js'
 import { createShadowStore } from './runtime/workspace/shadow-store.js'
@@ -93,6 +96,9 @@ export interface ChronicleOptions {
 
 export interface Chronicle {
   readonly config: ChronicleConfig
+  /** the store the server runs on, as its ports */
+  readonly ports: StorePorts
+  /** SQLite's store in the data dir; STORE_UNSUPPORTED on a server that runs on PostgreSQL */
   readonly store: EventStore
   readonly app: App
   readonly logger: Logger
@@ -125,15 +131,25 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       `refusing to listen on ${config.host} (reachable from other machines) without an explicit token: set CHRONICLE_TOKEN`,
     )
   }
-  if (config.store.url) {
-    // Said, not ignored: a server that quietly wrote to SQLite would leave the database it was told to use empty.
-    throw new ChronicleError(
-      'STORE_UNSUPPORTED',
-      `the server runs on SQLite in its data directory for now, not on PostgreSQL (${redactUrl(config.store.url)}): ` +
-        'unset CHRONICLE_DATABASE_URL and store.url to serve; `chronicle store copy` copies the store there (docs/ARCHITECTURE.md)',
-    )
+  const memory = memoryBounds(config.memory)
+  // PostgreSQL is reached first: a server that cannot reach it (or finds it too old) has written nothing yet
+  const postgres = config.store.url ? await openPostgresStore(config.store.url, { cache: memory.projector }) : undefined
+  try {
+    return await assemble(config, options, memory, postgres)
+  } catch (err) {
+    await postgres?.close()
+    throw err
   }
-  const dbPath = secureDataDir(config.dataDir)
+}
+
+/** The server around its store: PostgreSQL's log when given, else SQLite's in the data dir. */
+async function assemble(
+  config: ChronicleConfig,
+  options: ChronicleOptions,
+  memory: MemoryBounds,
+  postgres: PostgresEventLog | undefined,
+): Promise<Chronicle> {
+  const dbPath = secureDataDir(config.dataDir, { sqlite: postgres === undefined })
   checkFreeSpace(config.dataDir, config.limits.minFreeBytes)
   const token = resolveToken(
     config.dataDir,
@@ -189,21 +205,22 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         }),
       }
     : undefined
-  const memory = memoryBounds(config.memory)
-  // Damaged files are found, not served (docs/BACKUP.md "Damaged files"): SQLite's quick_check and the chain's tail.
-  const check = checkStoreFile(dbPath)
-  if (check.problems.length > 0)
-    throw new ChronicleError('STORE_DAMAGED', damagedMessage(dbPath, check.problems), { file: dbPath })
-  logger.debug({ ms: Math.round(check.ms) }, 'store checked')
-  const store = openStore(dbPath, { cache: memory.projector })
-  const ports = sqlitePorts(store)
+  // The store: PostgreSQL when the config names one (docs/ARCHITECTURE.md "The store port"), else SQLite in the data dir.
+  const served = postgres
+    ? servePostgres(postgres, config.store.url as string, logger)
+    : serveSqlite(dbPath, memory.projector, logger)
+  const { ports } = served
+  // What only SQLite's file has: its search index, backups of the file, the full disk it saw (docs/ARCHITECTURE.md).
+  const store = served.sqlite
   // full-text search (docs/SEARCH.md): its own file, built by a worker thread off the append path
-  const search = createSqliteSearch({
-    store,
-    source: dbPath,
-    path: join(config.dataDir, SEARCH_FILE),
-    onError: (err) => logger.error({ err }, 'the search indexer stopped; it starts again at the next search'),
-  })
+  const search =
+    store &&
+    createSqliteSearch({
+      store,
+      source: dbPath,
+      path: join(config.dataDir, SEARCH_FILE),
+      onError: (err) => logger.error({ err }, 'the search indexer stopped; it starts again at the next search'),
+    })
   // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
   const metrics = config.metrics.enabled ? createMetrics(ports) : undefined
   // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start
@@ -344,7 +361,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
 
   const deps: AppDeps = {
     ports,
-    storageFull: () => store.storageFull,
+    ...(store && { storageFull: () => store.storageFull }),
     ids,
     logger,
     ...(metrics && { metrics }),
@@ -368,8 +385,10 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
       redirectUrl: mcpOAuthRedirectUrl(config.port),
       signedIn: (server) => mcp.reconnect(server),
     }),
-    backups: createBackups({ store, workspaces: join(config.dataDir, 'workspaces'), version: VERSION }),
-    search,
+    ...(store && {
+      backups: createBackups({ store, workspaces: join(config.dataDir, 'workspaces'), version: VERSION }),
+    }),
+    ...(search && { search }),
     mcpSignIns: () =>
       new Map(
         mcp
@@ -386,7 +405,12 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   let metricsServer: MetricsServer | undefined
   return {
     config,
-    store,
+    ports,
+    get store() {
+      if (!store)
+        throw new ChronicleError('STORE_UNSUPPORTED', 'this server runs on PostgreSQL: read it through `ports`')
+      return store
+    },
     app,
     logger,
     token,
@@ -456,8 +480,8 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
         orphans.close()
         diagnostics?.close() // the language servers
         shadow.close()
-        await search.close()
-        store.close()
+        await search?.close()
+        await served.close()
         logger.flush()
       })()
       return stopping
@@ -540,4 +564,31 @@ function allowedHosts(config: ChronicleConfig): string[] {
     hosts.add(config.host.replace(/^\[|\]$/g, '').toLowerCase())
   }
   return [...hosts]
+}
+
+/** The store a server runs on, as its ports; SQLite's own store beside them when that is the engine. */
+interface ServedStore {
+  readonly ports: StorePorts
+  readonly sqlite?: EventStore
+  /** commits what is queued, then closes */
+  close(): Promise<void>
+}
+
+/** SQLite in the data dir. Damaged files are found, not served (docs/BACKUP.md "Damaged files"). */
+function serveSqlite(dbPath: string, cache: CacheBounds, logger: Logger): ServedStore {
+  const check = checkStoreFile(dbPath)
+  if (check.problems.length > 0)
+    throw new ChronicleError('STORE_DAMAGED', damagedMessage(dbPath, check.problems), { file: dbPath })
+  logger.debug({ ms: Math.round(check.ms) }, 'store checked')
+  const store = openStore(dbPath, { cache })
+  return { ports: sqlitePorts(store), sqlite: store, close: async () => store.close() }
+}
+
+/**
+ * PostgreSQL at `url` (CHRONICLE_DATABASE_URL or the config's store.url), opened before anything else: unreachable
+ * or older than 15, the start fails naming it, the password hidden (STORE_UNAVAILABLE, STORE_UNSUPPORTED).
+ */
+function servePostgres(log: PostgresEventLog, url: string, logger: Logger): ServedStore {
+  logger.info({ store: redactUrl(url) }, 'serving on PostgreSQL')
+  return { ports: postgresPorts(log), close: () => log.close() }
 }

@@ -281,8 +281,7 @@ async function checkGit(config: ChronicleConfig, say: Say): Promise<void> {
 
 /**
  * The event store: SQLite in the data directory, or the PostgreSQL database the configuration names —
- * reachable, and 15 or later. The server itself runs on SQLite for now, so a named database fails the check
- * once it is known good: `chronicle serve` refuses to start with one (STORE_UNSUPPORTED).
+ * reachable, and 15 or later (what `chronicle serve` checks at its start).
  */
 async function checkStore(url: string | undefined, say: Say): Promise<void> {
   if (!url) {
@@ -294,11 +293,8 @@ async function checkStore(url: string | undefined, say: Say): Promise<void> {
   const { redactUrl } = await import('../events/postgres/url.js')
   try {
     const { version } = await probePostgres(url, TIMEOUT_MS)
-    say(
-      'fail',
-      'store',
-      `PostgreSQL ${version} at ${redactUrl(url)} is reachable, but the server runs on SQLite for now: unset CHRONICLE_DATABASE_URL and store.url to serve (\`chronicle store copy\` copies the store there)`,
-    )
+    // search and backups are files beside SQLite's store: a server on PostgreSQL answers them NOT_IMPLEMENTED
+    say('ok', 'store', `PostgreSQL ${version} at ${redactUrl(url)} (search and backups are off on PostgreSQL)`)
   } catch (err) {
     say('fail', 'store', `${(err as { code?: string }).code ?? 'ERROR'}: ${messageOf(err)}`)
   }

@@ -352,7 +352,7 @@ describe('the store', () => {
     expect(String((err as Error).message)).not.toContain('hunter2')
   })
 
-  it('a server told to use PostgreSQL refuses to start — it runs on SQLite for now — and writes nothing', async () => {
+  it('a server told to use a PostgreSQL it cannot reach refuses to start, naming it without its password, and writes nothing', async () => {
     const home = dir()
     const dataDir = join(home, 'data')
     const config = loadConfig({
@@ -361,7 +361,7 @@ describe('the store', () => {
     })
     const started = createChronicle(config)
     await expect(started).rejects.toMatchObject({
-      code: 'STORE_UNSUPPORTED',
+      code: 'STORE_UNAVAILABLE',
       message: expect.stringContaining('postgres://u:***@127.0.0.1:9/db'),
     })
     await expect(started).rejects.not.toMatchObject({ message: expect.stringContaining('hunter2') })

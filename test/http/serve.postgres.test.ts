@@ -1,0 +1,78 @@
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { DB_FILE } from '../../src/data-dir.js'
+import { usePostgres } from '../support/use-postgres.js'
+import { Client, startServer, type TestServer } from './helpers.js'
+
+/**
+ * `serve` on PostgreSQL (docs/ARCHITECTURE.md "The store port"): the whole server — HTTP, WebSocket,
+ * runtime, recovery — with CHRONICLE_DATABASE_URL naming a real server, and no SQLite store made.
+ */
+
+const postgres = usePostgres()
+
+const servers: TestServer[] = []
+const clients: Client[] = []
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close()
+  for (const s of servers.splice(0)) await s.close()
+})
+
+/** the scripted model's reply to every prompt */
+const script = join(mkdtempSync(join(tmpdir(), 'chronicle-serve-pg-')), 'script.json')
+writeFileSync(script, JSON.stringify({ steps: [{ when: {}, text: 'Hello from PostgreSQL.' }] }))
+
+async function serve(url: string): Promise<{ server: TestServer; client: Client }> {
+  const server = await startServer({ CHRONICLE_DATABASE_URL: url, CHRONICLE_MODEL: `scripted:${script}` })
+  servers.push(server)
+  const client = await Client.connect(server.wsUrl, server.token)
+  clients.push(client)
+  return { server, client }
+}
+
+type Wire = { seq: number; session: string; event: { type: string } }
+
+describe('serve on PostgreSQL', () => {
+  it('runs a turn streamed over WebSocket without a gap; a second server on the database resumes from a seq; no SQLite file is made', async () => {
+    const url = await postgres().database()
+    const first = await serve(url)
+    const { client } = first
+    const created = await client.call('session.create', { directory: first.server.dir })
+    const session = (created.result as { session: { id: string } }).session.id
+    await client.call('subscribe', { sessions: [session], after: 0 })
+    await client.call('input.submit', { session, parts: [{ type: 'text', text: 'hi' }] })
+    await client.wait((f) => f.type === 'event' && (f as unknown as Wire).event.type === 'run.finished', 20_000)
+    const events = client.events() as unknown as Wire[]
+    const seqs = events.map((e) => e.seq)
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+    expect(new Set(seqs).size).toBe(seqs.length)
+    const types = events.map((e) => e.event.type)
+    expect(types[0]).toBe('session.created')
+    expect(types).toContain('text.delta')
+    expect(types.at(-1)).toBe('run.finished')
+    expect(existsSync(join(first.server.dir, 'data', DB_FILE))).toBe(false)
+
+    // search and backups are SQLite's files: on PostgreSQL they say so
+    expect((await client.call('search', { q: 'hello' })).error).toMatchObject({ code: 'NOT_IMPLEMENTED' })
+    expect((await client.call('store.backup', { out: join(first.server.dir, 'backup') })).error).toMatchObject({
+      code: 'NOT_IMPLEMENTED',
+    })
+
+    const middle = seqs[Math.floor(seqs.length / 2)] as number
+    const last = seqs.at(-1) as number
+    await first.server.close()
+    servers.splice(servers.indexOf(first.server), 1)
+
+    const second = await serve(url)
+    const listed = await second.client.call('session.list', {})
+    expect((listed.result as { sessions: { id: string }[] }).sessions.map((s) => s.id)).toEqual([session])
+    await second.client.call('subscribe', { sessions: [session], after: middle })
+    await second.client.wait(
+      (f) => f.type === 'caught-up' || (f.type === 'event' && (f as { seq?: number }).seq === last),
+    )
+    const resumed = (second.client.events() as unknown as Wire[]).map((e) => e.seq)
+    expect(resumed).toEqual(seqs.filter((s) => s > middle))
+  })
+})
