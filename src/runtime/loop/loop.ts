@@ -105,14 +105,22 @@ export async function runLoop(
       // what the refused appends left open (a streaming text, a running tool) is closed with the run
       const open =
         error?.kind === 'STORAGE_FULL' ? settleInFlight((await deps.views.committed(sessionId)).view, DISK_FULL) : []
+      // A cancel committed while the run was deciding how it ends (its reads since it last looked) is its end:
+      // a run whose cancel is in the log ends cancelled. Checked with the emit, in one turn: a cancel decided
+      // after this sees run.finished queued, and finds no run to cancel.
+      if (signal.reason === SHUTDOWN) return 'shutdown'
+      const ended: RunOutcome = signal.aborted ? 'cancelled' : outcome
       recorder.emit(
-        [...open, { type: 'run.finished', data: { runId, outcome, ...(error && { error }) } }],
+        [
+          ...open,
+          { type: 'run.finished', data: { runId, outcome: ended, ...(ended === outcome && error && { error }) } },
+        ],
         meta,
         'full',
       )
       try {
         await recorder.settle()
-        return outcome
+        return ended
       } catch (err) {
         if (!isChronicleError(err, 'STORAGE_FULL')) throw err
         // a cancel does not end the wait (the end still has to be recorded); a shutdown does
