@@ -230,3 +230,28 @@ describe('stop (shutdown)', () => {
     expect(h.events(id).at(-1)?.data).toMatchObject({ error: { kind: 'interrupted' } })
   })
 })
+
+describe('a cancel that races the run’s end', () => {
+  let h: Harness
+  afterEach(() => h.close())
+
+  it('a cancel committed as the last step commits (the run deciding it is done) ends the run cancelled, never idle', async () => {
+    h = harness({ model: createScriptedModel({ steps: [{ text: 'done' }] }) })
+    const id = h.session()
+    // the cancel is asked the moment the answer's end commits: the loop then reads the view and decides to end
+    const off = h.store.onCommit((events) => {
+      if (events.some((e) => e.sessionId === id && e.type === 'message.completed')) {
+        off()
+        void h.runtime.cancel(id)
+      }
+    })
+    await h.runtime.submit(id, { parts: text('hi') })
+    await h.runtime.idle(id)
+    const events = h.events(id)
+    const cancelled = events.some((e) => e.type === 'run.cancel.requested')
+    const end = events.filter((e) => e.type === 'run.finished').map((e) => (e.data as { outcome: string }).outcome)
+    // whichever came first in the log, a run with a cancel in it ends cancelled
+    expect(end).toEqual([cancelled ? 'cancelled' : 'idle'])
+    expect(cancelled).toBe(true) // the cancel landed before the end: the race this spec is about
+  })
+})
