@@ -3,7 +3,7 @@ import { apply, evolve } from '../../projections/fold/evolve.js'
 import { inheritedView } from '../../projections/fold/fold.js'
 import { emptyView, type Part } from '../../projections/fold/model.js'
 import type { StorePorts } from '../../projections/store-ports.js'
-import { fetchedBlobs } from '../loop/attached-blobs.js'
+import { attachedHashes, fetchedBlobs, fetchInto } from '../loop/attached-blobs.js'
 import { Transcript } from '../loop/transcript.js'
 import {
   type CompiledFrom,
@@ -122,13 +122,7 @@ async function auditSession(
     let transcript: Transcript | undefined
     // the contents of attached files, fetched as their parts appear: the transcript reads them at once
     const blobs = new Map<string, string>()
-    const fetchAttached = async (parts: Iterable<Part>) => {
-      for (const p of parts) {
-        if (p.type !== 'file' || p.blob === undefined || blobs.has(p.blob)) continue
-        const content = await log.blobs.get(p.blob)
-        if (content !== undefined) blobs.set(p.blob, content)
-      }
-    }
+    const fetchAttached = (parts: Iterable<Part>) => fetchInto(log.blobs, attachedHashes(parts), blobs)
     const read = (hash: string) => blobs.get(hash)
     let last = 0
     walk: for (let after = 0; ; ) {

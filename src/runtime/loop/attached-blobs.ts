@@ -1,5 +1,5 @@
 import type { EventLog } from '../../events/log.js'
-import type { SessionView } from '../../projections/fold/model.js'
+import type { Part, SessionView } from '../../projections/fold/model.js'
 
 /** Reads a blob's content at once: what the synchronous chat conversion takes (src/runtime/loop/chat-messages.ts). */
 export type BlobRead = (hash: string) => string | undefined
@@ -9,17 +9,32 @@ export type BlobRead = (hash: string) => string | undefined
  * the conversion that reads them: a store over the network answers a blob asynchronously.
  */
 export async function attachedContents(blobs: EventLog['blobs'], view: SessionView): Promise<BlobRead> {
-  const hashes = new Set<string>()
-  for (const p of view.parts.values()) if (p.type === 'file' && p.blob !== undefined) hashes.add(p.blob)
-  return fetchedBlobs(blobs, hashes)
+  return fetchedBlobs(blobs, attachedHashes(view.parts.values()))
 }
 
 /** The given blobs fetched, as a synchronous read (a hash not in the store reads undefined). */
 export async function fetchedBlobs(blobs: EventLog['blobs'], hashes: Iterable<string>): Promise<BlobRead> {
   const contents = new Map<string, string>()
-  for (const hash of new Set(hashes)) {
-    const content = await blobs.get(hash)
-    if (content !== undefined) contents.set(hash, content)
-  }
+  await fetchInto(blobs, hashes, contents)
   return (hash) => contents.get(hash)
+}
+
+/** Fetches the blobs `into` lacks (a hash not in the store is left out). */
+export async function fetchInto(
+  blobs: EventLog['blobs'],
+  hashes: Iterable<string>,
+  into: Map<string, string>,
+): Promise<void> {
+  for (const hash of hashes) {
+    if (into.has(hash)) continue
+    const content = await blobs.get(hash)
+    if (content !== undefined) into.set(hash, content)
+  }
+}
+
+/** The blobs of a view's attached files. */
+export function attachedHashes(parts: Iterable<Part>): string[] {
+  const out: string[] = []
+  for (const p of parts) if (p.type === 'file' && p.blob !== undefined) out.push(p.blob)
+  return out
 }

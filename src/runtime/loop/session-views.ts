@@ -1,6 +1,7 @@
 import { BoundedCache, type CacheBounds } from '../../events/bounded-cache.js'
 import type { StoredEvent } from '../../events/envelope.js'
 import { SessionLoads } from './loads.js'
+import { fetchInto } from './attached-blobs.js'
 import type { EventLog } from '../../events/log.js'
 import { ChronicleError } from '../../events/errors.js'
 import { apply, evolve } from '../../projections/fold/evolve.js'
@@ -180,9 +181,5 @@ function attachedBlob(p: Part): string | undefined {
 async function fetchBlobs(log: EventLog, cached: Cached): Promise<void> {
   const wanted = cached.missing
   cached.missing = []
-  for (const hash of wanted) {
-    if (cached.blobs.has(hash)) continue
-    const content = await log.blobs.get(hash)
-    if (content !== undefined) cached.blobs.set(hash, content)
-  }
+  await fetchInto(log.blobs, wanted, cached.blobs)
 }

@@ -1,4 +1,5 @@
 import { isChronicleError } from '../../events/errors.js'
+import type { SubmitContext } from '../../commands/input.js'
 import type { SubtaskPart } from '../../projections/fold/model.js'
 import type { StorePorts } from '../../projections/store-ports.js'
 import { SUBTASK_REPORT_PREFIX } from '../loop/chat-messages.js'
@@ -19,7 +20,9 @@ import { finalText, type ChildRuntime, type Subagents } from './subagents.js'
 export interface OrphanDeps {
   readonly ports: Pick<StorePorts, 'log' | 'readModels'>
   readonly subagents: Pick<Subagents, 'awaited'>
-  readonly runtime: () => Pick<ChildRuntime, 'submit' | 'cancel'>
+  readonly runtime: () => Pick<ChildRuntime, 'submit' | 'cancel'> & {
+    readonly submitContext: Pick<SubmitContext, 'prior'>
+  }
   readonly log?: { error(obj: object, msg?: string): void }
 }
 
@@ -31,11 +34,6 @@ export interface OrphanWatcher {
 
 export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
   const { log, readModels } = deps.ports
-  /** whether the parent accepted the report already */
-  const accepted = async (parentId: string, inputId: string): Promise<boolean> =>
-    (await log.readSessionOfType(parentId, 'input.accepted')).some(
-      (e) => e.type === 'input.accepted' && e.data.inputId === inputId,
-    )
   const report = async (childId: string): Promise<boolean> => {
     if (deps.subagents.awaited.has(childId)) return false // a live task call will record it
     // Having a parent is decided at creation: most sessions are left without waiting on what is queued.
@@ -55,7 +53,8 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     const background = call.state === 'completed' && call.metadata?.background === true
     if (!background && (call.state !== 'error' || call.error?.kind !== 'interrupted')) return false
     const inputId = `${SUBTASK_REPORT_PREFIX}${childId}`
-    if (await accepted(parentId, inputId)) return false
+    // the runtime's input index: whether the parent accepted the report already
+    if ((await deps.runtime().submitContext.prior(parentId, inputId)) !== undefined) return false
     const { outcome } = child.lastRun
     // Recovery settled the link as cancelled; the child's real outcome is recorded over it.
     if (link.outcome !== outcome) {
