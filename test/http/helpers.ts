@@ -73,6 +73,22 @@ export async function startServer(
   }
 }
 
+/**
+ * How a server-level contract starts its servers (test/http/routes-contract.ts and its kind): `startServer`
+ * on SQLite; on PostgreSQL, the same with a new database (test/support/postgres-servers.ts).
+ */
+export type StartServer = typeof startServer
+
+/**
+ * The log's head once every append made so far has committed, on either engine: what a spec compares to
+ * say that nothing was appended (a read of every session waits for what is queued: read-your-writes).
+ */
+export async function committedHead(server: Pick<TestServer, 'chronicle'>): Promise<number> {
+  const { log, readModels } = server.chronicle.ports
+  await readModels.sessionIds()
+  return log.head()
+}
+
 export type Frame = Record<string, unknown> & { type?: string; id?: string | number | null }
 
 /** A real `ws` client that records every frame and answers `call` with the reply to its id. */
