@@ -89,6 +89,20 @@ export async function committedHead(server: Pick<TestServer, 'chronicle'>): Prom
   return log.head()
 }
 
+/**
+ * committedHead once no session has work open (a run, waiting input, a compaction asked for): what an
+ * earlier request started — a run, a compaction — appends after its reply, and would land in the middle of
+ * a spec's "nothing appended" for the next one.
+ */
+export async function quietHead(server: Pick<TestServer, 'chronicle'>, timeoutMs = 10_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs
+  while ((await server.chronicle.ports.readModels.sessionsWithOpenWork()).length > 0) {
+    if (Date.now() > deadline) throw new Error(`sessions still have work open after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  return committedHead(server)
+}
+
 export type Frame = Record<string, unknown> & { type?: string; id?: string | number | null }
 
 /** A real `ws` client that records every frame and answers `call` with the reply to its id. */
