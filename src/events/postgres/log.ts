@@ -23,10 +23,13 @@ import { migratePostgres } from './schema.js'
  * the last thing it does before inserting them — so the next transaction
  * gets its numbers only after this one commits: `seq` is gap-free and commit
  * order is seq order, as a reader polling the log sees it. Its ceiling is one
- * commit per WAL flush (docs/ARCHITECTURE.md). `normal` durability commits
- * with synchronous_commit off (a server crash keeps it; a database crash may
- * lose the last fraction of a second, as SQLite's NORMAL may); a batch with
- * a `full` append commits with it on. Each event's hash chains it to its
+ * commit per WAL flush (docs/ARCHITECTURE.md). Every commit waits for its
+ * WAL flush, `normal` durability too: with synchronous_commit off, a database
+ * crash (not only a power cut, as for SQLite's NORMAL) loses the last commits,
+ * which subscribers have already heard — and their seqs are then numbered
+ * again for other events, so a client's cursor would name events that are
+ * not the ones it saw (found by the crash harness restarting PostgreSQL:
+ * docs/RECOVERY.md "The store lost mid-run"). Each event's hash chains it to its
  * stream's last one, exactly as SQLite's (src/events/chain.ts): the same
  * events give the same hashes on either engine.
  *
@@ -242,10 +245,9 @@ export class PostgresEventLog implements EventLog {
       throw unavailable(err)
     })
     try {
-      // one round trip: a normal-durability batch commits without waiting for its WAL flush
-      const durable = batch.some((b) => b.options.durability === 'full')
+      // durable whatever the batch asked: what is published must outlive a database crash (above)
       const began = performance.now()
-      await client.query(durable ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = off')
+      await client.query('BEGIN')
       try {
         const out = await this.insert(client, batch)
         await client.query('COMMIT')
