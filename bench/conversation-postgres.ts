@@ -146,7 +146,7 @@ async function measurePostgres(n: number, server: BenchPostgres): Promise<Record
 }
 
 /** The public tables with their indexes and TOAST, in bytes. */
-async function tablesBytes(db: pg.Pool): Promise<number> {
+async function tablesBytes(db: Pick<pg.Pool, 'query'>): Promise<number> {
   const { rows } = await db.query<{ bytes: number }>(
     `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint AS bytes
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -207,10 +207,11 @@ async function produce(
 /**
  * `--store postgres`: the same producers on PostgreSQL's store (the read models projected in each append's
  * transaction, as a server's), a new database a run, on a throwaway server (test/support/postgres.ts) unless
- * CHRONICLE_DATABASE_URL names one; `normal` durability (synchronous_commit off) and `full`, and SQLite's
- * store in the same run as the baseline. Events/s counts every event the producers appended. Rebuild: the
- * read models of the durable run's database dropped and projected again (`chronicle rebuild`; not on a
- * database CHRONICLE_DATABASE_URL names, which other runs share), beside SQLite's rebuild of its run.
+ * CHRONICLE_DATABASE_URL names one; `normal` durability (on PostgreSQL it commits durably as `full` does:
+ * src/events/postgres/log.ts) and `full`, and SQLite's store in the same run as the baseline. Events/s counts
+ * every event the producers appended. Rebuild: the read models of the durable run's database dropped and
+ * projected again (`chronicle rebuild`; not on a database CHRONICLE_DATABASE_URL names, which other runs
+ * share), beside SQLite's rebuild of its run.
  */
 async function postgres(cfg: Config): Promise<object> {
   const given = process.env.CHRONICLE_DATABASE_URL

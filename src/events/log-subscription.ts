@@ -1,4 +1,5 @@
 import type { StoredEvent } from './envelope.js'
+import { isChronicleError } from './errors.js'
 import type { EventLog } from './log.js'
 import type { SubscriptionFilter, SubscriptionOptions } from './subscription.js'
 
@@ -15,7 +16,16 @@ import type { SubscriptionFilter, SubscriptionOptions } from './subscription.js'
  * what it holds past the page is the live tail, handed over without a gap.
  * Past `maxBuffer` it drops that tail and reads again from the log. The seq
  * last scanned drops what both the page and the listener saw.
+ *
+ * A page that cannot be read because the store is away (STORE_UNAVAILABLE:
+ * PostgreSQL lost) is read again, after a pause that doubles up to
+ * `UNAVAILABLE_RETRY_MAX_MS`, until the store answers: the subscriber waits
+ * and then goes on from where it was, never silent for good.
  */
+
+/** How soon a page the store could not serve is read again, doubling up to the max. */
+const UNAVAILABLE_RETRY_MS = 100
+const UNAVAILABLE_RETRY_MAX_MS = 2_000
 export class LogSubscription implements AsyncIterableIterator<StoredEvent> {
   /** seq of the last event handed to the consumer */
   delivered: number
@@ -29,6 +39,8 @@ export class LogSubscription implements AsyncIterableIterator<StoredEvent> {
   private reading: Promise<void> | undefined
   private waiters: (() => void)[] = []
   private closed = false
+  /** the pause before the next page, while the store is unavailable */
+  private retryMs = 0
   private readonly unsubscribe: () => void
   private readonly sessions: ReadonlySet<string> | null
   private readonly types: ReadonlySet<string> | null
@@ -112,8 +124,8 @@ export class LogSubscription implements AsyncIterableIterator<StoredEvent> {
   private async catchUp(): Promise<void> {
     try {
       this.overflowed = false
-      const page = await this.log.readFiltered(this.filter.sessions, this.scanned, this.pageSize)
-      if (this.closed) return
+      const page = await this.page()
+      if (this.closed || page === undefined) return
       if (page.length > 0) {
         this.scanned = (page[page.length - 1] as StoredEvent).seq
         this.buffer.push(...page.filter((e) => this.matches(e)))
@@ -133,6 +145,20 @@ export class LogSubscription implements AsyncIterableIterator<StoredEvent> {
     } finally {
       this.reading = undefined
       this.signal()
+    }
+  }
+
+  /** The next page from the log; undefined (after a pause) when the store is unavailable: read again. */
+  private async page(): Promise<StoredEvent[] | undefined> {
+    try {
+      const page = await this.log.readFiltered(this.filter.sessions, this.scanned, this.pageSize)
+      this.retryMs = 0
+      return page
+    } catch (err) {
+      if (!isChronicleError(err, 'STORE_UNAVAILABLE')) throw err
+      this.retryMs = Math.min(UNAVAILABLE_RETRY_MAX_MS, Math.max(UNAVAILABLE_RETRY_MS, this.retryMs * 2))
+      await new Promise((resolve) => setTimeout(resolve, this.retryMs))
+      return undefined
     }
   }
 

@@ -89,7 +89,9 @@ export interface ChainLink {
 /** The embedded SQLite store as the port. */
 export function sqliteLog(store: EventStore): EventLog {
   return {
-    append: async (sessionId, events, options) => store.append(sessionId, events, options),
+    // Through the queue: the appends of one turn (commands of many sessions) share a commit; a
+    // commit's cost is mostly per commit. It still commits on the next turn, loaded or not.
+    append: (sessionId, events, options) => store.enqueue(sessionId, events, options),
     enqueue: (sessionId, events, options) => store.enqueue(sessionId, events, options),
     submit: (sessionId, events, options, done) => store.submit(sessionId, events, options, done),
     awaited: (sessionId) => store.awaited(sessionId),

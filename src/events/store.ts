@@ -345,8 +345,9 @@ export class EventStore implements Readable {
 
   /**
    * Someone waits on the session's queued appends (a run settling what it
-   * recorded): under load they commit now, alone, rather than at the loaded
-   * interval; otherwise the next turn commits them anyway.
+   * recorded): under load they commit on the next turn, with every session's
+   * hurried in this one, rather than at the loaded interval; otherwise the
+   * next turn commits them anyway.
    */
   awaited(sessionId: string): void {
     this.scheduler.awaited(sessionId)

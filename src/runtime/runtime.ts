@@ -17,6 +17,8 @@ import { compileContext } from './loop/context.js'
 import { RunCoordinator } from './inbox/coordinator.js'
 import { runLoop } from './loop/loop.js'
 import { continueRun } from './recovery/resume.js'
+import { runThroughOutages, whenAvailable } from './recovery/outage.js'
+import { SHUTDOWN } from './abort-reasons.js'
 import type { ModelRequest, ModelResolver } from './model/adapter.js'
 import { DEFAULT_RETRY, type RetryPolicy } from './model/retry.js'
 import { DEFAULT_VIEW_BOUNDS, SessionViews } from './loop/session-views.js'
@@ -180,16 +182,20 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   const titles = deps.titles
     ? createTitles({ ports: deps.ports, ids, models, ...(deps.log && { log: deps.log }) })
     : undefined
+  // aborted (SHUTDOWN) by stop(): what waits for the store to come back gives up then
+  const stopping = new AbortController()
   const coordinator = new RunCoordinator(
     async (sessionId, signal, resume) => {
-      const outcome = await (resume
-        ? continueRun(loopDeps, sessionId, signal, resume.runId)
-        : runLoop(loopDeps, sessionId, signal))
+      // a run the store is lost under pauses, and goes on once it is back (src/runtime/recovery/outage.ts)
+      const outcome = await runThroughOutages(loopDeps, sessionId, signal, () =>
+        resume ? continueRun(loopDeps, sessionId, signal, resume.runId) : runLoop(loopDeps, sessionId, signal),
+      )
       if (outcome === 'idle' || outcome === 'rejected') titles?.afterRun(sessionId)
       return outcome
     },
     async (sessionId) => {
-      const session = await readModels.session(sessionId)
+      // a wake while the store is away is not lost: it is read once the store is back
+      const session = await whenAvailable(() => readModels.session(sessionId), stopping.signal)
       // An imported session is never run (src/commands/read-only.ts): nothing of it is pending work.
       if (!session || session.imported) return undefined
       // A requested compaction is pending work too: a run performs it.
@@ -252,6 +258,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
     async stop() {
       unsubscribe()
+      stopping.abort(SHUTDOWN)
       await coordinator.stop()
       await titles?.drain()
       await deps.workspace?.drain()

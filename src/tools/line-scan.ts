@@ -31,6 +31,11 @@ export interface ScanOptions {
   readonly maxBytes: number
   /** bytes per read (default CHUNK_BYTES; tests use tiny chunks to put breaks on the boundaries) */
   readonly chunkBytes?: number
+  /**
+   * the file's size when it was opened: a smaller file's reads take a buffer its size (+1, for the read that
+   * finds the end) instead of CHUNK_BYTES; one that grew since takes more reads
+   */
+  readonly sizeHint?: number
 }
 
 export interface ScanResult {
@@ -58,9 +63,13 @@ export async function scanLines(
 ): Promise<ScanResult> {
   // UTF-8 takes at most 3 bytes per UTF-16 unit, so this many bytes always decode to more than keepChars
   const keepBytes = 3 * (opts.keepChars + 2)
-  const kept = Buffer.alloc(keepBytes)
-  const chunkBytes = opts.chunkBytes ?? CHUNK_BYTES
-  const chunk = Buffer.alloc(chunkBytes)
+  // unzeroed: only the bytes a read put there are looked at
+  const kept = Buffer.allocUnsafe(keepBytes)
+  const chunkBytes = Math.min(
+    opts.chunkBytes ?? CHUNK_BYTES,
+    opts.sizeHint === undefined ? Infinity : opts.sizeHint + 1,
+  )
+  const chunk = Buffer.allocUnsafe(chunkBytes)
   let keptLength = 0
   let lineBytes = 0 // bytes of the current line so far
   let number = 1 // the current line

@@ -1,19 +1,27 @@
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { StoredEvent } from '../../src/events/envelope.js'
 import { openStore } from '../../src/projections/open.js'
-import { getSession, loadView } from '../../src/projections/queries/read-model.js'
+import { openPostgresStore } from '../../src/projections/postgres/open.js'
+import { verifyPostgresAt } from '../../src/projections/postgres/verify.js'
+import { postgresPorts, sqlitePorts, type StorePorts } from '../../src/projections/store-ports.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { NOT_STARTED_BEFORE_RESTART } from '../../src/runtime/loop/tool-exec.js'
+import { STORE_LOST_MESSAGE } from '../../src/runtime/recovery/outage.js'
 import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
 import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
 import { cliArgs } from '../cli/helpers.js'
 
 /**
- * What the harness asserts after the last clean shutdown, reading the data
- * directory directly (the invariants of docs/RECOVERY.md) and the scripted model's request
- * log. Every failed check adds a line to `violations`.
+ * What the harness asserts after the last clean shutdown, reading the store
+ * the server ran on — SQLite's file in the data directory, or PostgreSQL —
+ * through its ports (the invariants of docs/RECOVERY.md), and the scripted
+ * model's request log. Every failed check adds a line to `violations`.
  */
+
+/** The store the server ran on: SQLite's file, or a PostgreSQL database. */
+export type CheckedStore = { readonly dbPath: string } | { readonly url: string }
 
 export interface Acked {
   readonly inputId: string
@@ -22,7 +30,7 @@ export interface Acked {
 }
 
 export interface CheckInput {
-  readonly dbPath: string
+  readonly store: CheckedStore
   readonly requestLog: string
   readonly acked: readonly Acked[]
   /** sessions and their directories (bash markers live there) */
@@ -45,9 +53,69 @@ export interface CheckResult {
   violations: string[]
 }
 
-export function checkDataDir(input: CheckInput): CheckResult {
-  const store = openStore(input.dbPath)
-  const db = store.asCommitted.reader()
+/** The store's ports, every event of its log, and its own checks (verify; SQLite's integrity_check). */
+interface Opened {
+  readonly ports: Pick<StorePorts, 'log' | 'readModels'>
+  readonly events: readonly StoredEvent[]
+  /** verify's differences (the first shown), and anything else wrong with the store */
+  verify(): Promise<{ differences: number; first?: unknown; problems: string[] }>
+  close(): Promise<void>
+}
+
+async function openChecked(target: CheckedStore): Promise<Opened> {
+  if ('url' in target) {
+    const log = await openPostgresStore(target.url)
+    const ports = postgresPorts(log)
+    return {
+      ports,
+      events: await everyEvent(ports),
+      async verify() {
+        const report = await verifyPostgresAt(target.url)
+        return { differences: report.differences.length, first: report.differences[0], problems: [] }
+      },
+      close: () => log.close(),
+    }
+  }
+  const store = openStore(target.dbPath)
+  const ports = sqlitePorts(store)
+  return {
+    ports,
+    events: await everyEvent(ports),
+    async verify() {
+      const report = verify(store)
+      const integrity = store.asCommitted.reader().pragma('integrity_check', { simple: true })
+      return {
+        differences: report.differences.length,
+        first: report.differences[0],
+        problems: integrity === 'ok' ? [] : [`integrity_check: ${String(integrity)}`],
+      }
+    },
+    close: async () => store.close(),
+  }
+}
+
+async function everyEvent(ports: Pick<StorePorts, 'log'>): Promise<StoredEvent[]> {
+  const all: StoredEvent[] = []
+  for (let page = await ports.log.readAll(0, 5000); page.length > 0; ) {
+    all.push(...page)
+    page = await ports.log.readAll((page.at(-1) as StoredEvent).seq, 5000)
+  }
+  return all
+}
+
+const field = (e: StoredEvent, path: string): unknown =>
+  path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], e.data)
+const text = (e: StoredEvent, path: string): string | undefined => {
+  const v = field(e, path)
+  return v === undefined || v === null ? undefined : typeof v === 'string' ? v : JSON.stringify(v)
+}
+
+/** What an interrupted call may say: cut off by a restart, or by the store lost under the run. */
+const INTERRUPTED = ['interrupted by a server restart', 'interrupted while the event store was unavailable']
+
+export async function checkStore(input: CheckInput): Promise<CheckResult> {
+  const opened = await openChecked(input.store)
+  const { events } = opened
   const r: CheckResult = {
     lostInputs: 0,
     duplicateInputs: 0,
@@ -66,15 +134,14 @@ export function checkDataDir(input: CheckInput): CheckResult {
   const fail = (msg: string) => {
     if (r.violations.length < 50) r.violations.push(msg)
   }
+  const ofType = (...types: string[]) => events.filter((e) => types.includes(e.type))
   try {
     // Every acknowledged input exactly once, in its session, at the acknowledged seq.
-    const accepted = db
-      .prepare(
-        "SELECT seq, session_id AS sessionId, data ->> '$.inputId' AS inputId FROM events WHERE type = 'input.accepted'",
-      )
-      .all() as { seq: number; sessionId: string; inputId: string }[]
-    const byInput = new Map<string, typeof accepted>()
-    for (const a of accepted) byInput.set(a.inputId, [...(byInput.get(a.inputId) ?? []), a])
+    const byInput = new Map<string, StoredEvent[]>()
+    for (const a of ofType('input.accepted')) {
+      const inputId = text(a, 'inputId') as string
+      byInput.set(inputId, [...(byInput.get(inputId) ?? []), a])
+    }
     for (const [inputId, list] of byInput) {
       if (list.length > 1) {
         r.duplicateInputs += list.length - 1
@@ -91,108 +158,89 @@ export function checkDataDir(input: CheckInput): CheckResult {
     }
 
     // seq has no gaps; each session's versions are 1..n.
-    const span = db.prepare('SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM events').get() as {
-      n: number
-      lo: number
-      hi: number
+    const n = events.length
+    if (n > 0) {
+      const lo = (events[0] as StoredEvent).seq
+      const hi = (events.at(-1) as StoredEvent).seq
+      if (lo !== 1 || hi - lo + 1 !== n) {
+        r.gaps += hi - lo + 1 - n + (lo - 1)
+        fail(`seq is not contiguous: ${n} events in ${lo}..${hi}`)
+      }
     }
-    if (span.n > 0 && (span.lo !== 1 || span.hi - span.lo + 1 !== span.n)) {
-      r.gaps += span.hi - span.lo + 1 - span.n + (span.lo - 1)
-      fail(`seq is not contiguous: ${span.n} events in ${span.lo}..${span.hi}`)
+    const versions = new Map<string, { n: number; v: number }>()
+    for (const e of events) {
+      const s = versions.get(e.sessionId) ?? { n: 0, v: 0 }
+      versions.set(e.sessionId, { n: s.n + 1, v: Math.max(s.v, e.version) })
     }
-    for (const row of db
-      .prepare('SELECT session_id AS s, COUNT(*) AS n, MAX(version) AS v FROM events GROUP BY session_id')
-      .all() as {
-      s: string
-      n: number
-      v: number
-    }[]) {
-      if (row.n !== row.v) {
+    for (const [s, { n: count, v }] of versions) {
+      if (count !== v) {
         r.gaps++
-        fail(`session ${row.s}: ${row.n} events but version ${row.v}`)
+        fail(`session ${s}: ${count} events but version ${v}`)
       }
     }
 
     // Every tool call: exactly one terminal event; interrupted ones say so.
-    const started = db
-      .prepare("SELECT session_id AS s, data ->> '$.partId' AS p FROM events WHERE type = 'tool.input.started'")
-      .all() as { s: string; p: string }[]
     const terminals = new Map<string, number>()
-    for (const t of db
-      .prepare(
-        "SELECT session_id AS s, data ->> '$.partId' AS p, type, data ->> '$.error.kind' AS kind, data ->> '$.error.message' AS message FROM events WHERE type IN ('tool.completed', 'tool.failed')",
-      )
-      .all() as { s: string; p: string; type: string; kind: string | null; message: string | null }[]) {
-      terminals.set(`${t.s}/${t.p}`, (terminals.get(`${t.s}/${t.p}`) ?? 0) + 1)
-      if (t.kind === 'interrupted') {
+    for (const t of ofType('tool.completed', 'tool.failed')) {
+      const key = `${t.sessionId}/${text(t, 'partId')}`
+      terminals.set(key, (terminals.get(key) ?? 0) + 1)
+      if (text(t, 'error.kind') === 'interrupted') {
         r.interruptedTools++
-        if (!t.message?.includes('interrupted by a server restart'))
-          fail(`tool ${t.p} failed interrupted without saying so: ${t.message}`)
+        const message = text(t, 'error.message')
+        if (!INTERRUPTED.some((cause) => message?.includes(cause)))
+          fail(`tool ${text(t, 'partId')} failed interrupted without saying so: ${message}`)
         if (
-          t.message !== INTERRUPTED_MESSAGE &&
-          t.message !== NOT_STARTED_BEFORE_RESTART &&
-          !t.message?.includes('waited for permission')
+          message !== INTERRUPTED_MESSAGE &&
+          message !== STORE_LOST_MESSAGE &&
+          message !== NOT_STARTED_BEFORE_RESTART &&
+          !message?.includes('waited for permission')
         )
-          fail(`tool ${t.p}: unexpected interrupted message ${t.message}`)
+          fail(`tool ${text(t, 'partId')}: unexpected interrupted message ${message}`)
       }
     }
-    for (const { s, p } of started) {
-      const n = terminals.get(`${s}/${p}`) ?? 0
-      if (n !== 1) {
+    for (const started of ofType('tool.input.started')) {
+      const count = terminals.get(`${started.sessionId}/${text(started, 'partId')}`) ?? 0
+      if (count !== 1) {
         r.danglingTools++
-        fail(`tool call ${p} in ${s} has ${n} terminal events`)
+        fail(`tool call ${text(started, 'partId')} in ${started.sessionId} has ${count} terminal events`)
       }
     }
 
     // Every started compaction ended exactly once (completed, or failed — by recovery when cut off).
-    for (const c of db
-      .prepare(
-        `SELECT s.session_id AS s, s.data ->> '$.compactionId' AS id,
-           (SELECT COUNT(*) FROM events t WHERE t.session_id = s.session_id AND t.type IN ('compaction.completed', 'compaction.failed')
-              AND t.data ->> '$.compactionId' = s.data ->> '$.compactionId') AS ends,
-           (SELECT COUNT(*) FROM events t WHERE t.session_id = s.session_id AND t.type = 'compaction.failed' AND t.data ->> '$.error' LIKE 'interrupted by a server restart%'
-              AND t.data ->> '$.compactionId' = s.data ->> '$.compactionId') AS interrupted
-         FROM events s WHERE s.type = 'compaction.started'`,
+    for (const c of ofType('compaction.started')) {
+      const id = text(c, 'compactionId')
+      const ends = ofType('compaction.completed', 'compaction.failed').filter(
+        (t) => t.sessionId === c.sessionId && text(t, 'compactionId') === id,
       )
-      .all() as { s: string; id: string; ends: number; interrupted: number }[]) {
-      r.interruptedCompactions += c.interrupted
-      if (c.ends !== 1) fail(`compaction ${c.id} in ${c.s} ended ${c.ends} times`)
+      r.interruptedCompactions += ends.filter(
+        (t) => t.type === 'compaction.failed' && INTERRUPTED.some((cause) => text(t, 'error')?.startsWith(cause)),
+      ).length
+      if (ends.length !== 1) fail(`compaction ${id} in ${c.sessionId} ended ${ends.length} times`)
     }
 
     // Runs: resumed within budget, cancelled ones never resumed after the cancel.
-    r.resumedRuns = (db.prepare("SELECT COUNT(*) FROM events WHERE type = 'run.resumed'").pluck().get() as number) ?? 0
-    r.failedAfterBudget = db
-      .prepare(
-        "SELECT COUNT(*) FROM events WHERE type = 'run.finished' AND data ->> '$.error.kind' = 'RESUME_BUDGET_EXHAUSTED'",
-      )
-      .pluck()
-      .get() as number
-    for (const c of db
-      .prepare(
-        "SELECT seq, session_id AS s, data ->> '$.runId' AS runId FROM events WHERE type = 'run.cancel.requested'",
-      )
-      .all() as { seq: number; s: string; runId: string }[]) {
+    r.resumedRuns = ofType('run.resumed').length
+    r.failedAfterBudget = ofType('run.finished').filter(
+      (e) => text(e, 'error.kind') === 'RESUME_BUDGET_EXHAUSTED',
+    ).length
+    for (const c of ofType('run.cancel.requested')) {
       r.cancelledRuns++
-      const resumed = db
-        .prepare(
-          "SELECT COUNT(*) FROM events WHERE session_id = ? AND type = 'run.resumed' AND data ->> '$.runId' = ? AND seq > ?",
-        )
-        .pluck()
-        .get(c.s, c.runId, c.seq) as number
-      const finished = db
-        .prepare(
-          "SELECT data ->> '$.outcome' FROM events WHERE session_id = ? AND type = 'run.finished' AND data ->> '$.runId' = ?",
-        )
-        .pluck()
-        .all(c.s, c.runId) as string[]
-      if (resumed > 0) fail(`cancelled run ${c.runId} was resumed`)
+      const runId = text(c, 'runId')
+      const resumed = ofType('run.resumed').filter(
+        (e) => e.sessionId === c.sessionId && text(e, 'runId') === runId && e.seq > c.seq,
+      ).length
+      const finished = ofType('run.finished')
+        .filter((e) => e.sessionId === c.sessionId && text(e, 'runId') === runId)
+        .map((e) => text(e, 'outcome'))
+      if (resumed > 0) fail(`cancelled run ${runId} was resumed`)
       if (finished.length !== 1 || finished[0] !== 'cancelled')
-        fail(`cancelled run ${c.runId} finished ${JSON.stringify(finished)}`)
+        fail(`cancelled run ${runId} finished ${JSON.stringify(finished)}`)
     }
 
     // Every session ends idle: no run, no parked call, nothing left to deliver (unless a cancel parked it).
+    const { readModels } = opened.ports
     for (const { id, dir } of input.sessions) {
-      const s = getSession({ reader: () => db }, id)
+      const s = await readModels.session(id)
       if (!s) {
         fail(`session ${id} is missing`)
         continue
@@ -213,24 +261,21 @@ export function checkDataDir(input: CheckInput): CheckResult {
       // A completed bash call ran to the end, so its marker line exists (at least once) — unless a revert took
       // the files back to before its end: to before its message (marked reverted then), or to an event while it
       // ran (its message stays, its write is undone: the files at that event had no line yet).
-      const view = loadView({ reader: () => db }, id)
+      const view = await readModels.view(id)
+      const mine = events.filter((e) => e.sessionId === id)
       const completedAt = new Map(
-        (
-          db
-            .prepare(
-              "SELECT seq, data ->> '$.partId' AS part FROM events WHERE session_id = ? AND type = 'tool.completed'",
-            )
-            .all(id) as { seq: number; part: string }[]
-        ).map((r) => [r.part, r.seq]),
+        mine.filter((e) => e.type === 'tool.completed').map((e) => [text(e, 'partId') as string, e.seq]),
       )
-      const reverts = db
-        .prepare(
-          `SELECT s.data ->> '$.to' AS "to", c.seq AS done FROM events s JOIN events c ON c.session_id = s.session_id
-             AND c.type = 'workspace.restore.completed' AND c.data ->> '$.restoreId' = s.data ->> '$.restoreId'
-           WHERE s.session_id = ? AND s.type = 'workspace.restore.started' AND s.data ->> '$.kind' = 'revert'`,
+      const reverts = mine
+        .filter((e) => e.type === 'workspace.restore.started' && text(e, 'kind') === 'revert')
+        .flatMap((started) =>
+          mine
+            .filter(
+              (c) => c.type === 'workspace.restore.completed' && text(c, 'restoreId') === text(started, 'restoreId'),
+            )
+            .map((c) => ({ to: Number(field(started, 'to')), done: c.seq })),
         )
-        .all(id) as { to: number; done: number }[]
-      const undone = (seq: number) => reverts.some((r) => r.to < seq && seq < r.done)
+      const undone = (seq: number) => reverts.some((rv) => rv.to < seq && seq < rv.done)
       const completedJobs = [...view.parts.values()].filter(
         (p) =>
           p.type === 'tool' &&
@@ -244,20 +289,14 @@ export function checkDataDir(input: CheckInput): CheckResult {
       if (lines < completedJobs) fail(`session ${id}: ${completedJobs} completed jobs but ${lines} marker lines`)
     }
 
-    // Read models equal a fresh fold; the file is intact.
-    const report = verify(store)
-    r.verifyFailures = report.differences.length
-    if (report.differences.length > 0)
-      fail(
-        `verify: ${report.differences.length} differences, first ${JSON.stringify(report.differences[0]).slice(0, 300)}`,
-      )
-    const integrity = db.pragma('integrity_check', { simple: true })
-    if (integrity !== 'ok') {
-      r.verifyFailures++
-      fail(`integrity_check: ${String(integrity)}`)
-    }
+    // Read models equal a fresh fold; the store is intact.
+    const report = await opened.verify()
+    r.verifyFailures = report.differences + report.problems.length
+    if (report.differences > 0)
+      fail(`verify: ${report.differences} differences, first ${JSON.stringify(report.first).slice(0, 300)}`)
+    for (const problem of report.problems) fail(problem)
   } finally {
-    store.close()
+    await opened.close()
   }
 
   // What the model received: every call paired with exactly one result, no orphan results.
@@ -279,7 +318,7 @@ export function checkDataDir(input: CheckInput): CheckResult {
       if (
         entry.prompt.some(
           (m) =>
-            m.role === 'tool' && m.content.some((c) => JSON.stringify(c).includes('interrupted by a server restart')),
+            m.role === 'tool' && m.content.some((c) => INTERRUPTED.some((cause) => JSON.stringify(c).includes(cause))),
         )
       ) {
         r.resumeRequests++
@@ -328,7 +367,7 @@ export function pairingProblem(prompt: readonly PromptMessage[]): string | undef
  * open. Each session that does not is one mismatch.
  */
 export async function checkWorkspaces(
-  dbPath: string,
+  target: CheckedStore,
   sessions: readonly { readonly id: string; readonly dir: string }[],
   scratch: string,
 ): Promise<{
@@ -337,30 +376,25 @@ export async function checkWorkspaces(
   workspaceTasksRecovered: number
   violations: string[]
 }> {
-  const store = openStore(dbPath)
+  const opened = await openChecked(target)
   // a store of its own: trees are content ids, so its snapshot of a directory names the same tree
   const shadow = createShadowStore({ root: scratch, globalExcludes: null })
   const out = { workspaceMismatches: 0, workspaceTasks: 0, workspaceTasksRecovered: 0, violations: [] as string[] }
   try {
-    out.workspaceTasks = (
-      store.asCommitted
-        .reader()
-        .prepare(
-          "SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.started', 'workspace.materialize.started')",
-        )
-        .get() as { n: number }
-    ).n
+    const { events } = opened
+    out.workspaceTasks = events.filter(
+      (e) => e.type === 'workspace.restore.started' || e.type === 'workspace.materialize.started',
+    ).length
     // tasks a kill cut off, which the restart finished (or rolled back)
-    out.workspaceTasksRecovered = (
-      store.asCommitted
-        .reader()
-        .prepare(
-          "SELECT COUNT(*) AS n FROM events WHERE type IN ('workspace.restore.completed', 'workspace.restore.failed', 'workspace.materialized', 'workspace.materialize.failed') AND meta ->> '$.actor' = 'recovery'",
-        )
-        .get() as { n: number }
-    ).n
+    const ends = [
+      'workspace.restore.completed',
+      'workspace.restore.failed',
+      'workspace.materialized',
+      'workspace.materialize.failed',
+    ]
+    out.workspaceTasksRecovered = events.filter((e) => ends.includes(e.type) && e.meta.actor === 'recovery').length
     for (const { id, dir } of sessions) {
-      const session = getSession(store, id)
+      const session = await opened.ports.readModels.session(id)
       if (!session) continue
       if (session.restoring || session.materializing) {
         out.workspaceMismatches++
@@ -378,7 +412,7 @@ export async function checkWorkspaces(
       }
     }
   } finally {
-    store.close()
+    await opened.close()
   }
   return out
 }
@@ -390,6 +424,8 @@ export async function checkWorkspaces(
  */
 export async function auditDataDir(
   dataDir: string,
+  /** the PostgreSQL database the server ran on, if it did: audit reads it there */
+  databaseUrl?: string,
 ): Promise<{ auditMismatches: number; auditedSteps: number; violations: string[] }> {
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
     (resolve) => {
@@ -402,6 +438,7 @@ export async function auditDataDir(
             HOME: process.env.HOME ?? '/tmp',
             CHRONICLE_CLI: '1',
             CHRONICLE_DATA_DIR: dataDir,
+            ...(databaseUrl && { CHRONICLE_DATABASE_URL: databaseUrl }),
           },
         },
         (err, out, errOut) => resolve({ code: err ? (child.exitCode ?? 1) : 0, stdout: out, stderr: errOut }),

@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { auditDataDir, checkDataDir, checkWorkspaces, type Acked, type CheckResult } from './checks.js'
+import { type PostgresServer, startPostgres } from '../support/postgres.js'
+import { auditDataDir, checkStore, checkWorkspaces, type Acked, type CheckedStore, type CheckResult } from './checks.js'
 import { Rng } from './rng.js'
 import { startServer } from './server-process.js'
 import { CrashClient, type WireEvent } from './ws-client.js'
@@ -23,6 +24,16 @@ import { CrashClient, type WireEvent } from './ws-client.js'
  * session settle, shuts down cleanly and checks the data directory
  * (test/crash/checks.ts). The last line printed is the summary; the exit code
  * is non-zero on any violation.
+ *
+ *   npm run test:crash -- --store postgres --iterations 50
+ *
+ * runs the server on PostgreSQL: a throwaway server started as the tests start
+ * theirs (test/support/postgres.ts), unless CHRONICLE_DATABASE_URL names one.
+ * On the throwaway server, every fifth iteration (the third, the eighth, …) also
+ * kills PostgreSQL itself under the running server (`pg_ctl stop -m immediate`)
+ * at a seeded instant and starts it again after a seeded pause: clients are told
+ * STORE_UNAVAILABLE meanwhile, runs pause, and the server is killed only once
+ * the database has been back a while (docs/RECOVERY.md "The store lost mid-run").
  */
 
 export interface CrashOptions {
@@ -33,6 +44,8 @@ export interface CrashOptions {
   readonly log?: (line: string) => void
   /** keep the temp directory (its path is logged) */
   readonly keep?: boolean
+  /** where the server keeps its log: SQLite in the data dir (default), or PostgreSQL */
+  readonly store?: 'sqlite' | 'postgres'
 }
 
 export interface CrashResult extends CheckResult {
@@ -52,6 +65,10 @@ export interface CrashResult extends CheckResult {
   readonly workspaceTasks: number
   /** of those, the ones a kill cut off and a restart finished */
   readonly workspaceTasksRecovered: number
+  /** times PostgreSQL itself was killed and started again under the running server (--store postgres) */
+  readonly storeRestarts: number
+  /** client requests answered STORE_UNAVAILABLE while it was down (nothing acknowledged for them) */
+  readonly storeUnavailable: number
 }
 
 const TOKEN = 'crash-harness-token-0123456789abcdef'
@@ -77,6 +94,11 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   const dataDir = join(root, 'data')
   const requestLog = join(root, 'requests.jsonl')
   mkdirSync(dataDir, { recursive: true })
+  // PostgreSQL: the one CHRONICLE_DATABASE_URL names, or a throwaway server (which this harness may restart)
+  const given = options.store === 'postgres' ? process.env.CHRONICLE_DATABASE_URL : undefined
+  const postgres: PostgresServer | undefined =
+    options.store === 'postgres' && !given ? await startPostgres() : undefined
+  const databaseUrl = given ?? (await postgres?.database())
   // bash is allowed except `touch ask…`, which asks: that is where permission waits come from.
   writeFileSync(
     join(dataDir, 'chronicle.json'),
@@ -95,6 +117,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     CHRONICLE_MODEL: `scripted:${SCRIPT}`,
     CHRONICLE_SCRIPT_LOG: requestLog,
     CHRONICLE_LOG_LEVEL: 'warn',
+    ...(databaseUrl && { CHRONICLE_DATABASE_URL: databaseUrl }),
   }
   log(`crash: data in ${root}`)
 
@@ -112,6 +135,8 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
   let reoffered = 0
   let reofferedAnswered = 0
   let inputCounter = 0
+  let storeRestarts = 0
+  const unavailable = { count: 0 }
 
   const track = (e: WireEvent) => {
     if (e.event.type === 'run.started' || e.event.type === 'run.resumed') running.add(e.session)
@@ -132,6 +157,10 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     const r = await client.call('permission.reply', { session: req.sessionId, requestId: req.requestId, reply })
     if (!r) return false // the connection died: not answered
     if (r.error) {
+      if (r.error.code === 'STORE_UNAVAILABLE') {
+        unavailable.count++
+        return false // not answered: it stays open and is offered again
+      }
       // Already closed by another reply (a reject closes every request of the session) or a cancel: fine.
       if (strict && pending.has(req.requestId))
         violations.push(`re-offered ${req.requestId} could not be answered: ${r.error.code}`)
@@ -182,7 +211,27 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         if (answerNow) await send()
         else setTimeout(() => void (killed || send()), rng.int(0, 400))
       }
-      const fallback = setTimeout(kill, fallbackMs)
+      // PostgreSQL killed under the running server, then started again; the server is killed only once it has
+      // been back a while (its paused runs go on meanwhile) — or earlier, at this iteration's kill point.
+      const storeDown =
+        postgres && iteration % 5 === 2
+          ? { at: plan.int(50, 700), for: plan.int(100, 1200), after: plan.int(600, 1500) }
+          : undefined
+      let fallback: NodeJS.Timeout | undefined
+      const storeRestarted = storeDown
+        ? new Promise<void>((resolve, reject) => {
+            setTimeout(() => {
+              void (async () => {
+                await (postgres as PostgresServer).crash()
+                await new Promise((r) => setTimeout(r, storeDown.for))
+                await (postgres as PostgresServer).restart()
+                storeRestarts++
+                fallback = setTimeout(kill, storeDown.after)
+              })().then(resolve, reject)
+            }, storeDown.at)
+          })
+        : undefined
+      if (!storeDown) fallback = setTimeout(kill, fallbackMs)
       if (point === 'compaction' && sessions.length > 0) {
         await client.call('session.compact', { session: plan.pick(sessions).id }) // the kill lands once it has started
       }
@@ -203,7 +252,9 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
         },
         workspaceFirst: point === 'revert' ? 'revert' : point === 'fork-files' ? 'fork' : undefined,
         answer,
+        unavailable,
       })
+      await storeRestarted // the next start needs its database
       clearTimeout(fallback)
       kill()
       await server.exited
@@ -227,13 +278,24 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     gaps += client.gaps
     duplicates += client.duplicates
     log(`crash: final start recovered ${JSON.stringify(server.recovered)}; cursor ${client.cursor}`)
+  } catch (err) {
+    await postgres?.stop()
+    throw err
   } finally {
     if (!options.keep) process.on('exit', () => rmSync(root, { recursive: true, force: true }))
   }
 
-  const checks = checkDataDir({ dbPath: join(dataDir, 'chronicle.db'), requestLog, acked, sessions })
-  const workspaces = await checkWorkspaces(join(dataDir, 'chronicle.db'), sessions, join(root, 'check-store'))
-  const audited = await auditDataDir(dataDir)
+  const store: CheckedStore = databaseUrl ? { url: databaseUrl } : { dbPath: join(dataDir, 'chronicle.db') }
+  let checks: CheckResult
+  let workspaces: Awaited<ReturnType<typeof checkWorkspaces>>
+  let audited: Awaited<ReturnType<typeof auditDataDir>>
+  try {
+    checks = await checkStore({ store, requestLog, acked, sessions })
+    workspaces = await checkWorkspaces(store, sessions, join(root, 'check-store'))
+    audited = await auditDataDir(dataDir, databaseUrl)
+  } finally {
+    await postgres?.stop()
+  }
   if (gaps > 0) violations.push(`clients saw ${gaps} gaps in seq across reconnects`)
   if (duplicates > 0) violations.push(`clients saw ${duplicates} duplicate events across reconnects`)
   const result: CrashResult = {
@@ -251,6 +313,8 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     reoffered,
     reofferedAnswered,
     killPoints,
+    storeRestarts,
+    storeUnavailable: unavailable.count,
   }
   if (!options.keep) rmSync(root, { recursive: true, force: true })
   return result
@@ -271,6 +335,8 @@ interface DriveContext {
   onAck(): void
   /** this iteration's kill point is a revert or a fork with files: do one as soon as a session can take it */
   readonly workspaceFirst?: 'revert' | 'fork'
+  /** requests the server answered STORE_UNAVAILABLE (PostgreSQL down): counted, not violations */
+  readonly unavailable: { count: number }
   answer(
     client: CrashClient,
     req: { sessionId: string; requestId: string },
@@ -289,6 +355,11 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
       mkdirSync(dir, { recursive: true })
       const r = await client.call('session.create', { directory: dir, title: `crash ${c.sessions.length}` })
       if (!r) break
+      if (r.error?.code === 'STORE_UNAVAILABLE') {
+        c.unavailable.count++
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        continue
+      }
       const session = r.result?.['session'] as { id: string } | undefined
       if (!session) throw new Error(`session.create failed: ${JSON.stringify(r.error)}`)
       c.sessions.push({ id: session.id, dir })
@@ -330,6 +401,7 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
           parts: sent.parts,
           delivery: sent.delivery,
         })
+        if (r?.error?.code === 'STORE_UNAVAILABLE') c.unavailable.count++
         if (r?.result && (r.result['duplicate'] !== true || r.result['seq'] !== prior.seq)) {
           c.violations.push(`resent ${prior.inputId}: ${JSON.stringify(r.result)} (first acknowledged at ${prior.seq})`)
         }
@@ -350,7 +422,9 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
       if (r?.result) {
         c.acked.push({ inputId, sessionId: session.id, seq: r.result['seq'] as number })
         c.onAck()
-      } else if (r?.error) c.violations.push(`submit ${inputId} refused: ${r.error.code} ${r.error.message}`)
+      } else if (r?.error?.code === 'STORE_UNAVAILABLE')
+        c.unavailable.count++ // not acknowledged: nothing to hold it to
+      else if (r?.error) c.violations.push(`submit ${inputId} refused: ${r.error.code} ${r.error.message}`)
     }
     await new Promise((resolve) => setTimeout(resolve, rng.int(20, 250)))
   }
@@ -386,6 +460,13 @@ export function summaryLine(r: CrashResult): string {
   return `crash: iterations=${r.iterations} kills=${r.kills} lostInputs=${r.lostInputs} duplicateInputs=${r.duplicateInputs} gaps=${r.gaps} danglingTools=${r.danglingTools} verifyFailures=${r.verifyFailures} workspaceMismatches=${r.workspaceMismatches} auditMismatches=${r.auditMismatches}`
 }
 
+function storeArg(args: string[]): 'sqlite' | 'postgres' {
+  const i = args.indexOf('--store')
+  const v = i >= 0 ? args[i + 1] : 'sqlite'
+  if (v !== 'sqlite' && v !== 'postgres') throw new Error('--store must be sqlite or postgres')
+  return v
+}
+
 function arg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`)
   const v = i >= 0 ? Number(args[i + 1]) : fallback
@@ -398,12 +479,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const iterations = arg(args, 'iterations', 50)
   const seed = arg(args, 'seed', Date.now() % 1_000_000)
   const started = Date.now()
-  const result = await runCrash({ iterations, seed, log: (l) => console.log(l), keep: args.includes('--keep') })
+  const store = storeArg(args)
+  const result = await runCrash({ iterations, seed, log: (l) => console.log(l), keep: args.includes('--keep'), store })
   for (const v of result.violations) console.log(`crash: VIOLATION ${v}`)
   console.log(
     `crash: seed=${seed} acked=${result.acked} requests=${result.requests} resumeRequests=${result.resumeRequests} resumedRuns=${result.resumedRuns} ` +
       `interruptedTools=${result.interruptedTools} interruptedCompactions=${result.interruptedCompactions} failedAfterBudget=${result.failedAfterBudget} cancelledRuns=${result.cancelledRuns} ` +
-      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} workspaceTasks=${result.workspaceTasks} workspaceTasksRecovered=${result.workspaceTasksRecovered} auditedSteps=${result.auditedSteps} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
+      `reoffered=${result.reoffered} reofferedAnswered=${result.reofferedAnswered} ${store === 'postgres' ? `storeRestarts=${result.storeRestarts} storeUnavailable=${result.storeUnavailable} ` : ''}workspaceTasks=${result.workspaceTasks} workspaceTasksRecovered=${result.workspaceTasksRecovered} auditedSteps=${result.auditedSteps} killPoints=${JSON.stringify(result.killPoints)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))
   process.exit(result.violations.length > 0 ? 1 : 0)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
+import { LogSubscription } from '../../src/events/log-subscription.js'
 import { checkServerVersion, PostgresEventLog } from '../../src/events/postgres/log.js'
 import { usePostgres } from '../support/use-postgres.js'
 
@@ -62,6 +63,32 @@ describe('the PostgreSQL event log without its database', () => {
       const titles = (await log.readSession('ses_a')).map((e) => (e.data as { title?: string }).title)
       expect(titles).toEqual([undefined, 'before', 'after'])
       expect((await log.readSession('ses_a')).map((e) => e.seq)).toEqual([1, 2, 3])
+    } finally {
+      await log.close()
+    }
+  })
+
+  it('a catch-up subscription whose page cannot be read waits, then reads on from where it was once the server is back', async () => {
+    const server = postgres()
+    const url = await server.database()
+    const log = await PostgresEventLog.open(url, { connections: 2 })
+    try {
+      await log.append('ses_a', [created, renamed('one'), renamed('two')], { meta, durability: 'full' })
+      await server.crash()
+      const subscription = new LogSubscription(log, { sessions: ['ses_a'] }, 1)
+      const first = subscription.next()
+      const waited = await Promise.race([
+        first.then(() => 'read'),
+        new Promise((r) => setTimeout(() => r('waiting'), 500)),
+      ])
+      expect(waited).toBe('waiting') // not closed, not failed: waiting for the store
+      await server.restart()
+      expect((await first).value).toMatchObject({ seq: 2, type: 'session.renamed' })
+      expect((await subscription.next()).value).toMatchObject({ seq: 3 })
+      const live = subscription.next()
+      await log.append('ses_a', [renamed('three')], { meta, durability: 'full' })
+      expect((await live).value).toMatchObject({ seq: 4, data: { title: 'three' } })
+      subscription.close()
     } finally {
       await log.close()
     }

@@ -443,9 +443,9 @@ describe('a call parked on a permission request when the server died', () => {
     await h.runtime.resume(s, 'run_A')
     await new Promise((r) => setTimeout(r, 20))
     // The user's answer commits between recovery reading the session and appending its settlement.
-    const append = h.store.append.bind(h.store)
+    const enqueue = h.store.enqueue.bind(h.store)
     let raced = false
-    h.store.append = ((id, events, options) => {
+    h.store.enqueue = ((id, events, options) => {
       if (!raced && options.meta.actor === 'runtime' && events.some((e) => e.type === 'permission.replied')) {
         raced = true
         // the user's reply commits in the middle of the runtime's own (synchronously, as a race does)
@@ -456,8 +456,8 @@ describe('a call parked on a permission request when the server died', () => {
           { meta: { actor: 'user' }, durability: 'full' },
         )
       }
-      return append(id, events, options)
-    }) as typeof h.store.append
+      return enqueue(id, events, options)
+    }) as typeof h.store.enqueue
     await h.runtime.cancel(s)
     await h.runtime.idle(s)
     expect(raced).toBe(true)

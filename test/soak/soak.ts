@@ -327,6 +327,8 @@ async function startServer(o: { data: string; work: string; script: string; heap
     [
       ...flags,
       ...(o.heapMb > 0 ? [`--max-old-space-size=${o.heapMb}`] : []),
+      // CHRONICLE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.
+      ...(process.env.CHRONICLE_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
       '--inspect=127.0.0.1:0',
       join(ROOT, 'bin', 'chronicle.mjs'),
       'serve',

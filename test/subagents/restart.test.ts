@@ -86,17 +86,17 @@ describe('a sub-agent across a restart', () => {
   it('two reporters at once (a second server, a sweep): the parent hears the child’s outcome once', async () => {
     const { id, childId, runtime, resume } = await restarted()
     // The first report's append finds the parent changed under it: the same report, made meanwhile elsewhere.
-    const append = h.store.append.bind(h.store)
+    const enqueue = h.store.enqueue.bind(h.store)
     let raced = false
     // the other reporter: its subtask.finished commits at once, in the middle of this append; its input follows
     let other: Promise<number> | undefined
-    h.store.append = ((session, events, options) => {
+    h.store.enqueue = ((session, events, options) => {
       if (!raced && events.some((e) => e.type === 'subtask.finished' && e.data.outcome === 'idle')) {
         raced = true
         other = watcher?.sweep()
       }
-      return append(session, events, options)
-    }) as typeof h.store.append
+      return enqueue(session, events, options)
+    }) as typeof h.store.enqueue
     await resume()
     await until(() => dataOf(h.events(id), 'run.finished').length === 2)
     await runtime.idle(id)

@@ -37,6 +37,15 @@ async function reply(f: Fixture, requestId: string, answer: 'once' | 'always' | 
 }
 
 const tick = () => new Promise((r) => setImmediate(r))
+
+/** Until the session has `count` permission requests pending: an ask's request commits on a later turn. */
+async function requested(f: Fixture, count = 1) {
+  for (let turns = 0; turns < 1000; turns++) {
+    if ((getSession(f.store, f.sessionId)?.pendingPermissions.length ?? 0) >= count) return
+    await tick()
+  }
+  throw new Error(`${count} permission request(s) were never pending`)
+}
 const settled = async (p: Promise<unknown>) => {
   let state = 'pending'
   p.then(
@@ -181,7 +190,7 @@ describe('permission gate with the real store', () => {
   it('ask → always: adds a durable approval that later calls use; revoking it makes them ask again', async () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git status -s'] })
-    await tick()
+    await requested(f)
     await reply(f, 'per_000001', 'always')
     await p
     expect(
@@ -219,7 +228,7 @@ describe('permission gate with the real store', () => {
   it('an always-approval does not override a deny configured later for the session', async () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'bash', patterns: ['git clean -n'] })
-    await tick()
+    await requested(f)
     await reply(f, 'per_000001', 'always')
     await p
     await execute(
@@ -245,7 +254,7 @@ describe('permission gate with the real store', () => {
     )
     const firstErr = first.catch((e) => e)
     const secondErr = second.catch((e) => e)
-    await tick()
+    await requested(f, 2)
     await reply(f, 'per_000001', 'reject', 'Do not touch a.ts; edit b.ts instead.')
     expect((await firstErr).message).toBe('Do not touch a.ts; edit b.ts instead.')
     expect((await firstErr).kind).toBe('denied')
@@ -260,7 +269,7 @@ describe('permission gate with the real store', () => {
   it('a reject without a message gives the model the default text', async () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] }).catch((e) => e)
-    await tick()
+    await requested(f)
     await reply(f, 'per_000001', 'reject')
     expect((await p).message).toBe(DEFAULT_REJECT_MESSAGE)
   })
@@ -269,7 +278,7 @@ describe('permission gate with the real store', () => {
     f = fixture({ directory: '/w' })
     const ac = new AbortController()
     const p = f.gate.ask(scope(f, ac.signal), { permission: 'edit', patterns: ['a.ts'] })
-    await tick()
+    await requested(f)
     ac.abort()
     await expect(p).rejects.toMatchObject({ kind: 'aborted' })
     expect(f.events(['permission.replied']).map((e) => e.data)).toEqual([
@@ -284,7 +293,7 @@ describe('permission gate with the real store', () => {
       expect.objectContaining({ code: 'PERMISSION_REQUEST_NOT_FOUND' }),
     )
     const p = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] })
-    await tick()
+    await requested(f)
     await reply(f, 'per_000001', 'once')
     await p
     let err: unknown
@@ -307,7 +316,7 @@ describe('permission gate with the real store', () => {
   it('a gate created after a restart resolves replies to requests made before it', async () => {
     f = fixture({ directory: '/w' })
     const p = f.gate.ask(scope(f), { permission: 'edit', patterns: ['a.ts'] }).catch(() => 'old gate gone')
-    await tick()
+    await requested(f)
     f.gate.close() // the old process is gone
     expect(await p).toBe('old gate gone')
     const pending = getSession(f.store, f.sessionId)?.pendingPermissions.map((r) => r.requestId)

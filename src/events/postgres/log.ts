@@ -23,12 +23,20 @@ import { migratePostgres } from './schema.js'
  * the last thing it does before inserting them — so the next transaction
  * gets its numbers only after this one commits: `seq` is gap-free and commit
  * order is seq order, as a reader polling the log sees it. Its ceiling is one
- * commit per WAL flush (docs/ARCHITECTURE.md). `normal` durability commits
- * with synchronous_commit off (a server crash keeps it; a database crash may
- * lose the last fraction of a second, as SQLite's NORMAL may); a batch with
- * a `full` append commits with it on. Each event's hash chains it to its
+ * commit per WAL flush (docs/ARCHITECTURE.md). Every commit waits for its
+ * WAL flush, `normal` durability too: with synchronous_commit off, a database
+ * crash (not only a power cut, as for SQLite's NORMAL) loses the last commits,
+ * which subscribers have already heard — and their seqs are then numbered
+ * again for other events, so a client's cursor would name events that are
+ * not the ones it saw (found by the crash harness restarting PostgreSQL:
+ * docs/RECOVERY.md "The store lost mid-run"). Each event's hash chains it to its
  * stream's last one, exactly as SQLite's (src/events/chain.ts): the same
  * events give the same hashes on either engine.
+ *
+ * The database lost (docs/ARCHITECTURE.md "PostgreSQL lost while serving"): what cannot commit is
+ * STORE_UNAVAILABLE and acknowledged to nobody; the pool connects again by itself. A commit whose answer
+ * was lost with its connection may still have committed: until the log has looked, it is `unsure`, and
+ * publishes what committed unheard before its next commit or session read.
  */
 
 export interface PostgresLogOptions {
@@ -76,12 +84,19 @@ export class PostgresEventLog implements EventLog {
   private settledWaiters: { upTo: number; wake: () => void }[] = []
   private readonly listeners = new CommitListeners()
   private closed = false
+  /** a commit failed with its connection: it may have committed without being heard */
+  private unsure = false
+  /** the last seq published, or the head at open: where what committed unheard starts */
+  private heard: number
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => number,
     private readonly project: PostgresLogOptions['project'],
-  ) {}
+    head: number,
+  ) {
+    this.heard = head
+  }
 
   /** Connects (a clear STORE_UNAVAILABLE naming the server, its password hidden, when it cannot), then migrates. */
   static async open(url: string, options: PostgresLogOptions = {}): Promise<PostgresEventLog> {
@@ -97,16 +112,18 @@ export class PostgresEventLog implements EventLog {
       await pool.end().catch(() => {})
       throw cannotConnect(url, err)
     }
+    let head: number
     try {
       await supportedVersion(client, url)
       await migratePostgres(client)
+      head = (await client.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1')).rows[0]?.seq ?? 0
     } catch (err) {
       client.release()
       await pool.end().catch(() => {})
       throw err
     }
     client.release()
-    return new PostgresEventLog(pool, options.now ?? Date.now, options.project)
+    return new PostgresEventLog(pool, options.now ?? Date.now, options.project, head)
   }
 
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
@@ -144,7 +161,7 @@ export class PostgresEventLog implements EventLog {
       return result
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
-      throw err
+      throw lostServer(err) ? unavailable(err) : err
     } finally {
       client.release()
     }
@@ -191,7 +208,9 @@ export class PostgresEventLog implements EventLog {
     this.scheduled = false
     this.draining ??= (async () => {
       try {
+        if (this.unsure) await this.publishUnheard(this.pool)
         while (this.queue.length > 0) {
+          if (this.unsure) await this.publishUnheard(this.pool)
           // what is queued, up to an appendTogether, which commits alone
           const together = this.queue.findIndex((q) => q.together)
           const batch = this.queue.splice(0, together < 0 ? this.queue.length : Math.max(together, 1))
@@ -246,7 +265,7 @@ export class PostgresEventLog implements EventLog {
   private async commitTogether(item: PendingAppend): Promise<void> {
     const build = item.together as NonNullable<PendingAppend['together']>
     try {
-      const [stored] = await this.commit([], true, async (client) => {
+      const [stored] = await this.commit([], async (client) => {
         // the streams' rows locked before the head's, in id order, as every append takes them (no deadlock
         // with another server's): their ids are what build gives whatever the seq
         const ids = [...new Set(build(0).map((a) => a.sessionId))].sort()
@@ -276,29 +295,31 @@ export class PostgresEventLog implements EventLog {
 
   private async commit(
     batch: readonly PendingAppend[],
-    // a normal-durability batch commits without waiting for its WAL flush
-    durable = batch.some((b) => b.options.durability === 'full'),
     work: (client: pg.PoolClient) => Promise<StoredEvent[][]> = (client) => this.insert(client, batch),
   ): Promise<StoredEvent[][]> {
     const client = await this.pool.connect().catch((err: unknown) => {
       throw unavailable(err)
     })
     try {
+      // durable whatever the batch asked: what is published must outlive a database crash (above)
       const began = performance.now()
-      // one round trip
-      await client.query(durable ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = off')
+      await client.query('BEGIN')
       try {
         const out = await work(client)
         await client.query('COMMIT')
         this.lastCommitMs = performance.now() - began
-        this.publish(out.flat())
+        const events = out.flat()
+        if (this.unsure) await this.publishUnheard(client, events[0]?.seq)
+        this.publish(events)
         return out
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {})
         throw err
       }
     } catch (err) {
-      throw err instanceof ChronicleError ? err : unavailable(err)
+      if (err instanceof ChronicleError) throw err
+      this.unsure = true // its COMMIT may have reached the server: the log looks before it goes on
+      throw unavailable(err)
     } finally {
       client.release()
     }
@@ -417,7 +438,27 @@ export class PostgresEventLog implements EventLog {
   }
 
   private publish(events: readonly StoredEvent[]): void {
+    const last = events[events.length - 1]
+    if (last && last.seq > this.heard) this.heard = last.seq
     this.listeners.publish(events)
+  }
+
+  /**
+   * After a commit whose answer was lost: publishes what committed after the last seq heard (below `before`,
+   * the seq a commit just made starts at), so listeners — subscriptions, the runtime's caches — miss nothing
+   * that committed (another server's commits in that span are heard too). Still unreachable: stays unsure.
+   */
+  private async publishUnheard(db: Pick<pg.ClientBase, 'query'>, before = Number.MAX_SAFE_INTEGER): Promise<void> {
+    try {
+      const { rows } = await db.query<EventRow>(
+        `SELECT ${COLUMNS} FROM events WHERE seq > $1 AND seq < $2 ORDER BY seq`,
+        [this.heard, before],
+      )
+      this.unsure = false
+      if (rows.length > 0) this.publish(rows.map(toEvent))
+    } catch {
+      // still away: the next commit or read looks again
+    }
   }
 
   onCommit(listener: CommitListener): () => void {
@@ -429,13 +470,22 @@ export class PostgresEventLog implements EventLog {
    * before this call — to any session when none is named — has committed. What the read models
    * (src/projections/postgres/) read through, as SQLite's read through EventStore.reader.
    */
-  async reader(sessionId?: string | typeof COMMITTED): Promise<pg.Pool> {
+  async reader(sessionId?: string | typeof COMMITTED): Promise<Pick<pg.Pool, 'query'>> {
     if (sessionId !== COMMITTED) await this.readYourWrites(sessionId)
-    return this.pool
+    return this.guarded
+  }
+
+  /** The pool as the read models query it: a server gone is STORE_UNAVAILABLE, as for the log's own reads. */
+  private readonly guarded: Pick<pg.Pool, 'query'> = {
+    query: ((text: string, values?: unknown[]) =>
+      this.pool.query(text, values).catch((err: unknown) => {
+        throw lostServer(err) ? unavailable(err) : err
+      })) as pg.Pool['query'],
   }
 
   /** Waits out the appends queued, or committing, that a read of the session (of every one, if none) must see. */
   private async readYourWrites(sessionId?: string): Promise<void> {
+    if (this.unsure) await this.drain() // what committed unheard is published before anything reads past it
     const mine = (q: PendingAppend) => sessionId === undefined || q.sessionId === sessionId
     if (!this.draining && !this.queue.some(mine)) return
     // Appends commit in the order they were queued: waiting for every one queued so far is enough, and ends
@@ -554,6 +604,17 @@ export class PostgresEventLog implements EventLog {
       throw err instanceof ChronicleError ? err : unavailable(err)
     }
   }
+}
+
+/**
+ * Whether `err` says the server could not be reached or went away, rather than refusing the statement: a
+ * socket error (ECONNREFUSED, ECONNRESET…), SQLSTATE class 08 (connection exception) or 57P01–57P03 (the
+ * server shutting down, crashed, or starting up), or the client's own "Connection terminated".
+ */
+function lostServer(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code
+  if (typeof code === 'string') return /^(E[A-Z]+|08...|57P0[123])$/.test(code)
+  return err instanceof Error && !(err instanceof pg.DatabaseError) && /connection|terminated/i.test(err.message)
 }
 
 /** A database error that is not the log's own (a lost connection, a server gone): nothing was acknowledged. */

@@ -76,7 +76,9 @@ const DISK_FULL: SettleReason = {
 }
 
 /**
- * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart).
+ * Runs one run to its end; resolves with its outcome ('shutdown' when stopped for a restart; 'paused' when the
+ * store became unavailable under it: the run stays open, nothing more recorded, and is continued once the store
+ * is back — src/runtime/recovery/outage.ts).
  * `resume` continues a run recovery settled and marked `run.resumed` (src/runtime/recovery/recovery.ts):
  * same runId, no second run.started.
  */
@@ -85,7 +87,7 @@ export async function runLoop(
   sessionId: string,
   signal: AbortSignal,
   resume?: { readonly runId: string },
-): Promise<RunOutcome | 'shutdown'> {
+): Promise<RunOutcome | 'shutdown' | 'paused'> {
   const runId = resume?.runId ?? deps.ids.next('run')
   const recorder = new Recorder(deps.log, sessionId)
   const meta = { actor: 'runtime' as const, run: runId }
@@ -96,8 +98,13 @@ export async function runLoop(
   const finish = async (
     outcome: RunOutcome,
     error?: { kind: string; message: string },
-  ): Promise<RunOutcome | 'shutdown'> => {
-    await recorder.settle().catch(() => undefined)
+  ): Promise<RunOutcome | 'shutdown' | 'paused'> => {
+    // what the run recorded before it decided to end; the store lost under it: how it ends is decided again later
+    const lost = await recorder.settle().then(
+      () => false,
+      (err: unknown) => isChronicleError(err, 'STORE_UNAVAILABLE'),
+    )
+    if (lost) return 'paused'
     // A full disk refuses the run's end too: the run waits, busy, and records it once there is room
     // (docs/BACKUP.md "A full disk"), rather than leaving the log with a run that never ended.
     for (let wait = STORAGE_RETRY_MS; ; wait = Math.min(wait * 2, STORAGE_RETRY_MAX_MS)) {
@@ -122,6 +129,7 @@ export async function runLoop(
         await recorder.settle()
         return ended
       } catch (err) {
+        if (isChronicleError(err, 'STORE_UNAVAILABLE')) return 'paused' // its end not recorded: the run is still open
         if (!isChronicleError(err, 'STORAGE_FULL')) throw err
         // a cancel does not end the wait (the end still has to be recorded); a shutdown does
         await sleep(wait, signal.aborted ? undefined : signal)
@@ -244,6 +252,8 @@ export async function runLoop(
       }
     }
   } catch (err) {
+    // The store lost mid-run is no failure of the run: it pauses, and continues once the store is back.
+    if (isChronicleError(err, 'STORE_UNAVAILABLE')) return 'paused'
     return await finish('failed', {
       kind: isChronicleError(err) ? err.code : 'INTERNAL',
       message: err instanceof Error ? err.message : String(err),

@@ -1,5 +1,6 @@
 import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
+import { isChronicleError } from '../../events/errors.js'
 import type { EventLog } from '../../events/log.js'
 import type { Durability, Settle } from '../../events/store.js'
 
@@ -8,6 +9,12 @@ import type { Durability, Settle } from '../../events/store.js'
  * each delta: everything emitted in one tick commits in one transaction.
  * `settle()` waits for all of them and rethrows the first failure, so a
  * rejected append is never lost nor left unhandled.
+ *
+ * Once an append fails because the store is unavailable (STORE_UNAVAILABLE),
+ * the recorder records nothing more — what follows a lost event would leave
+ * a hole in the run's history — and every `settle()` says so: the run pauses
+ * and continues with a new recorder once the store is back
+ * (src/runtime/recovery/outage.ts).
  */
 export class Recorder {
   /** appends emitted, and how many of them have committed or failed (a session's commit in emit order) */
@@ -15,11 +22,14 @@ export class Recorder {
   private ended = 0
   private waiters: { readonly upTo: number; readonly wake: () => void }[] = []
   private failure: unknown
+  /** the store was lost under an append: nothing more is recorded (STORE_UNAVAILABLE) */
+  private lost: unknown
   /** one for every append: a streamed delta costs no promise of its own */
   private readonly done: Settle = {
     resolve: () => this.end(),
     reject: (err) => {
       this.failure ??= err
+      if (isChronicleError(err, 'STORE_UNAVAILABLE')) this.lost ??= err
       this.end()
     },
   }
@@ -30,6 +40,7 @@ export class Recorder {
   ) {}
 
   emit(events: ChronicleEvent | readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): void {
+    if (this.lost !== undefined) return
     const list = Array.isArray(events) ? events : [events as ChronicleEvent]
     try {
       if (this.log.submit(this.sessionId, list, { meta, durability }, this.done)) this.emitted++
@@ -57,6 +68,7 @@ export class Recorder {
     if (this.ended < this.emitted) this.log.awaited(this.sessionId)
     const upTo = this.emitted // what is emitted from here on is not waited for
     if (this.ended < upTo) await new Promise<void>((wake) => this.waiters.push({ upTo, wake }))
+    if (this.lost !== undefined) throw this.lost
     if (this.failure !== undefined) {
       const err = this.failure
       this.failure = undefined
@@ -66,6 +78,7 @@ export class Recorder {
 
   /** Appends now (after everything queued), in one transaction. */
   async append(events: readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): Promise<void> {
+    if (this.lost !== undefined) throw this.lost
     await this.log.append(this.sessionId, events, { meta, durability })
   }
 }

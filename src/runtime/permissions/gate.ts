@@ -74,9 +74,12 @@ export { defaultAlways }
 export const DEFAULT_REJECT_MESSAGE =
   'The user rejected permission to use this tool call. Do not retry it as is; ask the user how to proceed if needed.'
 
+const GATE_CLOSED: PermissionReply = { requestId: '', reply: 'reject', message: 'permission gate closed' }
+
 export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHandle {
   const { ports, ids, agents } = deps
   const waiters = new Map<string, Set<Waiter>>()
+  let closed = false
   const key = (sessionId: string, requestId: string) => `${sessionId}\u0000${requestId}`
 
   const unsubscribe = ports.log.onCommit((events) => {
@@ -132,6 +135,8 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
         },
       }
       if (signal?.aborted) return onAbort()
+      // an ask whose request committed as the gate closed: nobody hears its reply here any more
+      if (closed) return waiter.settle(GATE_CLOSED)
       // Waiting first, then the log: a reply committed while it is read is heard either way.
       let set = waiters.get(k)
       if (!set) waiters.set(k, (set = new Set()))
@@ -213,9 +218,9 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
       return (request) => checkDecision(evaluateChain(agents, levels, request), request)
     },
     close() {
+      closed = true
       unsubscribe()
-      for (const set of waiters.values())
-        for (const w of set) w.settle({ requestId: '', reply: 'reject', message: 'permission gate closed' })
+      for (const set of waiters.values()) for (const w of set) w.settle(GATE_CLOSED)
       waiters.clear()
     },
   }

@@ -44,18 +44,18 @@ export const INTERRUPTED_MESSAGE =
 export const DEFAULT_RESUME_BUDGET = 3
 export const SUBAGENT_ASK_INTERRUPTED = 'closed by a server restart: the sub-agent call that asked was interrupted'
 
-const KEEP_PERMISSIONS: SettleReason = {
+const keepPermissions = (message: string): SettleReason => ({
   kind: 'interrupted',
-  message: INTERRUPTED_MESSAGE,
+  message,
   rejectPermissions: false,
   finishRun: false,
-}
-const CLOSE_ALL: SettleReason = {
+})
+const closeAll = (message: string): SettleReason => ({
   kind: 'interrupted',
-  message: INTERRUPTED_MESSAGE,
+  message,
   rejectPermissions: true,
   finishRun: false,
-}
+})
 
 export type RecoveryAction =
   | { readonly kind: 'none' }
@@ -82,19 +82,46 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
     return { events: [], action: { kind: deliver ? 'deliver' : 'none' } }
   }
   const { runId } = run
-  const finish = (outcome: 'cancelled' | 'failed', error: { kind: string; message: string }): RecoveryDecision => ({
-    events: [...settleInFlight(view, CLOSE_ALL), { type: 'run.finished', data: { runId, outcome, error } }],
-    action: { kind: outcome, runId },
-  })
-  if (run.cancelRequested)
-    return finish('cancelled', { kind: 'interrupted', message: `cancelled by the user; ${INTERRUPTED_MESSAGE}` })
+  if (run.cancelRequested) return endInterrupted(view, runId, 'cancelled', INTERRUPTED_MESSAGE)
   const attempt = run.attempt + 1
   if (attempt > budget) {
-    return finish('failed', {
+    return endInterrupted(view, runId, 'failed', INTERRUPTED_MESSAGE, {
       kind: 'RESUME_BUDGET_EXHAUSTED',
       message: `interrupted by ${attempt} server restarts; not resumed again (resume budget ${budget})`,
     })
   }
+  return {
+    events: [...settleInterrupted(view, INTERRUPTED_MESSAGE), { type: 'run.resumed', data: { runId, attempt } }],
+    action: { kind: 'resumed', runId, attempt },
+  }
+}
+
+/**
+ * An unfinished run's end: everything in flight settled `interrupted` (`message` says by what), its permission
+ * requests closed, then `run.finished` — cancelled (the user asked; never resumed) or failed (`error`).
+ */
+export function endInterrupted(
+  view: SessionView,
+  runId: string,
+  outcome: 'cancelled' | 'failed',
+  message: string,
+  error: { kind: string; message: string } = { kind: 'interrupted', message: `cancelled by the user; ${message}` },
+): RecoveryDecision {
+  return {
+    events: [...settleInFlight(view, closeAll(message)), { type: 'run.finished', data: { runId, outcome, error } }],
+    action: { kind: outcome, runId },
+  }
+}
+
+/**
+ * What an interrupted run that goes on leaves settled (`message` says by what): open parts ended, open calls
+ * failed `interrupted` — except those parked on a permission request the user may still answer — the open
+ * assistant message closed, a running compaction failed (one only requested stays: the run performs it), and
+ * requests raised for a sub-agent's call closed (that call was interrupted with the child's run).
+ */
+export function settleInterrupted(view: SessionView, message: string): ChronicleEvent[] {
+  const session = view.session
+  if (!session) return []
   const own = session.pendingPermissions.filter((p) => !p.from)
   const parked = new Set(own.flatMap((p) => (p.partId ? [p.partId] : [])))
   const childAsks = session.pendingPermissions
@@ -107,13 +134,10 @@ export function decideRecovery(view: SessionView, budget: number = DEFAULT_RESUM
     )
   // Kept for the resumed run: calls parked on a re-offered request, and a compaction requested but not started.
   const requested = session.compaction?.status === 'requested'
-  const settle = settleInFlight(view, KEEP_PERMISSIONS).filter(
+  const settle = settleInFlight(view, keepPermissions(message)).filter(
     (e) => !(e.type === 'tool.failed' && parked.has(e.data.partId)) && !(e.type === 'compaction.failed' && requested),
   )
-  return {
-    events: [...settle, ...childAsks, { type: 'run.resumed', data: { runId, attempt } }],
-    action: { kind: 'resumed', runId, attempt },
-  }
+  return [...settle, ...childAsks]
 }
 
 export interface RecoveryReport {

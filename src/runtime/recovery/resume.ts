@@ -35,7 +35,7 @@ export async function continueRun(
   sessionId: string,
   signal: AbortSignal,
   runId: string,
-): Promise<RunOutcome | 'shutdown'> {
+): Promise<RunOutcome | 'shutdown' | 'paused'> {
   await settleParkedCalls(deps, sessionId, signal, runId)
   await recordWhatTheRestartLeft(deps, sessionId, runId)
   return runLoop(deps, sessionId, signal, { runId })

@@ -136,13 +136,19 @@ export function createReadTool(deps: ReadToolDeps) {
       const lines: string[] = []
       let bytes = 0
       let cappedAtBytes = false
-      const { handle } = await openRegularForRead(path.real, path.display)
+      const { handle, stat: opened } = await openRegularForRead(path.real, path.display)
       let scan: ScanResult
       try {
         if (await looksBinary(handle)) throw binary(path.display)
         scan = await scanLines(
           handle,
-          { from: offset, to: offset + limit - 1, keepChars: MAX_LINE_CHARS, maxBytes: MAX_SCAN_BYTES },
+          {
+            from: offset,
+            to: offset + limit - 1,
+            keepChars: MAX_LINE_CHARS,
+            maxBytes: MAX_SCAN_BYTES,
+            sizeHint: opened.size,
+          },
           (l) => {
             const text = l.cut ? `${l.text}... (line truncated to ${MAX_LINE_CHARS} characters)` : l.text
             const line = `${String(l.number).padStart(5, '0')}| ${text}`

@@ -31,7 +31,8 @@ export interface McpManagerOptions extends McpServerOptions {
   /** reconnect after a failure (default: 1 s doubling to 60 s, with jitter); false: never */
   readonly reconnect?: McpReconnectOptions | false
   /** each change of a server's state, as the event the log records (src/runtime/mcp/state-log.ts) */
-  readonly onEvent?: (event: McpServerEvent) => void
+  /** hears each change; a promise it returns (the change being recorded) is awaited by close */
+  readonly onEvent?: (event: McpServerEvent) => void | Promise<void>
 }
 
 /** One configured server: its current connection, and where its reconnecting stands. */
@@ -61,7 +62,11 @@ export function createMcpManager(servers: readonly McpServerConfig[], opts: McpM
   const slots: Slot[] = servers.map((config) => ({ config, attempt: 0, failures: 0, generation: 0 }))
   const policy = opts.reconnect === false ? undefined : reconnectPolicy(opts.reconnect)
   let closed = false
-  const emit = (event: McpServerEvent) => opts.onEvent?.(event)
+  /** the last change's recording (onEvent records in order): close waits for it */
+  let recorded: Promise<void> | undefined
+  const emit = (event: McpServerEvent) => {
+    recorded = opts.onEvent?.(event) ?? recorded
+  }
 
   const onStatus = (slot: Slot, generation: number, status: McpServerStatus, offer?: McpOffer) => {
     if (generation !== slot.generation) return
@@ -156,6 +161,7 @@ export function createMcpManager(servers: readonly McpServerConfig[], opts: McpM
       }
       await Promise.all(slots.map((s) => s.connecting?.catch(() => {})))
       await Promise.all(slots.map((s) => s.handle?.close()))
+      await recorded?.catch(() => {}) // what the servers' ends said is in the log when close resolves
     },
   }
 }
