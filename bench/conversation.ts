@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import { execute } from '../src/commands/execute.js'
 import { fork } from '../src/commands/fork.js'
 import { decideSession } from '../src/commands/session.js'
-import { createIdSource } from '../src/events/ids.js'
+import { createIdSource, type IdSource } from '../src/events/ids.js'
 import type { EventStore } from '../src/events/store.js'
 import { openStore } from '../src/projections/open.js'
 import { loadView } from '../src/projections/queries/read-model.js'
@@ -19,7 +19,9 @@ import { createLookupTool } from '../src/tools/lookup.js'
 import { createPermissionGate } from '../src/runtime/permissions/gate.js'
 import type { WorkspaceSnapshots } from '../src/runtime/workspace/snapshots.js'
 import { createToolRegistry } from '../src/runtime/tools/registry.js'
-import { sqlitePorts } from '../src/projections/store-ports.js'
+import { sqlitePorts, type StorePorts } from '../src/projections/store-ports.js'
+import { conversationPostgres } from './conversation-postgres.js'
+import { storeOption } from './postgres.js'
 
 /**
  * `npm run bench -- conversation [N…]` — bench/CONVERSATION.md through the
@@ -33,6 +35,9 @@ import { sqlitePorts } from '../src/projections/store-ports.js'
  * an event and cannot rewrite an answer in place, so each fork is taken at
  * the event that ends turn m and the extra turn runs there (the spec's
  * stated fallback).
+ *
+ * `--store postgres [--runs 3] [N…]`: the same conversations on PostgreSQL
+ * (bench/conversation-postgres.ts), each beside SQLite's in the same run.
  */
 
 const LOREM =
@@ -79,27 +84,34 @@ export async function setup(options: SetupOptions = {}): Promise<Setup> {
   const path = join(dir, 'chronicle.db')
   const store = openStore(path)
   const ids = createIdSource()
+  const workspace = options.workspace?.(store)
+  const { runtime, sessionId } = await conversationOn(sqlitePorts(store), ids, options.directory ?? dir, workspace)
+  return { store, runtime, sessionId, dir, path, ids }
+}
+
+/** The bench's runtime on either engine's ports (the scripted agent, `lookup`), and its session created. */
+export async function conversationOn(
+  ports: StorePorts,
+  ids: IdSource,
+  directory: string,
+  workspace?: WorkspaceSnapshots,
+): Promise<{ runtime: Runtime; sessionId: string }> {
   const agents = resolveAgents()
   const lookup = createLookupTool({ resolve: (_q, callId) => text(`result ${callId}`, 1000) })
   const runtime = createRuntime({
-    ports: sqlitePorts(store),
+    ports,
     ids,
     models: fixedModelResolver(createScriptedModel({ chunkSize: 16, respond: reply }), 'scripted:conversation'),
     tools: createToolRegistry({ agents, tools: [lookup] }),
-    permissions: createPermissionGate({ ports: sqlitePorts(store), ids, agents }),
+    permissions: createPermissionGate({ ports, ids, agents }),
     agents,
     environment: () => ({ platform: 'bench', date: '2026-01-01' }),
-    ...(options.workspace && { workspace: options.workspace(store) }),
+    ...(workspace && { workspace }),
   })
   const sessionId = ids.next('ses')
-  const create = {
-    type: 'create' as const,
-    directory: options.directory ?? dir,
-    agent: 'build',
-    model: 'scripted:conversation',
-  }
-  await execute(sqlitePorts(store), sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
-  return { store, runtime, sessionId, dir, path, ids }
+  const create = { type: 'create' as const, directory, agent: 'build', model: 'scripted:conversation' }
+  await execute(ports, sessionId, (s) => decideSession(create, s, sessionId), { meta: { actor: 'user' } })
+  return { runtime, sessionId }
 }
 
 export async function turn(
@@ -119,8 +131,8 @@ export async function turn(
   return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000 }
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1)
-const median = (xs: readonly number[]) => {
+export const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1)
+export const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length === 0
     ? 0
@@ -128,11 +140,11 @@ const median = (xs: readonly number[]) => {
       ? (s[(s.length - 1) / 2] as number)
       : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2
 }
-const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d
+export const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d
 const chatLength = (store: EventStore, sessionId: string, seq?: number) =>
   toChatMessages(seq === undefined ? loadView(store, sessionId) : viewAt(store, sessionId, seq)).length
 
-async function measure(n: number): Promise<Record<string, unknown>> {
+export async function measure(n: number): Promise<Record<string, unknown>> {
   const { store, runtime, sessionId, dir, path, ids } = await setup()
   const m = Math.floor(n / 2)
   const turns: { ms: number; cpuMs: number }[] = []
@@ -247,6 +259,7 @@ async function measure(n: number): Promise<Record<string, unknown>> {
 }
 
 export default async function conversation(args: string[]): Promise<object> {
+  if (storeOption(args) === 'postgres') return conversationPostgres(args)
   const ns = args.length > 0 ? args.map(Number).filter((x) => Number.isInteger(x) && x > 0) : [50, 100, 200, 1000]
   const results: Record<string, unknown>[] = []
   for (const n of ns) {

@@ -8,6 +8,7 @@ import { migrate } from '../src/events/schema.js'
 import type { AppendOptions, Durability } from '../src/events/store.js'
 import type { StoredEvent } from '../src/events/envelope.js'
 import { openPostgresStore } from '../src/projections/postgres/open.js'
+import { rebuildPostgres } from '../src/projections/postgres/rebuild.js'
 import { startPostgres } from '../test/support/postgres.js'
 import { foldSession } from '../src/projections/fold/fold.js'
 import { openStore } from '../src/projections/open.js'
@@ -206,8 +207,11 @@ async function produce(
 /**
  * `--store postgres`: the same producers on PostgreSQL's store (the read models projected in each append's
  * transaction, as a server's), a new database a run, on a throwaway server (test/support/postgres.ts) unless
- * CHRONICLE_DATABASE_URL names one; `normal` durability (on PostgreSQL it commits durably as `full` does: src/events/postgres/log.ts) and `full`, and SQLite's
- * store in the same run as the baseline. Events/s counts every event the producers appended.
+ * CHRONICLE_DATABASE_URL names one; `normal` durability (on PostgreSQL it commits durably as `full` does:
+ * src/events/postgres/log.ts) and `full`, and SQLite's store in the same run as the baseline. Events/s counts
+ * every event the producers appended. Rebuild: the read models of the durable run's database dropped and
+ * projected again (`chronicle rebuild`; not on a database CHRONICLE_DATABASE_URL names, which other runs
+ * share), beside SQLite's rebuild of its run.
  */
 async function postgres(cfg: Config): Promise<object> {
   const given = process.env.CHRONICLE_DATABASE_URL
@@ -228,16 +232,24 @@ async function postgres(cfg: Config): Promise<object> {
         } finally {
           await log.close()
         }
+        if (durability === 'full' && !given) {
+          // the read models of what was just streamed dropped and projected again (chronicle rebuild)
+          const { events, ms } = await rebuildPostgres(url)
+          point.rebuildEventsPerSec = (events / ms) * 1000
+        }
       }
       const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
       const sqlite = openStore(join(dir, 'store.db'))
       try {
         point.sqliteAppendEventsPerSec = await streamInto(sqlite, cfg, 'normal')
+        point.sqliteRebuildEventsPerSec = (sqlite.head() / rebuild(sqlite).ms) * 1000
       } finally {
         sqlite.close()
         rmSync(dir, { recursive: true, force: true })
       }
       point.ratioToSqlite = (point.appendEventsPerSec as number) / point.sqliteAppendEventsPerSec
+      if (point.rebuildEventsPerSec !== undefined)
+        point.rebuildRatioToSqlite = point.rebuildEventsPerSec / point.sqliteRebuildEventsPerSec
       runs.push(point)
       process.stderr.write(`${JSON.stringify(point)}\n`)
     }

@@ -3,9 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import WebSocket from 'ws'
+import { benchPostgres, storeOption } from './postgres.js'
 
 /**
- * `npm run bench -- stream [--sizes 25,50,100,200,300,400,600,800] [--deltas 250] [--budget-s 420]`
+ * `npm run bench -- stream [--sizes 25,50,100,200,300,400,600,800] [--deltas 250] [--budget-s 420] [--store postgres]`
  *
  * A real server process (bin/chronicle.mjs serve) streams S sessions at once
  * from the scripted model at ~50 text deltas/s each; every session has two
@@ -25,6 +26,11 @@ import WebSocket from 'ws'
  * lost or duplicated (the issue's measure); maxSessionsOnSchedule also asks
  * scheduleLagP99Ms <= 100. deltasPerSecPerSession (median over sessions, first
  * to last delta as a subscriber saw them) shows the pace delivered.
+ *
+ * `--store postgres`: the server runs on PostgreSQL (CHRONICLE_DATABASE_URL's
+ * database, or a new one on a throwaway server: bench/postgres.ts), and each
+ * round also reports that server's CPU in cores (postgresCores; the two
+ * share this machine's cores).
  */
 
 interface Round {
@@ -49,6 +55,8 @@ interface Round {
   /** CPU of the server and of this benchmark's own clients, in cores (2 on this machine class) */
   serverCores: number
   clientCores: number
+  /** --store postgres: PostgreSQL's CPU, in cores, when the bench started it */
+  postgresCores?: number
   /** median over sessions of the delta rate a subscriber saw (nominal: 1000 / DELTA_MS) */
   deltasPerSecPerSession: number
   /** text.delta events stored per model chunk: 1 when the server keeps up, lower when it merges (docs/EVENTS.md "Deltas") */
@@ -69,6 +77,9 @@ export default async function (args: string[]): Promise<object> {
   const deltas = Number(option(args, 'deltas', '250'))
   const budgetMs = Number(option(args, 'budget-s', '420')) * 1000
   const perSession = Number(option(args, 'subscribers', '2'))
+  const store = storeOption(args)
+  const postgres = store === 'postgres' ? await benchPostgres() : undefined
+  const databaseUrl = await postgres?.database()
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-stream-'))
   const data = join(dir, 'data')
   const script = join(dir, 'script.json')
@@ -109,6 +120,7 @@ export default async function (args: string[]): Promise<object> {
         CHRONICLE_PORT: '0',
         CHRONICLE_MODEL: `scripted:${script}`,
         CHRONICLE_LOG_LEVEL: 'warn',
+        ...(databaseUrl && { CHRONICLE_DATABASE_URL: databaseUrl }),
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -121,6 +133,9 @@ export default async function (args: string[]): Promise<object> {
       if (m) resolve(m[1] as string)
     })
     server.once('exit', (code) => reject(new Error(`server exited ${code}`)))
+  }).catch(async (err: unknown) => {
+    await postgres?.stop()
+    throw err
   })
   const token = readFileSync(join(data, 'token'), 'utf8').trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -161,11 +176,13 @@ export default async function (args: string[]): Promise<object> {
     await new Promise((r) => server.once('exit', r))
     receiver?.close()
     rmSync(dir, { recursive: true, force: true })
+    await postgres?.stop()
   }
   const held = rounds.filter(holds).sort((a, b) => a.sessions - b.sessions)
   const onSchedule = held.filter((r) => r.scheduleLagP99Ms <= 100)
   const best = held.at(-1) ?? rounds[0]
   return {
+    store,
     deltasPerSecondPerSession: 1000 / DELTA_MS,
     unloadedDeltasPerSecPerSession: unloadedPace,
     deltasPerSession: deltas,
@@ -256,6 +273,7 @@ export default async function (args: string[]): Promise<object> {
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 250)
     const t0 = Date.now()
     const cpu0 = serverCpuMs()
+    const postgresCpu0 = postgres?.cpuMs()
     const clientCpu0 = process.cpuUsage()
     // Sessions start spread over one second, as users would, rather than in one synchronized burst.
     await Promise.all(
@@ -267,6 +285,7 @@ export default async function (args: string[]): Promise<object> {
     await Promise.all(done)
     const seconds = (Date.now() - t0) / 1000
     const cpuMs = serverCpuMs() - cpu0
+    const postgresCpuMs = postgresCpu0 === undefined ? undefined : (postgres?.cpuMs() ?? postgresCpu0) - postgresCpu0
     const clientCpu = process.cpuUsage(clientCpu0)
     clearInterval(sampler)
 
@@ -336,6 +355,7 @@ export default async function (args: string[]): Promise<object> {
       serverCpuUsPerDelta: Math.round((cpuMs * 1000) / (S * deltas)),
       serverCores: Math.round(cpuMs / seconds / 10) / 100,
       clientCores: Math.round((clientCpu.user + clientCpu.system) / 1000 / seconds / 10) / 100,
+      ...(postgresCpuMs !== undefined && { postgresCores: Math.round(postgresCpuMs / seconds / 10) / 100 }),
       seconds: Math.round(seconds * 10) / 10,
     }
   }

@@ -6,8 +6,8 @@ import { secureDataDir } from '../data-dir.js'
 import { createIdSource } from '../events/ids.js'
 import { checkStoreFile } from '../events/integrity.js'
 import type { EventStore } from '../events/store.js'
-import { exportLines, importSessions } from '../projections/transfer/export.js'
-import { ATIF_VERSION, atifOf } from '../projections/transfer/atif.js'
+import { exportLinesOf, importSessions } from '../projections/transfer/export.js'
+import { ATIF_VERSION, atifThrough } from '../projections/transfer/atif.js'
 import { openStore } from '../projections/open.js'
 import { postgresPorts, sqlitePorts, type StorePorts } from '../projections/store-ports.js'
 import { rebuild } from '../projections/upkeep/rebuild.js'
@@ -46,7 +46,7 @@ function openSqlite(create = false): EventStore {
 /** A command that works on SQLite's store only, with PostgreSQL configured: said, rather than reading a stale file. */
 function onPostgres(): Refusal {
   return new Refusal(
-    "the configured store is PostgreSQL (CHRONICLE_DATABASE_URL or store.url): this command works on SQLite's store only for now; rebuild, verify and store copy work on PostgreSQL",
+    "the configured store is PostgreSQL (CHRONICLE_DATABASE_URL or store.url): this command works on SQLite's store only; export, import, audit, rebuild, verify and store copy work on PostgreSQL (a PostgreSQL store is backed up and restored with pg_dump and pg_restore: docs/BACKUP.md)",
   )
 }
 
@@ -77,25 +77,28 @@ export async function exportCommand(args: Args, { line: out }: Terminal): Promis
   if (!id) throw new UsageError('export needs a session id')
   const format = flag(args, 'format') ?? 'jsonl'
   if (format !== 'jsonl' && format !== 'atif') throw new UsageError('export --format is jsonl or atif')
-  const store = open()
+  // read only, so on either engine
+  const store = await openPorts()
   try {
     const file = flag(args, 'out')
     if (format === 'atif') {
-      const document = `${JSON.stringify(atifOf(store, id, packageVersion()), null, 2)}\n`
+      const atif = await atifThrough(store.ports.readModels, id, packageVersion())
+      const document = `${JSON.stringify(atif, null, 2)}\n`
       if (file) {
         writeFileSync(file, document)
         process.stderr.write(`exported ${id} as ATIF (${ATIF_VERSION}) to ${file}\n`)
       } else out(document.trimEnd())
       return 0
     }
-    const lines = [...exportLines(store, id)]
+    const lines: string[] = []
+    for await (const line of exportLinesOf(store.ports.log, id)) lines.push(line)
     if (file) {
       writeFileSync(file, `${lines.join('\n')}\n`)
       process.stderr.write(`exported ${lines.length - 1} events of ${id} to ${file}\n`)
     } else for (const l of lines) out(l)
     return 0
   } finally {
-    store.close()
+    await store.close()
   }
 }
 
@@ -110,19 +113,22 @@ export async function importCommand(args: Args, { line: out }: Terminal): Promis
   if (!file) throw new UsageError('import needs a file (JSONL from `chronicle export`)')
   await refuseIfServing(args)
   const text = readFileSync(file, 'utf8')
-  const store = open(true)
+  const store = await openPorts(true)
   try {
     const lines = text.split('\n').filter((l) => l.trim() !== '').length
     process.stderr.write(`importing ${lines} lines from ${file}…\n`)
     // offline, with no token: the import is the local user's
     const { username } = userInfo()
-    const report = importSessions(store, createIdSource(), text, { id: `local:${username}`, name: username })
+    const report = await importSessions(store.ports.log, createIdSource(), text, {
+      id: `local:${username}`,
+      name: username,
+    })
     for (const s of report.sessions) out(`${s.originalId} → ${s.sessionId}`)
     const { exported, appended, sessions } = report
     out(
       `imported ${exported.originalId} as ${exported.sessionId}: ${appended} events appended, ${sessions.length} new sessions, read-only (fork one with --dir <path> to continue it)`,
     )
-    const check = verify(store, { progress: progress('verifying') })
+    const check = await store.verify()
     if (check.differences.length > 0 || check.chain.breaks.length > 0) {
       out(
         `verify found ${check.differences.length} differences and ${check.chain.breaks.length} chain breaks after import`,
@@ -131,7 +137,7 @@ export async function importCommand(args: Args, { line: out }: Terminal): Promis
     }
     return 0
   } finally {
-    store.close()
+    await store.close()
   }
 }
 
@@ -185,16 +191,30 @@ export async function auditCommand(args: Args, { line: out }: Terminal): Promise
   }
 }
 
-/** The configured store as its ports: PostgreSQL's when one is configured, else the data dir's SQLite file. */
-async function openPorts(): Promise<{ ports: StorePorts; close(): Promise<void> }> {
+/**
+ * The configured store as its ports: PostgreSQL's when one is configured, else the data dir's SQLite file
+ * (made, if `create`); and `verify` of that store (`chronicle verify`'s checks).
+ */
+async function openPorts(
+  create = false,
+): Promise<{ ports: StorePorts; verify(): Promise<VerifyReport>; close(): Promise<void> }> {
   const url = loadConfig().store.url
   if (url) {
     const { openPostgresStore } = await import('../projections/postgres/open.js')
+    const { verifyPostgresAt } = await import('../projections/postgres/verify.js')
     const log = await openPostgresStore(url)
-    return { ports: postgresPorts(log), close: () => log.close() }
+    return {
+      ports: postgresPorts(log),
+      verify: () => verifyPostgresAt(url, { progress: progress('verifying') }),
+      close: () => log.close(),
+    }
   }
-  const store = openSqlite()
-  return { ports: sqlitePorts(store), close: async () => store.close() }
+  const store = openSqlite(create)
+  return {
+    ports: sqlitePorts(store),
+    verify: async () => verify(store, { progress: progress('verifying') }),
+    close: async () => store.close(),
+  }
 }
 
 export async function verifyCommand(args: Args, { line: out }: Terminal): Promise<number> {
@@ -326,6 +346,8 @@ export async function restoreCommand(args: Args, { line: out }: Terminal): Promi
   const head = flag(args, 'head')
   const pinned = head === undefined ? undefined : /^(\d+):([0-9a-f]{64})$/.exec(head)
   if (pinned === null) throw new UsageError('--head takes <seq>:<digest>, as backup printed it')
+  // a backup is SQLite's store: a server configured for PostgreSQL would never read it
+  if (loadConfig().store.url) throw onPostgres()
   const { url } = serverInfo()
   const up = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) }).then(
     (r) => r.ok,

@@ -1,5 +1,8 @@
 import type { ChronicleEvent } from './catalogue.js'
 import type { StoredEvent } from './envelope.js'
+import { checkBelongs, checkExpectedVersion } from './append-rules.js'
+import { ChronicleError } from './errors.js'
+import { validate } from './rows.js'
 import type { AppendOptions, CommitListener, EventStore, Settle } from './store.js'
 
 /**
@@ -29,6 +32,13 @@ export interface EventLog {
   submit(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions, done: Settle): boolean
   /** someone waits on the session's queued appends: an engine that batches may commit them now */
   awaited(sessionId: string): void
+  /**
+   * Appends to several sessions in ONE transaction, all or nothing, after everything queued before it, with
+   * `full` durability: an import. `build` gets the seq its first event will take — events are numbered in
+   * order from it — so its events may name seqs of the batch itself (an imported fork's point). `build` is
+   * pure: an engine may call it more than once (PostgreSQL's learns the sessions to lock first).
+   */
+  appendTogether(build: (firstSeq: number) => readonly Append[]): Promise<StoredEvent[]>
   /** One session's own events with after < seq <= upTo, in order, at most `limit`. */
   readSession(sessionId: string, opts?: { after?: number; upTo?: number; limit?: number }): Promise<StoredEvent[]>
   /**
@@ -63,6 +73,13 @@ export interface EventLog {
   close(): Promise<void>
 }
 
+/** One session's events in an `appendTogether`, with the options of an append. */
+export interface Append {
+  readonly sessionId: string
+  readonly events: readonly ChronicleEvent[]
+  readonly options: AppendOptions
+}
+
 /** An event's place in the hash chain. */
 export interface ChainLink {
   readonly seq: number
@@ -78,6 +95,28 @@ export function sqliteLog(store: EventStore): EventLog {
     enqueue: (sessionId, events, options) => store.enqueue(sessionId, events, options),
     submit: (sessionId, events, options, done) => store.submit(sessionId, events, options, done),
     awaited: (sessionId) => store.awaited(sessionId),
+    appendTogether: async (build) => {
+      const db = store.reader() // behind everything queued
+      // durable like any acknowledged commit: FULL for this transaction (unless nested in a caller's)
+      const sync = !db.inTransaction
+      if (sync) db.pragma('synchronous = FULL')
+      try {
+        return db
+          .transaction(() => {
+            const first = store.head() + 1
+            const appends = build(first)
+            // Every check before the first append: an append nested in this transaction is told to the
+            // store's listeners at once, so what can be refused must be refused before any is made.
+            checkTogether(appends, (sessionId) => store.version(sessionId))
+            const stored = appends.flatMap(({ sessionId, events, options }) => store.append(sessionId, events, options))
+            checkNumbered(stored, first)
+            return stored
+          })
+          .immediate()
+      } finally {
+        if (sync) db.pragma('synchronous = NORMAL')
+      }
+    },
     readSession: async (sessionId, opts) => store.readSession(sessionId, opts),
     chainOf: async (sessionId, opts) => store.chainOf(sessionId, opts),
     seqOfVersion: async (sessionId, version) => store.seqOfVersion(sessionId, version),
@@ -97,5 +136,24 @@ export function sqliteLog(store: EventStore): EventLog {
       get: async (hash) => store.blobs.get(hash),
     },
     close: async () => store.close(),
+  }
+}
+
+/** What appendTogether promised its build: the events numbered in order from `first`. Else it rolls back. */
+export function checkNumbered(stored: readonly StoredEvent[], first: number): void {
+  stored.forEach((e, i) => {
+    if (e.seq !== first + i)
+      throw new ChronicleError('INTERNAL', `appended together: event ${i} took seq ${e.seq}, not ${first + i}`)
+  })
+}
+
+/** The checks each of the appends would make (valid events, expected versions, where each belongs), as a whole. */
+export function checkTogether(appends: readonly Append[], version: (sessionId: string) => number): void {
+  const versions = new Map<string, number>()
+  for (const { sessionId, events, options } of appends) {
+    let at = versions.get(sessionId) ?? version(sessionId)
+    checkExpectedVersion(sessionId, at, options.expectedVersion)
+    for (const e of validate(events)) checkBelongs(sessionId, ++at, e.type)
+    versions.set(sessionId, at)
   }
 }

@@ -1,3 +1,4 @@
+import { sqliteLog } from '../../src/events/log.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sqlitePorts } from '../../src/projections/store-ports.js'
 import { sequentialIds } from '../../src/events/ids.js'
@@ -32,7 +33,7 @@ async function exported(): Promise<string> {
 const importInto = async (jsonl: string) => {
   const store = openStore(':memory:')
   try {
-    const report = importSessions(store, sequentialIds(), jsonl)
+    const report = await importSessions(sqliteLog(store), sequentialIds(), jsonl)
     return { report, audited: await audit(sqlitePorts(store), [report.exported.sessionId]) }
   } finally {
     store.close()
@@ -94,7 +95,7 @@ describe('export and import with the chain', () => {
     edit(lines)
     const store = openStore(':memory:')
     try {
-      expect(() => importSessions(store, sequentialIds(), lines.join('\n'))).toThrow(
+      await expect(importSessions(sqliteLog(store), sequentialIds(), lines.join('\n'))).rejects.toThrow(
         expect.objectContaining({ code: 'IMPORT_INVALID', message: expect.stringMatching(reason) }),
       )
       expect(store.head()).toBe(0) // nothing appended

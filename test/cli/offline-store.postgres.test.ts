@@ -5,16 +5,16 @@ import pg from 'pg'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Args } from '../../src/cli/args.js'
 import type { Terminal } from '../../src/cli/terminal.js'
-import { exportCommand, rebuildCommand, verifyCommand } from '../../src/cli/offline.js'
+import { exportCommand, rebuildCommand, restoreCommand, verifyCommand } from '../../src/cli/offline.js'
 import { openPostgresStore } from '../../src/projections/postgres/open.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
  * `chronicle rebuild` and `chronicle verify` with CHRONICLE_DATABASE_URL
  * naming a real PostgreSQL server: they work on that store — verify finds a
- * damaged read model, rebuild projects it again, verify then passes — and a
- * command that works on SQLite's store only refuses, instead of reading a
- * stale file in the data directory.
+ * damaged read model, rebuild projects it again, verify then passes; export
+ * reads it — and a command that works on SQLite's store only (restore)
+ * refuses, instead of writing a file the server would never read.
  */
 const postgres = usePostgres()
 const args = (...positionals: string[]): Args => ({ positionals, flags: new Map() })
@@ -71,9 +71,26 @@ describe('the offline commands on a PostgreSQL store', () => {
     expect(after.at(-1)).toBe('1 sessions checked, 0 differences')
   })
 
-  it('a command that works on SQLite’s store only refuses, naming the configured PostgreSQL store', async () => {
-    await expect(exportCommand(args('ses_a'), terminal([]))).rejects.toThrow(
-      /the configured store is PostgreSQL .*rebuild, verify and store copy work on PostgreSQL/,
+  it('export reads the configured PostgreSQL store; restore, which installs an SQLite backup, refuses there', async () => {
+    const log = await openPostgresStore(url)
+    await log.append('ses_a', [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }], {
+      meta: { actor: 'user' },
+    })
+    const chain = await log.chainOf('ses_a')
+    await log.close()
+    const lines: string[] = []
+    expect(await exportCommand(args('ses_a'), terminal(lines))).toBe(0)
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      { chronicle: 'session-export', format: expect.any(Number), sessionId: 'ses_a' },
+      expect.objectContaining({
+        seq: 1,
+        sessionId: 'ses_a',
+        type: 'session.created',
+        hash: chain[0]?.hash?.toString('hex'),
+      }),
+    ])
+    await expect(restoreCommand(args('/tmp/no-backup-here'), terminal([]))).rejects.toThrow(
+      /the configured store is PostgreSQL .*export, import, audit, rebuild, verify and store copy work on PostgreSQL/,
     )
   })
 })

@@ -103,6 +103,60 @@ export function describeLogContract(name: string, engine: Engine): void {
       expect(await log.head()).toBe(3)
     })
 
+    it('appends together to several sessions in one transaction: after what was queued before, numbered from the seq build was given', async () => {
+      const { log } = await fresh()
+      const heard: number[][] = []
+      log.onCommit((events) => heard.push(seqs(events)))
+      await log.append('ses_a', [created], { meta })
+      const queued = log.enqueue('ses_a', [renamed('queued first')], { meta }) // not awaited: it commits first
+      const firsts: number[] = []
+      const together = await log.appendTogether((first) => {
+        firsts.push(first)
+        return [
+          { sessionId: 'ses_b', events: [created, renamed('b')], options: { meta, expectedVersion: 0 } },
+          // an event may name a seq of the batch itself: b's rename, numbered first + 1
+          {
+            sessionId: 'ses_c',
+            events: [created, renamed(`after ${first + 1}`)],
+            options: { meta, expectedVersion: 0 },
+          },
+          { sessionId: 'ses_b', events: [renamed('b again')], options: { meta, expectedVersion: 2 } },
+        ]
+      })
+      expect(seqs(await queued)).toEqual([2])
+      expect(firsts.at(-1)).toBe(3)
+      expect(together.map((e) => [e.sessionId, e.seq, e.version])).toEqual([
+        ['ses_b', 3, 1],
+        ['ses_b', 4, 2],
+        ['ses_c', 5, 1],
+        ['ses_c', 6, 2],
+        ['ses_b', 7, 3],
+      ])
+      expect(together[3]?.data).toEqual({ title: 'after 4' })
+      expect(await log.readAll(2)).toEqual(together)
+      expect(heard.flat()).toEqual([1, 2, 3, 4, 5, 6, 7]) // each once, in seq order
+    })
+
+    it('appends together all or nothing: one stale expected version or invalid event, and no session gets anything', async () => {
+      const { log } = await fresh()
+      await log.append('ses_a', [created], { meta })
+      await expect(
+        log.appendTogether(() => [
+          { sessionId: 'ses_b', events: [created], options: { meta, expectedVersion: 0 } },
+          { sessionId: 'ses_a', events: [renamed('stale')], options: { meta, expectedVersion: 0 } },
+        ]),
+      ).rejects.toMatchObject({ code: 'VERSION_CONFLICT' })
+      await expect(
+        log.appendTogether(() => [
+          { sessionId: 'ses_b', events: [created], options: { meta, expectedVersion: 0 } },
+          { sessionId: 'ses_c', events: [{ type: 'session.renamed', data: {} } as never], options: { meta } },
+        ]),
+      ).rejects.toMatchObject({ code: 'INVALID_EVENT' })
+      expect([await log.head(), await log.version('ses_b'), await log.version('ses_c')]).toEqual([1, 0, 0])
+      // and the log goes on from there
+      expect(seqs(await log.append('ses_b', [created], { meta }))).toEqual([2])
+    })
+
     it('refuses a stale expected version with VERSION_CONFLICT, and appends nothing', async () => {
       const { log } = await fresh()
       await log.append('ses_a', [created], { meta })

@@ -73,6 +73,36 @@ export async function startServer(
   }
 }
 
+/**
+ * How a server-level contract starts its servers (test/http/routes-contract.ts and its kind): `startServer`
+ * on SQLite; on PostgreSQL, the same with a new database (test/support/postgres-servers.ts).
+ */
+export type StartServer = typeof startServer
+
+/**
+ * The log's head once every append made so far has committed, on either engine: what a spec compares to
+ * say that nothing was appended (a read of every session waits for what is queued: read-your-writes).
+ */
+export async function committedHead(server: Pick<TestServer, 'chronicle'>): Promise<number> {
+  const { log, readModels } = server.chronicle.ports
+  await readModels.sessionIds()
+  return log.head()
+}
+
+/**
+ * committedHead once no session has work open (a run, waiting input, a compaction asked for): what an
+ * earlier request started — a run, a compaction — appends after its reply, and would land in the middle of
+ * a spec's "nothing appended" for the next one.
+ */
+export async function quietHead(server: Pick<TestServer, 'chronicle'>, timeoutMs = 10_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs
+  while ((await server.chronicle.ports.readModels.sessionsWithOpenWork()).length > 0) {
+    if (Date.now() > deadline) throw new Error(`sessions still have work open after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  return committedHead(server)
+}
+
 export type Frame = Record<string, unknown> & { type?: string; id?: string | number | null }
 
 /** A real `ws` client that records every frame and answers `call` with the reply to its id. */

@@ -1,3 +1,4 @@
+import { sqliteLog } from '../../src/events/log.js'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -351,7 +352,7 @@ describe('hostile imports confer nothing', () => {
   it.each(ROWS)('$name', async ({ file, then }) => {
     const w = world()
     const victim = w.rows('ses_victim')
-    const report = importSessions(w.store, w.ids, file(w))
+    const report = await importSessions(sqliteLog(w.store), w.ids, file(w))
     expect(
       report.sessions.every(
         (s) => s.sessionId !== s.originalId && getSession(w.store, s.sessionId)?.imported !== undefined,
@@ -381,8 +382,8 @@ describe('hostile imports confer nothing', () => {
 
   it('permission replies and revokes on an imported session are refused', async () => {
     const w = world()
-    const report = importSessions(
-      w.store,
+    const report = await importSessions(
+      sqliteLog(w.store),
       w.ids,
       exportFile([
         created(),
@@ -617,13 +618,13 @@ describe('malformed files are refused whole, naming the line; nothing is appende
     },
   ]
 
-  it.each(MALFORMED)('$name', ({ lines, line: n, reason }) => {
+  it.each(MALFORMED)('$name', async ({ lines, line: n, reason }) => {
     const w = world()
     const head = w.store.head()
     const victim = w.rows('ses_victim')
     let thrown: unknown
     try {
-      importSessions(w.store, w.ids, `${lines.join('\n')}\n`)
+      await importSessions(sqliteLog(w.store), w.ids, `${lines.join('\n')}\n`)
     } catch (err) {
       thrown = err
     }

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
@@ -23,6 +23,11 @@ export interface PostgresServer {
   restart(): Promise<void>
   /** the server stopped for good */
   stop(): Promise<void>
+  /**
+   * CPU (user + system, ms) the server's processes have used since it started, ended backends included;
+   * undefined for a server these tests do not own (CHRONICLE_TEST_DATABASE_URL). What a bench adds to its own.
+   */
+  cpuMs(): number | undefined
 }
 
 const USER = 'chronicle'
@@ -36,6 +41,7 @@ export async function startPostgres(): Promise<PostgresServer> {
       },
       restart: async () => {},
       stop: async () => {},
+      cpuMs: () => undefined,
     })
   const bin = binDir()
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-pg-'))
@@ -73,10 +79,11 @@ export async function startPostgres(): Promise<PostgresServer> {
         rmSync(dir, { recursive: true, force: true })
       }
     },
+    cpuMs: () => clusterCpuMs(data),
   })
 }
 
-function onServer(url: string, control: Pick<PostgresServer, 'crash' | 'restart' | 'stop'>): PostgresServer {
+function onServer(url: string, control: Pick<PostgresServer, 'crash' | 'restart' | 'stop' | 'cpuMs'>): PostgresServer {
   let n = 0
   return {
     url,
@@ -113,6 +120,35 @@ function binDir(): string {
       'no PostgreSQL server programs found: apt-get install postgresql (or set CHRONICLE_TEST_DATABASE_URL)',
     )
   }
+}
+
+/**
+ * The postmaster's CPU with its ended children's (which it waited for), plus its live children's, from /proc
+ * (stat fields 14–17: utime, stime, cutime, cstime, in clock ticks of 10 ms).
+ */
+function clusterCpuMs(data: string): number | undefined {
+  let postmaster: number
+  try {
+    postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+  } catch {
+    return undefined
+  }
+  const stat = (pid: string | number) => {
+    try {
+      return (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ')
+    } catch {
+      return undefined // ended meanwhile
+    }
+  }
+  const own = stat(postmaster)
+  if (!own) return undefined
+  let ticks = [11, 12, 13, 14].reduce((n, i) => n + Number(own[i]), 0)
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    const fields = stat(pid)
+    if (fields && Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12])
+  }
+  return ticks * 10
 }
 
 function postgresUser(): { uid: number; gid: number } {

@@ -137,7 +137,7 @@ describe('import', () => {
     const { store, rec } = await source()
     const jsonl = exportSession(store, 'ses_rec')
     const { store: to, ids } = target()
-    const report = importSessions(to, ids, jsonl)
+    const report = await importSessions(sqliteLog(to), ids, jsonl)
     // ids: the import, the file's session, then the sub-agent child it names but does not hold
     expect(report.importId).toBe('imp_t001')
     expect([...report.ids]).toEqual([
@@ -173,7 +173,7 @@ describe('import', () => {
       ...store.readSession(grand).map((e) => [grand, e.version, false]),
     ])
     const { store: to, ids } = target()
-    const report = importSessions(to, ids, jsonl)
+    const report = await importSessions(sqliteLog(to), ids, jsonl)
     expect(report.sessions).toEqual([
       { originalId: 'ses_rec', sessionId: 'ses_t002', events: 41 },
       { originalId: child, sessionId: 'ses_t003', events: 1 },
@@ -209,9 +209,9 @@ describe('import', () => {
     const { store } = await source()
     const jsonl = exportSession(store, 'ses_rec')
     const { store: to, ids } = target()
-    const first = importSessions(to, ids, jsonl)
+    const first = await importSessions(sqliteLog(to), ids, jsonl)
     const events = to.readSession(first.exported.sessionId)
-    const second = importSessions(to, ids, jsonl)
+    const second = await importSessions(sqliteLog(to), ids, jsonl)
     expect([first.exported.sessionId, second.exported.sessionId]).toEqual(['ses_t002', 'ses_t005'])
     expect(second.importId).not.toBe(first.importId)
     expect(to.readSession(first.exported.sessionId)).toEqual(events)
@@ -228,24 +228,24 @@ describe('import', () => {
       { meta: { actor: 'user' } },
     )
     const existing = to.readSession('ses_rec')
-    const report = importSessions(to, ids, exportSession(store, 'ses_rec'))
+    const report = await importSessions(sqliteLog(to), ids, exportSession(store, 'ses_rec'))
     expect(report.exported.sessionId).toBe('ses_t002')
     expect(to.readSession('ses_rec')).toEqual(existing)
   })
 
-  it('refuses a malformed file with the line named, appending nothing', () => {
+  it('refuses a malformed file with the line named, appending nothing', async () => {
     const { store: to, ids } = target()
-    const refusal = (jsonl: string) => {
+    const refusal = async (jsonl: string) => {
       try {
-        importSessions(to, ids, jsonl)
+        await importSessions(sqliteLog(to), ids, jsonl)
       } catch (err) {
         return isChronicleError(err) ? `${err.code}: ${err.message}` : String(err)
       }
       return 'none'
     }
     const header = '{"chronicle":"session-export","format":1,"sessionId":"ses_a"}'
-    expect(refusal('nope\n')).toBe('IMPORT_INVALID: import line 1: not JSON; nothing was imported')
-    expect(refusal(`${header}\n\n{"seq": 1}\n`)).toMatch(/^IMPORT_INVALID: import line 3: not an event line: /)
+    expect(await refusal('nope\n')).toBe('IMPORT_INVALID: import line 1: not JSON; nothing was imported')
+    expect(await refusal(`${header}\n\n{"seq": 1}\n`)).toMatch(/^IMPORT_INVALID: import line 3: not an event line: /)
     expect(to.head()).toBe(0)
   })
 
@@ -258,7 +258,7 @@ describe('import', () => {
           const { sessions } = await play(from, steps)
           const ids = sequentialIds()
           for (const id of sessions) {
-            const report = importSessions(to, ids, exportSession(from, id))
+            const report = await importSessions(sqliteLog(to), ids, exportSession(from, id))
             const before = foldSession(to, report.exported.sessionId, lastEvent(to, report.exported.sessionId).seq - 1)
             expect(asState(before, 0)).toEqual(asState(renumberView(loadView(from, id), report.seqs, report.ids), 0))
           }

@@ -1,3 +1,4 @@
+import { sqliteLog } from '../../src/events/log.js'
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -138,7 +139,7 @@ describe('hostile imports', () => {
     await prompt(parent, 'first') // the store now holds this session's tree…
     const file = exportSession(w.store, parent)
     // …which an imported copy names: a fork must not write those files, a revert must not restore them
-    const imported = importSessions(w.store, w.ids, file).exported.sessionId
+    const imported = (await importSessions(sqliteLog(w.store), w.ids, file)).exported.sessionId
     const at = lastSeq(imported)
     const empty = join(w.dataDir, '..', 'import-target')
     mkdirSync(empty)

@@ -5,7 +5,7 @@ import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from '../catalogue.js'
 import { eventHash } from '../chain.js'
 import type { StoredEvent } from '../envelope.js'
 import { ChronicleError } from '../errors.js'
-import type { ChainLink, EventLog } from '../log.js'
+import { type Append, type ChainLink, checkNumbered, type EventLog } from '../log.js'
 import { type EventRow, toEvent, validate } from '../rows.js'
 import { type CommitListener, CommitListeners } from '../commit-listeners.js'
 import type { AppendOptions, Settle } from '../store.js'
@@ -56,6 +56,8 @@ interface PendingAppend {
   readonly options: AppendOptions
   readonly resolve: (events: StoredEvent[]) => void
   readonly reject: (err: unknown) => void
+  /** an appendTogether: committed alone, its appends built once its first seq is known */
+  readonly together?: (firstSeq: number) => readonly Append[]
 }
 
 /** A reader that waits for nothing queued: the log as committed (PostgresEventLog.reader). */
@@ -187,6 +189,20 @@ export class PostgresEventLog implements EventLog {
   /** Every turn's queue commits at the next turn already: nothing to hurry. */
   awaited(_sessionId: string): void {}
 
+  /** Queued as one item that commits alone, in its turn: what was queued before it commits first. */
+  appendTogether(build: (firstSeq: number) => readonly Append[]): Promise<StoredEvent[]> {
+    if (this.closed) throw new ChronicleError('INTERNAL', 'the event store is closed')
+    return new Promise((resolve, reject) => {
+      const options = { meta: { actor: 'system' as const }, durability: 'full' as const }
+      this.queue.push({ sessionId: '', events: [], options, resolve, reject, together: build })
+      this.queued++
+      if (!this.scheduled) {
+        this.scheduled = true
+        setImmediate(() => void this.drain())
+      }
+    })
+  }
+
   /** Commits what is queued, a batch a transaction, one transaction at a time (what queues meanwhile is the next). */
   private drain(): Promise<void> {
     this.scheduled = false
@@ -195,9 +211,11 @@ export class PostgresEventLog implements EventLog {
         if (this.unsure) await this.publishUnheard(this.pool)
         while (this.queue.length > 0) {
           if (this.unsure) await this.publishUnheard(this.pool)
-          const batch = this.queue.splice(0)
+          // what is queued, up to an appendTogether, which commits alone
+          const together = this.queue.findIndex((q) => q.together)
+          const batch = this.queue.splice(0, together < 0 ? this.queue.length : Math.max(together, 1))
           try {
-            await this.commitQueued(batch)
+            await (batch[0]?.together ? this.commitTogether(batch[0]) : this.commitQueued(batch))
           } finally {
             this.settled(batch.length)
           }
@@ -240,7 +258,45 @@ export class PostgresEventLog implements EventLog {
     })
   }
 
-  private async commit(batch: readonly PendingAppend[]): Promise<StoredEvent[][]> {
+  /**
+   * An appendTogether: its streams' locks, then the log head's, so its seq is known before the appends are
+   * built; then the appends inserted and projected as one batch. Its events must take the seqs promised.
+   */
+  private async commitTogether(item: PendingAppend): Promise<void> {
+    const build = item.together as NonNullable<PendingAppend['together']>
+    try {
+      const [stored] = await this.commit([], async (client) => {
+        // the streams' rows locked before the head's, in id order, as every append takes them (no deadlock
+        // with another server's): their ids are what build gives whatever the seq
+        const ids = [...new Set(build(0).map((a) => a.sessionId))].sort()
+        await client.query(
+          `INSERT INTO streams (id, version) SELECT unnest($1::text[]), 0
+           ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id`,
+          [ids],
+        )
+        const { rows } = await client.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1 FOR UPDATE')
+        const first = (rows[0]?.seq ?? 0) + 1
+        const appends = build(first).map(({ sessionId, events, options }) => ({
+          sessionId,
+          events: validate(events),
+          options,
+          resolve: () => {},
+          reject: () => {},
+        }))
+        const out = (await this.insert(client, appends)).flat()
+        checkNumbered(out, first)
+        return [out]
+      })
+      item.resolve(stored ?? [])
+    } catch (err) {
+      item.reject(err)
+    }
+  }
+
+  private async commit(
+    batch: readonly PendingAppend[],
+    work: (client: pg.PoolClient) => Promise<StoredEvent[][]> = (client) => this.insert(client, batch),
+  ): Promise<StoredEvent[][]> {
     const client = await this.pool.connect().catch((err: unknown) => {
       throw unavailable(err)
     })
@@ -249,7 +305,7 @@ export class PostgresEventLog implements EventLog {
       const began = performance.now()
       await client.query('BEGIN')
       try {
-        const out = await this.insert(client, batch)
+        const out = await work(client)
         await client.query('COMMIT')
         this.lastCommitMs = performance.now() - began
         const events = out.flat()

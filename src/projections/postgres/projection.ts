@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import type pg from 'pg'
 import type { StoredEvent } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
@@ -19,12 +20,12 @@ import { pgViewAt, type RecentView } from './time-travel.js'
  * projection. The projector reads rows synchronously; PostgreSQL answers
  * asynchronously. So the batch is projected against what has been fetched so
  * far; a read of anything else is noted and answered as if there were no row,
- * and the pass goes on to note every other row it reads, then stops before it
- * writes (`settle`). What it noted is fetched and the batch projected again —
- * evolve is pure, so a stopped pass changes nothing but views the next pass
- * no longer trusts. A pass can only read what earlier answers lead it to, so
- * a few passes fetch everything. Writes are buffered and sent once a pass
- * completes. A fork's inherited state (the owner's at the fork point, by time
+ * and the pass goes on to the end. What it noted is then fetched: when every
+ * answer was right (the usual case: the rows of a message or part the batch
+ * creates), the pass stands; otherwise its writes and the views it cached
+ * are dropped and the batch projected again on what was fetched — evolve is
+ * pure. A pass can only read what earlier answers lead it to, so a few
+ * passes fetch everything. Writes are buffered and sent once a pass stands. A fork's inherited state (the owner's at the fork point, by time
  * travel: snapshot rows and a bounded fold, src/projections/postgres/time-travel.ts) is resolved before.
  */
 export type PgProjectHook = (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
@@ -45,21 +46,27 @@ export function createPgProjection(
     const rows = new FetchedRows()
     for (let pass = 0; ; pass++) {
       rows.clearWrites()
-      rows.missing.clear()
+      rows.assumed.clear()
       let failed: unknown
       try {
-        // A stopped pass cached nothing (it stops before writing); the views it took out of the cache and
-        // changed, it took out: the next pass reads those sessions from their rows.
         projectBatch(rows, events, cache, inherit)
       } catch (err) {
         failed = err
       }
-      if (rows.missing.size === 0) {
-        if (failed !== undefined && !(failed instanceof RowsNeeded)) throw failed
+      if (rows.assumed.size === 0) {
+        if (failed !== undefined) throw failed
         break
       }
       if (pass >= 32) throw new Error(`the projection still needs rows after ${pass} passes`)
-      await rows.fetch(client, [...rows.missing])
+      // What the pass read and had not fetched it took as absent — most often rightly: the rows of the
+      // message or part an event creates. Fetched now: if every answer was right, the pass stands as it is.
+      if (await rows.fetchAssumed(client)) {
+        if (failed !== undefined) throw failed
+        break
+      }
+      // It rests on a wrong answer: its writes are dropped, and so are the views it cached (or took out of
+      // the cache and changed); the next pass reads those sessions from their rows.
+      for (const e of events) cache.delete(e.sessionId)
     }
     await rows.write(client)
   }
@@ -91,13 +98,6 @@ export async function foldAt(db: Queryable, sessionId: string, seq: number): Pro
   return view
 }
 
-/** A pass that read rows not fetched yet, stopped before it writes. */
-class RowsNeeded extends Error {
-  constructor(readonly count: number) {
-    super(`${count} rows to fetch`)
-  }
-}
-
 const SEP = '\u0000'
 const key = (...parts: (string | number)[]) => parts.join(SEP)
 
@@ -110,8 +110,8 @@ const pairs = (keys: readonly (readonly string[])[]) => [keys.map((k) => k[0]), 
  */
 class FetchedRows implements ProjectionRows {
   private readonly known = new Map<string, unknown>()
-  /** what this pass read that is not fetched yet */
-  readonly missing = new Set<string>()
+  /** what this pass read that is not fetched yet, and the answer it got: as if there were no row */
+  readonly assumed = new Map<string, unknown>()
   private sessions = new Map<string, { session: Session; created: boolean }>()
   private messages = new Map<string, [string, string, string, number]>()
   private parts = new Map<string, [string, string, string, string, number | null, number]>()
@@ -121,12 +121,15 @@ class FetchedRows implements ProjectionRows {
   /** What `key` names as fetched; else `absent` (as if there were no row), noting it. */
   private read<T>(k: string, absent: T): T {
     if (this.known.has(k)) return this.known.get(k) as T
-    this.missing.add(k)
+    if (!this.assumed.has(k)) this.assumed.set(k, absent)
     return absent
   }
 
-  settle(): void {
-    if (this.missing.size > 0) throw new RowsNeeded(this.missing.size)
+  /** Fetches what the pass assumed absent: whether every answer it got is what the database holds. */
+  async fetchAssumed(db: Queryable): Promise<boolean> {
+    await this.fetch(db, [...this.assumed.keys()])
+    for (const [k, answer] of this.assumed) if (!isDeepStrictEqual(this.known.get(k), answer)) return false
+    return true
   }
 
   /**

@@ -38,11 +38,6 @@ export interface ProjectionRows {
   writePart(sessionId: string, part: Part, version: number, changed: number): void
   writeInherits(child: string, owner: string, upto: number): void
   writeRewrite(sessionId: string, version: number, kind: RowKind, id: string): void
-  /**
-   * Called once the batch is applied, before anything is written: an engine whose reads are answered from
-   * rows fetched ahead (PostgreSQL's) throws here when the batch read one it had not fetched.
-   */
-  settle?(): void
 }
 
 /** The projection's rows on an SQLite connection. */

@@ -60,8 +60,9 @@ export type ProjectorCache = BoundedCache<string, Cached>
 
 /**
  * Projects one batch of committed events onto `rows`, inside their transaction: every engine's projection
- * is this one. What it throws rolls the append back — or, an engine that fetches rows ahead, names rows to
- * fetch before the batch is projected again (evolve is pure; `rows.settle` stops a pass before it writes).
+ * is this one. What it throws rolls the append back. An engine that fetches rows ahead may run it on rows
+ * it has not fetched yet and project the batch again when an answer was wrong (evolve is pure:
+ * src/projections/postgres/projection.ts).
  */
 export function projectBatch(
   rows: ProjectionRows,
@@ -71,7 +72,6 @@ export function projectBatch(
 ): void {
   const writer = new BatchWriter(rows, cache, inherit)
   for (const event of events) if (!isSystemStream(event.sessionId)) writer.apply(event)
-  rows.settle?.()
   writer.write()
 }
 

@@ -3,7 +3,7 @@ import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta, StoredEvent } from '../../events/envelope.js'
 import type { IdSource } from '../../events/ids.js'
 import type { EventStore } from '../../events/store.js'
-import type { EventLog } from '../../events/log.js'
+import type { Append, EventLog } from '../../events/log.js'
 import { ChronicleError } from '../../events/errors.js'
 import { checkImport, EXPORT_FORMAT, type ImportLine } from './import-check.js'
 import { eventsByVersion, firstEvent, versionAtOrBefore } from '../time-travel/lineage.js'
@@ -170,89 +170,86 @@ export interface ImportReport {
   readonly ids: Map<string, string>
 }
 
+/** What an import appends through: either engine's log (src/events/log.ts). */
+export type ImportTarget = Pick<EventLog, 'appendTogether' | 'blobs'>
+
 /**
  * Imports an export as NEW, read-only sessions (docs/TIME-TRAVEL.md "Export and
- * import"). The whole file is checked first (checkImport: IMPORT_INVALID naming
- * the line); then, in ONE transaction, each session of the file gets a new id
+ * import"), through the log port: the same on either engine. The whole file is
+ * checked first (checkImport: IMPORT_INVALID naming the line); then, in ONE
+ * transaction (EventLog.appendTogether), each session of the file gets a new id
  * from `ids`, its events are appended with their original types, data, meta and
  * times — seqs renumbered, session ids rewritten through the mapping — and a
  * `session.imported` marker ends each one. Nothing is appended to a session that
  * existed before, and importing the same file twice makes two independent copies.
+ * The file's blobs are stored before (content-addressed: one a failed import
+ * leaves names nothing).
  */
-export function importSessions(
-  store: EventStore,
+export async function importSessions(
+  log: ImportTarget,
   ids: IdSource,
   jsonl: string,
   /** who imports (the CLI: the local user), named on each session.imported */
   by?: EventMeta['by'],
-): ImportReport {
+): Promise<ImportReport> {
   const checked = checkImport(jsonl)
   const digest = createHash('sha256').update(jsonl).digest('base64url')
   const importId = ids.next('imp')
   const sessionIds = new Map<string, string>()
   for (const id of [...checked.sessions, ...checked.references]) sessionIds.set(id, ids.next('ses'))
-  const seqs = new Map<number, number>()
+  // One append per run of lines with the same session, time and meta (a fork's point is always in an earlier run).
+  const groups: ImportLine[][] = []
+  for (const line of checked.lines) {
+    const last = groups.at(-1)?.at(-1)
+    if (
+      last &&
+      last.sessionId === line.sessionId &&
+      last.at === line.at &&
+      JSON.stringify(last.meta) === JSON.stringify(line.meta)
+    )
+      groups.at(-1)?.push(line)
+    else groups.push([line])
+  }
   const counts = new Map<string, number>()
-  let appended = 0
-
-  const appendAll = () => {
-    for (const content of checked.blobs) store.blobs.put(content)
-    let group: ImportLine[] = []
-    const flush = () => {
-      const first = group[0]
-      if (!first) return
-      const to = sessionIds.get(first.sessionId) as string
+  for (const group of groups) {
+    const head = group[0] as ImportLine
+    counts.set(head.sessionId, head.version - 1 + group.length)
+  }
+  // The file's seqs as this store numbers them: the lines' events take the seqs from `first` on, in order.
+  const build = (first: number): Append[] => {
+    const seqs = new Map<number, number>()
+    let next = first
+    const appends: Append[] = groups.map((group) => {
+      const head = group[0] as ImportLine
       const events = group.map((l) => remap(l.event, sessionIds, seqs))
-      const stored = store.append(to, events, {
-        expectedVersion: first.version - 1,
-        meta: first.meta,
-        at: Date.parse(first.at),
-      })
-      stored.forEach((e, i) => {
-        seqs.set((group[i] as ImportLine).seq, e.seq)
-      })
-      counts.set(first.sessionId, first.version - 1 + stored.length)
-      appended += stored.length
-      group = []
-    }
-    for (const line of checked.lines) {
-      const last = group[group.length - 1]
-      // One append per run of lines with the same session, time and meta (a fork's point is always in an earlier run).
-      if (
-        last &&
-        (last.sessionId !== line.sessionId ||
-          last.at !== line.at ||
-          JSON.stringify(last.meta) !== JSON.stringify(line.meta))
-      )
-        flush()
-      group.push(line)
-    }
-    flush()
+      for (const l of group) seqs.set(l.seq, next++)
+      return {
+        sessionId: sessionIds.get(head.sessionId) as string,
+        events,
+        options: { expectedVersion: head.version - 1, meta: head.meta, at: Date.parse(head.at) },
+      }
+    })
     for (const originalId of checked.sessions) {
       const events = counts.get(originalId) as number
       const marker: ChronicleEvent = { type: 'session.imported', data: { originalId, importId, events, digest } }
-      appended += store.append(sessionIds.get(originalId) as string, [marker], {
-        expectedVersion: events,
-        meta: { ...IMPORT_META, ...(by && { by }) },
-      }).length
+      appends.push({
+        sessionId: sessionIds.get(originalId) as string,
+        events: [marker],
+        options: { expectedVersion: events, meta: { ...IMPORT_META, ...(by && { by }) } },
+      })
     }
+    return appends
   }
-  const db = store.reader() // behind everything queued
-  // All or nothing, and durable like any acknowledged commit: one transaction, FULL (unless nested in a caller's).
-  const sync = !db.inTransaction
-  if (sync) db.pragma('synchronous = FULL')
-  try {
-    db.transaction(appendAll).immediate()
-  } finally {
-    if (sync) db.pragma('synchronous = NORMAL')
-  }
+  for (const content of checked.blobs) await log.blobs.put(content)
+  const stored = await log.appendTogether(build)
+  const seqs = new Map(checked.lines.map((l, i) => [l.seq, stored[i]?.seq as number]))
   const sessions = checked.sessions.map((originalId) => ({
     originalId,
     sessionId: sessionIds.get(originalId) as string,
     events: counts.get(originalId) as number,
   }))
   const exported = sessions.find((s) => s.originalId === checked.exported) as ImportedSession
-  return { importId, exported, sessions, appended, seqs, ids: sessionIds }
+  return { importId, exported, sessions, appended: stored.length, seqs, ids: sessionIds }
 }
 
 const IMPORT_META: EventMeta = { actor: 'user', command: 'import' }
