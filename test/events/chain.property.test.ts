@@ -165,7 +165,12 @@ describe('the hash chain', () => {
         (seq, field, at, bit) => {
           const { db, reached } = tamper(seq, field, at, bit)
           try {
-            if (reached === 0) return expect(checkChain(db).breaks).toEqual([]) // nothing to find
+            if (reached === 0) {
+              // nothing to find. Not `return expect(…)`: fast-check fails a property that returns anything
+              // but true or undefined, so this branch failed whenever a seed reached it (CI, seed -1061548581)
+              expect(checkChain(db).breaks).toEqual([])
+              return
+            }
             const { breaks } = checkChain(db)
             expect(breaks.length).toBeGreaterThan(0)
             expect(breaks[0]?.seq).toBe(reached)
