@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -186,4 +186,25 @@ export class Client {
   close(): void {
     this.ws.terminate()
   }
+}
+
+/**
+ * Writes the scripted model's script the route and import specs share: a prompt naming hello.txt reads it and
+ * answers 'It says hello.'; any other prompt gets `otherwise`.
+ */
+export function writeHelloScript(path: string, otherwise: string): void {
+  writeFileSync(
+    path,
+    JSON.stringify({
+      chunkSize: 8,
+      steps: [
+        {
+          when: { afterToolResult: false, userContains: 'hello.txt' },
+          toolCalls: [{ id: 'call_1', name: 'read', input: { filePath: 'hello.txt' } }],
+        },
+        { when: { afterToolResult: true }, text: 'It says hello.' },
+        { when: { afterToolResult: false }, text: otherwise },
+      ],
+    }),
+  )
 }

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { StartServer, TestServer } from './helpers.js'
+import { type StartServer, type TestServer, writeHelloScript } from './helpers.js'
 
 /** The HTTP mirror (docs/API.md), through app.inject against a real composed server. */
 export function describeRoutes(engine: string, startServer: StartServer): void {
@@ -14,20 +14,7 @@ export function describeRoutes(engine: string, startServer: StartServer): void {
       const { tmpdir } = await import('node:os')
       const dir = mkdtempSync(join(tmpdir(), 'chronicle-routes-'))
       const script = join(dir, 'script.json')
-      writeFileSync(
-        script,
-        JSON.stringify({
-          chunkSize: 8,
-          steps: [
-            {
-              when: { afterToolResult: false, userContains: 'hello.txt' },
-              toolCalls: [{ id: 'call_1', name: 'read', input: { filePath: 'hello.txt' } }],
-            },
-            { when: { afterToolResult: true }, text: 'It says hello.' },
-            { when: { afterToolResult: false }, text: 'Hi.' },
-          ],
-        }),
-      )
+      writeHelloScript(script, 'Hi.')
       server = await startServer({ CHRONICLE_LOG_LEVEL: 'warn' }, { listen: false })
       writeFileSync(join(server.dir, 'hello.txt'), 'hello from the file\n') // inside the sessions' directory: no permission needed
       headers = { authorization: `Bearer ${server.token}` }

@@ -11,7 +11,7 @@ import { importSessions } from '../../src/projections/transfer/export.js'
 import { verifyPostgres } from '../../src/projections/postgres/verify.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { runInProcess } from '../cli/helpers.js'
-import { Client, startServer, type TestServer } from '../http/helpers.js'
+import { Client, startServer, type TestServer, writeHelloScript } from '../http/helpers.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
@@ -28,20 +28,7 @@ const postgres = usePostgres()
 const dir = mkdtempSync(join(tmpdir(), 'chronicle-import-pg-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const script = join(dir, 'script.json')
-writeFileSync(
-  script,
-  JSON.stringify({
-    chunkSize: 8,
-    steps: [
-      {
-        when: { afterToolResult: false, userContains: 'hello.txt' },
-        toolCalls: [{ id: 'call_1', name: 'read', input: { filePath: 'hello.txt' } }],
-      },
-      { when: { afterToolResult: true }, text: 'It says hello.' },
-      { when: { afterToolResult: false }, text: 'Noted.' },
-    ],
-  }),
-)
+writeHelloScript(script, 'Noted.')
 
 const servers: TestServer[] = []
 afterEach(async () => {
