@@ -90,22 +90,25 @@ async function choose(files: { name: string; mimeType: string; buffer: Buffer }[
   await (await chooser).setFiles(files)
 }
 
-/** Drops or pastes files the way the browser delivers them: a DataTransfer on the event. */
-async function deliver(kind: 'drop' | 'paste', name: string, base64: string): Promise<void> {
-  await page.evaluate(
-    ({ kind, name, base64 }) => {
+/**
+ * Drops or pastes files the way the browser delivers them: a DataTransfer on
+ * the event. All the deliveries are dispatched in one task, as a quick hand
+ * would: each must add to what the one before it added.
+ */
+async function deliver(...deliveries: { kind: 'drop' | 'paste'; name: string; base64: string }[]): Promise<void> {
+  await page.evaluate((deliveries) => {
+    const box = document.querySelector('#composer-text') as HTMLElement
+    for (const { kind, name, base64 } of deliveries) {
       const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))
       const transfer = new DataTransfer()
       transfer.items.add(new File([bytes], name, { type: 'image/png' }))
-      const box = document.querySelector('#composer-text') as HTMLElement
       const event =
         kind === 'drop'
           ? new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true })
           : new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true })
       box.dispatchEvent(event)
-    },
-    { kind, name, base64 },
-  )
+    }
+  }, deliveries)
 }
 
 const attachments = () => page.getByRole('list', { name: 'Attachments' })
@@ -152,8 +155,10 @@ describe('attachments', () => {
   })
 
   it('takes a dropped and a pasted image, and one can be removed before sending', async () => {
-    await deliver('drop', 'dropped.png', PNG.toString('base64'))
-    await deliver('paste', 'pasted.png', PNG.toString('base64'))
+    await deliver(
+      { kind: 'drop', name: 'dropped.png', base64: PNG.toString('base64') },
+      { kind: 'paste', name: 'pasted.png', base64: PNG.toString('base64') },
+    )
     await attachments().getByText('pasted.png').waitFor()
     expect(await attachments().locator('.attachment-name').allTextContents()).toEqual(['dropped.png', 'pasted.png'])
     await page.getByRole('button', { name: 'Remove pasted.png' }).click()

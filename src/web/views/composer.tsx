@@ -24,7 +24,17 @@ export function Composer({ socket, session }: { socket: ChronicleSocket; session
   const [text, setText] = useState('')
   const [delivery, setDelivery] = useState<'steer' | 'queue'>('steer')
   const [sent, setSent] = useState<string | undefined>(undefined)
-  const [files, setFiles] = useState<readonly Attachment[]>([])
+  const [files, setFilesState] = useState<readonly Attachment[]>([])
+  // The list as of the last change, not the last render: a drop and a paste
+  // in quick succession each add to what the other added.
+  const held = useRef<readonly Attachment[]>([])
+  const setFiles = (next: readonly Attachment[]) => {
+    held.current = next
+    setFilesState(next)
+  }
+  // Files are read one delivery at a time, so each is checked against the
+  // limit with every file before it counted.
+  const reading = useRef(Promise.resolve())
   const [refused, setRefused] = useState<string | undefined>(undefined)
   const box = useRef<HTMLTextAreaElement>(null)
   const picker = useRef<HTMLInputElement>(null)
@@ -67,17 +77,19 @@ export function Composer({ socket, session }: { socket: ChronicleSocket; session
     if (slash) void command.start(slash)
     else if (value !== '' || files.length > 0) void submit.start(value)
   }
-  const attach = async (list: FileList | readonly File[] | null | undefined) => {
+  const attach = (list: FileList | readonly File[] | null | undefined) => {
+    const delivered = [...(list ?? [])]
     setRefused(undefined)
-    let taken = files
-    for (const file of list ?? []) {
-      try {
-        taken = [...taken, await readAttachment(file, taken)]
-      } catch (err) {
-        setRefused(err instanceof Error ? err.message : String(err))
+    reading.current = reading.current.then(async () => {
+      for (const file of delivered) {
+        try {
+          setFiles([...held.current, await readAttachment(file, held.current)])
+        } catch (err) {
+          setRefused(err instanceof Error ? err.message : String(err))
+        }
       }
-    }
-    setFiles(taken)
+    })
+    return reading.current
   }
   const hints = slashHints(text)
   const limit = currentInputLimit()
@@ -144,7 +156,7 @@ export function Composer({ socket, session }: { socket: ChronicleSocket; session
                 type="button"
                 class="small"
                 aria-label={`Remove ${f.name}`}
-                onClick={() => setFiles(files.filter((_, j) => j !== i))}
+                onClick={() => setFiles(held.current.filter((_, j) => j !== i))}
               >
                 Remove
               </button>
