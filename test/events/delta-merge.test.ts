@@ -177,9 +177,7 @@ describe('deltas under load', () => {
     const others = load()
     const recorder = new Recorder(sqliteLog(store), 'ses_a')
     recorder.emit({ type: 'text.ended', data: { partId: 'prt_a' } }, modelMeta)
-    const started = performance.now()
     await recorder.settle()
-    expect(performance.now() - started).toBeLessThan(20) // the interval is 40 ms at least
     expect(store.readSession('ses_a').at(-1)?.type).toBe('text.ended')
     // as committed (by seq: a read of ses_0 itself would commit what it queued): its second rename still waits
     expect(store.readFiltered(['ses_0'], 0, 10)).toHaveLength(2)
@@ -194,9 +192,8 @@ describe('deltas under load', () => {
     const others = load()
     const recorder = new Recorder(sqliteLog(store), 'ses_a')
     recorder.emit({ type: 'run.finished', data: { runId: 'run_1', outcome: 'idle' } }, modelMeta, 'full')
-    const started = performance.now()
     await recorder.settle()
-    expect(performance.now() - started).toBeLessThan(20) // the interval is 40 ms at least
+    // had it waited out the interval, the others would have committed before it or with it
     expect(commits.map((c) => c.map((e) => e.sessionId))).toEqual([['ses_a']])
     await Promise.all(others)
     expect(commits).toHaveLength(2) // the others, at the interval
@@ -216,9 +213,8 @@ describe('deltas under load', () => {
     const commits: StoredEvent[][] = []
     store.onCommit((events) => commits.push([...events]))
     const others = load() // waiting for the interval
-    const started = performance.now()
     await store.enqueue('ses_a', [renamed('awaited')], { meta: userMeta })
-    expect(performance.now() - started).toBeLessThan(20) // the interval is 40 ms at least
+    // had it waited out the interval, the others would have committed before it or with it
     expect(commits.map((c) => c.map((e) => e.sessionId))).toEqual([['ses_a']])
     await Promise.all(others)
     expect(commits).toHaveLength(2) // the others, at the interval

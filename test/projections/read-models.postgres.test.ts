@@ -100,6 +100,17 @@ describe('the read models on PostgreSQL', () => {
     })
   })
 
+  it('a parent’s revert reaches a fork of a fork that reads past its own parent’s later rewrite', async () => {
+    await mirrored((sqlite) => {
+      const { ends, messages } = conversation(sqlite, 'ses_p', 3)
+      fork(sqlite, 'ses_f', 'ses_p', ends[2] as number)
+      fork(sqlite, 'ses_g', 'ses_f', sqlite.head())
+      revert(sqlite, 'ses_f', messages.slice(-2))
+      revert(sqlite, 'ses_p', messages.slice(-2))
+      return ['ses_p', 'ses_f', 'ses_g']
+    })
+  })
+
   it('a later commit reads entities the projection’s cache let go of from the rows, not from an old batch’s', async () => {
     await mirrored((sqlite) => {
       const { messages } = conversation(sqlite, 'ses_long', 200) // more entities than a cached view holds

@@ -107,6 +107,21 @@ describe('forks share their parent’s rows', () => {
     expect(last('ses_g')).not.toHaveProperty('reverted')
   })
 
+  it('a parent’s revert reaches a fork of a fork that reads past its own parent’s later rewrite', () => {
+    store = openStore(':memory:')
+    const { ends, messages } = conversation('ses_p', 3)
+    fork('ses_f', 'ses_p', ends[2] as number)
+    fork('ses_g', 'ses_f', store.head()) // reads ses_f as it is now, then ses_p
+    const hidden = messages.slice(-2)
+    revert('ses_f', hidden) // ses_f's own rows of them, past ses_g's fork point: ses_g reads on to ses_p's
+    revert('ses_p', hidden) // ses_p's rows move on: ses_g must get them as it read them
+    for (const id of ['ses_p', 'ses_f', 'ses_g']) same(id)
+    const last = (id: string) => loadView(store, id).messages.get(hidden.at(-1) as string)
+    expect(last('ses_f')).toMatchObject({ reverted: 'rst_ses_f' })
+    expect(last('ses_g')).toBeDefined()
+    expect(last('ses_g')).not.toHaveProperty('reverted')
+  })
+
   it('a fork at an event before a revert reads the messages unreverted, whenever it is made', () => {
     store = openStore(':memory:')
     const { ends, messages } = conversation('ses_p', 6)

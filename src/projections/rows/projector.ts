@@ -207,19 +207,39 @@ class BatchWriter {
     if (!settled) return
     const sessionId = event.sessionId
     this.rewrites.push({ sessionId, version: event.version, kind, id })
-    const children = this.childrenOf(sessionId)
-    if (children.length === 0) return
-    // the version its row had: changed earlier in this batch, copied into it earlier in this batch (0: as its
-    // fork point had it), or as stored (none: the session reads it too)
+    // none: the session reads it from an ancestor too, whose row stays as the forks read it
+    const rowVersion = this.held(sessionId, kind, id)
+    if (rowVersion === undefined) return
+    for (const child of this.childrenOf(sessionId))
+      if ((rowVersion ?? 0) <= child.upto) this.reads(child.sessionId, kind, settled)
+  }
+
+  /**
+   * A fork reads the changing row through its chain: it is given the row as it was, unless it holds one of
+   * its own — then its forks made before that row's version read past it, to the changing row, in turn.
+   */
+  private reads(sessionId: string, kind: Kind, settled: Message | Part): void {
+    const own = this.held(sessionId, kind, settled.id)
+    if (own === undefined) {
+      this.copies.push({ sessionId, kind, entity: copyWith(settled, { sessionId }) })
+      return
+    }
+    for (const child of this.childrenOf(sessionId))
+      if ((own ?? 0) > child.upto) this.reads(child.sessionId, kind, settled)
+  }
+
+  /**
+   * The version of the session's own row of the entity: changed earlier in this batch, copied into it earlier
+   * in this batch (0: as its fork point had it), or as stored (null: projected before versions); none when the
+   * session holds no row of it.
+   */
+  private held(sessionId: string, kind: Kind, id: string): number | null | undefined {
     const before = (
       kind === 'message' ? this.touched.get(sessionId)?.messages : this.touched.get(sessionId)?.parts
     )?.get(id)
-    const rowVersion = before ?? (this.copied(sessionId, kind, id) ? 0 : this.rows.rowVersion(kind, sessionId, id))
-    if (rowVersion === undefined) return
-    for (const child of children) {
-      if ((rowVersion ?? 0) > child.upto || this.owns(child.sessionId, kind, id)) continue
-      this.copies.push({ sessionId: child.sessionId, kind, entity: copyWith(settled, { sessionId: child.sessionId }) })
-    }
+    if (before !== undefined) return before
+    if (this.copied(sessionId, kind, id)) return 0
+    return this.rows.rowVersion(kind, sessionId, id)
   }
 
   private childrenOf(sessionId: string): RowLevel[] {
@@ -230,14 +250,6 @@ class BatchWriter {
     }
     const made = this.forks.filter((f) => f.owner === sessionId).map((f) => ({ sessionId: f.child, upto: f.upto }))
     return made.length === 0 ? children : [...children, ...made]
-  }
-
-  /** Whether a fork holds a row of its own for the entity (stored, or written by this batch). */
-  private owns(sessionId: string, kind: Kind, id: string): boolean {
-    const touched = this.touched.get(sessionId)
-    if ((kind === 'message' ? touched?.messages : touched?.parts)?.has(id)) return true
-    if (this.copied(sessionId, kind, id)) return true
-    return this.rows.rowVersion(kind, sessionId, id) !== undefined
   }
 
   /** Whether this batch copied the entity into the fork (copy on write): its row, not written yet. */
