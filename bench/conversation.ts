@@ -202,7 +202,7 @@ export async function measure(n: number): Promise<Record<string, unknown>> {
   const forkSamples: number[] = []
   const forkTurnSamples: number[] = []
   const forkChecks: boolean[] = []
-  for (let k = 0; k < 3; k++) {
+  for (let k = 0; k < 5; k++) {
     t0 = performance.now()
     const child = await fork(sqlitePorts(store), ids, sessionId, midSeq, { title: `fork${k}` })
     forkSamples.push(performance.now() - t0)
