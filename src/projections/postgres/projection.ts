@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
-import type pg from 'pg'
 import type { StoredEvent } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
+import type { Pipe } from '../../events/postgres/pipe.js'
 import { type EventRow, toEvent } from '../../events/rows.js'
 import { evolve, apply } from '../fold/evolve.js'
 import { inheritedView, type InheritFn } from '../fold/fold.js'
@@ -28,13 +28,14 @@ import { pgViewAt, type RecentView } from './time-travel.js'
  * passes fetch everything. Writes are buffered and sent once a pass stands. A fork's inherited state (the owner's at the fork point, by time
  * travel: snapshot rows and a bounded fold, src/projections/postgres/time-travel.ts) is resolved before.
  */
-export type PgProjectHook = (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
+export type PgProjectHook = (pipe: Pipe, events: readonly StoredEvent[]) => Promise<void>
 
 export function createPgProjection(
   options: ProjectorOptions & { readonly recent?: RecentView } = {},
 ): PgProjectHook & { reset(): void } {
   const cache = projectorCache(options)
-  const project = async (client: pg.ClientBase, events: readonly StoredEvent[]): Promise<void> => {
+  const project = async (pipe: Pipe, events: readonly StoredEvent[]): Promise<void> => {
+    const client = pipe.client
     const inherited = new Map<string, SessionView>()
     for (const e of events) {
       if (e.type !== 'session.forked') continue
@@ -68,7 +69,7 @@ export function createPgProjection(
       // the cache and changed); the next pass reads those sessions from their rows.
       for (const e of events) cache.delete(e.sessionId)
     }
-    await rows.write(client)
+    rows.write(pipe)
   }
   return Object.assign(project, { reset: () => cache.clear() })
 }
@@ -227,50 +228,68 @@ class FetchedRows implements ProjectionRows {
     this.rewrites = []
   }
 
-  /** Sends what the pass wrote: a statement per table. */
-  async write(db: Queryable): Promise<void> {
+  /** Sends what the pass wrote, a statement per table, answered when the transaction commits (Pipe). */
+  write(db: Pipe): void {
     const sessions = [...this.sessions.values()]
     const created = sessions.filter((s) => s.created).map((s) => s.session)
     const changed = sessions.filter((s) => !s.created).map((s) => s.session)
     if (created.length > 0)
-      await db.query(
-        `INSERT INTO sessions (id, parent_id, archived, data, versioned)
+      db.send(
+        {
+          name: 'chronicle_sessions_insert',
+          text: `INSERT INTO sessions (id, parent_id, archived, data, versioned)
          SELECT i, p, a, d, true FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[]) AS x(i, p, a, d)
          ON CONFLICT (id) DO UPDATE SET parent_id = EXCLUDED.parent_id, archived = EXCLUDED.archived,
            data = EXCLUDED.data, versioned = true`,
+        },
         sessionColumns(created),
       )
     if (changed.length > 0)
-      await db.query(
-        `UPDATE sessions SET archived = x.a, data = x.d
+      db.send(
+        {
+          name: 'chronicle_sessions_update',
+          text: `UPDATE sessions SET archived = x.a, data = x.d
          FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[]) AS x(i, p, a, d) WHERE sessions.id = x.i`,
+        },
         sessionColumns(changed),
       )
     const messages = [...this.messages.values()]
     if (messages.length > 0)
-      await db.query(
-        `INSERT INTO messages (session_id, id, data, version)
+      db.send(
+        {
+          name: 'chronicle_messages_upsert',
+          text: `INSERT INTO messages (session_id, id, data, version)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[])
          ON CONFLICT (session_id, id) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version`,
+        },
         [0, 1, 2, 3].map((i) => messages.map((m) => m[i])),
       )
     const parts = [...this.parts.values()]
     if (parts.length > 0)
-      await db.query(
-        `INSERT INTO parts (session_id, id, message_id, data, through, version)
+      db.send(
+        {
+          name: 'chronicle_parts_upsert',
+          text: `INSERT INTO parts (session_id, id, message_id, data, through, version)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::integer[])
          ON CONFLICT (session_id, id) DO UPDATE SET message_id = EXCLUDED.message_id, data = EXCLUDED.data,
            through = EXCLUDED.through, version = EXCLUDED.version`,
+        },
         [0, 1, 2, 3, 4, 5].map((i) => parts.map((p) => p[i])),
       )
     if (this.inherits.length > 0)
-      await db.query(
-        'INSERT INTO inherits (session_id, from_session, upto) SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])',
+      db.send(
+        {
+          name: 'chronicle_inherits_insert',
+          text: 'INSERT INTO inherits (session_id, from_session, upto) SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])',
+        },
         [0, 1, 2].map((i) => this.inherits.map((r) => r[i])),
       )
     if (this.rewrites.length > 0)
-      await db.query(
-        'INSERT INTO rewrites (session_id, version, kind, id) SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])',
+      db.send(
+        {
+          name: 'chronicle_rewrites_insert',
+          text: 'INSERT INTO rewrites (session_id, version, kind, id) SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])',
+        },
         [0, 1, 2, 3].map((i) => this.rewrites.map((r) => r[i])),
       )
   }
