@@ -64,6 +64,9 @@ interface PendingAppend {
   readonly together?: (firstSeq: number) => readonly Append[]
 }
 
+/** Blob hashes PostgresEventLog remembers as stored, at most (then it starts again). */
+const STORED_BLOBS_KEPT = 10_000
+
 /** A reader that waits for nothing queued: the log as committed (PostgresEventLog.reader). */
 export const COMMITTED = Symbol('as committed')
 
@@ -117,6 +120,11 @@ export class PostgresEventLog implements EventLog {
   private unsure = false
   /** the last seq published, or the head at open: where what committed unheard starts */
   private heard: number
+  /**
+   * Blobs this log has stored (committed): a blob is never changed or deleted (schema.ts), so putting one again
+   * sends nothing — a run puts the same system prompt and tool schemas at every step.
+   */
+  private readonly storedBlobs = new Set<string>()
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -254,7 +262,7 @@ export class PostgresEventLog implements EventLog {
           try {
             await (batch[0]?.together ? this.commitTogether(batch[0]) : this.commitQueued(batch))
           } finally {
-            this.settled(batch.length)
+            this.settle(batch.length)
           }
         }
       } finally {
@@ -265,7 +273,7 @@ export class PostgresEventLog implements EventLog {
   }
 
   /** `n` more appends committed or failed, in the order they were queued: the readers waiting on them go on. */
-  private settled(n: number): void {
+  private settle(n: number): void {
     this.settledCount += n
     if (this.settledWaiters.length === 0) return
     const waiting = this.settledWaiters
@@ -572,6 +580,10 @@ export class PostgresEventLog implements EventLog {
     return rows[0]?.version ?? 0
   }
 
+  settled(sessionId: string): Promise<void> {
+    return this.readYourWrites(sessionId)
+  }
+
   async head(): Promise<number> {
     const { rows } = await this.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1')
     return rows[0]?.seq ?? 0
@@ -587,10 +599,13 @@ export class PostgresEventLog implements EventLog {
   readonly blobs = {
     put: async (content: string): Promise<string> => {
       const hash = blobHash(content)
+      if (this.storedBlobs.has(hash)) return hash
       await this.query('INSERT INTO blobs (hash, content) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING', [
         hash,
         content,
       ])
+      if (this.storedBlobs.size >= STORED_BLOBS_KEPT) this.storedBlobs.clear()
+      this.storedBlobs.add(hash)
       return hash
     },
     get: async (hash: string): Promise<string | undefined> => {
