@@ -199,7 +199,8 @@ export class PostgresEventLog implements EventLog {
     const client = await this.pool.connect().catch((err: unknown) => Promise.reject(unavailable(err)))
     const pipe = new Pipe(client)
     try {
-      for (const statement of begin) pipe.send(statement) // sent with work's first statement
+      for (const statement of begin) pipe.send(statement)
+      pipe.flushSoon() // with work's first statement, which work sends on the client itself
       const result = await work(client)
       await pipe.commit()
       return result

@@ -4,8 +4,10 @@ import type pg from 'pg'
 /**
  * One transaction's statements on a pipelined connection (the pool's clients are made with `pipeline: true`):
  * what is sent goes out without waiting for the answers to what was sent before, so statements that need no
- * answer in between share a round trip (docs/ARCHITECTURE.md "Round trips"). Statements sent in the same
- * turn leave in one write to the socket.
+ * answer in between share a round trip (docs/ARCHITECTURE.md "Round trips"). What is sent waits in the corked
+ * socket and leaves in one write: at the end of the turn in which a statement whose answer is awaited
+ * (`query`) is sent, or at `commit`, `settle` or `flushSoon` — a statement sent with `send` alone waits for
+ * one of them, so a transaction's last statements leave with its COMMIT.
  *
  * PostgreSQL answers them in order, and once one fails every later one in the transaction fails too, and a
  * COMMIT then answers ROLLBACK without an error: so `settle` (and `commit`) throw the first statement's
@@ -15,6 +17,7 @@ export class Pipe {
   private readonly pending: Promise<unknown>[] = []
   private failure: { error: unknown } | undefined
   private corked = false
+  private flushing = false
 
   constructor(readonly client: pg.ClientBase) {}
 
@@ -23,18 +26,26 @@ export class Pipe {
     text: string | pg.QueryConfig,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
-    this.batch()
-    const config: pg.QueryConfig = typeof text === 'string' ? { text, values } : { ...text, values }
-    return this.track(this.client.query<R>(config))
+    const result = this.write<R>(text, values)
+    this.flushSoon()
+    return result
   }
 
-  /** A statement nobody waits for: its failure is thrown by `settle` or `commit`. */
+  /** A statement nobody waits for, written with the next that is: its failure is thrown by `settle` or `commit`. */
   send(text: string | pg.QueryConfig, values?: unknown[]): void {
-    this.query(text, values).catch(() => {})
+    this.write(text, values).catch(() => {})
+  }
+
+  /** What was sent leaves at the end of this turn (with what is sent until then). */
+  flushSoon(): void {
+    if (!this.corked || this.flushing) return
+    this.flushing = true
+    queueMicrotask(() => this.flush())
   }
 
   /** Waits for every statement sent; throws the first one's failure. */
   async settle(): Promise<void> {
+    this.flush()
     await Promise.allSettled(this.pending.splice(0))
     if (this.failure) throw this.failure.error
   }
@@ -52,6 +63,15 @@ export class Pipe {
     return this.failure
   }
 
+  private write<R extends pg.QueryResultRow>(
+    text: string | pg.QueryConfig,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    this.cork()
+    const config: pg.QueryConfig = typeof text === 'string' ? { text, values } : { ...text, values }
+    return this.track(this.client.query<R>(config))
+  }
+
   private track<T>(result: Promise<T>): Promise<T> {
     this.pending.push(result)
     result.catch((error: unknown) => {
@@ -60,16 +80,23 @@ export class Pipe {
     return result
   }
 
-  /** The socket corked until this turn's statements are all written: they leave in one write. */
-  private batch(): void {
+  /** The socket corked: what is written waits until `flush`, and leaves in one write. */
+  private cork(): void {
     if (this.corked) return
-    const stream = (this.client as unknown as { connection?: { stream?: Duplex } }).connection?.stream
+    const stream = this.stream()
     if (!stream?.cork) return
     this.corked = true
     stream.cork()
-    queueMicrotask(() => {
-      this.corked = false
-      stream.uncork()
-    })
+  }
+
+  private flush(): void {
+    this.flushing = false
+    if (!this.corked) return
+    this.corked = false
+    this.stream()?.uncork()
+  }
+
+  private stream(): Duplex | undefined {
+    return (this.client as unknown as { connection?: { stream?: Duplex } }).connection?.stream
   }
 }

@@ -35,13 +35,12 @@ export function createPgProjection(
 ): PgProjectHook & { reset(): void } {
   const cache = projectorCache(options)
   const project = async (pipe: Pipe, events: readonly StoredEvent[]): Promise<void> => {
-    const client = pipe.client
     const inherited = new Map<string, SessionView>()
     for (const e of events) {
       if (e.type !== 'session.forked') continue
       const { sessionId, seq } = e.data.from
       const known = options.recent?.get(sessionId, seq)
-      inherited.set(`${sessionId}@${seq}`, known ?? (await pgViewAt(client, sessionId, seq, { write: false })))
+      inherited.set(`${sessionId}@${seq}`, known ?? (await pgViewAt(pipe, sessionId, seq, { write: false })))
     }
     const inherit: InheritFn = (from) => inherited.get(`${from.sessionId}@${from.seq}`) as SessionView
     const rows = new FetchedRows()
