@@ -68,7 +68,8 @@ export class Pipe {
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
     this.cork()
-    const config: pg.QueryConfig = typeof text === 'string' ? { text, values } : { ...text, values }
+    const config: pg.QueryConfig =
+      typeof text === 'string' ? { text, values } : { name: text.name, text: text.text, values }
     return this.track(this.client.query<R>(config))
   }
 
