@@ -57,6 +57,11 @@ export interface EventLog {
   get(seq: number): Promise<StoredEvent | undefined>
   /** The session's version (0 when it has no events). */
   version(sessionId: string): Promise<number>
+  /**
+   * Once every append made to the session before this call has committed or failed: read-your-writes that
+   * reads nothing, for a cache fed by onCommit (src/runtime/loop/session-views.ts).
+   */
+  settled(sessionId: string): Promise<void>
   /** The highest committed seq. */
   head(): Promise<number>
   /** The last seq and that event's hash, as the chain records them. */
@@ -125,6 +130,9 @@ export function sqliteLog(store: EventStore): EventLog {
     readFiltered: async (sessions, after, limit) => store.readFiltered(sessions, after, limit),
     get: async (seq) => store.get(seq),
     version: async (sessionId) => store.version(sessionId),
+    settled: async (sessionId) => {
+      store.reader(sessionId) // commits what the session queued
+    },
     head: async () => store.head(),
     chainHead: async () => store.chainHead(),
     onCommit: (listener) => store.onCommit(listener),

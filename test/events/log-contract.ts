@@ -53,6 +53,21 @@ export function describeLogContract(name: string, engine: Engine): void {
       return log
     }
 
+    it('settles a session: once settled resolves, every append made to it before has committed, and is heard', async () => {
+      const { log } = await fresh()
+      const heard: number[] = []
+      log.onCommit((events) => heard.push(...seqs(events)))
+      const done: string[] = []
+      void log.enqueue('ses_a', [created], { meta }).then(() => done.push('created'))
+      void log.enqueue('ses_a', [renamed('one')], { meta }).then(() => done.push('renamed'))
+      void log.enqueue('ses_a', [renamed('stale')], { meta, expectedVersion: 0 }).catch(() => done.push('refused'))
+      await log.settled('ses_a')
+      expect(done).toEqual(['created', 'renamed', 'refused'])
+      expect(heard).toEqual([1, 2])
+      await log.settled('ses_none') // nothing queued: at once
+      expect(await log.version('ses_a')).toBe(2)
+    })
+
     it('numbers events: seq through the log, version through each session, both from 1 without a gap', async () => {
       const { log } = await fresh()
       const a = await log.append('ses_a', [created, renamed('one')], { meta, expectedVersion: 0 })

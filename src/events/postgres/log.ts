@@ -10,6 +10,7 @@ import { type EventRow, toEvent, validate } from '../rows.js'
 import { type CommitListener, CommitListeners } from '../commit-listeners.js'
 import type { AppendOptions, Settle } from '../store.js'
 import { redactUrl } from './url.js'
+import { Pipe } from './pipe.js'
 import { migratePostgres } from './schema.js'
 
 /**
@@ -18,12 +19,15 @@ import { migratePostgres } from './schema.js'
  *
  * Appends queue and commit once a turn, every append queued in one
  * transaction (a failing one retried alone, as SQLite's enqueue does). A
- * transaction locks its streams' rows in id order and checks each expected
- * version there, then takes the `log_head` row's lock to number its events —
- * the last thing it does before inserting them — so the next transaction
- * gets its numbers only after this one commits: `seq` is gap-free and commit
- * order is seq order, as a reader polling the log sees it. Its ceiling is one
- * commit per WAL flush (docs/ARCHITECTURE.md). Every commit waits for its
+ * transaction locks its streams' rows in id order, then takes the `log_head`
+ * row's lock to number its events, and checks each expected version — all
+ * before it inserts them — so the next transaction gets its numbers only
+ * after this one commits: `seq` is gap-free and commit order is seq order, as
+ * a reader polling the log sees it. Its ceiling is one commit per WAL flush
+ * (docs/ARCHITECTURE.md). The pool's connections are pipelined
+ * (src/events/postgres/pipe.ts): a commit is two round trips — the locks and
+ * the numbering, then the events, the read models' writes and COMMIT — plus
+ * one for each time the projection fetches rows. Every commit waits for its
  * WAL flush, `normal` durability too: with synchronous_commit off, a database
  * crash (not only a power cut, as for SQLite's NORMAL) loses the last commits,
  * which subscribers have already heard — and their seqs are then numbered
@@ -47,7 +51,7 @@ export interface PostgresLogOptions {
    * The read models' projection, run in the append's transaction after its events are written: what it
    * throws rolls the append back (src/projections/postgres/projection.ts).
    */
-  readonly project?: (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
+  readonly project?: (pipe: Pipe, events: readonly StoredEvent[]) => Promise<void>
 }
 
 interface PendingAppend {
@@ -59,6 +63,9 @@ interface PendingAppend {
   /** an appendTogether: committed alone, its appends built once its first seq is known */
   readonly together?: (firstSeq: number) => readonly Append[]
 }
+
+/** Blob hashes PostgresEventLog remembers as stored, at most (then it starts again). */
+const STORED_BLOBS_KEPT = 10_000
 
 /** A reader that waits for nothing queued: the log as committed (PostgresEventLog.reader). */
 export const COMMITTED = Symbol('as committed')
@@ -72,6 +79,31 @@ export const PG_TYPES = {
 } as pg.CustomTypesConfig
 
 const COLUMNS = 'seq, session_id, version, type, schema_version, data, meta, at'
+
+/**
+ * The append's statements, prepared once a connection (named): PostgreSQL parses and plans them once. The
+ * streams' rows locked (an upsert, so a new stream's row is made and locked by the same statement) with their
+ * heads; the numbering; the events, the streams' heads and the log's head in one statement.
+ */
+const LOCK_STREAMS = {
+  name: 'chronicle_lock_streams',
+  text: `INSERT INTO streams (id, version) SELECT unnest($1::text[]), 0
+         ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING id, version, hash`,
+}
+const NUMBER = { name: 'chronicle_number', text: 'UPDATE log_head SET seq = seq + $1 WHERE id = 1 RETURNING seq' }
+const INSERT_EVENTS = {
+  name: 'chronicle_insert_events',
+  text: `WITH e AS (
+         INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at, hash)
+         SELECT s, i, v, t, ${CURRENT_SCHEMA_VERSION}, d, m, a, h
+         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bytea[])
+           AS x(s, i, v, t, d, m, a, h)
+       ), s AS (
+         UPDATE streams SET version = x.v, hash = x.h
+         FROM unnest($9::text[], $10::integer[], $11::bytea[]) AS x(i, v, h) WHERE streams.id = x.i
+       )
+       UPDATE log_head SET hash = $12 WHERE id = 1`,
+}
 
 export class PostgresEventLog implements EventLog {
   private queue: PendingAppend[] = []
@@ -88,6 +120,11 @@ export class PostgresEventLog implements EventLog {
   private unsure = false
   /** the last seq published, or the head at open: where what committed unheard starts */
   private heard: number
+  /**
+   * Blobs this log has stored (committed): a blob is never changed or deleted (schema.ts), so putting one again
+   * sends nothing — a run puts the same system prompt and tool schemas at every step.
+   */
+  private readonly storedBlobs = new Set<string>()
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -100,7 +137,13 @@ export class PostgresEventLog implements EventLog {
 
   /** Connects (a clear STORE_UNAVAILABLE naming the server, its password hidden, when it cannot), then migrates. */
   static async open(url: string, options: PostgresLogOptions = {}): Promise<PostgresEventLog> {
-    const pool = new pg.Pool({ connectionString: url, max: options.connections ?? 8, types: PG_TYPES })
+    // pipelined: a transaction's statements that need no answer in between share a round trip (pipe.ts)
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.connections ?? 8,
+      types: PG_TYPES,
+      pipeline: true,
+    })
     // A connection lost (the server gone) is said by the query that used it (STORE_UNAVAILABLE), not by an
     // 'error' event nobody hears: the pool replaces it on the next checkout.
     pool.on('error', () => {})
@@ -154,14 +197,17 @@ export class PostgresEventLog implements EventLog {
   /** `work` on one pooled client inside a transaction opened by `begin`; what it throws rolls it back. */
   private async transaction<T>(begin: readonly string[], work: (client: pg.ClientBase) => Promise<T>): Promise<T> {
     const client = await this.pool.connect().catch((err: unknown) => Promise.reject(unavailable(err)))
+    const pipe = new Pipe(client)
     try {
-      for (const statement of begin) await client.query(statement)
+      for (const statement of begin) pipe.send(statement)
+      pipe.flushSoon() // with work's first statement, which work sends on the client itself
       const result = await work(client)
-      await client.query('COMMIT')
+      await pipe.commit()
       return result
     } catch (err) {
+      const failed = await firstFailure(pipe, err)
       await client.query('ROLLBACK').catch(() => {})
-      throw lostServer(err) ? unavailable(err) : err
+      throw lostServer(failed) ? unavailable(failed) : failed
     } finally {
       client.release()
     }
@@ -217,7 +263,7 @@ export class PostgresEventLog implements EventLog {
           try {
             await (batch[0]?.together ? this.commitTogether(batch[0]) : this.commitQueued(batch))
           } finally {
-            this.settled(batch.length)
+            this.settle(batch.length)
           }
         }
       } finally {
@@ -228,7 +274,7 @@ export class PostgresEventLog implements EventLog {
   }
 
   /** `n` more appends committed or failed, in the order they were queued: the readers waiting on them go on. */
-  private settled(n: number): void {
+  private settle(n: number): void {
     this.settledCount += n
     if (this.settledWaiters.length === 0) return
     const waiting = this.settledWaiters
@@ -265,16 +311,12 @@ export class PostgresEventLog implements EventLog {
   private async commitTogether(item: PendingAppend): Promise<void> {
     const build = item.together as NonNullable<PendingAppend['together']>
     try {
-      const [stored] = await this.commit([], async (client) => {
+      const [stored] = await this.commit([], async (pipe) => {
         // the streams' rows locked before the head's, in id order, as every append takes them (no deadlock
         // with another server's): their ids are what build gives whatever the seq
         const ids = [...new Set(build(0).map((a) => a.sessionId))].sort()
-        await client.query(
-          `INSERT INTO streams (id, version) SELECT unnest($1::text[]), 0
-           ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id`,
-          [ids],
-        )
-        const { rows } = await client.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1 FOR UPDATE')
+        pipe.send(LOCK_STREAMS, [ids])
+        const { rows } = await pipe.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1 FOR UPDATE')
         const first = (rows[0]?.seq ?? 0) + 1
         const appends = build(first).map(({ sessionId, events, options }) => ({
           sessionId,
@@ -283,7 +325,7 @@ export class PostgresEventLog implements EventLog {
           resolve: () => {},
           reject: () => {},
         }))
-        const out = (await this.insert(client, appends)).flat()
+        const out = (await this.insert(pipe, appends)).flat()
         checkNumbered(out, first)
         return [out]
       })
@@ -295,7 +337,7 @@ export class PostgresEventLog implements EventLog {
 
   private async commit(
     batch: readonly PendingAppend[],
-    work: (client: pg.PoolClient) => Promise<StoredEvent[][]> = (client) => this.insert(client, batch),
+    work: (pipe: Pipe) => Promise<StoredEvent[][]> = (pipe) => this.insert(pipe, batch),
   ): Promise<StoredEvent[][]> {
     const client = await this.pool.connect().catch((err: unknown) => {
       throw unavailable(err)
@@ -303,18 +345,20 @@ export class PostgresEventLog implements EventLog {
     try {
       // durable whatever the batch asked: what is published must outlive a database crash (above)
       const began = performance.now()
-      await client.query('BEGIN')
+      const pipe = new Pipe(client)
+      pipe.send('BEGIN') // with the transaction's first statements
       try {
-        const out = await work(client)
-        await client.query('COMMIT')
+        const out = await work(pipe)
+        await pipe.commit() // behind the events and the read models' writes, in their round trip
         this.lastCommitMs = performance.now() - began
         const events = out.flat()
         if (this.unsure) await this.publishUnheard(client, events[0]?.seq)
         this.publish(events)
         return out
       } catch (err) {
+        const failed = await firstFailure(pipe, err)
         await client.query('ROLLBACK').catch(() => {})
-        throw err
+        throw failed
       }
     } catch (err) {
       if (err instanceof ChronicleError) throw err
@@ -326,22 +370,17 @@ export class PostgresEventLog implements EventLog {
   }
 
   /**
-   * The body of one append transaction, in three round trips: the streams' rows locked (an upsert, so a new
-   * stream's row is made and locked by the same statement) with their heads; the numbering lock; then the
-   * events, the streams' heads and the log's head in one statement.
+   * The body of one append transaction: the streams' rows locked with their heads and the events numbered,
+   * sent together (one round trip); the checks; then the events, the streams' heads and the log's head in one
+   * statement, sent with the projection's writes and COMMIT (the statements above). A check that fails rolls
+   * the numbering back with the rest: the numbering lock is then held one round trip longer, on a conflict.
    */
-  private async insert(client: pg.PoolClient, batch: readonly PendingAppend[]): Promise<StoredEvent[][]> {
+  private async insert(pipe: Pipe, batch: readonly PendingAppend[]): Promise<StoredEvent[][]> {
     const ids = [...new Set(batch.map((b) => b.sessionId))].sort()
-    const heads = new Map(
-      (
-        await client.query<{ id: string; version: number; hash: Buffer | null }>(
-          `INSERT INTO streams (id, version) SELECT unnest($1::text[]), 0
-           ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING id, version, hash`,
-          [ids],
-        )
-      ).rows.map((r) => [r.id, { version: r.version, hash: r.hash }]),
-    )
-    // Every check before the numbering lock: it is held until the commit, and the next append waits on it.
+    const count = batch.reduce((n, b) => n + b.events.length, 0)
+    const locked = pipe.query<{ id: string; version: number; hash: Buffer | null }>(LOCK_STREAMS, [ids])
+    const numbered = pipe.query<{ seq: number }>(NUMBER, [count])
+    const heads = new Map((await locked).rows.map((r) => [r.id, { version: r.version, hash: r.hash }]))
     const versions = new Map<string, number>()
     for (const { sessionId, events, options } of batch) {
       let version = versions.get(sessionId) ?? (heads.get(sessionId)?.version as number)
@@ -349,12 +388,7 @@ export class PostgresEventLog implements EventLog {
       for (const e of events) checkBelongs(sessionId, ++version, e.type)
       versions.set(sessionId, version)
     }
-    const count = batch.reduce((n, b) => n + b.events.length, 0)
-    const numbered = await client.query<{ seq: number }>(
-      'UPDATE log_head SET seq = seq + $1 WHERE id = 1 RETURNING seq',
-      [count],
-    )
-    let seq = (numbered.rows[0]?.seq as number) - count
+    let seq = ((await numbered).rows[0]?.seq as number) - count
     const at = this.now()
     const atIso = new Date(at).toISOString()
     const rows = { seq: [] as number[], session: [] as string[], version: [] as number[], type: [] as string[] }
@@ -407,33 +441,21 @@ export class PostgresEventLog implements EventLog {
       out.push(stored)
     }
     const streams = [...last.entries()]
-    await client.query(
-      `WITH e AS (
-         INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at, hash)
-         SELECT s, i, v, t, ${CURRENT_SCHEMA_VERSION}, d, m, a, h
-         FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bytea[])
-           AS x(s, i, v, t, d, m, a, h)
-       ), s AS (
-         UPDATE streams SET version = x.v, hash = x.h
-         FROM unnest($9::text[], $10::integer[], $11::bytea[]) AS x(i, v, h) WHERE streams.id = x.i
-       )
-       UPDATE log_head SET hash = $12 WHERE id = 1`,
-      [
-        rows.seq,
-        rows.session,
-        rows.version,
-        rows.type,
-        texts.data,
-        texts.meta,
-        texts.at,
-        texts.hash,
-        streams.map(([id]) => id),
-        streams.map(([, h]) => h.version),
-        streams.map(([, h]) => h.hash),
-        texts.hash.at(-1),
-      ],
-    )
-    await this.project?.(client, out.flat())
+    pipe.send(INSERT_EVENTS, [
+      rows.seq,
+      rows.session,
+      rows.version,
+      rows.type,
+      texts.data,
+      texts.meta,
+      texts.at,
+      texts.hash,
+      streams.map(([id]) => id),
+      streams.map(([, h]) => h.version),
+      streams.map(([, h]) => h.hash),
+      texts.hash.at(-1),
+    ])
+    await this.project?.(pipe, out.flat())
     return out
   }
 
@@ -559,6 +581,10 @@ export class PostgresEventLog implements EventLog {
     return rows[0]?.version ?? 0
   }
 
+  settled(sessionId: string): Promise<void> {
+    return this.readYourWrites(sessionId)
+  }
+
   async head(): Promise<number> {
     const { rows } = await this.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1')
     return rows[0]?.seq ?? 0
@@ -574,10 +600,13 @@ export class PostgresEventLog implements EventLog {
   readonly blobs = {
     put: async (content: string): Promise<string> => {
       const hash = blobHash(content)
+      if (this.storedBlobs.has(hash)) return hash
       await this.query('INSERT INTO blobs (hash, content) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING', [
         hash,
         content,
       ])
+      if (this.storedBlobs.size >= STORED_BLOBS_KEPT) this.storedBlobs.clear()
+      this.storedBlobs.add(hash)
       return hash
     },
     get: async (hash: string): Promise<string | undefined> => {
@@ -604,6 +633,16 @@ export class PostgresEventLog implements EventLog {
       throw err instanceof ChronicleError ? err : unavailable(err)
     }
   }
+}
+
+/** What a failed transaction says: its first statement that failed, else what `work` threw. */
+async function firstFailure(pipe: Pipe, err: unknown): Promise<unknown> {
+  return (
+    (await pipe.settle().then(
+      () => undefined,
+      (failed: unknown) => failed,
+    )) ?? err
+  )
 }
 
 /**

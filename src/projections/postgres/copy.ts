@@ -8,6 +8,7 @@ import { toEvent } from '../../events/rows.js'
 import type { EventStore } from '../../events/store.js'
 import { decodeStored, storedRows } from '../../events/stored-rows.js'
 import type { Progress } from '../upkeep/rebuild.js'
+import { Pipe } from '../../events/postgres/pipe.js'
 import { createPgProjection } from './projection.js'
 
 /**
@@ -54,10 +55,12 @@ export async function copyToPostgres(
       let events = 0
       const flush = async () => {
         await insertChunk(client, chunk, streams)
+        const pipe = new Pipe(client)
         await project(
-          client,
+          pipe,
           chunk.map((e) => toEvent(e.row)),
         )
+        await pipe.settle()
         events += chunk.length
         chunk = []
         options.progress?.(events, total)

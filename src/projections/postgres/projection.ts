@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
-import type pg from 'pg'
 import type { StoredEvent } from '../../events/envelope.js'
 import { ChronicleError } from '../../events/errors.js'
+import type { Pipe } from '../../events/postgres/pipe.js'
 import { type EventRow, toEvent } from '../../events/rows.js'
 import { evolve, apply } from '../fold/evolve.js'
 import { inheritedView, type InheritFn } from '../fold/fold.js'
@@ -28,19 +28,19 @@ import { pgViewAt, type RecentView } from './time-travel.js'
  * passes fetch everything. Writes are buffered and sent once a pass stands. A fork's inherited state (the owner's at the fork point, by time
  * travel: snapshot rows and a bounded fold, src/projections/postgres/time-travel.ts) is resolved before.
  */
-export type PgProjectHook = (client: pg.ClientBase, events: readonly StoredEvent[]) => Promise<void>
+export type PgProjectHook = (pipe: Pipe, events: readonly StoredEvent[]) => Promise<void>
 
 export function createPgProjection(
   options: ProjectorOptions & { readonly recent?: RecentView } = {},
 ): PgProjectHook & { reset(): void } {
   const cache = projectorCache(options)
-  const project = async (client: pg.ClientBase, events: readonly StoredEvent[]): Promise<void> => {
+  const project = async (pipe: Pipe, events: readonly StoredEvent[]): Promise<void> => {
     const inherited = new Map<string, SessionView>()
     for (const e of events) {
       if (e.type !== 'session.forked') continue
       const { sessionId, seq } = e.data.from
       const known = options.recent?.get(sessionId, seq)
-      inherited.set(`${sessionId}@${seq}`, known ?? (await pgViewAt(client, sessionId, seq, { write: false })))
+      inherited.set(`${sessionId}@${seq}`, known ?? (await pgViewAt(pipe, sessionId, seq, { write: false })))
     }
     const inherit: InheritFn = (from) => inherited.get(`${from.sessionId}@${from.seq}`) as SessionView
     const rows = new FetchedRows()
@@ -60,7 +60,7 @@ export function createPgProjection(
       if (pass >= 32) throw new Error(`the projection still needs rows after ${pass} passes`)
       // What the pass read and had not fetched it took as absent — most often rightly: the rows of the
       // message or part an event creates. Fetched now: if every answer was right, the pass stands as it is.
-      if (await rows.fetchAssumed(client)) {
+      if (await rows.fetchAssumed(pipe)) {
         if (failed !== undefined) throw failed
         break
       }
@@ -68,7 +68,7 @@ export function createPgProjection(
       // the cache and changed); the next pass reads those sessions from their rows.
       for (const e of events) cache.delete(e.sessionId)
     }
-    await rows.write(client)
+    rows.write(pipe)
   }
   return Object.assign(project, { reset: () => cache.clear() })
 }
@@ -133,8 +133,10 @@ class FetchedRows implements ProjectionRows {
   }
 
   /**
-   * Fetches what the keys name: sessions, entities of sessions that are not forks, and row versions a
-   * statement per kind; an entity of a fork (read through its ancestors) and the rarer reads one by one.
+   * Fetches what the keys name, in one round trip (the statements sent together: src/events/postgres/pipe.ts):
+   * sessions, entities as if their sessions were not forks, which of those sessions are forks, and row
+   * versions, a statement per kind; then what that did not answer — an entity of a fork (read through its
+   * ancestors), a streaming part with its tail, the rarer reads — one by one.
    */
   async fetch(db: Queryable, keys: readonly string[]): Promise<void> {
     const byKind = new Map<string, string[][]>()
@@ -145,75 +147,76 @@ class FetchedRows implements ProjectionRows {
       list.push(args)
     }
     const sessions = byKind.get('session') ?? []
-    for (const k of sessions) this.known.set(key('session', k[0] as string), undefined)
-    if (sessions.length > 0)
-      for (const session of await pgSessions(
-        db,
-        sessions.map((k) => k[0] as string),
-      ))
-        this.known.set(key('session', session.id), session)
-    const entities = [...(byKind.get('message') ?? []), ...(byKind.get('part') ?? [])]
-    const forks = new Set(
-      entities.length === 0
-        ? []
-        : (
-            await db.query<{ id: string }>('SELECT session_id AS id FROM inherits WHERE session_id = ANY($1::text[])', [
-              [...new Set(entities.map((k) => k[0] as string))],
-            ])
-          ).rows.map((r) => r.id),
+    const messages = byKind.get('message') ?? []
+    const parts = byKind.get('part') ?? []
+    const entitySessions = [...new Set([...messages, ...parts].map((k) => k[0] as string))]
+    const versions = (['message', 'part'] as const).map(
+      (kind) => [kind, (byKind.get('rowVersion') ?? []).filter((k) => k[0] === kind).map((k) => k.slice(1))] as const,
     )
-    await this.fetchMessages(db, byKind.get('message') ?? [], forks)
-    await this.fetchParts(db, byKind.get('part') ?? [], forks)
-    for (const kind of ['message', 'part'] as const) {
-      const wanted = (byKind.get('rowVersion') ?? []).filter((k) => k[0] === kind).map((k) => k.slice(1))
-      if (wanted.length === 0) continue
+    const [found, forkRows, messageRows, partRows, ...versionRows] = await Promise.all([
+      sessions.length > 0
+        ? pgSessions(
+            db,
+            sessions.map((k) => k[0] as string),
+          )
+        : [],
+      entitySessions.length > 0 ? db.query<{ id: string }>(READ.forks, [entitySessions]) : undefined,
+      messages.length > 0
+        ? db.query<{ session_id: string; id: string; data: string }>(READ.messages, pairs(messages))
+        : undefined,
+      parts.length > 0 ? db.query<PartRow & { data: string }>(READ.parts, pairs(parts)) : undefined,
+      ...versions.map(([kind, wanted]) =>
+        wanted.length > 0
+          ? db.query<{ session_id: string; id: string; version: number | null }>(READ.versions[kind], pairs(wanted))
+          : undefined,
+      ),
+    ])
+    for (const k of sessions) this.known.set(key('session', k[0] as string), undefined)
+    for (const session of found) this.known.set(key('session', session.id), session)
+    const forks = new Set(forkRows?.rows.map((r) => r.id))
+    for (const [i, [kind, wanted]] of versions.entries()) {
       for (const k of wanted) this.known.set(key('rowVersion', kind, ...k), undefined)
-      const { rows } = await db.query<{ session_id: string; id: string; version: number | null }>(
-        `SELECT session_id, id, version FROM ${kind}s WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-        pairs(wanted),
-      )
-      for (const r of rows) this.known.set(key('rowVersion', kind, r.session_id, r.id), r.version)
+      for (const r of versionRows[i]?.rows ?? []) this.known.set(key('rowVersion', kind, r.session_id, r.id), r.version)
     }
+    await this.fetchMessages(db, messages, forks, messageRows?.rows ?? [])
+    await this.fetchParts(db, parts, forks, partRows?.rows ?? [])
     for (const [kind, list] of byKind) {
       if (kind === 'session' || kind === 'message' || kind === 'part' || kind === 'rowVersion') continue
       for (const args of list) this.known.set(key(kind, ...args), await fetchOne(db, kind, args))
     }
   }
 
-  private async fetchMessages(db: Queryable, wanted: string[][], forks: ReadonlySet<string>): Promise<void> {
-    const own = wanted.filter((k) => !forks.has(k[0] as string))
-    for (const k of own) this.known.set(key('message', ...k), undefined)
-    if (own.length > 0) {
-      const { rows } = await db.query<{ session_id: string; id: string; data: string }>(
-        'SELECT session_id, id, data FROM messages WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
-        pairs(own),
-      )
-      for (const r of rows)
+  private async fetchMessages(
+    db: Queryable,
+    wanted: string[][],
+    forks: ReadonlySet<string>,
+    rows: readonly { session_id: string; id: string; data: string }[],
+  ): Promise<void> {
+    for (const k of wanted) if (!forks.has(k[0] as string)) this.known.set(key('message', ...k), undefined)
+    for (const r of rows)
+      if (!forks.has(r.session_id))
         this.known.set(key('message', r.session_id, r.id), messageFromRow(r.session_id, r.id, r.data))
-    }
     for (const k of wanted)
       if (forks.has(k[0] as string))
         this.known.set(key('message', ...k), await pgMessage(db, k[0] as string, k[1] as string))
   }
 
-  private async fetchParts(db: Queryable, wanted: string[][], forks: ReadonlySet<string>): Promise<void> {
-    const own = wanted.filter((k) => !forks.has(k[0] as string))
-    const streaming: string[][] = []
-    if (own.length > 0) {
-      const { rows } = await db.query<PartRow & { data: string }>(
-        `SELECT session_id AS "sessionId", id, message_id AS "messageId", data, through FROM parts
-         WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-        pairs(own),
-      )
-      const found = new Map(rows.map((r) => [key(r.sessionId, r.id), r]))
-      for (const k of own) {
-        const row = found.get(key(k[0] as string, k[1] as string))
-        // a streaming part's row needs its tail of deltas, as of the version asked
-        if (row?.through != null) streaming.push(k)
-        else this.known.set(key('part', ...k), row && fromRow(row))
-      }
+  private async fetchParts(
+    db: Queryable,
+    wanted: string[][],
+    forks: ReadonlySet<string>,
+    rows: readonly (PartRow & { data: string })[],
+  ): Promise<void> {
+    const found = new Map(rows.map((r) => [key(r.sessionId, r.id), r]))
+    const oneByOne: string[][] = []
+    for (const k of wanted) {
+      const row = found.get(key(k[0] as string, k[1] as string))
+      // a fork's part is read through its ancestors; a streaming part's row needs its tail of deltas, as of
+      // the version asked
+      if (forks.has(k[0] as string) || row?.through != null) oneByOne.push(k)
+      else this.known.set(key('part', ...k), row && fromRow(row))
     }
-    for (const k of [...streaming, ...wanted.filter((w) => forks.has(w[0] as string))]) {
+    for (const k of oneByOne) {
       const [sessionId, id, upTo] = k as [string, string, string]
       this.known.set(key('part', ...k), await pgPart(db, sessionId, id, Number(upTo)))
     }
@@ -227,50 +230,68 @@ class FetchedRows implements ProjectionRows {
     this.rewrites = []
   }
 
-  /** Sends what the pass wrote: a statement per table. */
-  async write(db: Queryable): Promise<void> {
+  /** Sends what the pass wrote, a statement per table, answered when the transaction commits (Pipe). */
+  write(db: Pipe): void {
     const sessions = [...this.sessions.values()]
     const created = sessions.filter((s) => s.created).map((s) => s.session)
     const changed = sessions.filter((s) => !s.created).map((s) => s.session)
     if (created.length > 0)
-      await db.query(
-        `INSERT INTO sessions (id, parent_id, archived, data, versioned)
+      db.send(
+        {
+          name: 'chronicle_sessions_insert',
+          text: `INSERT INTO sessions (id, parent_id, archived, data, versioned)
          SELECT i, p, a, d, true FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[]) AS x(i, p, a, d)
          ON CONFLICT (id) DO UPDATE SET parent_id = EXCLUDED.parent_id, archived = EXCLUDED.archived,
            data = EXCLUDED.data, versioned = true`,
+        },
         sessionColumns(created),
       )
     if (changed.length > 0)
-      await db.query(
-        `UPDATE sessions SET archived = x.a, data = x.d
+      db.send(
+        {
+          name: 'chronicle_sessions_update',
+          text: `UPDATE sessions SET archived = x.a, data = x.d
          FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[]) AS x(i, p, a, d) WHERE sessions.id = x.i`,
+        },
         sessionColumns(changed),
       )
     const messages = [...this.messages.values()]
     if (messages.length > 0)
-      await db.query(
-        `INSERT INTO messages (session_id, id, data, version)
+      db.send(
+        {
+          name: 'chronicle_messages_upsert',
+          text: `INSERT INTO messages (session_id, id, data, version)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[])
          ON CONFLICT (session_id, id) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version`,
+        },
         [0, 1, 2, 3].map((i) => messages.map((m) => m[i])),
       )
     const parts = [...this.parts.values()]
     if (parts.length > 0)
-      await db.query(
-        `INSERT INTO parts (session_id, id, message_id, data, through, version)
+      db.send(
+        {
+          name: 'chronicle_parts_upsert',
+          text: `INSERT INTO parts (session_id, id, message_id, data, through, version)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::integer[])
          ON CONFLICT (session_id, id) DO UPDATE SET message_id = EXCLUDED.message_id, data = EXCLUDED.data,
            through = EXCLUDED.through, version = EXCLUDED.version`,
+        },
         [0, 1, 2, 3, 4, 5].map((i) => parts.map((p) => p[i])),
       )
     if (this.inherits.length > 0)
-      await db.query(
-        'INSERT INTO inherits (session_id, from_session, upto) SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])',
+      db.send(
+        {
+          name: 'chronicle_inherits_insert',
+          text: 'INSERT INTO inherits (session_id, from_session, upto) SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])',
+        },
         [0, 1, 2].map((i) => this.inherits.map((r) => r[i])),
       )
     if (this.rewrites.length > 0)
-      await db.query(
-        'INSERT INTO rewrites (session_id, version, kind, id) SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])',
+      db.send(
+        {
+          name: 'chronicle_rewrites_insert',
+          text: 'INSERT INTO rewrites (session_id, version, kind, id) SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])',
+        },
         [0, 1, 2, 3].map((i) => this.rewrites.map((r) => r[i])),
       )
   }
@@ -328,6 +349,33 @@ class FetchedRows implements ProjectionRows {
   writeRewrite(sessionId: string, version: number, kind: RowKind, id: string): void {
     this.rewrites.push([sessionId, version, kind, id])
   }
+}
+
+/** The projection's reads of rows by key, prepared once a connection (named). */
+const READ = {
+  forks: {
+    name: 'chronicle_fetch_forks',
+    text: 'SELECT session_id AS id FROM inherits WHERE session_id = ANY($1::text[])',
+  },
+  messages: {
+    name: 'chronicle_fetch_messages',
+    text: 'SELECT session_id, id, data FROM messages WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+  },
+  parts: {
+    name: 'chronicle_fetch_parts',
+    text: `SELECT session_id AS "sessionId", id, message_id AS "messageId", data, through FROM parts
+           WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+  },
+  versions: {
+    message: {
+      name: 'chronicle_fetch_message_versions',
+      text: 'SELECT session_id, id, version FROM messages WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+    },
+    part: {
+      name: 'chronicle_fetch_part_versions',
+      text: 'SELECT session_id, id, version FROM parts WHERE (session_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+    },
+  },
 }
 
 const sessionColumns = (sessions: readonly Session[]) => [

@@ -16,7 +16,12 @@ import type { ReadModels } from '../read-models.js'
  * after it; a fork's rows, then its parent's as of the fork point. Asynchronous,
  * on any connection (the pool, or the append transaction's client).
  */
-export type Queryable = Pick<pg.ClientBase, 'query'>
+export interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string | pg.QueryConfig,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>
+}
 
 const OWN = Number.MAX_SAFE_INTEGER
 
@@ -24,13 +29,15 @@ export async function pgSession(db: Queryable, sessionId: string): Promise<Sessi
   return (await pgSessions(db, [sessionId]))[0]
 }
 
-/** The sessions of those ids that have rows. */
+const SESSIONS = {
+  name: 'chronicle_sessions',
+  text: `SELECT s.data, h.seq, h.version, h.at FROM sessions s JOIN streams st ON st.id = s.id
+         JOIN events h ON h.session_id = s.id AND h.version = st.version WHERE s.id = ANY($1::text[])`,
+}
+
+/** The sessions of those ids that have rows (a statement prepared once a connection). */
 export async function pgSessions(db: Queryable, ids: readonly string[]): Promise<Session[]> {
-  const { rows } = await db.query<{ data: string; seq: number; version: number; at: number }>(
-    `SELECT s.data, h.seq, h.version, h.at FROM sessions s JOIN streams st ON st.id = s.id
-       JOIN events h ON h.session_id = s.id AND h.version = st.version WHERE s.id = ANY($1::text[])`,
-    [ids],
-  )
+  const { rows } = await db.query<{ data: string; seq: number; version: number; at: number }>(SESSIONS, [ids])
   return rows.map(sessionFromRow)
 }
 

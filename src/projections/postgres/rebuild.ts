@@ -2,6 +2,7 @@ import { isSystemStream } from '../../events/append-rules.js'
 import { PostgresEventLog } from '../../events/postgres/log.js'
 import { type EventRow, toEvent } from '../../events/rows.js'
 import type { Progress, RebuildReport } from '../upkeep/rebuild.js'
+import { Pipe } from '../../events/postgres/pipe.js'
 import { createPgProjection } from './projection.js'
 
 /** Events projected at once, as the copy does. */
@@ -37,7 +38,9 @@ export async function rebuildPostgres(url: string, options: { progress?: Progres
         after = last.seq
         const chunk = rows.map(toEvent).filter((e) => !isSystemStream(e.sessionId))
         for (const e of chunk) if (e.version === 1) sessions++
-        await project(client, chunk)
+        const pipe = new Pipe(client)
+        await project(pipe, chunk)
+        await pipe.settle()
         events += chunk.length
         options.progress?.(after, total)
       }

@@ -119,9 +119,9 @@ export class SessionViews {
 
   /** The view and its transcript, including everything appended before this call. */
   async state(sessionId: string): Promise<SessionState> {
-    // Read-your-writes: reading the session's version commits what it queued (only its own events change its
-    // view), which the listener above hears before the view is folded.
-    await this.log.version(sessionId)
+    // Read-your-writes: what the session queued committed (only its own events change its view), which the
+    // listener above hears before the view is folded.
+    await this.log.settled(sessionId)
     return this.committed(sessionId)
   }
 
