@@ -76,21 +76,18 @@ describe('the agent loop', () => {
         shared: events.some((e) => e.sessionId !== id),
       }),
     )
-    let ms = 0
     try {
       expect(h.store.loaded()).toBe(true)
-      const started = performance.now()
       await h.runtime.submit(id, { parts: text('go') })
       await h.runtime.idle(id)
-      ms = performance.now() - started
     } finally {
       clearInterval(loading)
     }
+    // Each committed alone: one that waited out the loaded interval would have gone with the others' renames.
     const committing = (type: string) => commits.find((c) => c.own.includes(type))
     expect(committing('run.started')).toMatchObject({ shared: false }) // the time to first delta waits on nobody
     expect(committing('step.finished')).toMatchObject({ shared: false })
     expect(committing('run.finished')).toMatchObject({ shared: false })
-    expect(ms).toBeLessThan(40) // the loaded interval is 40 ms at least; waiting out one at its end took two
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
 
