@@ -435,12 +435,22 @@ async function assemble(
         const directory = (await ports.readModels.session(id))?.directory
         if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
       }
-      await app.listen({ host: config.host, port: config.port })
+      // The resumed runs are the runtime's before anyone can connect (a cancel or an input that comes first finds
+      // them held); they start once the server listens.
+      const listening = app.listen({ host: config.host, port: config.port })
+      void continueRecovered(
+        recovery,
+        runtime,
+        listening.then(
+          () => true,
+          () => false,
+        ),
+      )
+      await listening
       if (metrics && config.metrics.listen) {
         metricsServer = await listenMetrics(metrics, config.metrics.listen.host, config.metrics.listen.port)
         logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served without a token')
       }
-      void continueRecovered(recovery, runtime)
       await orphans.sweep() // children that finished while their parent's task call was cut off
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {

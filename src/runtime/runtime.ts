@@ -37,7 +37,9 @@ import type { SkillSource } from '../tools/skills/skills.js'
  *                                        (nothing appended).
  *   runtime.cancel(sessionId) → { cancelled }   appends run.cancel.requested (FULL) and aborts the run
  *   runtime.wake(sessionId)       starts a run if input is pending (e.g. after recovery)
- *   runtime.resume(sessionId, runId)  continues a run recovery marked run.resumed (src/runtime/recovery/recovery.ts)
+ *   runtime.resume(sessionId, runId, start?)  continues a run recovery marked run.resumed
+ *                                 (src/runtime/recovery/recovery.ts); the session is held from the call, the run
+ *                                 starts once `start` resolves true
  *                                 An imported session (Session.imported) is never woken or resumed, and
  *                                 submit / cancel / compact refuse it with SESSION_READ_ONLY.
  *   runtime.idle(sessionId)       resolves when no run is active and nothing is pending
@@ -116,7 +118,11 @@ export interface Runtime {
   readonly submitContext: SubmitContext
   cancel(sessionId: string): Promise<{ cancelled: boolean }>
   wake(sessionId: string): void
-  resume(sessionId: string, runId: string): Promise<void>
+  /**
+   * Holds the session for the run from this call (a cancel aborts it, a wake joins it); the run starts once
+   * `start` resolves true (default: at once).
+   */
+  resume(sessionId: string, runId: string, start?: Promise<boolean>): void
   idle(sessionId: string): Promise<void>
   /** idle, and the workspace snapshots its last steps took in the background recorded */
   settled(sessionId: string): Promise<void>
@@ -228,9 +234,14 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
-    async resume(sessionId, runId) {
-      if ((await readModels.session(sessionId))?.imported) return // never resumed, whatever its history left open
-      coordinator.resume(sessionId, { runId })
+    resume(sessionId, runId, start = Promise.resolve(true)) {
+      // Held at once, read later: a cancel or an input that comes first must find the run the runtime's.
+      const resumable = async () => {
+        if (!(await start)) return false
+        const session = await whenAvailable(() => readModels.session(sessionId), stopping.signal)
+        return session !== undefined && !session.imported // an imported session is never resumed
+      }
+      coordinator.resume(sessionId, { runId }, resumable())
     },
     idle: (sessionId) => coordinator.idle(sessionId),
     async settled(sessionId) {

@@ -218,6 +218,28 @@ export async function checkStore(input: CheckInput): Promise<CheckResult> {
       if (ends.length !== 1) fail(`compaction ${id} in ${c.sessionId} ended ${ends.length} times`)
     }
 
+    // Runs: one at a time in a session, and every run started ends exactly once (each session ends idle).
+    // A fork's child may end the run it inherited at the fork point, which it did not start.
+    const ends = new Map<string, number>()
+    for (const e of ofType('run.finished')) {
+      const key = `${e.sessionId}/${text(e, 'runId')}`
+      ends.set(key, (ends.get(key) ?? 0) + 1)
+    }
+    const open = new Map<string, string>()
+    for (const e of ofType('session.forked', 'run.started', 'run.resumed', 'run.finished')) {
+      const runId = text(e, 'runId') as string
+      const current = open.get(e.sessionId)
+      if (e.type === 'session.forked' || e.type === 'run.finished') open.delete(e.sessionId)
+      else if (e.type === 'run.resumed' && current !== runId)
+        fail(`session ${e.sessionId}: run ${runId} resumed at seq ${e.seq} while ${current ?? 'no run'} was open`)
+      else if (e.type === 'run.started') {
+        if (current) fail(`session ${e.sessionId}: run ${runId} started at seq ${e.seq} while run ${current} was open`)
+        open.set(e.sessionId, runId)
+        const n = ends.get(`${e.sessionId}/${runId}`) ?? 0
+        if (n !== 1) fail(`run ${runId} in ${e.sessionId} ended ${n} times`)
+      }
+    }
+
     // Runs: resumed within budget, cancelled ones never resumed after the cancel.
     r.resumedRuns = ofType('run.resumed').length
     r.failedAfterBudget = ofType('run.finished').filter(
@@ -234,7 +256,7 @@ export async function checkStore(input: CheckInput): Promise<CheckResult> {
         .map((e) => text(e, 'outcome'))
       if (resumed > 0) fail(`cancelled run ${runId} was resumed`)
       if (finished.length !== 1 || finished[0] !== 'cancelled')
-        fail(`cancelled run ${runId} finished ${JSON.stringify(finished)}`)
+        fail(`cancelled run ${runId} in ${c.sessionId} finished ${JSON.stringify(finished)}`)
     }
 
     // Every session ends idle: no run, no parked call, nothing left to deliver (unless a cancel parked it).

@@ -5,7 +5,7 @@ import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { getSession } from '../../src/projections/queries/read-model.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { PARKED_APPROVED } from '../../src/runtime/recovery/resume.js'
-import { INTERRUPTED_MESSAGE, recoverSessions } from '../../src/runtime/recovery/recovery.js'
+import { continueRecovered, INTERRUPTED_MESSAGE, recoverSessions } from '../../src/runtime/recovery/recovery.js'
 import { createScriptedModel, type ScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { collapse, harness, type Harness } from '../runtime/helpers.js'
 import { pairingProblem } from '../crash/checks.js'
@@ -206,6 +206,42 @@ describe('recovery on start', () => {
     expect(h.events(quiet).map((e) => e.type)).toContain('input.delivered')
     expect(getSession(h.store, s)?.inbox).toEqual([])
     expect(getSession(h.store, quiet)?.lastRun?.outcome).toBe('idle')
+  })
+
+  it('a resumed run is held once continueRecovered returns: input that comes first joins it, no second run starts over it', async () => {
+    const { h } = setup()
+    const s = h.session()
+    crashed(h, s, [
+      ...midRun('running'),
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: 'in_2',
+          parts: [{ type: 'text', text: 'and then' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'd2',
+        },
+      },
+    ])
+    const report = await recoverSessions(sqlitePorts(h.store))
+    const continued = continueRecovered(report, h.runtime) // start() calls it before the server listens
+    h.runtime.wake(s) // the server's first command: input for the session (a submit ends in this wake)
+    await continued
+    await h.runtime.idle(s)
+    expect(
+      h
+        .events(s)
+        .flatMap((e) =>
+          e.type === 'run.started' || e.type === 'run.resumed' || e.type === 'run.finished' ? [[e.type, e.data]] : [],
+        ),
+    ).toEqual([
+      ['run.started', { runId: 'run_A', reason: 'input' }],
+      ['run.resumed', { runId: 'run_A', attempt: 1 }],
+      ['run.finished', { runId: 'run_A', outcome: 'idle' }], // the resumed run delivered in_2 and answered it
+    ])
+    expect(h.events(s).some((e) => e.type === 'input.delivered' && e.data.inputId === 'in_2')).toBe(true)
+    expect(getSession(h.store, s)).toMatchObject({ run: null, inbox: [] })
   })
 
   it('a run the user cancelled ends cancelled and is never resumed', async () => {

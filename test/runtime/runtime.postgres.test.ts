@@ -271,4 +271,76 @@ describe('the runtime on PostgreSQL', () => {
     const tool = (await w.ports.readModels.parts(id)).find((p) => p.type === 'tool')
     expect(tool).toMatchObject({ state: 'error', error: { kind: 'interrupted' } })
   })
+
+  /**
+   * What the restarted server does before it takes a command: recovery resumed the run, and continueRecovered
+   * holds it. The server's first command for the session then finds the run the runtime's — the crash harness
+   * on PostgreSQL (npm run test:crash -- --store postgres) caught both commands landing while a resumed run was
+   * not held yet: the cancel went unheard (the run ended `idle`), the input started a second run over the open
+   * one, which never ended.
+   */
+  describe('a resumed run is held before the server takes a command', () => {
+    const script: ScriptStep[] = [
+      { when: { userContains: 'wait', afterToolResult: false }, toolCalls: [{ name: 'slow', input: { ms: 60_000 } }] },
+      { when: { afterToolResult: true }, text: 'Waited.' },
+      { when: { userContains: 'and then' }, text: 'Then.' },
+    ]
+    /** a run stopped mid-tool (a shutdown: left open), settled by recovery; the report and the run's id */
+    const stoppedMidTool = async (w: World, queued?: string) => {
+      const id = await w.session()
+      await w.runtime.submit(id, prompt('wait'))
+      for (let i = 0; i < 200 && !(await w.types(id)).includes('tool.called'); i++)
+        await new Promise((r) => setTimeout(r, 25))
+      if (queued) await w.runtime.submit(id, { ...prompt(queued), delivery: 'queue' })
+      await w.runtime.stop()
+      const report = await recoverSessions(w.ports)
+      expect(report.resumed.map((r) => r.sessionId)).toEqual([id])
+      return { id, report, runId: report.resumed[0]?.runId }
+    }
+    /** each run event of the session: type, run, and a run's outcome */
+    const runs = async (w: World, id: string) =>
+      (await w.log.readSession(id)).flatMap((e) =>
+        e.type === 'run.started' || e.type === 'run.resumed' || e.type === 'run.cancel.requested'
+          ? [`${e.type} ${e.data.runId}`]
+          : e.type === 'run.finished'
+            ? [`${e.type} ${e.data.runId} ${e.data.outcome}`]
+            : [],
+      )
+
+    it('input that comes first joins the resumed run: it delivers the input, and no second run starts over it', async () => {
+      const w = await world(script)
+      const { id, report, runId } = await stoppedMidTool(w, 'and then')
+      const runtime = w.start()
+      const continued = continueRecovered(report, runtime)
+      runtime.wake(id) // the server's first command: input for the session (a submit ends in this wake)
+      await continued
+      await runtime.idle(id)
+      expect(await runs(w, id)).toEqual([`run.started ${runId}`, `run.resumed ${runId}`, `run.finished ${runId} idle`])
+      const view = await w.ports.readModels.view(id)
+      expect(view.session).toMatchObject({ run: null, inbox: [] })
+      expect([...view.parts.values()].flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual([
+        'wait',
+        'and then',
+        'Then.',
+      ])
+    })
+
+    it('a cancel that comes first ends the resumed run cancelled, and the model is not asked again', async () => {
+      const w = await world(script)
+      const { id, report, runId } = await stoppedMidTool(w)
+      const runtime = w.start()
+      const continued = continueRecovered(report, runtime)
+      expect(await runtime.cancel(id)).toEqual({ cancelled: true }) // the server's first command
+      await continued
+      await runtime.idle(id)
+      expect(await runs(w, id)).toEqual([
+        `run.started ${runId}`,
+        `run.resumed ${runId}`,
+        `run.cancel.requested ${runId}`,
+        `run.finished ${runId} cancelled`,
+      ])
+      const view = await w.ports.readModels.view(id)
+      expect([...view.parts.values()].flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual(['wait'])
+    })
+  })
 })

@@ -48,16 +48,21 @@ export class RunCoordinator {
     Object.assign(created, { done: this.drain(sessionId, created) })
   }
 
-  /** Continues a run that recovery marked `run.resumed`, even with nothing pending; then like wake. */
-  resume(sessionId: string, run: ResumedRun): void {
+  /**
+   * Continues a run that recovery marked `run.resumed`, even with nothing pending; then like wake. The session
+   * is held from this call, though the run starts only once `start` resolves true (false: it never does): a
+   * cancel meanwhile aborts it, and a wake joins it rather than starting a second run over the open one.
+   */
+  resume(sessionId: string, run: ResumedRun, start: Promise<boolean> = Promise.resolve(true)): void {
     if (this.stopping || this.active.has(sessionId)) return
     const created: Active = { controller: new AbortController(), wokenAfterCancel: false, done: Promise.resolve() }
     this.active.set(sessionId, created)
-    Object.assign(created, { done: this.drain(sessionId, created, run) })
+    Object.assign(created, { done: this.drain(sessionId, created, run, start) })
   }
 
-  private async drain(sessionId: string, entry: Active, resume?: ResumedRun): Promise<void> {
+  private async drain(sessionId: string, entry: Active, resume?: ResumedRun, start?: Promise<boolean>): Promise<void> {
     try {
+      if (start && !(await start)) return
       // Start on a later turn: submit returns first, and inputs sent together start one run.
       await new Promise((resolve) => setImmediate(resolve))
       let head = await this.pending(sessionId) // each read is a read of the session: one a run

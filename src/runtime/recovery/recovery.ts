@@ -199,20 +199,29 @@ export function resumeBudgetFrom(env: NodeJS.ProcessEnv): number {
 }
 
 /**
- * Continues what recovery reported, one session per event-loop turn, so that a
- * server that resumes a hundred runs still answers its first requests at once.
+ * Continues what recovery reported. Every resumed run is the runtime's when this returns — call it before the
+ * server takes commands: a cancel that comes first aborts the run, and input that comes first joins it, where
+ * a run not yet held would let the cancel go unheard (the run ended `idle`) or the input start a second run
+ * over the open one, which then never ended (docs/RECOVERY.md). The runs start once `ready` resolves true (the
+ * server listens), one session per event-loop turn, so that a server that resumes a hundred runs still answers
+ * its first requests at once; then the sessions with undelivered input are woken.
  */
-export async function continueRecovered(
+export function continueRecovered(
   report: RecoveryReport,
-  runtime: { resume(sessionId: string, runId: string): Promise<void>; wake(sessionId: string): void },
+  runtime: { resume(sessionId: string, runId: string, start: Promise<boolean>): void; wake(sessionId: string): void },
+  ready: Promise<boolean> = Promise.resolve(true),
 ): Promise<void> {
-  const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+  const turn = (go: boolean) => new Promise<boolean>((resolve) => setImmediate(resolve, go))
+  let start = ready
   for (const r of report.resumed) {
-    await turn()
-    await runtime.resume(r.sessionId, r.runId)
+    start = start.then(turn)
+    runtime.resume(r.sessionId, r.runId, start)
   }
-  for (const sessionId of report.deliver) {
-    await turn()
-    runtime.wake(sessionId)
-  }
+  return start.then(async (go) => {
+    if (!go) return
+    for (const sessionId of report.deliver) {
+      await turn(go)
+      runtime.wake(sessionId)
+    }
+  })
 }
