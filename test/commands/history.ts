@@ -12,9 +12,13 @@ export const imported: ChronicleEvent = {
   data: { originalId: 'ses_orig', importId: 'imp_1', events: 1, digest: 'sha256:file' },
 }
 
-export const accepted = (inputId: string, text = 'fix the bug'): ChronicleEvent => ({
+export const accepted = (
+  inputId: string,
+  text = 'fix the bug',
+  delivery: 'steer' | 'queue' = 'steer',
+): ChronicleEvent => ({
   type: 'input.accepted',
-  data: { inputId, parts: [{ type: 'text', text }], delivery: 'steer', noReply: false, digest: `digest:${inputId}` },
+  data: { inputId, parts: [{ type: 'text', text }], delivery, noReply: false, digest: `digest:${inputId}` },
 })
 export const delivered = (inputId: string, messageId: string, partId: string): ChronicleEvent => ({
   type: 'input.delivered',

@@ -3,6 +3,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
+import { afterEach } from 'vitest'
 import WebSocket from 'ws'
 import { loadConfig, type ChronicleConfig } from '../../src/config.js'
 import { createChronicle, type Chronicle, type ChronicleOptions } from '../../src/main.js'
@@ -69,6 +70,37 @@ export async function startServer(
     async close() {
       await chronicle.stop()
       rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * Servers and WebSocket clients a spec file starts, each closed after its test: `serve` starts a server
+ * (as `startServer`) with one client connected; `track` adds one made otherwise; `untrack` takes back a
+ * server the test closed itself.
+ */
+export function closedAfterEach() {
+  const servers: TestServer[] = []
+  const clients: Client[] = []
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close()
+    for (const s of servers.splice(0)) await s.close()
+  })
+  return {
+    async serve(...args: Parameters<StartServer>): Promise<{ server: TestServer; client: Client }> {
+      const server = await startServer(...args)
+      servers.push(server)
+      const client = await Client.connect(server.wsUrl, server.token)
+      clients.push(client)
+      return { server, client }
+    },
+    track<T extends TestServer | Client>(made: T): T {
+      if (made instanceof Client) clients.push(made)
+      else servers.push(made as TestServer)
+      return made
+    },
+    untrack(server: TestServer): void {
+      servers.splice(servers.indexOf(server), 1)
     },
   }
 }

@@ -1,10 +1,10 @@
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/data-dir.js'
 import { usePostgres } from '../support/use-postgres.js'
-import { Client, startServer, type TestServer } from './helpers.js'
+import { closedAfterEach } from './helpers.js'
 
 /**
  * `serve` on PostgreSQL (docs/ARCHITECTURE.md "The store port"): the whole server — HTTP, WebSocket,
@@ -13,24 +13,13 @@ import { Client, startServer, type TestServer } from './helpers.js'
 
 const postgres = usePostgres()
 
-const servers: TestServer[] = []
-const clients: Client[] = []
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close()
-  for (const s of servers.splice(0)) await s.close()
-})
+const opened = closedAfterEach()
 
 /** the scripted model's reply to every prompt */
 const script = join(mkdtempSync(join(tmpdir(), 'chronicle-serve-pg-')), 'script.json')
 writeFileSync(script, JSON.stringify({ steps: [{ when: {}, text: 'Hello from PostgreSQL.' }] }))
 
-async function serve(url: string): Promise<{ server: TestServer; client: Client }> {
-  const server = await startServer({ CHRONICLE_DATABASE_URL: url, CHRONICLE_MODEL: `scripted:${script}` })
-  servers.push(server)
-  const client = await Client.connect(server.wsUrl, server.token)
-  clients.push(client)
-  return { server, client }
-}
+const serve = (url: string) => opened.serve({ CHRONICLE_DATABASE_URL: url, CHRONICLE_MODEL: `scripted:${script}` })
 
 type Wire = { seq: number; session: string; event: { type: string } }
 
@@ -63,7 +52,7 @@ describe('serve on PostgreSQL', () => {
     const middle = seqs[Math.floor(seqs.length / 2)] as number
     const last = seqs.at(-1) as number
     await first.server.close()
-    servers.splice(servers.indexOf(first.server), 1)
+    opened.untrack(first.server)
 
     const second = await serve(url)
     const listed = await second.client.call('session.list', {})

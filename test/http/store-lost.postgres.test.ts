@@ -1,11 +1,11 @@
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { unconfined } from '../../src/tools/sandbox.js'
 import { STORE_LOST_MESSAGE } from '../../src/runtime/recovery/outage.js'
 import { usePostgres } from '../support/use-postgres.js'
-import { Client, type Frame, startServer, type TestServer } from './helpers.js'
+import { Client, closedAfterEach, type Frame, type TestServer } from './helpers.js'
 
 /**
  * PostgreSQL lost while the server runs (docs/ARCHITECTURE.md "PostgreSQL lost while serving"): the whole
@@ -17,12 +17,7 @@ import { Client, type Frame, startServer, type TestServer } from './helpers.js'
 
 const postgres = usePostgres()
 
-const servers: TestServer[] = []
-const clients: Client[] = []
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close()
-  for (const s of servers.splice(0)) await s.close()
-})
+const opened = closedAfterEach()
 
 const STORY =
   'Once upon a time there was an append-only log, and every delta the model streamed became an event of it. ' +
@@ -56,19 +51,14 @@ writeFileSync(
   }),
 )
 
-async function serve(url: string): Promise<{ server: TestServer; client: Client }> {
-  const server = await startServer(
+const serve = (url: string) =>
+  opened.serve(
     { CHRONICLE_DATABASE_URL: url, CHRONICLE_MODEL: `scripted:${script}` },
     {
       config: { rules: [{ permission: 'bash', pattern: '*', action: 'allow' }] },
       options: { sandbox: unconfined('off') },
     },
   )
-  servers.push(server)
-  const client = await Client.connect(server.wsUrl, server.token)
-  clients.push(client)
-  return { server, client }
-}
 
 type Wire = Frame & {
   seq: number
@@ -96,8 +86,7 @@ async function untilAnswered(call: () => Promise<Frame>): Promise<Frame> {
 
 /** Every event of the session as the log holds it, read by a fresh subscriber after the fact. */
 async function logged(server: TestServer, session: string): Promise<Wire[]> {
-  const reader = await Client.connect(server.wsUrl, server.token)
-  clients.push(reader)
+  const reader = opened.track(await Client.connect(server.wsUrl, server.token))
   await reader.call('subscribe', { sessions: [session], after: 0 })
   await reader.wait((f) => f.type === 'caught-up')
   return reader.events() as Wire[]
@@ -214,8 +203,7 @@ describe('PostgreSQL lost while the server runs', () => {
     await client.wait(isEvent('run.finished'), 20_000)
 
     await postgres().crash()
-    const late = await Client.connect(server.wsUrl, server.token)
-    clients.push(late)
+    const late = opened.track(await Client.connect(server.wsUrl, server.token))
     const refused = await late.call('subscribe', { sessions: [session], after: 0 })
     expect(refused.error).toMatchObject({ code: 'STORE_UNAVAILABLE' })
     await postgres().restart()

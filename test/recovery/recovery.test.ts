@@ -9,6 +9,7 @@ import { continueRecovered, INTERRUPTED_MESSAGE, recoverSessions } from '../../s
 import { createScriptedModel, type ScriptedModel } from '../../src/runtime/model/scripted-model.js'
 import { collapse, harness, type Harness } from '../runtime/helpers.js'
 import { pairingProblem } from '../crash/checks.js'
+import { accepted } from '../commands/history.js'
 import { executeNow } from '../support/execute-now.js'
 import { sqlitePorts } from '../../src/projections/store-ports.js'
 
@@ -67,10 +68,7 @@ function midRun(tool: 'running' | 'pending'): ChronicleEvent[] {
     },
   ]
   return [
-    {
-      type: 'input.accepted',
-      data: { inputId: 'in_1', parts: [{ type: 'text', text: 'go' }], delivery: 'queue', noReply: false, digest: 'd1' },
-    },
+    accepted('in_1', 'go', 'queue'),
     { type: 'run.started', data: { runId: 'run_A', reason: 'input' } },
     { type: 'input.delivered', data: { inputId: 'in_1', messageId: 'msg_000000U', partIds: ['prt_000000i'] } },
     {
@@ -170,32 +168,9 @@ describe('recovery on start', () => {
   it('delivers input accepted before the crash but not yet delivered', async () => {
     const { h } = setup()
     const s = h.session()
-    crashed(h, s, [
-      ...midRun('running'),
-      {
-        type: 'input.accepted',
-        data: {
-          inputId: 'in_2',
-          parts: [{ type: 'text', text: 'and then' }],
-          delivery: 'steer',
-          noReply: false,
-          digest: 'd2',
-        },
-      },
-    ])
+    crashed(h, s, [...midRun('running'), accepted('in_2', 'and then', 'steer')])
     const quiet = h.session()
-    crashed(h, quiet, [
-      {
-        type: 'input.accepted',
-        data: {
-          inputId: 'in_3',
-          parts: [{ type: 'text', text: 'never started' }],
-          delivery: 'queue',
-          noReply: false,
-          digest: 'd3',
-        },
-      },
-    ])
+    crashed(h, quiet, [accepted('in_3', 'never started', 'queue')])
     const report = await recoverSessions(sqlitePorts(h.store))
     expect(report.deliver).toEqual([quiet])
     await h.runtime.resume(s, 'run_A')
@@ -211,19 +186,7 @@ describe('recovery on start', () => {
   it('a resumed run is held once continueRecovered returns: input that comes first joins it, no second run starts over it', async () => {
     const { h } = setup()
     const s = h.session()
-    crashed(h, s, [
-      ...midRun('running'),
-      {
-        type: 'input.accepted',
-        data: {
-          inputId: 'in_2',
-          parts: [{ type: 'text', text: 'and then' }],
-          delivery: 'queue',
-          noReply: false,
-          digest: 'd2',
-        },
-      },
-    ])
+    crashed(h, s, [...midRun('running'), accepted('in_2', 'and then', 'queue')])
     const report = await recoverSessions(sqlitePorts(h.store))
     const continued = continueRecovered(report, h.runtime) // start() calls it before the server listens
     h.runtime.wake(s) // the server's first command: input for the session (a submit ends in this wake)

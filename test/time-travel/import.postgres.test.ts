@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { sqliteLog } from '../../src/events/log.js'
 import { sequentialIds } from '../../src/events/ids.js'
 import { openStore } from '../../src/projections/open.js'
@@ -11,7 +11,7 @@ import { importSessions } from '../../src/projections/transfer/export.js'
 import { verifyPostgres } from '../../src/projections/postgres/verify.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
 import { runInProcess } from '../cli/helpers.js'
-import { Client, startServer, type TestServer, writeHelloScript } from '../http/helpers.js'
+import { Client, closedAfterEach, startServer, writeHelloScript } from '../http/helpers.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
@@ -30,14 +30,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const script = join(dir, 'script.json')
 writeHelloScript(script, 'Noted.')
 
-const servers: TestServer[] = []
-afterEach(async () => {
-  for (const s of servers.splice(0)) await s.close()
-})
+const opened = closedAfterEach()
 
 async function serve(database: string) {
-  const server = await startServer({ CHRONICLE_DATABASE_URL: database, CHRONICLE_MODEL: `scripted:${script}` })
-  servers.push(server)
+  const server = opened.track(
+    await startServer({ CHRONICLE_DATABASE_URL: database, CHRONICLE_MODEL: `scripted:${script}` }),
+  )
   writeFileSync(join(server.dir, 'hello.txt'), 'hello from the file\n')
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${server.url}${path}`, {
@@ -74,7 +72,7 @@ async function exported(database: string): Promise<{ fork: string; file: string 
   const file = join(dir, `${fork}.jsonl`)
   writeFileSync(file, res.text)
   await server.close()
-  servers.splice(servers.indexOf(server), 1)
+  opened.untrack(server)
   return { fork, file }
 }
 
