@@ -9,7 +9,8 @@ import { buildPage, launch, prepare, type Served, screenshot, serve, tempDir, wa
  * The admin page in a real Chromium (docs/WEB.md "Managing"): a token
  * created with a role and an expiry, its secret shown once and
  * working; listed; revoked by its button, after which it no longer works.
- * The MCP servers' state from the log. The attacker names the token.
+ * The MCP servers' state from the log, followed while one is connecting.
+ * The attacker names the token.
  */
 
 const HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">bot'
@@ -32,7 +33,15 @@ prepare(async () => {
     root,
     script: { steps: [] },
     config: {
-      mcp: [{ name: 'broken', type: 'local', command: [join(dir, 'no-such-server')], environment: {} }],
+      // a server that answers nothing and exits after a while: the page opens while it is still connecting
+      mcp: [
+        {
+          name: 'broken',
+          type: 'local',
+          command: [process.execPath, '-e', 'setTimeout(() => {}, 6000)'],
+          environment: {},
+        },
+      ],
     },
   })
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })

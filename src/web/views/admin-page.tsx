@@ -181,6 +181,13 @@ function McpServers({ socket }: { socket: ChronicleSocket }) {
     window.addEventListener('focus', onFocus)
     return () => window.removeEventListener('focus', onFocus)
   }, [socket])
+  // A server still connecting settles on its own (ready, failed, auth required): follow it until it does.
+  const connecting = servers?.some((s) => s.state === 'connecting') ?? false
+  useEffect(() => {
+    if (!connecting || read.busy) return
+    const again = setTimeout(() => void read.start(), 1000)
+    return () => clearTimeout(again)
+  }, [connecting, read.busy, servers])
   return (
     <section aria-labelledby="mcp-title">
       <h2 id="mcp-title">Tool servers (MCP)</h2>
