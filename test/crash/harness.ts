@@ -272,7 +272,9 @@ export async function runCrash(options: CrashOptions): Promise<CrashResult> {
     const server = await startServer(env)
     const client = await CrashClient.connect(server.url, TOKEN, cursor, track)
     await client.subscribeAll()
-    await settleAll(client, sessions, pending, answer, violations)
+    await settleAll(client, pending, answer, violations, (line) =>
+      log(`${line}; the workload knows ${sessions.length}`),
+    )
     await server.kill('SIGTERM')
     await client.closed
     gaps += client.gaps
@@ -433,27 +435,52 @@ async function drive(client: CrashClient, killed: () => boolean, c: DriveContext
 /** Waits until every session is idle with nothing pending, answering permission requests `once`. */
 async function settleAll(
   client: CrashClient,
-  sessions: readonly { id: string }[],
   pending: Map<string, { sessionId: string; requestId: string }>,
   answer: DriveContext['answer'],
   violations: string[],
+  log: (line: string) => void,
 ): Promise<void> {
   const deadline = Date.now() + 60_000
+  // Idle is not settled: between a run's end and the start of the next queued input's run a session reads idle.
+  // Settled is every session idle twice, half a second apart, with no event in between; otherwise the shutdown
+  // below would leave that next run open for a recovery that never comes. (An inbox may stay non-empty when
+  // settled: input a cancel parked waits for the next wake.)
+  let quiet: { since: number; cursor: number } | undefined
   for (;;) {
     for (const req of [...pending.values()]) await answer(client, req, 'once', false)
+    // Every session the log holds, not only those the workload knows: a fork whose reply a kill cut off is
+    // unknown to it, yet runs the queued input it inherited.
+    const all = await allSessions(client)
     let busy = 0
-    for (const { id } of sessions) {
-      const r = await client.call('session.get', { session: id })
-      const s = r?.result?.['session'] as { run: unknown; status: string; pendingPermissions: unknown[] } | undefined
-      if (!s || s.run !== null || s.status !== 'idle' || s.pendingPermissions.length > 0) busy++
-    }
-    if (busy === 0) return
+    for (const s of all) if (s.run !== null || s.status !== 'idle' || s.pendingPermissions.length > 0) busy++
+    if (busy > 0) quiet = undefined
+    else if (quiet?.cursor !== client.cursor) quiet = { since: Date.now(), cursor: client.cursor }
+    else if (Date.now() - quiet.since >= 500) return log(`crash: ${all.length} sessions settled`)
     if (Date.now() > deadline) {
       violations.push(`${busy} sessions still busy 60 s after the last restart`)
       return
     }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+}
+
+interface ListedSession {
+  readonly run: unknown
+  readonly status: string
+  readonly pendingPermissions: readonly unknown[]
+}
+
+async function allSessions(client: CrashClient): Promise<ListedSession[]> {
+  const all: ListedSession[] = []
+  let cursor: string | undefined
+  do {
+    const r = await client.call('session.list', { limit: 500, ...(cursor && { cursor }) })
+    const page = r?.result as { sessions: ListedSession[]; cursor?: string } | undefined
+    if (!page) throw new Error(`session.list failed: ${JSON.stringify(r?.error)}`)
+    all.push(...page.sessions)
+    cursor = page.cursor
+  } while (cursor)
+  return all
 }
 
 export function summaryLine(r: CrashResult): string {
