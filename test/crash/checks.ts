@@ -225,6 +225,12 @@ export async function checkStore(input: CheckInput): Promise<CheckResult> {
       const key = `${e.sessionId}/${text(e, 'runId')}`
       ends.set(key, (ends.get(key) ?? 0) + 1)
     }
+    const tail = (sessionId: string) =>
+      events
+        .filter((x) => x.sessionId === sessionId)
+        .slice(-4)
+        .map((x) => `${x.seq} ${x.type}`)
+        .join(', ')
     const open = new Map<string, string>()
     for (const e of ofType('session.forked', 'run.started', 'run.resumed', 'run.finished')) {
       const runId = text(e, 'runId') as string
@@ -236,7 +242,8 @@ export async function checkStore(input: CheckInput): Promise<CheckResult> {
         if (current) fail(`session ${e.sessionId}: run ${runId} started at seq ${e.seq} while run ${current} was open`)
         open.set(e.sessionId, runId)
         const n = ends.get(`${e.sessionId}/${runId}`) ?? 0
-        if (n !== 1) fail(`run ${runId} in ${e.sessionId} ended ${n} times`)
+        if (n !== 1)
+          fail(`run ${runId} in ${e.sessionId} ended ${n} times; the session's last events: ${tail(e.sessionId)}`)
       }
     }
 
