@@ -1,5 +1,5 @@
 import type { ChronicleEvent, ToolErrorKind } from '../events/catalogue.js'
-import { messageInFlight, partInFlight, subtaskCallPart } from '../projections/fold/in-flight.js'
+import { inFlight, subtaskCallPart } from '../projections/fold/in-flight.js'
 import type { SessionView } from '../projections/fold/model.js'
 
 /**
@@ -35,7 +35,8 @@ export function settleInFlight(view: SessionView, reason: SettleReason): Chronic
   const events: ChronicleEvent[] = []
   const error = { kind: reason.kind, message: reason.message }
   // what is in flight is one rule (src/projections/fold/in-flight.ts): forks own rows for exactly these
-  for (const part of [...view.parts.values()].filter(partInFlight).sort(byId)) {
+  const open = inFlight(view)
+  for (const part of open.parts) {
     if (part.type === 'text' || part.type === 'reasoning') {
       events.push({ type: part.type === 'text' ? 'text.ended' : 'reasoning.ended', data: { partId: part.id } })
     } else if (part.type === 'tool') {
@@ -77,15 +78,11 @@ export function settleInFlight(view: SessionView, reason: SettleReason): Chronic
   if (compaction && (compaction.status === 'requested' || compaction.status === 'running')) {
     events.push({ type: 'compaction.failed', data: { compactionId: compaction.compactionId, error: reason.message } })
   }
-  for (const message of [...view.messages.values()].filter(messageInFlight).sort(byId)) {
+  for (const message of open.messages) {
     events.push({ type: 'message.completed', data: { messageId: message.id, error } })
   }
   if (reason.finishRun && session?.run) {
     events.push({ type: 'run.finished', data: { runId: session.run.runId, outcome: 'cancelled', error } })
   }
   return events
-}
-
-function byId(a: { id: string }, b: { id: string }): number {
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 }

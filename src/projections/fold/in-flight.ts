@@ -1,4 +1,4 @@
-import type { Message, Part } from './model.js'
+import type { Message, Part, SessionView } from './model.js'
 
 /**
  * What a session still has in flight: what settlement closes when a fork
@@ -27,4 +27,20 @@ export function messageInFlight(message: Message): boolean {
 /** The tool call a subtask part belongs to: its id without the suffix. */
 export function subtaskCallPart(part: Part): string {
   return part.id.slice(0, -SUBTASK_SUFFIX.length)
+}
+
+/**
+ * The view's parts and messages in flight, by id: one pass that keeps only those (a long session has thousands
+ * of settled ones and a handful in flight, so a fork's cost stays that of what is open).
+ */
+export function inFlight(view: SessionView): { parts: Part[]; messages: Message[] } {
+  const parts: Part[] = []
+  const messages: Message[] = []
+  for (const p of view.parts.values()) if (partInFlight(p)) parts.push(p)
+  for (const m of view.messages.values()) if (messageInFlight(m)) messages.push(m)
+  return { parts: parts.sort(byId), messages: messages.sort(byId) }
+}
+
+function byId(a: { id: string }, b: { id: string }): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 }
