@@ -506,7 +506,17 @@ export function windowFor(bytes: number): number {
 
 /** event_log's stored data as JSON again: the inverse of `deflated`. */
 export function inflated<T>(data: Buffer | T): string | T {
-  return Buffer.isBuffer(data) ? inflateRawSync(data).toString() : data
+  return Buffer.isBuffer(data) ? inflateRow(data) : data
+}
+
+/**
+ * A deflated row as text. zlib's default output chunk, 16 KiB, is allocated outside Node's buffer pool on every
+ * call: a view of thousands of small rows (a fork's first turn loads them all) made 16 KiB of garbage for each.
+ * A chunk near the output's size (JSON seldom deflates better than 8:1) comes from the pool; a larger output
+ * only takes more chunks.
+ */
+export function inflateRow(data: Buffer): string {
+  return inflateRawSync(data, { chunkSize: Math.min(16_384, Math.max(64, data.length * 8)) }).toString()
 }
 
 /** How event data that starts with a plain partId begins (migration 6 stores the rest, the id interned). */

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
-import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { deflateRawSync } from 'node:zlib'
 import { deltaField } from '../../events/rows.js'
-import { windowFor } from '../../events/schema.js'
+import { inflateRow, windowFor } from '../../events/schema.js'
 import type { Part } from '../fold/model.js'
 import { prepared } from './prepared.js'
 
@@ -55,9 +55,7 @@ export interface PartRow {
 
 /** The part as its row holds it (a streaming part without the deltas logged after `through`). */
 export function fromRow(row: PartRow): Part {
-  const stored = JSON.parse(
-    typeof row.data === 'string' ? row.data : inflateRawSync(row.data).toString(),
-  ) as Partial<Part>
+  const stored = JSON.parse(typeof row.data === 'string' ? row.data : inflateRow(row.data)) as Partial<Part>
   // Key order as the projection makes them; a key the row kept (it differed from its column) wins.
   return { id: row.id, sessionId: row.sessionId, messageId: row.messageId, ...stored } as Part
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
-import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { deflateRawSync } from 'node:zlib'
 import type { StoredEvent } from '../../events/envelope.js'
+import { inflateRow } from '../../events/schema.js'
 import { apply, evolve } from '../fold/evolve.js'
 import { rekey } from '../fold/fold.js'
 import type { Message, Part, Session, SessionView } from '../fold/model.js'
@@ -138,7 +139,7 @@ export class DeltaRecorder {
 
 function decode(data: string | Buffer): Delta | undefined {
   try {
-    return JSON.parse(typeof data === 'string' ? data : inflateRawSync(data).toString()) as Delta
+    return JSON.parse(typeof data === 'string' ? data : inflateRow(data)) as Delta
   } catch {
     return undefined
   }
