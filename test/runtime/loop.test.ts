@@ -58,6 +58,22 @@ describe('the agent loop', () => {
     expect(data(h, id, 'run.finished')[0]).toMatchObject({ outcome: 'idle' })
   })
 
+  it('a quick call’s start and end commit together: its permission check reads no queue out', async () => {
+    h = harness({
+      model: createScriptedModel({
+        steps: [{ toolCalls: [{ id: 'c1', name: 'lookup', input: { query: 'rome' } }] }, { text: 'Rome.' }],
+      }),
+    })
+    const id = h.session()
+    const commits: string[][] = []
+    h.store.onCommit((events) => commits.push(events.filter((e) => e.sessionId === id).map((e) => e.type)))
+    await h.runtime.submit(id, { parts: text('rome?') })
+    await h.runtime.idle(id)
+    // the check reads the rules as committed (only commands change them): tool.called waits for its end
+    expect(commits.find((types) => types.includes('tool.called'))).toEqual(['tool.called', 'tool.completed'])
+    expect(data(h, id, 'tool.completed').map((d) => d.output)).toEqual(['result for rome'])
+  })
+
   it('under load, a run waits out no interval: its start, last step and end commit at once, its own appends only', async () => {
     // 64 other sessions streaming keep the store loaded (docs/EVENTS.md "Deltas"); they go on sharing commits
     h = harness({ model: createScriptedModel({ steps: [{ text: 'hi' }] }) })

@@ -92,8 +92,13 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     }
   })
 
+  // Rules and approvals change only by commands, committed before they answer (a reply that adds a rule commits
+  // with it): what the run has queued (the call's own tool.called) cannot change them, so the read takes the
+  // session as committed and leaves that queue to commit with the call's end. A session whose creation is still
+  // queued (a sub-agent's, just made) is read with what is queued.
   async function sessionOf(sessionId: string): Promise<Session> {
-    const session = await ports.readModels.session(sessionId)
+    const session =
+      (await ports.readModels.session(sessionId, { committed: true })) ?? (await ports.readModels.session(sessionId))
     if (!session) throw new ToolFailure('failed', `no session ${sessionId}`)
     return session
   }
