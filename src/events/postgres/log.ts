@@ -57,7 +57,7 @@ import { migratePostgres } from './schema.js'
 
 export interface PostgresLogOptions {
   readonly now?: () => number
-  /** connections in the pool (default 8) */
+  /** connections in the pool for reads (default 8); the commits have one more of their own */
   readonly connections?: number
   /**
    * The read models' projection, run in the append's transaction after its events are written: what it
@@ -152,6 +152,12 @@ export class PostgresEventLog implements EventLog {
 
   private constructor(
     private readonly pool: pg.Pool,
+    /**
+     * The commits' own connection: a commit never waits in `pool`'s queue (first in, first out) behind the
+     * reads of a loaded server — 10 ms a commit at the median, 150 at p99, with 400 sessions streaming. The
+     * log commits one transaction at a time, so one is all it needs.
+     */
+    private readonly writer: pg.Pool,
     private readonly now: () => number,
     private readonly project: PostgresLogOptions['project'],
     head: number,
@@ -161,22 +167,14 @@ export class PostgresEventLog implements EventLog {
 
   /** Connects (a clear STORE_UNAVAILABLE naming the server, its password hidden, when it cannot), then migrates. */
   static async open(url: string, options: PostgresLogOptions = {}): Promise<PostgresEventLog> {
-    // pipelined: a transaction's statements that need no answer in between share a round trip (pipe.ts)
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: options.connections ?? 8,
-      types: PG_TYPES,
-      pipeline: true,
-    })
-    // A connection lost (the server gone) is said by the query that used it (STORE_UNAVAILABLE), not by an
-    // 'error' event nobody hears: the pool replaces it on the next checkout.
-    pool.on('error', () => {})
-    pool.on('connect', (client) => client.on('error', () => {}))
+    const pool = newPool(url, options.connections ?? 8)
+    const writer = newPool(url, 1)
+    const end = () => Promise.all([pool.end().catch(() => {}), writer.end().catch(() => {})])
     let client: pg.PoolClient
     try {
       client = await pool.connect()
     } catch (err) {
-      await pool.end().catch(() => {})
+      await end()
       throw cannotConnect(url, err)
     }
     let head: number
@@ -186,11 +184,11 @@ export class PostgresEventLog implements EventLog {
       head = (await client.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1')).rows[0]?.seq ?? 0
     } catch (err) {
       client.release()
-      await pool.end().catch(() => {})
+      await end()
       throw err
     }
     client.release()
-    return new PostgresEventLog(pool, options.now ?? Date.now, options.project, head)
+    return new PostgresEventLog(pool, writer, options.now ?? Date.now, options.project, head)
   }
 
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
@@ -392,7 +390,7 @@ export class PostgresEventLog implements EventLog {
     batch: readonly PendingAppend[],
     work: (pipe: Pipe) => Promise<StoredEvent[][]> = (pipe) => this.insert(pipe, batch),
   ): Promise<StoredEvent[][]> {
-    const client = await this.pool.connect().catch((err: unknown) => {
+    const client = await this.writer.connect().catch((err: unknown) => {
       throw unavailable(err)
     })
     try {
@@ -672,7 +670,7 @@ export class PostgresEventLog implements EventLog {
     if (this.closed) return
     while (this.queue.length > 0 || this.draining) await this.drain()
     this.closed = true
-    await this.pool.end()
+    await Promise.all([this.pool.end(), this.writer.end()])
   }
 
   private async rows(sql: string, params: unknown[]): Promise<StoredEvent[]> {
@@ -686,6 +684,17 @@ export class PostgresEventLog implements EventLog {
       throw err instanceof ChronicleError ? err : unavailable(err)
     }
   }
+}
+
+/** A pool of `max` pipelined connections to `url`. */
+function newPool(url: string, max: number): pg.Pool {
+  // pipelined: a transaction's statements that need no answer in between share a round trip (pipe.ts)
+  const pool = new pg.Pool({ connectionString: url, max, types: PG_TYPES, pipeline: true })
+  // A connection lost (the server gone) is said by the query that used it (STORE_UNAVAILABLE), not by an
+  // 'error' event nobody hears: the pool replaces it on the next checkout.
+  pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
+  return pool
 }
 
 /** What a failed transaction says: its first statement that failed, else what `work` threw. */
