@@ -1,7 +1,15 @@
 import type { ChronicleEvent } from './catalogue.js'
-import type { EventMeta, StoredEvent } from './envelope.js'
+import {
+  failJoined,
+  type Joinable,
+  joinDelta,
+  LOADED_SESSIONS,
+  MERGE_FROM_QUEUED,
+  type Settle,
+  settleJoined,
+} from './delta-merge.js'
+import type { StoredEvent } from './envelope.js'
 import { ChronicleError } from './errors.js'
-import { deltaField } from './rows.js'
 import type { AppendOptions } from './store.js'
 
 /**
@@ -15,26 +23,16 @@ import type { AppendOptions } from './store.js'
  * not sink the others.
  */
 
-/** Hears how one queued append ended (EventStore.submit). */
-export interface Settle {
-  resolve(events: StoredEvent[]): void
-  reject(err: unknown): void
-}
+export type { Settle } from './delta-merge.js'
 
 /** Commits appends in one transaction: each one's stored events, in order; throws (committing none) if one fails. */
 export type CommitBatch = (batch: readonly PendingAppend[]) => StoredEvent[][]
 
-export interface PendingAppend {
+/** A queued append; a lone delta may join it (src/events/delta-merge.ts). */
+export interface PendingAppend extends Joinable {
   readonly sessionId: string
-  /** validated: the store's own list (a merge replaces its last event) */
-  readonly events: ChronicleEvent[]
-  readonly options: AppendOptions
-  /** hears how it ended: the caller's own (append, enqueue, a run's recorder) */
-  readonly done: Settle
   /** the loaded round that commits it (enqueue only): appends queued during a round wait for the next */
   readonly round: number | undefined
-  /** later appends merged into this one's last event (a delta): each settles with that event */
-  merged: Settle[] | undefined
 }
 
 /** Every pending append has one shape, all fields set: one hidden class for the code that reads them. */
@@ -43,8 +41,9 @@ const pending = (
   events: ChronicleEvent[],
   options: AppendOptions,
   done: Settle,
+  awaited: boolean,
   round: number | undefined,
-): PendingAppend => ({ sessionId, events, options, done, round, merged: undefined })
+): PendingAppend => ({ sessionId, events, options, done, awaited, round, merged: undefined })
 
 /**
  * The shortest time between two batched commits under load. A commit costs
@@ -72,14 +71,11 @@ const LOADED_MS_PER_SESSION = 0.5
 const NEVER = Number.NEGATIVE_INFINITY
 const LOADED_MAX_INTERVAL_MS = 100
 const ACTIVE_GENERATION_MS = 500
-/** How long an interval's MERGE_FROM_QUEUED appends keep the store loaded (small forced commits in between do not end it). */
-const LOADED_FOR_MS = 1000
 /**
- * Sessions an interval's commits must touch to count as load: one session's
- * own burst (a turn appends some 60 events within milliseconds) is a user
- * waiting on it, and gains nothing from sharing commits with nobody.
+ * How long an interval's MERGE_FROM_QUEUED appends from LOADED_SESSIONS sessions or more (src/events/delta-merge.ts)
+ * keep the store loaded (small forced commits in between do not end it).
  */
-const LOADED_SESSIONS = 8
+const LOADED_FOR_MS = 1000
 /**
  * A loaded round commits what was queued when it started in transactions of
  * at most this many appends, one per turn of the event loop. An event's
@@ -89,14 +85,6 @@ const LOADED_SESSIONS = 8
  * whole batch set off. Each transaction costs little besides its rows.
  */
 const LOADED_CHUNK = 128
-
-/**
- * Deltas merge only into a queue this long, or while the store is loaded: a
- * server keeping up stores every delta as the model sent it; one behind or
- * loaded (many sessions streaming at once) stores what a flush holds of each
- * part as one event.
- */
-const MERGE_FROM_QUEUED = 64
 
 export class CommitScheduler {
   private queue: PendingAppend[] = []
@@ -150,7 +138,7 @@ export class CommitScheduler {
 
   /** Queues an append that commits now, behind everything queued (its session's only, `alone` under load). */
   commitNow(sessionId: string, events: ChronicleEvent[], options: AppendOptions, done: Settle): void {
-    this.queue.push(pending(sessionId, events, options, done, undefined))
+    this.queue.push(pending(sessionId, events, options, done, true, undefined))
     if (options.alone && this.loaded()) this.flushSession(sessionId)
     else this.flush()
   }
@@ -189,22 +177,20 @@ export class CommitScheduler {
 
   /**
    * Queues validated events; `done` hears when they commit or fail.
-   * `awaited`: an enqueue, whose caller waits on it: it commits on the next turn, as it came (no merge).
+   * `awaited`: an enqueue, whose caller waits on it: it commits on the next turn, as it came (nothing merges
+   * into it or with it).
    */
   add(sessionId: string, events: ChronicleEvent[], options: AppendOptions, done: Settle, awaited: boolean): void {
     const last = this.lastQueued.get(sessionId)
-    // a long queue is a server behind; a loaded one waits for the interval anyway
+    // Deltas merge only into a long queue (a server behind) or while the store is loaded (it waits for the
+    // interval anyway): a server keeping up stores every delta as the model sent it.
     if (
-      !awaited &&
       last &&
       (this.queue.length >= MERGE_FROM_QUEUED || this.loaded()) &&
-      mergeDelta(last, events, options)
-    ) {
-      last.merged ??= []
-      last.merged.push(done)
+      joinDelta(last, events, options, done, awaited)
+    )
       return
-    }
-    const item = pending(sessionId, events, options, done, this.round)
+    const item = pending(sessionId, events, options, done, awaited, this.round)
     this.queue.push(item)
     this.lastQueued.set(sessionId, item)
     if (!this.flushScheduled) this.scheduleFlush()
@@ -343,58 +329,19 @@ export class CommitScheduler {
       for (const item of batch) {
         try {
           const [stored] = this.commit([item])
-          settled(item, stored ?? [])
+          settleJoined(item, stored ?? [])
         } catch (err) {
-          failed(item, err)
+          failJoined(item, err)
         }
       }
       return
     }
     batch.forEach((item, i) => {
-      settled(item, committed[i] ?? [])
+      settleJoined(item, committed[i] ?? [])
     })
   }
 }
 
 export function closedError(): ChronicleError {
   return new ChronicleError('INTERNAL', 'the event store is closed')
-}
-
-function settled(item: PendingAppend, stored: StoredEvent[]): void {
-  item.done.resolve(stored)
-  if (item.merged) {
-    const last = stored.slice(-1) // a merged delta's event: the item's last
-    for (const m of item.merged) m.resolve(last)
-  }
-}
-
-function failed(item: PendingAppend, err: unknown): void {
-  item.done.reject(err)
-  for (const m of item.merged ?? []) m.reject(err)
-}
-
-/** Merges a lone delta into the queued append's last event when both are deltas of one part; true if it did. */
-function mergeDelta(queued: PendingAppend, events: readonly ChronicleEvent[], options: AppendOptions): boolean {
-  const next = events[0]
-  const field = events.length === 1 && next ? deltaField(next.type) : undefined
-  const last = queued.events[queued.events.length - 1]
-  if (field === undefined || last?.type !== next?.type || !plainAppend(options) || !plainAppend(queued.options))
-    return false
-  const into = last?.data as Record<string, string>
-  const from = next?.data as Record<string, string>
-  if (into.partId !== from.partId || !sameMeta(queued.options.meta, options.meta)) return false
-  // a new event, not the queued one changed: its data keeps one hidden class, written once
-  const merged = { type: last?.type, data: { partId: into.partId, [field]: (into[field] as string) + from[field] } }
-  queued.events[queued.events.length - 1] = merged as ChronicleEvent
-  return true
-}
-
-/** No version check, no fsync, no given time: an append another may join. */
-const plainAppend = (o: AppendOptions) =>
-  o.expectedVersion === undefined && o.durability !== 'full' && o.at === undefined
-
-function sameMeta(a: EventMeta, b: EventMeta): boolean {
-  if (a === b) return true
-  const keys = Object.keys(a)
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k as keyof EventMeta] === b[k as keyof EventMeta])
 }

@@ -207,6 +207,16 @@ describe('deltas under load', () => {
     expect(deltasOf(store)).toEqual(['a', 'b', 'c'])
   })
 
+  it('a streamed delta never joins an append someone awaits: that caller gets back what it appended', async () => {
+    const { store, load } = storeWith(LOADED)
+    const others = load()
+    const awaited = store.enqueue('ses_a', [delta('prt_a', 'a')], { meta: modelMeta })
+    const joined = ['b', 'c'].map((t) => streamed(store, 'ses_a', [delta('prt_a', t)], { meta: modelMeta }))
+    await Promise.all([...others, ...joined])
+    expect((await awaited).map((e) => e.data)).toEqual([{ partId: 'prt_a', text: 'a' }])
+    expect(deltasOf(store)).toEqual(['a', 'bc'])
+  })
+
   it('while the store is loaded, an append someone awaits commits on the next turn, its session’s only', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
