@@ -455,7 +455,10 @@ async function settleAll(
     for (const s of all) if (s.run !== null || s.status !== 'idle' || s.pendingPermissions.length > 0) busy++
     if (busy > 0) quiet = undefined
     else if (quiet?.cursor !== client.cursor) quiet = { since: Date.now(), cursor: client.cursor }
-    else if (Date.now() - quiet.since >= 500) return log(`crash: ${all.length} sessions settled`)
+    else if (Date.now() - quiet.since >= 500) {
+      log(`crash: ${all.length} sessions settled`)
+      return
+    }
     if (Date.now() > deadline) {
       violations.push(`${busy} sessions still busy 60 s after the last restart`)
       return
