@@ -137,7 +137,7 @@ export interface Runtime {
 export function createRuntime(deps: RuntimeDeps): Runtime {
   const { ids, agents, models } = deps
   const { log, readModels } = deps.ports
-  const views = new SessionViews(log, readModels, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
+  const views = new SessionViews(deps.ports, deps.memory?.views ?? DEFAULT_VIEW_BOUNDS)
   const inputs = new InputIndex(log, deps.memory?.inputs ?? DEFAULT_INPUT_INDEX_BOUNDS)
   // Sessions nobody touches are dropped from memory even when nothing else happens on the server.
   const idleMs = Math.min(

@@ -30,7 +30,7 @@ describe('session views', () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'chronicle-views-'))
     store = openStore(join(dir, 'chronicle.db'))
-    views = new SessionViews(sqliteLog(store), sqliteReadModels(store))
+    views = new SessionViews({ log: sqliteLog(store), readModels: sqliteReadModels(store) })
     await execute(
       sqlitePorts(store),
       id,
@@ -83,7 +83,7 @@ describe('session views', () => {
         return view
       },
     }
-    const late = new SessionViews(sqliteLog(store), slow)
+    const late = new SessionViews({ log: sqliteLog(store), readModels: slow })
     try {
       rename('before')
       const view = await late.read(id)

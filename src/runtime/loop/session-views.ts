@@ -9,6 +9,8 @@ import type { Part, SessionView } from '../../projections/fold/model.js'
 import type { ReadModels } from '../../projections/read-models.js'
 import { approxBytes, viewBytes } from '../../projections/fold/sizes.js'
 import { Transcript } from './transcript.js'
+import { ForkSeeds } from './fork-seeds.js'
+import type { TimeTravel } from '../../projections/time-travel/port.js'
 
 /**
  * The loop's view of a session, re-read at every step: the stored read model
@@ -65,19 +67,27 @@ export class SessionViews {
   private readonly views: BoundedCache<string, Cached>
   private readonly unsubscribe: () => void
   private readonly loads = new SessionLoads<SessionState>()
+  private readonly forks: ForkSeeds | undefined
 
+  private readonly log: EventLog
+  private readonly readModels: ReadModels
+
+  /** with `timeTravel`, a new fork's first view is built from its fork point's state (fork-seeds.ts) */
   constructor(
-    private readonly log: EventLog,
-    private readonly readModels: ReadModels,
+    ports: { readonly log: EventLog; readonly readModels: ReadModels; readonly timeTravel?: TimeTravel },
     bounds: CacheBounds = DEFAULT_VIEW_BOUNDS,
     now: () => number = Date.now,
   ) {
+    this.log = ports.log
+    this.readModels = ports.readModels
     this.views = new BoundedCache(bounds, now)
-    this.unsubscribe = log.onCommit((events) => {
+    this.forks = ports.timeTravel && new ForkSeeds(ports.timeTravel)
+    this.unsubscribe = this.log.onCommit((events) => {
       for (const e of events) {
         const cached = this.views.peek(e.sessionId) // a commit is no read: the view's idle time goes on
         if (!cached) {
           this.loads.hear(e)
+          this.forks?.hear(e)
           continue
         }
         cached.pending.push(e)
@@ -138,7 +148,7 @@ export class SessionViews {
   }
 
   private async loadView(sessionId: string, heard: readonly StoredEvent[]): Promise<SessionState> {
-    const view = await this.readModels.view(sessionId, { committed: true })
+    const view = (await this.forks?.view(sessionId)) ?? (await this.readModels.view(sessionId, { committed: true }))
     if (!view.session) throw new ChronicleError('SESSION_NOT_FOUND', `no session ${sessionId}`)
     const blobs = new Map<string, string>()
     const state = { view, transcript: new Transcript(view, (hash) => blobs.get(hash)) }
@@ -155,6 +165,7 @@ export class SessionViews {
 
   forget(sessionId: string): void {
     this.views.delete(sessionId)
+    this.forks?.forget(sessionId)
   }
 
   /** Drops the views idle for the bounds' idleMs (a server with no traffic then holds none). */
