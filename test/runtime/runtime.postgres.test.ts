@@ -123,6 +123,25 @@ async function world(steps: ScriptStep[], extra: Tool[] = []): Promise<World> {
 const prompt = (text: string) => ({ parts: [{ type: 'text' as const, text }] })
 
 describe('the runtime on PostgreSQL', () => {
+  it('commits a turn as on SQLite: the run’s start with its delivery, a quick call’s start with its end', async () => {
+    // Neither waits on a read of the store between the two: the rejections' watch is set before run.started
+    // is queued, and the permission check takes the session from the loop's view.
+    const w = await world([
+      { when: { afterToolResult: true }, text: 'Rome.' },
+      { when: { afterToolResult: false }, toolCalls: [{ name: 'lookup', input: { query: 'rome' } }] },
+    ])
+    const id = await w.session()
+    const commits: string[][] = []
+    w.log.onCommit((events) => commits.push(events.filter((e) => e.sessionId === id).map((e) => e.type)))
+    await w.runtime.submit(id, prompt('rome?'))
+    await w.runtime.idle(id)
+    expect(commits.find((types) => types.includes('run.started'))?.slice(0, 2)).toEqual([
+      'run.started',
+      'input.delivered',
+    ])
+    expect(commits.find((types) => types.includes('tool.called'))).toEqual(['tool.called', 'tool.completed'])
+  })
+
   it('runs a turn: the input accepted, a file read by the model, the answer streamed; log and read model agree', async () => {
     const w = await world([
       { when: { afterToolResult: true }, text: 'The notes say the log is the truth.' },

@@ -91,6 +91,19 @@ export async function runLoop(
   const runId = resume?.runId ?? deps.ids.next('run')
   const recorder = new Recorder(deps.log, sessionId)
   const meta = { actor: 'runtime' as const, run: runId }
+  // A person's reject ends the run after its step's calls settle; read from the log, so a resumed run stops too.
+  // The reads the run starts with come before run.started is queued: where the session's requests are answered,
+  // and the session's view (the first pass then reads it from memory). A read that waits on the store
+  // (PostgreSQL) after it would let run.started commit alone, ahead of the delivery.
+  let rejections: RejectionWatch | undefined
+  let readFailed: { readonly error: unknown } | undefined
+  try {
+    if (!deps.continueOnReject)
+      rejections = await watchRejections(deps, sessionId, runId, { resumed: resume !== undefined })
+    await deps.views.committed(sessionId)
+  } catch (error) {
+    readFailed = { error }
+  }
   // Appended through the batching appender and awaited (not committed at once): under load a
   // run's own commits then share the server's batched ones, `full` ones one fsync between them.
   if (!resume) recorder.emit([{ type: 'run.started', data: { runId, reason: 'input' } }], meta)
@@ -137,11 +150,8 @@ export async function runLoop(
     }
   }
 
-  // A person's reject ends the run after its step's calls settle; read from the log, so a resumed run stops too.
-  let rejections: RejectionWatch | undefined
   try {
-    if (!deps.continueOnReject)
-      rejections = await watchRejections(deps, sessionId, runId, { resumed: resume !== undefined })
+    if (readFailed) throw readFailed.error // the run ends as when any read in it fails
     let step = 0
     let first = true
     let runStart: string | undefined // the first message this run creates (doom loops count within the run)
@@ -244,6 +254,7 @@ export async function runLoop(
           permissions: deps.permissions,
           signal,
           transcript: async () => (await deps.views.committed(sessionId)).transcript,
+          session: async () => (await deps.views.committed(sessionId)).view.session,
           ...(runStart && { runStartMessageId: runStart }),
           ...(deps.redactor && { redactor: deps.redactor }),
           ...(deps.workspace && { workspace: deps.workspace }),

@@ -13,6 +13,8 @@ import type { Recorder } from './recorder.js'
 import type { StreamedCall } from './step.js'
 import type { WorkspaceSnapshots } from '../workspace/snapshots.js'
 import type { Transcript } from './transcript.js'
+import type { LoopScope } from '../permissions/gate.js'
+import type { Session } from '../../projections/fold/model.js'
 
 /**
  * Executes the tool calls of one step, in order. Arguments are validated
@@ -54,6 +56,8 @@ export interface ExecuteInput {
   readonly signal: AbortSignal
   /** the session's history as committed now: the doom-loop check reads its latest tool calls, the step's earlier ones too */
   readonly transcript: () => Promise<Transcript>
+  /** the session as committed now, what the permission gate decides on (PermissionScope.session) */
+  readonly session?: () => Promise<Session | null>
   /** the first message this run created: a repeat is a loop only within one run (earlier turns never count) */
   readonly runStartMessageId?: string
   /** the server's secrets, kept out of what tools report */
@@ -122,13 +126,14 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     )
   }
 
-  const scope = {
+  const scope: LoopScope = {
     sessionId: input.sessionId,
     agent: input.agent,
     messageId: input.messageId,
     callId: call.callId,
     partId: call.partId,
     abort: signal,
+    ...(input.session && { session: input.session }),
   }
   // Called first, then (for a repeat) asked: the part holds the input as a value, as for any call that asks.
   const doomLoop = isDoomLoop(await input.transcript(), call, parsed.data, input.runStartMessageId)

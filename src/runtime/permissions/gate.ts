@@ -41,6 +41,15 @@ export interface PermissionGateDeps {
 }
 
 /** One session of a sub-agent chain, with the agent acting in it. */
+/**
+ * A scope as the loop gives it: with the calling session as committed, read from the view the loop holds —
+ * no read of the store, so on PostgreSQL a call's `tool.called` still commits with its end. Else the gate
+ * reads the session.
+ */
+export interface LoopScope extends PermissionScope {
+  readonly session?: () => Promise<Session | null>
+}
+
 export interface Level {
   readonly session: Session
   readonly agent: string
@@ -104,8 +113,12 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   }
 
   /** The session and its ancestors (a sub-agent's parents), each with the agent acting in it. */
-  async function chainOf(sessionId: string, agent: string): Promise<Level[]> {
-    const levels: Level[] = [{ session: await sessionOf(sessionId), agent }]
+  async function chainOf({
+    sessionId,
+    agent,
+    session,
+  }: Pick<LoopScope, 'sessionId' | 'agent' | 'session'>): Promise<Level[]> {
+    const levels: Level[] = [{ session: (await session?.()) ?? (await sessionOf(sessionId)), agent }]
     for (let parent = levels[0]?.session.parent; parent; ) {
       const id = parent.sessionId
       if (levels.length > MAX_CHAIN || levels.some((l) => l.session.id === id)) {
@@ -162,9 +175,9 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
     })
   }
 
-  async function ask(scope: PermissionScope, request: PermissionAsk): Promise<void> {
+  async function ask(scope: LoopScope, request: PermissionAsk): Promise<void> {
     if (scope.abort.aborted) throw new ToolFailure('aborted', 'The tool call was cancelled.')
-    const levels = await chainOf(scope.sessionId, scope.agent)
+    const levels = await chainOf(scope)
     const evaluation = evaluateChain(agents, levels, request)
     if (evaluation.action === 'allow' && !request.requireUser) return
     if (evaluation.action === 'deny') throw new ToolFailure('denied', deniedMessage(request.permission, evaluation))
@@ -217,9 +230,9 @@ export function createPermissionGate(deps: PermissionGateDeps): PermissionGateHa
   return {
     ask,
     waitForReply,
-    evaluate: async (scope, request) => evaluateChain(agents, await chainOf(scope.sessionId, scope.agent), request),
+    evaluate: async (scope, request) => evaluateChain(agents, await chainOf(scope), request),
     async checker(scope): Promise<PermissionChecker> {
-      const levels = await chainOf(scope.sessionId, scope.agent)
+      const levels = await chainOf(scope)
       return (request) => checkDecision(evaluateChain(agents, levels, request), request)
     },
     close() {
