@@ -56,7 +56,7 @@ export interface ExecuteInput {
   readonly signal: AbortSignal
   /** the session's history as committed now: the doom-loop check reads its latest tool calls, the step's earlier ones too */
   readonly transcript: () => Promise<Transcript>
-  /** the session as committed now, what the permission gate decides on (PermissionScope.session) */
+  /** the session as committed now, what the permission gate decides on (LoopScope.session in ../permissions/gate.ts) */
   readonly session?: () => Promise<Session | null>
   /** the first message this run created: a repeat is a loop only within one run (earlier turns never count) */
   readonly runStartMessageId?: string

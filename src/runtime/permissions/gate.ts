@@ -40,7 +40,6 @@ export interface PermissionGateDeps {
   readonly agents: ReadonlyMap<string, AgentDefinition>
 }
 
-/** One session of a sub-agent chain, with the agent acting in it. */
 /**
  * A scope as the loop gives it: with the calling session as committed, read from the view the loop holds —
  * no read of the store, so on PostgreSQL a call's `tool.called` still commits with its end. Else the gate
@@ -50,6 +49,7 @@ export interface LoopScope extends PermissionScope {
   readonly session?: () => Promise<Session | null>
 }
 
+/** One session of a sub-agent chain, with the agent acting in it. */
 export interface Level {
   readonly session: Session
   readonly agent: string
