@@ -21,9 +21,9 @@ import { Inspector } from './inspector.js'
  * for --seconds, every --interval seconds it prints one JSON line:
  * turns, turn latency percentiles, the server's heap used right after a forced
  * full collection (through its V8 inspector) and its RSS. The last line is the
- * summary. A turn's CPU is compared at the machine's pace: divided by the
- * CPU time a fixed piece of work takes in a process beside the server
- * (calibration.ts), which moves with the host. The exit code is non-zero when
+ * summary, with the machine's pace beside the server's CPU (calibration.ts:
+ * reported to read a result by, not divided by — it moves on its own). The
+ * exit code is non-zero when
  *   - the last third's turns per second fall below 90% of the first third's
  *     while a turn costs the server more CPU (over 5% more; with the same
  *     CPU a turn, the machine was busier: a warning),
@@ -83,8 +83,6 @@ export interface SoakResult {
   readonly cpuRatio: number
   /** the machine's pace in the last third over the first (calibration.ts) */
   readonly paceRatio: number
-  /** cpuRatio over paceRatio: what the checks compare */
-  readonly cpuRatioAtPace: number
   readonly latency: { readonly p50Ms: number; readonly p90Ms: number; readonly p99Ms: number; readonly maxMs: number }
   readonly heapMidMb: number
   readonly heapEndMb: number
@@ -262,7 +260,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const firstPace = calibration.paceMs(started, started + third)
   const lastPace = calibration.paceMs(started + 2 * third, end + 1)
   const paceRatio = firstPace > 0 && lastPace > 0 ? lastPace / firstPace : 1
-  const cpuRatioAtPace = cpuRatio / paceRatio
   // Heap after GC over the second half: the three samples around the middle against the last three.
   const heaps = intervals.map((i) => i.heapAfterGcMb)
   const mid = Math.floor((heaps.length - 1) / 2)
@@ -276,21 +273,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const fell = `throughput fell: the last third ran ${round(throughputRatio * 100, 1)}% of the first's turns`
     // A turn that costs the server more is the server's doing; one that costs the same ran on a machine
     // with less CPU to go around (another tenant, another process).
-    if (cpuRatioAtPace > 1.05)
-      violations.push(
-        `${fell}, each costing the server ${round(cpuRatioAtPace * 100 - 100, 1)}% more CPU at the machine's pace`,
-      )
+    if (cpuRatio > 1.05) violations.push(`${fell}, each costing the server ${round(cpuRatio * 100 - 100, 1)}% more CPU`)
     else
-      warnings.push(
-        `${fell}, but each cost the server the same CPU at the machine's pace (${round(cpuRatioAtPace, 3)}×): the machine was busier`,
-      )
+      warnings.push(`${fell}, but each cost the server the same CPU (${round(cpuRatio, 3)}×): the machine was busier`)
   }
-  // Beyond noise: at the machine's pace a turn's CPU still moves by a few percent (what the probe does not
-  // share with a turn); a cost that grows with what the server has served moves it further (a scan over
-  // every session served: +17% in 120 s).
-  if (cpuRatioAtPace > 1.15)
+  // Beyond noise: on these VMs a turn's CPU moves by 15 s interval with the host (10.6–18.2 ms in a 480 s soak,
+  // phases of 100 s and more), so `.ci/run` measures thirds of 80 s; a cost that grows with what the server
+  // has served moves it further (a scan over every session served: +17% in 120 s).
+  if (cpuRatio > 1.15)
     violations.push(
-      `a turn costs the server ${round(cpuRatioAtPace * 100 - 100, 1)}% more CPU in the last third than in the first, at the machine's pace (${round(cpuRatio, 3)}× as measured, the machine ${round(paceRatio, 3)}×)`,
+      `a turn costs the server ${round(cpuRatio * 100 - 100, 1)}% more CPU in the last third than in the first (the machine's pace ${round(paceRatio, 3)}×)`,
     )
   if (heapGrowth > 0.1)
     violations.push(
@@ -315,7 +307,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     lastThirdCpuMsPerTurn: round(lastThirdCpuMsPerTurn),
     cpuRatio: round(cpuRatio, 3),
     paceRatio: round(paceRatio, 3),
-    cpuRatioAtPace: round(cpuRatioAtPace, 3),
     latency: {
       p50Ms: round(percentile(all, 50)),
       p90Ms: round(percentile(all, 90)),
