@@ -1,6 +1,5 @@
 import { isType, type StoredEvent, type StoredEventOf } from '../../events/envelope.js'
-import { apply, evolve } from '../../projections/fold/evolve.js'
-import { inheritedView } from '../../projections/fold/fold.js'
+import { fold, inheritedView } from '../../projections/fold/fold.js'
 import type { SessionView } from '../../projections/fold/model.js'
 import type { TimeTravel } from '../../projections/time-travel/port.js'
 
@@ -51,14 +50,13 @@ export class ForkSeeds {
     const events = this.forks.get(sessionId)
     if (!events) return undefined
     this.forks.delete(sessionId)
-    return this.fold(events[0] as StoredEventOf<'session.forked'>, events)
+    return this.build(events[0] as StoredEventOf<'session.forked'>, events)
   }
 
-  private async fold(forked: StoredEventOf<'session.forked'>, events: readonly StoredEvent[]): Promise<SessionView> {
+  private async build(forked: StoredEventOf<'session.forked'>, events: readonly StoredEvent[]): Promise<SessionView> {
     const parent = await this.timeTravel.viewAt(forked.data.from.sessionId, forked.data.from.seq)
-    const view = inheritedView(() => parent, forked) // a copy: what time travel returns may be shared
-    for (const e of events) apply(view, evolve(view, e))
-    return view
+    // inheritedView copies it: what time travel returns may be shared with its cache
+    return fold(inheritedView(() => parent, forked), events)
   }
 
   forget(sessionId: string): void {
