@@ -55,8 +55,8 @@ export class ForkSeeds {
 
   private async build(forked: StoredEventOf<'session.forked'>, events: readonly StoredEvent[]): Promise<SessionView> {
     const parent = await this.timeTravel.viewAt(forked.data.from.sessionId, forked.data.from.seq)
-    // inheritedView copies it: what time travel returns may be shared with its cache
-    return fold(inheritedView(() => parent, forked), events)
+    const own = inheritedView(() => parent, forked) // a copy: what time travel returns may be shared with its cache
+    return fold(own, events)
   }
 
   forget(sessionId: string): void {
