@@ -15,30 +15,36 @@ export class Interned {
   private readonly find: Database.Statement
   private readonly add: Database.Statement
 
-  /** `key`: an indexed expression of `column` (written with `column`) to look values up by, instead of `column` itself. */
+  /**
+   * `keyed`: the table's indexed `key` column holds this function of the value, and values are looked up by it
+   * (then compared whole) instead of by `column` itself.
+   */
   constructor(
     db: Database.Database,
     table: string,
     column: string,
     private readonly capacity: number,
-    key?: string,
+    private readonly keyed?: (value: string) => number,
   ) {
     this.find = (
-      key === undefined
+      keyed === undefined
         ? db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?`)
-        : db.prepare(
-            `SELECT id FROM ${table}, (SELECT ? AS v) WHERE ${key} = ${key.replaceAll(column, 'v')} AND ${column} = v`,
-          )
+        : db.prepare(`SELECT id FROM ${table} WHERE key = ? AND ${column} = ?`)
     ).pluck()
-    this.add = db.prepare(`INSERT INTO ${table} (${column}) VALUES (?)`)
+    this.add = db.prepare(
+      keyed === undefined
+        ? `INSERT INTO ${table} (${column}) VALUES (?)`
+        : `INSERT INTO ${table} (key, ${column}) VALUES (?, ?)`,
+    )
   }
 
   /** The value's id, added to the table if new; call inside the write transaction. */
   id(value: string): number {
     const known = this.ids.get(value) ?? this.pending.get(value)
     if (known !== undefined) return known
-    const found = this.find.get(value) as number | undefined
-    const id = found ?? Number(this.add.run(value).lastInsertRowid)
+    const args = this.keyed === undefined ? [value] : [this.keyed(value), value]
+    const found = this.find.get(...args) as number | undefined
+    const id = found ?? Number(this.add.run(...args).lastInsertRowid)
     this.pending.set(value, id)
     return id
   }

@@ -12,7 +12,7 @@ import { chainHex } from './chain.js'
 import type { ChainLink } from './log.js'
 import { Interned } from './interned.js'
 import { LogInserts } from './log-inserts.js'
-import { deflated, migrate, PART_PREFIX } from './schema.js'
+import { deflated, metaKey, migrate, PART_PREFIX } from './schema.js'
 import { Subscription, type SubscriptionFilter, type SubscriptionOptions } from './subscription.js'
 
 // Row decoding lives in rows.ts; re-exported for the readers that query events directly.
@@ -181,7 +181,7 @@ export class EventStore implements Readable {
     this.interned = {
       stream: new Interned(db, 'streams', 'session_id', 4096),
       type: new Interned(db, 'event_types', 'type', 1024),
-      meta: new Interned(db, 'event_metas', 'meta', 1024, 'substr(meta, -10)'), // migration 8
+      meta: new Interned(db, 'event_metas', 'meta', 1024, metaKey), // migration 16
       part: new Interned(db, 'event_parts', 'part_id', 4096),
     }
     this.write = db.transaction((batch: readonly PendingAppend[], at: number, atIso: string) =>

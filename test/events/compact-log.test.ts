@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import { join } from 'node:path'
 import { deflateRawSync } from 'node:zlib'
 import { afterEach, describe, expect, it } from 'vitest'
-import { deflated, inflated, MIGRATIONS, migrate, windowFor } from '../../src/events/schema.js'
+import { deflated, inflated, MIGRATIONS, metaKey, migrate, windowFor } from '../../src/events/schema.js'
 import { EventStore } from '../../src/events/store.js'
 import { created, delta, modelMeta, renamed, tempDirs, userMeta } from './fixtures/store.js'
 
@@ -267,6 +267,55 @@ describe('the compact event log', () => {
       [3, { actor: 'runtime', run: 'run_1' }],
       [4, { actor: 'model', run: 'run_1' }],
       [5, { actor: 'runtime', run: 'run_1' }],
+    ])
+    store.close()
+  })
+
+  it("16 finds each meta by a hash of the whole: metas that end alike, as every session's first input does, share no key", () => {
+    const path = join(dirs.make(), 'keys.db')
+    const db = new Database(path)
+    migrate(db, MIGRATIONS.slice(0, 15))
+    const insert = db.prepare(
+      'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, 1, ?, 1, ?, ?, ?)',
+    )
+    // one session each, each first input named in_1 by its client, each sent by a request of its own
+    const input = (k: number) => `{"actor":"user","commandId":"req-${k}","input":"in_1"}`
+    for (let k = 1; k <= 200; k++)
+      insert.run(k, `ses_${k}`, 'session.created', '{"directory":"/r","agent":"build","model":null}', input(k), k)
+    db.close()
+    const store = EventStore.open(path)
+    const reader = store.asCommitted.reader()
+    const metas = () =>
+      reader.prepare('SELECT meta, key FROM event_metas ORDER BY id').all() as { meta: string; key: number }[]
+    expect(metas().every((m) => m.key === metaKey(m.meta))).toBe(true)
+    const widest = () =>
+      reader.prepare('SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM event_metas GROUP BY key)').pluck()
+    expect(widest().get()).toBe(1)
+    // a lookup reads the key's index, then compares the one row it finds
+    const plan = reader.prepare('EXPLAIN QUERY PLAN SELECT id FROM event_metas WHERE key = ? AND meta = ?').all(1, 'x')
+    expect(JSON.stringify(plan)).toContain('event_metas_by_key')
+
+    // the store and the view's trigger find a meta they hold, and add one they do not, with its key
+    store.append('ses_1', [renamed('u')], { meta: JSON.parse(input(1)) })
+    store.append('ses_2', [renamed('v')], { meta: JSON.parse(input(201)) })
+    reader
+      .prepare(
+        'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
+      )
+      .run(203, 'ses_3', 2, 'session.renamed', '{"title":"w"}', input(202), 3000)
+    reader
+      .prepare(
+        'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
+      )
+      .run(204, 'ses_4', 2, 'session.renamed', '{"title":"x"}', input(4), 4000)
+    expect(metas().map((m) => m.meta)).toEqual(Array.from({ length: 202 }, (_, k) => input(k + 1)))
+    expect(metas().every((m) => m.key === metaKey(m.meta))).toBe(true)
+    expect(widest().get()).toBe(1)
+    expect(store.readAll(200, 10).map((e) => [e.sessionId, e.meta.commandId])).toEqual([
+      ['ses_1', 'req-1'],
+      ['ses_2', 'req-201'],
+      ['ses_3', 'req-202'],
+      ['ses_4', 'req-4'],
     ])
     store.close()
   })
