@@ -34,6 +34,7 @@ export const SHIPPED = [
   { version: 13, rev: '78c64d3' },
   { version: 14, rev: 'aaff940' },
   { version: 15, rev: 'ba09834' },
+  { version: 16, rev: 'bb42733' },
 ]
 
 const repo = resolve(import.meta.dirname, '..')

@@ -107,7 +107,9 @@ for (const [sessionId, own] of Object.entries(seqs)) {
 
 const report = verifyModule.verify(store, {})
 const audit = (await load('src/runtime/audit/audit.ts'))?.audit
-const audited = audit ? audit(store, 'all') : null
+// audit took the store until the store port (schema 16's code): then the ports over it, and a promise
+const ports = (await load('src/projections/store-ports.ts'))?.sqlitePorts
+const audited = audit ? await audit(ports ? ports(store) : store, 'all') : null
 if (audited && audited.mismatches.length > 0) throw new Error(`this version's own audit: ${JSON.stringify(audited.mismatches[0])}`)
 if (report.differences.length > 0) throw new Error(`this version's own verify differs: ${JSON.stringify(report.differences[0])}`)
 const db = store.reader ? store.reader() : store.db
