@@ -213,9 +213,11 @@ describe('the scripted model paced by deltas', () => {
   it('sends the first delta with the stream start, and only deltas wait their turn', async () => {
     // A delay wide enough that a busy machine's late timers (tens of ms) cannot pass for one.
     const model = createScriptedModel({ chunkSize: 2, delayMs: 60, pace: 'deltas', steps: [{ text: 'abcdef' }] })
+    // Timed from before the stream's schedule starts (inside doStream): a busy machine that is slow to hand the
+    // stream over cannot make a delta look early (CI: 116 ms against 118 when timed from after).
+    const started = performance.now()
     const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }] })
     const reader = stream.getReader()
-    const started = performance.now()
     const arrivals: [string, number][] = []
     for (let part = await reader.read(); !part.done; part = await reader.read())
       arrivals.push([part.value.type, performance.now() - started])
