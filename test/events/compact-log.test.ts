@@ -298,16 +298,11 @@ describe('the compact event log', () => {
     // the store and the view's trigger find a meta they hold, and add one they do not, with its key
     store.append('ses_1', [renamed('u')], { meta: JSON.parse(input(1)) })
     store.append('ses_2', [renamed('v')], { meta: JSON.parse(input(201)) })
-    reader
-      .prepare(
-        'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
-      )
-      .run(203, 'ses_3', 2, 'session.renamed', '{"title":"w"}', input(202), 3000)
-    reader
-      .prepare(
-        'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
-      )
-      .run(204, 'ses_4', 2, 'session.renamed', '{"title":"x"}', input(4), 4000)
+    const insertIntoView = reader.prepare(
+      'INSERT INTO events (seq, session_id, version, type, schema_version, data, meta, at) VALUES (?, ?, ?, ?, 1, ?, ?, ?)',
+    )
+    insertIntoView.run(203, 'ses_3', 2, 'session.renamed', '{"title":"w"}', input(202), 3000)
+    insertIntoView.run(204, 'ses_4', 2, 'session.renamed', '{"title":"x"}', input(4), 4000)
     expect(metas().map((m) => m.meta)).toEqual(Array.from({ length: 202 }, (_, k) => input(k + 1)))
     expect(metas().every((m) => m.key === metaKey(m.meta))).toBe(true)
     expect(widest().get()).toBe(1)
