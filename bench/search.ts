@@ -6,11 +6,12 @@ import Database from 'better-sqlite3'
 import type { ChronicleEvent } from '../src/events/catalogue.js'
 import type { EventMeta } from '../src/events/envelope.js'
 import { openStore } from '../src/projections/open.js'
-import { parseQuery } from '../src/projections/search/query.js'
+import { parseQuery, type SearchQuery } from '../src/projections/search/query.js'
 import { createSqliteSearch } from '../src/projections/search/sqlite-search.js'
 import { queryIndex } from '../src/projections/search/sqlite-query.js'
 import { rebuildIndex } from '../src/projections/search/upkeep.js'
 import { setup, turn } from './conversation.js'
+import { storeOption } from './postgres.js'
 import { mulberry32 } from './timetravel.js' // deterministic: every run indexes the same text
 
 /**
@@ -171,7 +172,7 @@ function turnEvents(s: number, t: number): { events: ChronicleEvent[]; meta: Eve
   return out
 }
 
-function buildStore(path: string, events: number, sessions: number): { events: number; ms: number } {
+export function buildStore(path: string, events: number, sessions: number): { events: number; ms: number } {
   const started = performance.now()
   const store = openStore(path, { snapshotOnCommit: false })
   const perSession = events / sessions
@@ -195,20 +196,17 @@ function buildStore(path: string, events: number, sessions: number): { events: n
   return { events: head, ms: performance.now() - started }
 }
 
-interface QuerySet {
+export interface QuerySet {
   readonly name: string
   readonly queries: readonly string[]
 }
 
-function querySets(index: Database.Database, sessions: number): QuerySet[] {
+/** The query sets; phrases are taken from `texts`, answers the index holds (every 97th document's). */
+export function querySets(texts: readonly string[], sessions: number): QuerySet[] {
   const q = mulberry32(7)
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(q() * xs.length)] as T
   // words a user would look for: drawn from the same Zipf curve (common and rare alike)
   const w = () => VOCABULARY[Math.floor(q() ** 2.5 * VOCABULARY.length)] as string
-  const texts = index
-    .prepare("SELECT text FROM docs WHERE kind = 'text' AND id % 97 = 0 LIMIT 400")
-    .pluck()
-    .all() as string[]
   const phrase = () => {
     const words = (pick(texts).match(/[a-z]+/g) ?? ['lorem', 'ipsum']) as string[]
     const i = Math.floor(q() * Math.max(1, words.length - 1))
@@ -233,14 +231,18 @@ function querySets(index: Database.Database, sessions: number): QuerySet[] {
   ]
 }
 
-function timeQueries(index: Database.Database, set: QuerySet): Record<string, number> {
-  for (const query of set.queries.slice(0, 20)) queryIndex(index, parseQuery(query), { limit: 20 }) // warm the cache
+/** Each query of the set run through `run` (a page of 20, newest first, snippets made), timed. */
+export async function timeQueries(
+  run: (query: SearchQuery) => Promise<{ hits: readonly unknown[] }> | { hits: readonly unknown[] },
+  set: QuerySet,
+): Promise<Record<string, number>> {
+  for (const query of set.queries.slice(0, 20)) await run(parseQuery(query)) // warm the cache
   const ms: number[] = []
   let hits = 0
   let empty = 0
   for (const query of set.queries) {
     const started = performance.now()
-    const page = queryIndex(index, parseQuery(query), { limit: 20 })
+    const page = await run(parseQuery(query))
     ms.push(performance.now() - started)
     hits += page.hits.length
     if (page.hits.length === 0) empty++
@@ -296,6 +298,7 @@ async function conversationBlock(
 }
 
 export default async function search(args: string[]): Promise<object> {
+  if (storeOption(args) === 'postgres') return (await import('./search-postgres.js')).searchPostgres(args)
   const events = Number(args[0] ?? 1_000_000)
   const sessions = Number(args[1] ?? 2_000)
   const turns = Number(args[2] ?? 150)
@@ -331,7 +334,12 @@ export default async function search(args: string[]): Promise<object> {
     )
     if (process.env.SEARCH_BENCH_QUERIES_ONLY) rounds = 0
     const queries: Record<string, Record<string, number>> = {}
-    for (const set of querySets(index, sessions)) queries[set.name] = timeQueries(index, set)
+    const texts = index
+      .prepare("SELECT text FROM docs WHERE kind = 'text' AND id % 97 = 0 LIMIT 400")
+      .pluck()
+      .all() as string[]
+    for (const set of querySets(texts, sessions))
+      queries[set.name] = await timeQueries((query) => queryIndex(index, query, { limit: 20 }), set)
     index.close()
     console.error(`queries: ${JSON.stringify(queries)}`)
 

@@ -13,6 +13,7 @@ import { openPostgresStore } from './projections/postgres/open.js'
 import type { PostgresEventLog } from './events/postgres/log.js'
 import type { CacheBounds } from './events/bounded-cache.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
+import { createPostgresSearch } from './projections/search/postgres-search.js'
 import { createSqliteSearch } from './projections/search/sqlite-search.js'
 import type { ModelResolver } from './runtime/model/adapter.js'
 import { createModelResolver } from './runtime/model/providers.js'
@@ -212,15 +213,13 @@ async function assemble(
   const { ports } = served
   // What only SQLite's file has: its search index, backups of the file, the full disk it saw (docs/ARCHITECTURE.md).
   const store = served.sqlite
-  // full-text search (docs/SEARCH.md): its own file, built by a worker thread off the append path
-  const search =
-    store &&
-    createSqliteSearch({
-      store,
-      source: dbPath,
-      path: join(config.dataDir, SEARCH_FILE),
-      onError: (err) => logger.error({ err }, 'the search indexer stopped; it starts again at the next search'),
-    })
+  // full-text search (docs/SEARCH.md), built off the append path: SQLite's in its own file by a worker thread,
+  // PostgreSQL's in the store's database by an indexer on a connection of its own
+  const onSearchError = (err: Error) =>
+    logger.error({ err }, 'the search indexer stopped; it starts again at the next search')
+  const search = store
+    ? createSqliteSearch({ store, source: dbPath, path: join(config.dataDir, SEARCH_FILE), onError: onSearchError })
+    : postgres && createPostgresSearch({ log: postgres, url: config.store.url as string, onError: onSearchError })
   // Metrics and traces read the commits (docs/OBSERVABILITY.md): they listen before recovery appends anything.
   const metrics = config.metrics.enabled ? createMetrics(ports) : undefined
   // the OpenTelemetry SDK is loaded only when traces are on: it adds some 150 ms to a start

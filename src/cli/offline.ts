@@ -12,7 +12,12 @@ import { openStore } from '../projections/open.js'
 import { postgresPorts, sqlitePorts, type StorePorts } from '../projections/store-ports.js'
 import { rebuild } from '../projections/upkeep/rebuild.js'
 import { SEARCH_FILE } from '../projections/search/sqlite-index.js'
-import { type IndexVerifyReport, rebuildIndex, verifyIndex } from '../projections/search/upkeep.js'
+import {
+  type IndexRebuildReport,
+  type IndexVerifyReport,
+  rebuildIndex,
+  verifyIndex,
+} from '../projections/search/upkeep.js'
 import { type VerifyReport, verify } from '../projections/upkeep/verify.js'
 import { audit } from '../runtime/audit/audit.js'
 import { invalid } from '../runtime/backup/manifest.js'
@@ -148,6 +153,8 @@ export async function rebuildCommand(args: Args, { line: out }: Terminal): Promi
     const { rebuildPostgres } = await import('../projections/postgres/rebuild.js')
     const report = await rebuildPostgres(postgres, { progress: progress('rebuilding, events') })
     out(`rebuilt ${report.sessions} sessions from ${report.events} events in ${Math.round(report.ms)} ms`)
+    const { rebuildPostgresIndex } = await import('../projections/search/postgres-upkeep.js')
+    printIndexRebuild(await rebuildPostgresIndex(postgres), out)
     return 0
   }
   const store = open()
@@ -159,11 +166,14 @@ export async function rebuildCommand(args: Args, { line: out }: Terminal): Promi
   }
   // the search index (docs/SEARCH.md): deleted and built again from the log
   const dataDir = dataDirOf()
-  const index = rebuildIndex(dbPathOf(dataDir), join(dataDir, SEARCH_FILE))
+  printIndexRebuild(rebuildIndex(dbPathOf(dataDir), join(dataDir, SEARCH_FILE)), out)
+  return 0
+}
+
+function printIndexRebuild(index: IndexRebuildReport, out: (line: string) => void): void {
   out(
     `rebuilt the search index: ${index.documents} documents from ${index.events} events in ${Math.round(index.ms)} ms`,
   )
-  return 0
 }
 
 /** `audit <session>` / `audit --all`: every step's request rebuilt from the log and checked against its digest. */
@@ -273,7 +283,14 @@ async function verifyPostgresCommand(url: string, head: string | undefined, out:
   printVerify(report, out)
   const at = `${report.chain.head.seq}:${report.chain.head.digest}`
   if (head !== undefined && head !== at) out(`MISMATCH its head is ${at}, not ${head}`)
-  const ok = report.differences.length === 0 && report.chain.breaks.length === 0 && (head === undefined || head === at)
+  const { verifyPostgresIndex } = await import('../projections/search/postgres-upkeep.js')
+  const index = await verifyPostgresIndex(url)
+  printIndexVerify(index, out)
+  const ok =
+    report.differences.length === 0 &&
+    report.chain.breaks.length === 0 &&
+    index.differences.length === 0 &&
+    (head === undefined || head === at)
   return ok ? 0 : 1
 }
 

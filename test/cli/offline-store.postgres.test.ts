@@ -61,14 +61,19 @@ describe('the offline commands on a PostgreSQL store', () => {
     expect(await verifyCommand(args(), terminal(before))).toBe(1)
     expect(before.join('\n')).toMatch(/DIFF ses_a session/)
     expect(before.join('\n')).toContain('chain intact: 2 events')
+    expect(before.at(-1)).toBe('no search index (the server builds it when it starts)')
 
     const rebuilt: string[] = []
     expect(await rebuildCommand(args(), terminal(rebuilt))).toBe(0)
     expect(rebuilt[0]).toMatch(/^rebuilt 1 sessions from 2 events in \d+ ms$/)
+    expect(rebuilt[1]).toMatch(/^rebuilt the search index: 1 documents from 2 events in \d+ ms$/)
 
     const after: string[] = []
     expect(await verifyCommand(args(), terminal(after))).toBe(0)
-    expect(after.at(-1)).toBe('1 sessions checked, 0 differences')
+    expect(after.slice(-2)).toEqual([
+      '1 sessions checked, 0 differences',
+      'search index through seq 2 of 2: 1 documents checked, 0 differences',
+    ])
   })
 
   it('export reads the configured PostgreSQL store; restore, which installs an SQLite backup, refuses there', async () => {

@@ -1,4 +1,7 @@
-import { seqAt } from './marks.js'
+import { ChronicleError } from '../../events/errors.js'
+import type { DocKind } from './documents.js'
+import { seqAt, unpackMarks } from './marks.js'
+import type { SearchHit } from './port.js'
 import type { SearchQuery, Term } from './query.js'
 
 /**
@@ -67,3 +70,58 @@ export function show(text: string, marks: readonly number[], matcher: RegExp | n
   const firstEnd = matches[0]?.[1]
   return { snippet, highlights, firstSeq: seqAt(marks, firstEnd === undefined ? 0 : firstEnd - 1) }
 }
+
+/** A document as an engine's query returns it. */
+export interface HitRow {
+  id: number
+  session_id: string
+  title: string
+  key: string
+  kind: DocKind
+  seq: number
+  event: string
+  at: number
+  by: string
+  tool: string | null
+  marks: Buffer
+  text: string
+}
+
+/** A document found, as a hit: its snippet around the first match of the query's terms. */
+export function hitOf(row: HitRow, matcher: RegExp | null): SearchHit {
+  const shown = show(row.text, unpackMarks(row.marks), matcher)
+  return {
+    session: row.session_id,
+    title: row.title,
+    seq: row.seq,
+    event: row.event,
+    firstSeq: shown.firstSeq,
+    type: row.kind,
+    key: row.key,
+    by: row.by,
+    at: new Date(row.at).toISOString(),
+    ...(row.tool !== null && { tool: row.tool }),
+    snippet: shown.snippet,
+    highlights: shown.highlights,
+  }
+}
+
+/** Where the next page starts: below a document id (newest first), or past an offset (by relevance). */
+export interface Cursor {
+  readonly id?: number
+  readonly offset?: number
+}
+
+export function cursorOf(text: string | undefined): Cursor {
+  if (text === undefined) return {}
+  try {
+    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString()) as unknown
+    if (typeof parsed === 'object' && parsed !== null) {
+      const { id, offset } = parsed as Cursor
+      if (Number.isInteger(id) || Number.isInteger(offset)) return parsed as Cursor
+    }
+  } catch {}
+  throw new ChronicleError('BAD_REQUEST', 'a search cursor this server did not give')
+}
+
+export const cursorText = (cursor: Cursor) => Buffer.from(JSON.stringify(cursor)).toString('base64url')

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { type IndexOp, MAX_DOC_CHARS, type SearchDoc } from './documents.js'
+import { coalesced, type IndexOp, MAX_DOC_CHARS, type SearchDoc } from './documents.js'
 import { packMarks, unpackMarks } from './marks.js'
 
 /**
@@ -200,50 +200,6 @@ export function indexWriter(db: Database.Database): (ops: readonly IndexOp[], po
     s.meta.run('positionHash', position.hash)
     s.meta.run('replayFrom', position.replayFrom ?? null)
   })
-}
-
-/**
- * The run's changes with each document's later text folded into the `put` that made it, as `extend` would
- * have written it: a tool's output joins its call's document before either is written, so the full-text
- * index tokenizes it once instead of deleting and adding it again. The documents come out the same, in the
- * same order (so with the same ids) as when applied one by one.
- */
-function coalesced(ops: readonly IndexOp[]): readonly IndexOp[] {
-  const open = new Map<string, { doc: SearchDoc; at: number }>()
-  const out: (IndexOp | undefined)[] = []
-  for (const op of ops) {
-    if (op.op === 'put') {
-      open.set(`${op.doc.session}\u0000${op.doc.key}`, { doc: op.doc, at: out.length })
-      out.push(op)
-    } else if (op.op === 'extend') {
-      const pending = open.get(`${op.session}\u0000${op.key}`)
-      if (!pending) {
-        out.push(op)
-        continue
-      }
-      const { doc } = pending
-      const joined = `${doc.text}\n${op.text}`
-      const text = joined.length > MAX_DOC_CHARS ? joined.slice(0, MAX_DOC_CHARS) : joined
-      const marks = doc.text.length + 1 < MAX_DOC_CHARS ? [...doc.marks, op.seq, doc.text.length + 1] : doc.marks
-      const merged: SearchDoc = {
-        session: doc.session,
-        key: doc.key,
-        kind: doc.kind,
-        seq: op.seq,
-        event: op.event,
-        at: op.at,
-        by: op.by ?? doc.by,
-        ...((op.byId ?? doc.byId) !== undefined && { byId: op.byId ?? doc.byId }),
-        ...(doc.tool !== undefined && { tool: doc.tool }),
-        files: doc.files,
-        text,
-        marks,
-      }
-      pending.doc = merged
-      out[pending.at] = { op: 'put', doc: merged }
-    } else out.push(op)
-  }
-  return out.filter((op) => op !== undefined)
 }
 
 function docRow(session: number, doc: SearchDoc) {

@@ -1,8 +1,6 @@
 import type Database from 'better-sqlite3'
 import { ChronicleError } from '../../events/errors.js'
-import type { DocKind } from './documents.js'
-import { matcherOf, show } from './hits.js'
-import { unpackMarks } from './marks.js'
+import { cursorOf, cursorText, type HitRow, hitOf, matcherOf } from './hits.js'
 import { DEFAULT_LIMIT, MAX_LIMIT, type SearchHit } from './port.js'
 import type { Filter, SearchQuery, Term } from './query.js'
 
@@ -24,21 +22,6 @@ export interface IndexQueryOptions {
   readonly order?: 'newest' | 'relevance'
 }
 
-interface HitRow {
-  id: number
-  session_id: string
-  title: string
-  key: string
-  kind: DocKind
-  seq: number
-  event: string
-  at: number
-  by: string
-  tool: string | null
-  marks: Buffer
-  text: string
-}
-
 /** FTS5's form of a term: a phrase of its words, the last one a prefix when asked. */
 function phraseOf(term: Term): string {
   return `"${term.words.join(' ')}"${term.prefix ? '*' : ''}`
@@ -55,25 +38,6 @@ function pathPhrase(path: string): string | undefined {
 function asciiLower(text: string): string | undefined {
   return /^[\x20-\x7e\s]*$/.test(text) ? text.toLowerCase() : undefined
 }
-
-interface Cursor {
-  readonly id?: number
-  readonly offset?: number
-}
-
-function cursorOf(text: string | undefined): Cursor {
-  if (text === undefined) return {}
-  try {
-    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString()) as unknown
-    if (typeof parsed === 'object' && parsed !== null) {
-      const { id, offset } = parsed as Cursor
-      if (Number.isInteger(id) || Number.isInteger(offset)) return parsed as Cursor
-    }
-  } catch {}
-  throw new ChronicleError('BAD_REQUEST', 'a search cursor this server did not give')
-}
-
-const cursorText = (cursor: Cursor) => Buffer.from(JSON.stringify(cursor)).toString('base64url')
 
 export function queryIndex(
   db: Database.Database,
@@ -168,23 +132,7 @@ export function queryIndex(
   const more = rows.length > limit
   const page = more ? rows.slice(0, limit) : rows
   const matcher = matcherOf(query)
-  const hits = page.map((row): SearchHit => {
-    const shown = show(row.text, unpackMarks(row.marks), matcher)
-    return {
-      session: row.session_id,
-      title: row.title,
-      seq: row.seq,
-      event: row.event,
-      firstSeq: shown.firstSeq,
-      type: row.kind,
-      key: row.key,
-      by: row.by,
-      at: new Date(row.at).toISOString(),
-      ...(row.tool !== null && { tool: row.tool }),
-      snippet: shown.snippet,
-      highlights: shown.highlights,
-    }
-  })
+  const hits = page.map((row) => hitOf(row, matcher))
   const last = page.at(-1)
   if (!more || !last) return { hits }
   return { hits, cursor: cursorText(relevance ? { offset: offset + limit } : { id: last.id }) }

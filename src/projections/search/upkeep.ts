@@ -86,7 +86,7 @@ export function dumpIndex(db: Database.Database): Dump {
   return { sessions, docs }
 }
 
-function compare(kind: string, stored: Map<string, string>, fresh: Map<string, string>, out: string[]): void {
+export function compare(kind: string, stored: Map<string, string>, fresh: Map<string, string>, out: string[]): void {
   for (const [key, value] of fresh) {
     const had = stored.get(key)
     if (had === undefined) out.push(`${kind} ${key}: missing from the index`)

@@ -1,182 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ChronicleEvent } from '../../../src/events/catalogue.js'
-import type { SearchHit } from '../../../src/projections/search/port.js'
-import {
-  alice,
-  assistant,
-  created,
-  input,
-  model,
-  type SearchFixture,
-  searchFixture,
-  streamed,
-  T0,
-  toolCall,
-} from './helpers.js'
+import { parseQuery } from '../../../src/projections/search/query.js'
+import { queryIndex } from '../../../src/projections/search/sqlite-query.js'
+import { searchFixture } from './helpers.js'
+import { describeSearching } from './search-specs.js'
 
-/**
- * Queries against SQLite's index: given these sessions (one store, indexed
- * once), each query finds exactly these documents — newest first — with the
- * match marked in its snippet and the event where it first appeared.
- */
-
-let f: SearchFixture
-const DAY = 86_400_000
-const seqs: Record<string, number> = {}
-
-const tool = (partId: string, name: string, args: unknown, output: string): ChronicleEvent[] => [
-  toolCall(partId, name, args),
-  { type: 'tool.completed', data: { partId, output } },
-]
-
-beforeAll(() => {
-  f = searchFixture()
-  // ses_a: alice asks about auth, the agent edits src/auth.ts and runs rm -rf build (day 0)
-  f.append('ses_a', [created('Auth bug')], alice)
-  seqs.input = f.append('ses_a', [input('in_a', [{ type: 'text', text: 'Why is the login test flaky?' }])], alice)
-  f.append('ses_a', [assistant], model)
-  seqs.answer = f.append(
-    'ses_a',
-    streamed('text', 'prt_answer', ['The login test ', 'is flaky because ', 'src/auth.ts races the clock.']),
-    model,
-  )
-  seqs.edit = f.append(
-    'ses_a',
-    tool('prt_edit', 'edit', { filePath: '/repo/src/auth.ts', oldString: 'now()', newString: 'clock.now()' }, 'ok'),
-    model,
-  )
-  seqs.rm = f.append('ses_a', tool('prt_rm', 'bash', { command: 'rm -rf build --force' }, 'done'), model)
-  // ses_b: a day later, bob; prose that has the words but not the code
-  f.clock = T0 + DAY
-  f.append('ses_b', [created('Cleanup')], { actor: 'user', by: { id: 'tok_bob', name: 'bob' } })
-  f.append('ses_b', [input('in_b', [{ type: 'text', text: 'rm the rf folder and force the auth ts check' }])], {
-    actor: 'user',
-    by: { id: 'tok_bob', name: 'bob' },
-  })
-  f.append('ses_b', [assistant, ...streamed('reasoning', 'prt_think', ['snake_case_name is ', 'the variable'])], model)
-  f.append('ses_b', tool('prt_ls', 'bash', { command: 'ls src' }, 'auth.ts\nlogin.ts'), model)
-  f.append(
-    'ses_b',
-    [{ type: 'permission.requested', data: { requestId: 'per_1', permission: 'bash', patterns: ['git push origin'] } }],
-    { actor: 'tool' },
-  )
-  f.append('ses_b', [{ type: 'permission.replied', data: { requestId: 'per_1', reply: 'once' } }], alice)
-  f.index()
-})
-afterAll(() => f.close())
-
-const found = (query: string, options = {}) => f.search(query, options).map((h) => `${h.session}/${h.key}`)
-
-describe('searching the index', () => {
-  it('a word finds every document holding it, newest first', () => {
-    expect(found('flaky')).toEqual(['ses_a/prt_answer', 'ses_a/in_a'])
-  })
-
-  it('two words: both, anywhere in the document', () => {
-    expect(found('login clock')).toEqual(['ses_a/prt_answer'])
-  })
-
-  it('a path as typed finds the path, not prose with its words', () => {
-    expect(found('src/auth.ts')).toEqual(['ses_a/prt_edit', 'ses_a/prt_answer'])
-    expect(found('auth')).toEqual(['ses_b/prt_ls', 'ses_b/in_b', 'ses_a/prt_edit', 'ses_a/prt_answer', 'ses_a/title'])
-  })
-
-  it('rm -rf as a phrase and --force as typed find the command, not the prose', () => {
-    expect(found('"rm -rf build"')).toEqual(['ses_a/prt_rm'])
-    expect(found('"rm -rf"')).toEqual(['ses_a/prt_rm'])
-    expect(found('--force')).toEqual(['ses_a/prt_rm'])
-    expect(found('force')).toEqual(['ses_b/in_b', 'ses_a/prt_rm'])
-  })
-
-  it('snake_case_name as typed, and each of its words', () => {
-    expect(found('snake_case_name')).toEqual(['ses_b/prt_think'])
-    expect(found('case')).toEqual(['ses_b/prt_think'])
-  })
-
-  it('prefix*', () => {
-    expect(found('flak*')).toEqual(['ses_a/prt_answer', 'ses_a/in_a'])
-    expect(found('src/au*')).toEqual(['ses_a/prt_edit', 'ses_a/prt_answer'])
-  })
-
-  it('-excluded words', () => {
-    expect(found('flaky -clock')).toEqual(['ses_a/in_a'])
-  })
-
-  it('session:, tool:, type:, by: (a name or a token id), file:', () => {
-    expect(found('auth session:ses_b')).toEqual(['ses_b/prt_ls', 'ses_b/in_b'])
-    expect(found('tool:bash')).toEqual(['ses_b/prt_ls', 'ses_a/prt_rm'])
-    expect(found('tool:bash -rm')).toEqual(['ses_b/prt_ls'])
-    expect(found('type:reasoning')).toEqual(['ses_b/prt_think'])
-    expect(found('type:input type:title')).toEqual(['ses_b/in_b', 'ses_b/title', 'ses_a/in_a', 'ses_a/title'])
-    expect(found('by:alice')).toEqual(['ses_b/per_1', 'ses_a/in_a', 'ses_a/title'])
-    expect(found('by:tok_bob')).toEqual(['ses_b/in_b', 'ses_b/title'])
-    expect(found('by:alice type:permission')).toEqual(['ses_b/per_1'])
-    expect(found('file:src/auth.ts')).toEqual(['ses_a/prt_edit'])
-    expect(found('file:auth.ts')).toEqual(['ses_a/prt_edit'])
-    expect(found('file:src/*')).toEqual(['ses_a/prt_edit'])
-    expect(found('file:th.ts')).toEqual([])
-    expect(found('-file:src/auth.ts tool:edit')).toEqual([])
-  })
-
-  it('after: and before: by the time of the event that completed the document', () => {
-    expect(found('type:title after:2026-12-02')).toEqual(['ses_b/title'])
-    expect(found('type:title before:2026-12-02')).toEqual(['ses_a/title'])
-  })
-
-  it('a hit names its session and title, the completing event, who, when, and marks the match', () => {
-    const [hit] = f.search('races')
-    expect(hit).toEqual({
-      session: 'ses_a',
-      title: 'Auth bug',
-      seq: seqs.answer as number,
-      event: 'text.ended',
-      firstSeq: (seqs.answer as number) - 1, // the third delta
-      type: 'text',
-      key: 'prt_answer',
-      by: 'model',
-      at: new Date(T0).toISOString(),
-      snippet: 'The login test is flaky because src/auth.ts races the clock.',
-      highlights: [[44, 49]],
-    } satisfies SearchHit)
-  })
-
-  it('firstSeq: where the match first appeared — a tool’s call for its input, its result for its output', () => {
-    const [call] = f.search('clock.now')
-    expect([call?.key, call?.seq, call?.firstSeq]).toEqual(['prt_edit', seqs.edit, (seqs.edit as number) - 1])
-    const [result] = f.search('login.ts')
-    expect([result?.key, result?.event, result?.firstSeq]).toEqual(['prt_ls', 'tool.completed', result?.seq])
-  })
-
-  it('a long document’s snippet is a window around the first match', () => {
-    const g = searchFixture()
-    try {
-      const filler = 'lorem ipsum dolor sit amet '.repeat(40)
-      g.append('ses_1', [created(), input('in_1', [{ type: 'text', text: `${filler}the needle is here ${filler}` }])])
-      g.index()
-      const [hit] = g.search('needle')
-      expect(hit?.snippet.startsWith('…')).toBe(true)
-      expect(hit?.snippet.endsWith('…')).toBe(true)
-      const [start, end] = hit?.highlights[0] ?? [0, 0]
-      expect(hit?.snippet.slice(start, end)).toBe('needle')
-      expect(hit?.snippet.length).toBeLessThanOrEqual(224)
-    } finally {
-      g.close()
-    }
-  })
-
-  it('pages by cursor, newest first; by relevance when asked', () => {
-    const first = f.page('auth', { limit: 2 })
-    expect(first.hits.map((h) => h.key)).toEqual(['prt_ls', 'in_b'])
-    const second = f.page('auth', { limit: 2, cursor: first.cursor as string })
-    expect(second.hits.map((h) => h.key)).toEqual(['prt_edit', 'prt_answer'])
-    const third = f.page('auth', { limit: 2, cursor: second.cursor as string })
-    expect(third).toEqual({ hits: [expect.objectContaining({ key: 'title' })] })
-    const ranked = f.search('auth', { order: 'relevance' }).map((h) => h.key)
-    expect([...ranked].sort()).toEqual(['in_b', 'prt_answer', 'prt_edit', 'prt_ls', 'title'])
-    expect(ranked[0]).toBe('title') // the shortest document with the word ranks first (bm25)
-  })
-
-  it('a cursor it did not give is BAD_REQUEST', () => {
-    expect(() => f.page('auth', { cursor: 'garbage' })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }))
-  })
+/** The queries of search-specs.ts against SQLite's index (FTS5 in a file of its own). */
+describeSearching(async () => {
+  const f = searchFixture()
+  return {
+    get clock() {
+      return f.clock
+    },
+    set clock(at: number) {
+      f.clock = at
+    },
+    append: async (sessionId, events, meta) => f.append(sessionId, events, meta),
+    index: async () => {
+      f.index()
+    },
+    search: async (query, options) => queryIndex(f.indexDb(), parseQuery(query, f.clock), options).hits,
+    page: async (query, options) => queryIndex(f.indexDb(), parseQuery(query, f.clock), options),
+    close: async () => f.close(),
+  }
 })
