@@ -12,10 +12,11 @@ import { rebuildPostgres } from '../src/projections/postgres/rebuild.js'
 import { startPostgres } from '../test/support/postgres.js'
 import { foldSession } from '../src/projections/fold/fold.js'
 import { openStore } from '../src/projections/open.js'
+import { createSqliteSearch } from '../src/projections/search/sqlite-search.js'
 import { rebuild } from '../src/projections/upkeep/rebuild.js'
 
 /**
- * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2] [--sweep] [--store postgres]`
+ * `npm run bench -- store [--runs 5] [--producers 50] [--parts 4] [--deltas 200] [--per-tick 2] [--sweep] [--search] [--store postgres]`
  *
  * Streaming load: `producers` sessions stream text concurrently, each through
  * `parts` text parts of `deltas` deltas of ~60 bytes, via the real batching
@@ -25,9 +26,13 @@ import { rebuild } from '../src/projections/upkeep/rebuild.js'
  * The raw baseline inserts the very same rows with plain better-sqlite3 into
  * an identical event_log table (same migrations; the rows as stored, ids
  * already interned and hashes already computed), 100 per transaction, no projection. Every figure is the median over `runs` fresh databases.
+ * `--search`: the search index's worker thread (src/projections/search/sqlite-search.ts) runs beside the
+ * appends, told of each commit, as in a server: the append figures then include what it takes of the CPU.
  */
 
 interface Config {
+  /** the search index's worker indexing the store as it is appended to (docs/SEARCH.md), as a server runs it */
+  search: boolean
   runs: number
   producers: number
   parts: number
@@ -51,6 +56,7 @@ const DELTA = 'the quick brown fox jumps over the lazy dog; stream chunk #' // 6
 
 export default async function (args: string[]): Promise<object> {
   const cfg: Config = {
+    search: args.includes('--search'),
     runs: flag(args, '--runs', 5),
     producers: flag(args, '--producers', 50),
     parts: flag(args, '--parts', 4),
@@ -86,6 +92,9 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-'))
   try {
     const store = openStore(join(dir, 'store.db'))
+    const search = cfg.search
+      ? createSqliteSearch({ store, source: join(dir, 'store.db'), path: join(dir, 'search.db'), startAfterMs: 0 })
+      : undefined
     const sessions = await producerSessions(store, cfg)
     let deltas = 0
     const commits: number[] = []
@@ -96,6 +105,10 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
     const appendMs = performance.now() - started
     const appendCpuMs = cpuTime(cpu0)
     off()
+    // the index caught up with what was appended (its work, on its own thread, was meanwhile), then stopped
+    const indexed = search ? await search.caughtUp(store.head(), 120_000) : undefined
+    await search?.close()
+    if (indexed === false) throw new Error('the search index did not catch up within 2 minutes')
     const appended = commits.reduce((a, b) => a + b, 0)
 
     const rows = store.asCommitted

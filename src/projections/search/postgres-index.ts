@@ -35,9 +35,14 @@ import { packMarks, unpackMarks } from './marks.js'
 type Schema = 'public' | 'pg_temp'
 
 /** Bump to have every existing index built again (a change to what is indexed or how). */
-export const PG_INDEX_FORMAT = 1
+export const PG_INDEX_FORMAT = 4
 
-/** The tables, as `schema` names them: `public` (the index) or `pg_temp` (a fresh build `verify` compares). */
+/**
+ * The tables, as `schema` names them: `public` (the index) or `pg_temp` (a fresh build `verify` compares).
+ * A document's row stays whole in its page up to 8 KB (toast_tuple_target): a phrase's candidates have
+ * their words read to check positions, and a vector compressed out of line cost more to read than the disk
+ * it saved (and the build more to compress).
+ */
 function tablesSql(schema: Schema): string {
   return `
     CREATE TABLE IF NOT EXISTS ${schema}.search_meta (
@@ -74,7 +79,7 @@ function tablesSql(schema: Schema): string {
       words   tsvector NOT NULL,
       paths   tsvector NOT NULL,
       UNIQUE (session, key)
-    );
+    ) WITH (toast_tuple_target = 8160);
     CREATE INDEX IF NOT EXISTS search_docs_words ON ${schema}.search_docs USING gin (words);
     CREATE INDEX IF NOT EXISTS search_docs_paths ON ${schema}.search_docs USING gin (paths);
     CREATE INDEX IF NOT EXISTS search_docs_session ON ${schema}.search_docs (session, id);
@@ -106,9 +111,35 @@ export async function ensurePostgresIndex(db: pg.ClientBase, schema: Schema = 'p
 }
 
 /** The words of a text as the index keeps them: letters and digits, lower-cased, diacritics folded. */
-export function indexWords(text: string): string {
+export function indexWords(text: string): string[] {
   const folded = /[^ -~\s]/.test(text) ? text.normalize('NFKD').replace(/\p{M}+/gu, '') : text
-  return (folded.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).join(' ')
+  return folded.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+}
+
+/** Positions stop here, and a lexeme keeps at most this many: PostgreSQL's limits (its to_tsvector's too). */
+const MAX_POSITION = 16_383
+const MAX_POSITIONS = 256
+
+/**
+ * A `tsvector` literal of runs of words (a document's text, then each of its paths): each word with its
+ * positions, a gap between runs so no phrase spans two. Built here rather than by to_tsvector, whose parser
+ * would cut `src/auth.ts` its own way.
+ */
+export function wordsVector(runs: readonly (readonly string[])[]): string {
+  const positions = new Map<string, number[]>()
+  let at = 0
+  for (const words of runs) {
+    for (const word of words) {
+      const position = Math.min(++at, MAX_POSITION)
+      let list = positions.get(word)
+      if (!list) positions.set(word, (list = []))
+      if (list.length < MAX_POSITIONS && list.at(-1) !== position) list.push(position)
+    }
+    at++ // no phrase runs from one into the next
+  }
+  const out: string[] = []
+  for (const [word, list] of positions) out.push(`'${word}':${list.join(',')}`)
+  return out.join(' ')
 }
 
 interface Meta {
@@ -435,7 +466,7 @@ async function writeDocs(db: pg.ClientBase, schema: Schema, docs: readonly DocSt
   await db.query(
     `INSERT INTO ${schema}.search_docs (id, session, key, kind, seq, event, at, by, by_id, tool, files, marks, text, words, paths)
      SELECT id, session, key, kind, seq, event, at, by, by_id, tool, files, marks, text,
-            to_tsvector('simple', w), to_tsvector('simple', p)
+            w::tsvector, p::tsvector
      FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[], $8::text[],
                  $9::text[], $10::text[], $11::text[], $12::bytea[], $13::text[], $14::text[], $15::text[])
        AS x(id, session, key, kind, seq, event, at, by, by_id, tool, files, marks, text, w, p)
@@ -457,8 +488,8 @@ async function writeDocs(db: pg.ClientBase, schema: Schema, docs: readonly DocSt
       column((d) => packMarks(d.doc.marks)),
       column((d) => d.doc.text),
       // a term found in a document's paths is found in the document, as FTS5's unqualified phrase finds it
-      column((d) => `${indexWords(d.doc.text)} ${indexWords(d.doc.files.join(' '))}`),
-      column((d) => indexWords(d.doc.files.join(' \n '))),
+      column((d) => wordsVector([indexWords(d.doc.text), ...d.doc.files.map(indexWords)])),
+      column((d) => wordsVector(d.doc.files.map(indexWords))),
     ],
   )
 }
