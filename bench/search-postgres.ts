@@ -41,6 +41,8 @@ export async function searchPostgres(args: string[]): Promise<object> {
     const cpu0 = process.cpuUsage()
     const rebuild = await rebuildPostgresIndex(url)
     const used = process.cpuUsage(cpu0)
+    // the rebuild's connections have ended: their backends' CPU is counted once the server has reaped them
+    await new Promise((resolve) => setTimeout(resolve, 500))
     const serverCpu = serverCpu0 === undefined ? undefined : (server.cpuMs() ?? serverCpu0) - serverCpu0
     console.error(`index: ${rebuild.documents} documents in ${Math.round(rebuild.ms)} ms`)
     const db = new pg.Client({ connectionString: url, types: PG_TYPES })

@@ -96,6 +96,8 @@ async function runOnce(cfg: Config): Promise<Record<string, number>> {
       ? createSqliteSearch({ store, source: join(dir, 'store.db'), path: join(dir, 'search.db'), startAfterMs: 0 })
       : undefined
     const sessions = await producerSessions(store, cfg)
+    // started and caught up before the clock starts, as a server's is (its thread's start is not the appends')
+    if (search && !(await search.caughtUp(store.head(), 60_000))) throw new Error('the search worker did not start')
     let deltas = 0
     const commits: number[] = []
     const off = store.onCommit((events) => commits.push(events.length))

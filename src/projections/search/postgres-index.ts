@@ -205,9 +205,11 @@ export interface PostgresIndexer {
   /**
    * Indexes what the log holds after the stored position, up to its head (or `through`), on `db` (a
    * connection of the indexer's own, outside any transaction); returns the position reached, or undefined
-   * when another indexer holds the index (another server's, on the same database).
+   * when another indexer holds the index (another server's, on the same database). With a `reader` (a
+   * second connection: a rebuild's), each next window's events are read and parsed on it while `db` writes
+   * the window before, so this process and the database work at once.
    */
-  catchUp(db: pg.ClientBase, through?: number): Promise<number | undefined>
+  catchUp(db: pg.ClientBase, through?: number, reader?: pg.ClientBase): Promise<number | undefined>
 }
 
 /**
@@ -219,7 +221,14 @@ export function createPostgresIndexer(schema: Schema = 'public', window = PG_WIN
   let state: IndexerState = initialIndexerState()
   let known = -1
   return {
-    async catchUp(db, through = Number.POSITIVE_INFINITY) {
+    async catchUp(db, through = Number.POSITIVE_INFINITY, reader) {
+      /** the next window's events, read ahead on `reader`: [after, through] and the read */
+      let ahead: { after: number; through: number; events: Promise<StoredEvent[]> } | undefined
+      const eventsOf = (after: number, last: number) => {
+        const read = ahead?.after === after && ahead.through === last ? ahead.events : readEvents(db, after, last)
+        ahead = undefined
+        return read
+      }
       for (;;) {
         await db.query('BEGIN')
         try {
@@ -244,8 +253,14 @@ export function createPostgresIndexer(schema: Schema = 'public', window = PG_WIN
             return meta.position
           }
           const ops: IndexOp[] = []
-          for (const event of await readEvents(db, meta.position, last))
+          for (const event of await eventsOf(meta.position, last))
             for (const op of indexEvent(state, event)) ops.push(op)
+          const next = Math.min(last + window, head, through)
+          if (reader && next > last) {
+            const events = readEvents(reader, last, next)
+            events.catch(() => {}) // heard when used; a window not used is dropped
+            ahead = { after: last, through: next, events }
+          }
           await applyOps(db, schema, meta, coalesced(ops))
           const open = replayFrom(state)
           await db.query(

@@ -36,7 +36,8 @@ export function rebuildPostgresIndex(url: string): Promise<IndexRebuildReport> {
     const started = performance.now()
     await ensurePostgresIndex(db)
     await clearPostgresIndex(db)
-    const events = await createPostgresIndexer().catchUp(db)
+    // the log read ahead on a second connection while this one writes the index
+    const events = await connected(url, (reader) => createPostgresIndexer().catchUp(db, undefined, reader))
     if (events === undefined) throw new Error('a server is indexing this database: stop it before a rebuild')
     const analyzing = performance.now()
     await db.query('ANALYZE search_docs, search_sessions') // the planner's statistics for what was just written
