@@ -43,8 +43,11 @@ describe('serve on PostgreSQL', () => {
     expect(types.at(-1)).toBe('run.finished')
     expect(existsSync(join(first.server.dir, 'data', DB_FILE))).toBe(false)
 
-    // search and backups are SQLite's files: on PostgreSQL they say so
-    expect((await client.call('search', { q: 'hello' })).error).toMatchObject({ code: 'NOT_IMPLEMENTED' })
+    // search answers from the index in the same database; backups are SQLite's file copies: they say so
+    const found = (await client.call('search', { q: 'hello postgresql' })).result as {
+      hits: { session: string; type: string }[]
+    }
+    expect(found.hits.map((h) => [h.session, h.type])).toEqual([[session, 'text']])
     expect((await client.call('store.backup', { out: join(first.server.dir, 'backup') })).error).toMatchObject({
       code: 'NOT_IMPLEMENTED',
     })
