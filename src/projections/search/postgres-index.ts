@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { copyWith } from '../../events/copy.js'
 import type { EventMeta, StoredEvent } from '../../events/envelope.js'
+import type { EventRow } from '../../events/rows.js'
 import {
   coalesced,
   INDEXED_TYPES,
@@ -167,16 +168,7 @@ interface DocState {
 
 /** The events the index reads (the types it indexes), after < seq <= through, in seq order. */
 async function readEvents(db: pg.ClientBase, after: number, through: number): Promise<StoredEvent[]> {
-  const { rows } = await db.query<{
-    seq: number
-    session_id: string
-    version: number
-    type: string
-    schema_version: number
-    data: string
-    meta: string
-    at: number
-  }>({
+  const { rows } = await db.query<EventRow>({
     name: 'chronicle_search_events',
     text: `SELECT seq, session_id, version, type, schema_version, data, meta, at FROM events
            WHERE seq > $1 AND seq <= $2 AND type = ANY($3::text[]) ORDER BY seq`,

@@ -5,6 +5,7 @@ import type { Search, SearchOptions, SearchPage } from './port.js'
 import { createPostgresIndexer, ensurePostgresIndex } from './postgres-index.js'
 import { queryPostgresIndex } from './postgres-query.js'
 import type { SearchQuery } from './query.js'
+import { PositionWaiters } from './waiters.js'
 
 /**
  * PostgreSQL's search (docs/SEARCH.md "PostgreSQL"): the index lives in the
@@ -40,12 +41,6 @@ export interface PostgresSearch extends Search {
   caughtUp(seq: number, timeoutMs?: number): Promise<boolean>
 }
 
-interface Waiter {
-  readonly seq: number
-  readonly resolve: (reached: boolean) => void
-  readonly timer: NodeJS.Timeout
-}
-
 const STARTING_MS = 15_000
 
 export function createPostgresSearch(options: PostgresSearchOptions): PostgresSearch {
@@ -60,16 +55,7 @@ export function createPostgresSearch(options: PostgresSearchOptions): PostgresSe
   let running: Promise<void> | undefined
   let again = false
   let timer: NodeJS.Timeout | undefined
-  const waiters = new Set<Waiter>()
-
-  const settle = () => {
-    for (const w of waiters)
-      if (position >= w.seq) {
-        clearTimeout(w.timer)
-        waiters.delete(w)
-        w.resolve(true)
-      }
-  }
+  const waiters = new PositionWaiters()
   const connect = async (): Promise<pg.Client> => {
     if (client) return client
     const fresh = new pg.Client({ connectionString: options.url, types: PG_TYPES })
@@ -91,7 +77,7 @@ export function createPostgresSearch(options: PostgresSearchOptions): PostgresSe
       if (reached === undefined)
         again = true // another server's indexer holds the index: try again shortly
       else position = reached
-      settle()
+      waiters.moved(position)
     } catch (err) {
       const lost = client
       client = undefined
@@ -127,17 +113,7 @@ export function createPostgresSearch(options: PostgresSearchOptions): PostgresSe
     start()
     if (position >= 0 && position >= seq) return Promise.resolve(true)
     kick()
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        seq,
-        resolve,
-        timer: setTimeout(() => {
-          waiters.delete(waiter)
-          resolve(false)
-        }, timeoutMs),
-      }
-      waiters.add(waiter)
-    })
+    return waiters.wait(seq, timeoutMs)
   }
 
   return {
@@ -153,14 +129,7 @@ export function createPostgresSearch(options: PostgresSearchOptions): PostgresSe
       if (position < 0)
         throw new ChronicleError('SEARCH_UNAVAILABLE', 'the search index is still being created: try again shortly')
       const indexedThrough = position
-      const { scope, archived, limit, cursor, order } = opts
-      const page = await queryPostgresIndex(await log.reader(COMMITTED), query, {
-        ...(scope && { scope }),
-        ...(archived !== undefined && { archived }),
-        ...(limit !== undefined && { limit }),
-        ...(cursor !== undefined && { cursor }),
-        ...(order && { order }),
-      })
+      const page = await queryPostgresIndex(await log.reader(COMMITTED), query, opts)
       return { hits: page.hits, ...(page.cursor !== undefined && { cursor: page.cursor }), indexedThrough, head }
     },
     async close() {
@@ -169,11 +138,7 @@ export function createPostgresSearch(options: PostgresSearchOptions): PostgresSe
       clearTimeout(startTimer)
       clearTimeout(timer)
       unsubscribe()
-      for (const w of waiters) {
-        clearTimeout(w.timer)
-        w.resolve(false)
-      }
-      waiters.clear()
+      waiters.close()
       await running
       await client?.end().catch(() => {})
       client = undefined

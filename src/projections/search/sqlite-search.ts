@@ -7,6 +7,7 @@ import type { FromWorker, ToWorker, WorkerData } from './index-worker.js'
 import type { Search, SearchOptions, SearchPage } from './port.js'
 import type { SearchQuery } from './query.js'
 import { queryIndex } from './sqlite-query.js'
+import { PositionWaiters } from './waiters.js'
 
 /**
  * SQLite's search (docs/SEARCH.md): the index is built off the append path,
@@ -43,12 +44,6 @@ export interface SqliteSearch extends Search {
   caughtUp(seq: number, timeoutMs?: number): Promise<boolean>
 }
 
-interface Waiter {
-  readonly seq: number
-  readonly resolve: (reached: boolean) => void
-  readonly timer: NodeJS.Timeout
-}
-
 const WORKER = new URL('./index-worker.mjs', import.meta.url)
 /** How long a search waits for a worker that has not said where it stands yet. */
 const STARTING_MS = 15_000
@@ -61,16 +56,7 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
   let told = false
   let closed = false
   let reader: Database.Database | undefined
-  const waiters = new Set<Waiter>()
-
-  const settle = () => {
-    for (const w of waiters)
-      if (position >= 0 && position >= w.seq) {
-        clearTimeout(w.timer)
-        waiters.delete(w)
-        w.resolve(true)
-      }
-  }
+  const waiters = new PositionWaiters()
   const tell = () => {
     if (!worker || told) return
     told = true
@@ -84,7 +70,7 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
     started.on('message', (message: FromWorker) => {
       position = message.seq
       told = false
-      settle()
+      waiters.moved(position)
       if (position < store.head()) tell() // commits heard while it ran that it may not have read
     })
     started.on('error', (err) => {
@@ -104,17 +90,7 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
     start()
     if (position >= 0 && position >= seq) return Promise.resolve(true)
     tell()
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        seq,
-        resolve,
-        timer: setTimeout(() => {
-          waiters.delete(waiter)
-          resolve(false)
-        }, timeoutMs),
-      }
-      waiters.add(waiter)
-    })
+    return waiters.wait(seq, timeoutMs)
   }
 
   return {
@@ -135,14 +111,7 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
         reader.pragma('busy_timeout = 5000')
       }
       const indexedThrough = Math.max(position, 0)
-      const { scope, archived, limit, cursor, order } = opts
-      const page = queryIndex(reader, query, {
-        ...(scope && { scope }),
-        ...(archived !== undefined && { archived }),
-        ...(limit !== undefined && { limit }),
-        ...(cursor !== undefined && { cursor }),
-        ...(order && { order }),
-      })
+      const page = queryIndex(reader, query, opts)
       return { hits: page.hits, ...(page.cursor !== undefined && { cursor: page.cursor }), indexedThrough, head }
     },
     async close() {
@@ -150,11 +119,7 @@ export function createSqliteSearch(options: SqliteSearchOptions): SqliteSearch {
       closed = true
       clearTimeout(timer)
       unsubscribe()
-      for (const w of waiters) {
-        clearTimeout(w.timer)
-        w.resolve(false)
-      }
-      waiters.clear()
+      waiters.close()
       const stopping = worker
       worker = undefined
       if (stopping) {
