@@ -42,11 +42,15 @@ export interface PostgresSearch extends Search {
 }
 
 const STARTING_MS = 15_000
+/** Seqs a serving indexer reads per transaction (a rebuild reads postgres-index.ts's PG_WINDOW). */
+const SERVING_WINDOW = 2048
 
 export function createPostgresSearch(options: PostgresSearchOptions): PostgresSearch {
   const { log } = options
   const debounceMs = options.debounceMs ?? 50
-  const indexer = createPostgresIndexer()
+  // small windows: the indexer folds on the server's own thread, and a server that starts on a large log
+  // with no index yet builds it while it serves (a window's parse and fold, a few ms, between its requests)
+  const indexer = createPostgresIndexer('public', SERVING_WINDOW)
   let started = false
   let closed = false
   /** -1 until the indexer has said where the index stands */
