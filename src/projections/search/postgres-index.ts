@@ -36,7 +36,7 @@ import { packMarks, unpackMarks } from './marks.js'
 type Schema = 'public' | 'pg_temp'
 
 /** Bump to have every existing index built again (a change to what is indexed or how). */
-export const PG_INDEX_FORMAT = 4
+export const PG_INDEX_FORMAT = 5
 
 /**
  * The tables, as `schema` names them: `public` (the index) or `pg_temp` (a fresh build `verify` compares).
@@ -114,8 +114,21 @@ export async function ensurePostgresIndex(db: pg.ClientBase, schema: Schema = 'p
 /** The words of a text as the index keeps them: letters and digits, lower-cased, diacritics folded. */
 export function indexWords(text: string): string[] {
   const folded = /[^ -~\s]/.test(text) ? text.normalize('NFKD').replace(/\p{M}+/gu, '') : text
-  return folded.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+  const words = folded.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+  // a lexeme is at most 2,047 bytes: a longer word (a hostile output's) is kept by its first 511 characters
+  for (let i = 0; i < words.length; i++)
+    if ((words[i] as string).length > MAX_WORD) words[i] = words[i]?.slice(0, MAX_WORD) as string
+  return words
 }
+
+/** Characters of a word the index keeps: 511 of at most 4 bytes fit PostgreSQL's 2,047-byte lexeme. */
+const MAX_WORD = 511
+
+/**
+ * Text as PostgreSQL's `text` takes it: a NUL (which a tool's output may hold) becomes U+FFFD, one UTF-16
+ * unit for one, so a document's marks still point where they did.
+ */
+const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text)
 
 /** Positions stop here, and a lexeme keeps at most this many: PostgreSQL's limits (its to_tsvector's too). */
 const MAX_POSITION = 16_383
@@ -326,7 +339,7 @@ async function applyOps(db: pg.ClientBase, schema: Schema, meta: Meta, ops: read
     } else if (op.op === 'put') sessionIds.add(op.doc.session)
     else {
       sessionIds.add(op.session)
-      if (op.op === 'extend') extended.push([op.session, op.key])
+      if (op.op === 'extend') extended.push([op.session, storable(op.key)])
     }
   }
   const sessions = new Map<string, SessionRow & { changed: boolean }>()
@@ -345,7 +358,7 @@ async function applyOps(db: pg.ClientBase, schema: Schema, meta: Meta, ops: read
       changed: false,
     })
   const docs = new Map<string, DocState>()
-  const docKey = (session: number, key: string) => `${session}\u0000${key}`
+  const docKey = (session: number, key: string) => `${session}\u0000${storable(key)}`
   if (extended.length > 0) {
     const { rows } = await db.query<{
       id: number
@@ -459,7 +472,7 @@ async function applyOps(db: pg.ClientBase, schema: Schema, meta: Meta, ops: read
       [
         changedSessions.map((s) => s.id),
         changedSessions.map((s) => s.session_id),
-        changedSessions.map((s) => s.title),
+        changedSessions.map((s) => storable(s.title)),
         changedSessions.map((s) => s.up),
         changedSessions.map((s) => s.archived),
       ],
@@ -483,17 +496,17 @@ async function writeDocs(db: pg.ClientBase, schema: Schema, docs: readonly DocSt
     [
       column((d) => d.id),
       column((d) => d.session),
-      column((d) => d.doc.key),
+      column((d) => storable(d.doc.key)),
       column((d) => d.doc.kind),
       column((d) => d.doc.seq),
-      column((d) => d.doc.event),
+      column((d) => storable(d.doc.event)),
       column((d) => Date.parse(d.doc.at)),
-      column((d) => d.doc.by),
-      column((d) => d.doc.byId ?? null),
-      column((d) => d.doc.tool ?? null),
-      column((d) => d.doc.files.join('\n')),
+      column((d) => storable(d.doc.by)),
+      column((d) => (d.doc.byId === undefined ? null : storable(d.doc.byId))),
+      column((d) => (d.doc.tool === undefined ? null : storable(d.doc.tool))),
+      column((d) => storable(d.doc.files.join('\n'))),
       column((d) => packMarks(d.doc.marks)),
-      column((d) => d.doc.text),
+      column((d) => storable(d.doc.text)),
       // a term found in a document's paths is found in the document, as FTS5's unqualified phrase finds it
       column((d) => wordsVector([indexWords(d.doc.text), ...d.doc.files.map(indexWords)])),
       column((d) => wordsVector(d.doc.files.map(indexWords))),

@@ -199,6 +199,28 @@ export function describeSearching(make: () => Promise<EngineFixture>): void {
       }
     })
 
+    it('a hostile tool output (a NUL, words of 3,000 letters and of 2,100 bytes) is indexed; what comes after it is too', async () => {
+      const g = await make()
+      try {
+        const long = 'あ'.repeat(700) // 2,100 bytes of UTF-8 in a query of 700 characters
+        await g.append(
+          'ses_h',
+          [
+            created(),
+            ...tool('prt_h', 'bash', { command: 'cat blob' }, `nul\u0000here ${'q'.repeat(3000)} ${long} end`),
+          ],
+          model,
+        )
+        await g.append('ses_h', [input('in_after', [{ type: 'text', text: 'written after the blob' }])])
+        await g.index()
+        expect((await g.search('after')).map((h) => h.key)).toEqual(['in_after'])
+        expect((await g.search(long)).map((h) => h.key)).toEqual(['prt_h'])
+        expect((await g.search('here')).map((h) => h.key)).toEqual(['prt_h'])
+      } finally {
+        await g.close()
+      }
+    })
+
     it('pages by cursor, newest first; by relevance when asked', async () => {
       const first = await f.page('auth', { limit: 2 })
       expect(first.hits.map((h) => h.key)).toEqual(['prt_ls', 'in_b'])
