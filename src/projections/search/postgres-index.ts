@@ -128,7 +128,7 @@ const MAX_WORD = 511
  * Text as PostgreSQL's `text` takes it: a NUL (which a tool's output may hold) becomes U+FFFD, one UTF-16
  * unit for one, so a document's marks still point where they did.
  */
-const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text)
+export const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text)
 
 /** Positions stop here, and a lexeme keeps at most this many: PostgreSQL's limits (its to_tsvector's too). */
 const MAX_POSITION = 16_383

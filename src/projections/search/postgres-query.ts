@@ -2,7 +2,7 @@ import type pg from 'pg'
 import { ChronicleError } from '../../events/errors.js'
 import { cursorOf, cursorText, type HitRow, hitOf, matcherOf } from './hits.js'
 import { DEFAULT_LIMIT, MAX_LIMIT, type SearchHit } from './port.js'
-import { indexWords } from './postgres-index.js'
+import { indexWords, storable } from './postgres-index.js'
 import type { Filter, SearchQuery, Term } from './query.js'
 import type { IndexQueryOptions } from './sqlite-query.js'
 
@@ -47,9 +47,15 @@ const GROWTH = 4
 class Sql {
   readonly where: string[] = []
   readonly args: unknown[] = []
-  /** a placeholder for `value` */
+  /** a placeholder for `value` (a NUL in it, which PostgreSQL's text refuses, as the index stores one) */
   arg(value: unknown): string {
-    this.args.push(value)
+    this.args.push(
+      typeof value === 'string'
+        ? storable(value)
+        : Array.isArray(value)
+          ? value.map((v) => (typeof v === 'string' ? storable(v) : v))
+          : value,
+    )
     return `$${this.args.length}`
   }
 }

@@ -216,6 +216,15 @@ export function describeSearching(make: () => Promise<EngineFixture>): void {
         expect((await g.search('after')).map((h) => h.key)).toEqual(['in_after'])
         expect((await g.search(long)).map((h) => h.key)).toEqual(['prt_h'])
         expect((await g.search('here')).map((h) => h.key)).toEqual(['prt_h'])
+        // a NUL in a query's filters and typed terms finds nothing, and is no server error
+        for (const q of [
+          'tool:ba\u0000sh',
+          'file:src/\u0000x',
+          'by:al\u0000ice',
+          'session:ses_\u0000h',
+          'nul\u0000here.x',
+        ])
+          expect(await g.search(q)).toEqual([])
       } finally {
         await g.close()
       }
