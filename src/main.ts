@@ -65,6 +65,7 @@ import type { AppDeps, RuntimePort } from './http/deps.js'
 import { LoginCodes, loginUrl } from './http/login-codes.js'
 import { OWNER } from './http/principals.js'
 import { createLogger } from './http/logger.js'
+import type { TraceFields } from './observability/inbound.js'
 import { resolveToken, type TokenInfo } from './http/token.js'
 import { DEFAULT_WEB_ROOT } from './http/web-root.js'
 import { WEB_SESSIONS_FILE, WebSessions } from './http/web-sessions.js'
@@ -156,8 +157,11 @@ async function assemble(
     config.dataDir,
     config.token ? { token: config.token, source: config.tokenSource ?? 'config' } : undefined,
   )
+  // with traces on, a line logged about a session carries its open run's trace and span ids, once tracing starts
+  const runTrace: { fieldsOf?: (sessionId: string) => TraceFields | undefined } = {}
   const logger = createLogger({
     level: config.logLevel,
+    ...(config.traces.endpoint && { traceFieldsOf: (sessionId: string) => runTrace.fieldsOf?.(sessionId) }),
     secrets: [
       token.token,
       config.provider.apiKey,
@@ -229,6 +233,7 @@ async function assemble(
         version: VERSION,
       })
     : undefined
+  if (tracing) runTrace.fieldsOf = tracing.fieldsOf
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
   const shadow = createShadowStore({
     root: join(config.dataDir, 'workspaces'),
@@ -364,6 +369,7 @@ async function assemble(
     ids,
     logger,
     ...(metrics && { metrics }),
+    ...(tracing && { tracing: tracing.inbound }),
     security: { token: token.token, allowedHosts: allowedHosts(config), allowedOrigins: config.allowedOrigins },
     limits: config.limits,
     defaults: { directory, agent: 'build', model: config.model ?? null },

@@ -16,6 +16,8 @@ export const EventMeta = z.object({
   call: z.string().optional(),
   command: z.string().optional(),
   request: z.string().optional(),
+  /** the W3C traceparent of the traced request that caused it (docs/OBSERVABILITY.md "Traces") */
+  trace: z.string().max(64).optional(),
 })
 export type EventMeta = z.infer<typeof EventMeta>
 

@@ -180,6 +180,8 @@ export interface Caller {
   readonly principal: Principal
   readonly connection?: string
   readonly commandId?: string
+  /** the traceparent of the call's span, when traces are on: recorded in the meta of what it causes */
+  readonly trace?: string
 }
 
 /** The meta of an event a caller causes (docs/EVENTS.md "The envelope"). */
@@ -189,6 +191,7 @@ export function metaOf(caller: Caller, extra: Partial<EventMeta> = {}): EventMet
     by: { id: caller.principal.id, name: caller.principal.name },
     ...(caller.connection !== undefined && { connection: caller.connection }),
     ...(caller.commandId !== undefined && { commandId: caller.commandId }),
+    ...(caller.trace !== undefined && { trace: caller.trace }),
     ...extra,
   }
 }

@@ -13,6 +13,7 @@ import { createJsonSchemaTransform, validatorCompiler, type ZodTypeProvider } fr
 import { ChronicleError } from '../events/errors.js'
 import { createApi } from './api.js'
 import { RequestLogController } from './logger.js'
+import { endRequestSpan, tracedRequestLogger } from './request-spans.js'
 import { guarded } from './authorize.js'
 import { credentialOf, principalOf, setAuthenticated } from './caller.js'
 import { Principals } from './principals.js'
@@ -68,7 +69,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     routerOptions: { maxParamLength: 300 },
     // supervisors probe /health every few seconds: its requests are logged at debug (the rest at info)
     logController: new RequestLogController(),
+    ...(deps.tracing && { childLoggerFactory: tracedRequestLogger(deps.tracing) }),
   }).withTypeProvider<ZodTypeProvider>()
+  if (deps.tracing) {
+    app.addHook('onResponse', async (req, reply) => endRequestSpan(req, reply))
+    app.addHook('onRequestAbort', async (req) => endRequestSpan(req))
+  }
   const routes: RouteInfo[] = []
   registered.set(app, routes)
   app.addHook('onRoute', (r) => {

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { ChronicleError } from '../events/errors.js'
 import type { Caller } from './api.js'
 import type { Principal } from './principals.js'
+import { requestSpanOf } from './request-spans.js'
 import type { Authenticated, Credential } from './security.js'
 
 /**
@@ -29,9 +30,13 @@ function authenticatedOf(req: FastifyRequest): Authenticated {
   return auth
 }
 
-/** An HTTP call: its principal, and the client's command id (`X-Command-Id`) or the request's id. */
+/**
+ * An HTTP call: its principal, the client's command id (`X-Command-Id`) or the request's id, and the
+ * request's span when traces are on.
+ */
 export function callerOf(req: FastifyRequest): Caller {
   const given = req.headers['x-command-id']
   const commandId = typeof given === 'string' && given.length > 0 && given.length <= 200 ? given : req.id
-  return { principal: principalOf(req), commandId }
+  const span = requestSpanOf(req)
+  return { principal: principalOf(req), commandId, ...(span && { trace: span.traceparent }) }
 }

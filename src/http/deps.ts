@@ -14,6 +14,7 @@ import type { WorkspaceRestorer } from '../runtime/workspace/restore.js'
 import type { McpSignInCallback } from '../tools/mcp/oauth-callback.js'
 import type { Backups } from '../runtime/backup/take.js'
 import type { Search } from '../projections/search/port.js'
+import type { InboundTracing } from '../observability/inbound.js'
 
 /**
  * What the HTTP/WebSocket layer needs from the rest of Chronicle. Commands
@@ -67,6 +68,8 @@ export interface AppDeps {
   readonly logger: Logger
   /** `GET /metrics` for an admin token; absent: metrics are off */
   readonly metrics?: MetricsPort
+  /** spans of requests and socket calls (src/observability/inbound.ts); absent: traces are off */
+  readonly tracing?: InboundTracing
   readonly security: {
     readonly token: string
     /** host names (without port) a Host header may carry; loopback names are always allowed */

@@ -2,6 +2,7 @@ import { isatty } from 'node:tty'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { prettyFactory } from 'pino-pretty'
+import type { TraceFields } from '../observability/inbound.js'
 import { redactUrl } from './security.js'
 
 /**
@@ -24,6 +25,8 @@ export interface LoggerOptions {
   readonly destination?: DestinationStream
   /** `json` or `pretty`; unset: pretty when the destination is a terminal */
   readonly format?: 'json' | 'pretty' | undefined
+  /** with traces on: the trace and span of a session's open run, added to a line that names the session (`sessionId`) */
+  readonly traceFieldsOf?: (sessionId: string) => TraceFields | undefined
 }
 
 const REDACT_PATHS = [
@@ -47,9 +50,16 @@ export function createLogger(options: LoggerOptions): Logger {
   const destination = options.destination ?? pino.destination({ dest: 1, sync: false })
   const terminal = terminalOf(destination)
   const pretty = options.format === 'pretty' || (options.format === undefined && terminal.tty)
+  const { traceFieldsOf } = options
   return pino(
     {
       level: options.level,
+      ...(traceFieldsOf && {
+        mixin: (merge: object) => {
+          const { sessionId, trace_id } = merge as { sessionId?: unknown; trace_id?: unknown }
+          return (typeof sessionId === 'string' && trace_id === undefined && traceFieldsOf(sessionId)) || {}
+        },
+      }),
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       serializers: {
         req: (req: { method?: string; url?: string; hostname?: string; ip?: string }) => ({

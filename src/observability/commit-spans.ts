@@ -1,5 +1,17 @@
-import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
-import type { StoredEvent, StoredEventOf } from '../events/envelope.js'
+import {
+  type Context,
+  type Link,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  TraceFlags,
+  trace,
+} from '@opentelemetry/api'
+import type { EventMeta, StoredEvent, StoredEventOf } from '../events/envelope.js'
+import type { TraceFields } from './inbound.js'
+import { parseTraceparent } from './traceparent.js'
 
 /**
  * OpenTelemetry spans read off the store's commits (docs/OBSERVABILITY.md
@@ -10,6 +22,12 @@ import type { StoredEvent, StoredEventOf } from '../events/envelope.js'
  * range it covers, so a trace leads back to the log and to the page
  * (`#/s/<id>@<seq>`). No prompt or output text goes into a span: it is in
  * the log. Times are the commits'.
+ *
+ * The requests behind a run are links, not parents (a run outlives the
+ * request that queued its input, and answers several): the run links to the
+ * request of each input it delivers and of a cancel, a permission wait to the
+ * request that answered it — each named by the `trace` its events' meta
+ * record.
  */
 
 interface Model {
@@ -29,11 +47,15 @@ interface SessionSpans {
 }
 
 const FAILED_OUTCOMES: ReadonlySet<string> = new Set(['error', 'failed'])
+/** inputs accepted from traced requests and not delivered yet, at most: the oldest are forgotten first */
+const MAX_WAITING_INPUTS = 10_000
 
 export class CommitSpans {
   private readonly sessions = new Map<string, SessionSpans>()
   /** a sub-agent's session → the context of the task call that runs it */
   private readonly parents = new Map<string, Context>()
+  /** `session input` → the request that submitted it, until it is delivered */
+  private readonly inputs = new Map<string, Link>()
 
   constructor(private readonly tracer: Tracer) {}
 
@@ -88,10 +110,25 @@ export class CommitSpans {
         case 'subtask.finished':
           this.parents.delete(event.data.childSessionId)
           break
+        case 'input.accepted':
+          this.inputAccepted(event)
+          break
+        case 'input.delivered':
+          this.inputDelivered(event)
+          break
+        case 'run.cancel.requested':
+          this.linkRun(event.sessionId, linkOf(event.meta, 'cancel'))
+          break
         default:
           break
       }
     }
+  }
+
+  /** A session's open run, for the log lines written about it. */
+  fieldsOf(sessionId: string): TraceFields | undefined {
+    const run = this.sessions.get(sessionId)?.run.spanContext()
+    return run && { trace_id: run.traceId, span_id: run.spanId }
   }
 
   /** Ends what is open (a shutdown: runs stay open in the log, for recovery to continue). */
@@ -104,6 +141,26 @@ export class CommitSpans {
     }
     this.sessions.clear()
     this.parents.clear()
+    this.inputs.clear()
+  }
+
+  private inputAccepted(event: StoredEventOf<'input.accepted'>): void {
+    const link = linkOf(event.meta, 'input')
+    if (!link) return
+    if (this.inputs.size >= MAX_WAITING_INPUTS) this.inputs.delete(this.inputs.keys().next().value as string)
+    this.inputs.set(`${event.sessionId} ${event.data.inputId}`, link)
+  }
+
+  private inputDelivered(event: StoredEventOf<'input.delivered'>): void {
+    const key = `${event.sessionId} ${event.data.inputId}`
+    const link = this.inputs.get(key)
+    if (!link) return
+    this.inputs.delete(key)
+    this.linkRun(event.sessionId, link)
+  }
+
+  private linkRun(sessionId: string, link: Link | undefined): void {
+    if (link) this.sessions.get(sessionId)?.run.addLink(link)
   }
 
   private runStarted(event: StoredEventOf<'run.started'> | StoredEventOf<'run.resumed'>, at: number): void {
@@ -280,6 +337,8 @@ export class CommitSpans {
     const span = spans?.waits.get(event.data.requestId)
     if (!spans || !span) return
     spans.waits.delete(event.data.requestId)
+    const answeredBy = linkOf(event.meta, 'reply')
+    if (answeredBy) span.addLink(answeredBy)
     span.setAttributes({ 'chronicle.permission.reply': event.data.reply, 'chronicle.seq.end': event.seq })
     span.end(at)
   }
@@ -288,6 +347,22 @@ export class CommitSpans {
     const tool = this.sessions.get(event.sessionId)?.tools.get(event.data.partId)
     if (tool) this.parents.set(event.data.childSessionId, trace.setSpan(ROOT_CONTEXT, tool))
   }
+}
+
+/** A link to the request an event's meta names, if it names a valid one. */
+function linkOf(meta: EventMeta, why: string): Link | undefined {
+  const context = parseTraceparent(meta.trace)
+  return (
+    context && {
+      context: {
+        traceId: context.traceId,
+        spanId: context.spanId,
+        traceFlags: context.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+        isRemote: true,
+      },
+      attributes: { 'chronicle.link': why },
+    }
+  )
 }
 
 /** `openai:gpt-4o` → provider openai, model gpt-4o (attributes may carry any value: spans are not series). */

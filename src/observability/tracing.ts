@@ -1,8 +1,11 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer, TraceFlags, trace } from '@opentelemetry/api'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import type { EventLog } from '../events/log.js'
 import { CommitSpans } from './commit-spans.js'
+import type { InboundSpan, InboundTracing, TraceFields } from './inbound.js'
+import { formatTraceparent, parseTraceparent } from './traceparent.js'
 
 /**
  * Traces over OTLP/HTTP (JSON) to the endpoint the user's config or
@@ -13,6 +16,10 @@ import { CommitSpans } from './commit-spans.js'
  */
 
 export interface Tracing {
+  /** spans of requests and socket calls, for the HTTP layer */
+  readonly inbound: InboundTracing
+  /** the trace and span of a session's open run, for the log lines written about it */
+  fieldsOf(sessionId: string): TraceFields | undefined
   /** ends the open spans and sends what is queued */
   close(): Promise<void>
 }
@@ -31,13 +38,48 @@ export function startTracing(log: Pick<EventLog, 'onCommit'>, options: TracingOp
     resource: resourceFromAttributes({ 'service.name': 'chronicle', 'service.version': options.version }),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: options.delayMs ?? 5000 })],
   })
-  const spans = new CommitSpans(provider.getTracer('chronicle', options.version))
+  const tracer = provider.getTracer('chronicle', options.version)
+  const spans = new CommitSpans(tracer)
   const stopListening = log.onCommit(spans.observe)
   return {
+    inbound: inboundTracing(tracer),
+    fieldsOf: (sessionId) => spans.fieldsOf(sessionId),
     async close() {
       stopListening()
       spans.close()
       await provider.shutdown()
+    },
+  }
+}
+
+function inboundTracing(tracer: Tracer): InboundTracing {
+  return {
+    start(name, attributes, parent): InboundSpan {
+      const remote = parseTraceparent(parent)
+      const context = remote
+        ? trace.setSpanContext(ROOT_CONTEXT, {
+            traceId: remote.traceId,
+            spanId: remote.spanId,
+            traceFlags: remote.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+            isRemote: true,
+          })
+        : ROOT_CONTEXT
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, context)
+      const { traceId, spanId, traceFlags } = span.spanContext()
+      return {
+        traceparent: formatTraceparent({ traceId, spanId, sampled: (traceFlags & TraceFlags.SAMPLED) !== 0 }),
+        traceId,
+        spanId,
+        rename: (next) => void span.updateName(next),
+        setAttributes: (more) => void span.setAttributes(more),
+        end(error) {
+          if (error) {
+            span.setAttribute('error.type', error)
+            span.setStatus({ code: SpanStatusCode.ERROR })
+          }
+          span.end()
+        },
+      }
     },
   }
 }

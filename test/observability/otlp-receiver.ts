@@ -18,6 +18,7 @@ export interface OtlpSpan {
   startTimeUnixNano: string
   endTimeUnixNano: string
   attributes: { key: string; value: OtlpValue }[]
+  links?: { traceId: string; spanId: string; attributes?: { key: string; value: OtlpValue }[] }[]
   status?: { code?: number }
 }
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { Client } from '../http/helpers.js'
+import { Client, type Frame } from '../http/helpers.js'
 import { startTracing, tracesUrl } from '../../src/observability/tracing.js'
 import { subagentHarness, task } from '../subagents/helpers.js'
 import { attributes, type OtlpSpan, Receiver } from './otlp-receiver.js'
@@ -34,7 +34,8 @@ describe('traces', () => {
 
     expect(receiver.requests.every((r) => r.path === '/v1/traces' && r.contentType === 'application/json')).toBe(true)
     expect(receiver.resources[0]).toMatchObject({ 'service.name': 'chronicle' })
-    const spans = receiver.spans
+    // the run's tree: the socket calls that created, subscribed, submitted and answered are spans of their own
+    const spans = receiver.spans.filter((s) => !s.name.startsWith('ws '))
     const byName = (name: string) => spans.filter((s) => s.name === name)
     const [run] = byName('chronicle.run')
     const chats = byName(`chat ${file}`)
@@ -158,5 +159,124 @@ describe('traces of sub-agents', () => {
     expect(childCalls.map((s) => s.parentSpanId)).toEqual([childRun?.spanId, childRun?.spanId])
     expect(childCalls.map((s) => s.spanId)).toContain(lookup?.parentSpanId)
     expect(session(lookup!)).toBe(childId)
+  })
+})
+
+describe('traces of requests', () => {
+  const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
+  const CALLER_SPAN = '00f067aa0ba902b7'
+  const SERVER_KIND = 2
+
+  /** A session whose input is submitted over HTTP with the given headers; its permission answered over the socket. */
+  async function runOverHttp(headers: Record<string, string>, whileWaiting: (session: string) => void = () => {}) {
+    const s = server as ScriptedServer
+    const client = await Client.connect(s.wsUrl, s.token)
+    const created = await client.call('session.create', { directory: s.dir })
+    const session = (created.result as { session: { id: string } }).session.id
+    await client.call('subscribe', { sessions: [session], after: 0 })
+    const submitted = await fetch(`${s.url}/sessions/${session}/inputs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ inputId: 'in_1', parts: [{ type: 'text', text: 'run echo' }] }),
+    })
+    expect(submitted.status).toBeLessThan(300)
+    const type = (f: Frame) => (f.event as { type?: string } | undefined)?.type
+    const requested = await client.wait((f) => type(f) === 'permission.requested')
+    whileWaiting(session)
+    const requestId = (requested.event as { data: { requestId: string } }).data.requestId
+    await client.call('permission.reply', { session, requestId, reply: 'once' })
+    await client.wait((f) => type(f) === 'run.finished')
+    const events = client.events().map((f) => f.event as { type: string; meta: Record<string, unknown> })
+    client.close()
+    await s.close() // sends what is queued
+    server = undefined
+    return { session, events }
+  }
+
+  it("a request is a server span, the caller's traceparent its parent; the run links to it, and the permission wait to the socket call that answered", async () => {
+    receiver = await Receiver.start()
+    server = await serverWithScript({ traces: { endpoint: receiver.url } })
+    const { session, events } = await runOverHttp({ traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` })
+
+    const spans = receiver.spans
+    const request = spans.find((s) => s.name === 'POST /sessions/:id/inputs')
+    const reply = spans.find((s) => s.name === 'ws permission.reply')
+    const run = spans.find((s) => s.name === 'chronicle.run')
+    const wait = spans.find((s) => s.name === 'chronicle.permission.wait')
+    if (!request || !reply || !run || !wait) throw new Error(`missing spans: ${spans.map((s) => s.name)}`)
+    // the request continues the caller's trace
+    expect(request).toMatchObject({ traceId: CALLER_TRACE, parentSpanId: CALLER_SPAN, kind: SERVER_KIND })
+    expect(attributes(request.attributes)).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/sessions/:id/inputs',
+      'http.response.status_code': 202,
+      'chronicle.session.id': session,
+    })
+    expect(attributes(reply.attributes)).toMatchObject({ 'rpc.method': 'permission.reply' })
+    // what the calls caused records them, as the server's spans (never the caller's header as given)
+    const accepted = events.find((e) => e.type === 'input.accepted')
+    expect(accepted?.meta.trace).toBe(`00-${CALLER_TRACE}-${request.spanId}-01`)
+    const replied = events.find((e) => e.type === 'permission.replied')
+    expect(replied?.meta.trace).toBe(`00-${reply.traceId}-${reply.spanId}-01`)
+    // the run is its own trace, linked to the request that gave it its input; the wait to the answer
+    expect(run.traceId).not.toBe(CALLER_TRACE)
+    expect(
+      run.links?.map((l) => ({ traceId: l.traceId, spanId: l.spanId, why: attributes(l.attributes ?? []) })),
+    ).toEqual([{ traceId: CALLER_TRACE, spanId: request.spanId, why: { 'chronicle.link': 'input' } }])
+    expect(wait.links?.map((l) => l.spanId)).toEqual([reply.spanId])
+  })
+
+  it('log lines carry trace and span ids: a request its span, a line about a session its open run', async () => {
+    receiver = await Receiver.start()
+    server = await serverWithScript({ traces: { endpoint: receiver.url }, logLevel: 'info' })
+    const s = server
+    await runOverHttp({}, (session) => s.chronicle.logger.warn({ sessionId: session }, 'a line about the session'))
+
+    const lines = s.logs
+      .flatMap((l) => l.split('\n').filter(Boolean))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    const request = receiver.spans.find((sp) => sp.name === 'POST /sessions/:id/inputs')
+    const run = receiver.spans.find((sp) => sp.name === 'chronicle.run')
+    if (!request || !run) throw new Error('missing spans')
+    const ofRequest = lines.filter((l) => l.span_id === request.spanId)
+    expect(ofRequest.map((l) => l.msg)).toEqual(['incoming request', 'request completed'])
+    expect(ofRequest.every((l) => l.trace_id === request.traceId)).toBe(true)
+    const aboutSession = lines.find((l) => l.msg === 'a line about the session')
+    expect(aboutSession).toMatchObject({ trace_id: run.traceId, span_id: run.spanId })
+  })
+
+  it("a caller's traceparent that is not one is ignored: the request starts a trace of its own", async () => {
+    receiver = await Receiver.start()
+    const hostile = [
+      `00-${'0'.repeat(32)}-${CALLER_SPAN}-01`, // the all-zero trace
+      `00-${CALLER_TRACE.toUpperCase()}-${CALLER_SPAN}-01`,
+      `ff-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+      `00-${CALLER_TRACE}-${CALLER_SPAN}-01-extra`,
+      `00-${CALLER_TRACE}-${CALLER_SPAN}-01`.repeat(200),
+    ]
+    server = await serverWithScript({ traces: { endpoint: receiver.url } })
+    const s = server
+    for (const traceparent of hostile) {
+      const res = await fetch(`${s.url}/sessions`, {
+        headers: { authorization: `Bearer ${s.token}`, traceparent },
+      })
+      expect(res.status).toBe(200)
+    }
+    await s.close()
+    server = undefined
+    const lists = receiver.spans.filter((sp) => sp.name === 'GET /sessions')
+    expect(lists).toHaveLength(hostile.length)
+    for (const span of lists) {
+      expect(span.parentSpanId ?? '').toBe('')
+      expect(span.traceId).not.toBe(CALLER_TRACE)
+      expect(span.traceId).toMatch(/^[0-9a-f]{32}$/)
+    }
+  })
+
+  it('with traces off, no event records a trace', async () => {
+    server = await serverWithScript({ traces: { endpoint: undefined } })
+    const { events } = await runOverHttp({ traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` })
+    expect(events.length).toBeGreaterThan(10)
+    expect(events.filter((e) => 'trace' in e.meta)).toEqual([])
   })
 })

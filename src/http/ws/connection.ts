@@ -2,7 +2,7 @@ import type { RawData, WebSocket } from 'ws'
 import { z } from 'zod'
 import { EVENT_TYPES } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
-import { type Caller, isMethod, parseParams, type Api } from '../api.js'
+import { type Caller, isMethod, Params, parseParams, type Api } from '../api.js'
 import { authorize } from '../authorize.js'
 import { SubscriptionReach } from '../reach.js'
 import type { Principal } from '../principals.js'
@@ -41,6 +41,8 @@ const MAX_SUBSCRIPTIONS = 100
 const MAX_COMMANDS_PER_SECOND = 500
 
 let nextConnection = 1
+
+const KNOWN_METHODS: ReadonlySet<string> = new Set(['hello', 'subscribe', 'unsubscribe', ...Object.keys(Params)])
 
 /** The close code of a socket whose token was revoked (docs/API.md "Closing codes"). */
 export const REVOKED_CLOSE_CODE = 4401
@@ -128,16 +130,28 @@ export class Connection {
         errorFrame(id, { code: 'RATE_LIMITED', message: `more than ${MAX_COMMANDS_PER_SECOND} commands per second` }),
       )
     }
+    // a span per call when traces are on, named by the method when it is one (a name is not the client's to choose)
+    const span = this.deps.tracing?.start(`ws ${KNOWN_METHODS.has(method) ? method : 'unknown'}`, {
+      'rpc.system': 'chronicle',
+      'rpc.method': KNOWN_METHODS.has(method) ? method : 'unknown',
+    })
     try {
       const result = await this.dispatch(method, params, {
         principal: this.principal,
         connection: this.id,
         commandId: String(id),
+        ...(span && { trace: span.traceparent }),
       })
       this.send(resultFrame(id, result))
+      span?.end()
     } catch (err) {
       const problem = toProblem(err)
-      if (problem.internal) this.deps.logger.error({ err, method }, 'command failed')
+      span?.end(problem.code)
+      if (problem.internal)
+        this.deps.logger.error(
+          { err, method, ...(span && { trace_id: span.traceId, span_id: span.spanId }) },
+          'command failed',
+        )
       this.send(errorFrame(id, errorBody(problem)))
     }
   }
