@@ -1,5 +1,5 @@
 import { sqlitePorts } from '../src/projections/store-ports.js'
-import { createServer } from 'node:http'
+import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { createMetrics } from '../src/observability/metrics.js'
 import { startTracing } from '../src/observability/tracing.js'
@@ -13,9 +13,17 @@ import { setup, turn } from './conversation.js'
  * exporter listening to the store's commits, against the same turns with
  * neither, in alternating blocks of one sitting (on/off, then off/on, …) so
  * drift and neighbours' load fall on both. Spans go over HTTP to a receiver
- * in this process that reads and drops them; /metrics is rendered once per
- * block. Target (#42): turn time on ≤ 1.05 × off.
+ * in a process of its own that reads and drops them (a collector is not the
+ * server: its CPU is not the turn's); /metrics is rendered once per block.
+ * Target (#42): turn time on ≤ 1.05 × off.
  */
+
+/** An OTLP/HTTP receiver that reads each export, answers it, and tells the bench how many bytes it was. */
+const RECEIVER = `require('node:http').createServer((req, res) => {
+  let n = 0
+  req.on('data', (c) => { n += c.length })
+  req.on('end', () => { process.send(n); res.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
+}).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`
 
 const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -58,15 +66,14 @@ export default async function observability(args: string[]): Promise<object> {
   const turns = Number(args[0] ?? 150)
   const rounds = Number(args[1] ?? 6)
   const mode = (args[2] ?? 'both') as Mode
+  // the receiver is a process of its own, as a collector is: what it spends reading the spans is not the server's
+  const receiver = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
   let spansBytes = 0
-  const receiver = createServer((req, res) => {
-    req.on('data', (c: Buffer) => {
-      spansBytes += c.length
-    })
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'))
+  receiver.on('message', (bytes) => {
+    spansBytes += Number(bytes)
   })
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
-  const endpoint = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`
+  const port = await new Promise<string>((resolve) => receiver.stdout?.once('data', (d) => resolve(String(d).trim())))
+  const endpoint = `http://127.0.0.1:${port}`
   const on = { ms: [] as number[], cpuMs: [] as number[] }
   const off = { ms: [] as number[], cpuMs: [] as number[] }
   const blockRatios: number[] = []
@@ -86,7 +93,7 @@ export default async function observability(args: string[]): Promise<object> {
     }
     blockRatios.push(round((medians.true ?? 0) / (medians.false ?? 1)))
   }
-  receiver.close()
+  receiver.kill()
   const figures = {
     mode,
     turnsPerBlock: turns,

@@ -47,6 +47,8 @@ interface SessionSpans {
 }
 
 const FAILED_OUTCOMES: ReadonlySet<string> = new Set(['error', 'failed'])
+/** how long a commit waits before its spans are made: long enough to gather a few, short beside the export's 5 s */
+const READ_DELAY_MS = 200
 /** inputs accepted from traced requests and not delivered yet, at most: the oldest are forgotten first */
 const MAX_WAITING_INPUTS = 10_000
 
@@ -57,11 +59,37 @@ export class CommitSpans {
   /** `session input` → the request that submitted it, until it is delivered */
   private readonly inputs = new Map<string, Link>()
 
-  constructor(private readonly tracer: Tracer) {}
+  /** commits heard and not read yet, with when each was heard */
+  private heard: { readonly at: number; readonly events: readonly StoredEvent[] }[] = []
+  private reading: NodeJS.Timeout | undefined
 
-  /** The store's commit listener. */
+  constructor(
+    private readonly tracer: Tracer,
+    /** how long a commit waits to be read into spans */
+    private readonly delayMs = READ_DELAY_MS,
+  ) {}
+
+  /**
+   * The store's commit listener: notes the commit and when it was heard, no more. Spans are made from
+   * the commits in batches a little later, off the turn that committed them: read one commit at a time
+   * between a run's other work, the same spans cost ten times the CPU they cost read together
+   * (docs/OBSERVABILITY.md "Cost").
+   */
   readonly observe = (events: readonly StoredEvent[]): void => {
-    const at = Date.now()
+    this.heard.push({ at: Date.now(), events })
+    this.reading ??= setTimeout(this.read, this.delayMs).unref()
+  }
+
+  /** Makes the spans of every commit heard so far. */
+  readonly read = (): void => {
+    clearTimeout(this.reading)
+    this.reading = undefined
+    const heard = this.heard
+    this.heard = []
+    for (const { at, events } of heard) this.readCommit(events, at)
+  }
+
+  private readCommit(events: readonly StoredEvent[], at: number): void {
     for (const event of events) {
       switch (event.type) {
         case 'text.delta':
@@ -127,12 +155,14 @@ export class CommitSpans {
 
   /** A session's open run, for the log lines written about it. */
   fieldsOf(sessionId: string): TraceFields | undefined {
+    if (this.heard.length > 0) this.read()
     const run = this.sessions.get(sessionId)?.run.spanContext()
     return run && { trace_id: run.traceId, span_id: run.spanId }
   }
 
   /** Ends what is open (a shutdown: runs stay open in the log, for recovery to continue). */
   close(): void {
+    this.read()
     const at = Date.now()
     for (const spans of this.sessions.values()) {
       for (const span of [...spans.waits.values(), ...spans.tools.values(), ...spans.steps.values()]) span.end(at)
