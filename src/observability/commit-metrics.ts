@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { StoredEvent } from '../events/envelope.js'
 import { BoundedLabels } from './bounded-labels.js'
+import { type HeardCommit, HeardCommits } from './heard-commits.js'
 
 /**
  * The metrics a run's events tell (docs/OBSERVABILITY.md), read off the
@@ -8,8 +9,9 @@ import { BoundedLabels } from './bounded-labels.js'
  * the runtime or the tools counts anything. Times are the commits' (a
  * model call's latency runs from the commit of its step.started to that of
  * its step.finished): under load a commit may wait up to the store's loaded
- * interval (100 ms). Each commit costs a switch per event; deltas fall
- * through it.
+ * interval (100 ms). Commits are read in batches (heard-commits.ts), and
+ * all heard before a scrape are read for it. Each costs a switch per event;
+ * deltas fall through it.
  */
 
 interface ModelOf {
@@ -40,6 +42,7 @@ const seconds = (ms: number): number => ms / 1000
 
 export class CommitMetrics {
   private readonly runs = new Map<string, LiveRun>()
+  private readonly heard = new HeardCommits((commit) => this.readCommit(commit))
   private readonly providers = new BoundedLabels(20)
   private readonly models = new BoundedLabels(50)
   private readonly tools = new BoundedLabels(200)
@@ -207,14 +210,21 @@ export class CommitMetrics {
     })
   }
 
-  /** The store's commit listener. */
+  /** The store's commit listener: notes the commit, read with the next batch or at a scrape (heard-commits.ts). */
   readonly observe = (events: readonly StoredEvent[]): void => {
-    const at = this.now()
+    this.heard.note({ events, at: this.now(), commitMs: this.commitMs() })
+  }
+
+  /** Brings the metrics up to every commit heard: before a scrape. */
+  read(): void {
+    this.heard.flush()
+  }
+
+  private readCommit({ events, at, commitMs }: HeardCommit): void {
     this.commits.inc()
     this.events.inc(events.length)
     this.eventsPerCommit.observe(events.length)
-    const ms = this.commitMs()
-    if (ms >= 0) this.commitSeconds.observe(seconds(ms))
+    if (commitMs >= 0) this.commitSeconds.observe(seconds(commitMs))
     for (const event of events) {
       switch (event.type) {
         case 'text.delta':

@@ -10,6 +10,7 @@ import {
   trace,
 } from '@opentelemetry/api'
 import type { EventMeta, StoredEvent, StoredEventOf } from '../events/envelope.js'
+import { HeardCommits } from './heard-commits.js'
 import type { TraceFields } from './inbound.js'
 import { parseTraceparent } from './traceparent.js'
 
@@ -47,8 +48,6 @@ interface SessionSpans {
 }
 
 const FAILED_OUTCOMES: ReadonlySet<string> = new Set(['error', 'failed'])
-/** how long a commit waits before its spans are made: long enough to gather a few, short beside the export's 5 s */
-const READ_DELAY_MS = 200
 /** inputs accepted from traced requests and not delivered yet, at most: the oldest are forgotten first */
 const MAX_WAITING_INPUTS = 10_000
 
@@ -59,34 +58,18 @@ export class CommitSpans {
   /** `session input` → the request that submitted it, until it is delivered */
   private readonly inputs = new Map<string, Link>()
 
-  /** commits heard and not read yet, with when each was heard */
-  private heard: { readonly at: number; readonly events: readonly StoredEvent[] }[] = []
-  private reading: NodeJS.Timeout | undefined
+  private readonly heard = new HeardCommits(({ events, at }) => this.readCommit(events, at))
 
-  constructor(
-    private readonly tracer: Tracer,
-    /** how long a commit waits to be read into spans */
-    private readonly delayMs = READ_DELAY_MS,
-  ) {}
+  constructor(private readonly tracer: Tracer) {}
 
-  /**
-   * The store's commit listener: notes the commit and when it was heard, no more. Spans are made from
-   * the commits in batches a little later, off the turn that committed them: read one commit at a time
-   * between a run's other work, the same spans cost ten times the CPU they cost read together
-   * (docs/OBSERVABILITY.md "Cost").
-   */
+  /** The store's commit listener: notes the commit, whose spans are made with the next batch (heard-commits.ts). */
   readonly observe = (events: readonly StoredEvent[]): void => {
-    this.heard.push({ at: Date.now(), events })
-    this.reading ??= setTimeout(this.read, this.delayMs).unref()
+    this.heard.note({ events, at: Date.now(), commitMs: -1 })
   }
 
   /** Makes the spans of every commit heard so far. */
-  readonly read = (): void => {
-    clearTimeout(this.reading)
-    this.reading = undefined
-    const heard = this.heard
-    this.heard = []
-    for (const { at, events } of heard) this.readCommit(events, at)
+  read(): void {
+    this.heard.flush()
   }
 
   private readCommit(events: readonly StoredEvent[], at: number): void {
@@ -155,7 +138,7 @@ export class CommitSpans {
 
   /** A session's open run, for the log lines written about it. */
   fieldsOf(sessionId: string): TraceFields | undefined {
-    if (this.heard.length > 0) this.read()
+    this.read()
     const run = this.sessions.get(sessionId)?.run.spanContext()
     return run && { trace_id: run.traceId, span_id: run.spanId }
   }

@@ -85,13 +85,17 @@ export function createMetrics(ports: Pick<StorePorts, 'log' | 'readModels'>): Me
   })
   return {
     contentType: registry.contentType,
-    render: () => registry.metrics(),
+    render: () => {
+      commits.read()
+      return registry.metrics()
+    },
     sockets(read) {
       readSockets = read
     },
     slowConsumerDropped: () => dropped.inc(),
     close() {
       stopListening()
+      commits.read()
       registry.clear()
     },
   }

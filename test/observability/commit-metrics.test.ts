@@ -73,6 +73,7 @@ describe('CommitMetrics under hostile names', () => {
         event(s, 'run.finished', { runId: `run_${i}`, outcome: 'idle' }),
       ])
     }
+    metrics.read() // what a scrape does first (src/observability/metrics.ts)
     const families = parsePrometheusTextFormat(await registry.metrics())
     const values = (name: string, label: string) =>
       new Set(families.find((f) => f.name === name)?.metrics.map((m) => m.labels?.[label]))
