@@ -16,9 +16,13 @@ import type { ChronicleSocket, EventFrame } from '../src/client/index.js'
 export interface StreamsFigures {
   readonly view: string
   readonly sessions: number
-  /** text.delta events that arrived, and how many the script streams */
+  /**
+   * text.delta events that arrived and how many the script streams: fewer when the server, behind or
+   * loaded, merged queued deltas (docs/EVENTS.md "Deltas"), never fewer characters
+   */
   readonly deltas: number
   readonly deltasScripted: number
+  readonly characters: number
   readonly windowSeconds: number
   readonly deltasPerSecond: number
   readonly frames: number
@@ -94,6 +98,7 @@ export async function streamTogether(
   })
 
   let deltas = 0
+  let characters = 0
   let first = Number.POSITIVE_INFINITY
   let last = 0
   const running = new Set(ids)
@@ -111,6 +116,7 @@ export async function streamTogether(
     }
     const now = performance.now()
     deltas++
+    characters += String(f.event.data.text).length
     first = Math.min(first, now)
     last = now
   })
@@ -138,6 +144,7 @@ export async function streamTogether(
     sessions: ids.length,
     deltas,
     deltasScripted: opts.deltas * ids.length,
+    characters,
     windowSeconds: round((endedInPage - startedInPage) / 1000),
     deltasPerSecond: round(deltas / seconds),
     frames: inWindow.length,
