@@ -4,16 +4,18 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
-import { chromium, type Page } from 'playwright-core'
+import { type BrowserContext, chromium, type Page } from 'playwright-core'
 import { ChronicleSocket, type EventFrame } from '../src/client/index.js'
 import { loadConfig } from '../src/config.js'
 import { createIdSource } from '../src/events/ids.js'
 import { createChronicle } from '../src/main.js'
 import { ensureSnapshots } from '../src/projections/time-travel/time-travel.js'
 import { buildSession } from './timetravel.js'
+import { idleFrames, percentile, round, streamTogether } from './web-streams.js'
 
 /**
- * `npm run bench -- web [--open-events 10000] [--events 100000] [--runs 7] [--samples 60] [--deltas 500]`
+ * `npm run bench -- web [--open-events 10000] [--events 100000] [--runs 7] [--samples 60] [--deltas 500]
+ *   [--streams 10] [--stream-deltas 500]`
  *
  * The web page (src/web/, docs/WEB.md) in Debian's Chromium (playwright-core,
  * /usr/bin/chromium) against an in-process Chronicle; the page is built
@@ -27,7 +29,7 @@ import { buildSession } from './timetravel.js'
  *   loading `/#/s/<id>` until the transcript is drawn (page load, login
  *   check, socket, state, draw). Baseline: the same `session.state` read by
  *   a Node SDK client (`stateCallMs`); `openOverStateCall` = page open /
- *   that read.
+ *   that read. `openBig`: the same for the `--events` session.
  * - scrub: on the `--events` session, the range set to `--samples` random
  *   seqs of it and released (input + change): the page's
  *   `performance.measure('chronicle:scrub')`, release → state painted, and
@@ -42,6 +44,11 @@ import { buildSession } from './timetravel.js'
  *   arrived: lag = DOM − arrival (both Date.now on this machine), and
  *   against commit time (`event.at`). `fellBehind`: the median lag of the
  *   last 100 deltas over that of the first 100 (≈1 when it keeps up).
+ * - streams: `--streams` sessions stream `--stream-deltas` deltas each at
+ *   once, 50 a second each (bench/web-streams.ts), the page open on one of
+ *   them, then on the list: frame intervals (p50/p95/max, dropped frames)
+ *   and long tasks in the page, the deltas a second that arrived.
+ * - bundle: the page's JavaScript gzipped (goal ≤ 120 KB), and with its CSS.
  */
 export default async function web(args: string[]): Promise<object> {
   const opt = (name: string, fallback: number) => {
@@ -53,6 +60,8 @@ export default async function web(args: string[]): Promise<object> {
   const runs = opt('runs', 7)
   const samples = opt('samples', 60)
   const deltas = opt('deltas', 500)
+  const streams = opt('streams', 10)
+  const streamDeltas = opt('stream-deltas', 500)
 
   const repo = fileURLToPath(new URL('..', import.meta.url))
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-web-'))
@@ -61,14 +70,23 @@ export default async function web(args: string[]): Promise<object> {
   const build = execFileSync(process.execPath, [join(repo, 'scripts', 'build-web.mjs'), root], { encoding: 'utf8' })
   const buildMs = performance.now() - t
   const gzipKb = Number(/total ([\d.]+) KB gzipped/.exec(build)?.[1] ?? Number.NaN)
+  const jsGzipKb = Number(/\.js [\d.]+ KB \(([\d.]+) KB gzipped\)/.exec(build)?.[1] ?? Number.NaN)
 
   const work = join(dir, 'work')
   mkdirSync(work)
   const script = join(dir, 'script.json')
   const streamed = 'abcdefghij'.repeat(Math.ceil(deltas / 5)).slice(0, deltas * 2)
+  // each session of the streams phase: prose in words (the Markdown a model writes), 2 characters a delta
+  const together = 'lorem ipsum dolor sit amet, '.repeat(Math.ceil(streamDeltas / 14)).slice(0, streamDeltas * 2)
   writeFileSync(
     script,
-    JSON.stringify({ chunkSize: 2, steps: [{ when: { userContains: 'stream' }, text: streamed, delayMs: 20 }] }),
+    JSON.stringify({
+      chunkSize: 2,
+      steps: [
+        { when: { userContains: 'together' }, text: together, delayMs: 20 },
+        { when: { userContains: 'stream' }, text: streamed, delayMs: 20 },
+      ],
+    }),
   )
   const config = loadConfig({
     env: {
@@ -104,35 +122,8 @@ export default async function web(args: string[]): Promise<object> {
     await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()
 
     // open
-    const openMs: number[] = []
-    for (let i = 0; i < runs; i++) {
-      await page.evaluate(() => {
-        location.hash = '#/'
-      })
-      await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()
-      const before = await measures(page, 'chronicle:open')
-      await page.evaluate((id) => {
-        location.hash = `#/s/${id}`
-      }, small.id)
-      openMs.push(await nextMeasure(page, 'chronicle:open', before))
-    }
-    const coldMs: number[] = []
-    for (let i = 0; i < runs; i++) {
-      const tab = await context.newPage()
-      const started = performance.now()
-      await tab.goto(`${url}/#/s/${small.id}`)
-      await nextMeasure(tab, 'chronicle:open', 0)
-      coldMs.push(performance.now() - started)
-      await tab.close()
-    }
-    const stateCallMs: number[] = []
-    let stateBytes = 0
-    for (let i = 0; i < runs; i++) {
-      t = performance.now()
-      const state = await node.call('session.state', { session: small.id })
-      stateCallMs.push(performance.now() - t)
-      stateBytes = JSON.stringify(state).length
-    }
+    const openSmall = await openFigures(page, context, node, `${url}/#/s/${small.id}`, small.id, runs)
+    const openBig = await openFigures(page, context, node, `${url}/#/s/${big.id}`, big.id, runs)
 
     // scrub
     const rng = mulberry32(3)
@@ -227,21 +218,47 @@ export default async function web(args: string[]): Promise<object> {
     const head = lag.slice(0, 100)
     const tail = lag.slice(-100)
 
-    return {
-      bundle: { gzipKb, buildMs: round(buildMs) },
-      generated: { openSession: openEvents, scrubSession: bigEvents, generateMs: Math.round(generateMs) },
-      open: {
-        events: openEvents,
-        messages: small.messages,
-        stateJsonBytes: stateBytes,
-        pageOpenMedianMs: round(percentile(openMs, 0.5)),
-        pageOpenP95Ms: round(percentile(openMs, 0.95)),
-        coldTabMedianMs: round(percentile(coldMs, 0.5)),
-        coldTabP95Ms: round(percentile(coldMs, 0.95)),
-        stateCallMedianMs: round(percentile(stateCallMs, 0.5)),
-        openOverStateCall: round(percentile(openMs, 0.5) / percentile(stateCallMs, 0.5)),
-        targetMs: 1500,
+    // streams
+    const refreshMs = percentile(await idleFrames(page, 120), 0.5)
+    // fresh sessions for each view: both measure ten first replies
+    const create = async (view: string) => {
+      const created: string[] = []
+      for (let i = 0; i < streams; i++)
+        created.push((await node.call('session.create', { directory: work, title: `${view} ${i + 1}` })).session.id)
+      return created
+    }
+    const shown = await create('together')
+    const inSession = await streamTogether(page, node, {
+      view: 'one of the sessions',
+      hash: `#/s/${shown[0]}`,
+      ids: shown,
+      prompt: 'together',
+      deltas: streamDeltas,
+      refreshMs,
+    })
+    // the page drew the whole reply of the session it shows
+    await page.waitForFunction(
+      (length) => {
+        const parts = document.querySelectorAll('.message-assistant .part.text')
+        return (parts[parts.length - 1]?.textContent ?? '').trim().length >= length
       },
+      together.trim().length,
+      { timeout: 60_000 },
+    )
+    const inList = await streamTogether(page, node, {
+      view: 'the session list',
+      hash: '#/',
+      ids: await create('listed'),
+      prompt: 'together',
+      deltas: streamDeltas,
+      refreshMs,
+    })
+
+    return {
+      bundle: { jsGzipKb, targetJsGzipKb: 120, gzipKb, buildMs: round(buildMs) },
+      generated: { openSession: openEvents, scrubSession: bigEvents, generateMs: Math.round(generateMs) },
+      open: { events: openEvents, messages: small.messages, ...openSmall, targetMs: 500 },
+      openBig: { events: bigEvents, messages: big.messages, ...openBig, targetMs: 1500 },
       scrub: {
         events: bigEvents,
         samples,
@@ -274,6 +291,12 @@ export default async function web(args: string[]): Promise<object> {
         fellBehind: round(percentile(tail, 0.5) / Math.max(1, percentile(head, 0.5))),
         domUpdates: seen.length,
       },
+      streams: {
+        refreshMs: round(refreshMs),
+        targetFrameP95Ms: 16,
+        targetLongTaskMaxMs: 50,
+        views: [inSession, inList],
+      },
     }
   } finally {
     node.close()
@@ -284,6 +307,84 @@ export default async function web(args: string[]): Promise<object> {
 }
 
 const SMALL_STATE = 256 * 1024
+
+/**
+ * Opening session `id` `runs` times from the list (the page's own measure),
+ * then in a fresh tab at `address` until drawn; the baseline is the same
+ * `session.state` read from Node.
+ */
+async function openFigures(
+  page: Page,
+  context: BrowserContext,
+  node: ChronicleSocket,
+  address: string,
+  id: string,
+  runs: number,
+) {
+  const openMs: number[] = []
+  for (let i = 0; i < runs; i++) {
+    await page.evaluate(() => {
+      location.hash = '#/'
+    })
+    await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor()
+    const before = await measures(page, 'chronicle:open')
+    await page.evaluate((to) => {
+      location.hash = `#/s/${to}`
+    }, id)
+    openMs.push(await nextMeasure(page, 'chronicle:open', before))
+  }
+  const coldMs: number[] = []
+  const parts: ColdParts[] = []
+  for (let i = 0; i < runs; i++) {
+    const tab = await context.newPage()
+    const started = performance.now()
+    await tab.goto(address)
+    await nextMeasure(tab, 'chronicle:open', 0)
+    coldMs.push(performance.now() - started)
+    parts.push(await coldParts(tab))
+    await tab.close()
+  }
+  const median = (values: number[]) => round(percentile(values, 0.5))
+  const part = (name: keyof ColdParts) => median(parts.map((p) => p[name]))
+  const stateCallMs: number[] = []
+  let stateBytes = 0
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now()
+    const state = await node.call('session.state', { session: id })
+    stateCallMs.push(performance.now() - t)
+    stateBytes = JSON.stringify(state).length
+  }
+  return {
+    stateJsonBytes: stateBytes,
+    pageOpenMedianMs: round(percentile(openMs, 0.5)),
+    pageOpenP95Ms: round(percentile(openMs, 0.95)),
+    coldTabMedianMs: round(percentile(coldMs, 0.5)),
+    coldTabP95Ms: round(percentile(coldMs, 0.95)),
+    // where the cold tab's time goes, medians in the tab's clock (from its navigation's start)
+    coldTabScriptsLoadedMs: part('loaded'),
+    coldTabOpenStartedMs: part('openStarted'),
+    coldTabDrawnMs: part('drawn'),
+    stateCallMedianMs: round(percentile(stateCallMs, 0.5)),
+    openOverStateCall: round(percentile(openMs, 0.5) / percentile(stateCallMs, 0.5)),
+  }
+}
+
+interface ColdParts {
+  /** DOMContentLoaded ended: the page's script has run */
+  readonly loaded: number
+  /** the session page started opening (logged in, socket open) */
+  readonly openStarted: number
+  /** the transcript drawn */
+  readonly drawn: number
+}
+
+async function coldParts(tab: Page): Promise<ColdParts> {
+  return tab.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming
+    const open = performance.getEntriesByName('chronicle:open')[0] as PerformanceEntry
+    return { loaded: nav.domContentLoadedEventEnd, openStarted: open.startTime, drawn: open.startTime + open.duration }
+  })
+}
 
 async function measures(page: Page, name: string): Promise<number> {
   return page.evaluate((n) => performance.getEntriesByName(n).length, name)
@@ -299,16 +400,6 @@ async function nextMeasure(page: Page, name: string, count: number): Promise<num
     const all = performance.getEntriesByName(n)
     return (all[all.length - 1] as PerformanceEntry).duration
   }, name)
-}
-
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] as number
-}
-
-function round(n: number): number {
-  return Math.round(n * 10) / 10
 }
 
 function mulberry32(seed: number): () => number {
