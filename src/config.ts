@@ -345,7 +345,7 @@ export const FileConfig = z
     /** Prometheus metrics (docs/OBSERVABILITY.md): `false` serves none; `{listen}` also serves them without a token there */
     metrics: MetricsSettings.optional(),
     /** OpenTelemetry traces over OTLP/HTTP (docs/OBSERVABILITY.md): off unless an endpoint is named */
-    traces: z.object({ endpoint: z.url().optional() }).strict().optional(),
+    traces: z.object({ endpoint: z.url().optional(), content: z.boolean().optional() }).strict().optional(),
     lsp: LspConfig.optional(),
   })
   .strict()
@@ -402,8 +402,12 @@ export interface ChronicleConfig {
   readonly logLevel: string
   /** Prometheus metrics (docs/OBSERVABILITY.md) */
   readonly metrics: MetricsConfig
-  /** OpenTelemetry traces: the OTLP/HTTP endpoint (`traces.endpoint`, else OTEL_EXPORTER_OTLP_ENDPOINT); none: off */
-  readonly traces: { readonly endpoint: string | undefined }
+  /**
+   * OpenTelemetry traces: the OTLP/HTTP endpoint (`traces.endpoint`, else OTEL_EXPORTER_OTLP_ENDPOINT; none: off), and
+   * whether spans carry the prompt, output and tool text (`traces.content`, else
+   * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true; default no: that text is in the log already)
+   */
+  readonly traces: { readonly endpoint: string | undefined; readonly content: boolean }
   /** `CHRONICLE_LOG_FORMAT`: JSON lines or pino-pretty; unset: pretty when the log goes to a terminal (src/http/logger.ts) */
   readonly logFormat: 'json' | 'pretty' | undefined
   /** the config file that was read, if any */
@@ -457,6 +461,7 @@ const Env = z.object({
   CHRONICLE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   CHRONICLE_DATABASE_URL: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.string().optional(),
 })
 
 export interface LoadOptions {
@@ -531,7 +536,10 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     webfetch: webfetchOf(file.webfetch),
     websearch: websearchOf(file.websearch, present),
     metrics: metricsOf(file.metrics),
-    traces: { endpoint: file.traces?.endpoint ?? env.OTEL_EXPORTER_OTLP_ENDPOINT },
+    traces: {
+      endpoint: file.traces?.endpoint ?? env.OTEL_EXPORTER_OTLP_ENDPOINT,
+      content: file.traces?.content ?? env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT === 'true',
+    },
     lsp:
       file.lsp === false
         ? false

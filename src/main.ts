@@ -230,6 +230,7 @@ async function assemble(
   const tracing = config.traces.endpoint
     ? (await import('./observability/tracing.js')).startTracing(ports.log, {
         endpoint: config.traces.endpoint,
+        content: config.traces.content,
         version: VERSION,
       })
     : undefined

@@ -45,8 +45,18 @@ interface SessionSpans {
   readonly calls: Map<string, Span>
   readonly tools: Map<string, Span>
   readonly waits: Map<string, Span>
+  /** with content on: the user's texts the run delivered, and each message's answer so far (by text part) */
+  readonly prompts: string[]
+  readonly answers: Map<string, { messageId: string; text: string }>
 }
 
+export interface CommitSpansOptions {
+  /** spans carry the prompt, output and tool text (docs/OBSERVABILITY.md "Traces") */
+  readonly content?: boolean
+}
+
+/** the most text of one answer or prompt kept for a span (the exporter cuts attributes there too) */
+const MAX_TEXT = 16 * 1024
 const FAILED_OUTCOMES: ReadonlySet<string> = new Set(['error', 'failed'])
 /** inputs accepted from traced requests and not delivered yet, at most: the oldest are forgotten first */
 const MAX_WAITING_INPUTS = 10_000
@@ -56,11 +66,17 @@ export class CommitSpans {
   /** a sub-agent's session → the context of the task call that runs it */
   private readonly parents = new Map<string, Context>()
   /** `session input` → the request that submitted it, until it is delivered */
-  private readonly inputs = new Map<string, Link>()
+  private readonly inputs = new Map<string, { readonly link: Link | undefined; readonly text: string | undefined }>()
+  private readonly content: boolean
 
   private readonly heard = new HeardCommits(({ events, at }) => this.readCommit(events, at))
 
-  constructor(private readonly tracer: Tracer) {}
+  constructor(
+    private readonly tracer: Tracer,
+    options: CommitSpansOptions = {},
+  ) {
+    this.content = options.content === true
+  }
 
   /** The store's commit listener: notes the commit, whose spans are made with the next batch (heard-commits.ts). */
   readonly observe = (events: readonly StoredEvent[]): void => {
@@ -76,6 +92,11 @@ export class CommitSpans {
     for (const event of events) {
       switch (event.type) {
         case 'text.delta':
+          if (this.content) this.textDelta(event)
+          break
+        case 'text.started':
+          if (this.content) this.textStarted(event)
+          break
         case 'reasoning.delta':
         case 'tool.input.delta':
         case 'tool.progressed':
@@ -104,7 +125,7 @@ export class CommitSpans {
           this.toolCalled(event, at)
           break
         case 'tool.completed':
-          this.toolEnded(event.sessionId, event.data.partId, event.seq, at, undefined)
+          this.toolEnded(event.sessionId, event.data.partId, event.seq, at, undefined, event.data.output)
           break
         case 'tool.failed':
           this.toolEnded(event.sessionId, event.data.partId, event.seq, at, event.data.error)
@@ -159,17 +180,44 @@ export class CommitSpans {
 
   private inputAccepted(event: StoredEventOf<'input.accepted'>): void {
     const link = linkOf(event.meta, 'input')
-    if (!link) return
+    const text = this.content
+      ? event.data.parts
+          .flatMap((p) => (p.type === 'text' ? [p.text] : []))
+          .join('\n')
+          .slice(0, MAX_TEXT)
+      : undefined
+    if (!link && !text) return
     if (this.inputs.size >= MAX_WAITING_INPUTS) this.inputs.delete(this.inputs.keys().next().value as string)
-    this.inputs.set(`${event.sessionId} ${event.data.inputId}`, link)
+    this.inputs.set(`${event.sessionId} ${event.data.inputId}`, { link, text })
   }
 
   private inputDelivered(event: StoredEventOf<'input.delivered'>): void {
     const key = `${event.sessionId} ${event.data.inputId}`
-    const link = this.inputs.get(key)
-    if (!link) return
+    const input = this.inputs.get(key)
+    if (!input) return
     this.inputs.delete(key)
-    this.linkRun(event.sessionId, link)
+    this.linkRun(event.sessionId, input.link)
+    if (input.text) this.sessions.get(event.sessionId)?.prompts.push(input.text)
+  }
+
+  private textStarted(event: StoredEventOf<'text.started'>): void {
+    this.sessions.get(event.sessionId)?.answers.set(event.data.partId, { messageId: event.data.messageId, text: '' })
+  }
+
+  private textDelta(event: StoredEventOf<'text.delta'>): void {
+    const answer = this.sessions.get(event.sessionId)?.answers.get(event.data.partId)
+    if (answer && answer.text.length < MAX_TEXT) answer.text += event.data.text
+  }
+
+  /** A message's answer, as the GenAI conventions' output messages; its parts are let go. */
+  private outputOf(spans: SessionSpans, messageId: string): string | undefined {
+    const parts: { type: 'text'; content: string }[] = []
+    for (const [partId, answer] of spans.answers) {
+      if (answer.messageId !== messageId) continue
+      spans.answers.delete(partId)
+      parts.push({ type: 'text', content: answer.text })
+    }
+    return parts.length > 0 ? JSON.stringify([{ role: 'assistant', parts }]) : undefined
   }
 
   private linkRun(sessionId: string, link: Link | undefined): void {
@@ -202,6 +250,8 @@ export class CommitSpans {
       calls: new Map(),
       tools: new Map(),
       waits: new Map(),
+      prompts: [],
+      answers: new Map(),
     })
   }
 
@@ -211,6 +261,11 @@ export class CommitSpans {
     this.sessions.delete(event.sessionId)
     for (const span of [...spans.waits.values(), ...spans.tools.values(), ...spans.steps.values()]) span.end(at)
     const { run } = spans
+    if (spans.prompts.length > 0)
+      run.setAttribute(
+        'gen_ai.input.messages',
+        JSON.stringify(spans.prompts.map((content) => ({ role: 'user', parts: [{ type: 'text', content }] }))),
+      )
     run.setAttributes({
       'chronicle.seq.end': event.seq,
       'chronicle.run.outcome': event.data.outcome,
@@ -253,6 +308,8 @@ export class CommitSpans {
     if (!spans || !step) return
     spans.steps.delete(event.data.messageId)
     const { usage } = event.data
+    const output = this.content ? this.outputOf(spans, event.data.messageId) : undefined
+    if (output) step.setAttribute('gen_ai.output.messages', output)
     step.setAttributes({
       'gen_ai.response.finish_reasons': [event.data.finishReason],
       'chronicle.seq.end': event.seq,
@@ -294,6 +351,8 @@ export class CommitSpans {
           'chronicle.session.id': event.sessionId,
           'chronicle.part.id': event.data.partId,
           'chronicle.seq.start': event.seq,
+          ...(this.content &&
+            event.data.input !== undefined && { 'gen_ai.tool.call.arguments': JSON.stringify(event.data.input) }),
         },
       },
       trace.setSpan(ROOT_CONTEXT, step ?? spans.run),
@@ -307,12 +366,14 @@ export class CommitSpans {
     seq: number,
     at: number,
     error: { readonly kind: string; readonly message: string } | undefined,
+    output?: string,
   ): void {
     const spans = this.sessions.get(sessionId)
     const span = spans?.tools.get(partId)
     if (!spans || !span) return
     spans.tools.delete(partId)
     span.setAttribute('chronicle.seq.end', seq)
+    if (this.content && output !== undefined) span.setAttribute('gen_ai.tool.call.result', output)
     if (error) {
       span.setAttribute('error.type', error.kind)
       span.setStatus({ code: SpanStatusCode.ERROR, message: error.message })

@@ -28,18 +28,24 @@ export interface TracingOptions {
   /** OTLP base endpoint (`/v1/traces` is added) or the full traces URL */
   readonly endpoint: string
   readonly version: string
+  /** whether spans carry the prompt, output and tool text (each attribute cut at 16 KiB) */
+  readonly content?: boolean
   /** the longest a finished span waits to be sent; default 5 s */
   readonly delayMs?: number
 }
+
+/** the longest string attribute a span carries (the SDK cuts longer ones): a tool's output may be megabytes */
+const CONTENT_LIMIT = 16 * 1024
 
 export function startTracing(log: Pick<EventLog, 'onCommit'>, options: TracingOptions): Tracing {
   const exporter = new OTLPTraceExporter({ url: tracesUrl(options.endpoint) })
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': 'chronicle', 'service.version': options.version }),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: options.delayMs ?? 5000 })],
+    spanLimits: { attributeValueLengthLimit: CONTENT_LIMIT },
   })
   const tracer = provider.getTracer('chronicle', options.version)
-  const spans = new CommitSpans(tracer)
+  const spans = new CommitSpans(tracer, { content: options.content === true })
   const stopListening = log.onCommit(spans.observe)
   return {
     inbound: inboundTracing(tracer),

@@ -17,7 +17,7 @@ describe('metrics and traces config', () => {
   it('by default: metrics on at /metrics for an admin token, no scrape address, no traces', () => {
     const config = withFile({})
     expect(config.metrics).toEqual({ enabled: true, listen: undefined })
-    expect(config.traces).toEqual({ endpoint: undefined })
+    expect(config.traces).toEqual({ endpoint: undefined, content: false })
   })
 
   it('a scrape address: a port is on 127.0.0.1; host:port as given, IPv6 in brackets', () => {
@@ -42,5 +42,17 @@ describe('metrics and traces config', () => {
         .endpoint,
     ).toBe('http://collector:4318')
     expect(() => withFile({ traces: { endpoint: 'not a url' } })).toThrow(/traces/)
+  })
+
+  it("traces carry text only when the config file or the GenAI convention's variable asks", () => {
+    const ask = { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' }
+    expect(withFile({}).traces.content).toBe(false)
+    expect(withFile({}, ask).traces.content).toBe(true)
+    expect(withFile({}, { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'yes please' }).traces.content).toBe(
+      false,
+    )
+    expect(withFile({ traces: { content: true } }).traces.content).toBe(true)
+    expect(withFile({ traces: { content: false } }, ask).traces.content).toBe(false)
+    expect(() => withFile({ traces: { content: 'all' } })).toThrow(/traces/)
   })
 })

@@ -24,7 +24,7 @@ afterEach(async () => {
 describe('traces', () => {
   it('a run is a span; its model calls its children; the tool a child of its call; the permission wait of the tool', async () => {
     receiver = await Receiver.start()
-    server = await serverWithScript({ traces: { endpoint: receiver.url } })
+    server = await serverWithScript({ traces: { endpoint: receiver.url, content: false } })
     const client = await Client.connect(server.wsUrl, server.token)
     const { session, events } = await scriptedRun(server, client)
     const { file } = server
@@ -103,9 +103,37 @@ describe('traces', () => {
     expect(text).not.toContain('The command printed')
   })
 
+  it("with content asked for, the run carries the user's text, the model call its answer, the tool its arguments and result", async () => {
+    receiver = await Receiver.start()
+    server = await serverWithScript({ traces: { endpoint: receiver.url, content: true } })
+    const client = await Client.connect(server.wsUrl, server.token)
+    await scriptedRun(server, client)
+    client.close()
+    await server.close()
+    server = undefined
+    const spans = receiver.spans
+    const run = spans.find((s) => s.name === 'chronicle.run')
+    const tool = spans.find((s) => s.name === 'execute_tool bash')
+    const chats = spans.filter((s) => s.name.startsWith('chat '))
+    if (!run || !tool) throw new Error('missing spans')
+    expect(JSON.parse(attributes(run.attributes)['gen_ai.input.messages'] as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: 'run echo' }] },
+    ])
+    const outputs = chats.map((c) => attributes(c.attributes)['gen_ai.output.messages'])
+    expect(outputs).toContain(
+      JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: 'The command printed from-bash.' }] }]),
+    )
+    expect(outputs.filter((o) => o !== undefined)).toHaveLength(1) // the first call only called the tool
+    const toolAttributes = attributes(tool.attributes)
+    expect(JSON.parse(toolAttributes['gen_ai.tool.call.arguments'] as string)).toMatchObject({
+      command: 'echo from-bash',
+    })
+    expect(toolAttributes['gen_ai.tool.call.result']).toContain('from-bash')
+  })
+
   it('nothing is sent when no endpoint is configured', async () => {
     receiver = await Receiver.start()
-    server = await serverWithScript({ traces: { endpoint: undefined } })
+    server = await serverWithScript({ traces: { endpoint: undefined, content: false } })
     const client = await Client.connect(server.wsUrl, server.token)
     await scriptedRun(server, client)
     client.close()
@@ -195,7 +223,7 @@ describe('traces of requests', () => {
 
   it("a request is a server span, the caller's traceparent its parent; the run links to it, and the permission wait to the socket call that answered", async () => {
     receiver = await Receiver.start()
-    server = await serverWithScript({ traces: { endpoint: receiver.url } })
+    server = await serverWithScript({ traces: { endpoint: receiver.url, content: false } })
     const { session, events } = await runOverHttp({ traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` })
 
     const spans = receiver.spans
@@ -228,7 +256,7 @@ describe('traces of requests', () => {
 
   it('log lines carry trace and span ids: a request its span, a line about a session its open run', async () => {
     receiver = await Receiver.start()
-    server = await serverWithScript({ traces: { endpoint: receiver.url }, logLevel: 'info' })
+    server = await serverWithScript({ traces: { endpoint: receiver.url, content: false }, logLevel: 'info' })
     const s = server
     await runOverHttp({}, (session) => s.chronicle.logger.warn({ sessionId: session }, 'a line about the session'))
 
@@ -254,7 +282,7 @@ describe('traces of requests', () => {
       `00-${CALLER_TRACE}-${CALLER_SPAN}-01-extra`,
       `00-${CALLER_TRACE}-${CALLER_SPAN}-01`.repeat(200),
     ]
-    server = await serverWithScript({ traces: { endpoint: receiver.url } })
+    server = await serverWithScript({ traces: { endpoint: receiver.url, content: false } })
     const s = server
     for (const traceparent of hostile) {
       const res = await fetch(`${s.url}/sessions`, {
@@ -274,7 +302,7 @@ describe('traces of requests', () => {
   })
 
   it('with traces off, no event records a trace', async () => {
-    server = await serverWithScript({ traces: { endpoint: undefined } })
+    server = await serverWithScript({ traces: { endpoint: undefined, content: false } })
     const { events } = await runOverHttp({ traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` })
     expect(events.length).toBeGreaterThan(10)
     expect(events.filter((e) => 'trace' in e.meta)).toEqual([])
