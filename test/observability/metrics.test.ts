@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Client } from '../http/helpers.js'
@@ -8,6 +11,8 @@ import { type ScriptedServer, serverWithScript, scriptedRun } from './scripted-r
  * the values a run moves, parsed by a Prometheus text parser; no label
  * carries an id; who may scrape.
  */
+
+const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url))
 
 let server: ScriptedServer | undefined
 let client: Client | undefined
@@ -117,6 +122,31 @@ describe('GET /metrics after a scripted run', () => {
     expect(ids.size).toBeGreaterThan(5)
     const labelValues = families.flatMap((f) => f.metrics.flatMap((m) => Object.values(m.labels ?? {})))
     expect(labelValues.filter((v) => [...ids].some((id) => v.includes(id)))).toEqual([])
+  })
+})
+
+describe('the dashboard and the alert rules', () => {
+  it('query only metrics a real server serves after a run (docs/grafana-dashboard.json, docs/OBSERVABILITY.md)', async () => {
+    const dashboard = JSON.parse(readFileSync(join(DOCS, 'grafana-dashboard.json'), 'utf8')) as {
+      panels: { title: string; targets?: { expr: string }[] }[]
+    }
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr))
+    expect(dashboard.panels.filter((p) => (p.targets ?? []).length > 0).length).toBeGreaterThanOrEqual(10)
+    const doc = readFileSync(join(DOCS, 'OBSERVABILITY.md'), 'utf8')
+    const alerts = /## Alert rules[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? ''
+    expect(alerts).toContain('alert: ChronicleRunStuck')
+    const queried = new Set(
+      [...[...exprs, alerts].join('\n').matchAll(/\b(?:chronicle|nodejs|process)_[a-z0-9_]+/g)].map((m) =>
+        m[0].replace(/_(bucket|count|sum)$/, ''),
+      ),
+    )
+    expect(queried.size).toBeGreaterThan(15)
+
+    server = await serverWithScript()
+    client = await Client.connect(server.wsUrl, server.token)
+    await scriptedRun(server, client)
+    const served = new Set(parsePrometheusTextFormat((await scrape(server.url, server.token)).text).map((f) => f.name))
+    expect([...queried].filter((name) => !served.has(name))).toEqual([])
   })
 })
 
