@@ -15,7 +15,7 @@ import { idleFrames, percentile, round, streamTogether } from './web-streams.js'
 
 /**
  * `npm run bench -- web [--open-events 10000] [--events 100000] [--runs 7] [--samples 60] [--deltas 500]
- *   [--streams 10] [--stream-deltas 500]`
+ *   [--streams 10] [--stream-deltas 500] [--only open]`
  *
  * The web page (src/web/, docs/WEB.md) in Debian's Chromium (playwright-core,
  * /usr/bin/chromium) against an in-process Chronicle; the page is built
@@ -29,7 +29,13 @@ import { idleFrames, percentile, round, streamTogether } from './web-streams.js'
  *   loading `/#/s/<id>` until the transcript is drawn (page load, login
  *   check, socket, state, draw). Baseline: the same `session.state` read by
  *   a Node SDK client (`stateCallMs`); `openOverStateCall` = page open /
- *   that read. `openBig`: the same for the `--events` session.
+ *   that read. The cold tab's baseline, `blankTab`: the same procedure (a
+ *   new tab, `goto`, a `raf`-polled wait, one evaluate) on a static HTML
+ *   page with no script served by the same server (`/assets/blank.html`,
+ *   written into the bench's build), one before each cold tab: what a new
+ *   tab and Playwright's navigation cost by themselves; `coldOverBlankTab`
+ *   = cold median / blank median. `openBig`: the same for the `--events`
+ *   session. `--only open` runs this phase alone (and the bundle's sizes).
  * - scrub: on the `--events` session, the range set to `--samples` random
  *   seqs of it and released (input + change): the page's
  *   `performance.measure('chronicle:scrub')`, release → state painted, and
@@ -48,7 +54,9 @@ import { idleFrames, percentile, round, streamTogether } from './web-streams.js'
  *   once, 50 a second each (bench/web-streams.ts), the page open on one of
  *   them, then on the list: frame intervals (p50/p95/max, dropped frames)
  *   and long tasks in the page, the deltas a second that arrived.
- * - bundle: the page's JavaScript gzipped (goal ≤ 120 KB), and with its CSS.
+ * - bundle: all the page's JavaScript gzipped (goal ≤ 120 KB: the entry and
+ *   its lazy chunks), the initial part of it (what a first paint loads), and
+ *   the total with its CSS.
  */
 export default async function web(args: string[]): Promise<object> {
   const opt = (name: string, fallback: number) => {
@@ -62,6 +70,9 @@ export default async function web(args: string[]): Promise<object> {
   const deltas = opt('deltas', 500)
   const streams = opt('streams', 10)
   const streamDeltas = opt('stream-deltas', 500)
+  const onlyAt = args.indexOf('--only')
+  const only = onlyAt >= 0 ? args[onlyAt + 1] : undefined
+  if (only !== undefined && only !== 'open') throw new Error(`--only: only 'open' is known, not ${only}`)
 
   const repo = fileURLToPath(new URL('..', import.meta.url))
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-web-'))
@@ -69,8 +80,12 @@ export default async function web(args: string[]): Promise<object> {
   let t = performance.now()
   const build = execFileSync(process.execPath, [join(repo, 'scripts', 'build-web.mjs'), root], { encoding: 'utf8' })
   const buildMs = performance.now() - t
+  // the cold tab's baseline: a page with no script, from the same server (src/http/routes/page.ts serves assets/)
+  writeFileSync(join(root, 'assets', 'blank.html'), BLANK_PAGE)
   const gzipKb = Number(/total ([\d.]+) KB gzipped/.exec(build)?.[1] ?? Number.NaN)
-  const jsGzipKb = Number(/\.js [\d.]+ KB \(([\d.]+) KB gzipped\)/.exec(build)?.[1] ?? Number.NaN)
+  // all the page's JavaScript (the entry and its lazy chunks), and what a first paint loads of it
+  const jsGzipKb = Number(/all JS ([\d.]+) KB gzipped/.exec(build)?.[1] ?? Number.NaN)
+  const jsInitialGzipKb = Number(/initial JS ([\d.]+) KB gzipped/.exec(build)?.[1] ?? Number.NaN)
 
   const work = join(dir, 'work')
   mkdirSync(work)
@@ -124,6 +139,13 @@ export default async function web(args: string[]): Promise<object> {
     // open
     const openSmall = await openFigures(page, context, node, `${url}/#/s/${small.id}`, small.id, runs)
     const openBig = await openFigures(page, context, node, `${url}/#/s/${big.id}`, big.id, runs)
+    const openResults = {
+      bundle: { jsGzipKb, jsInitialGzipKb, targetJsGzipKb: 120, gzipKb, buildMs: round(buildMs) },
+      generated: { openSession: openEvents, scrubSession: bigEvents, generateMs: Math.round(generateMs) },
+      open: { events: openEvents, messages: small.messages, ...openSmall, targetMs: 500 },
+      openBig: { events: bigEvents, messages: big.messages, ...openBig, targetMs: 1500 },
+    }
+    if (only === 'open') return openResults
 
     // scrub
     const rng = mulberry32(3)
@@ -255,10 +277,7 @@ export default async function web(args: string[]): Promise<object> {
     })
 
     return {
-      bundle: { jsGzipKb, targetJsGzipKb: 120, gzipKb, buildMs: round(buildMs) },
-      generated: { openSession: openEvents, scrubSession: bigEvents, generateMs: Math.round(generateMs) },
-      open: { events: openEvents, messages: small.messages, ...openSmall, targetMs: 500 },
-      openBig: { events: bigEvents, messages: big.messages, ...openBig, targetMs: 1500 },
+      ...openResults,
       scrub: {
         events: bigEvents,
         samples,
@@ -308,6 +327,14 @@ export default async function web(args: string[]): Promise<object> {
 
 const SMALL_STATE = 256 * 1024
 
+/** The cold tab's baseline page: static HTML, no script, no stylesheet. */
+const BLANK_PAGE = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>blank</title><link rel="icon" href="data:,"></head>
+<body><p>blank</p></body>
+</html>
+`
+
 /**
  * Opening session `id` `runs` times from the list (the page's own measure),
  * then in a fresh tab at `address` until drawn; the baseline is the same
@@ -334,8 +361,25 @@ async function openFigures(
     openMs.push(await nextMeasure(page, 'chronicle:open', before))
   }
   const coldMs: number[] = []
+  const blankMs: number[] = []
+  const blankLoaded: number[] = []
   const parts: ColdParts[] = []
+  const blank = new URL('/assets/blank.html', address).href
   for (let i = 0; i < runs; i++) {
+    // the baseline, one before each cold tab (the same load on the machine): a new tab, goto, a raf-polled wait, an evaluate
+    const empty = await context.newPage()
+    const from = performance.now()
+    await empty.goto(blank)
+    await empty.waitForFunction(() => document.readyState === 'complete', undefined, {
+      timeout: 60_000,
+      polling: 'raf',
+    })
+    const loaded = await empty.evaluate(
+      () => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).domContentLoadedEventEnd,
+    )
+    blankMs.push(performance.now() - from)
+    blankLoaded.push(loaded)
+    await empty.close()
     const tab = await context.newPage()
     const started = performance.now()
     await tab.goto(address)
@@ -360,6 +404,13 @@ async function openFigures(
     pageOpenP95Ms: round(percentile(openMs, 0.95)),
     coldTabMedianMs: round(percentile(coldMs, 0.5)),
     coldTabP95Ms: round(percentile(coldMs, 0.95)),
+    // the same procedure on a page with no script (one before each cold tab)
+    blankTabMedianMs: round(percentile(blankMs, 0.5)),
+    blankTabP95Ms: round(percentile(blankMs, 0.95)),
+    // its DOMContentLoaded in its own clock: a new tab's renderer and the navigation, no script
+    blankTabLoadedMs: median(blankLoaded),
+    coldOverBlankTab: round(percentile(coldMs, 0.5) / percentile(blankMs, 0.5)),
+    coldMinusBlankTabMs: round(percentile(coldMs, 0.5) - percentile(blankMs, 0.5)),
     // where the cold tab's time goes, medians in the tab's clock (from its navigation's start)
     coldTabScriptsLoadedMs: part('loaded'),
     coldTabOpenStartedMs: part('openStarted'),

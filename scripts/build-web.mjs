@@ -1,12 +1,18 @@
 #!/usr/bin/env node
 /*
  * The web page (src/web/, docs/WEB.md): bundles src/web/main.tsx with esbuild
- * into <out>/assets/ — one JavaScript file and one stylesheet, minified, with
- * content hashes in their names — and writes <out>/index.html naming them.
+ * into <out>/assets/ — the entry's JavaScript, the chunks it loads with a
+ * dynamic import() (code splitting: the syntax highlighter, src/web/highlight.ts,
+ * is not part of a first paint) and one stylesheet, minified, with content
+ * hashes in their names — and writes <out>/index.html naming the entry and
+ * the stylesheet. Chunks are same-origin scripts under /assets/, which the
+ * CSP's script-src 'self' allows.
  * No inline script or style: the server's CSP (script-src 'self',
  * style-src 'self') would block them.
  *
- *   node scripts/build-web.mjs [out]     # default dist/web; prints the gzipped sizes
+ *   node scripts/build-web.mjs [out]     # default dist/web; prints the gzipped sizes:
+ *     each file's, the initial JavaScript (the entry and what it imports statically,
+ *     what a first paint loads), all the JavaScript, and the total with the CSS
  *
  * scripts/build.mjs calls buildWeb() for dist-next/web, so `npm run build`
  * (and `npm ci`, through prepare) builds the page with the server. The SDK's
@@ -32,6 +38,7 @@ export async function buildWeb({ out = join(root, 'dist', 'web'), minify = true,
   const result = await build({
     entryPoints: [join(root, 'src', 'web', 'main.tsx')],
     bundle: true,
+    splitting: true,
     format: 'esm',
     platform: 'browser',
     target: ['chrome111', 'firefox115', 'safari16.4'],
@@ -44,37 +51,59 @@ export async function buildWeb({ out = join(root, 'dist', 'web'), minify = true,
     legalComments: 'none',
     outdir: assets,
     entryNames: '[name]-[hash]',
+    chunkNames: '[name]-[hash]',
     assetNames: '[name]-[hash]',
     metafile: true,
+    absWorkingDir: root, // the metafile's paths are relative to it
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
   })
-  const written = Object.keys(result.metafile.outputs).map((file) => join(root, file))
-  const js = written.find((f) => f.endsWith('.js'))
+  const outputs = result.metafile.outputs
+  const written = Object.keys(outputs)
+  const entry = written.find((f) => f.endsWith('.js') && outputs[f].entryPoint !== undefined)
+  const scripts = written.filter((f) => f.endsWith('.js'))
   const css = written.find((f) => f.endsWith('.css'))
-  if (!js || !css) throw new Error(`build-web: expected one .js and one .css, got ${written.join(', ')}`)
-  writeFileSync(join(out, 'index.html'), indexHtml(`/assets/${basename(js)}`, `/assets/${basename(css)}`))
+  if (!entry || !css || written.filter((f) => f.endsWith('.css')).length !== 1)
+    throw new Error(`build-web: expected one entry .js and one .css, got ${written.join(', ')}`)
+  // what a first paint loads: the entry and the chunks it imports statically, transitively
+  const initial = new Set([entry])
+  for (const file of initial)
+    for (const i of outputs[file].imports) if (i.kind === 'import-statement' && !i.external) initial.add(i.path)
+  const js = join(root, entry)
+  writeFileSync(join(out, 'index.html'), indexHtml(
+      `/assets/${basename(entry)}`,
+      `/assets/${basename(css)}`,
+      [...initial].filter((f) => f !== entry).map((f) => `/assets/${basename(f)}`),
+    ),
+  )
   const sizes = Object.fromEntries(
-    [js, css].map((file) => {
-      const bytes = readFileSync(file)
+    [...scripts, css].map((file) => {
+      const bytes = readFileSync(join(root, file))
       return [basename(file), { bytes: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length }]
     }),
   )
-  const gzip = Object.values(sizes).reduce((sum, s) => sum + s.gzip, 0)
+  const sum = (files) => files.reduce((total, f) => total + sizes[basename(f)].gzip, 0)
+  const initialJsGzip = sum([...initial])
+  const jsGzip = sum(scripts)
+  const gzip = jsGzip + sum([css])
   if (!quiet) {
     const list = Object.entries(sizes)
       .map(([name, s]) => `${name} ${kb(s.bytes)} (${kb(s.gzip)} gzipped)`)
       .join(', ')
-    console.log(`build-web: ${relative(process.cwd(), out) || '.'}/ — ${list}; total ${kb(gzip)} gzipped`)
+    console.log(
+      `build-web: ${relative(process.cwd(), out) || '.'}/ — ${list}; initial JS ${kb(initialJsGzip)} gzipped, all JS ${kb(jsGzip)} gzipped; total ${kb(gzip)} gzipped`,
+    )
   }
-  return { out, js, css, sizes, gzip }
+  return { out, js, css: join(root, css), sizes, initialJsGzip, jsGzip, gzip }
 }
 
 function kb(bytes) {
   return `${(bytes / 1024).toFixed(1)} KB`
 }
 
-function indexHtml(script, stylesheet) {
+/** The page's HTML; `preload`: the chunks the entry imports statically, fetched with it rather than after it. */
+function indexHtml(script, stylesheet, preload = []) {
+  const preloads = preload.map((href) => `<link rel="modulepreload" href="${href}">\n`).join('')
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -84,7 +113,7 @@ function indexHtml(script, stylesheet) {
 <title>Chronicle</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${stylesheet}">
-<script type="module" src="${script}"></script>
+${preloads}<script type="module" src="${script}"></script>
 </head>
 <body>
 <div id="app"></div>

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks'
 import type { ChronicleSocket } from '../client/index.js'
 import { Connection, login, logout, type Principal, whoami } from './connection.js'
 import { parseRoute, type Route, searchHash } from './route.js'
@@ -31,7 +31,8 @@ export function App() {
   const [phase, setPhase] = useState<Phase>({ kind: 'starting' })
   const route = useRoute()
 
-  useEffect(() => {
+  // a layout effect: the login check starts right after the first render, not a frame later (a cold open waits for it)
+  useLayoutEffect(() => {
     void (async () => {
       try {
         if (location.pathname === '/login') {
@@ -45,12 +46,20 @@ export function App() {
           history.replaceState(null, '', '/#/')
           window.dispatchEvent(new HashChangeEvent('hashchange'))
         }
+        // the login check and the socket at once (a cold open waits for both): the socket's upgrade carries
+        // the same cookie, so it fails (401) exactly when the check finds no login, and that failure is not shown
+        const connecting = connection.socket()
+        connecting.catch(() => {})
         const who = await whoami(connection.http)
         if (!who) {
+          connecting.then(
+            (socket) => socket.close(),
+            () => {},
+          )
           setPhase({ kind: 'logged-out' })
           return
         }
-        const socket = await connection.socket()
+        const socket = await connecting
         setPhase({ kind: 'ready', who, socket })
         // A browser cannot see why a WebSocket upgrade failed: while reconnecting, ask over HTTP whether the
         // web session still holds (it ends with a logout elsewhere, its 30 days, or its token's revocation).

@@ -1,4 +1,4 @@
-import type { Element, ElementContent, Root } from 'hast'
+import type { Root } from 'hast'
 import bash from 'highlight.js/lib/languages/bash'
 import c from 'highlight.js/lib/languages/c'
 import cpp from 'highlight.js/lib/languages/cpp'
@@ -16,15 +16,18 @@ import typescript from 'highlight.js/lib/languages/typescript'
 import xml from 'highlight.js/lib/languages/xml'
 import yaml from 'highlight.js/lib/languages/yaml'
 import { createLowlight } from 'lowlight'
-import { type ComponentChild, h } from 'preact'
 
 /**
- * Syntax highlighting for code blocks (docs/WEB.md "Reading"). lowlight runs
- * highlight.js's grammars and answers a syntax tree, not HTML, so the page
- * turns it into elements and text nodes itself: code is never parsed as
- * markup. Only the languages below are bundled (a code block in another
- * language, or none, is shown plain) and only a block up to MAX_CODE is
- * highlighted, so a huge block costs its text and nothing more.
+ * Syntax highlighting for code blocks (docs/WEB.md "Reading"), loaded on
+ * demand: src/web/views/code-block.tsx imports this module with a dynamic
+ * import(), so the page's first paint neither fetches nor evaluates lowlight
+ * and its grammars (esbuild puts them in a chunk of their own). lowlight
+ * runs highlight.js's grammars and answers a syntax tree, not HTML; the code
+ * block turns it into elements and text nodes itself, so code is never
+ * parsed as markup. Only the languages below are bundled (a code block in
+ * another language, or none, is shown plain). Nothing here imports the
+ * page's own modules (nor preact), so the chunk shares no code with the
+ * main one.
  */
 
 const lowlight = createLowlight({
@@ -57,23 +60,8 @@ lowlight.registerAlias({
   cpp: ['c++', 'cc', 'hpp'],
 })
 
-/** characters of code highlighted at most; longer code is shown plain */
-export const MAX_CODE = 50_000
-
-/** The highlighted nodes of `code` in `lang`, or undefined when the language is not bundled or the code too long. */
-export function highlight(code: string, lang: string | undefined): ComponentChild[] | undefined {
-  const name = lang?.trim().split(/\s/)[0]?.toLowerCase()
-  if (!name || code.length > MAX_CODE || !lowlight.registered(name)) return undefined
-  const tree: Root = lowlight.highlight(name, code)
-  return tree.children.map(toNode)
-}
-
-function toNode(node: Root['children'][number] | ElementContent): ComponentChild {
-  if (node.type === 'text') return node.value
-  if (node.type !== 'element') return null
-  const el = node as Element
-  const names = el.properties.className
-  const className = Array.isArray(names) ? names.filter((n) => typeof n === 'string').join(' ') : undefined
-  // only spans with highlight.js's class names: nothing else is made from the tree
-  return h('span', { class: className }, el.children.map(toNode))
+/** The syntax tree of `code` in `lang`, or undefined when the language is not bundled. */
+export function highlightTree(code: string, lang: string): Root | undefined {
+  if (!lowlight.registered(lang)) return undefined
+  return lowlight.highlight(lang, code)
 }

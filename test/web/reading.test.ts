@@ -160,6 +160,9 @@ describe('the model’s Markdown', () => {
     const block = lastAssistant().locator('.code-block')
     expect(await block.locator('.code-lang').textContent()).toBe('ts')
     expect(await block.locator('pre code').textContent()).toBe('const answer: number = 42 // the answer')
+    // the highlighter is a chunk of its own, loaded when a code block first needs it (plain until then)
+    await block.locator('pre.hljs').waitFor()
+    expect(await block.locator('pre code').textContent()).toBe('const answer: number = 42 // the answer')
     // highlight.js's tokens as spans: the keyword, the number, the comment
     expect(await block.locator('.hljs-keyword').allTextContents()).toContain('const')
     expect(await block.locator('.hljs-number').allTextContents()).toEqual(['42'])

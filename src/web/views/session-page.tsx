@@ -45,7 +45,8 @@ export function SessionPage({
     return new LiveSession(socket, id)
   }, [socket, id])
   const steps = useMemo(() => new StepIndexLoader(socket, id, redraw), [socket, id, redraw])
-  useEffect(() => {
+  // a layout effect: the state is asked for right after this render, not a frame later
+  useLayoutEffect(() => {
     const off = live.onChange(() => redraw())
     void live.open()
     return () => {
