@@ -21,8 +21,9 @@ import { parseTraceparent } from './traceparent.js'
  * child of the tool's per permission wait. A sub-agent's run is a child of
  * the task call that started it. Each carries the session id and the seq
  * range it covers, so a trace leads back to the log and to the page
- * (`#/s/<id>@<seq>`). No prompt or output text goes into a span: it is in
- * the log. Times are the commits'.
+ * (`#/s/<id>@<seq>`). No prompt or output text goes into a span unless the
+ * user's config asks (`traces.content`): it is in the log. Times are the
+ * commits'.
  *
  * The requests behind a run are links, not parents (a run outlives the
  * request that queued its input, and answers several): the run links to the
