@@ -6,8 +6,8 @@ import type { InboundSpan, InboundTracing } from '../observability/inbound.js'
  * A server span per HTTP request when traces are on (docs/OBSERVABILITY.md
  * "Traces"): started where fastify makes the request's logger, so every line
  * logged for the request carries its `trace_id` and `span_id`; named by its
- * route, not its URL, when it ends (paths carry ids, and share links carry
- * secrets). A client's `traceparent` header makes it that trace's child.
+ * route, not its URL, when it ends (paths carry ids, and a query may carry
+ * the token as `?token=`). A client's `traceparent` header makes it that trace's child.
  * Health probes and socket upgrades get none: a socket's calls are spans of
  * their own (src/http/ws/connection.ts).
  */
