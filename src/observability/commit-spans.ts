@@ -6,13 +6,12 @@ import {
   SpanKind,
   SpanStatusCode,
   type Tracer,
-  TraceFlags,
   trace,
 } from '@opentelemetry/api'
 import type { EventMeta, StoredEvent, StoredEventOf } from '../events/envelope.js'
 import { HeardCommits } from './heard-commits.js'
 import type { TraceFields } from './inbound.js'
-import { parseTraceparent } from './traceparent.js'
+import { remoteSpanContext } from './traceparent.js'
 
 /**
  * OpenTelemetry spans read off the store's commits (docs/OBSERVABILITY.md
@@ -426,18 +425,8 @@ export class CommitSpans {
 
 /** A link to the request an event's meta names, if it names a valid one. */
 function linkOf(meta: EventMeta, why: string): Link | undefined {
-  const context = parseTraceparent(meta.trace)
-  return (
-    context && {
-      context: {
-        traceId: context.traceId,
-        spanId: context.spanId,
-        traceFlags: context.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
-        isRemote: true,
-      },
-      attributes: { 'chronicle.link': why },
-    }
-  )
+  const context = remoteSpanContext(meta.trace)
+  return context && { context, attributes: { 'chronicle.link': why } }
 }
 
 /** `openai:gpt-4o` → provider openai, model gpt-4o (attributes may carry any value: spans are not series). */

@@ -1,10 +1,14 @@
+import { type SpanContext, TraceFlags } from '@opentelemetry/api'
+
 /**
  * The W3C Trace Context `traceparent` value (`00-<trace id>-<span id>-<flags>`):
  * what a client may send on a request to make Chronicle's span its child, and
  * what an event caused by a traced request records in its meta
  * (docs/OBSERVABILITY.md "Traces"). Both come from outside the trace exporter's
  * reach — a header, a log that may have been imported — so a value that is not
- * exactly this shape, or names the all-zero ids, is no context at all.
+ * exactly this shape, or names the all-zero ids, is no context at all —
+ * stricter than @opentelemetry/core's parser, which takes surrounding spaces
+ * and later versions with more fields.
  */
 
 export interface TraceContext {
@@ -28,4 +32,17 @@ export function parseTraceparent(value: unknown): TraceContext | undefined {
 
 export function formatTraceparent(context: TraceContext): string {
   return `00-${context.traceId}-${context.spanId}-${context.sampled ? '01' : '00'}`
+}
+
+/** The span a valid traceparent names, as OpenTelemetry's API has it: a parent or a link from outside this process. */
+export function remoteSpanContext(value: unknown): SpanContext | undefined {
+  const context = parseTraceparent(value)
+  return (
+    context && {
+      traceId: context.traceId,
+      spanId: context.spanId,
+      traceFlags: context.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      isRemote: true,
+    }
+  )
 }

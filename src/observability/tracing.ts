@@ -5,7 +5,7 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import type { EventLog } from '../events/log.js'
 import { CommitSpans } from './commit-spans.js'
 import type { InboundSpan, InboundTracing, TraceFields } from './inbound.js'
-import { formatTraceparent, parseTraceparent } from './traceparent.js'
+import { formatTraceparent, remoteSpanContext } from './traceparent.js'
 
 /**
  * Traces over OTLP/HTTP (JSON) to the endpoint the user's config or
@@ -61,15 +61,8 @@ export function startTracing(log: Pick<EventLog, 'onCommit'>, options: TracingOp
 function inboundTracing(tracer: Tracer): InboundTracing {
   return {
     start(name, attributes, parent): InboundSpan {
-      const remote = parseTraceparent(parent)
-      const context = remote
-        ? trace.setSpanContext(ROOT_CONTEXT, {
-            traceId: remote.traceId,
-            spanId: remote.spanId,
-            traceFlags: remote.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
-            isRemote: true,
-          })
-        : ROOT_CONTEXT
+      const remote = remoteSpanContext(parent)
+      const context = remote ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT
       const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, context)
       const { traceId, spanId, traceFlags } = span.spanContext()
       return {
