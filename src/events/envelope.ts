@@ -18,6 +18,8 @@ export const EventMeta = z.object({
   request: z.string().optional(),
   /** the W3C traceparent of the traced request that caused it (docs/OBSERVABILITY.md "Traces") */
   trace: z.string().max(64).optional(),
+  /** (cluster) the owner's epoch the event was appended under (docs/CLUSTER.md "Ownership and the fence") */
+  epoch: z.number().int().positive().optional(),
 })
 export type EventMeta = z.infer<typeof EventMeta>
 

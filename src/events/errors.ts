@@ -87,6 +87,11 @@ export const ERROR_STATUS = {
   /** a blob whose content no longer matches its hash: the store was edited */
   BLOB_CORRUPT: 500,
   INTERNAL: 500,
+  /**
+   * (cluster) the session is owned by another node, or by none yet: nothing was appended (docs/CLUSTER.md);
+   * details.owner names the owner's node id
+   */
+  NOT_OWNER: 421,
   /** the event store cannot be reached (a PostgreSQL server down or unreachable): nothing was appended */
   STORE_UNAVAILABLE: 503,
   /** `chronicle store copy` into a database that already holds a log */

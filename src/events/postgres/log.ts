@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { checkBelongs, checkExpectedVersion } from '../append-rules.js'
+import { checkBelongs, checkExpectedVersion, SYSTEM_STREAM_PREFIX } from '../append-rules.js'
 import { blobHash } from '../blobs.js'
 import { type ChronicleEvent, CURRENT_SCHEMA_VERSION } from '../catalogue.js'
 import { eventHash } from '../chain.js'
@@ -20,6 +20,8 @@ import {
 import type { AppendOptions } from '../store.js'
 import { redactUrl } from './url.js'
 import { Pipe } from './pipe.js'
+import type { Fence, LockedStream } from './fence.js'
+import { copyWith } from '../copy.js'
 import { migratePostgres } from './schema.js'
 
 /**
@@ -64,6 +66,11 @@ export interface PostgresLogOptions {
    * throws rolls the append back (src/projections/postgres/projection.ts).
    */
   readonly project?: (pipe: Pipe, events: readonly StoredEvent[]) => Promise<void>
+  /**
+   * On a cluster (docs/CLUSTER.md): the sessions this node owns. Each append then requires its session's
+   * stream row to name this node at the epoch it holds (NOT_OWNER otherwise), and records the epoch in meta.
+   */
+  readonly fence?: Fence
 }
 
 /** A queued append; a lone delta may join it (src/events/delta-merge.ts). */
@@ -111,6 +118,19 @@ const LOCK_STREAMS = {
   name: 'chronicle_lock_streams',
   text: `INSERT INTO streams (id, version) SELECT unnest($1::text[]), 0
          ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id RETURNING id, version, hash`,
+}
+/**
+ * On a cluster, the same with each row's owner and epoch (src/events/postgres/fence.ts): a new session's row is
+ * made this node's ($2) at epoch 1; `xmax = 0` only on a row this statement inserted (an updated one carries
+ * the locking transaction's id).
+ */
+const LOCK_OWNED_STREAMS = {
+  name: 'chronicle_lock_owned_streams',
+  text: `INSERT INTO streams (id, version, owner, epoch)
+         SELECT x, 0, CASE WHEN starts_with(x, '${SYSTEM_STREAM_PREFIX}') THEN NULL ELSE $2 END, 1
+         FROM unnest($1::text[]) AS x
+         ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
+         RETURNING id, version, hash, owner, epoch, (xmax = 0) AS inserted`,
 }
 const NUMBER = { name: 'chronicle_number', text: 'UPDATE log_head SET seq = seq + $1 WHERE id = 1 RETURNING seq' }
 const INSERT_EVENTS = {
@@ -161,6 +181,7 @@ export class PostgresEventLog implements EventLog {
     private readonly now: () => number,
     private readonly project: PostgresLogOptions['project'],
     head: number,
+    private readonly fence: Fence | undefined,
   ) {
     this.heard = head
   }
@@ -188,7 +209,7 @@ export class PostgresEventLog implements EventLog {
       throw err
     }
     client.release()
-    return new PostgresEventLog(pool, writer, options.now ?? Date.now, options.project, head)
+    return new PostgresEventLog(pool, writer, options.now ?? Date.now, options.project, head, options.fence)
   }
 
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
@@ -370,8 +391,10 @@ export class PostgresEventLog implements EventLog {
         // the streams' rows locked before the head's, in id order, as every append takes them (no deadlock
         // with another server's): their ids are what build gives whatever the seq
         const ids = [...new Set(build(0).map((a) => a.sessionId))].sort()
-        pipe.send(LOCK_STREAMS, [ids])
+        const locked = this.lockStreams(pipe, ids)
         const { rows } = await pipe.query<{ seq: number }>('SELECT seq FROM log_head WHERE id = 1 FOR UPDATE')
+        // the sessions it creates are this node's: the insert below finds their rows made
+        if (this.fence) fencedEpochs(this.fence, (await locked).rows)
         const first = (rows[0]?.seq ?? 0) + 1
         const appends = build(first).map(({ sessionId, events, options }) =>
           pending(sessionId, validate(events), options, UNHEARD, true),
@@ -429,9 +452,12 @@ export class PostgresEventLog implements EventLog {
   private async insert(pipe: Pipe, batch: readonly PendingAppend[]): Promise<StoredEvent[][]> {
     const ids = [...new Set(batch.map((b) => b.sessionId))].sort()
     const count = batch.reduce((n, b) => n + b.events.length, 0)
-    const locked = pipe.query<{ id: string; version: number; hash: Buffer | null }>(LOCK_STREAMS, [ids])
+    const locked = this.lockStreams(pipe, ids)
     const numbered = pipe.query<{ seq: number }>(NUMBER, [count])
-    const heads = new Map((await locked).rows.map((r) => [r.id, { version: r.version, hash: r.hash }]))
+    const lockedRows = (await locked).rows
+    const heads = new Map(lockedRows.map((r) => [r.id, { version: r.version, hash: r.hash }]))
+    // the fence before any other check: a deposed owner learns so whatever else its append got wrong
+    const epochs = this.fence ? fencedEpochs(this.fence, lockedRows) : undefined
     const versions = new Map<string, number>()
     for (const { sessionId, events, options } of batch) {
       let version = versions.get(sessionId) ?? (heads.get(sessionId)?.version as number)
@@ -450,7 +476,9 @@ export class PostgresEventLog implements EventLog {
       const head = last.get(sessionId) ?? heads.get(sessionId)
       let version = head?.version ?? 0
       let previous = head?.hash ?? null
-      const metaJson = JSON.stringify(options.meta)
+      const epoch = epochs?.get(sessionId)
+      const meta = epoch === undefined ? options.meta : copyWith(options.meta, { epoch })
+      const metaJson = JSON.stringify(meta)
       const itemAt = options.at ?? at
       const itemAtIso = options.at === undefined ? atIso : new Date(options.at).toISOString()
       const stored: StoredEvent[] = []
@@ -484,7 +512,7 @@ export class PostgresEventLog implements EventLog {
           type: e.type,
           schemaVersion: CURRENT_SCHEMA_VERSION,
           data: e.data,
-          meta: options.meta,
+          meta,
           at: itemAtIso,
         } as StoredEvent)
       }
@@ -508,6 +536,17 @@ export class PostgresEventLog implements EventLog {
     ])
     await this.project?.(pipe, out.flat())
     return out
+  }
+
+  /**
+   * The streams' rows locked with their heads; on a cluster with their owners and epochs, a new session's row
+   * made this node's (LOCK_OWNED_STREAMS). Sessions in a batch are locked in id order: no deadlock between nodes.
+   */
+  private lockStreams(pipe: Pipe, ids: readonly string[]) {
+    type Row = { id: string; version: number; hash: Buffer | null } & LockedStream
+    return this.fence
+      ? pipe.query<Row>(LOCK_OWNED_STREAMS, [ids, this.fence.node])
+      : pipe.query<Row>(LOCK_STREAMS, [ids])
   }
 
   private publish(events: readonly StoredEvent[]): void {
@@ -777,4 +816,17 @@ export function checkServerVersion(versionNum: number, version: string, url: str
     'STORE_UNSUPPORTED',
     `PostgreSQL at ${redactUrl(url)} is version ${version}: Chronicle needs PostgreSQL 15 or later`,
   )
+}
+
+/**
+ * Each fenced session's epoch, its locked row checked against what the fence holds (src/events/postgres/fence.ts):
+ * NOT_OWNER for the first that is not this node's at its epoch, before anything is inserted.
+ */
+function fencedEpochs(fence: Fence, rows: readonly LockedStream[]): Map<string, number> {
+  const epochs = new Map<string, number>()
+  for (const row of rows) {
+    const epoch = fence.check(row)
+    if (epoch !== undefined) epochs.set(row.id, epoch)
+  }
+  return epochs
 }

@@ -133,6 +133,27 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'cluster',
+    // Nodes on one database (docs/CLUSTER.md): each process that joins is a row, its heartbeat in the database's
+    // own clock (ms), so machines whose clocks differ agree on who is dead. A session's owner and epoch sit on its
+    // stream's row, which every append locks anyway: the fence costs no extra statement (src/events/postgres/fence.ts).
+    sql: `
+      CREATE TABLE cluster_nodes (
+        id           text   PRIMARY KEY,
+        name         text   NOT NULL,
+        address      text,
+        started_at   bigint NOT NULL,
+        heartbeat_at bigint NOT NULL,
+        stopped_at   bigint
+      );
+      ALTER TABLE streams ADD COLUMN owner text, ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+      CREATE INDEX streams_by_owner ON streams (owner) WHERE owner IS NOT NULL;
+      -- sessions made before the database served a cluster: claimed like a dead node's (none, once claimed)
+      CREATE INDEX streams_unowned ON streams (id) WHERE owner IS NULL AND NOT starts_with(id, 'sys_');
+    `,
+  },
 ]
 
 /** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */

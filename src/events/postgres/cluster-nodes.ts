@@ -1,0 +1,132 @@
+import pg from 'pg'
+import { SYSTEM_STREAM_PREFIX } from '../append-rules.js'
+import { PG_TYPES } from './log.js'
+
+/**
+ * The nodes of a cluster as its database records them (docs/CLUSTER.md): one
+ * row per process that joined (schema migration 4), its heartbeat, and the
+ * claims that move a dead node's sessions to a survivor. Every time is the
+ * database's clock, in ms, so nodes whose clocks differ agree on who is dead.
+ */
+
+const NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
+
+/** A node is dead once its heartbeat is older than the TTL, or once it said it stopped. */
+const DEAD = `(stopped_at IS NOT NULL OR heartbeat_at < ${NOW} - $2)`
+
+export interface ClusterNode {
+  readonly id: string
+  readonly name: string
+  readonly address: string | null
+  readonly startedAt: number
+  /** ms since its last heartbeat, by the database's clock */
+  readonly heartbeatAgeMs: number
+  readonly alive: boolean
+  readonly stopped: boolean
+  /** sessions whose stream row names it */
+  readonly sessions: number
+}
+
+export interface Claimed {
+  readonly sessionId: string
+  readonly epoch: number
+}
+
+type Db = Pick<pg.Pool, 'query'>
+
+/**
+ * The membership's own connection: a heartbeat never waits behind a loaded server's reads, and gives up after
+ * `timeoutMs` (a lease must not ride on a query that hangs).
+ */
+export function membershipPool(url: string, timeoutMs: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 1,
+    types: PG_TYPES,
+    query_timeout: timeoutMs,
+    connectionTimeoutMillis: timeoutMs,
+  })
+  pool.on('error', () => {}) // an idle connection lost: the next query connects again
+  pool.on('connect', (client) => client.on('error', () => {}))
+  return pool
+}
+
+export async function joinCluster(db: Db, node: { id: string; name: string; address?: string }): Promise<void> {
+  await db.query(
+    `INSERT INTO cluster_nodes (id, name, address, started_at, heartbeat_at) VALUES ($1, $2, $3, ${NOW}, ${NOW})`,
+    [node.id, node.name, node.address ?? null],
+  )
+}
+
+/** The node's heartbeat; false when its row says it stopped or is gone (it must not act as a member). */
+export async function heartbeat(db: Db, nodeId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE cluster_nodes SET heartbeat_at = ${NOW} WHERE id = $1 AND stopped_at IS NULL`,
+    [nodeId],
+  )
+  return rowCount === 1
+}
+
+/** The node leaves: dead at once for every other node, which claims its sessions at its next heartbeat. */
+export async function leaveCluster(db: Db, nodeId: string): Promise<void> {
+  await db.query(`UPDATE cluster_nodes SET stopped_at = ${NOW} WHERE id = $1 AND stopped_at IS NULL`, [nodeId])
+}
+
+/**
+ * Up to `limit` sessions of dead nodes — and sessions no node owns yet, made before the database served a
+ * cluster — made `nodeId`'s, each with its epoch raised: an append still on its way from a deposed owner finds
+ * an epoch that is not its own (src/events/postgres/fence.ts). Rows another node is claiming are skipped, not
+ * waited for, so survivors claiming at once share the work.
+ */
+export async function claimSessions(db: Db, nodeId: string, ttlMs: number, limit: number): Promise<Claimed[]> {
+  const { rows } = await db.query<{ id: string; epoch: number }>(
+    `WITH dead AS (
+       SELECT id FROM cluster_nodes WHERE id <> $1 AND ${DEAD}
+     ), picked AS (
+       SELECT id FROM streams
+       WHERE owner IN (SELECT id FROM dead)
+          OR (owner IS NULL AND NOT starts_with(id, '${SYSTEM_STREAM_PREFIX}'))
+       ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+     )
+     UPDATE streams SET owner = $1, epoch = streams.epoch + 1
+     FROM picked WHERE streams.id = picked.id
+     RETURNING streams.id, streams.epoch`,
+    [nodeId, ttlMs, limit],
+  )
+  return rows.map((r) => ({ sessionId: r.id, epoch: r.epoch }))
+}
+
+/** Dead nodes that own nothing any more and died over `keepMs` ago: forgotten. */
+export async function forgetDeadNodes(db: Db, ttlMs: number, keepMs: number): Promise<void> {
+  await db.query(
+    `DELETE FROM cluster_nodes n WHERE ${DEAD} AND heartbeat_at < ${NOW} - $1
+       AND NOT EXISTS (SELECT 1 FROM streams WHERE owner = n.id)`,
+    [keepMs, ttlMs],
+  )
+}
+
+export async function listNodes(db: Db, ttlMs: number): Promise<ClusterNode[]> {
+  const { rows } = await db.query<{
+    id: string
+    name: string
+    address: string | null
+    started_at: number
+    age: number
+    stopped: boolean
+    sessions: number
+  }>(
+    `SELECT n.id, n.name, n.address, n.started_at, ${NOW} - n.heartbeat_at AS age, n.stopped_at IS NOT NULL AS stopped,
+            (SELECT count(*) FROM streams WHERE owner = n.id)::integer AS sessions
+     FROM cluster_nodes n ORDER BY n.started_at, n.id`,
+  )
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    address: r.address,
+    startedAt: r.started_at,
+    heartbeatAgeMs: r.age,
+    alive: !r.stopped && r.age <= ttlMs,
+    stopped: r.stopped,
+    sessions: r.sessions,
+  }))
+}

@@ -1,0 +1,160 @@
+import pg from 'pg'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
+import { isChronicleError } from '../../src/events/errors.js'
+import { claimSessions, joinCluster, leaveCluster } from '../../src/events/postgres/cluster-nodes.js'
+import { Fence } from '../../src/events/postgres/fence.js'
+import { PG_TYPES, PostgresEventLog } from '../../src/events/postgres/log.js'
+import { usePostgres } from '../support/use-postgres.js'
+
+/**
+ * The fence (docs/CLUSTER.md "Ownership and the fence"), on a real PostgreSQL server: two logs on one
+ * database are two nodes. A session belongs to the node that created it, at epoch 1; a survivor that claims
+ * it raises the epoch; from then on the deposed owner's appends insert nothing, whatever they carry.
+ */
+const server = usePostgres()
+
+const meta = { actor: 'user' as const }
+const created: ChronicleEvent = { type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }
+const renamed = (title: string): ChronicleEvent => ({ type: 'session.renamed', data: { title } })
+const TTL = 60_000
+
+describe('the fence: an append from a node that does not own the session inserts nothing', () => {
+  const closing: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const close of closing.splice(0)) await close()
+  })
+
+  const cluster = async () => {
+    const url = await server().database()
+    const db = new pg.Pool({ connectionString: url, max: 2, types: PG_TYPES })
+    const node = async (id: string) => {
+      const fence = new Fence(id)
+      const log = await PostgresEventLog.open(url, { fence })
+      await joinCluster(db, { id, name: id })
+      closing.push(() => log.close())
+      return { fence, log }
+    }
+    closing.push(() => db.end())
+    return { db, node }
+  }
+
+  it('makes a new session its creator’s at epoch 1, recorded in every event’s meta', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    const events = await a.log.append('ses_1', [created, renamed('one')], { meta, expectedVersion: 0 })
+    expect(events.map((e) => e.meta.epoch)).toEqual([1, 1])
+    expect(a.fence.epochOf('ses_1')).toBe(1)
+    const { rows } = await db.query('SELECT owner, epoch FROM streams WHERE id = $1', ['ses_1'])
+    expect(rows).toEqual([{ owner: 'node-a', epoch: 1 }])
+    // the meta as stored, which the hash chain covers
+    const stored = await a.log.readSession('ses_1')
+    expect(stored.map((e) => e.meta)).toEqual([
+      { actor: 'user', epoch: 1 },
+      { actor: 'user', epoch: 1 },
+    ])
+  })
+
+  it('refuses another live node’s append with NOT_OWNER naming the owner, and appends nothing', async () => {
+    const { node } = await cluster()
+    const a = await node('node-a')
+    const b = await node('node-b')
+    await a.log.append('ses_1', [created], { meta })
+    const err = await b.log.append('ses_1', [renamed('intruder')], { meta }).catch((e: unknown) => e)
+    expect(isChronicleError(err, 'NOT_OWNER')).toBe(true)
+    expect((err as { details?: unknown }).details).toEqual({ sessionId: 'ses_1', owner: 'node-a' })
+    expect(await a.log.version('ses_1')).toBe(1)
+    // the owner goes on
+    await a.log.append('ses_1', [renamed('mine')], { meta, expectedVersion: 1 })
+    expect(await b.log.version('ses_1')).toBe(2)
+  })
+
+  it('deposes the owner once a survivor claims its session: the old owner’s appends fail, and it lets go', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    const b = await node('node-b')
+    await a.log.append('ses_1', [created], { meta })
+    const lost: string[] = []
+    a.fence.onLost((id) => lost.push(id))
+
+    await leaveCluster(db, 'node-a') // dead at once, as a clean stop
+    const claimed = await claimSessions(db, 'node-b', TTL, 100)
+    expect(claimed).toEqual([{ sessionId: 'ses_1', epoch: 2 }])
+    for (const c of claimed) b.fence.hold(c.sessionId, c.epoch)
+
+    // a late append of the deposed owner: refused in the transaction, however it was queued
+    const late = await a.log.append('ses_1', [renamed('late')], { meta, expectedVersion: 1 }).catch((e: unknown) => e)
+    expect(isChronicleError(late, 'NOT_OWNER')).toBe(true)
+    expect(lost).toEqual(['ses_1'])
+    expect(a.fence.epochOf('ses_1')).toBeUndefined()
+
+    const next = await b.log.append('ses_1', [renamed('survivor')], { meta, expectedVersion: 1 })
+    expect(next.map((e) => [e.version, e.meta.epoch])).toEqual([[2, 2]])
+    const titles = (await b.log.readSession('ses_1')).map((e) => [e.type, e.meta.epoch])
+    expect(titles).toEqual([
+      ['session.created', 1],
+      ['session.renamed', 2],
+    ])
+  })
+
+  it('sinks only the fenced append of a batch: the other sessions queued with it commit', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    const b = await node('node-b')
+    await b.log.append('ses_b', [created], { meta })
+    await a.log.append('ses_a', [created], { meta })
+    const results = await Promise.allSettled([
+      a.log.enqueue('ses_a', [renamed('a')], { meta }),
+      a.log.enqueue('ses_b', [renamed('not mine')], { meta }),
+      a.log.enqueue('ses_c', [created], { meta }),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    const { rows } = await db.query('SELECT id, version FROM streams ORDER BY id')
+    expect(rows).toEqual([
+      { id: 'ses_a', version: 2 },
+      { id: 'ses_b', version: 1 },
+      { id: 'ses_c', version: 1 },
+    ])
+  })
+
+  it('leaves system streams unfenced: every node appends to them', async () => {
+    const { node } = await cluster()
+    const a = await node('node-a')
+    const b = await node('node-b')
+    const token = (name: string): ChronicleEvent => ({
+      type: 'token.created',
+      data: { tokenId: `tok_${name}`, name, role: 'audit', salt: 's', hash: 'h' },
+    })
+    await a.log.append('sys_tokens', [token('one')], { meta: { actor: 'system' } })
+    const [e] = await b.log.append('sys_tokens', [token('two')], { meta: { actor: 'system' } })
+    expect(e?.version).toBe(2)
+    expect(e?.meta.epoch).toBeUndefined()
+  })
+
+  it('claims a dead node’s sessions once, between survivors claiming at the same time, each with a new epoch', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    await node('node-b')
+    await node('node-c')
+    for (let i = 0; i < 30; i++) await a.log.append(`ses_${String(i).padStart(2, '0')}`, [created], { meta })
+    await leaveCluster(db, 'node-a')
+    const [byB, byC] = await Promise.all([claimSessions(db, 'node-b', TTL, 7), claimSessions(db, 'node-c', TTL, 7)])
+    const rest = [...(await claimSessions(db, 'node-b', TTL, 100)), ...(await claimSessions(db, 'node-c', TTL, 100))]
+    const all = [...(byB ?? []), ...(byC ?? []), ...rest]
+    expect(all).toHaveLength(30)
+    expect(new Set(all.map((c) => c.sessionId)).size).toBe(30)
+    expect(new Set(all.map((c) => c.epoch))).toEqual(new Set([2]))
+    // a live node's sessions are not claimed
+    expect(await claimSessions(db, 'node-c', TTL, 100)).toEqual([])
+  })
+
+  it('claims the sessions of a node whose heartbeat is older than the TTL, not before', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    await node('node-b')
+    await a.log.append('ses_1', [created], { meta })
+    expect(await claimSessions(db, 'node-b', 500, 100)).toEqual([])
+    await new Promise((resolve) => setTimeout(resolve, 700)) // node-a's heartbeat (at join) is now 700 ms old
+    expect(await claimSessions(db, 'node-b', 500, 100)).toEqual([{ sessionId: 'ses_1', epoch: 2 }])
+  })
+})
