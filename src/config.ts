@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { homedir } from 'node:os'
+import { homedir, hostname } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
@@ -340,6 +340,19 @@ export const FileConfig = z
     /** the web page: `false` turns it off; `{root}` serves another build */
     web: WebSettings.optional(),
     store: z.object({ url: z.string().optional() }).strict().optional(),
+    /** nodes sharing one PostgreSQL (docs/CLUSTER.md): joined when set, or when CHRONICLE_CLUSTER_NODE names this node */
+    cluster: z
+      .object({
+        node: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]{1,64}$/)
+          .optional(),
+        address: z.string().max(200).optional(),
+        heartbeatMs: z.number().int().min(100).max(60_000).optional(),
+        ttlMs: z.number().int().min(300).max(600_000).optional(),
+      })
+      .strict()
+      .optional(),
     webfetch: WebFetchConfig.optional(),
     websearch: WebSearchConfig.optional(),
     /** Prometheus metrics (docs/OBSERVABILITY.md): `false` serves none; `{listen}` also serves them without a token there */
@@ -419,6 +432,8 @@ export interface ChronicleConfig {
    * (`CHRONICLE_DATABASE_URL`, or `store.url` in the user's config file; never from a workspace).
    */
   readonly store: { readonly url: string | undefined }
+  /** this node of a cluster on the store's PostgreSQL (docs/CLUSTER.md), or undefined: a server of its own */
+  readonly cluster: ClusterSettings | undefined
   /** webfetch's limits and the hosts allowed to resolve to private addresses (src/tools/builtin/webfetch.ts) */
   readonly webfetch: WebFetchSettings
   /** websearch's provider, or undefined: the tool is not offered (src/tools/builtin/websearch.ts) */
@@ -460,6 +475,9 @@ const Env = z.object({
   CHRONICLE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   CHRONICLE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   CHRONICLE_DATABASE_URL: z.string().optional(),
+  CHRONICLE_CLUSTER_NODE: z.string().min(1).optional(),
+  CHRONICLE_CLUSTER_TTL_MS: z.coerce.number().int().min(300).max(600_000).optional(),
+  CHRONICLE_CLUSTER_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.string().optional(),
 })
@@ -533,6 +551,7 @@ export function loadConfig(options: LoadOptions = {}): ChronicleConfig {
     configFile,
     skillsDir: join(configHome(present), 'chronicle', 'skills'),
     store: { url: storeUrl(file.store?.url ?? env.CHRONICLE_DATABASE_URL) },
+    cluster: clusterOf(file.cluster, env, file.store?.url ?? env.CHRONICLE_DATABASE_URL),
     webfetch: webfetchOf(file.webfetch),
     websearch: websearchOf(file.websearch, present),
     metrics: metricsOf(file.metrics),
@@ -597,6 +616,48 @@ function websearchOf(
     fields: { ...SEARXNG_FIELDS, ...settings.fields },
     maxResults: settings.maxResults ?? 10,
   }
+}
+
+export interface ClusterSettings {
+  /** the node's name (the host's name unless configured): its id is the name and a suffix new at every start */
+  readonly node: string
+  /** where clients reach this node, shown by `GET /cluster` */
+  readonly address: string | undefined
+  readonly heartbeatMs: number
+  /** a node whose heartbeat is older is dead: its sessions are claimed */
+  readonly ttlMs: number
+}
+
+export const DEFAULT_HEARTBEAT_MS = 1_000
+export const DEFAULT_TTL_MS = 5_000
+
+/**
+ * The cluster settings: `cluster` in the config file, else CHRONICLE_CLUSTER_NODE (with
+ * CHRONICLE_CLUSTER_TTL_MS, CHRONICLE_CLUSTER_HEARTBEAT_MS); only with a PostgreSQL store.
+ */
+function clusterOf(
+  file: z.infer<typeof FileConfig>['cluster'],
+  env: z.infer<typeof Env>,
+  url: string | undefined,
+): ClusterSettings | undefined {
+  const named = env.CHRONICLE_CLUSTER_NODE
+  if (!file && !named) return undefined
+  if (!url)
+    throw new ChronicleError(
+      'BAD_REQUEST',
+      'a cluster runs on PostgreSQL: set CHRONICLE_DATABASE_URL (or store.url) as well as the cluster settings',
+    )
+  const node = file?.node ?? named ?? hostname()
+  const heartbeatMs = file?.heartbeatMs ?? env.CHRONICLE_CLUSTER_HEARTBEAT_MS ?? DEFAULT_HEARTBEAT_MS
+  const ttlMs = file?.ttlMs ?? env.CHRONICLE_CLUSTER_TTL_MS ?? DEFAULT_TTL_MS
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(node))
+    throw new ChronicleError('BAD_REQUEST', 'cluster node name: 1 to 64 letters, digits, dots, dashes or underscores')
+  if (ttlMs < 3 * heartbeatMs)
+    throw new ChronicleError(
+      'BAD_REQUEST',
+      `cluster.ttlMs (${ttlMs}) must be at least three heartbeats (${3 * heartbeatMs}): a node must miss several before it is dead`,
+    )
+  return { node, address: file?.address, heartbeatMs, ttlMs }
 }
 
 /** A PostgreSQL URL (`postgres://` or `postgresql://`); anything else is BAD_REQUEST, without echoing it (it may hold a password). */

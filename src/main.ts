@@ -11,6 +11,8 @@ import { openStore } from './projections/open.js'
 import { postgresPorts, sqlitePorts, type StorePorts } from './projections/store-ports.js'
 import { openPostgresStore } from './projections/postgres/open.js'
 import type { PostgresEventLog } from './events/postgres/log.js'
+import { Fence } from './events/postgres/fence.js'
+import { createMembership, nodeId } from './runtime/cluster/membership.js'
 import type { CacheBounds } from './events/bounded-cache.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
 import { createPostgresSearch } from './projections/search/postgres-search.js'
@@ -34,6 +36,8 @@ import { builtinServerPaths, lspServers } from './tools/lsp/servers.js'
 import { withDiagnostics } from './tools/lsp/with-diagnostics.js'
 import {
   continueRecovered,
+  EMPTY_REPORT,
+  mergeReports,
   recoverSessions,
   resumeBudgetFrom,
   type RecoveryReport,
@@ -135,9 +139,13 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   }
   const memory = memoryBounds(config.memory)
   // PostgreSQL is reached first: a server that cannot reach it (or finds it too old) has written nothing yet
-  const postgres = config.store.url ? await openPostgresStore(config.store.url, { cache: memory.projector }) : undefined
+  // a node of a cluster holds the sessions it owns (docs/CLUSTER.md): every append is fenced by them
+  const fence = config.cluster ? new Fence(nodeId(config.cluster.node)) : undefined
+  const postgres = config.store.url
+    ? await openPostgresStore(config.store.url, { cache: memory.projector, ...(fence && { fence }) })
+    : undefined
   try {
-    return await assemble(config, options, memory, postgres)
+    return await assemble(config, options, memory, postgres, fence)
   } catch (err) {
     await postgres?.close()
     throw err
@@ -150,6 +158,7 @@ async function assemble(
   options: ChronicleOptions,
   memory: MemoryBounds,
   postgres: PostgresEventLog | undefined,
+  fence: Fence | undefined,
 ): Promise<Chronicle> {
   const dbPath = secureDataDir(config.dataDir, { sqlite: postgres === undefined })
   checkFreeSpace(config.dataDir, config.limits.minFreeBytes)
@@ -354,10 +363,52 @@ async function assemble(
     compaction: { ...config.compaction, models: config.models },
     continueOnReject: config.continueOnReject,
     memory: { views: memory.views, inputs: memory.inputs },
+    ...(fence && { leased: () => fence.leased }),
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
   const subagents = createSubagents({ ports, ids, agents, runtime: (): Runtime => runtime })
   const orphans = watchOrphanedSubtasks({ ports, subagents, runtime: () => runtime, log: logger })
+  const budget = options.resumeBudget ?? resumeBudgetFrom(process.env)
+  /**
+   * Crash recovery (docs/RECOVERY.md) of `among` (every session, or a cluster node's claimed ones): reverts and
+   * fork directories a crash cut off finished, unfinished runs settled; continuing them is the caller's.
+   */
+  const recover = async (among?: ReadonlySet<string>): Promise<RecoveryReport> => {
+    // A revert a crash cut off is finished first: a resumed run must find the files the log says.
+    await restorer.recover(among)
+    await forks.recover(among)
+    const report = await recoverSessions(ports, { budget, ...(among && { among }) })
+    // A run recovery ended is not continued, so nothing else records what its cut-off tools left in the files.
+    for (const id of [...report.cancelled, ...report.failed]) {
+      const directory = (await ports.readModels.session(id))?.directory
+      if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
+    }
+    return report
+  }
+  // On a cluster (docs/CLUSTER.md) this node runs the sessions it holds: one it loses stops here at once.
+  fence?.onLost((sessionId) => void runtime.release(sessionId))
+  let listened: Promise<boolean> = Promise.resolve(false)
+  let recovery: RecoveryReport | undefined
+  /** in start(), before the recovered runs are handed on: what is claimed meanwhile joins them */
+  let starting = true
+  const membership =
+    fence && config.cluster
+      ? createMembership({
+          url: config.store.url as string,
+          fence,
+          name: config.cluster.node,
+          address: config.cluster.address,
+          heartbeatMs: config.cluster.heartbeatMs,
+          ttlMs: config.cluster.ttlMs,
+          log: logger,
+          onClaimed: async (claimed) => {
+            const report = await recover(new Set(claimed))
+            // claimed while starting: continued once listening, with the rest of the start's recovery
+            if (starting) recovery = mergeReports(recovery ?? EMPTY_REPORT, report)
+            else void continueRecovered(report, runtime, listened)
+          },
+        })
+      : undefined
   const runtimePort: RuntimePort = {
     wake: (sessionId) => runtime.wake(sessionId),
     idle: (sessionId) => runtime.idle(sessionId),
@@ -365,6 +416,7 @@ async function assemble(
   }
 
   const deps: AppDeps = {
+    ...(membership && { cluster: membership }),
     ports,
     ...(store && { storageFull: () => store.storageFull }),
     ids,
@@ -405,7 +457,6 @@ async function assemble(
   const app = await buildApp(deps)
 
   let stopping: Promise<void> | undefined
-  let recovery: RecoveryReport | undefined
   /** where a browser reaches the server, once listening (a wildcard bind: loopback) */
   let browserBase: string | undefined
   let metricsServer: MetricsServer | undefined
@@ -432,32 +483,25 @@ async function assemble(
         logger.warn({ model: config.model, code: problem.code }, `the default model cannot be used: ${problem.message}`)
       }
       // Crash recovery (docs/RECOVERY.md): settle before anyone can connect; continue the runs once listening.
-      // A revert a crash cut off is finished first: a resumed run must find the files the log says.
-      await restorer.recover()
-      await forks.recover()
-      recovery = await recoverSessions(ports, { budget: options.resumeBudget ?? resumeBudgetFrom(process.env) })
-      // A run recovery ended is not continued, so nothing else records what its cut-off tools left in the files.
-      for (const id of [...recovery.cancelled, ...recovery.failed]) {
-        const directory = (await ports.readModels.session(id))?.directory
-        if (workspace && directory) await workspace.record(id, directory, 'recovery', { actor: 'recovery' })
-      }
+      // A node of a cluster owns nothing yet: it joins, and recovers what it claims (the dead nodes' sessions).
+      recovery = membership ? EMPTY_REPORT : await recover()
+      if (membership) await membership.start()
+      const listening = app.listen({ host: config.host, port: config.port })
+      listened = listening.then(
+        () => true,
+        () => false,
+      )
       // The resumed runs are the runtime's before anyone can connect (a cancel or an input that comes first finds
       // them held); they start once the server listens.
-      const listening = app.listen({ host: config.host, port: config.port })
-      void continueRecovered(
-        recovery,
-        runtime,
-        listening.then(
-          () => true,
-          () => false,
-        ),
-      )
+      void continueRecovered(recovery, runtime, listened)
+      starting = false
       await listening
       if (metrics && config.metrics.listen) {
         metricsServer = await listenMetrics(metrics, config.metrics.listen.host, config.metrics.listen.port)
         logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served without a token')
       }
-      await orphans.sweep() // children that finished while their parent's task call was cut off
+      // children that finished while their parent's task call was cut off (on a cluster: not yet, docs/CLUSTER.md)
+      if (!membership) await orphans.sweep()
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {
         logger.info(
@@ -485,6 +529,7 @@ async function assemble(
       stopping ??= (async () => {
         const closing = app.close() // stops accepting; sockets get `closing {reason: shutdown}`
         await runtime.stop() // runs reach a safe point (left open for recovery), so waiting requests can finish
+        await membership?.stop({ leave: true }) // the other nodes claim its sessions at once and resume them
         await closing
         await metricsServer?.close()
         await tracing?.close()

@@ -1,3 +1,4 @@
+import type { ClusterNode } from '../events/postgres/cluster-nodes.js'
 import { execFile } from 'node:child_process'
 import { existsSync, lstatSync, readFileSync, type Stats, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -72,6 +73,7 @@ export async function doctor(
         : Number(after) * 1000
     if (!(stuckAfterMs >= 0)) throw new UsageError('--stuck-after takes seconds')
     await checkSessions(url, token, stuckAfterMs, say)
+    if (config.cluster) await checkCluster(url, token, config.cluster.ttlMs, say)
   }
   return failed ? 1 : 0
 }
@@ -127,6 +129,40 @@ async function checkSessions(url: string, token: string, stuckAfterMs: number, s
 }
 
 const MAX_SESSIONS_LISTED = 100_000
+
+/**
+ * The cluster this server is a node of (docs/CLUSTER.md): its nodes, their heartbeats and sessions. A dead node
+ * that still owns sessions past a few TTLs means no node claims them — every node down, or claims failing.
+ */
+async function checkCluster(url: string, token: string, ttlMs: number, say: Say): Promise<void> {
+  let body: { node: string; nodes: ClusterNode[] }
+  try {
+    const res = await fetch(`${url}/cluster`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    })
+    if (!res.ok) return say('warn', 'cluster', `GET /cluster answered HTTP ${res.status}`)
+    body = (await res.json()) as typeof body
+  } catch (err) {
+    return say('warn', 'cluster', `GET /cluster failed: ${networkReason(err)}`)
+  }
+  const alive = body.nodes.filter((n) => n.alive)
+  const listed = body.nodes
+    .slice(0, 20)
+    .map((n) => {
+      const state = n.alive ? 'alive' : n.stopped ? 'stopped' : 'dead'
+      return `${n.id} (${state}, ${n.sessions} sessions, heartbeat ${duration(n.heartbeatAgeMs)} ago)`
+    })
+    .join(', ')
+  const unclaimed = body.nodes.filter((n) => !n.alive && n.sessions > 0 && n.heartbeatAgeMs > 3 * ttlMs)
+  if (unclaimed.length > 0)
+    return say(
+      'warn',
+      'cluster',
+      `${unclaimed.map((n) => n.id).join(', ')} died over ${duration(3 * ttlMs)} ago and still own sessions: no live node claims them — ${listed}`,
+    )
+  say('ok', 'cluster', `node ${body.node}; ${alive.length} of ${body.nodes.length} nodes alive — ${listed}`)
+}
 
 function duration(ms: number): string {
   return ms < 120_000 ? `${Math.round(ms / 100) / 10} s` : `${Math.round(ms / 60_000)} min`

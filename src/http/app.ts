@@ -36,6 +36,7 @@ import { searchRoutes } from './routes/search.js'
 import { checkRequest, corsOptions, redactUrl, SECURITY_HEADERS, selectProtocol } from './security.js'
 import { Connection, REVOKED_CLOSE_CODE } from './ws/connection.js'
 import { metricsRoutes } from './routes/metrics.js'
+import { clusterRoutes } from './routes/cluster.js'
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -232,6 +233,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   tokenRoutes(app, api)
   shareRoutes(app, api)
   adminRoutes(app, api)
+  clusterRoutes(app, deps.cluster)
   mcpRoutes(app, api)
   inputRoutes(app, api, deps, closing.signal)
   elicitationRoutes(app, api)

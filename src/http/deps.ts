@@ -1,3 +1,4 @@
+import type { ClusterNode } from '../events/postgres/cluster-nodes.js'
 import type { LoginCodes } from './login-codes.js'
 import type { Principals } from './principals.js'
 import type { WebSessions } from './web-sessions.js'
@@ -66,6 +67,8 @@ export interface AppDeps {
   readonly storageFull?: () => { readonly since: string } | undefined
   readonly ids: IdSource
   readonly logger: Logger
+  /** `GET /cluster`: this node's cluster (docs/CLUSTER.md); absent: a server of its own */
+  readonly cluster?: ClusterPort
   /** `GET /metrics` for an admin token; absent: metrics are off */
   readonly metrics?: MetricsPort
   /** spans of requests and socket calls (src/observability/inbound.ts); absent: traces are off */
@@ -113,4 +116,11 @@ export interface AppDeps {
   readonly backups?: Backups
   /** full-text search over every session (docs/SEARCH.md); absent: NOT_IMPLEMENTED */
   readonly search?: Search
+}
+
+/** The cluster this server is a node of (src/runtime/cluster/membership.ts). */
+export interface ClusterPort {
+  /** this node's id */
+  readonly node: string
+  nodes(): Promise<ClusterNode[]>
 }

@@ -94,6 +94,8 @@ export interface RuntimeDeps {
   readonly workspace?: WorkspaceSnapshots
   /** a person's reject fails only its call and the run goes on (config `permission.continueOnReject`); default: it ends the run `rejected` */
   readonly continueOnReject?: boolean
+  /** (cluster) whether this node's lease still runs: past it no tool starts (docs/CLUSTER.md) */
+  readonly leased?: () => boolean
   /** what per-session state is kept in memory (the config's `memory`: src/runtime/memory.ts) */
   readonly memory?: { readonly views?: CacheBounds; readonly inputs?: CacheBounds }
 }
@@ -127,6 +129,11 @@ export interface Runtime {
   /** idle, and the workspace snapshots its last steps took in the background recorded */
   settled(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
+  /**
+   * (cluster, docs/CLUSTER.md) The session is no longer this node's: its run stops as at a shutdown (its
+   * tools killed, nothing more appended), and what is cached of it is dropped — another node writes it now.
+   */
+  release(sessionId: string): Promise<void>
   /** the per-session state held in memory now (docs/ARCHITECTURE.md "Memory") */
   held(): { readonly views: number; readonly viewBytes: number; readonly inputIndexes: number }
   compact(sessionId: string): Promise<CompactRequested>
@@ -184,6 +191,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     ...(deps.redactor && { redactor: deps.redactor }),
     ...(deps.workspace && { workspace: deps.workspace }),
     ...(deps.continueOnReject && { continueOnReject: true }),
+    ...(deps.leased && { leased: deps.leased }),
   }
   const titles = deps.titles
     ? createTitles({ ports: deps.ports, ids, models, ...(deps.log && { log: deps.log }) })
@@ -249,6 +257,11 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       await deps.workspace?.settled(sessionId)
     },
     isRunning: (sessionId) => coordinator.isRunning(sessionId),
+    async release(sessionId) {
+      await coordinator.release(sessionId)
+      views.forget(sessionId)
+      inputs.forget(sessionId)
+    },
     held: () => ({ views: views.held.views, viewBytes: views.held.bytes, inputIndexes: inputs.size }),
     async compact(sessionId) {
       const requested = await requestCompaction(deps.ports, ids, sessionId)

@@ -31,6 +31,32 @@ describe('loadConfig', () => {
     })
   })
 
+  it('joins a cluster only when asked, on PostgreSQL, with a TTL of at least three heartbeats (docs/CLUSTER.md)', () => {
+    const home = dir()
+    const url = 'postgres://chronicle@127.0.0.1:5432/chronicle'
+    expect(loadConfig({ env: { HOME: home, CHRONICLE_DATABASE_URL: url }, cwd: home }).cluster).toBeUndefined()
+    const env = { HOME: home, CHRONICLE_DATABASE_URL: url, CHRONICLE_CLUSTER_NODE: 'node-a' }
+    expect(loadConfig({ env, cwd: home }).cluster).toEqual({
+      node: 'node-a',
+      address: undefined,
+      heartbeatMs: 1000,
+      ttlMs: 5000,
+    })
+    expect(
+      loadConfig({ env: { ...env, CHRONICLE_CLUSTER_TTL_MS: '900', CHRONICLE_CLUSTER_HEARTBEAT_MS: '300' }, cwd: home })
+        .cluster,
+    ).toMatchObject({ heartbeatMs: 300, ttlMs: 900 })
+    expect(() => loadConfig({ env: { HOME: home, CHRONICLE_CLUSTER_NODE: 'node-a' }, cwd: home })).toThrow(
+      /a cluster runs on PostgreSQL/,
+    )
+    expect(() => loadConfig({ env: { ...env, CHRONICLE_CLUSTER_TTL_MS: '2000' }, cwd: home })).toThrow(
+      /at least three heartbeats/,
+    )
+    expect(() => loadConfig({ env: { ...env, CHRONICLE_CLUSTER_NODE: 'a b/../c' }, cwd: home })).toThrow(
+      /cluster node name/,
+    )
+  })
+
   it('follows XDG: the data home, then the config home before the data dir for chronicle.json', () => {
     const home = dir()
     const data = join(home, 'xdg-data')

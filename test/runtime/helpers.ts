@@ -77,6 +77,8 @@ export interface HarnessOptions {
   readonly continueOnReject?: boolean
   /** the skills the system prompt lists (default none) */
   readonly skills?: SkillSource
+  /** (cluster) whether the node's lease runs (default: no cluster) */
+  readonly leased?: () => boolean
 }
 
 /** A real store (SQLite :memory:), real registry and permission gate, a temp session directory. */
@@ -102,6 +104,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     ...(options.forbidden && { forbidden: options.forbidden }),
     ...(options.continueOnReject !== undefined && { continueOnReject: options.continueOnReject }),
     ...(options.skills && { skills: options.skills }),
+    ...(options.leased && { leased: options.leased }),
   })
   return {
     store,

@@ -100,6 +100,18 @@ export class RunCoordinator {
     return true
   }
 
+  /**
+   * (cluster) The session is another node's now: its run stops where it is, as at a shutdown (left open for
+   * the new owner's recovery), and nothing starts here until this node holds it again.
+   */
+  release(sessionId: string): Promise<void> {
+    const entry = this.active.get(sessionId)
+    if (!entry) return Promise.resolve()
+    entry.wokenAfterCancel = false
+    entry.controller.abort(SHUTDOWN)
+    return entry.done
+  }
+
   /** Resolves when the session has no run and nothing that would start one. */
   async idle(sessionId: string): Promise<void> {
     for (let entry = this.active.get(sessionId); entry; entry = this.active.get(sessionId)) await entry.done

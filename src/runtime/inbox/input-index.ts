@@ -71,6 +71,11 @@ export class InputIndex {
     this.sessions.sweep()
   }
 
+  /** what is held of the session dropped (another node may append to it: read again on next use) */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId)
+  }
+
   close(): void {
     this.unsubscribe()
     this.sessions.clear()

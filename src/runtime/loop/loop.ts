@@ -61,6 +61,8 @@ export interface LoopDeps {
    * by default it ends the run `rejected` once the step's calls settle (src/runtime/permissions/rejections.ts)
    */
   readonly continueOnReject?: boolean
+  /** (cluster) whether this node's lease still runs: past it no tool starts (docs/CLUSTER.md); absent: always */
+  readonly leased?: () => boolean
 }
 
 export { CANCELLED, SHUTDOWN } from '../abort-reasons.js'
@@ -259,6 +261,7 @@ export async function runLoop(
           ...(deps.redactor && { redactor: deps.redactor }),
           ...(deps.workspace && { workspace: deps.workspace }),
           ...(rejections && { rejected: async () => (await rejections?.check()) !== undefined }),
+          ...(deps.leased && { leased: deps.leased }),
         })
       }
     }

@@ -41,6 +41,10 @@ const OVER_BUDGET = 'over budget'
 /** a call the server's shutdown reached before it started: it never ran (a restart's other interrupted calls may have) */
 export const NOT_STARTED_BEFORE_RESTART = 'interrupted by a server restart before it started: it did not run'
 
+/** a call a cluster node reached after its lease ran out (docs/CLUSTER.md): it never ran */
+export const NOT_STARTED_LEASE_LAPSED =
+  "not started: this server's lease on the session ran out (another node may be running it); it did not run"
+
 export const NOT_RUN_AFTER_REJECT =
   'Not run: the user rejected a permission request in this step, which stopped the run. Wait for the user before trying it again.'
 
@@ -66,6 +70,8 @@ export interface ExecuteInput {
   readonly workspace?: WorkspaceSnapshots
   /** whether a person's reject has stopped the run (src/runtime/permissions/rejections.ts); absent: never */
   readonly rejected?: () => Promise<boolean>
+  /** (cluster) whether this node's lease still runs (docs/CLUSTER.md); absent: always */
+  readonly leased?: () => boolean
 }
 
 export async function executeCalls(calls: readonly StreamedCall[], input: ExecuteInput): Promise<void> {
@@ -199,6 +205,11 @@ async function executeCall(call: StreamedCall, input: ExecuteInput): Promise<voi
     const snapshot = await input.workspace.take(input.sessionId, input.directory, 'tool', at)
     if (snapshot)
       recorder.emit({ type: 'workspace.snapshotted', data: snapshot }, { actor: 'runtime', run: input.runId })
+  }
+  // (cluster) A node past its lease may be dead to the others, who resume its runs: it starts nothing more.
+  if (input.leased && !input.leased()) {
+    budget.close()
+    return fail('interrupted', NOT_STARTED_LEASE_LAPSED)
   }
   try {
     const result = await untilAborted(tool.execute(parsed.data, ctx), budget.signal)

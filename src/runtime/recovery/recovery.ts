@@ -2,6 +2,7 @@ import type { ChronicleEvent } from '../../events/catalogue.js'
 import { settleInFlight, type SettleReason } from '../../commands/settle.js'
 import type { SessionView } from '../../projections/fold/model.js'
 import type { StorePorts } from '../../projections/store-ports.js'
+import { isChronicleError } from '../../events/errors.js'
 
 /**
  * Crash recovery on start (docs/RECOVERY.md): at-least-once
@@ -149,6 +150,19 @@ export interface RecoveryReport {
   readonly ms: number
 }
 
+export const EMPTY_REPORT: RecoveryReport = { resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 }
+
+/** Two recoveries' reports as one (a cluster node's claims while it starts). */
+export function mergeReports(a: RecoveryReport, b: RecoveryReport): RecoveryReport {
+  return {
+    resumed: [...a.resumed, ...b.resumed],
+    cancelled: [...a.cancelled, ...b.cancelled],
+    failed: [...a.failed, ...b.failed],
+    deliver: [...a.deliver, ...b.deliver],
+    ms: a.ms + b.ms,
+  }
+}
+
 /**
  * Settles every unfinished run (before the server listens) and
  * reports what to continue. Each session's events commit in one transaction
@@ -156,27 +170,46 @@ export interface RecoveryReport {
  */
 export async function recoverSessions(
   ports: Pick<StorePorts, 'log' | 'readModels'>,
-  options: { readonly budget?: number } = {},
+  options: {
+    readonly budget?: number
+    /** only these sessions (on a cluster: those just claimed, docs/CLUSTER.md); default every one */
+    readonly among?: ReadonlySet<string>
+  } = {},
 ): Promise<RecoveryReport> {
   const started = performance.now()
   const budget = options.budget ?? DEFAULT_RESUME_BUDGET
   const report: RecoveryReport = { resumed: [], cancelled: [], failed: [], deliver: [], ms: 0 }
-  const plans: { sessionId: string; version: number; waiting: boolean; decision: RecoveryDecision }[] = []
+  const plans: { readonly sessionId: string; version: number; waiting: boolean; decision: RecoveryDecision }[] = []
   // sessions whose read model says a run is open or input waits: no log scan
   for (const sessionId of await ports.readModels.sessionsWithOpenWork()) {
+    if (options.among && !options.among.has(sessionId)) continue
     const view = await ports.readModels.view(sessionId)
     if (!view.session) continue
     const waiting = view.session.inbox.length > 0 && !view.session.archived
     plans.push({ sessionId, version: view.session.version, waiting, decision: decideRecovery(view, budget) })
   }
   const writes = plans.filter((p) => p.decision.events.length > 0)
-  for (const [i, { sessionId, version, decision }] of writes.entries()) {
-    const runId = 'runId' in decision.action ? decision.action.runId : undefined
-    await ports.log.append(sessionId, decision.events, {
-      expectedVersion: version,
-      durability: i === writes.length - 1 ? 'full' : 'normal',
-      meta: { actor: 'recovery', ...(runId && { run: runId }) },
-    })
+  for (const [i, plan] of writes.entries()) {
+    const durability = i === writes.length - 1 ? 'full' : 'normal'
+    for (let attempt = 1; ; attempt++) {
+      const { sessionId, version, decision } = plan
+      const runId = 'runId' in decision.action ? decision.action.runId : undefined
+      try {
+        await ports.log.append(sessionId, decision.events, {
+          expectedVersion: version,
+          durability,
+          meta: { actor: 'recovery', ...(runId && { run: runId }) },
+        })
+        break
+      } catch (err) {
+        // A cluster node recovers what it claims while it serves: a command may have appended since the read.
+        if (!isChronicleError(err, 'VERSION_CONFLICT') || attempt >= 3) throw err
+        const view = await ports.readModels.view(sessionId)
+        plan.version = view.session?.version ?? 0
+        plan.decision = decideRecovery(view, budget)
+        if (plan.decision.events.length === 0) break
+      }
+    }
   }
   for (const { sessionId, waiting, decision } of plans) {
     const a = decision.action

@@ -44,7 +44,8 @@ export interface ForkWithFilesOptions extends ForkOptions {
 export interface WorkspaceForks {
   fork(sessionId: string, at: number, options?: ForkWithFilesOptions): Promise<Session>
   /** finishes every fork directory a crash left half-written; returns how many */
-  recover(): Promise<number>
+  /** `among`: only these sessions (a cluster node's claimed ones: docs/CLUSTER.md) */
+  recover(among?: ReadonlySet<string>): Promise<number>
 }
 
 export interface WorkspaceForksDeps {
@@ -180,9 +181,10 @@ export function createWorkspaceForks(deps: WorkspaceForksDeps): WorkspaceForks {
       return requireSession(ports.readModels, childId)
     },
 
-    async recover() {
+    async recover(among) {
       let finished = 0
       for (const id of await ports.readModels.sessionsWithWorkspaceTask()) {
+        if (among && !among.has(id)) continue
         const session = await requireSession(ports.readModels, id)
         if (!session.materializing) continue
         const { tree, directory, git: head } = session.materializing

@@ -48,7 +48,8 @@ export interface WorkspaceRestorer {
   revert(sessionId: string, to: number, options?: RestoreOptions): Promise<Restored>
   unrevert(sessionId: string, options?: RestoreOptions): Promise<Restored>
   /** finishes every restore a crash interrupted; returns how many */
-  recover(): Promise<number>
+  /** `among`: only these sessions (a cluster node's claimed ones: docs/CLUSTER.md) */
+  recover(among?: ReadonlySet<string>): Promise<number>
 }
 
 export interface WorkspaceRestorerDeps {
@@ -242,9 +243,10 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     revert: (sessionId, to, options = {}) => exclusive(sessionId, () => revert(sessionId, to, options)),
     unrevert: (sessionId, options = {}) => exclusive(sessionId, () => unrevert(sessionId, options)),
 
-    async recover() {
+    async recover(among) {
       let finished = 0
       for (const session of await interrupted(ports)) {
+        if (among && !among.has(session.id)) continue
         const data = session.restoring as DataOf<'workspace.restore.started'>
         // restoring a tree is idempotent: whatever the crash left, the directory ends equal to it (or back at `from`)
         await finish(session, data, RECOVERY_META).catch((err: unknown) => {

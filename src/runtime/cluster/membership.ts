@@ -1,0 +1,163 @@
+import { nanoid } from 'nanoid'
+import type pg from 'pg'
+import {
+  type ClusterNode,
+  claimSessions,
+  forgetDeadNodes,
+  heartbeat,
+  joinCluster,
+  leaveCluster,
+  listNodes,
+  membershipPool,
+} from '../../events/postgres/cluster-nodes.js'
+import type { Fence } from '../../events/postgres/fence.js'
+
+/**
+ * This node's membership of a cluster (docs/CLUSTER.md): it joins under an id
+ * new at every start, heartbeats, keeps its lease, and claims the sessions of
+ * nodes that died.
+ *
+ * - **Heartbeat** every `heartbeatMs` on a connection of its own. Each one that
+ *   succeeds extends the lease to its send time + TTL − one heartbeat: the
+ *   node gives its sessions up a heartbeat before any other may think it dead.
+ * - **Lapse.** A node past its lease (the database away, or the process frozen
+ *   and thawed) loses every session — its runs stop, its tools are killed —
+ *   and joins again under a new id; its old id is then a dead node's, whose
+ *   sessions anyone, itself included, claims with a new epoch and recovers.
+ * - **Claims** at every heartbeat: a dead node's sessions, in batches, each
+ *   with its epoch raised; `onClaimed` then runs the ordinary recovery on them.
+ * - **Leave.** A node stopped cleanly says so, and is dead at once: the others
+ *   claim its sessions at their next heartbeat.
+ */
+
+export interface MembershipOptions {
+  readonly url: string
+  readonly fence: Fence
+  /** the node's name; its id is the name and a suffix new at every start (and at every lapse) */
+  readonly name: string
+  readonly address?: string | undefined
+  readonly heartbeatMs: number
+  readonly ttlMs: number
+  /** sessions claimed per statement */
+  readonly claimBatch?: number
+  /** sessions just claimed (held by the fence already): recover them and continue their runs */
+  readonly onClaimed: (sessionIds: readonly string[]) => Promise<void>
+  readonly log?: {
+    info(obj: object, msg: string): void
+    warn(obj: object, msg: string): void
+    error(obj: object, msg: string): void
+  }
+}
+
+export interface Membership {
+  /** joined, first heartbeat made and first claims recovered */
+  start(): Promise<void>
+  /** the heartbeats stopped; the node leaves (`leave`: its sessions go to the others at once) */
+  stop(opts?: { leave?: boolean }): Promise<void>
+  nodes(): Promise<ClusterNode[]>
+  readonly node: string
+}
+
+const DEFAULT_CLAIM_BATCH = 200
+/** A dead node that owns nothing is listed this long, then forgotten. */
+const KEEP_DEAD_MS = 60 * 60 * 1000
+/** Dead nodes are looked for to forget every so many heartbeats. */
+const FORGET_EVERY = 60
+
+export const nodeId = (name: string) => `${name}-${nanoid(8)}`
+
+export function createMembership(options: MembershipOptions): Membership {
+  const { fence, heartbeatMs, ttlMs } = options
+  const batch = options.claimBatch ?? DEFAULT_CLAIM_BATCH
+  // a query that takes longer than a heartbeat's share of the TTL is as good as failed
+  const pool: pg.Pool = membershipPool(options.url, Math.max(heartbeatMs, Math.floor(ttlMs / 3)))
+  let joined = false
+  let stopped = false
+  let timer: NodeJS.Timeout | undefined
+  let ticking: Promise<void> | undefined
+  let ticks = 0
+
+  const join = async () => {
+    await joinCluster(pool, {
+      id: fence.node,
+      name: options.name,
+      ...(options.address && { address: options.address }),
+    })
+    joined = true
+  }
+
+  /** Past the lease: every session given up, a new id to join under at the next heartbeat. */
+  const lapse = (why: string) => {
+    const old = fence.node
+    fence.renew(nodeId(options.name))
+    fence.lease(0)
+    joined = false
+    options.log?.warn({ node: old, next: fence.node, why }, 'cluster lease lapsed: sessions given up, joining again')
+    void leaveCluster(pool, old).catch(() => {}) // if the database is back: the others need not wait out the TTL
+  }
+
+  const beat = async () => {
+    if (!joined) await join()
+    const sent = performance.now()
+    if (!(await heartbeat(pool, fence.node))) return lapse('the node is recorded as stopped')
+    fence.lease(sent + ttlMs - heartbeatMs)
+  }
+
+  const claim = async () => {
+    for (;;) {
+      const claimed = await claimSessions(pool, fence.node, ttlMs, batch)
+      if (claimed.length === 0) return
+      for (const { sessionId, epoch } of claimed) fence.hold(sessionId, epoch)
+      options.log?.info({ node: fence.node, sessions: claimed.length }, 'claimed the sessions of a dead node')
+      await options.onClaimed(claimed.map((c) => c.sessionId))
+      if (claimed.length < batch) return
+    }
+  }
+
+  const tick = async () => {
+    // a process frozen past its lease wakes here: others may have claimed its sessions already
+    if (joined && !fence.leased) lapse('the lease ran out before this heartbeat')
+    try {
+      await beat()
+    } catch (err) {
+      if (joined && !fence.leased) lapse('heartbeats failed for the whole lease')
+      else options.log?.warn({ err, node: fence.node }, 'cluster heartbeat failed')
+      return
+    }
+    try {
+      await claim()
+      if (++ticks % FORGET_EVERY === 0) await forgetDeadNodes(pool, ttlMs, KEEP_DEAD_MS)
+    } catch (err) {
+      options.log?.error({ err, node: fence.node }, 'claiming sessions failed')
+    }
+  }
+
+  const schedule = () => {
+    if (stopped) return
+    timer = setTimeout(() => {
+      ticking = tick().finally(() => {
+        ticking = undefined
+        schedule()
+      })
+    }, heartbeatMs)
+  }
+
+  return {
+    get node() {
+      return fence.node
+    },
+    async start() {
+      await beat()
+      await claim()
+      schedule()
+    },
+    async stop({ leave = true } = {}) {
+      stopped = true
+      clearTimeout(timer)
+      await ticking
+      if (leave && joined) await leaveCluster(pool, fence.node).catch(() => {})
+      await pool.end().catch(() => {})
+    },
+    nodes: () => listNodes(pool, ttlMs),
+  }
+}

@@ -1,0 +1,250 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { doctor } from '../../src/cli/doctor.js'
+import { PG_TYPES } from '../../src/events/postgres/log.js'
+import { type ServerProcess, startServer } from '../crash/server-process.js'
+import { usePostgres } from '../support/use-postgres.js'
+
+/**
+ * Nodes of a cluster on one PostgreSQL (docs/CLUSTER.md), as real server processes: a session's run is the
+ * node's that created it; when that node is killed with -9, a survivor claims the session once its heartbeat
+ * is older than the TTL, settles what was cut off and resumes the run under a new epoch — the fenced appends
+ * of the dead node's epoch can no longer land. A node stopped cleanly hands its sessions over at once.
+ */
+const server = usePostgres()
+
+const TOKEN = 'cluster-failover-token-0123456789abcdef'
+const TTL_MS = 1_500
+const HEARTBEAT_MS = 250
+const script = {
+  chunkSize: 16,
+  delayMs: 2,
+  uniqueCallIds: true,
+  steps: [
+    {
+      when: { userContains: '#slow', afterToolResult: false },
+      text: 'Running the slow job.',
+      toolCalls: [{ name: 'bash', input: { command: 'sleep 2 && echo ran >> slow.marker', description: 'slow' } }],
+    },
+    { when: { userContains: '#slow', afterToolResult: true }, text: 'The job is over.' },
+    { when: {}, text: 'Noted.' },
+  ],
+}
+
+let root = ''
+/** each test's own database: a cluster of its own */
+let url = ''
+let db: pg.Pool
+const nodes: ServerProcess[] = []
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'chronicle-cluster-'))
+  writeFileSync(join(root, 'script.json'), JSON.stringify(script))
+})
+beforeEach(async () => {
+  url = await server().database()
+  db = new pg.Pool({ connectionString: url, max: 2, types: PG_TYPES })
+})
+afterEach(async () => {
+  for (const node of nodes.splice(0)) await node.kill('SIGKILL')
+  await db.end()
+})
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true })
+})
+
+const start = async (name: string): Promise<ServerProcess> => {
+  const dataDir = join(root, `data-${name}-${nodes.length}`)
+  mkdirSync(dataDir, { recursive: true })
+  const permission = [{ permission: 'bash', pattern: '*', action: 'allow' }]
+  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ permission }))
+  const node = await startServer({
+    CHRONICLE_DATA_DIR: dataDir,
+    CHRONICLE_PORT: '0',
+    CHRONICLE_HOST: '127.0.0.1',
+    CHRONICLE_TOKEN: TOKEN,
+    CHRONICLE_MODEL: `scripted:${join(root, 'script.json')}`,
+    CHRONICLE_LOG_LEVEL: 'warn',
+    CHRONICLE_DATABASE_URL: url,
+    CHRONICLE_CLUSTER_NODE: name,
+    CHRONICLE_CLUSTER_TTL_MS: String(TTL_MS),
+    CHRONICLE_CLUSTER_HEARTBEAT_MS: String(HEARTBEAT_MS),
+    XDG_CONFIG_HOME: join(root, 'config'),
+  })
+  nodes.push(node)
+  return node
+}
+
+async function call(node: ServerProcess, path: string, body?: object): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${node.url}${path}`, {
+    method: body ? 'POST' : 'GET',
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body && { 'content-type': 'application/json' }) },
+    ...(body && { body: JSON.stringify(body) }),
+  })
+  return { status: res.status, json: await res.json() }
+}
+
+interface Row {
+  readonly type: string
+  readonly data: Record<string, unknown>
+  readonly meta: { epoch?: number }
+}
+const logOf = async (sessionId: string): Promise<Row[]> =>
+  (await db.query('SELECT type, data, meta FROM events WHERE session_id = $1 ORDER BY seq', [sessionId])).rows.map(
+    (r: { type: string; data: string; meta: string }) => ({
+      type: r.type,
+      data: JSON.parse(r.data) as Record<string, unknown>,
+      meta: JSON.parse(r.meta) as { epoch?: number },
+    }),
+  )
+const ownerOf = async (sessionId: string) =>
+  (await db.query('SELECT owner, epoch FROM streams WHERE id = $1', [sessionId])).rows[0] as
+    | { owner: string; epoch: number }
+    | undefined
+
+async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const found = await check()
+    if (found) return found
+    if (Date.now() > end)
+      throw new Error(`${what}: not reached in ${timeoutMs} ms\n${nodes.map((n) => n.stderr()).join('\n')}`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+describe('a cluster of nodes on one PostgreSQL', () => {
+  it('resumes a run on a survivor after its node is killed with -9, under a new epoch', async () => {
+    const a = await start('node-a')
+    const b = await start('node-b')
+    const work = join(root, 'work-1')
+    mkdirSync(work)
+    const created = await call(a, '/sessions', { directory: work })
+    expect(created.status).toBe(201)
+    const id = created.json.session.id as string
+    expect(await ownerOf(id)).toMatchObject({ epoch: 1 })
+    const accepted = await call(a, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: '#slow' }] })
+    expect(accepted.status).toBeLessThan(300)
+
+    // mid-tool: the bash call has started on node-a
+    await until(async () => (await logOf(id)).some((e) => e.type === 'tool.called'), 'the tool called')
+    await new Promise((r) => setTimeout(r, 300)) // its 2 s sleep under way
+    const killedAt = Date.now()
+    await a.kill('SIGKILL')
+
+    const resumed = await until(
+      async () => (await logOf(id)).find((e) => e.type === 'run.resumed'),
+      'the run resumed on the survivor',
+    )
+    const failoverMs = Date.now() - killedAt
+    expect(resumed.meta.epoch).toBe(2)
+    expect(failoverMs).toBeGreaterThanOrEqual(TTL_MS - HEARTBEAT_MS) // not before node-a could be dead
+    const owner = await ownerOf(id)
+    expect(owner?.epoch).toBe(2)
+    const listed = await call(b, '/cluster')
+    expect(listed.status).toBe(200)
+    expect(owner?.owner).toBe(listed.json.node)
+
+    const events = await until(async () => {
+      const log = await logOf(id)
+      return log.some((e) => e.type === 'run.finished') && log
+    }, 'the resumed run finished')
+    // the cut-off call settled interrupted exactly once, never re-run; every event after the claim is epoch 2
+    const failed = events.filter((e) => e.type === 'tool.failed')
+    expect(failed).toHaveLength(1)
+    expect(JSON.stringify(failed[0]?.data)).toContain('interrupted')
+    const at = events.findIndex((e) => e.type === 'run.resumed')
+    const epochs = events.map((e) => e.meta.epoch)
+    expect(new Set(epochs.slice(0, at - 1))).toEqual(new Set([1]))
+    expect(new Set(epochs.slice(at))).toEqual(new Set([2]))
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', data: { outcome: 'idle' } })
+    // no epoch went backwards: what the dead node had queued did not land after the claim
+    for (let i = 1; i < epochs.length; i++) expect(epochs[i]).toBeGreaterThanOrEqual(epochs[i - 1] as number)
+    // its sandboxed bash died with it (bubblewrap's --die-with-parent): the job never wrote its marker
+    await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 2_500 - Date.now())))
+    expect(existsSync(join(work, 'slow.marker'))).toBe(false)
+  })
+
+  it('fences a frozen node: what it does after it thaws lands nowhere, and it gives its sessions up', async () => {
+    const a = await start('node-a')
+    const b = await start('node-b')
+    const work = join(root, 'work-3')
+    mkdirSync(work)
+    const id = (await call(a, '/sessions', { directory: work })).json.session.id as string
+    await call(a, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: '#slow' }] })
+    await until(async () => (await logOf(id)).some((e) => e.type === 'tool.called'), 'the tool called')
+    a.child.kill('SIGSTOP') // a zombie: alive, silent past the TTL
+    try {
+      await until(async () => (await logOf(id)).some((e) => e.type === 'run.resumed'), 'the survivor resumed')
+    } finally {
+      a.child.kill('SIGCONT')
+    }
+    // node-a wakes past its lease: it lets the session go and joins again under a new id
+    const nodesNow = await until(async () => {
+      const listed = (await call(b, '/cluster')).json.nodes as { name: string; alive: boolean }[]
+      const named = listed.filter((n) => n.name === 'node-a')
+      return named.some((n) => n.alive) && named.length === 2 && listed
+    }, 'node-a joined again')
+    expect(nodesNow.filter((n) => n.name === 'node-a' && !n.alive)).toHaveLength(1)
+    await until(async () => (await logOf(id)).some((e) => e.type === 'run.finished'), 'the resumed run finished')
+    // its bash, which the freeze did not stop, ended meanwhile: its result came too late to be recorded
+    await new Promise((r) => setTimeout(r, 2_500))
+    const events = await logOf(id)
+    const at = events.findIndex((e) => e.type === 'run.resumed')
+    expect(events.slice(at).every((e) => e.meta.epoch === 2)).toBe(true)
+    expect(events.filter((e) => e.type === 'tool.completed' && e.meta.epoch === 1)).toEqual([])
+    expect(events.filter((e) => e.type === 'run.finished')).toHaveLength(1)
+  })
+
+  it('refuses a command for another live node’s session with NOT_OWNER, and hands sessions over at a clean stop', async () => {
+    const a = await start('node-a')
+    const b = await start('node-b')
+    const work = join(root, 'work-2')
+    mkdirSync(work)
+    const id = (await call(a, '/sessions', { directory: work })).json.session.id as string
+
+    const refused = await call(b, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'hello from b' }] })
+    expect(refused.status).toBe(421)
+    expect(refused.json.code).toBe('NOT_OWNER')
+    expect((await logOf(id)).map((e) => e.type)).toEqual(['session.created'])
+
+    const cluster = await call(a, '/cluster')
+    const byName = Object.fromEntries(
+      (cluster.json.nodes as { name: string; alive: boolean; sessions: number }[]).map((n) => [n.name, n]),
+    )
+    expect(byName['node-a']).toMatchObject({ alive: true, sessions: 1 })
+    expect(byName['node-b']).toMatchObject({ alive: true })
+
+    const stoppedAt = Date.now()
+    await a.kill('SIGTERM') // a clean stop: node-a leaves, node-b need not wait out the TTL
+    const owner = await until(async () => {
+      const o = await ownerOf(id)
+      return o && o.epoch === 2 && o
+    }, 'the session handed over')
+    expect(Date.now() - stoppedAt).toBeLessThan(TTL_MS)
+    expect(owner.owner).toBe((await call(b, '/cluster')).json.node)
+
+    const accepted = await call(b, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'hello again' }] })
+    expect(accepted.status).toBeLessThan(300)
+    await until(async () => (await logOf(id)).some((e) => e.type === 'run.finished'), 'the new owner answered')
+
+    // chronicle doctor, pointed at node-b, reports the cluster
+    const lines: string[] = []
+    await doctor({ positionals: [], flags: new Map() }, (l) => lines.push(l), {
+      PATH: process.env.PATH ?? '',
+      HOME: join(root, 'home'),
+      CHRONICLE_DATA_DIR: join(root, 'doctor-data'),
+      CHRONICLE_URL: b.url,
+      CHRONICLE_TOKEN: TOKEN,
+      CHRONICLE_DATABASE_URL: url,
+      CHRONICLE_CLUSTER_NODE: 'doctor',
+    })
+    const line = lines.find((l) => l.includes('  cluster: '))
+    expect(line).toMatch(/^ok {2}cluster: node node-b-\S+; 1 of 2 nodes alive — /)
+    expect(line).toMatch(/node-a-\S+ \(stopped, 0 sessions/)
+    expect(line).toMatch(/node-b-\S+ \(alive, 1 sessions/)
+  })
+})
