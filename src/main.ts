@@ -142,7 +142,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
   // a node of a cluster holds the sessions it owns (docs/CLUSTER.md): every append is fenced by them
   const fence = config.cluster ? new Fence(nodeId(config.cluster.node)) : undefined
   const postgres = config.store.url
-    ? await openPostgresStore(config.store.url, { cache: memory.projector, ...(fence && { fence }) })
+    ? await openPostgresStore(config.store.url, { cache: memory.projector, ...(fence && { fence, follow: true }) })
     : undefined
   try {
     return await assemble(config, options, memory, postgres, fence)

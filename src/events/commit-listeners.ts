@@ -1,6 +1,10 @@
 import type { StoredEvent } from './envelope.js'
 
-export type CommitListener = (events: readonly StoredEvent[]) => void
+/**
+ * `elsewhere`: the events were committed by another node of a cluster (docs/CLUSTER.md), heard by reading
+ * the log: a listener that counts this server's own work (metrics, traces) passes them over.
+ */
+export type CommitListener = (events: readonly StoredEvent[], elsewhere?: boolean) => void
 
 /**
  * Who hears of commits, and in what order: every listener hears every commit,
@@ -12,23 +16,23 @@ export type CommitListener = (events: readonly StoredEvent[]) => void
 export class CommitListeners {
   private readonly listeners = new Set<CommitListener>()
   private publishing = false
-  private unpublished: (readonly StoredEvent[])[] = []
+  private unpublished: { readonly events: readonly StoredEvent[]; readonly elsewhere: boolean }[] = []
 
   add(listener: CommitListener): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
   }
 
-  publish(events: readonly StoredEvent[]): void {
+  publish(events: readonly StoredEvent[], elsewhere = false): void {
     if (events.length === 0) return
-    this.unpublished.push(events)
+    this.unpublished.push({ events, elsewhere })
     if (this.publishing) return
     this.publishing = true
     try {
       for (let batch = this.unpublished.shift(); batch; batch = this.unpublished.shift()) {
         for (const listener of this.listeners) {
           try {
-            listener(batch)
+            listener(batch.events, batch.elsewhere)
           } catch {
             // its own failure
           }

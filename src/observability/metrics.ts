@@ -33,7 +33,10 @@ export function createMetrics(ports: Pick<StorePorts, 'log' | 'readModels'>): Me
   const registers = [registry]
   collectDefaultMetrics({ register: registry })
   const commits = new CommitMetrics(registry, () => log.commitMs)
-  const stopListening = log.onCommit(commits.observe)
+  // this server's own commits: on a cluster, each node counts what it wrote (docs/CLUSTER.md)
+  const stopListening = log.onCommit((events, elsewhere) => {
+    if (!elsewhere) commits.observe(events)
+  })
   new Gauge({
     name: 'chronicle_sessions',
     help: 'Sessions in the store, by status (idle, busy, waiting, retrying) and archived',

@@ -46,7 +46,10 @@ export function startTracing(log: Pick<EventLog, 'onCommit'>, options: TracingOp
   })
   const tracer = provider.getTracer('chronicle', options.version)
   const spans = new CommitSpans(tracer, { content: options.content === true })
-  const stopListening = log.onCommit(spans.observe)
+  // this server's own runs: on a cluster, another node's are that node's spans (docs/CLUSTER.md)
+  const stopListening = log.onCommit((events, elsewhere) => {
+    if (!elsewhere) spans.observe(events)
+  })
   return {
     inbound: inboundTracing(tracer),
     fieldsOf: (sessionId) => spans.fieldsOf(sessionId),

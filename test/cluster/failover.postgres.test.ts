@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { doctor } from '../../src/cli/doctor.js'
 import { PG_TYPES } from '../../src/events/postgres/log.js'
 import { type ServerProcess, startServer } from '../crash/server-process.js'
+import { CrashClient } from '../crash/ws-client.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
@@ -197,6 +198,47 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     expect(events.slice(at).every((e) => e.meta.epoch === 2)).toBe(true)
     expect(events.filter((e) => e.type === 'tool.completed' && e.meta.epoch === 1)).toEqual([])
     expect(events.filter((e) => e.type === 'run.finished')).toHaveLength(1)
+  })
+
+  it('delivers every node’s events live to a client on any node: each once, in order', async () => {
+    const a = await start('node-a')
+    const b = await start('node-b')
+    const seen = { a: [] as number[], b: [] as number[] }
+    const onA = await CrashClient.connect(a.url, TOKEN, 0, (e) => seen.a.push(e.seq))
+    const onB = await CrashClient.connect(b.url, TOKEN, 0, (e) => seen.b.push(e.seq))
+    try {
+      await onA.subscribeAll()
+      await onB.subscribeAll()
+      // a session run by each node, at the same time
+      const ids = await Promise.all(
+        [a, b].map(async (node, i) => {
+          const work = join(root, `work-live-${i}`)
+          mkdirSync(work)
+          const id = (await call(node, '/sessions', { directory: work })).json.session.id as string
+          await call(node, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: `hello ${i}` }] })
+          return id
+        }),
+      )
+      for (const id of ids)
+        await until(async () => (await logOf(id)).some((e) => e.type === 'run.finished'), 'both runs finished')
+      const head = Number((await db.query('SELECT max(seq) AS head FROM events')).rows[0].head)
+      const all = Array.from({ length: head }, (_, i) => i + 1)
+      await until(async () => seen.a.length === head && seen.b.length === head, 'both clients heard the whole log')
+      expect(seen.a).toEqual(all)
+      expect(seen.b).toEqual(all)
+      expect([onA.gaps, onA.duplicates, onB.gaps, onB.duplicates]).toEqual([0, 0, 0, 0])
+    } finally {
+      onA.close()
+      onB.close()
+    }
+    // a token one node makes is known to the others at once
+    const made = await call(a, '/tokens', { name: 'auditor', role: 'audit' })
+    expect(made.status).toBe(201)
+    const whoami = await until(async () => {
+      const res = await fetch(`${b.url}/whoami`, { headers: { authorization: `Bearer ${made.json.token}` } })
+      return res.status === 200 && ((await res.json()) as { name: string })
+    }, 'the token known on node-b')
+    expect(whoami).toMatchObject({ name: 'auditor' })
   })
 
   it('refuses a command for another live node’s session with NOT_OWNER, and hands sessions over at a clean stop', async () => {

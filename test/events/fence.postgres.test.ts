@@ -148,6 +148,34 @@ describe('the fence: an append from a node that does not own the session inserts
     expect(await claimSessions(db, 'node-c', TTL, 100)).toEqual([])
   })
 
+  it('lets each node hear every node’s commits, in seq order among its own, the others’ marked elsewhere', async () => {
+    const url = await server().database()
+    const open = async (id: string) => {
+      const log = await PostgresEventLog.open(url, { fence: new Fence(id), follow: true })
+      closing.push(() => log.close())
+      return log
+    }
+    const a = await open('node-a')
+    const b = await open('node-b')
+    const heard: { seq: number; elsewhere: boolean }[] = []
+    b.onCommit((events, elsewhere) => {
+      for (const e of events) heard.push({ seq: e.seq, elsewhere: elsewhere === true })
+    })
+    for (let i = 0; i < 20; i++) {
+      await Promise.all([
+        a.append(`ses_a${i}`, [created, renamed('a')], { meta }),
+        b.append(`ses_b${i}`, [created], { meta }),
+      ])
+    }
+    const head = await a.head()
+    expect(head).toBe(60)
+    const end = Date.now() + 5_000
+    while (heard.length < head && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
+    expect(heard.map((h) => h.seq)).toEqual(Array.from({ length: head }, (_, i) => i + 1))
+    const own = new Set((await b.readAll(0, 100)).filter((e) => e.sessionId.startsWith('ses_b')).map((e) => e.seq))
+    expect(heard.every((h) => h.elsewhere === !own.has(h.seq))).toBe(true)
+  })
+
   it('claims the sessions of a node whose heartbeat is older than the TTL, not before', async () => {
     const { db, node } = await cluster()
     const a = await node('node-a')

@@ -20,6 +20,7 @@ import {
 import type { AppendOptions } from '../store.js'
 import { redactUrl } from './url.js'
 import { Pipe } from './pipe.js'
+import { CommitNotices } from './commit-notices.js'
 import type { Fence, LockedStream } from './fence.js'
 import { copyWith } from '../copy.js'
 import { migratePostgres } from './schema.js'
@@ -71,6 +72,11 @@ export interface PostgresLogOptions {
    * stream row to name this node at the epoch it holds (NOT_OWNER otherwise), and records the epoch in meta.
    */
   readonly fence?: Fence
+  /**
+   * On a cluster: hear the other nodes' commits too (src/events/postgres/commit-notices.ts), published to the
+   * listeners in seq order among this node's own, marked `elsewhere`.
+   */
+  readonly follow?: boolean
 }
 
 /** A queued append; a lone delta may join it (src/events/delta-merge.ts). */
@@ -92,6 +98,9 @@ const pending = (
 
 /** What an append built inside an appendTogether hears: nothing (the appendTogether's caller hears it all). */
 const UNHEARD: Settle = { resolve: () => {}, reject: () => {} }
+
+/** Events a follower reads at once (src/events/postgres/commit-notices.ts): more are read at once after. */
+const FOLLOW_BATCH = 1000
 
 /** Blob hashes PostgresEventLog remembers as stored, at most (then it starts again). */
 const STORED_BLOBS_KEPT = 10_000
@@ -169,6 +178,13 @@ export class PostgresEventLog implements EventLog {
    * sends nothing — a run puts the same system prompt and tool schemas at every step.
    */
   private readonly storedBlobs = new Set<string>()
+  /** on a cluster: what wakes the log to read the other nodes' commits (src/events/postgres/commit-notices.ts) */
+  private notices: CommitNotices | undefined
+  /** a commit of this node under way (BEGIN to published): the other nodes' are read after it */
+  private inCommit = false
+  private commitsStarted = 0
+  private following = false
+  private followAgain = false
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -209,7 +225,9 @@ export class PostgresEventLog implements EventLog {
       throw err
     }
     client.release()
-    return new PostgresEventLog(pool, writer, options.now ?? Date.now, options.project, head, options.fence)
+    const log = new PostgresEventLog(pool, writer, options.now ?? Date.now, options.project, head, options.fence)
+    if (options.follow) log.notices = new CommitNotices(url, () => log.follow())
+    return log
   }
 
   append(sessionId: string, events: readonly ChronicleEvent[], options: AppendOptions): Promise<StoredEvent[]> {
@@ -416,6 +434,8 @@ export class PostgresEventLog implements EventLog {
     const client = await this.writer.connect().catch((err: unknown) => {
       throw unavailable(err)
     })
+    this.inCommit = true
+    this.commitsStarted++
     try {
       // durable whatever the batch asked: what is published must outlive a database crash (above)
       const began = performance.now()
@@ -426,8 +446,13 @@ export class PostgresEventLog implements EventLog {
         await pipe.commit() // behind the events and the read models' writes, in their round trip
         this.lastCommitMs = performance.now() - began
         const events = out.flat()
-        if (this.unsure) await this.publishUnheard(client, events[0]?.seq)
+        // what other nodes committed before it is heard first (on a cluster, or after a commit whose answer was
+        // lost): seq is gap-free and commit order is seq order, so all of it has committed
+        const first = events[0]?.seq
+        if (this.unsure || (this.notices && first !== undefined && first > this.heard + 1))
+          await this.publishUnheard(client, first)
         this.publish(events)
+        this.notices?.committed()
         return out
       } catch (err) {
         const failed = await firstFailure(pipe, err)
@@ -440,6 +465,8 @@ export class PostgresEventLog implements EventLog {
       throw unavailable(err)
     } finally {
       client.release()
+      this.inCommit = false
+      if (this.followAgain) this.follow()
     }
   }
 
@@ -549,10 +576,42 @@ export class PostgresEventLog implements EventLog {
       : pipe.query<Row>(LOCK_STREAMS, [ids])
   }
 
-  private publish(events: readonly StoredEvent[]): void {
+  private publish(events: readonly StoredEvent[], elsewhere = false): void {
     const last = events[events.length - 1]
     if (last && last.seq > this.heard) this.heard = last.seq
-    this.listeners.publish(events)
+    this.listeners.publish(events, elsewhere)
+  }
+
+  /**
+   * On a cluster: reads what committed after the last seq heard — the other nodes' commits — and publishes it.
+   * Never while a commit of this node is under way (it hears what came before it itself): a read that one
+   * started during is dropped and made again after it, so this node's own events are never published as
+   * another's, nor twice.
+   */
+  private follow(): void {
+    this.followAgain = false
+    if (this.closed) return
+    if (this.inCommit || this.following) {
+      this.followAgain = true
+      return
+    }
+    this.following = true
+    const started = this.commitsStarted
+    this.pool
+      .query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT ${FOLLOW_BATCH}`, [this.heard])
+      .then(
+        ({ rows }) => {
+          if (this.commitsStarted !== started || this.inCommit) return void (this.followAgain = true)
+          const unheard = rows.filter((r) => r.seq > this.heard).map(toEvent)
+          if (unheard.length > 0) this.publish(unheard, true)
+          if (rows.length === FOLLOW_BATCH) this.followAgain = true
+        },
+        () => {}, // the database away: the next notice or poll reads again
+      )
+      .finally(() => {
+        this.following = false
+        if (this.followAgain && !this.inCommit) this.follow()
+      })
   }
 
   /**
@@ -567,7 +626,8 @@ export class PostgresEventLog implements EventLog {
         [this.heard, before],
       )
       this.unsure = false
-      if (rows.length > 0) this.publish(rows.map(toEvent))
+      const unheard = rows.filter((r) => r.seq > this.heard).map(toEvent)
+      if (unheard.length > 0) this.publish(unheard, true)
     } catch {
       // still away: the next commit or read looks again
     }
@@ -709,6 +769,7 @@ export class PostgresEventLog implements EventLog {
     if (this.closed) return
     while (this.queue.length > 0 || this.draining) await this.drain()
     this.closed = true
+    await this.notices?.close()
     await Promise.all([this.pool.end(), this.writer.end()])
   }
 

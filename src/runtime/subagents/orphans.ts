@@ -112,7 +112,9 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
       deps.log?.error({ err, sessionId: parentId }, 'cancelling background sub-agents failed')
     }
   }
-  const unsubscribe = log.onCommit((events) => {
+  // what this node's runs did: on a cluster, a run another node ended is that node's to report (docs/CLUSTER.md)
+  const unsubscribe = log.onCommit((events, elsewhere) => {
+    if (elsewhere) return
     for (const e of events) {
       if (e.type === 'run.finished') setImmediate(safely, e.sessionId) // outside the commit
       if (e.type === 'run.cancel.requested') setImmediate(cancelChildren, e.sessionId)
