@@ -2,7 +2,7 @@ import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { isChronicleError } from '../../src/events/errors.js'
-import { claimSessions, joinCluster, leaveCluster } from '../../src/events/postgres/cluster-nodes.js'
+import { claimSessions, heartbeatAndClaim, joinCluster, leaveCluster } from '../../src/events/postgres/cluster-nodes.js'
 import { Fence } from '../../src/events/postgres/fence.js'
 import { PG_TYPES, PostgresEventLog } from '../../src/events/postgres/log.js'
 import { usePostgres } from '../support/use-postgres.js'
@@ -174,6 +174,20 @@ describe('the fence: an append from a node that does not own the session inserts
     expect(heard.map((h) => h.seq)).toEqual(Array.from({ length: head }, (_, i) => i + 1))
     const own = new Set((await b.readAll(0, 100)).filter((e) => e.sessionId.startsWith('ses_b')).map((e) => e.seq))
     expect(heard.every((h) => h.elsewhere === !own.has(h.seq))).toBe(true)
+  })
+
+  it('heartbeats and claims in one statement; a node recorded as stopped is told so and claims nothing', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    await node('node-b')
+    await a.log.append('ses_1', [created], { meta })
+    expect(await heartbeatAndClaim(db, 'node-b', TTL, 100)).toEqual({ alive: true, claimed: [] })
+    await leaveCluster(db, 'node-a')
+    expect(await heartbeatAndClaim(db, 'node-a', TTL, 100)).toEqual({ alive: false, claimed: [] })
+    expect(await heartbeatAndClaim(db, 'node-b', TTL, 100)).toEqual({
+      alive: true,
+      claimed: [{ sessionId: 'ses_1', epoch: 2 }],
+    })
   })
 
   it('claims the sessions of a node whose heartbeat is older than the TTL, not before', async () => {

@@ -39,6 +39,7 @@ describe('authentication', () => {
       'DELETE /tokens/:id',
       'GET /',
       'GET /assets/*',
+      'GET /cluster',
       'GET /health',
       'GET /login',
       'GET /mcp/oauth/callback',

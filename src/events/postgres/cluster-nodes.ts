@@ -14,6 +14,16 @@ const NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
 /** A node is dead once its heartbeat is older than the TTL, or once it said it stopped. */
 const DEAD = `(stopped_at IS NOT NULL OR heartbeat_at < ${NOW} - $2)`
 
+/** Up to $3 sessions of nodes dead to $1 (TTL $2), or of none, locked for a claim; others' locked rows skipped. */
+const PICK = `dead AS (
+    SELECT id FROM cluster_nodes WHERE id <> $1 AND ${DEAD}
+  ), picked AS (
+    SELECT id FROM streams
+    WHERE owner IN (SELECT id FROM dead)
+       OR (owner IS NULL AND NOT starts_with(id, '${SYSTEM_STREAM_PREFIX}'))
+    ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+  )`
+
 export interface ClusterNode {
   readonly id: string
   readonly name: string
@@ -58,15 +68,6 @@ export async function joinCluster(db: Db, node: { id: string; name: string; addr
   )
 }
 
-/** The node's heartbeat; false when its row says it stopped or is gone (it must not act as a member). */
-export async function heartbeat(db: Db, nodeId: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE cluster_nodes SET heartbeat_at = ${NOW} WHERE id = $1 AND stopped_at IS NULL`,
-    [nodeId],
-  )
-  return rowCount === 1
-}
-
 /** The node leaves: dead at once for every other node, which claims its sessions at its next heartbeat. */
 export async function leaveCluster(db: Db, nodeId: string): Promise<void> {
   await db.query(`UPDATE cluster_nodes SET stopped_at = ${NOW} WHERE id = $1 AND stopped_at IS NULL`, [nodeId])
@@ -80,20 +81,40 @@ export async function leaveCluster(db: Db, nodeId: string): Promise<void> {
  */
 export async function claimSessions(db: Db, nodeId: string, ttlMs: number, limit: number): Promise<Claimed[]> {
   const { rows } = await db.query<{ id: string; epoch: number }>(
-    `WITH dead AS (
-       SELECT id FROM cluster_nodes WHERE id <> $1 AND ${DEAD}
-     ), picked AS (
-       SELECT id FROM streams
-       WHERE owner IN (SELECT id FROM dead)
-          OR (owner IS NULL AND NOT starts_with(id, '${SYSTEM_STREAM_PREFIX}'))
-       ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
-     )
+    `WITH ${PICK}
      UPDATE streams SET owner = $1, epoch = streams.epoch + 1
      FROM picked WHERE streams.id = picked.id
      RETURNING streams.id, streams.epoch`,
     [nodeId, ttlMs, limit],
   )
   return rows.map((r) => ({ sessionId: r.id, epoch: r.epoch }))
+}
+
+/**
+ * The heartbeat and a first batch of claims in one statement: an idle node writes once a heartbeat. Nothing is
+ * claimed by a node whose row says it stopped (`alive` false: it must not act as a member).
+ */
+export async function heartbeatAndClaim(
+  db: Db,
+  nodeId: string,
+  ttlMs: number,
+  limit: number,
+): Promise<{ alive: boolean; claimed: Claimed[] }> {
+  const { rows } = await db.query<{ alive: boolean; id: string | null; epoch: number | null }>(
+    `WITH beat AS (
+       UPDATE cluster_nodes SET heartbeat_at = ${NOW} WHERE id = $1 AND stopped_at IS NULL RETURNING id
+     ), ${PICK}, claimed AS (
+       UPDATE streams SET owner = $1, epoch = streams.epoch + 1
+       FROM picked WHERE streams.id = picked.id AND EXISTS (SELECT 1 FROM beat)
+       RETURNING streams.id, streams.epoch
+     )
+     SELECT EXISTS (SELECT 1 FROM beat) AS alive, c.id, c.epoch FROM (SELECT 1) AS one LEFT JOIN claimed c ON true`,
+    [nodeId, ttlMs, limit],
+  )
+  return {
+    alive: rows[0]?.alive === true,
+    claimed: rows.flatMap((r) => (r.id === null ? [] : [{ sessionId: r.id, epoch: r.epoch as number }])),
+  }
 }
 
 /** Dead nodes that own nothing any more and died over `keepMs` ago: forgotten. */

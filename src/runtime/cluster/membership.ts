@@ -1,10 +1,11 @@
 import { nanoid } from 'nanoid'
 import type pg from 'pg'
 import {
+  type Claimed,
   type ClusterNode,
   claimSessions,
   forgetDeadNodes,
-  heartbeat,
+  heartbeatAndClaim,
   joinCluster,
   leaveCluster,
   listNodes,
@@ -24,7 +25,8 @@ import type { Fence } from '../../events/postgres/fence.js'
  *   and thawed) loses every session — its runs stop, its tools are killed —
  *   and joins again under a new id; its old id is then a dead node's, whose
  *   sessions anyone, itself included, claims with a new epoch and recovers.
- * - **Claims** at every heartbeat: a dead node's sessions, in batches, each
+ * - **Claims** at every heartbeat, in the heartbeat's own statement (an idle
+ *   node writes once a heartbeat): a dead node's sessions, in batches, each
  *   with its epoch raised; `onClaimed` then runs the ordinary recovery on them.
  * - **Leave.** A node stopped cleanly says so, and is dead at once: the others
  *   claim its sessions at their next heartbeat.
@@ -96,36 +98,42 @@ export function createMembership(options: MembershipOptions): Membership {
     void leaveCluster(pool, old).catch(() => {}) // if the database is back: the others need not wait out the TTL
   }
 
-  const beat = async () => {
+  /** The heartbeat, with a first batch of claims in the same statement: what it claimed. */
+  const beat = async (): Promise<Claimed[]> => {
     if (!joined) await join()
     const sent = performance.now()
-    if (!(await heartbeat(pool, fence.node))) return lapse('the node is recorded as stopped')
+    const { alive, claimed } = await heartbeatAndClaim(pool, fence.node, ttlMs, batch)
+    if (!alive) {
+      lapse('the node is recorded as stopped')
+      return []
+    }
     fence.lease(sent + ttlMs - heartbeatMs)
+    return claimed
   }
 
-  const claim = async () => {
-    for (;;) {
-      const claimed = await claimSessions(pool, fence.node, ttlMs, batch)
-      if (claimed.length === 0) return
+  /** Claimed sessions held and recovered; more claimed while a batch comes back full. */
+  const recover = async (first: Claimed[]) => {
+    for (let claimed = first; claimed.length > 0; ) {
       for (const { sessionId, epoch } of claimed) fence.hold(sessionId, epoch)
       options.log?.info({ node: fence.node, sessions: claimed.length }, 'claimed the sessions of a dead node')
       await options.onClaimed(claimed.map((c) => c.sessionId))
-      if (claimed.length < batch) return
+      claimed = claimed.length < batch ? [] : await claimSessions(pool, fence.node, ttlMs, batch)
     }
   }
 
   const tick = async () => {
     // a process frozen past its lease wakes here: others may have claimed its sessions already
     if (joined && !fence.leased) lapse('the lease ran out before this heartbeat')
+    let claimed: Claimed[]
     try {
-      await beat()
+      claimed = await beat()
     } catch (err) {
       if (joined && !fence.leased) lapse('heartbeats failed for the whole lease')
       else options.log?.warn({ err, node: fence.node }, 'cluster heartbeat failed')
       return
     }
     try {
-      await claim()
+      await recover(claimed)
       if (++ticks % FORGET_EVERY === 0) await forgetDeadNodes(pool, ttlMs, KEEP_DEAD_MS)
     } catch (err) {
       options.log?.error({ err, node: fence.node }, 'claiming sessions failed')
@@ -147,8 +155,7 @@ export function createMembership(options: MembershipOptions): Membership {
       return fence.node
     },
     async start() {
-      await beat()
-      await claim()
+      await recover(await beat())
       schedule()
     },
     async stop({ leave = true } = {}) {
