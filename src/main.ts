@@ -126,6 +126,9 @@ export interface Chronicle {
   metricsUrl(): string | undefined
 }
 
+/** (cluster) the lease's end, for the tools' watchdogs (src/tools/lease-watchdog.ts) */
+const LEASE_FILE = 'cluster-lease'
+
 export const VERSION: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version
@@ -304,6 +307,7 @@ async function assemble(
     tools: [
       ...createBuiltinTools({
         dataDir: config.dataDir,
+        ...(config.cluster && { leaseFile: join(config.dataDir, LEASE_FILE) }),
         forbidden: hidden,
         credentials,
         fileTimes: createFileTimes(memory.fileTimes),
@@ -400,6 +404,7 @@ async function assemble(
           address: config.cluster.address,
           heartbeatMs: config.cluster.heartbeatMs,
           ttlMs: config.cluster.ttlMs,
+          leaseFile: join(config.dataDir, LEASE_FILE),
           log: logger,
           onClaimed: async (claimed) => {
             const report = await recover(new Set(claimed))

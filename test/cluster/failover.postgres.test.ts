@@ -26,6 +26,11 @@ const script = {
   uniqueCallIds: true,
   steps: [
     {
+      when: { userContains: '#slower', afterToolResult: false },
+      toolCalls: [{ name: 'bash', input: { command: 'sleep 4 && echo ran >> slow.marker', description: 'slower' } }],
+    },
+    { when: { userContains: '#slower', afterToolResult: true }, text: 'The job is over.' },
+    {
       when: { userContains: '#slow', afterToolResult: false },
       text: 'Running the slow job.',
       toolCalls: [{ name: 'bash', input: { command: 'sleep 2 && echo ran >> slow.marker', description: 'slow' } }],
@@ -175,11 +180,17 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     const work = join(root, 'work-3')
     mkdirSync(work)
     const id = (await call(a, '/sessions', { directory: work })).json.session.id as string
-    await call(a, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: '#slow' }] })
+    await call(a, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: '#slower' }] })
     await until(async () => (await logOf(id)).some((e) => e.type === 'tool.called'), 'the tool called')
+    await new Promise((r) => setTimeout(r, 500)) // its 4 s sleep under way
     a.child.kill('SIGSTOP') // a zombie: alive, silent past the TTL
+    const frozenAt = Date.now()
     try {
       await until(async () => (await logOf(id)).some((e) => e.type === 'run.resumed'), 'the survivor resumed')
+      // frozen until past the time its bash would have written its marker: the node itself can stop nothing
+      await new Promise((r) => setTimeout(r, Math.max(0, frozenAt + 4_500 - Date.now())))
+      // its bash was killed by its watchdog at node-a's lease deadline: the job never wrote its marker
+      expect(existsSync(join(work, 'slow.marker'))).toBe(false)
     } finally {
       a.child.kill('SIGCONT')
     }
@@ -191,8 +202,6 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     }, 'node-a joined again')
     expect(nodesNow.filter((n) => n.name === 'node-a' && !n.alive)).toHaveLength(1)
     await until(async () => (await logOf(id)).some((e) => e.type === 'run.finished'), 'the resumed run finished')
-    // its bash, which the freeze did not stop, ended meanwhile: its result came too late to be recorded
-    await new Promise((r) => setTimeout(r, 2_500))
     const events = await logOf(id)
     const at = events.findIndex((e) => e.type === 'run.resumed')
     expect(events.slice(at).every((e) => e.meta.epoch === 2)).toBe(true)

@@ -12,6 +12,7 @@ import {
   membershipPool,
 } from '../../events/postgres/cluster-nodes.js'
 import type { Fence } from '../../events/postgres/fence.js'
+import { writeLease } from '../../tools/lease-watchdog.js'
 
 /**
  * This node's membership of a cluster (docs/CLUSTER.md): it joins under an id
@@ -42,6 +43,8 @@ export interface MembershipOptions {
   readonly ttlMs: number
   /** sessions claimed per statement */
   readonly claimBatch?: number
+  /** rewritten with the lease's end at every heartbeat: the tools' watchdogs read it (src/tools/lease-watchdog.ts) */
+  readonly leaseFile?: string
   /** sessions just claimed (held by the fence already): recover them and continue their runs */
   readonly onClaimed: (sessionIds: readonly string[]) => Promise<void>
   readonly log?: {
@@ -93,6 +96,7 @@ export function createMembership(options: MembershipOptions): Membership {
     const old = fence.node
     fence.renew(nodeId(options.name))
     fence.lease(0)
+    if (options.leaseFile) writeLease(options.leaseFile, 0) // its tools' watchdogs kill them now
     joined = false
     options.log?.warn({ node: old, next: fence.node, why }, 'cluster lease lapsed: sessions given up, joining again')
     void leaveCluster(pool, old).catch(() => {}) // if the database is back: the others need not wait out the TTL
@@ -108,6 +112,7 @@ export function createMembership(options: MembershipOptions): Membership {
       return []
     }
     fence.lease(sent + ttlMs - heartbeatMs)
+    if (options.leaseFile) writeLease(options.leaseFile, Date.now() - (performance.now() - sent) + ttlMs - heartbeatMs)
     return claimed
   }
 

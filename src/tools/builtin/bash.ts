@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from 'node:child_process'
+import { watchLease } from '../lease-watchdog.js'
 import { existsSync, statSync } from 'node:fs'
 import { StringDecoder } from 'node:string_decoder'
 import { dirname, isAbsolute, join } from 'node:path'
@@ -57,6 +58,8 @@ export interface BashToolDeps {
   /** grace between SIGTERM and SIGKILL of the process group */
   readonly killGraceMs?: number
   readonly spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess
+  /** (cluster) the node's lease file: each command's group is killed when the lease runs out (../lease-watchdog.ts) */
+  readonly leaseFile?: string
 }
 
 /**
@@ -148,6 +151,7 @@ export function createBashTool(deps: BashToolDeps) {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
+    if (deps.leaseFile && child.pid !== undefined) watchLease(child.pid, deps.leaseFile)
     const capture = new OutputCapture({
       savePath: join(outputDir(deps.dataDir, ctx.sessionId), `bash_${ctx.partId}.txt`),
       progress: (p) => ctx.progress({ ...p, description: args.description ?? args.command }),

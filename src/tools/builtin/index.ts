@@ -42,6 +42,8 @@ export interface BuiltinToolDeps {
   readonly redactor?: Redactor
   readonly killGraceMs?: number
   readonly spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess
+  /** (cluster) the node's lease file: bash's commands die when the lease runs out (src/tools/lease-watchdog.ts) */
+  readonly leaseFile?: string
   /** webfetch's limits and allowed hosts (the config's `webfetch`), its ports to refuse, and its test seams */
   readonly webfetch?: {
     readonly settings?: Partial<WebFetchSettings>
@@ -68,6 +70,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       ...(deps.childEnv && { childEnv: deps.childEnv }),
       ...(deps.network && { network: deps.network }),
       ...(deps.redactor && { redactor: deps.redactor }),
+      ...(deps.leaseFile && { leaseFile: deps.leaseFile }),
       ...(deps.killGraceMs !== undefined && { killGraceMs: deps.killGraceMs }),
       ...(deps.spawn && { spawn: deps.spawn }),
     }),
