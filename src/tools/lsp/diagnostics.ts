@@ -117,6 +117,7 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
         ...(spec.initializationOptions && { initializationOptions: spec.initializationOptions }),
       })
       .then(() => connection.notify('initialized', {}))
+      .then(() => unwatch(connection, spec, directory))
     ready.catch(() => undefined) // a failed start is reported per call (notReady), and retried at the next one
     return { connection, ready, versions: new Map(), published, listeners, kill: () => child.kill('SIGKILL') }
   }
@@ -189,6 +190,24 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
       running.clear()
     },
   }
+}
+
+/**
+ * Tells tsserver not to watch the server's own installation (servers.ts `unwatched`) before the first file opens its
+ * project — except a directory that holds the workspace or lies inside it, whose packages change (`npm install`), or
+ * one a glob would read wider (`*`, `?`). A server that refuses is only slower.
+ */
+async function unwatch(connection: LspConnection, spec: LspServerSpec, directory: string): Promise<void> {
+  const overlaps = (dir: string) =>
+    dir === directory || dir.startsWith(`${directory}/`) || directory.startsWith(`${dir}/`)
+  const excludeDirectories = (spec.unwatched ?? []).filter((dir) => !overlaps(dir) && !/[*?]/.test(dir))
+  if (spec.diagnostics !== 'tsserver' || excludeDirectories.length === 0) return
+  await connection
+    .request('workspace/executeCommand', {
+      command: 'typescript.tsserverRequest',
+      arguments: ['configure', { watchOptions: { excludeDirectories } }],
+    })
+    .catch(() => undefined)
 }
 
 /**
