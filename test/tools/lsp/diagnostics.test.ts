@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readFileSync } from 'node:fs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createDiagnostics, type DiagnosticsService } from '../../../src/tools/lsp/diagnostics.js'
 import { builtinServerPaths, builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
 import { detectSandbox, unconfined } from '../../../src/tools/sandbox.js'
@@ -152,6 +152,39 @@ describe('language-server diagnostics', () => {
       command: 'typescript.tsserverRequest',
       arguments: ['configure', { watchOptions: { excludeDirectories: [own] } }],
     })
+  })
+
+  it('a read file loads its project ahead of the edit, and is closed again until the edit opens it', async () => {
+    const directory = project()
+    const server = fake('recording', 'tsserver')
+    service = createDiagnostics({ servers: [server.spec], sandbox, deadlineMs: 10_000 })
+    const file = join(directory, 'math.ts')
+    service.warm(directory, file)
+    const methods = () => server.received().map((m) => m.method)
+    await vi.waitFor(() => expect(methods()).toContain('textDocument/didClose'))
+    expect(await service.after(directory, [file])).toEqual({ files: [{ path: file, errors: [] }], notReady: [] })
+    expect(methods()).toEqual([
+      'initialize',
+      'initialized',
+      'textDocument/didOpen', // the read: the project loads
+      'workspace/executeCommand', // answered once it has
+      'textDocument/didClose', // tsserver reads it from disk until the edit
+      'textDocument/didOpen', // the edit
+      'workspace/executeCommand',
+      'workspace/executeCommand',
+    ])
+  })
+
+  it('a read outside the session directory, in node_modules, or of a file no server takes starts nothing', async () => {
+    const directory = project()
+    const server = fake('recording', 'tsserver')
+    service = createDiagnostics({ servers: [server.spec], sandbox, deadlineMs: 10_000 })
+    mkdirSync(join(directory, 'node_modules', 'left-pad'), { recursive: true })
+    for (const file of [join(directory, 'node_modules', 'left-pad', 'index.d.ts'), join(tmpdir(), 'elsewhere.ts')])
+      service.warm(directory, file)
+    service.warm(directory, join(directory, 'notes.md'))
+    await new Promise((r) => setTimeout(r, 200))
+    expect(server.starts()).toBe(0)
   })
 
   it('the server runs in the sandbox bash uses (bubblewrap here) and reports there too', async () => {
