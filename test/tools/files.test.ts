@@ -43,7 +43,13 @@ describe('file tools', () => {
       expect(r.output).toBe(
         '<file path="a.txt">\n00002| two\n00003| three\n\n(File has more lines. Use offset=4 to continue reading.)\n</file>',
       )
-      expect(r.metadata).toEqual({ lines: 2, offset: 2, truncated: true, nextOffset: 4 })
+      expect(r.metadata).toEqual({
+        filePath: join(tmp.dir, 'a.txt'),
+        lines: 2,
+        offset: 2,
+        truncated: true,
+        nextOffset: 4,
+      })
       const end = await read.execute({ filePath: 'a.txt', offset: 4 }, f.ctx())
       expect(end.output).toBe('<file path="a.txt">\n00004| four\n\n(End of file - 4 lines)\n</file>')
     })
@@ -51,7 +57,13 @@ describe('file tools', () => {
     it('caps at 2000 lines by default', async () => {
       writeFileSync(join(tmp.dir, 'long.txt'), Array.from({ length: 2500 }, (_, i) => `l${i + 1}`).join('\n'))
       const r = await read.execute({ filePath: 'long.txt' }, f.ctx())
-      expect(r.metadata).toEqual({ lines: 2000, offset: 1, truncated: true, nextOffset: 2001 })
+      expect(r.metadata).toEqual({
+        filePath: join(tmp.dir, 'long.txt'),
+        lines: 2000,
+        offset: 1,
+        truncated: true,
+        nextOffset: 2001,
+      })
       expect(r.output).toContain('02000| l2000\n')
       expect(r.output).not.toContain('l2001')
       expect(r.output).toContain('Use offset=2001 to continue reading.')

@@ -186,6 +186,7 @@ export function createReadTool(deps: ReadToolDeps) {
         output: `<file path="${path.display}">\n${lines.join('\n')}\n${footer}\n</file>`,
         title: path.display,
         metadata: {
+          filePath: path.real, // what the language server is started for (lsp/with-diagnostics.ts)
           lines: lines.length,
           offset,
           truncated: more || scan.capped,

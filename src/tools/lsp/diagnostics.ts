@@ -13,7 +13,8 @@ import type { LspServerSpec } from './servers.js'
  * again at the next edit. A changed file is sent whole (didOpen, then didChange), and its diagnostics are
  * awaited — published by the server, or asked of it where it can answer at once (typescript-language-server:
  * servers.ts `diagnostics`) — never past the deadline: the tool then says they were not ready. Only errors
- * are reported.
+ * are reported. A file that is read starts its server (`warm`; tsserver also loads its project): an edit
+ * needs a read first, so the cold start overlaps the model's step instead of following the edit.
  */
 
 export interface Diagnostic {
@@ -38,6 +39,11 @@ export interface DiagnosticsReport {
 export interface DiagnosticsService {
   /** the errors of `files` (real paths inside `directory`) after they changed */
   after(directory: string, files: readonly string[], signal?: AbortSignal): Promise<DiagnosticsReport>
+  /**
+   * Starts the server that takes `file` (a real path inside `directory`, outside node_modules) — tsserver also
+   * loads the file's project — without waiting for it. Nothing for a file no server takes.
+   */
+  warm(directory: string, file: string): void
   close(): void
 }
 
@@ -117,6 +123,7 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
         ...(spec.initializationOptions && { initializationOptions: spec.initializationOptions }),
       })
       .then(() => connection.notify('initialized', {}))
+      .then(() => unwatch(connection, spec, directory))
     ready.catch(() => undefined) // a failed start is reported per call (notReady), and retried at the next one
     return { connection, ready, versions: new Map(), published, listeners, kill: () => child.kill('SIGKILL') }
   }
@@ -130,13 +137,9 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
     return fresh
   }
 
-  /** The file's errors once its server reported after this change (and the report settled), or undefined at the deadline. */
-  async function diagnose(spec: LspServerSpec, directory: string, path: string, until: number, signal?: AbortSignal) {
-    const server = serverOf(spec, directory)
-    const text = await readFile(path, 'utf8')
-    await withDeadline(server.ready, until, signal)
+  /** Sends the file's text to its server: opened the first time, changed after. */
+  function send(server: Running, spec: LspServerSpec, path: string, text: string): void {
     const uri = pathToFileURL(path).href
-    const seen = server.published.get(uri)?.count ?? 0
     const version = (server.versions.get(uri) ?? 0) + 1
     server.versions.set(uri, version)
     if (version === 1)
@@ -148,6 +151,33 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
         textDocument: { uri, version },
         contentChanges: [{ text }],
       })
+  }
+
+  /**
+   * Has tsserver load the file's project (opening the file does; its syntactic errors are answered once it is
+   * loaded), then closes the file again: until an edit opens it, tsserver reads it from disk and watches it, so a
+   * change made meanwhile by other means (bash) is seen. An edit that opened it first keeps it open.
+   */
+  async function load(server: Running, spec: LspServerSpec, path: string): Promise<void> {
+    const uri = pathToFileURL(path).href
+    const text = await readFile(path, 'utf8')
+    await server.ready
+    if (server.versions.has(uri)) return
+    send(server, spec, path, text)
+    await askTsserver(server.connection, uri, ['syntacticDiagnosticsSync'])
+    if (server.versions.get(uri) !== 1) return
+    server.versions.delete(uri)
+    server.connection.notify('textDocument/didClose', { textDocument: { uri } })
+  }
+
+  /** The file's errors once its server reported after this change (and the report settled), or undefined at the deadline. */
+  async function diagnose(spec: LspServerSpec, directory: string, path: string, until: number, signal?: AbortSignal) {
+    const server = serverOf(spec, directory)
+    const text = await readFile(path, 'utf8')
+    await withDeadline(server.ready, until, signal)
+    const uri = pathToFileURL(path).href
+    const seen = server.published.get(uri)?.count ?? 0
+    send(server, spec, path, text)
     if (spec.diagnostics === 'tsserver') return await withDeadline(askTsserver(server.connection, uri), until, signal)
     await waitFor(server, () => (server.published.get(uri)?.count ?? 0) > seen, until, signal)
     // later reports for the same change (semantic after syntactic) within a short window win
@@ -184,6 +214,13 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
         notReady: report.flatMap((r) => (r.errors ? [] : [r.path])),
       }
     },
+    warm(directory, file) {
+      const spec = serverFor(file)
+      if (!spec || !file.startsWith(`${directory}/`) || file.includes('/node_modules/')) return
+      const server = serverOf(spec, directory)
+      // tsserver can say when the project is loaded; another server is only started
+      if (spec.diagnostics === 'tsserver') load(server, spec, file).catch(() => undefined)
+    },
     close() {
       for (const server of running.values()) server.kill()
       running.clear()
@@ -192,16 +229,38 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
 }
 
 /**
+ * Tells tsserver not to watch the server's own installation (servers.ts `unwatched`) before the first file opens its
+ * project — except a directory that holds the workspace or lies inside it, whose packages change (`npm install`), or
+ * one a glob would read wider (`*`, `?`). A server that refuses is only slower.
+ */
+async function unwatch(connection: LspConnection, spec: LspServerSpec, directory: string): Promise<void> {
+  const overlaps = (dir: string) =>
+    dir === directory || dir.startsWith(`${directory}/`) || directory.startsWith(`${dir}/`)
+  const excludeDirectories = (spec.unwatched ?? []).filter((dir) => !overlaps(dir) && !/[*?]/.test(dir))
+  if (spec.diagnostics !== 'tsserver' || excludeDirectories.length === 0) return
+  await connection
+    .request('workspace/executeCommand', {
+      command: 'typescript.tsserverRequest',
+      arguments: ['configure', { watchOptions: { excludeDirectories } }],
+    })
+    .catch(() => undefined)
+}
+
+/**
  * A file's errors asked of typescript-language-server's tsserver (syntactic, then semantic; tsserver answers in
  * order, once the file's project is loaded). The answers come from a process in the sandbox: read defensively.
  */
-async function askTsserver(connection: LspConnection, uri: string): Promise<Diagnostic[]> {
+async function askTsserver(
+  connection: LspConnection,
+  uri: string,
+  commands = ['syntacticDiagnosticsSync', 'semanticDiagnosticsSync'],
+): Promise<Diagnostic[]> {
   const ask = (command: string) =>
     connection.request('workspace/executeCommand', {
       command: 'typescript.tsserverRequest',
       arguments: [command, { file: uri }],
     })
-  const answers = await Promise.all([ask('syntacticDiagnosticsSync'), ask('semanticDiagnosticsSync')])
+  const answers = await Promise.all(commands.map(ask))
   return answers.flatMap((answer) => {
     const body = (answer as { body?: unknown } | null)?.body
     if (!Array.isArray(body)) throw new Error('tsserver answered without diagnostics')

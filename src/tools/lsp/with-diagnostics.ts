@@ -6,7 +6,8 @@ import type { DiagnosticsReport, DiagnosticsService } from './diagnostics.js'
  * The file-changing tools with the language server's verdict appended (docs/TOOLS.md "Diagnostics"):
  * after `edit`, `write`, `multiedit` or `apply_patch` succeeds, the errors reported for the files it
  * changed end its output and are recorded as `metadata.diagnostics`, so the model fixes what it broke at
- * its next step. A server that is slow, absent or dead never fails the edit: the output says so.
+ * its next step. A server that is slow, absent or dead never fails the edit: the output says so. A `read`
+ * starts the server of the file it read, so that the edit after it seldom finds the server cold.
  */
 
 export const DIAGNOSED_TOOLS: ReadonlySet<string> = new Set(['edit', 'write', 'multiedit', 'apply_patch'])
@@ -30,6 +31,7 @@ export function changedFiles(directory: string, metadata: Record<string, unknown
 }
 
 export function withDiagnostics<T extends Tool>(tool: T, diagnostics: DiagnosticsService): T {
+  if (tool.id === 'read') return warming(tool, diagnostics)
   if (!DIAGNOSED_TOOLS.has(tool.id)) return tool
   return Object.assign({}, tool, {
     async execute(args: never, ctx: Parameters<T['execute']>[1]) {
@@ -42,6 +44,18 @@ export function withDiagnostics<T extends Tool>(tool: T, diagnostics: Diagnostic
         output: result.output + render(ctx.directory, report),
         metadata: Object.assign({}, result.metadata, { diagnostics: recorded(ctx.directory, report) }),
       })
+    },
+  })
+}
+
+/** `read` starts the file's language server (edits need a read first): its cold start overlaps the model's step. */
+function warming<T extends Tool>(tool: T, diagnostics: DiagnosticsService): T {
+  return Object.assign({}, tool, {
+    async execute(args: never, ctx: Parameters<T['execute']>[1]) {
+      const result = await tool.execute(args, ctx)
+      const file = result.metadata?.filePath
+      if (typeof file === 'string') diagnostics.warm(ctx.directory, file)
+      return result
     },
   })
 }

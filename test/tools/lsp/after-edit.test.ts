@@ -22,7 +22,7 @@ import { sqlitePorts } from '../../../src/projections/store-ports.js'
 /**
  * An edit that breaks the types: the model's next request carries the language server's error in the
  * call's result, and the call records it (metadata.diagnostics) — through the real runtime, the real
- * `write` tool and typescript-language-server; only the model is scripted.
+ * `read` (which starts the server) and `write` tools and typescript-language-server; only the model is scripted.
  */
 
 let runtime: Runtime | undefined
@@ -58,9 +58,13 @@ describe('diagnostics after an edit', () => {
       steps: [
         {
           when: { afterToolResult: false },
+          toolCalls: [{ id: 'c_read', name: 'read', input: { filePath: 'math.ts' } }],
+        },
+        {
+          when: { call: 1 },
           toolCalls: [{ id: 'c_write', name: 'write', input: { filePath: 'main.ts', content: BROKEN } }],
         },
-        { when: { afterToolResult: true }, text: 'I will fix the type error.' },
+        { when: { call: 2 }, text: 'I will fix the type error.' },
       ],
     })
     runtime = createRuntime({
@@ -85,7 +89,8 @@ describe('diagnostics after an edit', () => {
     await runtime.idle(id)
 
     const error = "ERROR [2:37] Argument of type 'string' is not assignable to parameter of type 'number'."
-    const completed = store.readSession(id).find((e) => e.type === 'tool.completed')
+    const [read, completed] = store.readSession(id).filter((e) => e.type === 'tool.completed')
+    expect(read?.data).toMatchObject({ title: 'math.ts', metadata: { filePath: join(directory, 'math.ts') } })
     expect(completed?.data).toMatchObject({
       output: expect.stringContaining(`<diagnostics file="main.ts">\n${error}\n</diagnostics>`),
       metadata: {
@@ -107,6 +112,6 @@ describe('diagnostics after an edit', () => {
         },
       },
     })
-    expect(JSON.stringify(model.calls[1]?.prompt)).toContain(JSON.stringify(error).slice(1, -1))
+    expect(JSON.stringify(model.calls[2]?.prompt)).toContain(JSON.stringify(error).slice(1, -1))
   }, 90_000)
 })

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readFileSync } from 'node:fs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createDiagnostics, type DiagnosticsService } from '../../../src/tools/lsp/diagnostics.js'
 import { builtinServerPaths, builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
 import { detectSandbox, unconfined } from '../../../src/tools/sandbox.js'
@@ -60,12 +60,13 @@ describe('language-server diagnostics', () => {
    * diagnostics. As a `tsserver` server its diagnostics are asked for; as a `push` one, awaited.
    */
   function fake(
-    kind: 'crash' | 'hang' | 'silent' | 'garbage',
+    kind: 'crash' | 'hang' | 'silent' | 'garbage' | 'recording',
     diagnostics: 'push' | 'tsserver' = 'push',
-  ): { spec: LspServerSpec; starts: () => number } {
+  ): { spec: LspServerSpec; starts: () => number; received: () => Record<string, unknown>[] } {
     const directory = dir ?? project()
     const script = join(directory, `${kind}-server.mjs`)
     const count = join(directory, `${kind}.starts`)
+    const log = join(directory, `${kind}.log`)
     const body = {
       crash: 'process.exit(3)',
       hang: 'process.stdin.resume()',
@@ -75,6 +76,8 @@ describe('language-server diagnostics', () => {
       // every request (by its id in the stream) answered with a body that is not a list of diagnostics
       garbage:
         "process.stdin.on('data', (d) => { for (const [, id] of String(d).matchAll(/\"id\":(\\d+)/g)) { const b = JSON.stringify({ jsonrpc: '2.0', id: Number(id), result: { capabilities: {}, body: 'not a list' } }); process.stdout.write(`Content-Length: ${Buffer.byteLength(b)}\\r\\n\\r\\n${b}`) } })",
+      // what it is sent, written down; every request answered with no diagnostics
+      recording: `process.stdin.on('data', (d) => { appendFileSync(${JSON.stringify(log)}, d); for (const [, id] of String(d).matchAll(/"id":(\\d+)/g)) { const b = JSON.stringify({ jsonrpc: '2.0', id: Number(id), result: { capabilities: {}, body: [] } }); process.stdout.write(\`Content-Length: \${Buffer.byteLength(b)}\\r\\n\\r\\n\${b}\`) } })`,
     }[kind]
     writeFileSync(
       script,
@@ -95,6 +98,11 @@ describe('language-server diagnostics', () => {
           return 0
         }
       },
+      received: () =>
+        readFileSync(log, 'utf8')
+          .split(/Content-Length: \d+\r\n\r\n/)
+          .filter(Boolean)
+          .map((body) => JSON.parse(body) as Record<string, unknown>),
     }
   }
 
@@ -117,12 +125,72 @@ describe('language-server diagnostics', () => {
         const started = performance.now()
         expect(await service.after(directory, [file])).toEqual({ files: [], notReady: [file] })
         expect(performance.now() - started).toBeLessThan(300 + 1500) // the deadline, and the machine's load
+        // on a loaded machine node may take longer than the deadline to start: the next edit comes once it has died
+        if (kind === 'crash') {
+          await vi.waitFor(() => expect(server.starts()).toBe(round), { timeout: 10_000 })
+          await new Promise((r) => setTimeout(r, 200))
+        }
       }
       // a dead server is started again at the next edit; a live one (hung or silent) is reused
       await new Promise((r) => setTimeout(r, 200))
       expect(server.starts()).toBe(kind === 'crash' ? 2 : 1)
     },
   )
+
+  it("tsserver is told not to watch the server's own install, but never a directory that holds the workspace or lies in it", async () => {
+    const directory = project()
+    const server = fake('recording', 'tsserver')
+    const own = join(tmpdir(), 'chronicle-lsp-install', 'node_modules')
+    const unwatched = [own, join(directory, 'node_modules'), join(directory, '..'), join(tmpdir(), '*', 'node_modules')]
+    service = createDiagnostics({ servers: [{ ...server.spec, unwatched }], sandbox, deadlineMs: 10_000 })
+    const file = join(directory, 'math.ts')
+    expect(await service.after(directory, [file])).toEqual({ files: [{ path: file, errors: [] }], notReady: [] })
+    expect(server.received().map((m) => m.method)).toEqual([
+      'initialize',
+      'initialized',
+      'workspace/executeCommand', // the configure, before the file opens its project
+      'textDocument/didOpen',
+      'workspace/executeCommand',
+      'workspace/executeCommand',
+    ])
+    expect(server.received()[2]?.params).toEqual({
+      command: 'typescript.tsserverRequest',
+      arguments: ['configure', { watchOptions: { excludeDirectories: [own] } }],
+    })
+  })
+
+  it('a read file loads its project ahead of the edit, and is closed again until the edit opens it', async () => {
+    const directory = project()
+    const server = fake('recording', 'tsserver')
+    service = createDiagnostics({ servers: [server.spec], sandbox, deadlineMs: 10_000 })
+    const file = join(directory, 'math.ts')
+    service.warm(directory, file)
+    const methods = () => server.received().map((m) => m.method)
+    await vi.waitFor(() => expect(methods()).toContain('textDocument/didClose'))
+    expect(await service.after(directory, [file])).toEqual({ files: [{ path: file, errors: [] }], notReady: [] })
+    expect(methods()).toEqual([
+      'initialize',
+      'initialized',
+      'textDocument/didOpen', // the read: the project loads
+      'workspace/executeCommand', // answered once it has
+      'textDocument/didClose', // tsserver reads it from disk until the edit
+      'textDocument/didOpen', // the edit
+      'workspace/executeCommand',
+      'workspace/executeCommand',
+    ])
+  })
+
+  it('a read outside the session directory, in node_modules, or of a file no server takes starts nothing', async () => {
+    const directory = project()
+    const server = fake('recording', 'tsserver')
+    service = createDiagnostics({ servers: [server.spec], sandbox, deadlineMs: 10_000 })
+    mkdirSync(join(directory, 'node_modules', 'left-pad'), { recursive: true })
+    for (const file of [join(directory, 'node_modules', 'left-pad', 'index.d.ts'), join(tmpdir(), 'elsewhere.ts')])
+      service.warm(directory, file)
+    service.warm(directory, join(directory, 'notes.md'))
+    await new Promise((r) => setTimeout(r, 200))
+    expect(server.starts()).toBe(0)
+  })
 
   it('the server runs in the sandbox bash uses (bubblewrap here) and reports there too', async () => {
     const directory = project()
