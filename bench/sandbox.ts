@@ -206,7 +206,8 @@ async function proxyCost(root: string, connections: number, downloadMb: number) 
     const kinds = Object.keys(ways) as (keyof typeof ways)[]
     // one unmeasured round first: the origin's first answer came at a third to a half of the speed of later ones
     for (const kind of kinds) await ways[kind]()
-    for (let i = 0; i < DOWNLOAD_ROUNDS; i++) for (const kind of rotate(kinds, i)) download[kind].push(await ways[kind]())
+    for (let i = 0; i < DOWNLOAD_ROUNDS; i++)
+      for (const kind of rotate(kinds, i)) download[kind].push(await ways[kind]())
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
     return {
       connections: rounds * perRound,
