@@ -33,8 +33,8 @@ import { sqlitePorts } from '../src/projections/store-ports.js'
  *    looked up per command. Alternating so all see the same machine: p50 /
  *    p99 and the median overhead of each against unconfined (target ≤ 15 ms).
  *    A fourth kind runs with a `sandbox.network` list: each call opens its
- *    own proxy and starts the command through the forwarder (perl inside the
- *    namespace, src/tools/net/proxy-forwarder.ts): its overhead is reported
+ *    own proxy and starts the command through the launcher (perl inside the
+ *    namespace, src/tools/net/proxy-launcher.ts): its overhead is reported
  *    apart, and against the sandbox alone (`networkListOverSandboxMedianMs`).
  * 2. The network by host (docs/SECURITY.md "The network by host"), against
  *    a server on 127.0.0.1 that a listed name is mapped to by the proxy's
@@ -44,7 +44,8 @@ import { sqlitePorts } from '../src/projections/store-ports.js'
  *    sandbox that shares the network) — p50 / p99 and the median overhead
  *    per connection (target ≤ 5 ms); then curl downloads `--download-mb` MB
  *    both ways, CONNECT and plain forwarding (target ≥ 80% of direct), from
- *    an origin in a process of its own.
+ *    an origin in a process of its own: a round unmeasured, then five in an
+ *    order that rotates, their medians compared.
  * 3. Event-loop delay while `sessions` sessions each run an output-heavy
  *    command (`yes | head -c <mb> MB`) through the real runtime, permission
  *    gate, bash tool, sandbox and event store (a file): p50 / p99 / max of
@@ -197,11 +198,16 @@ async function proxyCost(root: string, connections: number, downloadMb: number) 
     }
     const resolveDirect = `--resolve bench.test:${port}:127.0.0.1 --noproxy '*'`
     const download = { directMBps: [] as number[], connectMBps: [] as number[], forwardMBps: [] as number[] }
-    for (let i = 0; i < 3; i++) {
-      download.directMBps.push(await speed(direct, resolveDirect))
-      download.connectMBps.push(await speed(proxied, '--proxytunnel'))
-      download.forwardMBps.push(await speed(proxied, ''))
+    const ways = {
+      directMBps: () => speed(direct, resolveDirect),
+      connectMBps: () => speed(proxied, '--proxytunnel'),
+      forwardMBps: () => speed(proxied, ''),
     }
+    const kinds = Object.keys(ways) as (keyof typeof ways)[]
+    // one unmeasured round first: the origin's first answer came at a third to a half of the speed of later ones
+    for (const kind of kinds) await ways[kind]()
+    for (let i = 0; i < DOWNLOAD_ROUNDS; i++)
+      for (const kind of rotate(kinds, i)) download[kind].push(await ways[kind]())
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
     return {
       connections: rounds * perRound,
@@ -217,6 +223,9 @@ async function proxyCost(root: string, connections: number, downloadMb: number) 
     origin.kill()
   }
 }
+
+/** Downloads of each kind measured, in rounds whose order rotates (the medians are reported). */
+const DOWNLOAD_ROUNDS = 5
 
 /** A server on 127.0.0.1: `/big` answers argv[1] MB, anything else a few bytes; prints its port. */
 const ORIGIN_SCRIPT = `

@@ -3,7 +3,7 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type CredentialPaths, NOTHING_HIDDEN } from './credentials/credential-paths.js'
-import { forwarderArgv, PROXY_SOCKET } from './net/proxy-forwarder.js'
+import { launcherArgv } from './net/proxy-launcher.js'
 import { layerMounts } from './sandbox-mounts.js'
 
 /**
@@ -13,8 +13,8 @@ import { layerMounts } from './sandbox-mounts.js'
  * - its own PID namespace (no view of the server's `/proc`, so not of its
  *   environment) and, unless the user's config turns it on, no network —
  *   or, with a list of hosts, its own network namespace whose one way out
- *   is the call's proxy socket, bound in (net/call-proxy.ts,
- *   net/proxy-forwarder.ts);
+ *   is a listener made inside it and handed to the call's proxy
+ *   (net/call-proxy.ts, net/proxy-launcher.ts);
  * - the whole filesystem read-only, except the session directory and a
  *   private `/tmp`; `/run` (service sockets such as Docker's) is empty;
  * - Chronicle's data directory and config file hidden (an empty directory
@@ -41,11 +41,12 @@ export interface Sandbox {
   readonly network: boolean
   /**
    * the program and arguments that run `argv` confined to `workspace`, starting in `cwd` (argv itself when not
-   * confined); with `proxy` (a call proxy's unix socket) the command's only way out is that proxy
+   * confined); `proxied`: the command's only way out is the call's proxy — it starts behind the launcher, which must
+   * be spawned with an IPC channel and sends the proxy's listener over it (net/proxy-launcher.ts)
    */
   wrap(
     argv: readonly string[],
-    place: { readonly workspace: string; readonly cwd: string; readonly proxy?: string },
+    place: { readonly workspace: string; readonly cwd: string; readonly proxied?: boolean },
   ): { file: string; args: string[] }
 }
 
@@ -60,7 +61,7 @@ export interface SandboxOptions {
   readonly expose?: readonly string[]
   /** the bwrap binary (default: `bwrap` on the PATH) */
   readonly bwrap?: string
-  /** the perl that starts the proxy's forwarder quickly (default: the system's, if any; null: node alone) */
+  /** the perl that starts the proxy's launcher quickly (default: the system's, if any; null: node alone) */
   readonly perl?: string | null
 }
 
@@ -69,15 +70,14 @@ export function bwrapSandbox(options: SandboxOptions = {}): Sandbox {
   return {
     kind: 'bwrap',
     network: options.network ?? false,
-    wrap(argv, { workspace, cwd, proxy }) {
+    wrap(argv, { workspace, cwd, proxied = false }) {
       const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run']
       for (const path of options.expose ?? []) args.push('--ro-bind', path, path)
       const credentials = (options.credentials ?? NOTHING_HIDDEN).view(workspace).mounts
       args.push(...layerMounts(workspace, options.hidden ?? [], credentials))
-      if (proxy !== undefined) args.push('--bind', proxy, PROXY_SOCKET)
-      const shareNet = options.network && proxy === undefined
+      const shareNet = options.network && !proxied
       args.push('--unshare-all', ...(shareNet ? ['--share-net'] : []), '--die-with-parent', '--new-session')
-      args.push('--chdir', cwd, '--', ...(proxy === undefined ? argv : forwarderArgv(argv, { perl: options.perl })))
+      args.push('--chdir', cwd, '--', ...(proxied ? launcherArgv(argv, { perl: options.perl }) : argv))
       return { file: bwrap, args }
     },
   }

@@ -135,12 +135,12 @@ async function run(
   command: string,
   network: ProxyPolicy,
   answer?: (request: { permission: string; patterns: readonly string[] }, n: number) => 'once' | 'always' | 'reject',
-  forwarder: { perl?: null } = {},
+  launcher: { perl?: null } = {},
 ): Promise<Ran> {
   const dataDir = join(temp.dir, 'data')
   const tool = createBashTool({
     dataDir,
-    sandbox: bwrapSandbox(Object.assign({ hidden: [dataDir] }, forwarder)),
+    sandbox: bwrapSandbox(Object.assign({ hidden: [dataDir] }, launcher)),
     env: { PATH: process.env.PATH, HOME: temp.dir },
     network,
   })
@@ -252,7 +252,7 @@ describe('the network by host: a download', () => {
     'of 8 MiB over %s reaches a slow reader whole, and tool.network counts exactly the bytes the server sent and read',
     async (_, flags) => {
       wire.http.length = 0
-      // the reader starts late and reads slowly: the proxy and the forwarder must hold the rest back, not lose it
+      // the reader starts late and reads slowly: the proxy must hold the rest back, not lose it
       const { output, network } = await run(
         `curl -sS ${flags}http://registry.test:${httpPort}/big | (sleep 0.3; dd bs=64k 2>/dev/null | sha256sum)`,
         policy(REGISTRY),
@@ -463,14 +463,19 @@ describe('the network by host: unlistedHosts "ask"', () => {
   })
 })
 
-describe('the network by host: the forwarder', () => {
-  it('leaves the command no socket of its own: the listener stays with the forwarder', async () => {
+describe('the network by host: the launcher', () => {
+  it.each([
+    ['perl', {}],
+    ['node alone', { perl: null }],
+  ] as const)('with %s, leaves the command neither the listener nor the channel it went over', async (_, launcher) => {
     // past stdin, stdout and stderr (the tool's pipes are sockets too)
     const { output } = await run(
-      'for fd in /proc/$$/fd/*; do [ ${fd##*/} -gt 2 ] && readlink $fd; done | grep -c socket; true',
+      'for fd in /proc/$$/fd/*; do [ ${fd##*/} -gt 2 ] && readlink $fd; done | grep -c socket; echo "channel ${NODE_CHANNEL_FD-none}"',
       policy(REGISTRY),
+      undefined,
+      launcher,
     )
-    expect(output).toMatch(/^0\n/)
+    expect(output).toMatch(/^0\nchannel none\n/)
   })
 
   it('passes on the exit code', async () => {
@@ -479,7 +484,7 @@ describe('the network by host: the forwarder', () => {
     expect(output).toContain('exit code: 3')
   })
 
-  it('works without perl too: node binds the port, then starts the command and ends with its code', async () => {
+  it('works without perl too: node binds the port, hands it over, then starts the command and ends with its code', async () => {
     hits.length = 0
     const { output, network } = await run(
       `curl -sS http://registry.test:${httpPort}/no-perl; exit 4`,
@@ -492,7 +497,7 @@ describe('the network by host: the forwarder', () => {
     expect(network.map((u) => [u.host, u.allowed, u.connections])).toEqual([['registry.test', true, 1]])
   })
 
-  it('with perl, the command starts before the forwarder accepts: its first connection waits in the backlog', async () => {
+  it('with perl, the command starts before the proxy has the listener: its first connection waits in the backlog', async () => {
     hits.length = 0
     // curl is the first thing the shell runs, within a few ms of the launcher's exec
     const { output } = await run(`curl -sS http://registry.test:${httpPort}/at-once`, policy(REGISTRY))

@@ -125,7 +125,7 @@ export function createBashTool(deps: BashToolDeps) {
       if (ctx.abort.aborted) throw new ToolFailure('aborted', 'The command was cancelled before it started.')
 
       const timeout = args.timeout ?? DEFAULT_TIMEOUT_MS
-      const proxy = proxied ? await openProxy(deps.network as ProxyPolicy, ctx) : undefined
+      const proxy = proxied ? openProxy(deps.network as ProxyPolicy, ctx) : undefined
       try {
         return await run(args, ctx, cwd, timeout, proxy)
       } finally {
@@ -142,16 +142,22 @@ export function createBashTool(deps: BashToolDeps) {
     timeout: number,
     proxy: CallProxy | undefined,
   ): Promise<ToolResult> {
-    const place = { workspace: ctx.directory, cwd, ...(proxy && { proxy: proxy.socketPath }) }
+    const place = { workspace: ctx.directory, cwd, proxied: proxy !== undefined }
     const { file, args: argv } = sandbox.wrap([shell, '-c', args.command], place)
     const env = childEnv(deps.env ?? process.env, deps.childEnv)
     const child = spawn(file, argv, {
       cwd,
       env: sandbox.kind === 'bwrap' ? { ...env, TMPDIR: '/tmp' } : env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // behind a proxy, the launcher's one message carries the listener the proxy accepts on (proxy-launcher.ts)
+      stdio: proxy ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     })
     if (deps.leaseFile && child.pid !== undefined) watchLease(child.pid, deps.leaseFile)
+    if (proxy)
+      child.once('message', (_message, listener) => {
+        child.disconnect()
+        proxy.adopt(listener)
+      })
     const capture = new OutputCapture({
       savePath: join(outputDir(deps.dataDir, ctx.sessionId), `bash_${ctx.partId}.txt`),
       progress: (p) => ctx.progress({ ...p, description: args.description ?? args.command }),
@@ -237,7 +243,7 @@ export function createBashTool(deps: BashToolDeps) {
 }
 
 /** The call's own proxy: a host off the list asks `network` for it, pattern = the host (docs/SECURITY.md). */
-function openProxy(policy: ProxyPolicy, ctx: ToolContext): Promise<CallProxy> {
+function openProxy(policy: ProxyPolicy, ctx: ToolContext): CallProxy {
   return openCallProxy(policy, {
     ask: (host, port, signal) =>
       ctx.ask({ permission: 'network', patterns: [host], always: [host], metadata: { host, port }, signal }),

@@ -1,8 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { Server, type Socket } from 'node:net'
 import { type Connector, connectPinned } from './connect.js'
 import { forwardRequest } from './forward-request.js'
 import { type HostPattern, hostListed } from './host-list.js'
@@ -14,12 +11,13 @@ import { parseTarget } from './target.js'
 /**
  * The HTTP(S) proxy one confined command reaches the network through
  * (docs/SECURITY.md "The network by host"): a server in Chronicle's process
- * on a unix socket of its own (a 0700 temp directory), which the sandbox
- * binds into the command's namespace (sandbox.ts, proxy-forwarder.ts). It
- * speaks CONNECT (a TLS tunnel, the proxy never sees inside it) and plain
- * HTTP forwarding (absolute-form request lines, one request per connection:
- * forward-request.ts); what comes back is relayed from one buffer per
- * connection (relay.ts), for throughput. Each connection is let
+ * that accepts on a listener made inside the command's network namespace
+ * and handed over when the command starts (sandbox.ts, proxy-launcher.ts),
+ * so the command's connections are the proxy's own sockets, no process
+ * between. It speaks CONNECT (a TLS tunnel, the proxy never sees inside it)
+ * and plain HTTP forwarding (absolute-form request lines, one request per
+ * connection: forward-request.ts); what comes back is relayed from one
+ * buffer per connection (relay.ts), for throughput. Each connection is let
  * through only when the host is on the user's list, or — with `unlisted:
  * ask` — when the call's permission request for it (`network`, pattern =
  * host) is allowed; then the name is resolved once and the address checked
@@ -59,15 +57,16 @@ export interface ProxyCaller {
 }
 
 export interface CallProxy {
-  /** the unix socket the proxy listens on (outside the sandbox) */
-  readonly socketPath: string
+  /**
+   * accepts the command's connections on `listener`, the launcher's (the handle its IPC message carried): a
+   * net.Server on 127.0.0.1, taken once; anything else, or anything after close, is closed
+   */
+  adopt(listener: unknown): void
   /** stops listening, ends every connection still open and returns what each host got, in first-seen order */
   close(): Promise<NetworkUse[]>
 }
 
-export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): Promise<CallProxy> {
-  const dir = mkdtempSync(join(tmpdir(), 'chronicle-proxy-'))
-  const socketPath = join(dir, 'proxy.sock')
+export function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): CallProxy {
   const tally = new Map<string, { use: NetworkUse; open: number }>()
   const sockets = new Set<Socket>()
   const pending = new Set<Promise<void>>()
@@ -138,8 +137,11 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
   }
 
   const server = createServer()
-  // a command that opens connections without end holds this many at most; the rest wait in the backlog
+  // a command that opens connections without end holds this many at most; the rest are closed at once
   server.maxConnections = MAX_CONNECTIONS
+  // the listener came from inside the sandbox: a failure on it ends the proxy's listening, never the server
+  server.on('error', () => server.close())
+  let listening: 'waiting' | 'adopted' | 'closed' = 'waiting'
   server.on('connection', (socket: Socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
@@ -210,14 +212,19 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
     )
   })
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(socketPath, () => resolve())
-  })
-
   return {
-    socketPath,
+    adopt(listener) {
+      if (!(listener instanceof Server)) return
+      if (listening !== 'waiting' || !onLoopback(listener)) {
+        listener.close()
+        return
+      }
+      listening = 'adopted'
+      // the http server takes the handle over (server.listen(handle)): its connections, limits and timeouts
+      server.listen(listener)
+    },
     async close() {
+      listening = 'closed'
       ended.abort()
       server.close()
       // an ask that ignores the abort does not hold the call: a second at most
@@ -225,13 +232,18 @@ export async function openCallProxy(policy: ProxyPolicy, caller: ProxyCaller): P
       await Promise.race([Promise.allSettled([...deciding]), grace])
       for (const socket of sockets) socket.destroy()
       await Promise.all(pending)
-      rmSync(dir, { recursive: true, force: true })
       return [...tally.values()].map((e) => e.use)
     },
   }
 }
 
 const MAX_CONNECTIONS = 256
+
+/** The launcher's listener is bound to 127.0.0.1 of the command's namespace; nothing else is a proxy port. */
+function onLoopback(listener: Server): boolean {
+  const address = listener.address()
+  return typeof address === 'object' && address !== null && address.address === '127.0.0.1'
+}
 
 function refuse(client: Socket, status: 400 | 403 | 502, message: string): void {
   const body = `${message}\n`
