@@ -230,9 +230,12 @@ describe('a cluster of nodes on one PostgreSQL', () => {
       )
       for (const id of ids)
         await until(async () => (await logOf(id)).some((e) => e.type === 'run.finished'), 'both runs finished')
-      const head = Number((await db.query('SELECT max(seq) AS head FROM events')).rows[0].head)
+      // the whole log as it stands once both have heard it (a title may still be appended after a run ends)
+      const head = await until(async () => {
+        const now = Number((await db.query('SELECT max(seq) AS head FROM events')).rows[0].head)
+        return seen.a.length === now && seen.b.length === now && now
+      }, 'both clients heard the whole log')
       const all = Array.from({ length: head }, (_, i) => i + 1)
-      await until(async () => seen.a.length === head && seen.b.length === head, 'both clients heard the whole log')
       expect(seen.a).toEqual(all)
       expect(seen.b).toEqual(all)
       expect([onA.gaps, onA.duplicates, onB.gaps, onB.duplicates]).toEqual([0, 0, 0, 0])
