@@ -1,9 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { PG_TYPES } from '../src/events/postgres/log.js'
-import { type ServerProcess, startServer } from '../test/crash/server-process.js'
+import type { ServerProcess } from '../test/crash/server-process.js'
+import { startNode } from '../test/cluster/node-process.js'
 import { type PostgresServer, startPostgres } from '../test/support/postgres.js'
 import WebSocket from 'ws'
 
@@ -51,27 +52,9 @@ export default async function (args: string[]): Promise<object> {
   const url = await server.database()
   const db = new pg.Pool({ connectionString: url, max: 2, types: PG_TYPES })
   const nodes: ServerProcess[] = []
-  let started = 0
   const start = async (i: number) => {
-    const dataDir = join(root, `data-${started++}`)
-    mkdirSync(dataDir)
-    writeFileSync(
-      join(dataDir, 'chronicle.json'),
-      JSON.stringify({ permission: [{ permission: 'bash', pattern: '*', action: 'allow' }] }),
-    )
-    nodes[i] = await startServer({
-      CHRONICLE_DATA_DIR: dataDir,
-      CHRONICLE_PORT: '0',
-      CHRONICLE_HOST: '127.0.0.1',
-      CHRONICLE_TOKEN: TOKEN,
-      CHRONICLE_MODEL: `scripted:${join(root, 'script.json')}`,
-      CHRONICLE_LOG_LEVEL: 'warn',
-      CHRONICLE_DATABASE_URL: url,
-      CHRONICLE_CLUSTER_NODE: `node-${i}`,
-      CHRONICLE_CLUSTER_TTL_MS: String(ttlMs),
-      CHRONICLE_CLUSTER_HEARTBEAT_MS: String(heartbeatMs),
-      XDG_CONFIG_HOME: join(root, 'config'),
-    })
+    const script = join(root, 'script.json')
+    nodes[i] = await startNode({ root, url, name: `node-${i}`, token: TOKEN, script, ttlMs, heartbeatMs })
     return nodes[i] as ServerProcess
   }
   try {

@@ -12,7 +12,8 @@ import { postgresPorts, sqlitePorts, type StorePorts } from './projections/store
 import { openPostgresStore } from './projections/postgres/open.js'
 import type { PostgresEventLog } from './events/postgres/log.js'
 import { Fence } from './events/postgres/fence.js'
-import { createMembership, nodeId } from './runtime/cluster/membership.js'
+import { openPostgresCluster } from './events/postgres/cluster-nodes.js'
+import { createMembership, nodeId, queryTimeoutMs } from './runtime/cluster/membership.js'
 import type { CacheBounds } from './events/bounded-cache.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
 import { createPostgresSearch } from './projections/search/postgres-search.js'
@@ -398,7 +399,7 @@ async function assemble(
   const membership =
     fence && config.cluster
       ? createMembership({
-          url: config.store.url as string,
+          store: openPostgresCluster(config.store.url as string, queryTimeoutMs(config.cluster)),
           fence,
           name: config.cluster.node,
           address: config.cluster.address,

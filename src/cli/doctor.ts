@@ -1,4 +1,4 @@
-import type { ClusterNode } from '../events/postgres/cluster-nodes.js'
+import type { ClusterNode } from '../events/cluster.js'
 import { execFile } from 'node:child_process'
 import { existsSync, lstatSync, readFileSync, type Stats, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'

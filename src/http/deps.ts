@@ -1,4 +1,4 @@
-import type { ClusterNode } from '../events/postgres/cluster-nodes.js'
+import type { ClusterNode } from '../events/cluster.js'
 import type { LoginCodes } from './login-codes.js'
 import type { Principals } from './principals.js'
 import type { WebSessions } from './web-sessions.js'

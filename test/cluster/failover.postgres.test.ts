@@ -5,8 +5,9 @@ import pg from 'pg'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { doctor } from '../../src/cli/doctor.js'
 import { PG_TYPES } from '../../src/events/postgres/log.js'
-import { type ServerProcess, startServer } from '../crash/server-process.js'
+import type { ServerProcess } from '../crash/server-process.js'
 import { CrashClient } from '../crash/ws-client.js'
+import { startNode } from './node-process.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
@@ -63,23 +64,8 @@ afterAll(() => {
 })
 
 const start = async (name: string): Promise<ServerProcess> => {
-  const dataDir = join(root, `data-${name}-${nodes.length}`)
-  mkdirSync(dataDir, { recursive: true })
-  const permission = [{ permission: 'bash', pattern: '*', action: 'allow' }]
-  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ permission }))
-  const node = await startServer({
-    CHRONICLE_DATA_DIR: dataDir,
-    CHRONICLE_PORT: '0',
-    CHRONICLE_HOST: '127.0.0.1',
-    CHRONICLE_TOKEN: TOKEN,
-    CHRONICLE_MODEL: `scripted:${join(root, 'script.json')}`,
-    CHRONICLE_LOG_LEVEL: 'warn',
-    CHRONICLE_DATABASE_URL: url,
-    CHRONICLE_CLUSTER_NODE: name,
-    CHRONICLE_CLUSTER_TTL_MS: String(TTL_MS),
-    CHRONICLE_CLUSTER_HEARTBEAT_MS: String(HEARTBEAT_MS),
-    XDG_CONFIG_HOME: join(root, 'config'),
-  })
+  const script = join(root, 'script.json')
+  const node = await startNode({ root, url, name, token: TOKEN, script, ttlMs: TTL_MS, heartbeatMs: HEARTBEAT_MS })
   nodes.push(node)
   return node
 }

@@ -1,6 +1,7 @@
-import pg from 'pg'
+import type pg from 'pg'
 import { SYSTEM_STREAM_PREFIX } from '../append-rules.js'
-import { PG_TYPES } from './log.js'
+import type { Claimed, ClusterNode, ClusterStore } from '../cluster.js'
+import { newPool } from './log.js'
 
 /**
  * The nodes of a cluster as its database records them (docs/CLUSTER.md): one
@@ -24,41 +25,23 @@ const PICK = `dead AS (
     ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
   )`
 
-export interface ClusterNode {
-  readonly id: string
-  readonly name: string
-  readonly address: string | null
-  readonly startedAt: number
-  /** ms since its last heartbeat, by the database's clock */
-  readonly heartbeatAgeMs: number
-  readonly alive: boolean
-  readonly stopped: boolean
-  /** sessions whose stream row names it */
-  readonly sessions: number
-}
-
-export interface Claimed {
-  readonly sessionId: string
-  readonly epoch: number
-}
-
 type Db = Pick<pg.Pool, 'query'>
 
 /**
- * The membership's own connection: a heartbeat never waits behind a loaded server's reads, and gives up after
- * `timeoutMs` (a lease must not ride on a query that hangs).
+ * The cluster's records on `url` (src/events/cluster.ts), on a connection of their own: a heartbeat never waits
+ * behind a loaded server's reads, and gives up after `timeoutMs` (a lease must not ride on a query that hangs).
  */
-export function membershipPool(url: string, timeoutMs: number): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 1,
-    types: PG_TYPES,
-    query_timeout: timeoutMs,
-    connectionTimeoutMillis: timeoutMs,
-  })
-  pool.on('error', () => {}) // an idle connection lost: the next query connects again
-  pool.on('connect', (client) => client.on('error', () => {}))
-  return pool
+export function openPostgresCluster(url: string, timeoutMs: number): ClusterStore {
+  const db = newPool(url, 1, { pipeline: false, timeoutMs })
+  return {
+    join: (node) => joinCluster(db, node),
+    heartbeatAndClaim: (nodeId, ttlMs, limit) => heartbeatAndClaim(db, nodeId, ttlMs, limit),
+    claim: (nodeId, ttlMs, limit) => claimSessions(db, nodeId, ttlMs, limit),
+    leave: (nodeId) => leaveCluster(db, nodeId),
+    forgetDead: (ttlMs, keepMs) => forgetDeadNodes(db, ttlMs, keepMs),
+    list: (ttlMs) => listNodes(db, ttlMs),
+    close: () => db.end().catch(() => {}),
+  }
 }
 
 export async function joinCluster(db: Db, node: { id: string; name: string; address?: string }): Promise<void> {

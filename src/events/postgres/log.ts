@@ -786,10 +786,21 @@ export class PostgresEventLog implements EventLog {
   }
 }
 
-/** A pool of `max` pipelined connections to `url`. */
-function newPool(url: string, max: number): pg.Pool {
-  // pipelined: a transaction's statements that need no answer in between share a round trip (pipe.ts)
-  const pool = new pg.Pool({ connectionString: url, max, types: PG_TYPES, pipeline: true })
+/**
+ * A pool of `max` connections to `url`: pipelined (a transaction's statements that need no answer in between share
+ * a round trip: pipe.ts) unless `pipeline` is false; with `timeoutMs`, each query and connect gives up after it.
+ */
+export function newPool(url: string, max: number, options: { pipeline?: boolean; timeoutMs?: number } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    types: PG_TYPES,
+    pipeline: options.pipeline ?? true,
+    ...(options.timeoutMs !== undefined && {
+      query_timeout: options.timeoutMs,
+      connectionTimeoutMillis: options.timeoutMs,
+    }),
+  })
   // A connection lost (the server gone) is said by the query that used it (STORE_UNAVAILABLE), not by an
   // 'error' event nobody hears: the pool replaces it on the next checkout.
   pool.on('error', () => {})

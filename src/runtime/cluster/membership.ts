@@ -1,16 +1,5 @@
 import { nanoid } from 'nanoid'
-import type pg from 'pg'
-import {
-  type Claimed,
-  type ClusterNode,
-  claimSessions,
-  forgetDeadNodes,
-  heartbeatAndClaim,
-  joinCluster,
-  leaveCluster,
-  listNodes,
-  membershipPool,
-} from '../../events/postgres/cluster-nodes.js'
+import type { Claimed, ClusterNode, ClusterStore } from '../../events/cluster.js'
 import type { Fence } from '../../events/postgres/fence.js'
 import { writeLease } from '../../tools/lease-watchdog.js'
 
@@ -34,7 +23,8 @@ import { writeLease } from '../../tools/lease-watchdog.js'
  */
 
 export interface MembershipOptions {
-  readonly url: string
+  /** the cluster's records (src/events/cluster.ts), on a connection whose queries give up after queryTimeoutMs */
+  readonly store: ClusterStore
   readonly fence: Fence
   /** the node's name; its id is the name and a suffix new at every start (and at every lapse) */
   readonly name: string
@@ -71,11 +61,15 @@ const FORGET_EVERY = 60
 
 export const nodeId = (name: string) => `${name}-${nanoid(8)}`
 
+/** A membership query that takes longer than a heartbeat, or a third of the TTL, is as good as failed. */
+export const queryTimeoutMs = (settings: { heartbeatMs: number; ttlMs: number }) =>
+  Math.max(settings.heartbeatMs, Math.floor(settings.ttlMs / 3))
+
 export function createMembership(options: MembershipOptions): Membership {
   const { fence, heartbeatMs, ttlMs } = options
   const batch = options.claimBatch ?? DEFAULT_CLAIM_BATCH
   // a query that takes longer than a heartbeat's share of the TTL is as good as failed
-  const pool: pg.Pool = membershipPool(options.url, Math.max(heartbeatMs, Math.floor(ttlMs / 3)))
+  const { store } = options
   let joined = false
   let stopped = false
   let timer: NodeJS.Timeout | undefined
@@ -83,7 +77,7 @@ export function createMembership(options: MembershipOptions): Membership {
   let ticks = 0
 
   const join = async () => {
-    await joinCluster(pool, {
+    await store.join({
       id: fence.node,
       name: options.name,
       ...(options.address && { address: options.address }),
@@ -99,14 +93,14 @@ export function createMembership(options: MembershipOptions): Membership {
     if (options.leaseFile) writeLease(options.leaseFile, 0) // its tools' watchdogs kill them now
     joined = false
     options.log?.warn({ node: old, next: fence.node, why }, 'cluster lease lapsed: sessions given up, joining again')
-    void leaveCluster(pool, old).catch(() => {}) // if the database is back: the others need not wait out the TTL
+    void store.leave(old).catch(() => {}) // if the database is back: the others need not wait out the TTL
   }
 
   /** The heartbeat, with a first batch of claims in the same statement: what it claimed. */
   const beat = async (): Promise<Claimed[]> => {
     if (!joined) await join()
     const sent = performance.now()
-    const { alive, claimed } = await heartbeatAndClaim(pool, fence.node, ttlMs, batch)
+    const { alive, claimed } = await store.heartbeatAndClaim(fence.node, ttlMs, batch)
     if (!alive) {
       lapse('the node is recorded as stopped')
       return []
@@ -122,7 +116,7 @@ export function createMembership(options: MembershipOptions): Membership {
       for (const { sessionId, epoch } of claimed) fence.hold(sessionId, epoch)
       options.log?.info({ node: fence.node, sessions: claimed.length }, 'claimed the sessions of a dead node')
       await options.onClaimed(claimed.map((c) => c.sessionId))
-      claimed = claimed.length < batch ? [] : await claimSessions(pool, fence.node, ttlMs, batch)
+      claimed = claimed.length < batch ? [] : await store.claim(fence.node, ttlMs, batch)
     }
   }
 
@@ -139,7 +133,7 @@ export function createMembership(options: MembershipOptions): Membership {
     }
     try {
       await recover(claimed)
-      if (++ticks % FORGET_EVERY === 0) await forgetDeadNodes(pool, ttlMs, KEEP_DEAD_MS)
+      if (++ticks % FORGET_EVERY === 0) await store.forgetDead(ttlMs, KEEP_DEAD_MS)
     } catch (err) {
       options.log?.error({ err, node: fence.node }, 'claiming sessions failed')
     }
@@ -167,9 +161,9 @@ export function createMembership(options: MembershipOptions): Membership {
       stopped = true
       clearTimeout(timer)
       await ticking
-      if (leave && joined) await leaveCluster(pool, fence.node).catch(() => {})
-      await pool.end().catch(() => {})
+      if (leave && joined) await store.leave(fence.node).catch(() => {})
+      await store.close()
     },
-    nodes: () => listNodes(pool, ttlMs),
+    nodes: () => store.list(ttlMs),
   }
 }

@@ -1,0 +1,39 @@
+/**
+ * The cluster's records as a port (docs/CLUSTER.md): the nodes sharing one
+ * database, their heartbeats, and the claims that move a dead node's sessions
+ * to a survivor. The membership (src/runtime/cluster/membership.ts) is handed
+ * one; PostgreSQL's is src/events/postgres/cluster-nodes.ts, the only engine a
+ * cluster runs on.
+ */
+
+export interface ClusterNode {
+  readonly id: string
+  readonly name: string
+  readonly address: string | null
+  readonly startedAt: number
+  /** ms since its last heartbeat, by the database's clock */
+  readonly heartbeatAgeMs: number
+  readonly alive: boolean
+  readonly stopped: boolean
+  /** sessions whose stream row names it */
+  readonly sessions: number
+}
+
+export interface Claimed {
+  readonly sessionId: string
+  readonly epoch: number
+}
+
+export interface ClusterStore {
+  join(node: { id: string; name: string; address?: string }): Promise<void>
+  /** the heartbeat with a first batch of claims; `alive` false: the node is recorded as stopped, and claims nothing */
+  heartbeatAndClaim(nodeId: string, ttlMs: number, limit: number): Promise<{ alive: boolean; claimed: Claimed[] }>
+  /** up to `limit` sessions of dead nodes, or of none, made `nodeId`'s with their epochs raised */
+  claim(nodeId: string, ttlMs: number, limit: number): Promise<Claimed[]>
+  /** the node is dead at once to the others */
+  leave(nodeId: string): Promise<void>
+  /** dead nodes that own nothing and died over `keepMs` ago, forgotten */
+  forgetDead(ttlMs: number, keepMs: number): Promise<void>
+  list(ttlMs: number): Promise<ClusterNode[]>
+  close(): Promise<void>
+}
