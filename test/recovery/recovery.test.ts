@@ -99,6 +99,42 @@ const after = (x: Harness, sessionId: string, seq: number) =>
   )
 
 describe('recovery on start', () => {
+  it('decides again when a command appended after its read (a cluster node recovers what it claims while serving)', async () => {
+    const { h } = setup()
+    const s = h.session()
+    const other = h.session()
+    crashed(h, s, midRun('running'))
+    crashed(h, other, midRun('running'))
+    const head = h.store.head()
+    const ports = sqlitePorts(h.store)
+    let raced = false
+    const racing = Object.assign({}, ports, {
+      log: Object.assign({}, ports.log, {
+        append: ((sessionId, events, options) => {
+          if (!raced) {
+            raced = true // a client's command lands between recovery's read of the session and its append
+            h?.store.append(sessionId, [{ type: 'session.renamed', data: { title: 'meanwhile' } }], {
+              meta: { actor: 'user' },
+            })
+          }
+          return ports.log.append(sessionId, events, options)
+        }) as typeof ports.log.append,
+      }),
+    })
+
+    const report = await recoverSessions(racing, { among: new Set([s]) })
+    expect(raced).toBe(true)
+    expect(report.resumed).toEqual([{ sessionId: s, runId: 'run_A', attempt: 1 }])
+    expect(
+      h
+        .events(s)
+        .filter((e) => e.seq > head)
+        .map((e) => e.type),
+    ).toEqual(['session.renamed', 'tool.failed', 'run.resumed'])
+    // a session not among those claimed is left as it was
+    expect(h.events(other).filter((e) => e.seq > head)).toEqual([])
+  })
+
   it('mid-tool: the running call fails interrupted, the run resumes, the model sees the call paired with that result', async () => {
     const { h, model } = setup()
     const s = h.session()
