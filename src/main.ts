@@ -368,7 +368,7 @@ async function assemble(
     compaction: { ...config.compaction, models: config.models },
     continueOnReject: config.continueOnReject,
     memory: { views: memory.views, inputs: memory.inputs },
-    ...(fence && { leased: () => fence.leased }),
+    ...(fence && { leased: () => fence.leased, holds: (sessionId: string) => fence.epochOf(sessionId) !== undefined }),
   })
   // Sub-agents (task tool) need the runtime, which needs the tools: bound late. Orphans: children of interrupted task calls.
   const subagents = createSubagents({ ports, ids, agents, runtime: (): Runtime => runtime })
@@ -396,6 +396,7 @@ async function assemble(
   let recovery: RecoveryReport | undefined
   /** in start(), before the recovered runs are handed on: what is claimed meanwhile joins them */
   let starting = true
+  const claimedWhileStarting: (() => void)[] = []
   const membership =
     fence && config.cluster
       ? createMembership({
@@ -408,16 +409,29 @@ async function assemble(
           leaseFile: join(config.dataDir, LEASE_FILE),
           log: logger,
           onClaimed: async (claimed) => {
-            const report = await recover(new Set(claimed))
+            // a command another node took meanwhile wakes a claimed session once its resumed run is handed on
+            const handedOn = runtime.recovering(claimed)
+            let report: RecoveryReport
+            try {
+              report = await recover(new Set(claimed))
+            } catch (err) {
+              handedOn()
+              throw err
+            }
             // claimed while starting: continued once listening, with the rest of the start's recovery
-            if (starting) recovery = mergeReports(recovery ?? EMPTY_REPORT, report)
-            else void continueRecovered(report, runtime, listened)
+            if (starting) {
+              recovery = mergeReports(recovery ?? EMPTY_REPORT, report)
+              claimedWhileStarting.push(handedOn)
+              return
+            }
+            void continueRecovered(report, runtime, listened)
+            handedOn()
           },
         })
       : undefined
   const runtimePort: RuntimePort = {
     wake: (sessionId) => runtime.wake(sessionId),
-    idle: (sessionId) => runtime.idle(sessionId),
+    idle: (sessionId, input) => runtime.idle(sessionId, input),
     stop: () => runtime.stop(),
   }
 
@@ -501,6 +515,7 @@ async function assemble(
       // them held); they start once the server listens.
       void continueRecovered(recovery, runtime, listened)
       starting = false
+      for (const handedOn of claimedWhileStarting.splice(0)) handedOn()
       await listening
       if (metrics && config.metrics.listen) {
         metricsServer = await listenMetrics(metrics, config.metrics.listen.host, config.metrics.listen.port)

@@ -44,6 +44,7 @@ export async function requestCompaction(
     (session) => decideCompact(session, sessionId, compactionId),
     {
       durability: 'full',
+      anyNode: true, // the node running the session performs it when it hears the request
       meta: { actor: 'user', command: 'compact', ...by },
     },
   )

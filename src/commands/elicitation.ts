@@ -47,6 +47,7 @@ export async function elicitationCommand(
   return execute(ports, sessionId, (session) => decideElicitation(command, session, sessionId, check), {
     meta,
     durability: 'full',
+    anyNode: command.type === 'answer', // the user's, taken by whichever node they reached
   })
 }
 

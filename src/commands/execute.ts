@@ -28,6 +28,8 @@ export interface ExecuteOptions {
   readonly durability?: Durability
   /** the decided events refer to no other session's queued appends (AppendOptions.alone) */
   readonly alone?: boolean
+  /** a client's command: on a cluster any node may append it (AppendOptions.anyNode, docs/CLUSTER.md) */
+  readonly anyNode?: boolean
 }
 
 export interface Executed {
@@ -63,6 +65,7 @@ export async function execute(
         meta: options.meta,
         ...(options.durability && { durability: options.durability }),
         ...(options.alone && { alone: true }),
+        ...(options.anyNode && { anyNode: true }),
       })
       return { events, state }
     } catch (err) {

@@ -54,8 +54,11 @@ export interface PriorAcceptance {
 /** What submitting needs to know beyond the session: where inputs were accepted before, and what is valid. */
 export interface SubmitContext {
   readonly ids: IdSource
-  /** the earlier acceptance of an inputId in the session (an index over the log) */
-  prior(sessionId: string, inputId: string): Promise<PriorAcceptance | undefined>
+  /**
+   * the earlier acceptance of an inputId in the session (an index over the log); `fresh`: read from the log,
+   * as the index may lag a write that just conflicted with this command (another node's)
+   */
+  prior(sessionId: string, inputId: string, fresh?: boolean): Promise<PriorAcceptance | undefined>
   /** UNKNOWN_AGENT unless the agent exists */
   readonly agents: ReadonlySet<string>
   /** throws UNKNOWN_MODEL (or NO_MODEL_CONFIGURED) for a model that cannot be resolved */
@@ -98,19 +101,22 @@ export async function submitInput(
   if (!known && context.attach && command.parts.some((p) => p.type === 'file' && p.path !== undefined))
     command = { ...command, attached: await context.attach(sessionId, command.parts) }
   let duplicate: { seq: number } | undefined
+  let decisions = 0
   const { events } = await execute(
     ports,
     sessionId,
     async (session) => {
+      const fresh = decisions++ > 0 // decided again after a conflicting write: perhaps this very input, elsewhere
       const prior =
-        input.inputId === undefined || !session ? undefined : await context.prior(sessionId, command.inputId)
+        input.inputId === undefined || !session ? undefined : await context.prior(sessionId, command.inputId, fresh)
       const decision = decideSubmit(command, session, prior)
       if (!decision.duplicate) return decision.events
       duplicate = { seq: decision.seq }
       return []
     },
     // an input refers to nothing queued in another session: under load it need not commit theirs
-    { durability: 'full', alone: true, meta: { actor: by, ...who, input: command.inputId } },
+    // taken by whichever node the client reached: the node running the session delivers it when it hears it
+    { durability: 'full', alone: true, anyNode: true, meta: { actor: by, ...who, input: command.inputId } },
   )
   if (duplicate) return { inputId: command.inputId, seq: duplicate.seq, duplicate: true }
   const accepted = events.find((e) => e.type === 'input.accepted')

@@ -41,6 +41,8 @@ export async function permissionCommand(
   return execute(ports, sessionId, (session) => decidePermission(command, session, sessionId, ids), {
     meta,
     durability: 'full',
+    // a reply or a revocation is the user's, taken by whichever node they reached; a request is the run's
+    anyNode: command.type === 'reply' || command.type === 'revoke',
   })
 }
 

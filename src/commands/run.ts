@@ -19,6 +19,7 @@ export async function cancelRun(
   const { events } = await execute(ports, sessionId, (session) => decideCancel(session, sessionId), {
     meta,
     durability: 'full',
+    anyNode: true, // the node running the session aborts the run when it hears the request
   })
   return { cancelled: events.length > 0 }
 }

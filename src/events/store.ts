@@ -44,6 +44,12 @@ export interface AppendOptions {
    * it, so what it names (a sub-agent's call, its parent's) is in the log first.
    */
   readonly alone?: boolean
+  /**
+   * A client's command, decided on the session as read (with `expectedVersion`): on a cluster any node may
+   * append it, under the session's current epoch, and the node that runs the session acts on it when it hears
+   * it (docs/CLUSTER.md "Commands at any node"). Without it an append is the owner's alone.
+   */
+  readonly anyNode?: boolean
 }
 
 /** Called inside the append transaction with the events just inserted; throwing rolls the append back. */

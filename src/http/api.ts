@@ -285,6 +285,7 @@ export function createApi(deps: AppDeps): Api {
       await execute(ports, p.session, (s) => decideSession({ type: 'archive' }, s, p.session), {
         meta: metaOf(caller),
         durability: 'full',
+        anyNode: true,
       })
       return {}
     },
@@ -298,7 +299,7 @@ export function createApi(deps: AppDeps): Api {
           ...(title !== undefined && s?.title !== title ? decideSession({ type: 'rename', title }, s, p.session) : []),
           ...(archived !== undefined ? decideSession({ type: archived ? 'archive' : 'unarchive' }, s, p.session) : []),
         ],
-        { meta: metaOf(caller), durability: 'full' },
+        { meta: metaOf(caller), durability: 'full', anyNode: true },
       )
       return { session: await session(p.session) }
     },

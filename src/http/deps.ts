@@ -29,8 +29,11 @@ import type { InboundTracing } from '../observability/inbound.js'
 export interface RuntimePort {
   /** look at the session again: start a run if input (or a compaction) waits */
   wake(sessionId: string): void
-  /** resolves when the session has no run in progress and nothing waiting in its inbox */
-  idle(sessionId: string): Promise<void>
+  /**
+   * resolves when the session has no run in progress and nothing waiting in its inbox; on a cluster, for a
+   * session another node runs, once its run has answered `input`
+   */
+  idle(sessionId: string, input?: { readonly inputId: string; readonly seq: number }): Promise<void>
   /** brings every run to a safe point */
   stop(): Promise<void>
 }

@@ -24,6 +24,7 @@ import { DEFAULT_RETRY, type RetryPolicy } from './model/retry.js'
 import { DEFAULT_VIEW_BOUNDS, SessionViews } from './loop/session-views.js'
 import type { ServerInstructions, SystemEnvironment } from './loop/system-prompt.js'
 import type { SkillSource } from '../tools/skills/skills.js'
+import { type AwaitedInput, asksForRun, Placement, runEndedElsewhere } from './cluster/placement.js'
 
 /**
  * The agent runtime (docs/ARCHITECTURE.md, docs/TRACES.md) — what the server uses:
@@ -96,6 +97,11 @@ export interface RuntimeDeps {
   readonly continueOnReject?: boolean
   /** (cluster) whether this node's lease still runs: past it no tool starts (docs/CLUSTER.md) */
   readonly leased?: () => boolean
+  /**
+   * (cluster) whether this node holds the session (docs/CLUSTER.md "Commands at any node"): a session another
+   * node holds is not run here — its owner acts on the commands this node takes for it, when it hears them
+   */
+  readonly holds?: (sessionId: string) => boolean
   /** what per-session state is kept in memory (the config's `memory`: src/runtime/memory.ts) */
   readonly memory?: { readonly views?: CacheBounds; readonly inputs?: CacheBounds }
 }
@@ -125,7 +131,16 @@ export interface Runtime {
    * `start` resolves true (default: at once).
    */
   resume(sessionId: string, runId: string, start?: Promise<boolean>): void
-  idle(sessionId: string): Promise<void>
+  /**
+   * Resolves when no run is active and nothing is pending; on a cluster, for a session another node runs,
+   * when its run has answered `input` (src/runtime/cluster/placement.ts).
+   */
+  idle(sessionId: string, input?: AwaitedInput): Promise<void>
+  /**
+   * (cluster) Sessions just claimed, being recovered: their wakes wait until the returned function is called,
+   * once recovery has handed their resumed runs on (src/runtime/cluster/placement.ts).
+   */
+  recovering(sessionIds: readonly string[]): () => void
   /** idle, and the workspace snapshots its last steps took in the background recorded */
   settled(sessionId: string): Promise<void>
   isRunning(sessionId: string): boolean
@@ -162,7 +177,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   sweeper.unref()
   const submitContext: SubmitContext = {
     ids,
-    prior: (sessionId, inputId) => inputs.find(sessionId, inputId),
+    prior: (sessionId, inputId, fresh) => inputs.find(sessionId, inputId, fresh),
     agents: new Set(agents.keys()),
     validateModel: (model) => models.validate(model),
     ...(deps.limits?.maxInputBytes !== undefined && { maxInputBytes: deps.limits.maxInputBytes }),
@@ -220,17 +235,26 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
     (sessionId, err) => deps.log?.error({ err, sessionId }, 'run coordinator failed'),
   )
-  // A cancel is a fact in the log, whoever appended it (a client's command, a parent's task call):
-  // the run it names is aborted once it is committed.
-  const unsubscribe = log.onCommit((events) => {
-    for (const e of events) if (e.type === 'run.cancel.requested') coordinator.cancel(e.sessionId)
+  // On a cluster, a session another node holds is run there; one this node is recovering, once handed on.
+  const placement = deps.holds ? new Placement(deps.holds) : undefined
+  const wake = (sessionId: string) => {
+    if (!placement || placement.admit(sessionId)) coordinator.wake(sessionId)
+  }
+  // A cancel is a fact in the log, whoever appended it (a client's command, a parent's task call, another
+  // node): the run it names is aborted once it is committed. Input or a compaction another node took for a
+  // session this node runs wakes it here.
+  const unsubscribe = log.onCommit((events, elsewhere) => {
+    for (const e of events) {
+      if (e.type === 'run.cancel.requested') coordinator.cancel(e.sessionId)
+      else if (elsewhere && placement && asksForRun(e)) wake(e.sessionId)
+    }
   })
 
   return {
     submitContext,
     async submit(sessionId, input, by = 'user') {
       const result = await submitInput(deps.ports, sessionId, input, submitContext, by)
-      if (!input.noReply && !result.duplicate) coordinator.wake(sessionId)
+      if (!input.noReply && !result.duplicate) wake(sessionId)
       return result
     },
 
@@ -241,7 +265,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       return { cancelled: cancelled || aborted }
     },
 
-    wake: (sessionId) => coordinator.wake(sessionId), // an imported session has no pending work (above): nothing starts
+    wake, // an imported session has no pending work (above): nothing starts
     resume(sessionId, runId, start = Promise.resolve(true)) {
       // Held at once, read later: a cancel or an input that comes first must find the run the runtime's.
       const resumable = async () => {
@@ -251,7 +275,17 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       }
       coordinator.resume(sessionId, { runId }, resumable())
     },
-    idle: (sessionId) => coordinator.idle(sessionId),
+    idle(sessionId, input) {
+      if (placement && !placement.runsHere(sessionId))
+        return runEndedElsewhere(deps.ports, sessionId, input, stopping.signal)
+      return coordinator.idle(sessionId)
+    },
+    recovering(sessionIds) {
+      const end = placement?.hold(sessionIds)
+      return () => {
+        for (const sessionId of end?.() ?? []) wake(sessionId)
+      }
+    },
     async settled(sessionId) {
       await coordinator.idle(sessionId)
       await deps.workspace?.settled(sessionId)
@@ -265,7 +299,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     held: () => ({ views: views.held.views, viewBytes: views.held.bytes, inputIndexes: inputs.size }),
     async compact(sessionId) {
       const requested = await requestCompaction(deps.ports, ids, sessionId)
-      coordinator.wake(sessionId)
+      wake(sessionId)
       return requested
     },
     async context(sessionId, seq) {

@@ -1,14 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import pg from 'pg'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { doctor } from '../../src/cli/doctor.js'
-import { PG_TYPES } from '../../src/events/postgres/log.js'
-import type { ServerProcess } from '../crash/server-process.js'
 import { CrashClient } from '../crash/ws-client.js'
-import { startNode } from './node-process.js'
-import { usePostgres } from '../support/use-postgres.js'
+import { useCluster } from './use-cluster.js'
 
 /**
  * Nodes of a cluster on one PostgreSQL (docs/CLUSTER.md), as real server processes: a session's run is the
@@ -16,8 +11,6 @@ import { usePostgres } from '../support/use-postgres.js'
  * is older than the TTL, settles what was cut off and resumes the run under a new epoch — the fenced appends
  * of the dead node's epoch can no longer land. A node stopped cleanly hands its sessions over at once.
  */
-const server = usePostgres()
-
 const TOKEN = 'cluster-failover-token-0123456789abcdef'
 const TTL_MS = 1_500
 const HEARTBEAT_MS = 250
@@ -41,75 +34,11 @@ const script = {
   ],
 }
 
-let root = ''
-/** each test's own database: a cluster of its own */
-let url = ''
-let db: pg.Pool
-const nodes: ServerProcess[] = []
-
-beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), 'chronicle-cluster-'))
-  writeFileSync(join(root, 'script.json'), JSON.stringify(script))
-})
-beforeEach(async () => {
-  url = await server().database()
-  db = new pg.Pool({ connectionString: url, max: 2, types: PG_TYPES })
-})
-afterEach(async () => {
-  for (const node of nodes.splice(0)) await node.kill('SIGKILL')
-  await db.end()
-})
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true })
-})
-
-const start = async (name: string): Promise<ServerProcess> => {
-  const script = join(root, 'script.json')
-  const node = await startNode({ root, url, name, token: TOKEN, script, ttlMs: TTL_MS, heartbeatMs: HEARTBEAT_MS })
-  nodes.push(node)
-  return node
-}
-
-async function call(node: ServerProcess, path: string, body?: object): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${node.url}${path}`, {
-    method: body ? 'POST' : 'GET',
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body && { 'content-type': 'application/json' }) },
-    ...(body && { body: JSON.stringify(body) }),
-  })
-  return { status: res.status, json: await res.json() }
-}
-
-interface Row {
-  readonly type: string
-  readonly data: Record<string, unknown>
-  readonly meta: { epoch?: number }
-}
-const logOf = async (sessionId: string): Promise<Row[]> =>
-  (await db.query('SELECT type, data, meta FROM events WHERE session_id = $1 ORDER BY seq', [sessionId])).rows.map(
-    (r: { type: string; data: string; meta: string }) => ({
-      type: r.type,
-      data: JSON.parse(r.data) as Record<string, unknown>,
-      meta: JSON.parse(r.meta) as { epoch?: number },
-    }),
-  )
-const ownerOf = async (sessionId: string) =>
-  (await db.query('SELECT owner, epoch FROM streams WHERE id = $1', [sessionId])).rows[0] as
-    | { owner: string; epoch: number }
-    | undefined
-
-async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const found = await check()
-    if (found) return found
-    if (Date.now() > end)
-      throw new Error(`${what}: not reached in ${timeoutMs} ms\n${nodes.map((n) => n.stderr()).join('\n')}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
+const world = useCluster({ token: TOKEN, ttlMs: TTL_MS, heartbeatMs: HEARTBEAT_MS, script })
 
 describe('a cluster of nodes on one PostgreSQL', () => {
   it('resumes a run on a survivor after its node is killed with -9, under a new epoch', async () => {
+    const { root, start, call, logOf, ownerOf, until } = world()
     const a = await start('node-a')
     const b = await start('node-b')
     const work = join(root, 'work-1')
@@ -161,6 +90,7 @@ describe('a cluster of nodes on one PostgreSQL', () => {
   })
 
   it('fences a frozen node: what it does after it thaws lands nowhere, and it gives its sessions up', async () => {
+    const { root, start, call, logOf, until } = world()
     const a = await start('node-a')
     const b = await start('node-b')
     const work = join(root, 'work-3')
@@ -196,6 +126,7 @@ describe('a cluster of nodes on one PostgreSQL', () => {
   })
 
   it('delivers every node’s events live to a client on any node: each once, in order', async () => {
+    const { root, db, start, call, logOf, until } = world()
     const a = await start('node-a')
     const b = await start('node-b')
     const seen = { a: [] as number[], b: [] as number[] }
@@ -239,17 +170,26 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     expect(whoami).toMatchObject({ name: 'auditor' })
   })
 
-  it('refuses a command for another live node’s session with NOT_OWNER, and hands sessions over at a clean stop', async () => {
+  it('refuses a revert of another live node’s session with NOT_OWNER, and hands sessions over at a clean stop', async () => {
+    const { root, url, start, call, logOf, ownerOf, until } = world()
     const a = await start('node-a')
     const b = await start('node-b')
     const work = join(root, 'work-2')
     mkdirSync(work)
     const id = (await call(a, '/sessions', { directory: work })).json.session.id as string
 
-    const refused = await call(b, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'hello from b' }] })
-    expect(refused.status).toBe(421)
+    // a revert writes the session's files: it is the owner's to do (docs/CLUSTER.md "Commands at any node")
+    await call(a, `/sessions/${id}/inputs?wait=true`, { parts: [{ type: 'text', text: 'hello' }] })
+    await until(
+      async () => (await logOf(id)).some((e) => e.type === 'workspace.snapshotted'),
+      'a snapshot to revert to',
+    )
+    const before = (await logOf(id)).length
+    const refused = await call(b, `/sessions/${id}/revert`, { to: 1 })
+    expect(refused.status, JSON.stringify(refused.json)).toBe(421)
     expect(refused.json.code).toBe('NOT_OWNER')
-    expect((await logOf(id)).map((e) => e.type)).toEqual(['session.created'])
+    expect(refused.json.details.owner).toBe((await call(a, '/cluster')).json.node)
+    expect(await logOf(id)).toHaveLength(before)
 
     const cluster = await call(a, '/cluster')
     const byName = Object.fromEntries(

@@ -4,8 +4,8 @@ import { type ServerProcess, startServer } from '../crash/server-process.js'
 
 /**
  * A node of a cluster as a real server process (test/crash/server-process.ts): a data dir of its own under
- * `root`, the database at `url`, the scripted model playing `script`, bash allowed without asking (a run is
- * never parked on a permission the test does not answer). What the cluster specs and the cluster bench start.
+ * `root`, the database at `url`, the scripted model playing `script`, bash allowed without asking unless the
+ * options say otherwise (a run is never parked on a permission the test does not answer). What the cluster specs and the cluster bench start.
  */
 export interface NodeOptions {
   readonly root: string
@@ -16,11 +16,13 @@ export interface NodeOptions {
   readonly script: string
   readonly ttlMs: number
   readonly heartbeatMs: number
+  /** the config's permission rules; default: bash allowed */
+  readonly permission?: readonly { permission: string; pattern: string; action: 'allow' | 'ask' | 'deny' }[]
 }
 
 export function startNode(options: NodeOptions): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(options.root, `data-${options.name}-`))
-  const permission = [{ permission: 'bash', pattern: '*', action: 'allow' }]
+  const permission = options.permission ?? [{ permission: 'bash', pattern: '*', action: 'allow' }]
   writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ permission }))
   return startServer({
     CHRONICLE_DATA_DIR: dataDir,

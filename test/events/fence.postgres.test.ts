@@ -117,6 +117,59 @@ describe('the fence: an append from a node that does not own the session inserts
     ])
   })
 
+  it('takes a client’s command decided on a version from any node, under the session’s epoch; the run’s appends stay the owner’s', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    const b = await node('node-b')
+    await a.log.append('ses_1', [created], { meta })
+    const [e] = await b.log.append('ses_1', [renamed('from b')], { meta, anyNode: true, expectedVersion: 1 })
+    expect(e).toMatchObject({ version: 2, meta: { epoch: 1 } })
+    // b appended for a's session: it holds nothing, and a still owns it at epoch 1
+    expect(b.fence.epochOf('ses_1')).toBeUndefined()
+    expect((await db.query('SELECT owner, epoch FROM streams WHERE id = $1', ['ses_1'])).rows).toEqual([
+      { owner: 'node-a', epoch: 1 },
+    ])
+    // not decided on a version, or not a command: the owner's alone
+    for (const options of [
+      { meta, anyNode: true },
+      { meta, expectedVersion: 2 },
+    ]) {
+      const err = await b.log.append('ses_1', [renamed('intruder')], options).catch((x: unknown) => x)
+      expect(isChronicleError(err, 'NOT_OWNER')).toBe(true)
+    }
+    // queued with a fenced append of the same session, the command does not lift the fence from it
+    const results = await Promise.allSettled([
+      b.log.enqueue('ses_1', [renamed('run')], { meta }),
+      b.log.enqueue('ses_1', [renamed('command')], { meta, anyNode: true, expectedVersion: 2 }),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled'])
+    expect((await a.log.readSession('ses_1')).map((x) => x.data)).toEqual([
+      created.data,
+      { title: 'from b' },
+      { title: 'command' },
+    ])
+  })
+
+  it('keeps an inputId to one acceptance per session, whichever node takes it: the second is a conflict', async () => {
+    const { node } = await cluster()
+    const a = await node('node-a')
+    const b = await node('node-b')
+    await a.log.append('ses_1', [created], { meta })
+    const accepted = (inputId: string): ChronicleEvent => ({
+      type: 'input.accepted',
+      data: { inputId, parts: [{ type: 'text', text: 'hi' }], delivery: 'steer', noReply: false, digest: 'd' },
+    })
+    await a.log.append('ses_1', [accepted('in_1')], { meta, anyNode: true, expectedVersion: 1 })
+    const err = await b.log
+      .append('ses_1', [accepted('in_1')], { meta, anyNode: true, expectedVersion: 2 })
+      .catch((x: unknown) => x)
+    expect(isChronicleError(err, 'VERSION_CONFLICT')).toBe(true)
+    // another inputId, or the same one in another session, is accepted
+    await b.log.append('ses_1', [accepted('in_2')], { meta, anyNode: true, expectedVersion: 2 })
+    await b.log.append('ses_2', [created, accepted('in_1')], { meta })
+    expect(await a.log.version('ses_1')).toBe(3)
+  })
+
   it('leaves system streams unfenced: every node appends to them', async () => {
     const { node } = await cluster()
     const a = await node('node-a')

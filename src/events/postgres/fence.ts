@@ -80,8 +80,12 @@ export class Fence {
    * The epoch an append to `row`'s session is made under, checked against its locked stream row: a row this
    * transaction inserted is this node's session from epoch 1; otherwise the row must name this node and the
    * epoch it holds, else NOT_OWNER (and a session held at an older epoch is lost). Undefined: a system stream.
+   *
+   * `anyNode`: every append to the session in the transaction is a client's command, decided on the session
+   * as it stands (its expected version is checked after): any node may append it, under the row's epoch, and
+   * the owner acts on it when it hears it.
    */
-  check(row: LockedStream): number | undefined {
+  check(row: LockedStream, anyNode = false): number | undefined {
     if (isSystemStream(row.id)) return undefined
     if (row.inserted) {
       this.hold(row.id, row.epoch)
@@ -90,6 +94,7 @@ export class Fence {
     const held = this.held.get(row.id)
     if (row.owner === this.node && held === row.epoch) return held
     if (held !== undefined) this.lose(row.id)
+    if (anyNode) return row.epoch
     throw notOwner(row.id, row.owner)
   }
 }

@@ -457,7 +457,7 @@ export class PostgresEventLog implements EventLog {
       } catch (err) {
         const failed = await firstFailure(pipe, err)
         await client.query('ROLLBACK').catch(() => {})
-        throw failed
+        throw acceptedTwice(failed) ?? failed
       }
     } catch (err) {
       if (err instanceof ChronicleError) throw err
@@ -484,7 +484,7 @@ export class PostgresEventLog implements EventLog {
     const lockedRows = (await locked).rows
     const heads = new Map(lockedRows.map((r) => [r.id, { version: r.version, hash: r.hash }]))
     // the fence before any other check: a deposed owner learns so whatever else its append got wrong
-    const epochs = this.fence ? fencedEpochs(this.fence, lockedRows) : undefined
+    const epochs = this.fence ? fencedEpochs(this.fence, lockedRows, batch) : undefined
     const versions = new Map<string, number>()
     for (const { sessionId, events, options } of batch) {
       let version = versions.get(sessionId) ?? (heads.get(sessionId)?.version as number)
@@ -819,6 +819,15 @@ async function firstFailure(pipe: Pipe, err: unknown): Promise<unknown> {
 }
 
 /**
+ * An input accepted by another node a moment before (schema migration 5): a conflict with that write, so its
+ * command is decided again and finds it (src/commands/input.ts).
+ */
+function acceptedTwice(err: unknown): ChronicleError | undefined {
+  if (!(err instanceof pg.DatabaseError) || err.code !== '23505' || err.constraint !== 'events_input_once') return
+  return new ChronicleError('VERSION_CONFLICT', 'the input was accepted meanwhile by another command')
+}
+
+/**
  * Whether `err` says the server could not be reached or went away, rather than refusing the statement: a
  * socket error (ECONNREFUSED, ECONNRESET…), SQLSTATE class 08 (connection exception) or 57P01–57P03 (the
  * server shutting down, crashed, or starting up), or the client's own "Connection terminated".
@@ -892,12 +901,21 @@ export function checkServerVersion(versionNum: number, version: string, url: str
 
 /**
  * Each fenced session's epoch, its locked row checked against what the fence holds (src/events/postgres/fence.ts):
- * NOT_OWNER for the first that is not this node's at its epoch, before anything is inserted.
+ * NOT_OWNER for the first that is not this node's at its epoch, before anything is inserted, unless every
+ * append to it in `batch` is a client's command (AppendOptions.anyNode).
  */
-function fencedEpochs(fence: Fence, rows: readonly LockedStream[]): Map<string, number> {
+function fencedEpochs(
+  fence: Fence,
+  rows: readonly LockedStream[],
+  batch: readonly { sessionId: string; options: AppendOptions }[] = [],
+): Map<string, number> {
+  // a session any node may append to: every append to it in the batch is a client's command, decided on a version
+  const owners = new Set(
+    batch.filter((b) => !b.options.anyNode || b.options.expectedVersion === undefined).map((b) => b.sessionId),
+  )
   const epochs = new Map<string, number>()
   for (const row of rows) {
-    const epoch = fence.check(row)
+    const epoch = fence.check(row, batch.length > 0 && !owners.has(row.id))
     if (epoch !== undefined) epochs.set(row.id, epoch)
   }
   return epochs

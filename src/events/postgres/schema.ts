@@ -154,6 +154,17 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX streams_unowned ON streams (id) WHERE owner IS NULL AND NOT starts_with(id, 'sys_');
     `,
   },
+  {
+    version: 5,
+    name: 'input once',
+    // Any node takes any input (docs/CLUSTER.md "Commands at any node"): what a node remembers of a session's
+    // inputIds can lag another node's acceptance by a moment, so the database keeps an inputId to one acceptance
+    // per session; a second insert fails, and its command is decided again on what the log holds.
+    sql: `
+      CREATE UNIQUE INDEX events_input_once ON events (session_id, ((data::jsonb) ->> 'inputId'))
+        WHERE type = 'input.accepted';
+    `,
+  },
 ]
 
 /** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */

@@ -55,7 +55,7 @@ export function inputRoutes(app: App, api: Api, deps: AppDeps, closing: AbortSig
         closing.addEventListener('abort', onShutdown, { once: true })
       })
       try {
-        await Promise.race([deps.runtime?.idle(req.params.id), shutdown])
+        await Promise.race([deps.runtime?.idle(req.params.id, accepted), shutdown])
       } finally {
         closing.removeEventListener('abort', onShutdown) // many requests may wait at once: no listener leak
       }

@@ -45,7 +45,9 @@ export class InputIndex {
     })
   }
 
-  async find(sessionId: string, inputId: string): Promise<PriorAcceptance | undefined> {
+  /** `fresh`: what is held of the session is read again first (it may lag another node's acceptance) */
+  async find(sessionId: string, inputId: string, fresh = false): Promise<PriorAcceptance | undefined> {
+    if (fresh) this.sessions.delete(sessionId)
     const ids = this.sessions.get(sessionId) ?? (await this.load(sessionId))
     return ids.get(inputId)
   }
