@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir, hostname } from 'node:os'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PermissionRule } from './events/catalogue.js'
 import { ChronicleError } from './events/errors.js'
@@ -350,6 +350,10 @@ export const FileConfig = z
         address: z.string().max(200).optional(),
         heartbeatMs: z.number().int().min(100).max(60_000).optional(),
         ttlMs: z.number().int().min(300).max(600_000).optional(),
+        /** the machine's name, for claims (docs/CLUSTER.md "Workspaces that move"); default: the host name */
+        host: z.string().min(1).max(253).optional(),
+        /** absolute paths every node mounts alike: sessions working there move to any node */
+        sharedDirectories: z.array(z.string().min(1).max(4096)).max(100).optional(),
       })
       .strict()
       .optional(),
@@ -476,6 +480,8 @@ const Env = z.object({
   CHRONICLE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   CHRONICLE_DATABASE_URL: z.string().optional(),
   CHRONICLE_CLUSTER_NODE: z.string().min(1).optional(),
+  /** directories every node mounts alike, separated by the platform's path delimiter (':') */
+  CHRONICLE_CLUSTER_SHARED: z.string().min(1).optional(),
   CHRONICLE_CLUSTER_TTL_MS: z.coerce.number().int().min(300).max(600_000).optional(),
   CHRONICLE_CLUSTER_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
@@ -626,6 +632,10 @@ export interface ClusterSettings {
   readonly heartbeatMs: number
   /** a node whose heartbeat is older is dead: its sessions are claimed */
   readonly ttlMs: number
+  /** the machine this node runs on: a dead node's session whose directory is not shared is claimed on it only */
+  readonly host: string
+  /** absolute paths every node mounts alike (each without a trailing '/') */
+  readonly sharedDirectories: readonly string[]
 }
 
 export const DEFAULT_HEARTBEAT_MS = 1_000
@@ -657,7 +667,12 @@ function clusterOf(
       'BAD_REQUEST',
       `cluster.ttlMs (${ttlMs}) must be at least three heartbeats (${3 * heartbeatMs}): a node must miss several before it is dead`,
     )
-  return { node, address: file?.address, heartbeatMs, ttlMs }
+  const shared = file?.sharedDirectories ?? env.CHRONICLE_CLUSTER_SHARED?.split(delimiter).filter(Boolean) ?? []
+  for (const directory of shared)
+    if (!isAbsolute(directory))
+      throw new ChronicleError('BAD_REQUEST', `cluster.sharedDirectories: ${directory} is not an absolute path`)
+  const sharedDirectories = shared.map((d) => (d.length > 1 ? d.replace(/\/+$/, '') : d))
+  return { node, address: file?.address, heartbeatMs, ttlMs, host: file?.host ?? hostname(), sharedDirectories }
 }
 
 /** A PostgreSQL URL (`postgres://` or `postgresql://`); anything else is BAD_REQUEST, without echoing it (it may hold a password). */

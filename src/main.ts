@@ -13,6 +13,7 @@ import { openPostgresStore } from './projections/postgres/open.js'
 import type { PostgresEventLog } from './events/postgres/log.js'
 import { Fence } from './events/postgres/fence.js'
 import { openPostgresCluster } from './events/postgres/cluster-nodes.js'
+import { openPostgresWorkspaceObjects } from './events/postgres/workspace-objects.js'
 import { createMembership, nodeId, queryTimeoutMs } from './runtime/cluster/membership.js'
 import type { CacheBounds } from './events/bounded-cache.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
@@ -24,6 +25,7 @@ import { type MemoryBounds, memoryBounds } from './runtime/memory.js'
 import { createRuntime, type Runtime } from './runtime/runtime.js'
 import { createWorkspaceHistory } from './runtime/workspace/history.js'
 import { createShadowStore } from './runtime/workspace/shadow-store.js'
+import { shareSnapshots } from './runtime/workspace/shared-objects.js'
 import { createBackups } from './runtime/backup/take.js'
 import { createWorkspaceForks } from './runtime/workspace/forks.js'
 import { createWorkspaceRestorer } from './runtime/workspace/restore.js'
@@ -249,11 +251,16 @@ async function assemble(
     : undefined
   if (tracing) runTrace.fieldsOf = tracing.fieldsOf
   // Workspace history (docs/TIME-TRAVEL.md): a shadow object store of the session directories, in the data dir.
-  const shadow = createShadowStore({
+  const ownShadow = createShadowStore({
     root: join(config.dataDir, 'workspaces'),
     maxFileBytes: config.workspace.maxFileBytes,
     exclude: [config.dataDir, ...(config.configFile ? [config.configFile] : [])],
   })
+  // On a cluster its snapshots are shared (docs/CLUSTER.md "Workspaces that move"): any node writes any recorded tree.
+  const sharedObjects = config.cluster && config.store.url ? openPostgresWorkspaceObjects(config.store.url) : undefined
+  const shadow = sharedObjects
+    ? shareSnapshots(ownShadow, sharedObjects, join(config.dataDir, 'workspaces', 'objects.git'))
+    : ownShadow
   const ids = options.ids ?? createIdSource()
   const restorer = createWorkspaceRestorer({ ports, shadow, ids, log: logger })
   const forks = createWorkspaceForks({
@@ -382,6 +389,12 @@ async function assemble(
     // A revert a crash cut off is finished first: a resumed run must find the files the log says.
     await restorer.recover(among)
     await forks.recover(among)
+    // Claimed on a cluster: a run the dead node left open resumes on the files its log last recorded.
+    if (among && sharedObjects)
+      for (const sessionId of among)
+        await restorer.handover(sessionId).catch((err: unknown) => {
+          logger.warn({ err, sessionId }, 'the claimed session’s directory could not be written from its last snapshot')
+        })
     const report = await recoverSessions(ports, { budget, ...(among && { among }) })
     // A run recovery ended is not continued, so nothing else records what its cut-off tools left in the files.
     for (const id of [...report.cancelled, ...report.failed]) {
@@ -400,7 +413,10 @@ async function assemble(
   const membership =
     fence && config.cluster
       ? createMembership({
-          store: openPostgresCluster(config.store.url as string, queryTimeoutMs(config.cluster)),
+          store: openPostgresCluster(config.store.url as string, queryTimeoutMs(config.cluster), {
+            host: config.cluster.host,
+            sharedDirectories: config.cluster.sharedDirectories,
+          }),
           fence,
           name: config.cluster.node,
           address: config.cluster.address,
@@ -562,6 +578,7 @@ async function assemble(
         orphans.close()
         diagnostics?.close() // the language servers
         shadow.close()
+        await sharedObjects?.close()
         await search?.close()
         await served.close()
         logger.flush()

@@ -463,7 +463,8 @@ export const WorkspaceSnapshotted = event('workspace.snapshotted', {
 })
 
 /**
- * command (session.revert / session.unrevert). A restore of the session
+ * command (session.revert / session.unrevert), or recovery (`handover`: a cluster node that claimed the session
+ * writes its directory from its last recorded tree before the interrupted run resumes, docs/CLUSTER.md). A restore of the session
  * directory, as a recorded task: started → completed or failed, so a crash in
  * between is finished on restart (docs/TIME-TRAVEL.md "Revert"). `from` is the
  * directory as the restore began (recorded by the `workspace.snapshotted`
@@ -473,7 +474,7 @@ export const WorkspaceSnapshotted = event('workspace.snapshotted', {
  */
 export const WorkspaceRestoreStarted = event('workspace.restore.started', {
   restoreId: id,
-  kind: z.enum(['revert', 'unrevert']),
+  kind: z.enum(['revert', 'unrevert', 'handover']),
   /** the seq reverted to (a revert only) */
   to: z.number().int().positive().optional(),
   from: z.string().regex(/^[0-9a-f]{40}$/),

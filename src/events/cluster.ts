@@ -24,6 +24,21 @@ export interface Claimed {
   readonly epoch: number
 }
 
+/**
+ * Where a node runs, for its claims (docs/CLUSTER.md "Workspaces that move"): a session's directory is on one
+ * machine unless it lies in a directory every node mounts at the same path (`sharedDirectories`). A dead
+ * node's session is claimed by a node on its host, or by any node when its directory is shared.
+ */
+export interface NodePlace {
+  /** the machine's name (os.hostname() unless configured) */
+  readonly host: string | null
+  /** absolute paths every node mounts alike */
+  readonly sharedDirectories: readonly string[]
+}
+
+/** No place known: every dead node's session may be claimed by any node whose own host is unknown too. */
+export const ANYWHERE: NodePlace = { host: null, sharedDirectories: [] }
+
 export interface ClusterStore {
   join(node: { id: string; name: string; address?: string }): Promise<void>
   /** the heartbeat with a first batch of claims; `alive` false: the node is recorded as stopped, and claims nothing */

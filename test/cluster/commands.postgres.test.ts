@@ -56,7 +56,7 @@ describe('commands at any node of a cluster', () => {
       const again = await call(node, `/sessions/${id}/inputs`, text('hello from b', 'in_b1'))
       expect(again.json).toMatchObject({ inputId: 'in_b1', duplicate: true })
     }
-    expect(await logOf(id)).toHaveLength(events.length)
+    expect((await logOf(id)).filter((e) => e.type === 'input.accepted')).toHaveLength(1)
   })
 
   it('lets a permission reply taken by another node release the owner’s parked tool call', async () => {

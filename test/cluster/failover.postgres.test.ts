@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { doctor } from '../../src/cli/doctor.js'
@@ -24,6 +24,16 @@ const script = {
       toolCalls: [{ name: 'bash', input: { command: 'sleep 4 && echo ran >> slow.marker', description: 'slower' } }],
     },
     { when: { userContains: '#slower', afterToolResult: true }, text: 'The job is over.' },
+    {
+      when: { userContains: '#half', afterToolResult: false },
+      toolCalls: [
+        {
+          name: 'bash',
+          input: { command: 'echo partial > half.txt && sleep 3 && echo ran >> slow.marker', description: 'half' },
+        },
+      ],
+    },
+    { when: { userContains: '#half', afterToolResult: true }, text: 'Cut off, then.' },
     {
       when: { userContains: '#slow', afterToolResult: false },
       text: 'Running the slow job.',
@@ -87,6 +97,46 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     // its sandboxed bash died with it (bubblewrap's --die-with-parent): the job never wrote its marker
     await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 2_500 - Date.now())))
     expect(existsSync(join(work, 'slow.marker'))).toBe(false)
+  })
+
+  it('writes a claimed session’s directory from its last recorded tree before the run resumes', async () => {
+    const { directory, start, call, logOf, until } = world()
+    const a = await start('node-a')
+    const b = await start('node-b')
+    const work = directory('work-handover')
+    writeFileSync(join(work, 'kept.txt'), 'as recorded\n')
+    const id = (await call(a, '/sessions', { directory: work })).json.session.id as string
+    await call(a, `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: '#half' }] })
+    // the step's snapshot is recorded, then the bash writes half.txt and sleeps: node-a dies there
+    await until(async () => existsSync(join(work, 'half.txt')), 'the bash half done')
+    await a.kill('SIGKILL')
+
+    const events = await until(async () => {
+      const log = await logOf(id)
+      return log.some((e) => e.type === 'run.finished') && log
+    }, 'the resumed run finished')
+    const types = events.map((e) => e.type)
+    const resumed = types.indexOf('run.resumed')
+    const started = events.find((e) => e.type === 'workspace.restore.started')
+    expect(started?.data).toMatchObject({ kind: 'handover', messages: [] })
+    // the directory as found is recorded, then restored, before the run goes on: all under the claim's epoch
+    const at = types.indexOf('workspace.restore.started')
+    expect(types.slice(at - 1, at + 2)).toEqual([
+      'workspace.snapshotted',
+      'workspace.restore.started',
+      'workspace.restore.completed',
+    ])
+    expect(at).toBeLessThan(resumed)
+    expect(events[at - 1]?.data).toMatchObject({ reason: 'recovery', changed: [{ path: 'half.txt', status: 'added' }] })
+    expect(events[at]?.meta.epoch).toBe(2)
+    expect(existsSync(join(work, 'half.txt'))).toBe(false)
+    expect(readFileSync(join(work, 'kept.txt'), 'utf8')).toBe('as recorded\n')
+    // node-b serves the files node-a recorded: at the step's start, and as the dead node left them
+    const before = await call(b, `/sessions/${id}/files?at=${events[at - 2]?.seq}`)
+    expect(before.status).toBe(200)
+    expect(before.json.files.map((f: { path: string }) => f.path)).toEqual(['kept.txt'])
+    const found = await call(b, `/sessions/${id}/files?at=${events[at - 1]?.seq}`)
+    expect(found.json.files.map((f: { path: string }) => f.path).sort()).toEqual(['half.txt', 'kept.txt'])
   })
 
   it('fences a frozen node: what it does after it thaws lands nowhere, and it gives its sessions up', async () => {

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os'
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -41,7 +42,16 @@ describe('loadConfig', () => {
       address: undefined,
       heartbeatMs: 1000,
       ttlMs: 5000,
+      host: hostname(),
+      sharedDirectories: [],
     })
+    expect(
+      loadConfig({ env: { ...env, CHRONICLE_CLUSTER_SHARED: '/srv/shared/:/mnt/nfs' }, cwd: home }).cluster
+        ?.sharedDirectories,
+    ).toEqual(['/srv/shared', '/mnt/nfs'])
+    expect(() => loadConfig({ env: { ...env, CHRONICLE_CLUSTER_SHARED: 'relative/dir' }, cwd: home })).toThrow(
+      /relative\/dir is not an absolute path/,
+    )
     expect(
       loadConfig({ env: { ...env, CHRONICLE_CLUSTER_TTL_MS: '900', CHRONICLE_CLUSTER_HEARTBEAT_MS: '300' }, cwd: home })
         .cluster,

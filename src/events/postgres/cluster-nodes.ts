@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { SYSTEM_STREAM_PREFIX } from '../append-rules.js'
-import type { Claimed, ClusterNode, ClusterStore } from '../cluster.js'
+import { ANYWHERE, type Claimed, type ClusterNode, type ClusterStore, type NodePlace } from '../cluster.js'
 import { newPool } from './log.js'
 
 /**
@@ -15,15 +15,28 @@ const NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint'
 /** A node is dead once its heartbeat is older than the TTL, or once it said it stopped. */
 const DEAD = `(stopped_at IS NOT NULL OR heartbeat_at < ${NOW} - $2)`
 
-/** Up to $3 sessions of nodes dead to $1 (TTL $2), or of none, locked for a claim; others' locked rows skipped. */
+/**
+ * Up to $3 sessions of nodes dead to $1 (TTL $2), or of none, locked for a claim; others' locked rows skipped.
+ * A dead node's session is $1's to claim when the dead node ran on $1's host ($4), on a host nobody recorded,
+ * or when the session's directory lies in one of the directories every node shares ($5, each ending in '/'):
+ * a directory only another machine has stays that machine's (docs/CLUSTER.md "Workspaces that move").
+ */
 const PICK = `dead AS (
-    SELECT id FROM cluster_nodes WHERE id <> $1 AND ${DEAD}
+    SELECT id, host FROM cluster_nodes WHERE id <> $1 AND ${DEAD}
   ), picked AS (
-    SELECT id FROM streams
-    WHERE owner IN (SELECT id FROM dead)
-       OR (owner IS NULL AND NOT starts_with(id, '${SYSTEM_STREAM_PREFIX}'))
-    ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+    SELECT st.id FROM streams st LEFT JOIN dead ON dead.id = st.owner
+    WHERE (dead.id IS NOT NULL AND (dead.host IS NULL OR dead.host = $4 OR EXISTS (
+             SELECT 1 FROM sessions s, unnest($5::text[]) AS shared (prefix)
+             WHERE s.id = st.id AND starts_with((s.data::jsonb ->> 'directory') || '/', shared.prefix))))
+       OR (st.owner IS NULL AND NOT starts_with(st.id, '${SYSTEM_STREAM_PREFIX}'))
+    ORDER BY st.id LIMIT $3 FOR UPDATE OF st SKIP LOCKED
   )`
+
+/** The claim's parameters after $1–$3: the node's host and its shared directories, each ending in '/'. */
+const placeParams = (place: NodePlace) => [
+  place.host,
+  place.sharedDirectories.map((d) => (d.endsWith('/') ? d : `${d}/`)),
+]
 
 type Db = Pick<pg.Pool, 'query'>
 
@@ -31,12 +44,12 @@ type Db = Pick<pg.Pool, 'query'>
  * The cluster's records on `url` (src/events/cluster.ts), on a connection of their own: a heartbeat never waits
  * behind a loaded server's reads, and gives up after `timeoutMs` (a lease must not ride on a query that hangs).
  */
-export function openPostgresCluster(url: string, timeoutMs: number): ClusterStore {
+export function openPostgresCluster(url: string, timeoutMs: number, place: NodePlace = ANYWHERE): ClusterStore {
   const db = newPool(url, 1, { pipeline: false, timeoutMs })
   return {
-    join: (node) => joinCluster(db, node),
-    heartbeatAndClaim: (nodeId, ttlMs, limit) => heartbeatAndClaim(db, nodeId, ttlMs, limit),
-    claim: (nodeId, ttlMs, limit) => claimSessions(db, nodeId, ttlMs, limit),
+    join: (node) => joinCluster(db, node, place.host),
+    heartbeatAndClaim: (nodeId, ttlMs, limit) => heartbeatAndClaim(db, nodeId, ttlMs, limit, place),
+    claim: (nodeId, ttlMs, limit) => claimSessions(db, nodeId, ttlMs, limit, place),
     leave: (nodeId) => leaveCluster(db, nodeId),
     forgetDead: (ttlMs, keepMs) => forgetDeadNodes(db, ttlMs, keepMs),
     list: (ttlMs) => listNodes(db, ttlMs),
@@ -44,10 +57,16 @@ export function openPostgresCluster(url: string, timeoutMs: number): ClusterStor
   }
 }
 
-export async function joinCluster(db: Db, node: { id: string; name: string; address?: string }): Promise<void> {
+/** `host`: the machine it runs on, which decides the sessions it may claim (PICK) */
+export async function joinCluster(
+  db: Db,
+  node: { id: string; name: string; address?: string },
+  host: string | null = null,
+): Promise<void> {
   await db.query(
-    `INSERT INTO cluster_nodes (id, name, address, started_at, heartbeat_at) VALUES ($1, $2, $3, ${NOW}, ${NOW})`,
-    [node.id, node.name, node.address ?? null],
+    `INSERT INTO cluster_nodes (id, name, address, host, started_at, heartbeat_at)
+     VALUES ($1, $2, $3, $4, ${NOW}, ${NOW})`,
+    [node.id, node.name, node.address ?? null, host],
   )
 }
 
@@ -62,13 +81,19 @@ export async function leaveCluster(db: Db, nodeId: string): Promise<void> {
  * an epoch that is not its own (src/events/postgres/fence.ts). Rows another node is claiming are skipped, not
  * waited for, so survivors claiming at once share the work.
  */
-export async function claimSessions(db: Db, nodeId: string, ttlMs: number, limit: number): Promise<Claimed[]> {
+export async function claimSessions(
+  db: Db,
+  nodeId: string,
+  ttlMs: number,
+  limit: number,
+  place: NodePlace = ANYWHERE,
+): Promise<Claimed[]> {
   const { rows } = await db.query<{ id: string; epoch: number }>(
     `WITH ${PICK}
      UPDATE streams SET owner = $1, epoch = streams.epoch + 1
      FROM picked WHERE streams.id = picked.id
      RETURNING streams.id, streams.epoch`,
-    [nodeId, ttlMs, limit],
+    [nodeId, ttlMs, limit, ...placeParams(place)],
   )
   return rows.map((r) => ({ sessionId: r.id, epoch: r.epoch }))
 }
@@ -82,6 +107,7 @@ export async function heartbeatAndClaim(
   nodeId: string,
   ttlMs: number,
   limit: number,
+  place: NodePlace = ANYWHERE,
 ): Promise<{ alive: boolean; claimed: Claimed[] }> {
   const { rows } = await db.query<{ alive: boolean; id: string | null; epoch: number | null }>(
     `WITH beat AS (
@@ -92,7 +118,7 @@ export async function heartbeatAndClaim(
        RETURNING streams.id, streams.epoch
      )
      SELECT EXISTS (SELECT 1 FROM beat) AS alive, c.id, c.epoch FROM (SELECT 1) AS one LEFT JOIN claimed c ON true`,
-    [nodeId, ttlMs, limit],
+    [nodeId, ttlMs, limit, ...placeParams(place)],
   )
   return {
     alive: rows[0]?.alive === true,

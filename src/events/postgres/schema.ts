@@ -165,6 +165,19 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         WHERE type = 'input.accepted';
     `,
   },
+  {
+    version: 6,
+    name: 'workspaces that move',
+    // Every object of a recorded workspace tree, so any node can write a session's directory from it
+    // (src/events/workspace-objects.ts); each node's host, so a directory only one machine has stays there.
+    sql: `
+      CREATE TABLE workspace_objects (
+        id   text  PRIMARY KEY,
+        body bytea NOT NULL
+      );
+      ALTER TABLE cluster_nodes ADD COLUMN host text;
+    `,
+  },
 ]
 
 /** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */

@@ -406,6 +406,11 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       // a restore writes files; HEAD stays where it was
       const git = session.workspace?.git
       const workspace = { tree: restore.tree, seq: event.seq, ...(git && { git }) }
+      // a handover only puts back what the session recorded: its revert, if any, stands
+      if (restore.kind === 'handover') {
+        const { restoring: _done, ...kept } = session
+        return { session: touch(kept as Session, event, { workspace }) }
+      }
       if (restore.kind === 'unrevert') {
         const messages = revealed(view, prior?.messages ?? [])
         return { session: touch(rest as Session, event, { workspace }), messages }

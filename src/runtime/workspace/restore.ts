@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import type { ChangedFile, ChronicleEvent, DataOf, GitHead } from '../../events/catalogue.js'
 import { ChronicleError } from '../../events/errors.js'
 import type { EventMeta } from '../../events/envelope.js'
@@ -50,6 +51,14 @@ export interface WorkspaceRestorer {
   /** finishes every restore a crash interrupted; returns how many */
   /** `among`: only these sessions (a cluster node's claimed ones: docs/CLUSTER.md) */
   recover(among?: ReadonlySet<string>): Promise<number>
+  /**
+   * (cluster, docs/CLUSTER.md "Workspaces that move") A session this node just claimed, whose run a dead node
+   * left open: its directory is made its last recorded tree before the run resumes — what the cut-off step
+   * changed since is put aside, as its tools are settled interrupted — recorded as a restore (`handover`),
+   * the directory as found recorded first. False when there is nothing to do: no open run, no recorded tree,
+   * no directory here, or the directory is the recorded tree.
+   */
+  handover(sessionId: string): Promise<boolean>
 }
 
 export interface WorkspaceRestorerDeps {
@@ -239,7 +248,42 @@ export function createWorkspaceRestorer(deps: WorkspaceRestorerDeps): WorkspaceR
     return { restoreId: data.restoreId, kind: 'unrevert', tree: revert.from, changed, messages: revert.messages }
   }
 
+  async function handover(sessionId: string): Promise<boolean> {
+    const session = await requireSession(ports.readModels, sessionId)
+    const recorded = session.workspace?.tree
+    if (!session.run || !recorded || session.restoring || session.materializing) return false
+    if (!existsSync(session.directory)) return false // its tools say so (WORKSPACE_MISSING); nothing is made up
+    const here = await current(session)
+    if (here.tree === recorded) return false
+    const data: DataOf<'workspace.restore.started'> = {
+      restoreId: deps.ids.next('rst'),
+      kind: 'handover',
+      from: here.tree,
+      tree: recorded,
+      messages: [],
+    }
+    const { events } = await execute(
+      ports,
+      sessionId,
+      (now) => {
+        if (!now || now.restoring || now.workspace?.tree !== recorded) return [] // decided again: another's turn
+        return [
+          {
+            type: 'workspace.snapshotted',
+            data: { tree: here.tree, reason: 'recovery', changed: here.outside, ...(here.git && { git: here.git }) },
+          },
+          { type: 'workspace.restore.started', data },
+        ]
+      },
+      { durability: 'full', meta: RECOVERY_META },
+    )
+    if (events.length === 0) return false
+    await finish(session, data, RECOVERY_META)
+    return true
+  }
+
   return {
+    handover: (sessionId) => exclusive(sessionId, () => handover(sessionId)),
     revert: (sessionId, to, options = {}) => exclusive(sessionId, () => revert(sessionId, to, options)),
     unrevert: (sessionId, options = {}) => exclusive(sessionId, () => unrevert(sessionId, options)),
 
