@@ -427,9 +427,12 @@ async function assemble(
           onClaimed: async (claimed) => {
             // a command another node took meanwhile wakes a claimed session once its resumed run is handed on
             const handedOn = runtime.recovering(claimed)
+            const among = new Set(claimed)
             let report: RecoveryReport
             try {
-              report = await recover(new Set(claimed))
+              report = await recover(among)
+              // children that finished while a claimed parent's task call was cut off, or claimed finished
+              await orphans.sweep(among)
             } catch (err) {
               handedOn()
               throw err
@@ -537,7 +540,7 @@ async function assemble(
         metricsServer = await listenMetrics(metrics, config.metrics.listen.host, config.metrics.listen.port)
         logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served without a token')
       }
-      // children that finished while their parent's task call was cut off (on a cluster: not yet, docs/CLUSTER.md)
+      // children that finished while their parent's task call was cut off (on a cluster: at each claim, above)
       if (!membership) await orphans.sweep()
       const { resumed, cancelled, failed, deliver, ms } = recovery
       if (resumed.length + cancelled.length + failed.length + deliver.length > 0) {

@@ -83,6 +83,19 @@ describe('a sub-agent across a restart', () => {
     expect(await watcher?.sweep()).toBe(0) // reported once
   })
 
+  it('a sweep among some sessions (a cluster node’s claimed ones) reports only their children and their parents’', async () => {
+    const { id, childId, runtime, resume } = await restarted()
+    watcher?.close() // nobody hears the child finish: the report waits for a sweep
+    await resume()
+    await until(() => dataOf(h.events(childId), 'run.finished').length === 1)
+    await runtime.idle(id)
+    watcher = watchOrphanedSubtasks({ ports: sqlitePorts(h.store), subagents: h.subagents, runtime: () => runtime })
+    expect(await watcher.sweep(new Set(['ses_elsewhere']))).toBe(0)
+    expect(h.events(id).some((e) => e.type === 'input.accepted' && e.data.inputId === `subtask:${childId}`)).toBe(false)
+    expect(await watcher.sweep(new Set([id]))).toBe(1) // the parent was claimed: its child's report is made
+    expect(await watcher.sweep(new Set([childId]))).toBe(0) // once
+  })
+
   it('two reporters at once (a second server, a sweep): the parent hears the child’s outcome once', async () => {
     const { id, childId, runtime, resume } = await restarted()
     // The first report's append finds the parent changed under it: the same report, made meanwhile elsewhere.

@@ -27,8 +27,11 @@ export interface OrphanDeps {
 }
 
 export interface OrphanWatcher {
-  /** reports every finished child whose parent has not heard of it (call after recovery) */
-  sweep(): Promise<number>
+  /**
+   * reports every finished child whose parent has not heard of it (call after recovery); `among`: only the
+   * children among these sessions, or whose parent is (a cluster node's claimed ones, docs/CLUSTER.md)
+   */
+  sweep(among?: ReadonlySet<string>): Promise<number>
   close(): void
 }
 
@@ -61,8 +64,9 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
       await log.append(
         parentId,
         [{ type: 'subtask.finished', data: { partId, callId: link.callId, childSessionId: childId, outcome } }],
-        // decided on the parent as read: anything committed to it since is a VERSION_CONFLICT, read again
-        { meta: { actor: 'runtime', call: link.callId }, expectedVersion: parent.version },
+        // decided on the parent as read: anything committed to it since is a VERSION_CONFLICT, read again; on a
+        // cluster the parent may be another node's, which hears it as it hears a command
+        { meta: { actor: 'runtime', call: link.callId }, expectedVersion: parent.version, anyNode: true },
       )
     }
     const error = child.lastRun.error ? `\nError: ${child.lastRun.error.kind}: ${child.lastRun.error.message}` : ''
@@ -121,10 +125,16 @@ export function watchOrphanedSubtasks(deps: OrphanDeps): OrphanWatcher {
     }
   })
   return {
-    async sweep() {
+    async sweep(among) {
       const children = await readModels.childSessionIds()
+      const concerned = async (id: string) => {
+        if (!among || among.has(id)) return true
+        const parent = (await readModels.session(id, { committed: true }))?.parent?.sessionId
+        return parent !== undefined && among.has(parent)
+      }
       let n = 0
       for (const id of children) {
+        if (!(await concerned(id))) continue
         try {
           if (await reported(id)) n++
         } catch (err) {
