@@ -273,6 +273,8 @@ async function assemble(
     log: logger,
   })
   const directory = options.directory ?? process.cwd()
+  // (cluster) the lease's end, rewritten at each heartbeat: the watchdogs of tools and servers read it
+  const leaseFile = config.cluster ? join(config.dataDir, LEASE_FILE) : undefined
   // Last match wins: each agent's defaults, the config file's global rules, then the agent's configured rules.
   const agents = resolveAgents(config.agents, config.rules)
   const gate = createPermissionGate({ ports, ids, agents })
@@ -284,6 +286,7 @@ async function assemble(
     directory,
     dataDir: config.dataDir,
     sandbox,
+    ...(leaseFile && { leaseFile }),
     oauthRedirectUrl: mcpOAuthRedirectUrl(config.port),
     learnSecrets: (secrets) => redactor.learn(secrets),
     onStatus: (status) => logger.info({ mcp: status }, 'mcp server status'),
@@ -308,14 +311,19 @@ async function assemble(
   const diagnostics =
     config.lsp === false
       ? undefined
-      : createDiagnostics({ servers: lspServers(config.lsp.servers), sandbox, deadlineMs: config.lsp.timeoutMs })
+      : createDiagnostics({
+          servers: lspServers(config.lsp.servers),
+          sandbox,
+          deadlineMs: config.lsp.timeoutMs,
+          ...(leaseFile && { leaseFile }),
+        })
   const tools = createToolRegistry({
     agents,
     mcp,
     tools: [
       ...createBuiltinTools({
         dataDir: config.dataDir,
-        ...(config.cluster && { leaseFile: join(config.dataDir, LEASE_FILE) }),
+        ...(leaseFile && { leaseFile }),
         forbidden: hidden,
         credentials,
         fileTimes: createFileTimes(memory.fileTimes),
@@ -422,7 +430,7 @@ async function assemble(
           address: config.cluster.address,
           heartbeatMs: config.cluster.heartbeatMs,
           ttlMs: config.cluster.ttlMs,
-          leaseFile: join(config.dataDir, LEASE_FILE),
+          ...(leaseFile && { leaseFile }),
           log: logger,
           onClaimed: async (claimed) => {
             // a command another node took meanwhile wakes a claimed session once its resumed run is handed on

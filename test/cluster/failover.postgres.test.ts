@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { doctor } from '../../src/cli/doctor.js'
@@ -175,6 +175,23 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     expect(events.filter((e) => e.type === 'run.finished')).toHaveLength(1)
   })
 
+  it('kills a frozen node’s MCP server at its lease deadline, as it kills its tools', async () => {
+    const { start, until } = world()
+    const everything = join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
+    const mcp = { ev: { type: 'local', command: [process.execPath, everything, 'stdio'] } }
+    const a = await start('node-a', { config: { mcp } })
+    await start('node-b')
+    const node = a.child.pid as number
+    // the server node-a started: its child running the reference server
+    const server = await until(async () => childRunning(node, 'server-everything'), 'the MCP server started')
+    a.child.kill('SIGSTOP')
+    try {
+      await until(async () => !alive(server), 'the MCP server killed', 10_000)
+    } finally {
+      a.child.kill('SIGCONT')
+    }
+  })
+
   it('delivers every node’s events live to a client on any node: each once, in order', async () => {
     const { root, db, start, call, logOf, until } = world()
     const a = await start('node-a')
@@ -278,3 +295,26 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     expect(line).toMatch(/node-b-\S+ \(alive, 1 sessions/)
   })
 })
+
+/** A child of `parent` whose command line mentions `what`, if one runs. */
+function childRunning(parent: number, what: string): number | undefined {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const ppid = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1])
+      if (ppid === parent && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(what)) return Number(name)
+    } catch {
+      // ended while listed
+    }
+  }
+  return undefined
+}
+
+/** Whether the process runs (a zombie waiting to be reaped does not). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[0] !== 'Z'
+  } catch {
+    return false
+  }
+}

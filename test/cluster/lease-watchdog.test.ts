@@ -73,4 +73,21 @@ describe('the lease watchdog', () => {
     watchLease(group, join(leaseFile(), 'missing'))
     expect(await gone(group, 2_000)).toBe(true)
   })
+
+  it('kills a server’s process alone, not the group it shares with the node, once the lease is over', async () => {
+    const file = leaseFile()
+    writeLease(file, Date.now() + 60_000)
+    // an MCP or language server: a child in the node's own process group (this test's)
+    const server = spawn('sleep', ['30'], { stdio: 'ignore' })
+    const pid = server.pid as number
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      server.on('exit', (_code, signal) => resolve(signal)),
+    )
+    watchLease(pid, file, 'process')
+    await new Promise((r) => setTimeout(r, 500))
+    expect(server.exitCode).toBeNull()
+    writeLease(file, Date.now() + 300)
+    // killed alone: had its group been killed, this test's worker (the same group) would have died with it
+    expect(await exited).toBe('SIGKILL')
+  })
 })

@@ -18,12 +18,14 @@ export interface NodeOptions {
   readonly heartbeatMs: number
   /** the config's permission rules; default: bash allowed */
   readonly permission?: readonly { permission: string; pattern: string; action: 'allow' | 'ask' | 'deny' }[]
+  /** more of the node's config file (chronicle.json), e.g. its MCP servers */
+  readonly config?: Record<string, unknown>
 }
 
 export function startNode(options: NodeOptions): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(options.root, `data-${options.name}-`))
   const permission = options.permission ?? [{ permission: 'bash', pattern: '*', action: 'allow' }]
-  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ permission }))
+  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ ...options.config, permission }))
   return startServer({
     CHRONICLE_DATA_DIR: dataDir,
     CHRONICLE_PORT: '0',

@@ -32,7 +32,7 @@ export interface ClusterWorld {
   readonly root: string
   readonly url: string
   readonly db: pg.Pool
-  start(name: string, options?: Pick<NodeOptions, 'permission'>): Promise<ServerProcess>
+  start(name: string, options?: Pick<NodeOptions, 'permission' | 'config'>): Promise<ServerProcess>
   /** a new directory under the file's root */
   directory(name: string): string
   call(node: ServerProcess, path: string, body?: object): Promise<{ status: number; json: any }>

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { watchLease } from '../lease-watchdog.js'
 import { childEnv } from '../child-env.js'
 import type { Sandbox } from '../sandbox.js'
 import { LspConnection } from './connection.js'
@@ -52,6 +53,8 @@ export interface DiagnosticsOptions {
   readonly sandbox: Sandbox
   /** how long a tool waits for diagnostics (default 3 s) */
   readonly deadlineMs?: number
+  /** (cluster) the node's lease file: each server is killed by a watchdog once the lease is over (src/tools/lease-watchdog.ts) */
+  readonly leaseFile?: string
 }
 
 export const DEFAULT_DIAGNOSTICS_DEADLINE_MS = 3000
@@ -85,6 +88,7 @@ export function createDiagnostics(options: DiagnosticsOptions): DiagnosticsServi
     const { file, args } = options.sandbox.wrap(spec.command, { workspace: directory, cwd: directory })
     const child = spawn(file, args, { cwd: directory, env: childEnv(process.env), stdio: 'pipe' })
     child.stderr.resume() // never read, never allowed to fill
+    if (options.leaseFile && child.pid !== undefined) watchLease(child.pid, options.leaseFile, 'process')
     const connection = new LspConnection(child)
     const published = new Map<string, Published>()
     const listeners = new Set<() => void>()

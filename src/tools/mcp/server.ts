@@ -10,6 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import type { Secret } from '../redact.js'
 import type { Sandbox } from '../sandbox.js'
+import { watchLease } from '../lease-watchdog.js'
 import type { Tool } from '../tool.js'
 import type { McpServerConfig } from './config.js'
 import { elicitationRequestHandler, type McpElicitationHandler } from './elicitation.js'
@@ -70,6 +71,8 @@ export interface McpServerOptions {
   readonly onStatus?: (status: McpServerStatus, offer?: McpOffer) => void
   /** the directories the server may work in, answered to `roots/list` (the client declares `roots` only with this) */
   readonly roots?: () => readonly Root[]
+  /** (cluster) the node's lease file: a stdio server is killed by a watchdog once the lease is over (src/tools/lease-watchdog.ts) */
+  readonly leaseFile?: string
   /** the sandbox a server that opts in (`sandbox: true`) runs in, confined to `directory` */
   readonly sandbox?: Sandbox
   /** where a browser sign-in returns: Chronicle's loopback callback (default: the default port's) */
@@ -225,6 +228,8 @@ export async function connectMcpServer(config: McpServerConfig, opts: McpServerO
         stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL)
       })
       client = await attempt(stdio, 'stdio')
+      // a node frozen past its lease cannot stop a call in flight there: its watchdog stops the server
+      if (opts.leaseFile && stdio.pid != null) watchLease(stdio.pid, opts.leaseFile, 'process')
     } else {
       remote = remoteTransports(config, opts)
       try {
