@@ -23,6 +23,9 @@ import { EMPTY_TREE, type ShadowStore } from './shadow-store.js'
 
 /** Trees this process knows are shared, remembered up to this many (a shortcut: forgetting one costs a query). */
 const REMEMBERED_TREES = 4_096
+/** A large first snapshot goes in statements of at most so many objects, or so many bytes. */
+const BATCH_OBJECTS = 1_000
+const BATCH_BYTES = 16 * 2 ** 20
 /** A gitlink (a nested repository's commit) is recorded, never stored: nothing to fetch. */
 const GITLINK = '160000'
 
@@ -54,10 +57,19 @@ export function shareSnapshots(local: ShadowStore, objects: WorkspaceObjects, gi
       .toString()
       .split('\n')
       .filter((id) => id.length === 40)
-    const wanted = await objects.missing(ids)
-    const bodies: WorkspaceObject[] = []
-    for (const id of wanted) bodies.push({ id, body: await bodyOf(id) })
-    await objects.put(bodies)
+    let batch: WorkspaceObject[] = []
+    let bytes = 0
+    for (let at = 0; at < ids.length; at += BATCH_OBJECTS)
+      for (const id of await objects.missing(ids.slice(at, at + BATCH_OBJECTS))) {
+        const body = await bodyOf(id)
+        batch.push({ id, body })
+        bytes += body.length
+        if (batch.length < BATCH_OBJECTS && bytes < BATCH_BYTES) continue
+        await objects.put(batch)
+        batch = []
+        bytes = 0
+      }
+    await objects.put(batch)
     remember(tree)
   }
 
