@@ -91,7 +91,8 @@ describe('a cluster of nodes on one PostgreSQL', () => {
     const epochs = events.map((e) => e.meta.epoch)
     expect(new Set(epochs.slice(0, at - 1))).toEqual(new Set([1]))
     expect(new Set(epochs.slice(at))).toEqual(new Set([2]))
-    expect(events.at(-1)).toMatchObject({ type: 'run.finished', data: { outcome: 'idle' } })
+    // the run's last word (a title may follow it)
+    expect(events.filter((e) => e.type === 'run.finished').at(-1)).toMatchObject({ data: { outcome: 'idle' } })
     // no epoch went backwards: what the dead node had queued did not land after the claim
     for (let i = 1; i < epochs.length; i++) expect(epochs[i]).toBeGreaterThanOrEqual(epochs[i - 1] as number)
     // its sandboxed bash died with it (bubblewrap's --die-with-parent): the job never wrote its marker
@@ -251,12 +252,12 @@ describe('a cluster of nodes on one PostgreSQL', () => {
       async () => (await logOf(id)).some((e) => e.type === 'workspace.snapshotted'),
       'a snapshot to revert to',
     )
-    const before = (await logOf(id)).length
     const refused = await call(b, `/sessions/${id}/revert`, { to: 1 })
     expect(refused.status, JSON.stringify(refused.json)).toBe(421)
     expect(refused.json.code).toBe('NOT_OWNER')
     expect(refused.json.details.owner).toBe((await call(a, '/cluster')).json.node)
-    expect(await logOf(id)).toHaveLength(before)
+    // nothing of the revert was appended (the session's title may still be)
+    expect((await logOf(id)).filter((e) => e.type.startsWith('workspace.restore'))).toEqual([])
 
     const cluster = await call(a, '/cluster')
     const byName = Object.fromEntries(
