@@ -18,12 +18,15 @@ export interface NodeOptions {
   readonly heartbeatMs: number
   /** the config's permission rules; default: bash allowed */
   readonly permission?: readonly { permission: string; pattern: string; action: 'allow' | 'ask' | 'deny' }[]
+  /** variables the node's commands get (the config's `sandbox.env`): the crash harness names the node to its bash */
+  readonly commandEnv?: Readonly<Record<string, string>>
 }
 
 export function startNode(options: NodeOptions): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(options.root, `data-${options.name}-`))
   const permission = options.permission ?? [{ permission: 'bash', pattern: '*', action: 'allow' }]
-  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ permission }))
+  const sandbox = options.commandEnv && { sandbox: { env: options.commandEnv } }
+  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ permission, ...sandbox }))
   return startServer({
     CHRONICLE_DATA_DIR: dataDir,
     CHRONICLE_PORT: '0',
