@@ -170,20 +170,34 @@ export function filesIn(dir: string): Map<string, Buffer> {
 }
 
 /** What a node answers for the session's recorded workspace: its files with their contents, or why it cannot. */
-export type RecordedWorkspace =
-  | { readonly files: ReadonlyMap<string, Buffer>; readonly snapshotSeq: number | null }
-  | { readonly unreadable: string }
+export type RecordedWorkspace = Readable | { readonly unreadable: string; readonly elsewhere?: Readable }
+interface Readable {
+  readonly files: ReadonlyMap<string, Buffer>
+  readonly snapshotSeq: number | null
+  /** the node that answered */
+  readonly node: string
+}
 
 /** The session's directory equals the tree its last `workspace.snapshotted` records, as `recorded` answers it. */
 export function checkWorkspace(sessionId: string, dir: string, recorded: RecordedWorkspace, v: Violations): void {
   if ('unreadable' in recorded) {
+    const { elsewhere } = recorded
+    const there = elsewhere
+      ? `; at ${elsewhere.node} the directory ${differences(dir, elsewhere).join('; ') || 'equals it'}`
+      : '; no other node can read it either'
+    v.add('workspaceMismatches', sessionId, `${sessionId}: its owner cannot: ${recorded.unreadable}${there}`)
+    return
+  }
+  const problems = differences(dir, recorded)
+  if (problems.length > 0)
     v.add(
       'workspaceMismatches',
       sessionId,
-      `${sessionId}: the recorded workspace cannot be read: ${recorded.unreadable}`,
+      `${sessionId}: ${dir} against the snapshot at seq ${recorded.snapshotSeq} (${recorded.node}): ${problems.join('; ')}`,
     )
-    return
-  }
+}
+
+function differences(dir: string, recorded: Readable): string[] {
   const actual = filesIn(dir)
   const problems: string[] = []
   for (const [path, content] of recorded.files) {
@@ -193,10 +207,5 @@ export function checkWorkspace(sessionId: string, dir: string, recorded: Recorde
       problems.push(`${path} differs (${found.length} bytes, recorded ${content.length})`)
   }
   for (const path of actual.keys()) if (!recorded.files.has(path)) problems.push(`${path} not recorded`)
-  if (problems.length > 0)
-    v.add(
-      'workspaceMismatches',
-      sessionId,
-      `${sessionId}: ${dir} against the snapshot at seq ${recorded.snapshotSeq}: ${problems.join('; ')}`,
-    )
+  return problems
 }

@@ -6,7 +6,7 @@ import pg from 'pg'
 import type { StoredEvent } from '../../src/events/envelope.js'
 import { PG_TYPES } from '../../src/events/postgres/log.js'
 import { openPostgresStore } from '../../src/projections/postgres/open.js'
-import { auditDataDir, checkStore } from '../crash/checks.js'
+import { auditDataDir, checkStore, checkWorkspaces } from '../crash/checks.js'
 import { Rng } from '../crash/rng.js'
 import type { WireEvent } from '../crash/ws-client.js'
 import { type PostgresServer, startPostgres } from '../support/postgres.js'
@@ -23,6 +23,7 @@ import {
 import { RoamingClient } from './harness-clients.js'
 import { type Answer, call, Fleet, type Incarnation, sleep } from './harness-fleet.js'
 import { permission, SCENARIOS, type Scenario, script } from './harness-script.js'
+import { recordedWorkspace } from './harness-workspace.js'
 
 /**
  * The cluster's crash harness (issue #35, docs/CLUSTER.md "What the tests show"):
@@ -66,6 +67,7 @@ export interface ClusterHarnessResult {
   readonly acked: number
   readonly sessions: number
   readonly markedJobs: number
+  readonly subagents: number
 }
 
 const TOKEN = 'cluster-harness-token-0123456789abcdef'
@@ -117,6 +119,7 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
   let pgRestarts = 0
   let inputs = 0
   let markedJobs = 0
+  const subagents = new Set<string>() // sessions the `task` tool made
   let heard = 0
   let hook: ((e: WireEvent) => void) | undefined
 
@@ -308,6 +311,16 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
       )
     }
 
+    // Every session's files, at whichever node owns it at the end: the idle sessions a survivor claimed too,
+    // which no iteration's check saw (a claim appends nothing).
+    const outOfReach = new Set<string>()
+    for (const [id, { dir }] of sessions) {
+      markedJobs += checkOwnerMarkers(id, dir, v)
+      const recorded = await workspaceOf(id)
+      if ('unreadable' in recorded) outOfReach.add(id)
+      checkWorkspace(id, dir, recorded, v)
+    }
+
     // The clients: every event of the log, once and in order, whichever nodes they were on.
     const last = await head()
     for (const client of clients) await client.caughtUp(last, 15_000)
@@ -335,6 +348,20 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
     v.atLeast('danglingTools', store.danglingTools)
     v.atLeast('verifyFailures', store.verifyFailures)
     other.push(...store.violations)
+    // Each directory against its last recorded tree by content id, as the single-node harness checks it: no
+    // node's objects needed, so it holds whether or not the owner could answer above.
+    const content = await checkWorkspaces(
+      { url },
+      [...sessions].map(([id, { dir }]) => ({ id, dir })),
+      join(root, 'trees'),
+    )
+    for (const line of content.violations) v.add('workspaceMismatches', /^session (\S+):/.exec(line)?.[1] ?? line, line)
+    if (outOfReach.size > 0)
+      o.log(
+        `cluster: ${outOfReach.size} of ${sessions.size} sessions' workspaces are out of their owner's reach ` +
+          `(workspaces do not move between nodes yet: docs/CLUSTER.md); by content id, ${content.workspaceMismatches} ` +
+          `of all directories differ from the tree the log records last`,
+      )
     mkdirSync(join(root, 'audit'))
     const audited = await auditDataDir(join(root, 'audit'), url)
     v.atLeast('auditMismatches', audited.auditMismatches)
@@ -360,6 +387,7 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
     acked: acked.length,
     sessions: sessions.size,
     markedJobs,
+    subagents: subagents.size,
   }
 
   /** Sends an input to random nodes until one answers it (a dead or frozen node, or the database down, does not). */
@@ -442,9 +470,12 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
         )
         checked++
         const own = sessions.get(id)
-        if (!own) continue // a sub-agent's session works in its parent's directory: checked as the parent's
-        markedJobs += checkOwnerMarkers(id, own.dir, v)
-        checkWorkspace(id, own.dir, await recordedWorkspace(id), v)
+        if (!own) {
+          subagents.add(id) // a sub-agent's session works in its parent's directory: checked as the parent's
+          continue
+        }
+        checkOwnerMarkers(id, own.dir, v)
+        checkWorkspace(id, own.dir, await workspaceOf(id), v)
       }
     } finally {
       await log.close()
@@ -452,11 +483,8 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
     return checked
   }
 
-  /**
-   * The session's last recorded workspace as the node that owns it answers (GET /sessions/:id/files). The
-   * one place that says which node is asked: the owner, whose shadow store a run writes its snapshots to.
-   */
-  async function recordedWorkspace(sessionId: string): Promise<RecordedWorkspace> {
+  /** The session's recorded workspace as the node that owns it now answers it (harness-workspace.ts). */
+  async function workspaceOf(sessionId: string): Promise<RecordedWorkspace> {
     // an idle session of a node that died late in the iteration is claimed within a TTL and a heartbeat or so
     let ownerId: string | undefined
     let node: Incarnation | undefined
@@ -466,19 +494,8 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
       node = fleet.byId(ownerId)
     }
     if (!node) return { unreadable: `its owner ${ownerId} is not a running node` }
-    const path = `/sessions/${sessionId}/files`
-    const listed = await call(node.process.url, TOKEN, 'GET', path)
-    const why = (r: Answer, what = 'its files') =>
-      `${node.name} answered ${r.status} ${r.json?.code} for ${what}: ${r.json?.detail ?? r.json?.message}`
-    if (listed.status !== 200) return { unreadable: why(listed) }
-    const files = new Map<string, Buffer>()
-    for (const f of listed.json.files as { path: string; type: string }[]) {
-      if (f.type !== 'file') continue
-      const r = await call(node.process.url, TOKEN, 'GET', `${path}?path=${encodeURIComponent(f.path)}`)
-      if (r.status !== 200) return { unreadable: why(r, `${f.path} of the snapshot at ${listed.json.snapshotSeq}`) }
-      files.set(f.path, Buffer.from(r.json.content as string, r.json.encoding === 'base64' ? 'base64' : 'utf8'))
-    }
-    return { files, snapshotSeq: listed.json.snapshotSeq }
+    const others = fleet.up().filter((n) => n !== node)
+    return recordedWorkspace(node, others, TOKEN, sessionId)
   }
 }
 
@@ -526,7 +543,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   })
   for (const line of result.violations) console.log(`cluster: VIOLATION ${line}`)
   console.log(
-    `cluster: seed=${seed} sessions=${result.sessions} acked=${result.acked} markedJobs=${result.markedJobs} ` +
+    `cluster: seed=${seed} sessions=${result.sessions} acked=${result.acked} markedJobs=${result.markedJobs} subagents=${result.subagents} ` +
       `failovers=${JSON.stringify(result.failoverMs)} faults=${JSON.stringify(result.faults)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))
