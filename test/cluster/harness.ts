@@ -68,6 +68,8 @@ export interface ClusterHarnessResult {
   readonly sessions: number
   readonly markedJobs: number
   readonly subagents: number
+  /** times a client moved to another node */
+  readonly reconnects: number
 }
 
 const TOKEN = 'cluster-harness-token-0123456789abcdef'
@@ -194,6 +196,18 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
         }
       }
 
+      // PostgreSQL killed and started again under the nodes, at a seeded instant of every fifth iteration.
+      const pgDown =
+        iteration % 5 === 3
+          ? (async () => {
+              await sleep(plan.int(200, 2500))
+              await postgres.crash()
+              await sleep(plan.int(200, 2000))
+              await postgres.restart()
+              pgRestarts++
+            })()
+          : undefined
+
       // The fault: to the node that owns the session the seeded point happens in.
       let struck: Promise<string> | undefined
       const strike = (sessionId: string, why: string) => {
@@ -217,7 +231,8 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
         const failover = runs.length > 0 ? failoverOf(runs, killedAt) : Promise.resolve(undefined)
         await fleet.start(victim.slot) // a new incarnation: it owns nothing until it claims
         const ms = await failover
-        if (ms !== undefined) failoverMs.push(ms)
+        // timed only without a PostgreSQL restart in the iteration: its outage moves sessions by itself
+        if (ms !== undefined && !pgDown) failoverMs.push(ms)
         return `killed ${victim.name} ${why} (${runs.length} runs${ms === undefined ? '' : `, resumed after ${ms} ms`})`
       }
       const freeze = async (victim: Incarnation, why: string) => {
@@ -258,18 +273,6 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
       }
       const fallbackAt = plan.pick(mine)
       const fallback = setTimeout(() => strike(fallbackAt, 'at a random instant'), plan.int(2500, 4000))
-
-      // PostgreSQL killed and started again under the nodes, at a seeded instant of every fifth iteration.
-      const pgDown =
-        iteration % 5 === 3
-          ? (async () => {
-              await sleep(plan.int(200, 2500))
-              await postgres.crash()
-              await sleep(plan.int(200, 2000))
-              await postgres.restart()
-              pgRestarts++
-            })()
-          : undefined
 
       // Inputs with ids, each to a random node; an unanswered one is sent again with its id (once is once).
       const n = rng.int(3, 6)
@@ -388,6 +391,7 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
     sessions: sessions.size,
     markedJobs,
     subagents: subagents.size,
+    reconnects: clients.reduce((n, c) => n + c.reconnects, 0),
   }
 
   /** Sends an input to random nodes until one answers it (a dead or frozen node, or the database down, does not). */
@@ -543,7 +547,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   })
   for (const line of result.violations) console.log(`cluster: VIOLATION ${line}`)
   console.log(
-    `cluster: seed=${seed} sessions=${result.sessions} acked=${result.acked} markedJobs=${result.markedJobs} subagents=${result.subagents} ` +
+    `cluster: seed=${seed} sessions=${result.sessions} acked=${result.acked} markedJobs=${result.markedJobs} subagents=${result.subagents} reconnects=${result.reconnects} ` +
       `failovers=${JSON.stringify(result.failoverMs)} faults=${JSON.stringify(result.faults)} seconds=${Math.round((Date.now() - started) / 1000)}`,
   )
   console.log(summaryLine(result))
