@@ -65,7 +65,9 @@ export class RunCoordinator {
       if (start && !(await start)) return
       // Start on a later turn: submit returns first, and inputs sent together start one run.
       await new Promise((resolve) => setImmediate(resolve))
-      let head = await this.pending(sessionId) // each read is a read of the session: one a run
+      // each read is a read of the session: one a run. A resumed run was not started for what is pending: input
+      // queued behind it (or left by its reject) must start a run after it, though that run left it where it was
+      let head = resume ? undefined : await this.pending(sessionId)
       for (;;) {
         if (this.stopping || (head === undefined && !resume)) return
         const outcome = await this.run(sessionId, entry.controller.signal, resume)
