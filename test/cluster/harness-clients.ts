@@ -38,13 +38,15 @@ export class RoamingClient {
         await sleep(100)
         continue
       }
+      let client: CrashClient | undefined
       try {
-        const client = await CrashClient.connect(node.process.url, this.token, this.last, (e) => this.take(e))
+        client = await CrashClient.connect(node.process.url, this.token, this.last, (e) => this.take(e))
         this.connection = client
         await client.subscribeAll()
-        void client.closed.then(() => {
-          this.duplicated += client.duplicates
-          if (this.connection === client) this.connection = undefined
+        const connected = client
+        void connected.closed.then(() => {
+          this.duplicated += connected.duplicates
+          if (this.connection === connected) this.connection = undefined
           if (!this.stopped) {
             this.reconnects++
             void this.connect()
@@ -52,6 +54,7 @@ export class RoamingClient {
         })
         return
       } catch {
+        client?.close() // a subscription the node refused: this connection is done with
         await sleep(100) // the node died (or is starting): another
       }
     }

@@ -52,6 +52,8 @@ export interface ClusterHarnessOptions {
   readonly log: (line: string) => void
   /** keep the temporary directory (its path is logged) */
   readonly keep?: boolean
+  /** only these faults (default: all) */
+  readonly faults?: readonly Fault[]
 }
 
 export interface ClusterHarnessResult {
@@ -176,7 +178,7 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
     for (let iteration = 1; iteration <= o.iterations; iteration++) {
       const began = Date.now()
       const from = await head()
-      const fault: Fault = plan.pick(FAULTS)
+      const fault: Fault = plan.pick(o.faults ?? FAULTS)
       faults[fault] = (faults[fault] ?? 0) + 1
       const mine: string[] = []
 
@@ -424,9 +426,22 @@ export async function runClusterHarness(o: ClusterHarnessOptions): Promise<Clust
       else if (quiet?.head !== now) quiet = { since: Date.now(), head: now }
       else if (Date.now() - quiet.since >= 600) return `quiet after ${Date.now() - began} ms`
       if (Date.now() - began > SETTLE_MS) {
-        other.push(
-          `${busy.length} sessions still busy ${SETTLE_MS} ms after the fault: ${busy.map((s) => s.id).join(', ')}`,
-        )
+        for (const s of busy) {
+          const log = await query<{ seq: string; type: string; meta: string }>(
+            'SELECT seq, type, meta FROM events WHERE session_id = $1 ORDER BY seq DESC LIMIT 12',
+            [s.id],
+          )
+          const tail = log.reverse().map((e) => `${e.seq} ${e.type} e${JSON.parse(e.meta).epoch}`)
+          other.push(
+            `session ${s.id} still busy ${SETTLE_MS} ms after the fault: ${s.status}, run ${JSON.stringify(s.run)}, ` +
+              `${s.inbox.length} inputs waiting, ${s.pendingPermissions.length} permission requests open, owner ` +
+              `${await ownerOf(s.id)} (nodes ${fleet
+                .up()
+                .map((n) => `${n.name}=${n.id}`)
+                .join(' ')}); last events: ${tail.join(', ')}`,
+          )
+          o.log(`cluster: ${other.at(-1)}`)
+        }
         return 'NOT QUIET'
       }
       await sleep(150)
@@ -525,6 +540,13 @@ export function summaryLine(r: ClusterHarnessResult): string {
   )
 }
 
+function faultsArg(list: string | undefined): Fault[] {
+  const faults = (list ?? '').split(',').filter(Boolean)
+  for (const f of faults)
+    if (!(FAULTS as readonly string[]).includes(f)) throw new Error(`--faults: one of ${FAULTS.join(', ')}`)
+  return faults as Fault[]
+}
+
 function flag(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`)
   const value = i >= 0 ? Number(args[i + 1]) : fallback
@@ -543,6 +565,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     ttlMs: flag(args, 'ttl-ms', 1500),
     heartbeatMs: flag(args, 'heartbeat-ms', 250),
     keep: args.includes('--keep'),
+    ...(args.includes('--faults') && { faults: faultsArg(args[args.indexOf('--faults') + 1]) }),
     log: (line) => console.log(line),
   })
   for (const line of result.violations) console.log(`cluster: VIOLATION ${line}`)
