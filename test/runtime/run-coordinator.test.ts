@@ -45,4 +45,30 @@ describe('the run coordinator', () => {
     await coordinator.idle('ses_1')
     expect(calls).toBe(3)
   })
+
+  it('runs input whose wake came while the last run ended, though its read of what is pending missed it', async () => {
+    let inbox: string[] = ['in_1']
+    const runs: string[] = []
+    let reads = 0
+    let coordinator: RunCoordinator | undefined
+    coordinator = new RunCoordinator(
+      async () => {
+        runs.push(`run for ${inbox[0]}`)
+        inbox = inbox.slice(1)
+        return 'idle'
+      },
+      async () => {
+        const head = inbox[0]
+        // the read after the first run: input commits behind it, and its wake finds the run still active
+        if (++reads === 2) {
+          inbox = [...inbox, 'in_2']
+          coordinator?.wake('ses_1')
+        }
+        return head
+      },
+    )
+    coordinator.wake('ses_1')
+    await coordinator.idle('ses_1')
+    expect(runs).toEqual(['run for in_1', 'run for in_2'])
+  })
 })

@@ -20,6 +20,8 @@ interface Active {
   controller: AbortController
   /** woken after a cancel: pending input may run again */
   wokenAfterCancel: boolean
+  /** wakes while it was active: one during a read of what is pending may be for input that read missed */
+  wakes: number
   readonly done: Promise<void>
 }
 
@@ -39,11 +41,12 @@ export class RunCoordinator {
     const entry = this.active.get(sessionId)
     if (entry) {
       entry.wokenAfterCancel = true
+      entry.wakes++
       return
     }
     // whether anything is pending is read by the drain: a session with nothing leaves it at once
     const controller = new AbortController()
-    const created: Active = { controller, wokenAfterCancel: false, done: Promise.resolve() }
+    const created: Active = { controller, wokenAfterCancel: false, wakes: 0, done: Promise.resolve() }
     this.active.set(sessionId, created)
     Object.assign(created, { done: this.drain(sessionId, created) })
   }
@@ -55,7 +58,12 @@ export class RunCoordinator {
    */
   resume(sessionId: string, run: ResumedRun, start: Promise<boolean> = Promise.resolve(true)): void {
     if (this.stopping || this.active.has(sessionId)) return
-    const created: Active = { controller: new AbortController(), wokenAfterCancel: false, done: Promise.resolve() }
+    const created: Active = {
+      controller: new AbortController(),
+      wokenAfterCancel: false,
+      wakes: 0,
+      done: Promise.resolve(),
+    }
     this.active.set(sessionId, created)
     Object.assign(created, { done: this.drain(sessionId, created, run, start) })
   }
@@ -67,7 +75,7 @@ export class RunCoordinator {
       await new Promise((resolve) => setImmediate(resolve))
       // each read is a read of the session: one a run. A resumed run was not started for what is pending: input
       // queued behind it (or left by its reject) must start a run after it, though that run left it where it was
-      let head = resume ? undefined : await this.pending(sessionId)
+      let head = resume ? undefined : await this.pendingNow(sessionId, entry)
       for (;;) {
         if (this.stopping || (head === undefined && !resume)) return
         const outcome = await this.run(sessionId, entry.controller.signal, resume)
@@ -78,7 +86,7 @@ export class RunCoordinator {
           entry.controller = new AbortController()
           entry.wokenAfterCancel = false
         }
-        const next = await this.pending(sessionId)
+        const next = await this.pendingNow(sessionId, entry)
         if (next === head) return // nothing was delivered: never spin
         head = next
       }
@@ -86,6 +94,18 @@ export class RunCoordinator {
       this.onError(sessionId, err)
     } finally {
       this.active.delete(sessionId)
+    }
+  }
+
+  /**
+   * What is pending, read again while wakes come during the read: a wake for input that committed after the
+   * read began would otherwise be lost (it finds this drain active, and the drain ends on what it read).
+   */
+  private async pendingNow(sessionId: string, entry: Active): Promise<string | undefined> {
+    for (;;) {
+      const wakes = entry.wakes
+      const head = await this.pending(sessionId)
+      if (entry.wakes === wakes) return head
     }
   }
 
