@@ -47,6 +47,12 @@ export interface CommandPorts {
 
 /** Decisions made again after a conflicting write, before the conflict is the caller's. */
 const ATTEMPTS = 5
+/**
+ * A client's command at a node that does not own the session (anyNode) races the owner's run, whose appends
+ * (a model's stream) take no expected version and come every few ms: five quick attempts can all lose. It is
+ * decided again, after a short random pause, for this long (found by the cluster harness, npm run test:cluster).
+ */
+const ANY_NODE_RETRY_MS = 5_000
 
 export async function execute(
   ports: CommandPorts,
@@ -54,6 +60,7 @@ export async function execute(
   decide: Decide,
   options: ExecuteOptions,
 ): Promise<Executed> {
+  const until = options.anyNode ? Date.now() + ANY_NODE_RETRY_MS : 0
   for (let attempt = 1; ; attempt++) {
     const state = await ports.readModels.session(sessionId)
     // What decide throws (a VERSION_CONFLICT of its own included) is the command's answer: it is not retried.
@@ -69,7 +76,9 @@ export async function execute(
       })
       return { events, state }
     } catch (err) {
-      if (!(err instanceof ChronicleError && err.code === 'VERSION_CONFLICT') || attempt === ATTEMPTS) throw err
+      if (!(err instanceof ChronicleError && err.code === 'VERSION_CONFLICT')) throw err
+      if (attempt >= ATTEMPTS && Date.now() >= until) throw err
+      if (attempt >= ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, Math.random() * 10))
     }
   }
 }

@@ -69,4 +69,37 @@ describe('an input taken by two nodes', () => {
     const accepted = await a.log.readSessionOfType('ses_1', 'input.accepted')
     expect(accepted.map((e) => (e.data as { inputId: string }).inputId)).toEqual(['in_0', 'in_1'])
   })
+
+  // Found by the cluster harness (npm run test:cluster): the taking node decides on the version it read, the
+  // owner's stream has appended since, and five quick attempts all lost: a plain input answered VERSION_CONFLICT.
+  it('is accepted at another node while the owner’s run keeps appending to the session', async () => {
+    const url = await server().database()
+    const owner = await node(url, 'node-a')
+    const other = await node(url, 'node-b')
+    await owner.log.append(
+      'ses_1',
+      [{ type: 'session.created', data: { directory: '/w', agent: 'build', model: null } }],
+      { meta: { actor: 'user' }, expectedVersion: 0 },
+    )
+    // the owner's run: an append every few ms, as a model's stream is (no expected version: the run's own output)
+    let streaming = true
+    const stream = (async () => {
+      for (let i = 0; streaming; i++) {
+        await owner.log.append('ses_1', [{ type: 'session.renamed', data: { title: `t${i}` } }], {
+          meta: { actor: 'runtime' },
+        })
+        await new Promise((r) => setTimeout(r, 2))
+      }
+    })()
+    try {
+      for (let i = 0; i < 20; i++) {
+        const accepted = await other.submit('ses_1', { inputId: `in_${i}`, parts: [{ type: 'text', text: `${i}` }] })
+        expect(accepted.duplicate).toBe(false)
+      }
+    } finally {
+      streaming = false
+      await stream
+    }
+    expect(await owner.log.readSessionOfType('ses_1', 'input.accepted')).toHaveLength(20)
+  })
 })

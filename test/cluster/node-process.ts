@@ -20,12 +20,15 @@ export interface NodeOptions {
   readonly permission?: readonly { permission: string; pattern: string; action: 'allow' | 'ask' | 'deny' }[]
   /** more of the node's config file (chronicle.json), e.g. its MCP servers */
   readonly config?: Record<string, unknown>
+  /** variables the node's commands get (the config's `sandbox.env`): the crash harness names the node to its bash */
+  readonly commandEnv?: Readonly<Record<string, string>>
 }
 
 export function startNode(options: NodeOptions): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(options.root, `data-${options.name}-`))
   const permission = options.permission ?? [{ permission: 'bash', pattern: '*', action: 'allow' }]
-  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ ...options.config, permission }))
+  const sandbox = options.commandEnv && { sandbox: { env: options.commandEnv } }
+  writeFileSync(join(dataDir, 'chronicle.json'), JSON.stringify({ ...options.config, permission, ...sandbox }))
   return startServer({
     CHRONICLE_DATA_DIR: dataDir,
     CHRONICLE_PORT: '0',

@@ -7,7 +7,7 @@ import { openPostgresStore } from '../../src/projections/postgres/open.js'
 import { verifyPostgresAt } from '../../src/projections/postgres/verify.js'
 import { postgresPorts, sqlitePorts, type StorePorts } from '../../src/projections/store-ports.js'
 import { verify } from '../../src/projections/upkeep/verify.js'
-import { NOT_STARTED_BEFORE_RESTART } from '../../src/runtime/loop/tool-exec.js'
+import { NOT_STARTED_BEFORE_RESTART, NOT_STARTED_LEASE_LAPSED } from '../../src/runtime/loop/tool-exec.js'
 import { STORE_LOST_MESSAGE } from '../../src/runtime/recovery/outage.js'
 import { INTERRUPTED_MESSAGE } from '../../src/runtime/recovery/recovery.js'
 import { createShadowStore } from '../../src/runtime/workspace/shadow-store.js'
@@ -110,8 +110,15 @@ const text = (e: StoredEvent, path: string): string | undefined => {
   return v === undefined || v === null ? undefined : typeof v === 'string' ? v : JSON.stringify(v)
 }
 
-/** What an interrupted call may say: cut off by a restart, or by the store lost under the run. */
-const INTERRUPTED = ['interrupted by a server restart', 'interrupted while the event store was unavailable']
+/**
+ * What an interrupted call may say: cut off by a restart, or by the store lost under the run, or (on a cluster,
+ * test/cluster/harness.ts) not started by a node whose lease on the session ran out.
+ */
+const INTERRUPTED = [
+  'interrupted by a server restart',
+  'interrupted while the event store was unavailable',
+  NOT_STARTED_LEASE_LAPSED,
+]
 
 export async function checkStore(input: CheckInput): Promise<CheckResult> {
   const opened = await openChecked(input.store)
@@ -193,6 +200,7 @@ export async function checkStore(input: CheckInput): Promise<CheckResult> {
           message !== INTERRUPTED_MESSAGE &&
           message !== STORE_LOST_MESSAGE &&
           message !== NOT_STARTED_BEFORE_RESTART &&
+          message !== NOT_STARTED_LEASE_LAPSED &&
           !message?.includes('waited for permission')
         )
           fail(`tool ${text(t, 'partId')}: unexpected interrupted message ${message}`)

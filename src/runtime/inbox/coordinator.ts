@@ -20,6 +20,10 @@ interface Active {
   controller: AbortController
   /** woken after a cancel: pending input may run again */
   wokenAfterCancel: boolean
+  /** wakes while it was active: one during a read of what is pending may be for input that read missed */
+  wakes: number
+  /** (cluster) let go of: its run is stopping, and what starts next for the session waits for it to end */
+  released: boolean
   readonly done: Promise<void>
 }
 
@@ -37,15 +41,16 @@ export class RunCoordinator {
   wake(sessionId: string): void {
     if (this.stopping) return
     const entry = this.active.get(sessionId)
-    if (entry) {
+    if (entry && !entry.released) {
       entry.wokenAfterCancel = true
+      entry.wakes++
       return
     }
     // whether anything is pending is read by the drain: a session with nothing leaves it at once
     const controller = new AbortController()
-    const created: Active = { controller, wokenAfterCancel: false, done: Promise.resolve() }
+    const created: Active = { controller, wokenAfterCancel: false, wakes: 0, released: false, done: Promise.resolve() }
     this.active.set(sessionId, created)
-    Object.assign(created, { done: this.drain(sessionId, created) })
+    Object.assign(created, { done: this.drain(sessionId, created, undefined, after(entry, Promise.resolve(true))) })
   }
 
   /**
@@ -54,10 +59,17 @@ export class RunCoordinator {
    * cancel meanwhile aborts it, and a wake joins it rather than starting a second run over the open one.
    */
   resume(sessionId: string, run: ResumedRun, start: Promise<boolean> = Promise.resolve(true)): void {
-    if (this.stopping || this.active.has(sessionId)) return
-    const created: Active = { controller: new AbortController(), wokenAfterCancel: false, done: Promise.resolve() }
+    const entry = this.active.get(sessionId)
+    if (this.stopping || (entry && !entry.released)) return
+    const created: Active = {
+      controller: new AbortController(),
+      wokenAfterCancel: false,
+      wakes: 0,
+      released: false,
+      done: Promise.resolve(),
+    }
     this.active.set(sessionId, created)
-    Object.assign(created, { done: this.drain(sessionId, created, run, start) })
+    Object.assign(created, { done: this.drain(sessionId, created, run, after(entry, start)) })
   }
 
   private async drain(sessionId: string, entry: Active, resume?: ResumedRun, start?: Promise<boolean>): Promise<void> {
@@ -65,7 +77,9 @@ export class RunCoordinator {
       if (start && !(await start)) return
       // Start on a later turn: submit returns first, and inputs sent together start one run.
       await new Promise((resolve) => setImmediate(resolve))
-      let head = await this.pending(sessionId) // each read is a read of the session: one a run
+      // each read is a read of the session: one a run. A resumed run was not started for what is pending: input
+      // queued behind it (or left by its reject) must start a run after it, though that run left it where it was
+      let head = resume ? undefined : await this.pendingNow(sessionId, entry)
       for (;;) {
         if (this.stopping || (head === undefined && !resume)) return
         const outcome = await this.run(sessionId, entry.controller.signal, resume)
@@ -76,14 +90,27 @@ export class RunCoordinator {
           entry.controller = new AbortController()
           entry.wokenAfterCancel = false
         }
-        const next = await this.pending(sessionId)
+        const next = await this.pendingNow(sessionId, entry)
         if (next === head) return // nothing was delivered: never spin
         head = next
       }
     } catch (err) {
       this.onError(sessionId, err)
     } finally {
-      this.active.delete(sessionId)
+      // a run that was let go of ends after the session's next one began here (it was claimed back)
+      if (this.active.get(sessionId) === entry) this.active.delete(sessionId)
+    }
+  }
+
+  /**
+   * What is pending, read again while wakes come during the read: a wake for input that committed after the
+   * read began would otherwise be lost (it finds this drain active, and the drain ends on what it read).
+   */
+  private async pendingNow(sessionId: string, entry: Active): Promise<string | undefined> {
+    for (;;) {
+      const wakes = entry.wakes
+      const head = await this.pending(sessionId)
+      if (entry.wakes === wakes) return head
     }
   }
 
@@ -108,6 +135,7 @@ export class RunCoordinator {
     const entry = this.active.get(sessionId)
     if (!entry) return Promise.resolve()
     entry.wokenAfterCancel = false
+    entry.released = true
     entry.controller.abort(SHUTDOWN)
     return entry.done
   }
@@ -122,4 +150,12 @@ export class RunCoordinator {
     for (const entry of this.active.values()) entry.controller.abort(SHUTDOWN)
     await Promise.all([...this.active.values()].map((e) => e.done))
   }
+}
+
+/**
+ * When a session's next run may start: once `start` says so and, if this node let its last run go (a lapsed
+ * lease) and now holds the session again, once that run has stopped — never two runs of one session here.
+ */
+function after(released: Active | undefined, start: Promise<boolean>): Promise<boolean> {
+  return released ? released.done.then(() => start) : start
 }
