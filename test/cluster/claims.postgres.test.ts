@@ -30,9 +30,10 @@ describe('claims by where a session’s directory is', () => {
       () => log.close(),
     )
     await joinCluster(db, { id: 'node-a', name: 'node-a' }, 'machine-1')
+    // titled with what PostgreSQL's json refuses (a NUL, a lone surrogate): the claim must not read it as json
     const created = (directory: string): ChronicleEvent => ({
       type: 'session.created',
-      data: { directory, agent: 'build', model: null },
+      data: { directory, agent: 'build', model: null, title: 'odd \u0000 \ud800' },
     })
     await log.append('ses_home', [created('/home/user/project')], { meta: { actor: 'user' } })
     await log.append('ses_shared', [created('/srv/shared/project')], { meta: { actor: 'user' } })

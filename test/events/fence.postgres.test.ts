@@ -157,7 +157,14 @@ describe('the fence: an append from a node that does not own the session inserts
     await a.log.append('ses_1', [created], { meta })
     const accepted = (inputId: string): ChronicleEvent => ({
       type: 'input.accepted',
-      data: { inputId, parts: [{ type: 'text', text: 'hi' }], delivery: 'steer', noReply: false, digest: 'd' },
+      // text PostgreSQL's json would refuse (a NUL, a lone surrogate): the index must not read it as json
+      data: {
+        inputId,
+        parts: [{ type: 'text', text: 'hi \u0000 \ud800' }],
+        delivery: 'steer',
+        noReply: false,
+        digest: 'd',
+      },
     })
     await a.log.append('ses_1', [accepted('in_1')], { meta, anyNode: true, expectedVersion: 1 })
     const err = await b.log

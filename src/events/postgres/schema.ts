@@ -159,9 +159,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     name: 'input once',
     // Any node takes any input (docs/CLUSTER.md "Commands at any node"): what a node remembers of a session's
     // inputIds can lag another node's acceptance by a moment, so the database keeps an inputId to one acceptance
-    // per session; a second insert fails, and its command is decided again on what the log holds.
+    // per session; a second insert fails, and its command is decided again on what the log holds. The id is read
+    // from the text, where it is the first key: a cast to json would refuse what JSON.stringify writes for text
+    // PostgreSQL's json does not take (\u0000, a lone surrogate), and with it the whole append.
     sql: `
-      CREATE UNIQUE INDEX events_input_once ON events (session_id, ((data::jsonb) ->> 'inputId'))
+      CREATE UNIQUE INDEX events_input_once ON events (session_id, substring(data FROM '^\\{"inputId":"([^"\\\\]+)"'))
         WHERE type = 'input.accepted';
     `,
   },
