@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { useCluster } from './use-cluster.js'
+import { SLOWER_STEPS, SPEC_TIMING, useCluster } from './use-cluster.js'
 
 /**
  * Commands at any node (docs/CLUSTER.md): a client may reach any node of the cluster with an input, a cancel,
@@ -10,18 +10,13 @@ import { useCluster } from './use-cluster.js'
  * that runs the session acts on it when it hears it: no forwarding, and nothing lost when that node dies.
  */
 const TOKEN = 'cluster-commands-token-0123456789abcdef'
-const TTL_MS = 1_500
-const HEARTBEAT_MS = 250
+const { ttlMs: TTL_MS, heartbeatMs: HEARTBEAT_MS } = SPEC_TIMING
 const script = {
   chunkSize: 16,
   delayMs: 2,
   uniqueCallIds: true,
   steps: [
-    {
-      when: { userContains: '#slower', afterToolResult: false },
-      toolCalls: [{ name: 'bash', input: { command: 'sleep 4 && echo ran >> slow.marker', description: 'slower' } }],
-    },
-    { when: { userContains: '#slower', afterToolResult: true }, text: 'The job is over.' },
+    ...SLOWER_STEPS,
     {
       when: { userContains: '#ask', afterToolResult: false },
       toolCalls: [{ name: 'bash', input: { command: 'echo asked >> asked.marker', description: 'asked' } }],

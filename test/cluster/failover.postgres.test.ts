@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { doctor } from '../../src/cli/doctor.js'
 import { CrashClient } from '../crash/ws-client.js'
-import { useCluster } from './use-cluster.js'
+import { SLOWER_STEPS, SPEC_TIMING, useCluster } from './use-cluster.js'
 
 /**
  * Nodes of a cluster on one PostgreSQL (docs/CLUSTER.md), as real server processes: a session's run is the
@@ -12,18 +12,13 @@ import { useCluster } from './use-cluster.js'
  * of the dead node's epoch can no longer land. A node stopped cleanly hands its sessions over at once.
  */
 const TOKEN = 'cluster-failover-token-0123456789abcdef'
-const TTL_MS = 1_500
-const HEARTBEAT_MS = 250
+const { ttlMs: TTL_MS, heartbeatMs: HEARTBEAT_MS } = SPEC_TIMING
 const script = {
   chunkSize: 16,
   delayMs: 2,
   uniqueCallIds: true,
   steps: [
-    {
-      when: { userContains: '#slower', afterToolResult: false },
-      toolCalls: [{ name: 'bash', input: { command: 'sleep 4 && echo ran >> slow.marker', description: 'slower' } }],
-    },
-    { when: { userContains: '#slower', afterToolResult: true }, text: 'The job is over.' },
+    ...SLOWER_STEPS,
     {
       when: { userContains: '#half', afterToolResult: false },
       toolCalls: [

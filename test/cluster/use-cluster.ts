@@ -13,6 +13,18 @@ import { type NodeOptions, startNode } from './node-process.js'
  * cluster of its own), node processes started on it (test/cluster/node-process.ts) and killed after each
  * test, and reads of the log and the streams' owners straight from the database.
  */
+/** The specs' nodes: dead after 1.5 s, heartbeating four times a second. */
+export const SPEC_TIMING = { ttlMs: 1_500, heartbeatMs: 250 } as const
+
+/** A scripted model's steps for `#slower`: a 4 s bash job that writes slow.marker, then the run's answer. */
+export const SLOWER_STEPS = [
+  {
+    when: { userContains: '#slower', afterToolResult: false },
+    toolCalls: [{ name: 'bash', input: { command: 'sleep 4 && echo ran >> slow.marker', description: 'slower' } }],
+  },
+  { when: { userContains: '#slower', afterToolResult: true }, text: 'The job is over.' },
+]
+
 export interface ClusterSettings {
   readonly token: string
   readonly ttlMs: number
