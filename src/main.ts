@@ -432,6 +432,10 @@ async function assemble(
           ttlMs: config.cluster.ttlMs,
           ...(leaseFile && { leaseFile }),
           log: logger,
+          // a run let go of at a lapsed lease stops before its session is held again (it appends nothing more)
+          beforeHold: async (claimed) => {
+            await Promise.all(claimed.map((sessionId) => runtime.release(sessionId)))
+          },
           onClaimed: async (claimed) => {
             // a command another node took meanwhile wakes a claimed session once its resumed run is handed on
             const handedOn = runtime.recovering(claimed)

@@ -37,6 +37,11 @@ export interface MembershipOptions {
   readonly leaseFile?: string
   /** sessions just claimed (held by the fence already): recover them and continue their runs */
   readonly onClaimed: (sessionIds: readonly string[]) => Promise<void>
+  /**
+   * sessions about to be held: a run this node let go of (its lease lapsed) and now claims back must have
+   * stopped first, else what it records as it stops lands under the new epoch; waited for a heartbeat at most
+   */
+  readonly beforeHold?: (sessionIds: readonly string[]) => Promise<void>
   readonly log?: {
     info(obj: object, msg: string): void
     warn(obj: object, msg: string): void
@@ -113,6 +118,10 @@ export function createMembership(options: MembershipOptions): Membership {
   /** Claimed sessions held and recovered; more claimed while a batch comes back full. */
   const recover = async (first: Claimed[]) => {
     for (let claimed = first; claimed.length > 0; ) {
+      if (options.beforeHold) {
+        const ids = claimed.map((c) => c.sessionId)
+        await Promise.race([options.beforeHold(ids), new Promise((r) => setTimeout(r, heartbeatMs).unref())])
+      }
       for (const { sessionId, epoch } of claimed) fence.hold(sessionId, epoch)
       options.log?.info({ node: fence.node, sessions: claimed.length }, 'claimed the sessions of a dead node')
       await options.onClaimed(claimed.map((c) => c.sessionId))
