@@ -177,5 +177,20 @@ export function describeReadModelContract(name: string, engine: ReadModelEngine)
       ])
       expect(await models.liveSessionDirectories()).toEqual(['/a', '/b', '/c', '/d'])
     })
+
+    it('answers for sessions whose text JSON cannot carry in every engine: a NUL, a lone surrogate', async () => {
+      const { log, models } = await fresh()
+      const odd = 'a\u0000b \ud800 c \udfff \ud83d\ude00 \\u0000'
+      await log.append('ses_odd', [created('/odd'), renamed(odd)], { meta: user })
+      const waiting = turn('ses_odd', 0)[0] as ChronicleEvent & { type: 'input.accepted' }
+      waiting.data.parts = [{ type: 'text', text: odd }]
+      await log.append('ses_odd', [waiting], { meta: user })
+      await log.append('ses_plain', [created('/plain')], { meta: user })
+      expect((await models.session('ses_odd'))?.title).toBe(odd)
+      expect(await models.sessionsWithOpenWork()).toEqual(['ses_odd'])
+      expect(await models.sessionsWithWorkspaceTask()).toEqual([])
+      expect(await models.liveSessionDirectories()).toEqual(['/odd', '/plain'])
+      expect(await models.statusCounts()).toEqual([{ status: 'idle', archived: false, count: 2 }])
+    })
   })
 }

@@ -20,8 +20,8 @@ const DEAD = `(stopped_at IS NOT NULL OR heartbeat_at < ${NOW} - $2)`
  * A dead node's session is $1's to claim when the dead node ran on $1's host ($4), on a host nobody recorded,
  * or when the session's directory lies in one of the directories every node shares ($5, each ending in '/'):
  * a directory only another machine has stays that machine's (docs/CLUSTER.md "Workspaces that move"). The
- * directory is read from the session's text, not cast to json: a title with a character PostgreSQL's json
- * refuses (\u0000, a lone surrogate) must not fail the heartbeat that carries the claim.
+ * directory is read by chronicle_json (schema migration 7): a title with a character PostgreSQL's jsonb refuses
+ * (\u0000, a lone surrogate) must not fail the heartbeat that carries the claim.
  */
 const PICK = `dead AS (
     SELECT id, host FROM cluster_nodes WHERE id <> $1 AND ${DEAD}
@@ -29,7 +29,7 @@ const PICK = `dead AS (
     SELECT st.id FROM streams st LEFT JOIN dead ON dead.id = st.owner
     WHERE (dead.id IS NOT NULL AND (dead.host IS NULL OR dead.host = $4 OR EXISTS (
              SELECT 1 FROM sessions s, unnest($5::text[]) AS shared (prefix)
-             WHERE s.id = st.id AND starts_with(substring(s.data FROM '"directory":"((?:[^"\\\\]|\\\\.)*)"') || '/', shared.prefix))))
+             WHERE s.id = st.id AND starts_with((chronicle_json(s.data) ->> 'directory') || '/', shared.prefix))))
        OR (st.owner IS NULL AND NOT starts_with(st.id, '${SYSTEM_STREAM_PREFIX}'))
     ORDER BY st.id LIMIT $3 FOR UPDATE OF st SKIP LOCKED
   )`

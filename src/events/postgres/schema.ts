@@ -180,6 +180,26 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE cluster_nodes ADD COLUMN host text;
     `,
   },
+  {
+    version: 7,
+    name: 'session json',
+    // The read models' whole-table reads (recovery's, the workspace's, the metrics') look into each session's JSON
+    // text. JSON.stringify writes a NUL or a lone surrogate as an escape PostgreSQL's jsonb refuses, and one such
+    // title failed the whole read, and with it a node's start. chronicle_json reads a session's text as jsonb with
+    // those escapes made U+FFFD first; only the rows that hold one pay for the rewrite.
+    sql: `
+      CREATE FUNCTION chronicle_json(data text) RETURNS jsonb
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+        AS $fn$
+          SELECT CASE WHEN data !~ '\\\\u(0000|d[89a-f])' THEN data::jsonb
+            ELSE regexp_replace(regexp_replace(regexp_replace(data,
+              '\\\\u0000', '\\\\ufffd', 'g'),
+              '\\\\ud[89ab][0-9a-f]{2}(?!\\\\ud[c-f][0-9a-f]{2})', '\\\\ufffd', 'g'),
+              '(?<!\\\\ud[89ab][0-9a-f]{2})\\\\ud[c-f][0-9a-f]{2}', '\\\\ufffd', 'g')::jsonb
+          END
+        $fn$;
+    `,
+  },
 ]
 
 /** An advisory lock key for migrations: "chronicle" in ASCII, folded into a bigint. */

@@ -147,6 +147,12 @@ function rekeyed(message: Message, sessionId: string): Message {
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /**
+ * Every session with its JSON as `j`, read by chronicle_json (schema migration 7): a cast of the text would refuse
+ * the escapes JSON.stringify writes for a NUL or a lone surrogate, and one such title would fail the whole read.
+ */
+const JSON_SESSIONS = '(SELECT id, archived, chronicle_json(data) AS j FROM sessions) AS s'
+
+/**
  * PostgreSQL's read models as the port (src/projections/read-models.ts): each read on the log's pool once the
  * appends it must see have committed (PostgresEventLog.reader). Session ids compare byte-wise (COLLATE "C"),
  * as SQLite's do, so both engines list in the same order.
@@ -167,25 +173,25 @@ export function postgresReadModels(log: Pick<PostgresEventLog, 'reader' | 'snaps
       values('SELECT id AS value FROM sessions WHERE parent_id IS NOT NULL ORDER BY id COLLATE "C"'),
     sessionsWithOpenWork: () =>
       values(
-        `SELECT id AS value FROM sessions WHERE (data::jsonb ->> 'run') IS NOT NULL
-           OR jsonb_array_length(COALESCE(data::jsonb -> 'inbox', '[]'::jsonb)) > 0
-           OR (data::jsonb #>> '{compaction,status}') = 'requested' ORDER BY id COLLATE "C"`,
+        `SELECT id AS value FROM ${JSON_SESSIONS} WHERE (j ->> 'run') IS NOT NULL
+           OR jsonb_array_length(COALESCE(j -> 'inbox', '[]'::jsonb)) > 0
+           OR (j #>> '{compaction,status}') = 'requested' ORDER BY id COLLATE "C"`,
       ),
     sessionsWithWorkspaceTask: () =>
       values(
-        `SELECT id AS value FROM sessions WHERE (data::jsonb ->> 'restoring') IS NOT NULL
-           OR (data::jsonb ->> 'materializing') IS NOT NULL ORDER BY id COLLATE "C"`,
+        `SELECT id AS value FROM ${JSON_SESSIONS} WHERE (j ->> 'restoring') IS NOT NULL
+           OR (j ->> 'materializing') IS NOT NULL ORDER BY id COLLATE "C"`,
       ),
     sessionIds: () => values('SELECT id AS value FROM sessions ORDER BY id COLLATE "C"'),
     liveSessionDirectories: () =>
       values(
-        `SELECT DISTINCT (data::jsonb ->> 'directory') COLLATE "C" AS value FROM sessions
-           WHERE NOT archived AND (data::jsonb ->> 'imported') IS NULL ORDER BY value`,
+        `SELECT DISTINCT (j ->> 'directory') COLLATE "C" AS value FROM ${JSON_SESSIONS}
+           WHERE NOT archived AND (j ->> 'imported') IS NULL ORDER BY value`,
       ),
     statusCounts: async () => {
       const { rows } = await (await log.reader()).query<{ status: string; archived: boolean; count: number }>(
-        `SELECT data::jsonb ->> 'status' AS status, archived, count(*)::integer AS count FROM sessions
-           GROUP BY 1, 2 ORDER BY (data::jsonb ->> 'status') COLLATE "C", archived`,
+        `SELECT j ->> 'status' AS status, archived, count(*)::integer AS count FROM ${JSON_SESSIONS}
+           GROUP BY 1, 2 ORDER BY (j ->> 'status') COLLATE "C", archived`,
       )
       return rows
     },
