@@ -15,6 +15,7 @@ import { Fence } from './events/postgres/fence.js'
 import { openPostgresCluster } from './events/postgres/cluster-nodes.js'
 import { openPostgresWorkspaceObjects } from './events/postgres/workspace-objects.js'
 import { createMembership, nodeId, queryTimeoutMs } from './runtime/cluster/membership.js'
+import { recordStranded } from './runtime/cluster/stranded.js'
 import type { CacheBounds } from './events/bounded-cache.js'
 import { SEARCH_FILE } from './projections/search/sqlite-index.js'
 import { createPostgresSearch } from './projections/search/postgres-search.js'
@@ -435,6 +436,10 @@ async function assemble(
           // a run let go of at a lapsed lease stops before its session is held again (it appends nothing more)
           beforeHold: async (claimed) => {
             await Promise.all(claimed.map((sessionId) => runtime.release(sessionId)))
+          },
+          // a dead node's sessions no live node may take over: said so in their logs (docs/CLUSTER.md)
+          onStranded: async (stranded) => {
+            await recordStranded(ports.log, stranded)
           },
           onClaimed: async (claimed) => {
             // a command another node took meanwhile wakes a claimed session once its resumed run is handed on

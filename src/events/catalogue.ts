@@ -132,6 +132,19 @@ export const SessionImported = event('session.imported', {
   digest: z.string(),
 })
 
+/**
+ * runtime (cluster, any live node). The session's node died and its directory is only on `host` (not under a
+ * shared directory, docs/CLUSTER.md "Workspaces that move"): no live node may take it over, so its open work
+ * (a run, or inputs waiting) waits for a node on that machine. Sets Session.stranded until a run starts,
+ * resumes or finishes there.
+ */
+export const SessionStranded = event('session.stranded', {
+  /** the dead node that owns the session */
+  node: z.string().min(1),
+  /** the machine its directory is on */
+  host: z.string().min(1),
+})
+
 // ── input (the durable inbox) ─────────────────────────────────────────────
 /**
  * commands (submit). Durable (FULL) before anything runs; adds to
@@ -646,6 +659,7 @@ export const ChronicleEvent = z.discriminatedUnion('type', [
   SessionUnarchived,
   SessionRulesChanged,
   SessionImported,
+  SessionStranded,
   InputAccepted,
   InputDelivered,
   RunStarted,

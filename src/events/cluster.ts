@@ -39,10 +39,29 @@ export interface NodePlace {
 /** No place known: every dead node's session may be claimed by any node whose own host is unknown too. */
 export const ANYWHERE: NodePlace = { host: null, sharedDirectories: [] }
 
+/** A dead node's session that no live node may claim (its directory is on the dead node's machine), with work. */
+export interface Stranded {
+  readonly sessionId: string
+  /** the session's version when it was found so */
+  readonly version: number
+  /** the dead node that owns it */
+  readonly node: string
+  /** the machine its directory is on */
+  readonly host: string
+}
+
+export interface Heartbeat {
+  /** false: the node is recorded as stopped, and claimed nothing */
+  readonly alive: boolean
+  readonly claimed: Claimed[]
+  /** when asked for: sessions no live node may claim, not yet said to be stranded (session.stranded) */
+  readonly stranded: Stranded[]
+}
+
 export interface ClusterStore {
   join(node: { id: string; name: string; address?: string }): Promise<void>
-  /** the heartbeat with a first batch of claims; `alive` false: the node is recorded as stopped, and claims nothing */
-  heartbeatAndClaim(nodeId: string, ttlMs: number, limit: number): Promise<{ alive: boolean; claimed: Claimed[] }>
+  /** the heartbeat with a first batch of claims and, with `lookForStranded`, the stranded sessions */
+  heartbeatAndClaim(nodeId: string, ttlMs: number, limit: number, lookForStranded?: boolean): Promise<Heartbeat>
   /** up to `limit` sessions of dead nodes, or of none, made `nodeId`'s with their epochs raised */
   claim(nodeId: string, ttlMs: number, limit: number): Promise<Claimed[]>
   /** the node is dead at once to the others */

@@ -62,6 +62,7 @@ export const Session = z.looseObject({
   imported: z
     .looseObject({ originalId: z.string(), importId: z.string(), events: count, digest: z.string() })
     .optional(),
+  stranded: z.looseObject({ node: z.string(), host: z.string(), at: z.string() }).optional(),
   workspace: z.looseObject({ tree: z.string(), seq: count }).optional(),
   restoring: z.looseObject({}).optional(),
   revert: z

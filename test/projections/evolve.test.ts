@@ -258,6 +258,52 @@ describe('session events', () => {
     })
   })
 
+  const stranded: ChronicleEvent = { type: 'session.stranded', data: { node: 'node-a-x1', host: 'machine-1' } }
+
+  it('session.stranded: marks the session stranded on the machine, until its run resumes there', () => {
+    const { before, after } = given(created, accepted(), runStarted).when(stranded)
+    expect(after.session).toEqual({
+      ...before.session,
+      stranded: { node: 'node-a-x1', host: 'machine-1', at: expect.any(String) },
+      lastSeq: 4,
+      version: 4,
+    })
+    const resumed = given(created, accepted(), runStarted, stranded).when({
+      type: 'run.resumed',
+      data: { runId: 'run_1', attempt: 1 },
+    })
+    expect(resumed.after.session.stranded).toBeUndefined()
+    expect(resumed.after.session.run).toMatchObject({ runId: 'run_1', attempt: 1 })
+  })
+
+  it.each([
+    [
+      'run.started',
+      { type: 'run.started', data: { runId: 'run_2', reason: 'input' } },
+      [created, accepted(), stranded],
+    ],
+    [
+      'run.finished',
+      { type: 'run.finished', data: { runId: 'run_1', outcome: 'idle' } },
+      [created, runStarted, stranded],
+    ],
+  ] as [string, ChronicleEvent, ChronicleEvent[]][])(
+    '%s clears the stranded mark: the work goes on somewhere',
+    (_, event, history) => {
+      const { before, after } = given(...history).when(event)
+      expect(before.session?.stranded).toMatchObject({ host: 'machine-1' })
+      expect(after.session.stranded).toBeUndefined()
+    },
+  )
+
+  it('session.forked: a fork of a stranded session is not stranded', () => {
+    const { after } = given(created, runStarted, stranded).when([
+      'ses_2',
+      { type: 'session.forked', data: { from: { sessionId: 'ses_1', seq: 3 } } },
+    ])
+    expect(after.session.stranded).toBeUndefined()
+  })
+
   it('session.forked with a directory: the child works there and keeps the rest of the state', () => {
     const { after } = given(
       { ...created, data: { ...created.data, rules: allowAll } } as ChronicleEvent,

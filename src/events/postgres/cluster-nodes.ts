@@ -1,6 +1,14 @@
 import type pg from 'pg'
 import { SYSTEM_STREAM_PREFIX } from '../append-rules.js'
-import { ANYWHERE, type Claimed, type ClusterNode, type ClusterStore, type NodePlace } from '../cluster.js'
+import {
+  ANYWHERE,
+  type Claimed,
+  type ClusterNode,
+  type ClusterStore,
+  type Heartbeat,
+  type NodePlace,
+  type Stranded,
+} from '../cluster.js'
 import { newPool } from './log.js'
 
 /**
@@ -34,6 +42,24 @@ const PICK = `dead AS (
     ORDER BY st.id LIMIT $3 FOR UPDATE OF st SKIP LOCKED
   )`
 
+/**
+ * With $6 true, up to $3 sessions no live node may claim (`STRANDED`): a dead node's, pinned to its machine —
+ * a host other than $1's, no live node on it, the directory in no shared one — with open work (a run, or
+ * inputs waiting) not yet said to be stranded by that node. The directory and the work are read by
+ * chronicle_json (schema migration 7). With $6 false, the heartbeat looks at nothing more.
+ */
+const STRANDED = `stranded AS (
+    SELECT st.id, st.version, dead.id AS node, dead.host FROM streams st JOIN dead ON dead.id = st.owner,
+      LATERAL (SELECT chronicle_json(data) AS j FROM sessions WHERE id = st.id) s
+    WHERE $6 AND dead.host IS NOT NULL AND dead.host IS DISTINCT FROM $4
+      AND NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.host = dead.host AND NOT ${DEAD})
+      AND NOT EXISTS (SELECT 1 FROM unnest($5::text[]) AS shared (prefix)
+                      WHERE starts_with((s.j ->> 'directory') || '/', shared.prefix))
+      AND ((s.j ->> 'run') IS NOT NULL OR jsonb_array_length(COALESCE(s.j -> 'inbox', '[]'::jsonb)) > 0)
+      AND (s.j #>> '{stranded,node}') IS DISTINCT FROM dead.id
+    ORDER BY st.id LIMIT $3
+  )`
+
 /** The claim's parameters after $1–$3: the node's host and its shared directories, each ending in '/'. */
 const placeParams = (place: NodePlace) => [
   place.host,
@@ -50,7 +76,7 @@ export function openPostgresCluster(url: string, timeoutMs: number, place: NodeP
   const db = newPool(url, 1, { pipeline: false, timeoutMs })
   return {
     join: (node) => joinCluster(db, node, place.host),
-    heartbeatAndClaim: (nodeId, ttlMs, limit) => heartbeatAndClaim(db, nodeId, ttlMs, limit, place),
+    heartbeatAndClaim: (nodeId, ttlMs, limit, look) => heartbeatAndClaim(db, nodeId, ttlMs, limit, place, look),
     claim: (nodeId, ttlMs, limit) => claimSessions(db, nodeId, ttlMs, limit, place),
     leave: (nodeId) => leaveCluster(db, nodeId),
     forgetDead: (ttlMs, keepMs) => forgetDeadNodes(db, ttlMs, keepMs),
@@ -110,21 +136,32 @@ export async function heartbeatAndClaim(
   ttlMs: number,
   limit: number,
   place: NodePlace = ANYWHERE,
-): Promise<{ alive: boolean; claimed: Claimed[] }> {
-  const { rows } = await db.query<{ alive: boolean; id: string | null; epoch: number | null }>(
+  lookForStranded = false,
+): Promise<Heartbeat> {
+  const { rows } = await db.query<{
+    alive: boolean
+    id: string | null
+    epoch: number | null
+    stranded: Stranded[] | string | null
+  }>(
     `WITH beat AS (
        UPDATE cluster_nodes SET heartbeat_at = ${NOW} WHERE id = $1 AND stopped_at IS NULL RETURNING id
      ), ${PICK}, claimed AS (
        UPDATE streams SET owner = $1, epoch = streams.epoch + 1
        FROM picked WHERE streams.id = picked.id AND EXISTS (SELECT 1 FROM beat)
        RETURNING streams.id, streams.epoch
-     )
-     SELECT EXISTS (SELECT 1 FROM beat) AS alive, c.id, c.epoch FROM (SELECT 1) AS one LEFT JOIN claimed c ON true`,
-    [nodeId, ttlMs, limit, ...placeParams(place)],
+     ), ${STRANDED}
+     SELECT EXISTS (SELECT 1 FROM beat) AS alive, c.id, c.epoch,
+       (SELECT json_agg(json_build_object('sessionId', id, 'version', version, 'node', node, 'host', host))
+          FROM stranded) AS stranded
+     FROM (SELECT 1) AS one LEFT JOIN claimed c ON true`,
+    [nodeId, ttlMs, limit, ...placeParams(place), lookForStranded],
   )
+  const stranded = rows[0]?.stranded ?? null
   return {
     alive: rows[0]?.alive === true,
     claimed: rows.flatMap((r) => (r.id === null ? [] : [{ sessionId: r.id, epoch: r.epoch as number }])),
+    stranded: typeof stranded === 'string' ? (JSON.parse(stranded) as Stranded[]) : (stranded ?? []),
   }
 }
 

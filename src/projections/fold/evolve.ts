@@ -38,6 +38,10 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
       return { session: touch(session, event, { rules: event.data.rules }) }
     case 'session.imported':
       return { session: touch(session, event, { imported: event.data }) }
+    case 'session.stranded':
+      return {
+        session: touch(session, event, { stranded: { node: event.data.node, host: event.data.host, at: event.at } }),
+      }
 
     case 'input.accepted': {
       const { inputId, parts, agent, model, delivery, noReply, message } = event.data
@@ -68,23 +72,37 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
 
     case 'run.started':
       return {
-        session: touch(session, event, {
-          status: 'busy',
-          run: { runId: event.data.runId, attempt: 0, cancelRequested: false },
-          retry: null,
-        }),
+        session: touch(
+          session,
+          event,
+          Object.assign(
+            {
+              status: 'busy' as const,
+              run: { runId: event.data.runId, attempt: 0, cancelRequested: false },
+              retry: null,
+            },
+            unstranded(session),
+          ),
+        ),
       }
     case 'run.resumed':
       return {
-        session: touch(session, event, {
-          // a resumed run whose calls still wait on re-offered permission requests is waiting, not busy
-          status: session.pendingPermissions.length > 0 ? 'waiting' : 'busy',
-          run: {
-            runId: event.data.runId,
-            attempt: event.data.attempt,
-            cancelRequested: session.run?.cancelRequested ?? false,
-          },
-        }),
+        session: touch(
+          session,
+          event,
+          Object.assign(
+            {
+              // a resumed run whose calls still wait on re-offered permission requests is waiting, not busy
+              status: session.pendingPermissions.length > 0 ? ('waiting' as const) : ('busy' as const),
+              run: {
+                runId: event.data.runId,
+                attempt: event.data.attempt,
+                cancelRequested: session.run?.cancelRequested ?? false,
+              },
+            },
+            unstranded(session),
+          ),
+        ),
       }
     case 'run.cancel.requested':
       return {
@@ -93,12 +111,14 @@ export function evolve(view: SessionView, event: StoredEvent): Changes {
     case 'run.finished': {
       const { runId, outcome, error } = event.data
       return {
-        session: touch(session, event, {
-          status: 'idle',
-          run: null,
-          retry: null,
-          lastRun: { runId, outcome, ...(error && { error }) },
-        }),
+        session: touch(
+          session,
+          event,
+          Object.assign(
+            { status: 'idle' as const, run: null, retry: null, lastRun: { runId, outcome, ...(error && { error }) } },
+            unstranded(session),
+          ),
+        ),
       }
     }
 
@@ -521,6 +541,11 @@ function revealed(view: SessionView, ids: readonly string[]): Message[] {
 }
 
 /** The session after an event that changed `patch` (and always its version, seq and time). */
+/** A run that starts, resumes or finishes runs somewhere: the session is no longer stranded (session.stranded). */
+function unstranded(session: Session): Partial<Session> {
+  return session.stranded ? { stranded: undefined } : {}
+}
+
 function touch(session: Session, event: StoredEvent, patch: Partial<Session> = {}): Session {
   return copyWith(session, Object.assign({ updatedAt: event.at, lastSeq: event.seq, version: event.version }, patch))
 }
@@ -616,7 +641,7 @@ function created(event: StoredEvent<Extract<ChronicleEvent, { type: 'session.cre
  * imported itself; a fork of imported history (`fromImport`) keeps none of its authority.
  */
 function forked(parent: Session, event: StoredEvent<Extract<ChronicleEvent, { type: 'session.forked' }>>): Session {
-  const { imported: _imported, ...inherited } = parent
+  const { imported: _imported, stranded: _stranded, ...inherited } = parent
   const { from, title, directory, fromImport } = event.data
   return copyWith(inherited, {
     id: event.sessionId,

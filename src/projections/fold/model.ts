@@ -112,6 +112,11 @@ export interface Session {
   readonly pruned?: { readonly throughMessageId: string }
   readonly archived: boolean
   /**
+   * set by session.stranded: the session's node died and no live node may take its directory over; its open
+   * work waits for a node on `host`. Cleared when a run starts, resumes or finishes. Optional, like `imported`.
+   */
+  readonly stranded?: { readonly node: string; readonly host: string; readonly at: string }
+  /**
    * set by session.imported: the history came from an import file. The session is read-only
    * (SESSION_READ_ONLY) and never run; a fork of it needs a directory and inherits no rules,
    * approvals or inbox. Optional, so rows written before the field existed read the same.

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid'
-import type { Claimed, ClusterNode, ClusterStore } from '../../events/cluster.js'
+import type { Claimed, ClusterNode, ClusterStore, Stranded } from '../../events/cluster.js'
 import type { Fence } from '../../events/postgres/fence.js'
 import { writeLease } from '../../tools/lease-watchdog.js'
 
@@ -42,6 +42,11 @@ export interface MembershipOptions {
    * stopped first, else what it records as it stops lands under the new epoch; waited for a heartbeat at most
    */
   readonly beforeHold?: (sessionIds: readonly string[]) => Promise<void>
+  /**
+   * sessions of a dead node that no live node may claim (their directories are on its machine), with open work
+   * not yet said to be stranded: looked for every few heartbeats; each is to be recorded (session.stranded)
+   */
+  readonly onStranded?: (stranded: readonly Stranded[]) => Promise<void>
   readonly log?: {
     info(obj: object, msg: string): void
     warn(obj: object, msg: string): void
@@ -63,6 +68,8 @@ const DEFAULT_CLAIM_BATCH = 200
 const KEEP_DEAD_MS = 60 * 60 * 1000
 /** Dead nodes are looked for to forget every so many heartbeats. */
 const FORGET_EVERY = 60
+/** Stranded sessions are looked for every so many heartbeats: a read of a dead node's sessions, when there is one. */
+const STRANDED_EVERY = 5
 
 export const nodeId = (name: string) => `${name}-${nanoid(8)}`
 
@@ -101,18 +108,18 @@ export function createMembership(options: MembershipOptions): Membership {
     void store.leave(old).catch(() => {}) // if the database is back: the others need not wait out the TTL
   }
 
-  /** The heartbeat, with a first batch of claims in the same statement: what it claimed. */
-  const beat = async (): Promise<Claimed[]> => {
+  /** The heartbeat, with a first batch of claims (and now and then the stranded sessions) in the same statement. */
+  const beat = async (look = false): Promise<{ claimed: Claimed[]; stranded: readonly Stranded[] }> => {
     if (!joined) await join()
     const sent = performance.now()
-    const { alive, claimed } = await store.heartbeatAndClaim(fence.node, ttlMs, batch)
+    const { alive, claimed, stranded } = await store.heartbeatAndClaim(fence.node, ttlMs, batch, look)
     if (!alive) {
       lapse('the node is recorded as stopped')
-      return []
+      return { claimed: [], stranded: [] }
     }
     fence.lease(sent + ttlMs - heartbeatMs)
     if (options.leaseFile) writeLease(options.leaseFile, Date.now() - (performance.now() - sent) + ttlMs - heartbeatMs)
-    return claimed
+    return { claimed, stranded }
   }
 
   /** Claimed sessions held and recovered; more claimed while a batch comes back full. */
@@ -132,19 +139,25 @@ export function createMembership(options: MembershipOptions): Membership {
   const tick = async () => {
     // a process frozen past its lease wakes here: others may have claimed its sessions already
     if (joined && !fence.leased) lapse('the lease ran out before this heartbeat')
-    let claimed: Claimed[]
+    let beaten: Awaited<ReturnType<typeof beat>>
+    ticks++
     try {
-      claimed = await beat()
+      beaten = await beat(options.onStranded !== undefined && ticks % STRANDED_EVERY === 0)
     } catch (err) {
       if (joined && !fence.leased) lapse('heartbeats failed for the whole lease')
       else options.log?.warn({ err, node: fence.node }, 'cluster heartbeat failed')
       return
     }
     try {
-      await recover(claimed)
-      if (++ticks % FORGET_EVERY === 0) await store.forgetDead(ttlMs, KEEP_DEAD_MS)
+      await recover(beaten.claimed)
+      if (ticks % FORGET_EVERY === 0) await store.forgetDead(ttlMs, KEEP_DEAD_MS)
     } catch (err) {
       options.log?.error({ err, node: fence.node }, 'claiming sessions failed')
+    }
+    if (beaten.stranded.length > 0) {
+      await options.onStranded?.(beaten.stranded).catch((err: unknown) => {
+        options.log?.warn({ err, node: fence.node }, 'recording stranded sessions failed')
+      })
     }
   }
 
@@ -163,7 +176,7 @@ export function createMembership(options: MembershipOptions): Membership {
       return fence.node
     },
     async start() {
-      await recover(await beat())
+      await recover((await beat()).claimed)
       schedule()
     },
     async stop({ leave = true } = {}) {
