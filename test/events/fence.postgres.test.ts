@@ -236,17 +236,52 @@ describe('the fence: an append from a node that does not own the session inserts
     expect(heard.every((h) => h.elsewhere === !own.has(h.seq))).toBe(true)
   })
 
+  it('hears every commit once and in order while it commits itself: three nodes appending at once, unpaced', async () => {
+    const url = await server().database()
+    const names = ['node-a', 'node-b', 'node-c']
+    const logs = await Promise.all(
+      names.map((id) => PostgresEventLog.open(url, { fence: new Fence(id), follow: true })),
+    )
+    for (const log of logs) closing.push(() => log.close())
+    const heard = logs.map((log) => {
+      const seen: { seq: number; sessionId: string; elsewhere: boolean }[] = []
+      log.onCommit((events, elsewhere) => {
+        for (const e of events) seen.push({ seq: e.seq, sessionId: e.sessionId, elsewhere: elsewhere === true })
+      })
+      return seen
+    })
+    // each node streams into sessions of its own, with no pause between appends: commits overlap the reads
+    await Promise.all(
+      logs.map(async (log, n) => {
+        const mine = Array.from({ length: 4 }, (_, k) => `ses_${n}_${k}`)
+        for (const id of mine) await log.append(id, [created], { meta })
+        const pending: Promise<unknown>[] = []
+        for (let i = 0; i < 150; i++) pending.push(log.append(mine[i % 4] as string, [renamed(`t${i}`)], { meta }))
+        await Promise.all(pending)
+      }),
+    )
+    const head = await (logs[0] as PostgresEventLog).head()
+    expect(head).toBe(3 * (4 + 150))
+    for (const [n, seen] of heard.entries()) {
+      const end = Date.now() + 5_000
+      while (seen.length < head && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
+      expect(seen.map((h) => h.seq)).toEqual(Array.from({ length: head }, (_, i) => i + 1))
+      expect(seen.filter((h) => h.elsewhere !== !h.sessionId.startsWith(`ses_${n}_`))).toEqual([])
+    }
+  })
+
   it('heartbeats and claims in one statement; a node recorded as stopped is told so and claims nothing', async () => {
     const { db, node } = await cluster()
     const a = await node('node-a')
     await node('node-b')
     await a.log.append('ses_1', [created], { meta })
-    expect(await heartbeatAndClaim(db, 'node-b', TTL, 100)).toEqual({ alive: true, claimed: [] })
+    expect(await heartbeatAndClaim(db, 'node-b', TTL, 100)).toEqual({ alive: true, claimed: [], stranded: [] })
     await leaveCluster(db, 'node-a')
-    expect(await heartbeatAndClaim(db, 'node-a', TTL, 100)).toEqual({ alive: false, claimed: [] })
+    expect(await heartbeatAndClaim(db, 'node-a', TTL, 100)).toEqual({ alive: false, claimed: [], stranded: [] })
     expect(await heartbeatAndClaim(db, 'node-b', TTL, 100)).toEqual({
       alive: true,
       claimed: [{ sessionId: 'ses_1', epoch: 2 }],
+      stranded: [],
     })
   })
 

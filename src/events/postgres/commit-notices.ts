@@ -5,8 +5,9 @@ import pg from 'pg'
  * "Live events across nodes"). A connection of its own LISTENs on
  * `chronicle_log`. A node that committed says so with one NOTIFY, sent from
  * this connection after the commit: never inside the append, where it would
- * serialise every commit on the database's notification queue. Notices are
- * coalesced, at most one per NOTIFY_EVERY_MS. A notice wakes the log, which
+ * serialise every commit on the database's notification queue. The first
+ * commit is told at once; those that follow within NOTIFY_EVERY_MS share one
+ * notice when that time is up. A notice wakes the log, which
  * reads what committed after what it last heard (src/events/postgres/log.ts).
  * A poll every POLL_MS does the same for notices lost with a connection or a
  * restart: an idle node costs one query a second.
@@ -20,7 +21,9 @@ export class CommitNotices {
   private client: pg.Client | undefined
   private connecting = false
   private closed = false
+  /** while a notice's NOTIFY_EVERY_MS runs: the next notice's time, and whether a commit waits for it */
   private notifying: NodeJS.Timeout | undefined
+  private pending = false
   private readonly poll: NodeJS.Timeout
 
   constructor(
@@ -33,12 +36,25 @@ export class CommitNotices {
     this.connect()
   }
 
-  /** A commit made here: the other nodes are told (coalesced). */
+  /**
+   * A commit made here: the other nodes are told at once, unless a notice went out less than NOTIFY_EVERY_MS
+   * ago; then once when that time is up, for every commit made meanwhile (a waiting reader reads them all).
+   */
   committed(): void {
-    if (this.notifying || !this.client) return
+    if (!this.client) return
+    if (this.notifying) {
+      this.pending = true
+      return
+    }
+    this.notify()
+  }
+
+  private notify(): void {
+    this.pending = false
+    this.client?.query(`NOTIFY ${CHANNEL}`).catch(() => {}) // lost: the others' poll reads it
     this.notifying = setTimeout(() => {
       this.notifying = undefined
-      this.client?.query(`NOTIFY ${CHANNEL}`).catch(() => {}) // lost: the others' poll reads it
+      if (this.pending) this.notify()
     }, NOTIFY_EVERY_MS)
   }
 

@@ -117,6 +117,8 @@ export const PG_TYPES = {
 } as pg.CustomTypesConfig
 
 const COLUMNS = 'seq, session_id, version, type, schema_version, data, meta, at'
+/** A follower's read (PostgresEventLog.follow), prepared once a connection. */
+const FOLLOW = `SELECT ${COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT ${FOLLOW_BATCH}`
 
 /**
  * The append's statements, prepared once a connection (named): PostgreSQL parses and plans them once. The
@@ -180,9 +182,11 @@ export class PostgresEventLog implements EventLog {
   private readonly storedBlobs = new Set<string>()
   /** on a cluster: what wakes the log to read the other nodes' commits (src/events/postgres/commit-notices.ts) */
   private notices: CommitNotices | undefined
-  /** a commit of this node under way (BEGIN to published): the other nodes' are read after it */
-  private inCommit = false
-  private commitsStarted = 0
+  /**
+   * The first seq of this node's commit under way, once numbered, until its events are published: events
+   * from it on that a follower reads are this node's own, published by the commit (never as another's).
+   */
+  private ownFrom: number | undefined
   private following = false
   private followAgain = false
 
@@ -414,6 +418,7 @@ export class PostgresEventLog implements EventLog {
         // the sessions it creates are this node's: the insert below finds their rows made
         if (this.fence) fencedEpochs(this.fence, (await locked).rows)
         const first = (rows[0]?.seq ?? 0) + 1
+        this.ownFrom = first
         const appends = build(first).map(({ sessionId, events, options }) =>
           pending(sessionId, validate(events), options, UNHEARD, true),
         )
@@ -434,8 +439,6 @@ export class PostgresEventLog implements EventLog {
     const client = await this.writer.connect().catch((err: unknown) => {
       throw unavailable(err)
     })
-    this.inCommit = true
-    this.commitsStarted++
     try {
       // durable whatever the batch asked: what is published must outlive a database crash (above)
       const began = performance.now()
@@ -451,8 +454,8 @@ export class PostgresEventLog implements EventLog {
         const first = events[0]?.seq
         if (this.unsure || (this.notices && first !== undefined && first > this.heard + 1))
           await this.publishUnheard(client, first)
+        this.notices?.committed() // first: the other nodes' readers need not wait on this node's listeners
         this.publish(events)
-        this.notices?.committed()
         return out
       } catch (err) {
         const failed = await firstFailure(pipe, err)
@@ -465,8 +468,7 @@ export class PostgresEventLog implements EventLog {
       throw unavailable(err)
     } finally {
       client.release()
-      this.inCommit = false
-      if (this.followAgain) this.follow()
+      this.ownFrom = undefined
     }
   }
 
@@ -493,6 +495,7 @@ export class PostgresEventLog implements EventLog {
       versions.set(sessionId, version)
     }
     let seq = ((await numbered).rows[0]?.seq as number) - count
+    this.ownFrom = seq + 1
     const at = this.now()
     const atIso = new Date(at).toISOString()
     const rows = { seq: [] as number[], session: [] as string[], version: [] as number[], type: [] as string[] }
@@ -583,26 +586,25 @@ export class PostgresEventLog implements EventLog {
   }
 
   /**
-   * On a cluster: reads what committed after the last seq heard — the other nodes' commits — and publishes it.
-   * Never while a commit of this node is under way (it hears what came before it itself): a read that one
-   * started during is dropped and made again after it, so this node's own events are never published as
-   * another's, nor twice.
+   * On a cluster: reads what committed after the last seq heard — the other nodes' commits — and publishes it,
+   * while this node commits too: what it reads from the seq this node's own commit was numbered at on is left
+   * to that commit, which publishes it as its own once the other nodes' commits before it are published.
+   * Commits are numbered in commit order, so what a read returns runs on from the last seq heard, gap-free.
    */
   private follow(): void {
     this.followAgain = false
     if (this.closed) return
-    if (this.inCommit || this.following) {
+    if (this.following) {
       this.followAgain = true
       return
     }
     this.following = true
-    const started = this.commitsStarted
     this.pool
-      .query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT ${FOLLOW_BATCH}`, [this.heard])
+      .query<EventRow>({ name: 'chronicle_follow', text: FOLLOW, values: [this.heard] })
       .then(
         ({ rows }) => {
-          if (this.commitsStarted !== started || this.inCommit) return void (this.followAgain = true)
-          const unheard = rows.filter((r) => r.seq > this.heard).map(toEvent)
+          const own = this.ownFrom ?? Number.POSITIVE_INFINITY
+          const unheard = rows.filter((r) => r.seq > this.heard && r.seq < own).map(toEvent)
           if (unheard.length > 0) this.publish(unheard, true)
           if (rows.length === FOLLOW_BATCH) this.followAgain = true
         },
@@ -610,7 +612,7 @@ export class PostgresEventLog implements EventLog {
       )
       .finally(() => {
         this.following = false
-        if (this.followAgain && !this.inCommit) this.follow()
+        if (this.followAgain) this.follow()
       })
   }
 
