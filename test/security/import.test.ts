@@ -599,6 +599,30 @@ describe('malformed files are refused whole, naming the line; nothing is appende
       reason: 'the file does not start with an export header {"chronicle":"session-export","format":1,"sessionId":…}',
     },
     {
+      // refused here, naming the line, before PostgreSQL's unique index could refuse it as a conflict naming none
+      name: 'an input accepted twice',
+      lines: [
+        HEADER,
+        CREATED,
+        line(2, 2, 'input.accepted', {
+          inputId: 'in_1',
+          parts: [{ type: 'text', text: 'a' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'd1',
+        }),
+        line(3, 3, 'input.accepted', {
+          inputId: 'in_1',
+          parts: [{ type: 'text', text: 'b' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: 'd2',
+        }),
+      ],
+      line: 4,
+      reason: 'input.accepted: input in_1 was already accepted',
+    },
+    {
       name: 'a header in an unknown format',
       lines: [JSON.stringify({ chronicle: 'session-export', format: 3, sessionId: 'ses_evil' }), CREATED],
       line: 1,
