@@ -6,7 +6,8 @@ import WebSocket from 'ws'
 import { benchPostgres, storeOption } from './postgres.js'
 
 /**
- * `npm run bench -- stream [--sizes 25,50,100,200,300,400,600,800] [--deltas 250] [--budget-s 420] [--store postgres]`
+ * `npm run bench -- stream [--sizes 25,50,100,200,300,400,600,800] [--deltas 250] [--budget-s 420] [--store postgres]
+ * [--nodes 3]`
  *
  * A real server process (bin/chronicle.mjs serve) streams S sessions at once
  * from the scripted model at ~50 text deltas/s each; every session has two
@@ -31,6 +32,13 @@ import { benchPostgres, storeOption } from './postgres.js'
  * database, or a new one on a throwaway server: bench/postgres.ts), and each
  * round also reports that server's CPU in cores (postgresCores; the two
  * share this machine's cores).
+ *
+ * `--nodes N` (with `--store postgres`): N server processes as the nodes of
+ * one cluster on that database (docs/CLUSTER.md). Session i is made at node
+ * i mod N, which runs it; its k-th subscriber connects to node (i + k) mod N,
+ * so with two subscribers one watches from the session's node and one from
+ * another. The server's CPU and cores are the nodes' together; its RSS the
+ * largest node's.
  */
 
 interface Round {
@@ -78,10 +86,11 @@ export default async function (args: string[]): Promise<object> {
   const budgetMs = Number(option(args, 'budget-s', '420')) * 1000
   const perSession = Number(option(args, 'subscribers', '2'))
   const store = storeOption(args)
+  const nodes = Number(option(args, 'nodes', '1'))
+  if (nodes > 1 && store !== 'postgres') throw new Error('--nodes: a cluster runs on PostgreSQL (--store postgres)')
   const postgres = store === 'postgres' ? await benchPostgres() : undefined
   const databaseUrl = await postgres?.database()
   const dir = mkdtempSync(join(tmpdir(), 'chronicle-bench-stream-'))
-  const data = join(dir, 'data')
   const script = join(dir, 'script.json')
   writeFileSync(
     script,
@@ -93,66 +102,87 @@ export default async function (args: string[]): Promise<object> {
     }),
   )
   const { mkdirSync } = await import('node:fs')
-  mkdirSync(data, { recursive: true })
   // CHRONICLE_BENCH_OBSERVABILITY=on: metrics and traces to a receiver in this process (docs/OBSERVABILITY.md
   // "Cost"); off: neither; unset: the server's defaults (metrics on, no traces)
   const observe = process.env.CHRONICLE_BENCH_OBSERVABILITY
   const receiver = observe === 'on' ? await spanSink() : undefined
-  writeFileSync(
-    join(data, 'chronicle.json'),
-    JSON.stringify({
-      limits: { maxConnections: 10_000 },
-      ...(observe === 'off' && { metrics: false }),
-      ...(receiver && { metrics: true, traces: { endpoint: receiver.url } }),
-    }),
-  )
-
   // The server runs as `npm start` runs it (its node flags), plus e.g.
   // CHRONICLE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
   const nodeArgs = [...startFlags(), ...(process.env.CHRONICLE_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)]
-  const server = spawn(
-    process.execPath,
-    [...nodeArgs, join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'],
-    {
-      env: {
-        ...process.env,
-        CHRONICLE_DATA_DIR: data,
-        CHRONICLE_PORT: '0',
-        CHRONICLE_MODEL: `scripted:${script}`,
-        CHRONICLE_LOG_LEVEL: 'warn',
-        ...(databaseUrl && { CHRONICLE_DATABASE_URL: databaseUrl }),
+  // a cluster's nodes share one token; a lone server makes its own
+  const sharedToken = nodes > 1 ? `bench-cluster-${Date.now()}-0123456789abcdef` : undefined
+  const start = async (n: number) => {
+    const data = join(dir, nodes > 1 ? `data-${n}` : 'data')
+    mkdirSync(data, { recursive: true })
+    writeFileSync(
+      join(data, 'chronicle.json'),
+      JSON.stringify({
+        limits: { maxConnections: 10_000 },
+        ...(observe === 'off' && { metrics: false }),
+        ...(receiver && { metrics: true, traces: { endpoint: receiver.url } }),
+      }),
+    )
+    const server = spawn(
+      process.execPath,
+      [...nodeArgs, join(import.meta.dirname, '..', 'bin', 'chronicle.mjs'), 'serve'],
+      {
+        env: {
+          ...process.env,
+          CHRONICLE_DATA_DIR: data,
+          CHRONICLE_PORT: '0',
+          CHRONICLE_MODEL: `scripted:${script}`,
+          CHRONICLE_LOG_LEVEL: 'warn',
+          ...(databaseUrl && { CHRONICLE_DATABASE_URL: databaseUrl }),
+          ...(sharedToken && { CHRONICLE_TOKEN: sharedToken, CHRONICLE_CLUSTER_NODE: `bench-${n}` }),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  )
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ''
-    server.stdout.on('data', (d: Buffer) => {
-      out += String(d)
-      const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m) resolve(m[1] as string)
+    )
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = ''
+      server.stdout.on('data', (d: Buffer) => {
+        out += String(d)
+        const m = /listening on (http:\/\/\S+)/.exec(out)
+        if (m) resolve(m[1] as string)
+      })
+      server.once('exit', (code) => reject(new Error(`server exited ${code}`)))
     })
-    server.once('exit', (code) => reject(new Error(`server exited ${code}`)))
-  }).catch(async (err: unknown) => {
+    return { server, url, token: sharedToken ?? readFileSync(join(data, 'token'), 'utf8').trim() }
+  }
+  const servers: Awaited<ReturnType<typeof start>>[] = []
+  try {
+    for (let n = 0; n < nodes; n++) servers.push(await start(n))
+  } catch (err) {
+    for (const { server } of servers) server.kill('SIGKILL')
     await postgres?.stop()
     throw err
-  })
-  const token = readFileSync(join(data, 'token'), 'utf8').trim()
+  }
+  const token = (servers[0] as (typeof servers)[number]).token
+  const urlOf = (i: number) => (servers[i % nodes] as (typeof servers)[number]).url
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(url + path, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })
+  /** a request to node `at` (the session's, for its commands) */
+  const api = async <T>(method: string, path: string, body?: unknown, at = 0): Promise<T> => {
+    const res = await fetch(urlOf(at) + path, {
+      method,
+      headers,
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    })
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
     return (await res.json()) as T
   }
-  // user + system CPU of the server process, in ms (/proc/<pid>/stat fields 14 and 15, in clock ticks)
-  const serverCpuMs = () => {
-    const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-  }
-  const rss = () => {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))
-    return m ? Number(m[1]) / 1024 : 0
-  }
+  // user + system CPU of the server processes, in ms (/proc/<pid>/stat fields 14 and 15, in clock ticks)
+  const serverCpuMs = () =>
+    servers.reduce((sum, { server }) => {
+      const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+      return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+    }, 0)
+  const rss = () =>
+    Math.max(
+      ...servers.map(({ server }) => {
+        const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))
+        return m ? Number(m[1]) / 1024 : 0
+      }),
+    )
 
   const rounds: Round[] = []
   let unloadedPace = 0
@@ -172,8 +202,12 @@ export default async function (args: string[]): Promise<object> {
       if (misses === 2) break
     }
   } finally {
-    server.kill('SIGTERM')
-    await new Promise((r) => server.once('exit', r))
+    await Promise.all(
+      servers.map(({ server }) => {
+        server.kill('SIGTERM')
+        return new Promise((r) => server.once('exit', r))
+      }),
+    )
     receiver?.close()
     rmSync(dir, { recursive: true, force: true })
     await postgres?.stop()
@@ -183,6 +217,7 @@ export default async function (args: string[]): Promise<object> {
   const best = held.at(-1) ?? rounds[0]
   return {
     store,
+    nodes,
     deltasPerSecondPerSession: 1000 / DELTA_MS,
     unloadedDeltasPerSecPerSession: unloadedPace,
     deltasPerSession: deltas,
@@ -197,10 +232,15 @@ export default async function (args: string[]): Promise<object> {
     rounds,
   }
 
-  async function waitIdle(id: string): Promise<void> {
+  async function waitIdle(id: string, at: number): Promise<void> {
     for (;;) {
       await new Promise((r) => setTimeout(r, 200))
-      const { session } = await api<{ session: { status: string; lastRun: unknown } }>('GET', `/sessions/${id}`)
+      const { session } = await api<{ session: { status: string; lastRun: unknown } }>(
+        'GET',
+        `/sessions/${id}`,
+        undefined,
+        at,
+      )
       if (session.status === 'idle' && session.lastRun) return
     }
   }
@@ -209,9 +249,12 @@ export default async function (args: string[]): Promise<object> {
     const ids: string[] = []
     const from = new Map<string, number>() // subscribe after the session's creation: every measured event is live
     for (let i = 0; i < S; i++) {
-      const { session } = await api<{ session: { id: string; lastSeq: number } }>('POST', '/sessions', {
-        title: `bench ${S}/${i}`,
-      })
+      const { session } = await api<{ session: { id: string; lastSeq: number } }>(
+        'POST',
+        '/sessions',
+        { title: `bench ${S}/${i}` },
+        i, // made at node i mod N, which runs it
+      )
       ids.push(session.id)
       from.set(session.id, session.lastSeq)
     }
@@ -225,13 +268,15 @@ export default async function (args: string[]): Promise<object> {
     let events = 0
     let deltaEvents = 0
     let peakRss = rss()
-    const done: Promise<void>[] = perSession === 0 ? ids.map((id) => waitIdle(id)) : []
-    for (const id of ids) {
+    const done: Promise<void>[] = perSession === 0 ? ids.map((id, i) => waitIdle(id, i)) : []
+    for (const [i, id] of ids.entries()) {
       for (let k = 0; k < perSession; k++) {
         const key = `${id}#${k}`
         const seqs: number[] = []
         received.set(key, seqs)
-        const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } })
+        const ws = new WebSocket(`${urlOf(i + k).replace(/^http/, 'ws')}/ws`, {
+          headers: { authorization: `Bearer ${token}` },
+        })
         sockets.push(ws)
         await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
         done.push(
@@ -279,7 +324,7 @@ export default async function (args: string[]): Promise<object> {
     await Promise.all(
       ids.map(async (id, i) => {
         await new Promise((r) => setTimeout(r, (i * 1000) / S))
-        await api('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'stream please' }] })
+        await api('POST', `/sessions/${id}/inputs`, { parts: [{ type: 'text', text: 'stream please' }] }, i)
       }),
     )
     await Promise.all(done)
@@ -293,13 +338,15 @@ export default async function (args: string[]): Promise<object> {
     // as the run ends): the sockets stay open until they have all the log held when it was
     // read, or 10 s pass. What has not arrived by then is lost.
     const expectedOf = new Map<string, number[]>()
-    for (const id of ids) {
+    for (const [i, id] of ids.entries()) {
       const expected: number[] = []
       let after = from.get(id) ?? 0
       for (;;) {
         const page = await api<{ events: { seq: number }[]; next?: number }>(
           'GET',
           `/sessions/${id}/events?after=${after}&limit=5000`,
+          undefined,
+          i,
         )
         expected.push(...page.events.map((e) => e.seq))
         if (page.next === undefined) break
