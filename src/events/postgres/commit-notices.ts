@@ -30,8 +30,9 @@ export class CommitNotices {
     private readonly url: string,
     /** read what committed since the last commit heard */
     private readonly wake: () => void,
+    pollMs = POLL_MS,
   ) {
-    this.poll = setInterval(wake, POLL_MS)
+    this.poll = setInterval(wake, pollMs)
     this.poll.unref()
     this.connect()
   }

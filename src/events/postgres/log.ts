@@ -77,6 +77,8 @@ export interface PostgresLogOptions {
    * listeners in seq order among this node's own, marked `elsewhere`.
    */
   readonly follow?: boolean
+  /** how often a follower reads without a notice (default POLL_MS); a spec sets it long, to see a wake lost */
+  readonly followPollMs?: number
 }
 
 /** A queued append; a lone delta may join it (src/events/delta-merge.ts). */
@@ -230,7 +232,7 @@ export class PostgresEventLog implements EventLog {
     }
     client.release()
     const log = new PostgresEventLog(pool, writer, options.now ?? Date.now, options.project, head, options.fence)
-    if (options.follow) log.notices = new CommitNotices(url, () => log.follow())
+    if (options.follow) log.notices = new CommitNotices(url, () => log.follow(), options.followPollMs)
     return log
   }
 
@@ -469,6 +471,7 @@ export class PostgresEventLog implements EventLog {
     } finally {
       client.release()
       this.ownFrom = undefined
+      if (this.followAgain) this.follow()
     }
   }
 
@@ -606,13 +609,14 @@ export class PostgresEventLog implements EventLog {
           const own = this.ownFrom ?? Number.POSITIVE_INFINITY
           const unheard = rows.filter((r) => r.seq > this.heard && r.seq < own).map(toEvent)
           if (unheard.length > 0) this.publish(unheard, true)
-          if (rows.length === FOLLOW_BATCH) this.followAgain = true
+          // more to read, or another node's rows after this node's commit: read again once that is published
+          if (rows.length === FOLLOW_BATCH || (rows.at(-1)?.seq ?? 0) >= own) this.followAgain = true
         },
         () => {}, // the database away: the next notice or poll reads again
       )
       .finally(() => {
         this.following = false
-        if (this.followAgain) this.follow()
+        if (this.followAgain && this.ownFrom === undefined) this.follow()
       })
   }
 
