@@ -160,9 +160,13 @@ export function checkInput(command: SubmitCommand, maxBytes: number = DEFAULT_MA
   }
 }
 
-/** SESSION_BUSY while the session's files are being restored or written: nothing may run on them. */
+/**
+ * SESSION_BUSY while a revert or unrevert restores the session's files, or a fork's are written: an input would
+ * land in the middle of them. A handover (a cluster node writing a claimed session's recorded tree before its
+ * run resumes, docs/CLUSTER.md) refuses nothing: the input waits in the inbox for the resumed run.
+ */
 export function assertNotRestoring(session: Session): void {
-  if (session.restoring)
+  if (session.restoring && session.restoring.kind !== 'handover')
     throw new ChronicleError('SESSION_BUSY', `session ${session.id} is being reverted; try again when it ends`)
   if (session.materializing)
     throw new ChronicleError('SESSION_BUSY', `session ${session.id}'s directory is still being written`)

@@ -7,6 +7,7 @@ import {
   inputDigest,
   type SubmitCommand,
 } from '../../src/commands/input.js'
+import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { expectFailure, given } from './given.js'
 import { accepted, archived, created, imported, runStarted } from './history.js'
 
@@ -175,6 +176,37 @@ describe('decideSubmit', () => {
 
   it('accepts input while a run is going (delivering it is the runtime’s business)', () => {
     given(created, accepted('in_0'), runStarted('run_1'))
+      .when((s) => decideSubmit({ ...fixTheBug, delivery: 'queue' }, s, undefined))
+      .then({
+        duplicate: false,
+        events: [
+          {
+            type: 'input.accepted',
+            data: {
+              inputId: 'in_1',
+              parts: [{ type: 'text', text: 'fix the bug' }],
+              delivery: 'queue',
+              noReply: false,
+              digest: inputDigest({ ...fixTheBug, delivery: 'queue' }),
+            },
+          },
+        ],
+      })
+  })
+
+  const restoreStarted = (kind: 'revert' | 'handover'): ChronicleEvent => ({
+    type: 'workspace.restore.started',
+    data: { restoreId: 'rst_1', kind, from: 'a'.repeat(40), tree: 'b'.repeat(40), messages: [] },
+  })
+
+  it('refuses input while a revert restores the files: SESSION_BUSY', () => {
+    given(created, restoreStarted('revert'))
+      .when((s) => decideSubmit(fixTheBug, s, undefined))
+      .thenFails('SESSION_BUSY', 'session ses_1 is being reverted; try again when it ends')
+  })
+
+  it('accepts input while a cluster node hands the files over: it waits for the resumed run', () => {
+    given(created, accepted('in_0'), runStarted('run_1'), restoreStarted('handover'))
       .when((s) => decideSubmit({ ...fixTheBug, delivery: 'queue' }, s, undefined))
       .then({
         duplicate: false,
