@@ -6,6 +6,7 @@ import {
   decideSubmit,
   inputDigest,
   type SubmitCommand,
+  type SubmitDecision,
 } from '../../src/commands/input.js'
 import type { ChronicleEvent } from '../../src/events/catalogue.js'
 import { expectFailure, given } from './given.js'
@@ -174,24 +175,28 @@ describe('decideSubmit', () => {
       })
   })
 
+  const queuedFix: SubmitCommand = { ...fixTheBug, delivery: 'queue' }
+  /** what accepting `queuedFix` decides: its acceptance, with the defaults written out */
+  const queuedFixAccepted: SubmitDecision = {
+    duplicate: false,
+    events: [
+      {
+        type: 'input.accepted',
+        data: {
+          inputId: 'in_1',
+          parts: [{ type: 'text', text: 'fix the bug' }],
+          delivery: 'queue',
+          noReply: false,
+          digest: inputDigest(queuedFix),
+        },
+      },
+    ],
+  }
+
   it('accepts input while a run is going (delivering it is the runtime’s business)', () => {
     given(created, accepted('in_0'), runStarted('run_1'))
-      .when((s) => decideSubmit({ ...fixTheBug, delivery: 'queue' }, s, undefined))
-      .then({
-        duplicate: false,
-        events: [
-          {
-            type: 'input.accepted',
-            data: {
-              inputId: 'in_1',
-              parts: [{ type: 'text', text: 'fix the bug' }],
-              delivery: 'queue',
-              noReply: false,
-              digest: inputDigest({ ...fixTheBug, delivery: 'queue' }),
-            },
-          },
-        ],
-      })
+      .when((s) => decideSubmit(queuedFix, s, undefined))
+      .then(queuedFixAccepted)
   })
 
   const restoreStarted = (kind: 'revert' | 'handover'): ChronicleEvent => ({
@@ -207,22 +212,8 @@ describe('decideSubmit', () => {
 
   it('accepts input while a cluster node hands the files over: it waits for the resumed run', () => {
     given(created, accepted('in_0'), runStarted('run_1'), restoreStarted('handover'))
-      .when((s) => decideSubmit({ ...fixTheBug, delivery: 'queue' }, s, undefined))
-      .then({
-        duplicate: false,
-        events: [
-          {
-            type: 'input.accepted',
-            data: {
-              inputId: 'in_1',
-              parts: [{ type: 'text', text: 'fix the bug' }],
-              delivery: 'queue',
-              noReply: false,
-              digest: inputDigest({ ...fixTheBug, delivery: 'queue' }),
-            },
-          },
-        ],
-      })
+      .when((s) => decideSubmit(queuedFix, s, undefined))
+      .then(queuedFixAccepted)
   })
 
   it('the same inputId with the same content is the original acceptance: nothing appended', () => {
