@@ -60,6 +60,8 @@ interface Round {
   serverRssMb: number
   /** server CPU (user + system) over the round divided by the text deltas streamed */
   serverCpuUsPerDelta: number
+  /** of which the kernel's (system CPU: socket writes, fsync, the file's pages) */
+  serverSystemCpuUsPerDelta: number
   /** CPU of the server and of this benchmark's own clients, in cores (2 on this machine class) */
   serverCores: number
   clientCores: number
@@ -170,12 +172,11 @@ export default async function (args: string[]): Promise<object> {
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
     return (await res.json()) as T
   }
-  // user + system CPU of the server processes, in ms (/proc/<pid>/stat fields 14 and 15, in clock ticks)
+  // system CPU of the server processes, in ms (/proc/<pid>/stat field 15, in clock ticks): the kernel's share
+  const serverSystemCpuMs = () => servers.reduce((sum, { server }) => sum + (procTicks(server.pid, 12) * 1000) / 100, 0)
+  // user + system CPU of the server processes, in ms (fields 14 and 15)
   const serverCpuMs = () =>
-    servers.reduce((sum, { server }) => {
-      const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-      return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-    }, 0)
+    servers.reduce((sum, { server }) => sum + ((procTicks(server.pid, 11) + procTicks(server.pid, 12)) * 1000) / 100, 0)
   const rss = () =>
     Math.max(
       ...servers.map(({ server }) => {
@@ -318,6 +319,7 @@ export default async function (args: string[]): Promise<object> {
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 250)
     const t0 = Date.now()
     const cpu0 = serverCpuMs()
+    const systemCpu0 = serverSystemCpuMs()
     const postgresCpu0 = postgres?.cpuMs()
     const clientCpu0 = process.cpuUsage()
     // Sessions start spread over one second, as users would, rather than in one synchronized burst.
@@ -330,6 +332,7 @@ export default async function (args: string[]): Promise<object> {
     await Promise.all(done)
     const seconds = (Date.now() - t0) / 1000
     const cpuMs = serverCpuMs() - cpu0
+    const systemCpuMs = serverSystemCpuMs() - systemCpu0
     const postgresCpuMs = postgresCpu0 === undefined ? undefined : (postgres?.cpuMs() ?? postgresCpu0) - postgresCpu0
     const clientCpu = process.cpuUsage(clientCpu0)
     clearInterval(sampler)
@@ -400,12 +403,19 @@ export default async function (args: string[]): Promise<object> {
       outOfOrder,
       serverRssMb: Math.round(peakRss),
       serverCpuUsPerDelta: Math.round((cpuMs * 1000) / (S * deltas)),
+      serverSystemCpuUsPerDelta: Math.round((systemCpuMs * 1000) / (S * deltas)),
       serverCores: Math.round(cpuMs / seconds / 10) / 100,
       clientCores: Math.round((clientCpu.user + clientCpu.system) / 1000 / seconds / 10) / 100,
       ...(postgresCpuMs !== undefined && { postgresCores: Math.round(postgresCpuMs / seconds / 10) / 100 }),
       seconds: Math.round(seconds * 10) / 10,
     }
   }
+}
+
+/** A field of /proc/<pid>/stat after the command's name (11: user ticks, 12: system ticks). */
+function procTicks(pid: number | undefined, field: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return Number(fields[field])
 }
 
 /** The node flags of package.json's `start` script (`node <flags> bin/chronicle.mjs serve`). */

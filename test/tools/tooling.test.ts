@@ -44,7 +44,9 @@ describe('createTooling (the composition root helper)', () => {
       ['everything', 'connected'],
       ['broken', 'failed'],
     ])
-    expect(statuses.filter((s) => s.state === 'failed').map((s) => s.name)).toEqual(['broken'])
+    // Only the broken server failed. It may have failed twice: the manager tries a failed server again after
+    // about a second, and on a loaded machine the other one's start can take that long (a CI run saw it).
+    expect([...new Set(statuses.filter((s) => s.state === 'failed').map((s) => s.name))]).toEqual(['broken'])
 
     await execute(
       sqlitePorts(store),
