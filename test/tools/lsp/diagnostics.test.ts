@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createDiagnostics, type DiagnosticsService } from '../../../src/tools/lsp/diagnostics.js'
 import { builtinServerPaths, builtinServers, type LspServerSpec } from '../../../src/tools/lsp/servers.js'
 import { detectSandbox, unconfined } from '../../../src/tools/sandbox.js'
+import { writeLease } from '../../../src/tools/lease-watchdog.js'
 
 /**
  * Diagnostics from a real language server (typescript-language-server, installed as a dev dependency),
@@ -238,4 +239,42 @@ describe('language-server diagnostics', () => {
     expect(report.files[0]?.errors.map((e) => e.code)).toEqual([2345]) // Chronicle's own TypeScript answered
     expect(existsSync(marker)).toBe(false)
   }, 60_000)
+
+  it("on a cluster node, a language server is killed once the node's lease is over (the node frozen or dead)", async () => {
+    const directory = project()
+    const pidFile = join(directory, 'server.pid')
+    const script = join(directory, 'pid-server.mjs')
+    // a server that says who it is and then hangs, as a wedged one would
+    writeFileSync(
+      script,
+      `import { writeFileSync } from 'node:fs'\nwriteFileSync(${JSON.stringify(pidFile)}, String(process.pid))\nprocess.stdin.resume()\n`,
+    )
+    const spec: LspServerSpec = {
+      name: 'pid',
+      extensions: ['.ts'],
+      command: [process.execPath, script],
+      diagnostics: 'push',
+      languageId: () => 'typescript',
+    }
+    const leaseFile = join(directory, 'cluster-lease')
+    writeLease(leaseFile, Date.now() + 60_000)
+    service = createDiagnostics({ servers: [spec], sandbox, deadlineMs: 300, leaseFile })
+    service.warm(directory, join(directory, 'math.ts'))
+    await vi.waitFor(() => expect(existsSync(pidFile)).toBe(true), { timeout: 10_000 })
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    await new Promise((r) => setTimeout(r, 500))
+    expect(running(pid)).toBe(true) // the lease runs: the watchdog leaves it alone
+    writeLease(leaseFile, Date.now() + 300) // no heartbeat renews it
+    await vi.waitFor(() => expect(running(pid)).toBe(false), { timeout: 3_000, interval: 20 })
+  })
 })
+
+/** Whether `pid` runs (a killed process's zombie, not reaped yet, does not count). */
+function running(pid: number): boolean {
+  try {
+    // pid (comm) state …: comm may hold spaces, so read after its closing parenthesis
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
