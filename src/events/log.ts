@@ -69,6 +69,11 @@ export interface EventLog {
   onCommit(listener: CommitListener): () => void
   /** how long the commit being published took to write, in ms (NaN before the first): read by a commit listener */
   readonly commitMs: number
+  /**
+   * (cluster) the epoch this node holds the session at, undefined when it holds none (or there is no fence):
+   * what a run's appends carry as AppendOptions.epoch
+   */
+  heldAt?(sessionId: string): number | undefined
   /** content-addressed text events name by hash (src/events/blobs.ts): written before the event that names it */
   readonly blobs: {
     /** stores `content` once; its key, sha256 hex */

@@ -50,6 +50,13 @@ export interface AppendOptions {
    * it (docs/CLUSTER.md "Commands at any node"). Without it an append is the owner's alone.
    */
   readonly anyNode?: boolean
+  /**
+   * (cluster) the epoch its writer began under (EventLog.heldAt): refused with NOT_OWNER unless the node holds
+   * the session at that epoch still. A run the node let go of when its lease lapsed keeps stopping after the
+   * node has claimed the session back at a newer epoch; what it records then must not pass as the new owner's
+   * (docs/CLUSTER.md "Ownership and the fence"). Ignored where there is no fence.
+   */
+  readonly epoch?: number
 }
 
 /** Called inside the append transaction with the events just inserted; throwing rolls the append back. */

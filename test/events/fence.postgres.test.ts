@@ -5,6 +5,7 @@ import { isChronicleError } from '../../src/events/errors.js'
 import { claimSessions, heartbeatAndClaim, joinCluster, leaveCluster } from '../../src/events/postgres/cluster-nodes.js'
 import { Fence } from '../../src/events/postgres/fence.js'
 import { PG_TYPES, PostgresEventLog } from '../../src/events/postgres/log.js'
+import { Recorder } from '../../src/runtime/loop/recorder.js'
 import { usePostgres } from '../support/use-postgres.js'
 
 /**
@@ -92,6 +93,41 @@ describe('the fence: an append from a node that does not own the session inserts
     expect(next.map((e) => [e.version, e.meta.epoch])).toEqual([[2, 2]])
     const titles = (await b.log.readSession('ses_1')).map((e) => [e.type, e.meta.epoch])
     expect(titles).toEqual([
+      ['session.created', 1],
+      ['session.renamed', 2],
+    ])
+  })
+
+  it('refuses what a run it let go of records after the node claimed the session back; the new epoch stays held', async () => {
+    const { db, node } = await cluster()
+    const a = await node('node-a')
+    await a.log.append('ses_1', [created], { meta })
+    expect(a.log.heldAt('ses_1')).toBe(1)
+    const run = new Recorder(a.log, 'ses_1') // a run begins under epoch 1
+
+    // the lease lapsed: every session let go, the node a new member, which claims its own session back
+    a.fence.renew('node-a2')
+    await leaveCluster(db, 'node-a')
+    await joinCluster(db, { id: 'node-a2', name: 'node-a2' })
+    const claimed = await claimSessions(db, 'node-a2', TTL, 100)
+    expect(claimed).toEqual([{ sessionId: 'ses_1', epoch: 2 }])
+    for (const c of claimed) a.fence.hold(c.sessionId, c.epoch)
+
+    // the run let go of, still stopping, records a call's end: refused, as a plain append under epoch 1 is
+    run.emit(renamed('late'), meta)
+    const late = await run.settle().catch((e: unknown) => e)
+    expect(isChronicleError(late, 'NOT_OWNER')).toBe(true)
+    expect((late as { details?: unknown }).details).toEqual({ sessionId: 'ses_1', epoch: 1, held: 2 })
+    const plain = await a.log.append('ses_1', [renamed('late')], { meta, epoch: 1 }).catch((e: unknown) => e)
+    expect(isChronicleError(plain, 'NOT_OWNER')).toBe(true)
+    expect(await a.log.version('ses_1')).toBe(1)
+
+    // the session stays this node's: the run that resumes it records under epoch 2
+    expect(a.fence.epochOf('ses_1')).toBe(2)
+    const resumed = new Recorder(a.log, 'ses_1')
+    resumed.emit(renamed('resumed'), meta)
+    await resumed.settle()
+    expect((await a.log.readSession('ses_1')).map((e) => [e.type, e.meta.epoch])).toEqual([
       ['session.created', 1],
       ['session.renamed', 2],
     ])

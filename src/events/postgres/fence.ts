@@ -108,6 +108,15 @@ export interface LockedStream {
   readonly inserted: boolean
 }
 
+/** An append made under an epoch the node has since claimed the session again at (AppendOptions.epoch). */
+export function staleEpoch(sessionId: string, epoch: number, held: number): ChronicleError {
+  return new ChronicleError(
+    'NOT_OWNER',
+    `session ${sessionId} was let go of at epoch ${epoch} and is held at epoch ${held} now: what began under ${epoch} records nothing more`,
+    { sessionId, epoch, held },
+  )
+}
+
 export function notOwner(sessionId: string, owner: string | null): ChronicleError {
   return new ChronicleError(
     'NOT_OWNER',

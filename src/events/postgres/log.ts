@@ -21,7 +21,7 @@ import type { AppendOptions } from '../store.js'
 import { redactUrl } from './url.js'
 import { Pipe } from './pipe.js'
 import { CommitNotices } from './commit-notices.js'
-import type { Fence, LockedStream } from './fence.js'
+import { type Fence, type LockedStream, staleEpoch } from './fence.js'
 import { copyWith } from '../copy.js'
 import { migratePostgres } from './schema.js'
 
@@ -698,6 +698,10 @@ export class PostgresEventLog implements EventLog {
     return this.lastCommitMs
   }
 
+  heldAt(sessionId: string): number | undefined {
+    return this.fence?.epochOf(sessionId)
+  }
+
   async seqOfVersion(sessionId: string, version: number): Promise<number | undefined> {
     await this.readYourWrites(sessionId)
     const { rows } = await this.query<{ seq: number }>(
@@ -908,7 +912,8 @@ export function checkServerVersion(versionNum: number, version: string, url: str
 /**
  * Each fenced session's epoch, its locked row checked against what the fence holds (src/events/postgres/fence.ts):
  * NOT_OWNER for the first that is not this node's at its epoch, before anything is inserted, unless every
- * append to it in `batch` is a client's command (AppendOptions.anyNode).
+ * append to it in `batch` is a client's command (AppendOptions.anyNode); NOT_OWNER too for an append made under
+ * an epoch the node no longer holds the session at (AppendOptions.epoch), the session staying held.
  */
 function fencedEpochs(
   fence: Fence,
@@ -923,6 +928,11 @@ function fencedEpochs(
   for (const row of rows) {
     const epoch = fence.check(row, batch.length > 0 && !owners.has(row.id))
     if (epoch !== undefined) epochs.set(row.id, epoch)
+  }
+  for (const { sessionId, options } of batch) {
+    const held = epochs.get(sessionId)
+    if (options.epoch !== undefined && held !== undefined && options.epoch !== held)
+      throw staleEpoch(sessionId, options.epoch, held)
   }
   return epochs
 }

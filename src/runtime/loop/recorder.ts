@@ -2,7 +2,7 @@ import type { ChronicleEvent } from '../../events/catalogue.js'
 import type { EventMeta } from '../../events/envelope.js'
 import { isChronicleError } from '../../events/errors.js'
 import type { EventLog } from '../../events/log.js'
-import type { Durability, Settle } from '../../events/store.js'
+import type { AppendOptions, Durability, Settle } from '../../events/store.js'
 
 /**
  * Appends one run's events through the batching appender without awaiting
@@ -34,16 +34,24 @@ export class Recorder {
     },
   }
 
+  /**
+   * (cluster) the epoch the node held the session at when the run began: every append carries it, so once the
+   * node has let the session go and claimed it back, what this run still records is refused (AppendOptions.epoch)
+   */
+  private readonly epoch: number | undefined
+
   constructor(
     private readonly log: EventLog,
     readonly sessionId: string,
-  ) {}
+  ) {
+    this.epoch = log.heldAt?.(sessionId)
+  }
 
   emit(events: ChronicleEvent | readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): void {
     if (this.lost !== undefined) return
     const list = Array.isArray(events) ? events : [events as ChronicleEvent]
     try {
-      if (this.log.submit(this.sessionId, list, { meta, durability }, this.done)) this.emitted++
+      if (this.log.submit(this.sessionId, list, this.options(meta, durability), this.done)) this.emitted++
     } catch (err) {
       this.failure ??= err // never queued: settle() rethrows it
     }
@@ -79,6 +87,10 @@ export class Recorder {
   /** Appends now (after everything queued), in one transaction. */
   async append(events: readonly ChronicleEvent[], meta: EventMeta, durability: Durability = 'normal'): Promise<void> {
     if (this.lost !== undefined) throw this.lost
-    await this.log.append(this.sessionId, events, { meta, durability })
+    await this.log.append(this.sessionId, events, this.options(meta, durability))
+  }
+
+  private options(meta: EventMeta, durability: Durability): AppendOptions {
+    return this.epoch === undefined ? { meta, durability } : { meta, durability, epoch: this.epoch }
   }
 }
