@@ -330,7 +330,7 @@ export async function checkStore(input: CheckInput): Promise<CheckResult> {
     const report = await opened.verify()
     r.verifyFailures = report.differences + report.problems.length
     if (report.differences > 0)
-      fail(`verify: ${report.differences} differences, first ${JSON.stringify(report.first).slice(0, 300)}`)
+      fail(`verify: ${report.differences} differences, first ${describeDifference(report.first)}`)
     for (const problem of report.problems) fail(problem)
   } finally {
     await opened.close()
@@ -488,4 +488,22 @@ export async function auditDataDir(
   const violations = stdout.split('\n').filter((l) => l.startsWith('MISMATCH'))
   if (code !== (mismatches === 0 ? 0 : 1)) violations.push(`audit exited ${code} with ${mismatches} mismatches`)
   return { auditMismatches: mismatches, auditedSteps: Number(summary[2]), violations }
+}
+
+/** A verify difference as a line: which entity, and only the fields where the stored read model and the fold part. */
+function describeDifference(first: unknown): string {
+  const d = first as
+    | { sessionId?: string; entity?: string; id?: string; stored?: unknown; expected?: unknown }
+    | undefined
+  if (!d) return 'none'
+  const stored = (d.stored ?? {}) as Record<string, unknown>
+  const expected = (d.expected ?? {}) as Record<string, unknown>
+  const fields = [...new Set([...Object.keys(stored), ...Object.keys(expected)])]
+    .filter((k) => JSON.stringify(stored[k]) !== JSON.stringify(expected[k]))
+    .map(
+      (k) =>
+        `${k}: stored ${JSON.stringify(stored[k])?.slice(0, 400)}, folded ${JSON.stringify(expected[k])?.slice(0, 400)}`,
+    )
+  const missing = d.stored === undefined ? ' (not stored)' : d.expected === undefined ? ' (not in the fold)' : ''
+  return `${d.entity} ${d.id} of ${d.sessionId}${missing}: ${fields.join('; ')}`
 }
