@@ -1,7 +1,7 @@
 import { Component, createRef } from 'preact'
 import type { Message, Part } from '../../client/index.js'
 import type { SessionModel } from '../session-model.js'
-import { Badge, formatTime } from '../ui.js'
+import { Badge, formatCount, formatTime } from '../ui.js'
 import { type PartActions, PartView } from './part-view.js'
 
 /**
@@ -55,12 +55,12 @@ export class Transcript extends Component<Props, State> {
         <div class="transcript-inner">
           {hidden > 0 && (
             <button type="button" class="earlier" onClick={() => this.setState({ shown: shown + step })}>
-              Show earlier messages ({hidden.toLocaleString()} not shown)
+              Show earlier messages ({formatCount(hidden)} not shown)
             </button>
           )}
           {hidden === 0 && this.props.more && (
             <button type="button" class="earlier" onClick={this.props.more.load}>
-              Show earlier messages ({this.props.more.hidden.toLocaleString()} not shown)
+              Show earlier messages ({formatCount(this.props.more.hidden)} not shown)
             </button>
           )}
           {messages.length === 0 && <p class="empty">No messages yet.</p>}
