@@ -53,10 +53,13 @@ export class LiveSession {
     const previous = this.sub
     this.model = SessionModel.from(state)
     this.error = undefined
-    this.sub = await this.socket.subscribe({ sessions: [this.id], after: state.seq }, (f) => this.onEvent(f))
-    void previous?.close()
-    if (this.closed) void this.sub.close()
+    // drawn now, not after the subscription's answer (a round trip of a cold open): the subscription starts at the
+    // state's seq, and what it delivers folds into this model as it comes, so nothing is missed or shown twice
     this.notify()
+    const sub = await this.socket.subscribe({ sessions: [this.id], after: state.seq }, (f) => this.onEvent(f))
+    this.sub = sub
+    void previous?.close()
+    if (this.closed) void sub.close()
   }
 
   private onEvent(frame: EventFrame): void {
