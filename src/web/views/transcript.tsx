@@ -14,14 +14,14 @@ import { type PartActions, PartView } from './part-view.js'
  *
  * The first draw is the tail: the latest few messages, more (doubling)
  * until they fill the box, all before the first paint; the rest of the
- * window is drawn in the next task, after that paint. Above the tail, in a
+ * window is drawn after that paint, a few messages a task. Above the tail, in a
  * box that opens at its end, they change nothing in view. A cold open's
  * draw costs what the screen shows, not the window (docs/WEB.md).
  */
 
 /** messages drawn at first, and added per "show earlier" */
 const WINDOW = 30
-/** the tail drawn first, doubled while it does not fill the box */
+/** the tail drawn first, doubled while it does not fill the box; then added per task */
 const TAIL = 4
 
 interface Props {
@@ -68,7 +68,19 @@ export class Transcript extends Component<Props, State> {
     const el = this.box.current
     if (tail >= Math.min(shown, this.props.model.messageCount)) this.setState({ tail: undefined })
     else if (!el || el.scrollHeight <= el.clientHeight) this.setState({ tail: tail * 2 })
-    else this.rest = setTimeout(() => this.setState({ tail: undefined }), 0)
+    else this.rest = setTimeout(this.more, 0)
+  }
+
+  /** After the first paint, the rest of the window a few messages a task: no frame or input waits for all of it. */
+  private readonly more = (): void => {
+    const { tail, shown } = this.state
+    if (tail === undefined) return
+    const next = tail + TAIL
+    if (next >= Math.min(shown, this.props.model.messageCount)) this.setState({ tail: undefined })
+    else
+      this.setState({ tail: next }, () => {
+        this.rest = setTimeout(this.more, 0)
+      })
   }
 
   override render({ model, actions, label }: Props, { shown, tail }: State) {
