@@ -98,6 +98,14 @@ describe('a cold tab', () => {
     await page.close()
   })
 
+  it('a session that does not exist: the socket’s refusal is shown, as when it is opened from the list', async () => {
+    const page = await context.newPage()
+    await page.goto(`${server.url}/#/s/ses_nosuchsession`)
+    await page.getByRole('alert').filter({ hasText: 'SESSION_NOT_FOUND' }).waitFor()
+    expect(await page.getByRole('region', { name: 'Transcript' }).count()).toBe(0)
+    await page.close()
+  })
+
   it('logged out, asks who it is and nothing more: no state, no socket, no console error but that 401', async () => {
     const id = await newSession()
     const stranger = await browser.newContext()
