@@ -24,7 +24,9 @@ import { Transcript } from './transcript.js'
  * the scrubber). Both share the live model: the header and the scrubber's
  * end follow the session as it goes on. Redraws are batched per animation
  * frame whatever the event rate. `performance.measure('chronicle:open')`
- * times the open, from here to the first drawn state (bench/web.ts).
+ * times the open, from here to the first drawn state (bench/web.ts); at a
+ * cold open the state was asked for before (start.ts), so its end in the
+ * tab's clock is the figure.
  */
 export function SessionPage({
   socket,
