@@ -413,6 +413,8 @@ async function openFigures(
     coldMinusBlankTabMs: round(percentile(coldMs, 0.5) - percentile(blankMs, 0.5)),
     // where the cold tab's time goes, medians in the tab's clock (from its navigation's start)
     coldTabScriptsLoadedMs: part('loaded'),
+    coldTabScriptRunMs: part('script'),
+    coldTabLoggedInMs: part('loggedIn'),
     coldTabOpenStartedMs: part('openStarted'),
     coldTabDrawnMs: part('drawn'),
     stateCallMedianMs: round(percentile(stateCallMs, 0.5)),
@@ -421,8 +423,12 @@ async function openFigures(
 }
 
 interface ColdParts {
-  /** DOMContentLoaded ended: the page's script has run */
+  /** DOMContentLoaded ended: the page's entry has run */
   readonly loaded: number
+  /** the views' script has run (src/web/app.tsx `chronicle:script`; NaN in a page without the mark) */
+  readonly script: number
+  /** the login check answered (src/web/start.ts `chronicle:whoami`) */
+  readonly loggedIn: number
   /** the session page started opening (logged in, socket open) */
   readonly openStarted: number
   /** the transcript drawn */
@@ -433,7 +439,15 @@ async function coldParts(tab: Page): Promise<ColdParts> {
   return tab.evaluate(() => {
     const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming
     const open = performance.getEntriesByName('chronicle:open')[0] as PerformanceEntry
-    return { loaded: nav.domContentLoadedEventEnd, openStarted: open.startTime, drawn: open.startTime + open.duration }
+    const script = performance.getEntriesByName('chronicle:script')[0]?.startTime ?? Number.NaN
+    const loggedIn = performance.getEntriesByName('chronicle:whoami')[0]?.startTime ?? Number.NaN
+    return {
+      loaded: nav.domContentLoadedEventEnd,
+      script,
+      loggedIn,
+      openStarted: open.startTime,
+      drawn: open.startTime + open.duration,
+    }
   })
 }
 

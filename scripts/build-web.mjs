@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /*
  * The web page (src/web/, docs/WEB.md): bundles src/web/main.tsx with esbuild
- * into <out>/assets/ — the entry's JavaScript, the chunks it loads with a
- * dynamic import() (code splitting: the syntax highlighter, src/web/highlight.ts,
- * is not part of a first paint) and one stylesheet, minified, with content
- * hashes in their names — and writes <out>/index.html naming the entry and
- * the stylesheet. Chunks are same-origin scripts under /assets/, which the
+ * into <out>/assets/ — the entry's JavaScript (small: it starts the login
+ * check, then imports the views, src/web/app.tsx, at once), the chunks loaded
+ * with a dynamic import() (code splitting: the views; the syntax highlighter,
+ * src/web/highlight.ts, which is not part of a first paint) and one
+ * stylesheet, minified, with content hashes in their names — and writes
+ * <out>/index.html naming the entry and the stylesheet, and preloading the
+ * rest of what a first paint runs (`modulepreload`). Chunks are same-origin scripts under /assets/, which the
  * CSP's script-src 'self' allows.
  * No inline script or style: the server's CSP (script-src 'self',
  * style-src 'self') would block them.
@@ -65,8 +67,11 @@ export async function buildWeb({ out = join(root, 'dist', 'web'), minify = true,
   const css = written.find((f) => f.endsWith('.css'))
   if (!entry || !css || written.filter((f) => f.endsWith('.css')).length !== 1)
     throw new Error(`build-web: expected one entry .js and one .css, got ${written.join(', ')}`)
-  // what a first paint loads: the entry and the chunks it imports statically, transitively
+  // what a first paint loads: the entry, the views it imports at once (its own dynamic imports: main.tsx starts
+  // the login check before they are compiled) and the chunks they import statically, transitively; a chunk a
+  // view imports dynamically (the highlighter) is not part of it
   const initial = new Set([entry])
+  for (const i of outputs[entry].imports) if (i.kind === 'dynamic-import' && !i.external) initial.add(i.path)
   for (const file of initial)
     for (const i of outputs[file].imports) if (i.kind === 'import-statement' && !i.external) initial.add(i.path)
   const js = join(root, entry)
@@ -101,7 +106,7 @@ function kb(bytes) {
   return `${(bytes / 1024).toFixed(1)} KB`
 }
 
-/** The page's HTML; `preload`: the chunks the entry imports statically, fetched with it rather than after it. */
+/** The page's HTML; `preload`: the rest of a first paint's chunks, fetched with the entry rather than after it. */
 function indexHtml(script, stylesheet, preload = []) {
   const preloads = preload.map((href) => `<link rel="modulepreload" href="${href}">\n`).join('')
   return `<!doctype html>

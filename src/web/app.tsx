@@ -1,8 +1,10 @@
-import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks'
+import { render } from 'preact'
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks'
 import type { ChronicleSocket } from '../client/index.js'
-import { Connection, login, logout, type Principal, whoami } from './connection.js'
+import { logout, type Principal, whoami } from './connection.js'
 import { parseRoute, type Route, searchHash } from './route.js'
 import { highlightHit } from './search-highlight.js'
+import type { Start } from './start.js'
 import { SearchPage } from './views/search-page.js'
 import { ErrorNote } from './ui.js'
 import { AdminPage } from './views/admin-page.js'
@@ -26,35 +28,26 @@ type Phase =
   | { readonly kind: 'failed'; readonly error: unknown }
   | { readonly kind: 'ready'; readonly who: Principal; readonly socket: ChronicleSocket }
 
-export function App() {
-  const connection = useMemo(() => new Connection(), [])
+/** Draws the page into #app once its views have loaded; `start` began before them (main.tsx). */
+export function mount(start: Start): void {
+  performance.mark('chronicle:script') // the views' script has run (a cold open's parts: bench/web.ts)
+  const root = document.getElementById('app')
+  if (root) render(<App start={start} />, root)
+}
+
+export function App({ start }: { start: Start }) {
+  const connection = start.connection
   const [phase, setPhase] = useState<Phase>({ kind: 'starting' })
   const route = useRoute()
 
-  // a layout effect: the login check starts right after the first render, not a frame later (a cold open waits for it)
+  // a layout effect: what start.ts found is shown right after the first render, not a frame later
   useLayoutEffect(() => {
     void (async () => {
       try {
-        if (location.pathname === '/login') {
-          const code = decodeURIComponent(location.hash.slice(1))
-          // the code is spent either way: take it out of the address bar and the history
-          history.replaceState(null, '', '/login')
-          if (code === '' || (await login(code)) === 'invalid') {
-            setPhase({ kind: 'link-invalid' })
-            return
-          }
-          history.replaceState(null, '', '/#/')
-          window.dispatchEvent(new HashChangeEvent('hashchange'))
-        }
-        // the socket only once the check finds a login: started beside it, it saved ~3 ms of a cold open and cost
-        // a logged-out page a refused upgrade in its console
-        const who = await whoami(connection.http)
-        if (!who) {
-          setPhase({ kind: 'logged-out' })
-          return
-        }
-        const socket = await connection.socket()
-        setPhase({ kind: 'ready', who, socket })
+        const started = await start.started
+        setPhase(started)
+        if (started.kind !== 'ready') return
+        const socket = started.socket
         // A browser cannot see why a WebSocket upgrade failed: while reconnecting, ask over HTTP whether the
         // web session still holds (it ends with a logout elsewhere, its 30 days, or its token's revocation).
         let checking = false
@@ -76,7 +69,7 @@ export function App() {
         setPhase({ kind: 'failed', error })
       }
     })()
-  }, [connection])
+  }, [start, connection])
 
   switch (phase.kind) {
     case 'starting':
@@ -117,21 +110,12 @@ export function App() {
         </main>
       )
     case 'ready':
-      return <Shell connection={connection} who={phase.who} socket={phase.socket} route={route} />
+      return <Shell start={start} who={phase.who} socket={phase.socket} route={route} />
   }
 }
 
-function Shell({
-  connection,
-  who,
-  socket,
-  route,
-}: {
-  connection: Connection
-  who: Principal
-  socket: ChronicleSocket
-  route: Route
-}) {
+function Shell({ start, who, socket, route }: { start: Start; who: Principal; socket: ChronicleSocket; route: Route }) {
+  const connection = start.connection
   const [, setTick] = useState(0)
   useEffect(() => connection.onChange(() => setTick((t) => t + 1)), [connection])
   const opened = route.view === 'at' ? `${route.id}@${route.seq}` : undefined
@@ -191,6 +175,7 @@ function Shell({
             key={route.id}
             socket={socket}
             id={route.id}
+            firstState={start.takeState}
             at={route.view === 'at' ? route.seq : undefined}
             navigate={navigate}
           />

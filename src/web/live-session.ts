@@ -1,12 +1,12 @@
-import type { ChronicleSocket, EventFrame, Subscription } from '../client/index.js'
+import type { ChronicleSocket, EventFrame, StateView, Subscription } from '../client/index.js'
 import { SessionModel } from './session-model.js'
 
 /** Live events kept for the events list (older ones are read back from the log by page). */
 const KEEP_FRAMES = 20_000
 
 /**
- * One session, live: its state now (`session.state`), then a subscription
- * from that seq, each event folded into the model. The page never replays
+ * One session, live: its state now (`session.state`; at a cold open, the
+ * one start.ts read ahead over HTTP), then a subscription from that seq, each event folded into the model. The page never replays
  * the history into the DOM: a 10,000-event session opens with one state
  * read. The SDK re-subscribes from the last delivered seq after a dropped
  * connection, and the model ignores anything at or below its seq, so a
@@ -24,6 +24,8 @@ export class LiveSession {
   constructor(
     private readonly socket: ChronicleSocket,
     readonly id: string,
+    /** the state read ahead of the page (start.ts): the first state, unless it failed */
+    private first?: Promise<StateView> | undefined,
   ) {}
 
   async open(): Promise<void> {
@@ -48,15 +50,21 @@ export class LiveSession {
   }
 
   private async load(): Promise<void> {
-    const state = await this.socket.call('session.state', { session: this.id })
+    const ahead = this.first
+    this.first = undefined
+    const state =
+      (await ahead?.catch(() => undefined)) ?? (await this.socket.call('session.state', { session: this.id }))
     if (this.closed) return
     const previous = this.sub
     this.model = SessionModel.from(state)
     this.error = undefined
-    this.sub = await this.socket.subscribe({ sessions: [this.id], after: state.seq }, (f) => this.onEvent(f))
-    void previous?.close()
-    if (this.closed) void this.sub.close()
+    // drawn now, not after the subscription's answer (a round trip of a cold open): the subscription starts at the
+    // state's seq, and what it delivers folds into this model as it comes, so nothing is missed or shown twice
     this.notify()
+    const sub = await this.socket.subscribe({ sessions: [this.id], after: state.seq }, (f) => this.onEvent(f))
+    this.sub = sub
+    void previous?.close()
+    if (this.closed) void sub.close()
   }
 
   private onEvent(frame: EventFrame): void {

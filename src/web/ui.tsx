@@ -35,10 +35,26 @@ export function ErrorNote({ error, children }: { error: unknown; children?: Comp
   )
 }
 
+/*
+ * Numbers and times are formatted here, not by toLocaleString: a tab's first use of Intl sets up ICU's number
+ * and date formats, 30–75 ms on the development VM, the largest single piece of a cold open's script (docs/WEB.md).
+ * The page's text is English, so are its separators.
+ */
+
+/** A time in the browser's time zone: `2026-12-07 17:57:18`. */
 export function formatTime(iso: string | undefined): string {
   if (!iso) return ''
   const d = new Date(iso)
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
+  if (Number.isNaN(d.getTime())) return iso
+  const pad = (n: number) => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+}
+
+/** A count with its thousands separated by commas: `12,345`. */
+export function formatCount(n: number): string {
+  const [whole = '', fraction] = String(n).split('.')
+  const grouped = whole.replace(/\B(?=(\d{3})+$)/g, ',')
+  return fraction === undefined ? grouped : `${grouped}.${fraction}`
 }
 
 export function clockTime(iso: string): string {
@@ -49,7 +65,7 @@ export function clockTime(iso: string): string {
 }
 
 export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n.toLocaleString()} ${n === 1 ? one : many}`
+  return `${formatCount(n)} ${n === 1 ? one : many}`
 }
 
 /** The state of an async call a button starts: busy while it runs, the error if it failed. */

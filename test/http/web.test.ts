@@ -140,6 +140,9 @@ beforeAll(async () => {
   writeFileSync(join(root, 'index.html'), INDEX)
   writeFileSync(join(root, 'assets', 'app.js'), APP_JS)
   writeFileSync(join(root, 'assets', 'app.css'), 'body { margin: 0 }\n')
+  writeFileSync(join(root, 'assets', 'main-7ZIL2DW4.js'), APP_JS)
+  writeFileSync(join(root, 'assets', 'main-ECV36LQZ.css'), 'body { margin: 0 }\n')
+  writeFileSync(join(root, 'assets', 'main-7zil2dw4.js'), APP_JS)
   writeFileSync(join(root, 'assets', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>\n')
   writeFileSync(join(root, 'assets', 'fonts', 'mono.woff2'), Buffer.from([0x77, 0x4f, 0x46, 0x32]))
   writeFileSync(join(root, 'assets', '.hidden.js'), SECRET)
@@ -187,6 +190,23 @@ describe('the page', () => {
       expect(securityHeaders(res)).toEqual(HEADERS)
       expect(await res.text()).toBe(body)
     }
+  })
+
+  it('a script or stylesheet named by its content (the build’s main-<HASH>.js) is kept for a year; any other file is revalidated', async () => {
+    const cases = [
+      ['/assets/main-7ZIL2DW4.js', 'public, max-age=31536000, immutable'],
+      ['/assets/main-ECV36LQZ.css', 'public, max-age=31536000, immutable'],
+      ['/assets/app.js', 'no-cache'],
+      ['/assets/main-7zil2dw4.js', 'no-cache'], // not the build's spelling of a hash
+      ['/assets/logo.svg', 'no-cache'],
+      ['/', 'no-cache'],
+    ]
+    const answers = []
+    for (const [path] of cases) {
+      const res = await fetch(`${server.url}${path}`)
+      answers.push([path, res.status, res.headers.get('cache-control')])
+    }
+    expect(answers).toEqual(cases.map(([path, cache]) => [path, 200, cache]))
   })
 
   it('an unchanged file is answered 304 to its ETag; HEAD answers the headers only', async () => {

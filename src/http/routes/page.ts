@@ -28,13 +28,25 @@ export function pageRoutes(app: App, root: string): void {
     const path = (req.url.split('?')[0] ?? '').slice(ASSETS.length)
     const file = await readAsset(root, path)
     if (!file) throw new ChronicleError('NOT_FOUND', 'no such asset')
-    return sendFile(req, reply, file)
+    return sendFile(req, reply, file, HASHED.test(path))
   })
 }
 
-/** A file, revalidated on each use (`no-cache` with an ETag: a rebuild shows at the next load). */
-function sendFile(req: FastifyRequest, reply: FastifyReply, file: WebFile) {
-  void reply.header('cache-control', 'no-cache').header('etag', file.etag)
+/**
+ * A script or stylesheet the page's build named by its content (`main-<HASH>.js`, scripts/build-web.mjs): a
+ * rebuild that changes it gives it another name, so the browser keeps it without asking again. A cold tab then
+ * waits for no revalidation of each of them before its script runs (docs/WEB.md "The cold open").
+ */
+const HASHED = /(?:^|\/)[\w.-]+-[A-Z0-9]{8}\.(?:js|css)$/
+
+/**
+ * A file: a content-named one kept for a year (`immutable`), any other revalidated on each use (`no-cache` with an
+ * ETag: a rebuild shows at the next load). index.html is never kept, so a rebuild's new names are seen at once.
+ */
+function sendFile(req: FastifyRequest, reply: FastifyReply, file: WebFile, immutable = false) {
+  void reply
+    .header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
+    .header('etag', file.etag)
   if (req.headers['if-none-match'] === file.etag) return reply.status(304).send()
   return reply.type(file.type).send(file.body)
 }

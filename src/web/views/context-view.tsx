@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { ChronicleSocket } from '../../client/index.js'
-import { ErrorNote } from '../ui.js'
+import { ErrorNote, formatCount } from '../ui.js'
 
 /**
  * What the model saw (docs/AUDIT.md): `session.context {at}` at a
@@ -70,7 +70,7 @@ export function ContextView({ socket, session, seq }: { socket: ChronicleSocket;
         <p class="note">No step started at this seq: this is the request the next step would be sent, compiled now.</p>
       )}
       <details>
-        <summary>System prompt ({(context.system ?? '').length.toLocaleString()} characters)</summary>
+        <summary>System prompt ({formatCount((context.system ?? '').length)} characters)</summary>
         <pre class="block">{context.system}</pre>
       </details>
       <details open>

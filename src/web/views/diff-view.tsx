@@ -1,5 +1,5 @@
 import type { DiffView as Diff } from '../../client/index.js'
-import { Badge } from '../ui.js'
+import { Badge, formatCount } from '../ui.js'
 
 /** At most this many patch lines are drawn; the rest is counted. */
 const MAX_LINES = 4000
@@ -33,9 +33,7 @@ export function DiffView({ diff, title }: { diff: Diff; title: string }) {
           ))}
         </pre>
       )}
-      {lines.length > MAX_LINES && (
-        <p class="note">{(lines.length - MAX_LINES).toLocaleString()} more lines not shown.</p>
-      )}
+      {lines.length > MAX_LINES && <p class="note">{formatCount(lines.length - MAX_LINES)} more lines not shown.</p>}
     </section>
   )
 }

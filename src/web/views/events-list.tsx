@@ -2,7 +2,7 @@ import { Component, createRef } from 'preact'
 import type { ChronicleSocket, EventFrame, HistoryEvent } from '../../client/index.js'
 import type { LiveSession } from '../live-session.js'
 import { atHash } from '../route.js'
-import { clockTime, ErrorNote } from '../ui.js'
+import { clockTime, ErrorNote, formatCount } from '../ui.js'
 
 /**
  * The raw log of a session: the newest page from `session.history`, older
@@ -169,9 +169,9 @@ export class EventsList extends Component<Props, State> {
       <section class="events" aria-labelledby="events-title">
         <div class="events-bar">
           <h2 id="events-title">Events</h2>
-          <span>{rows.length.toLocaleString()} loaded</span>
+          <span>{formatCount(rows.length)} loaded</span>
           <button type="button" disabled={older === undefined || loading} onClick={() => void this.loadOlder()}>
-            {older === undefined ? 'No older events' : `Load ${PAGE.toLocaleString()} older`}
+            {older === undefined ? 'No older events' : `Load ${formatCount(PAGE)} older`}
           </button>
           <label class="inline">
             <input

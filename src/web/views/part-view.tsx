@@ -1,7 +1,7 @@
 import type { Part } from '../../client/index.js'
 import { Markdown } from '../markdown.js'
 import { sessionHash } from '../route.js'
-import { Badge, formatBytes, pure } from '../ui.js'
+import { Badge, formatBytes, formatCount, pure } from '../ui.js'
 import { ToolView } from './tool-view.js'
 
 /**
@@ -105,7 +105,7 @@ export function usageText(usage: {
   readonly reasoningTokens?: number | undefined
   readonly cachedInputTokens?: number | undefined
 }): string {
-  const n = (v: number | undefined) => (v ?? 0).toLocaleString()
+  const n = (v: number | undefined) => formatCount(v ?? 0)
   const cached = usage.cachedInputTokens ? ` (${n(usage.cachedInputTokens)} cached)` : ''
   const reasoning = usage.reasoningTokens ? ` (${n(usage.reasoningTokens)} reasoning)` : ''
   return `${n(usage.inputTokens)} in${cached} / ${n(usage.outputTokens)} out${reasoning} tokens`

@@ -1,5 +1,5 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
-import type { ChronicleSocket, DiffView as Diff, Session } from '../../client/index.js'
+import type { ChronicleSocket, DiffView as Diff, Session, StateView } from '../../client/index.js'
 import { frameScheduler } from '../frame.js'
 import { LiveSession } from '../live-session.js'
 import { atHash, sessionHash } from '../route.js'
@@ -24,16 +24,21 @@ import { Transcript } from './transcript.js'
  * the scrubber). Both share the live model: the header and the scrubber's
  * end follow the session as it goes on. Redraws are batched per animation
  * frame whatever the event rate. `performance.measure('chronicle:open')`
- * times the open, from here to the first drawn state (bench/web.ts).
+ * times the open, from here to the first drawn state (bench/web.ts); at a
+ * cold open the state was asked for before (start.ts), so its end in the
+ * tab's clock is the figure.
  */
 export function SessionPage({
   socket,
   id,
+  firstState,
   at,
   navigate,
 }: {
   socket: ChronicleSocket
   id: string
+  /** the session's state read ahead of the page (start.ts), taken once */
+  firstState?: ((id: string) => Promise<StateView> | undefined) | undefined
   /** undefined: live; null: the scrubber at the head; a number: the scrubber there */
   at: number | null | undefined
   navigate: (hash: string) => void
@@ -42,7 +47,7 @@ export function SessionPage({
   const redraw = useMemo(() => frameScheduler(() => setTick((t) => t + 1)), [])
   const live = useMemo(() => {
     performance.mark(`chronicle:open-start:${id}`)
-    return new LiveSession(socket, id)
+    return new LiveSession(socket, id, firstState?.(id))
   }, [socket, id])
   const steps = useMemo(() => new StepIndexLoader(socket, id, redraw), [socket, id, redraw])
   // a layout effect: the state is asked for right after this render, not a frame later

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { ApiError, type ChronicleSocket, type ShareInfo } from '../../client/index.js'
-import { ErrorNote, useAction } from '../ui.js'
+import { ErrorNote, formatTime, useAction } from '../ui.js'
 
 /**
  * The session's shares (docs/API.md "Shares"): a form that makes a link
@@ -99,7 +99,7 @@ export function SharePanel({ socket, sessionId }: { socket: ChronicleSocket; ses
               ? 'revoked'
               : Date.parse(s.expiresAt) <= now
                 ? 'expired'
-                : `until ${new Date(s.expiresAt).toLocaleString()}`
+                : `until ${formatTime(s.expiresAt)}`
             return (
               <li key={s.shareId}>
                 {s.name}{' '}

@@ -1,7 +1,7 @@
 import { Component, createRef } from 'preact'
 import type { Message, Part } from '../../client/index.js'
 import type { SessionModel } from '../session-model.js'
-import { Badge, formatTime } from '../ui.js'
+import { Badge, formatCount, formatTime } from '../ui.js'
 import { type PartActions, PartView } from './part-view.js'
 
 /**
@@ -11,10 +11,18 @@ import { type PartActions, PartView } from './part-view.js'
  * length. A message re-renders only when it or one of its parts changed
  * (evolve replaces exactly those objects). The box opens at its end and,
  * while the reader is there, stays at the end as the stream grows.
+ *
+ * The first draw is the tail: the latest few messages, more (doubling)
+ * until they fill the box, all before the first paint; the rest of the
+ * window is drawn after that paint, a few messages a task. Above the tail, in a
+ * box that opens at its end, they change nothing in view. A cold open's
+ * draw costs what the screen shows, not the window (docs/WEB.md).
  */
 
 /** messages drawn at first, and added per "show earlier" */
 const WINDOW = 30
+/** the tail drawn first, doubled while it does not fill the box; then added per task */
+const TAIL = 4
 
 interface Props {
   readonly model: SessionModel
@@ -29,22 +37,57 @@ interface Props {
 
 interface State {
   readonly shown: number
+  /** while the first draw fills the box: how many of the latest messages are drawn; undefined once all are */
+  readonly tail: number | undefined
 }
 
 export class Transcript extends Component<Props, State> {
-  override state: State = { shown: this.props.window ?? WINDOW }
+  override state: State = { shown: this.props.window ?? WINDOW, tail: TAIL }
   private readonly box = createRef<HTMLElement>()
+  private rest: ReturnType<typeof setTimeout> | undefined
+
+  override componentDidMount(): void {
+    this.fill()
+  }
 
   override componentDidUpdate(previous: Props): void {
     // another state (the scrubber moved): back to its end, which is scrollTop 0 in a column-reverse box
     const el = this.box.current
     if (el && previous.model !== this.props.model && el.scrollTop !== 0) el.scrollTop = 0
+    this.fill()
   }
 
-  override render({ model, actions, label }: Props, { shown }: State) {
+  override componentWillUnmount(): void {
+    clearTimeout(this.rest)
+  }
+
+  /** The first draw: more of the tail while it does not fill the box (before the paint), then the rest after it. */
+  private fill(): void {
+    const { tail, shown } = this.state
+    if (tail === undefined || this.rest !== undefined) return
+    const el = this.box.current
+    if (tail >= Math.min(shown, this.props.model.messageCount)) this.setState({ tail: undefined })
+    else if (!el || el.scrollHeight <= el.clientHeight) this.setState({ tail: tail * 2 })
+    else this.rest = setTimeout(this.more, 0)
+  }
+
+  /** After the first paint, the rest of the window a few messages a task: no frame or input waits for all of it. */
+  private readonly more = (): void => {
+    const { tail, shown } = this.state
+    if (tail === undefined) return
+    const next = tail + TAIL
+    if (next >= Math.min(shown, this.props.model.messageCount)) this.setState({ tail: undefined })
+    else
+      this.setState({ tail: next }, () => {
+        this.rest = setTimeout(this.more, 0)
+      })
+  }
+
+  override render({ model, actions, label }: Props, { shown, tail }: State) {
     const messages = model.messages()
     const hidden = Math.max(0, messages.length - shown)
-    const visible = hidden > 0 ? messages.slice(hidden) : messages
+    const filling = tail !== undefined && messages.length - hidden > tail
+    const visible = messages.slice(filling ? messages.length - tail : hidden)
     const step = this.props.window ?? WINDOW
     const asked = askedFor(model)
     return (
@@ -53,14 +96,14 @@ export class Transcript extends Component<Props, State> {
       // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard to scroll it
       <section class="transcript" ref={this.box} tabIndex={0} aria-label={label}>
         <div class="transcript-inner">
-          {hidden > 0 && (
+          {hidden > 0 && !filling && (
             <button type="button" class="earlier" onClick={() => this.setState({ shown: shown + step })}>
-              Show earlier messages ({hidden.toLocaleString()} not shown)
+              Show earlier messages ({formatCount(hidden)} not shown)
             </button>
           )}
-          {hidden === 0 && this.props.more && (
+          {hidden === 0 && !filling && this.props.more && (
             <button type="button" class="earlier" onClick={this.props.more.load}>
-              Show earlier messages ({this.props.more.hidden.toLocaleString()} not shown)
+              Show earlier messages ({formatCount(this.props.more.hidden)} not shown)
             </button>
           )}
           {messages.length === 0 && <p class="empty">No messages yet.</p>}
