@@ -64,9 +64,13 @@ export interface PostgresLogOptions {
   readonly connections?: number
   /**
    * The read models' projection, run in the append's transaction after its events are written: what it
-   * throws rolls the append back (src/projections/postgres/projection.ts).
+   * throws rolls the append back (src/projections/postgres/projection.ts). `forget`: a transaction it projected
+   * did not commit (its COMMIT, or a statement sent with it, failed): what it cached of those sessions is
+   * dropped, or a later append — another node's between — would build on versions that never were.
    */
-  readonly project?: (pipe: Pipe, events: readonly StoredEvent[]) => Promise<void>
+  readonly project?: ((pipe: Pipe, events: readonly StoredEvent[]) => Promise<void>) & {
+    forget?(sessionIds: Iterable<string>): void
+  }
   /**
    * On a cluster (docs/CLUSTER.md): the sessions this node owns. Each append then requires its session's
    * stream row to name this node at the epoch it holds (NOT_OWNER otherwise), and records the epoch in meta.
@@ -189,6 +193,8 @@ export class PostgresEventLog implements EventLog {
    * from it on that a follower reads are this node's own, published by the commit (never as another's).
    */
   private ownFrom: number | undefined
+  /** the sessions the commit under way has projected (its projection's cache holds them as if committed) */
+  private projected: readonly string[] | undefined
   private following = false
   private followAgain = false
 
@@ -465,10 +471,13 @@ export class PostgresEventLog implements EventLog {
         throw acceptedTwice(failed) ?? failed
       }
     } catch (err) {
+      // what the projection cached of this transaction's sessions may hold versions that never committed
+      if (this.projected) this.project?.forget?.(this.projected)
       if (err instanceof ChronicleError) throw err
       this.unsure = true // its COMMIT may have reached the server: the log looks before it goes on
       throw unavailable(err)
     } finally {
+      this.projected = undefined
       client.release()
       this.ownFrom = undefined
       if (this.followAgain) this.follow()
@@ -567,6 +576,7 @@ export class PostgresEventLog implements EventLog {
       streams.map(([, h]) => h.hash),
       texts.hash.at(-1),
     ])
+    this.projected = [...last.keys()]
     await this.project?.(pipe, out.flat())
     return out
   }

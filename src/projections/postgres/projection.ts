@@ -32,7 +32,7 @@ export type PgProjectHook = (pipe: Pipe, events: readonly StoredEvent[]) => Prom
 
 export function createPgProjection(
   options: ProjectorOptions & { readonly recent?: RecentView } = {},
-): PgProjectHook & { reset(): void } {
+): PgProjectHook & { reset(): void; forget(sessionIds: Iterable<string>): void } {
   const cache = projectorCache(options)
   const project = async (pipe: Pipe, events: readonly StoredEvent[]): Promise<void> => {
     const inherited = new Map<string, SessionView>()
@@ -70,7 +70,13 @@ export function createPgProjection(
     }
     rows.write(pipe)
   }
-  return Object.assign(project, { reset: () => cache.clear() })
+  return Object.assign(project, {
+    reset: () => cache.clear(),
+    // the transaction did not commit: the views it cached are of versions that never were (src/events/postgres/log.ts)
+    forget: (sessionIds: Iterable<string>) => {
+      for (const id of sessionIds) cache.delete(id)
+    },
+  })
 }
 
 /**
