@@ -6,8 +6,9 @@ const KEEP_FRAMES = 20_000
 
 /**
  * One session, live: its state now (`session.state`; at a cold open, the
- * one start.ts read ahead over HTTP), then a subscription from that seq, each event folded into the model. The page never replays
- * the history into the DOM: a 10,000-event session opens with one state
+ * one start.ts read ahead over HTTP), then a subscription from that seq,
+ * each event folded into the model. The page never replays the history
+ * into the DOM: a 10,000-event session opens with one state
  * read. The SDK re-subscribes from the last delivered seq after a dropped
  * connection, and the model ignores anything at or below its seq, so a
  * reconnect neither loses nor repeats a part.
