@@ -230,6 +230,45 @@ describe('deltas under load', () => {
     expect(commits).toHaveLength(2) // the others, at the interval
   })
 
+  it('while the store is loaded, runs settling one after another share hurried commits: one per 10 ms at most', async () => {
+    // each run settles three or four times a turn; a commit of one session's few appends each time cost more
+    // than the loaded rounds that carry every delta
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const commits: { at: number; sessions: string[] }[] = []
+    store.onCommit((events) =>
+      commits.push({ at: performance.now(), sessions: [...new Set(events.map((e) => e.sessionId))] }),
+    )
+    const others = load()
+    const settle = (sessionId: string) => {
+      const recorder = new Recorder(sqliteLog(store), sessionId)
+      recorder.emit(renamed(`settled ${sessionId}`), userMeta)
+      return recorder.settle()
+    }
+    await settle('ses_a') // the first commits on the next turn
+    const hurriedAt = commits.at(-1)?.at as number
+    const [b, c] = [settle('ses_0'), settle('ses_1')]
+    await new Promise((r) => setImmediate(r))
+    expect(commits).toHaveLength(1) // not on the next turn: within 10 ms of the last
+    await Promise.all([b, c])
+    expect(commits.map((c) => c.sessions)).toEqual([['ses_a'], ['ses_0', 'ses_1']])
+    expect((commits[1]?.at as number) - hurriedAt).toBeGreaterThanOrEqual(8) // 10, less the clocks' rounding
+    await Promise.all(others)
+  })
+
+  it('while the store is loaded, eight sessions hurried at once commit on the next turn, however recent the last', async () => {
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const commits: string[][] = []
+    store.onCommit((events) => commits.push([...new Set(events.map((e) => e.sessionId))]))
+    const others = load()
+    await store.enqueue('ses_a', [renamed('first')], { meta: userMeta })
+    const eight = Array.from({ length: 8 }, (_, i) => store.enqueue(`ses_${i}`, [renamed('now')], { meta: userMeta }))
+    await new Promise((r) => setImmediate(r))
+    expect(commits).toEqual([['ses_a'], Array.from({ length: 8 }, (_, i) => `ses_${i}`)])
+    await Promise.all([...eight, ...others])
+  })
+
   it('producers that await each append commit once a turn, not once an interval, while the store stays loaded', async () => {
     // bench store's producers: 50 sessions, each awaiting its append; loaded, each would wait 40 ms a round
     const { store } = storeWith(LOADED)
