@@ -86,8 +86,10 @@ const LOADED_FOR_MS = 1000
  */
 const LOADED_CHUNK = 128
 /**
- * While the store is loaded, commits hurried for fewer than LOADED_SESSIONS sessions come at most this
- * often; the sessions hurried meanwhile share the next. Runs settle at their start, at each step and at
+ * While the store is loaded and other sessions' appends wait in the queue (runs streaming, which will
+ * settle too), commits hurried for fewer than LOADED_SESSIONS sessions come at most this often; the
+ * sessions hurried meanwhile share the next. With nothing else queued — one run after another — there is
+ * nothing to share a commit with, and each commits on the next turn. Runs settle at their start, at each step and at
  * their end, and each settle alone was a commit of its own few appends: `npm run bench -- stream`, S = 200,
  * made 2.8 such commits a run against 0.1 for the loaded rounds that carry every delta. A wait of at most
  * this is small beside the interval it saves; a hurry of LOADED_SESSIONS sessions or more (producers each
@@ -170,7 +172,8 @@ export class CommitScheduler {
     this.hurried.add(sessionId)
     if (!this.hurrying) {
       this.hurrying = true
-      const wait = this.hurriedAt + HURRY_EVERY_MS - Date.now()
+      // only other sessions' queued appends (runs streaming, which will settle too) give it a commit to share
+      const wait = this.lastQueued.size > this.hurried.size ? this.hurriedAt + HURRY_EVERY_MS - Date.now() : 0
       if (wait > 0) this.hurryTimer = setTimeout(this.flushHurried, wait)
       else setImmediate(this.flushHurried)
     } else if (this.hurryTimer !== undefined && this.hurried.size >= LOADED_SESSIONS) {

@@ -256,6 +256,23 @@ describe('deltas under load', () => {
     await Promise.all(others)
   })
 
+  it('while the store is loaded, one run settling after another with nothing else queued commits on the next turn', async () => {
+    // sessions served one after another (test/runtime/memory.test.ts): there is no other run to share a commit with
+    const { store, load } = storeWith(LOADED)
+    await Promise.all(load())
+    const commits: string[][] = []
+    store.onCommit((events) => commits.push([...new Set(events.map((e) => e.sessionId))]))
+    for (const sessionId of ['ses_0', 'ses_1', 'ses_2']) {
+      const recorder = new Recorder(sqliteLog(store), sessionId)
+      recorder.emit(renamed(`settled ${sessionId}`), userMeta)
+      const settled = recorder.settle()
+      await new Promise((r) => setImmediate(r))
+      expect(commits.at(-1)).toEqual([sessionId]) // not 10 ms after the last
+      await settled
+    }
+    expect(store.loaded()).toBe(true)
+  })
+
   it('while the store is loaded, eight sessions hurried at once commit on the next turn, however recent the last', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
