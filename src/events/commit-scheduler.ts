@@ -88,12 +88,12 @@ const LOADED_CHUNK = 128
 /**
  * While the store is loaded and other sessions' appends wait in the queue (runs streaming, which will
  * settle too), commits hurried for fewer than LOADED_SESSIONS sessions come at most this often; the
- * sessions hurried meanwhile share the next. With nothing else queued — one run after another — there is
- * nothing to share a commit with, and each commits on the next turn. Runs settle at their start, at each step and at
- * their end, and each settle alone was a commit of its own few appends: `npm run bench -- stream`, S = 200,
- * made 2.8 such commits a run against 0.1 for the loaded rounds that carry every delta. A wait of at most
- * this is small beside the interval it saves; a hurry of LOADED_SESSIONS sessions or more (producers each
- * awaiting its append) commits on the next turn as before.
+ * sessions hurried meanwhile share the next. Runs settle at their start, at each step and at their end,
+ * and each settle alone was a commit of its own few appends: `npm run bench -- stream`, S = 200, made 2.8
+ * such commits a run against 0.1 for the loaded rounds that carry every delta. A wait of at most this is
+ * small beside the interval it saves. A hurry of LOADED_SESSIONS sessions or more (producers each awaiting
+ * its append), or one with nothing else queued (runs one after another: nothing to share a commit with),
+ * commits on the next turn as before.
  */
 const HURRY_EVERY_MS = 10
 
@@ -159,9 +159,10 @@ export class CommitScheduler {
 
   /**
    * Someone waits on the session's queued appends (an enqueue's promise):
-   * while the store is loaded they commit on the next turn (or HURRY_EVERY_MS
-   * after the last hurried commit), with those of every other session hurried
-   * meanwhile, instead of waiting out the interval; the other sessions' keep it. The interval is for appends nobody
+   * while the store is loaded they commit on the next turn (or up to
+   * HURRY_EVERY_MS after the last hurried commit), with those of every other
+   * session hurried meanwhile, instead of waiting out the interval; the other
+   * sessions' keep it. The interval is for appends nobody
    * waits on — streamed deltas — which then share commits; one a caller
    * awaits would otherwise wait it out, and producers that await each append
    * would commit once an interval (bench store: 1,263 events/s). Taking every
