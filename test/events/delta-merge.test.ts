@@ -57,6 +57,20 @@ async function waitAfterLoadedCommit(sessions: number): Promise<number> {
 const deltasOf = (store: EventStore) =>
   store.readSession('ses_a').flatMap((e) => (e.type === 'text.delta' ? [e.data.text] : []))
 
+/** The sessions each commit from now on touched, in commit order. */
+function sessionsCommitted(store: EventStore): string[][] {
+  const commits: string[][] = []
+  store.onCommit((events) => commits.push([...new Set(events.map((e) => e.sessionId))]))
+  return commits
+}
+
+/** A run's recorder emits one event to the session and settles it, as a run does at its start, steps and end. */
+function settleOne(store: EventStore, sessionId: string): Promise<void> {
+  const recorder = new Recorder(sqliteLog(store), sessionId)
+  recorder.emit(renamed(`settled ${sessionId}`), userMeta)
+  return recorder.settle()
+}
+
 describe('deltas under load', () => {
   it('a store keeping up stores each delta as it came', async () => {
     const { store } = storeWith(0)
@@ -235,24 +249,17 @@ describe('deltas under load', () => {
     // than the loaded rounds that carry every delta
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
-    const commits: { at: number; sessions: string[] }[] = []
-    store.onCommit((events) =>
-      commits.push({ at: performance.now(), sessions: [...new Set(events.map((e) => e.sessionId))] }),
-    )
+    const commits = sessionsCommitted(store)
+    const committedAt: number[] = []
+    store.onCommit(() => committedAt.push(performance.now()))
     const others = load()
-    const settle = (sessionId: string) => {
-      const recorder = new Recorder(sqliteLog(store), sessionId)
-      recorder.emit(renamed(`settled ${sessionId}`), userMeta)
-      return recorder.settle()
-    }
-    await settle('ses_a') // the first commits on the next turn
-    const hurriedAt = commits.at(-1)?.at as number
-    const [b, c] = [settle('ses_0'), settle('ses_1')]
+    await settleOne(store, 'ses_a') // the first commits on the next turn
+    const settling = [settleOne(store, 'ses_0'), settleOne(store, 'ses_1')]
     await new Promise((r) => setImmediate(r))
     expect(commits).toHaveLength(1) // not on the next turn: within 10 ms of the last
-    await Promise.all([b, c])
-    expect(commits.map((c) => c.sessions)).toEqual([['ses_a'], ['ses_0', 'ses_1']])
-    expect((commits[1]?.at as number) - hurriedAt).toBeGreaterThanOrEqual(8) // 10, less the clocks' rounding
+    await Promise.all(settling)
+    expect(commits).toEqual([['ses_a'], ['ses_0', 'ses_1']])
+    expect((committedAt[1] as number) - (committedAt[0] as number)).toBeGreaterThanOrEqual(8) // 10, less the clocks' rounding
     await Promise.all(others)
   })
 
@@ -260,12 +267,9 @@ describe('deltas under load', () => {
     // sessions served one after another (test/runtime/memory.test.ts): there is no other run to share a commit with
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
-    const commits: string[][] = []
-    store.onCommit((events) => commits.push([...new Set(events.map((e) => e.sessionId))]))
+    const commits = sessionsCommitted(store)
     for (const sessionId of ['ses_0', 'ses_1', 'ses_2']) {
-      const recorder = new Recorder(sqliteLog(store), sessionId)
-      recorder.emit(renamed(`settled ${sessionId}`), userMeta)
-      const settled = recorder.settle()
+      const settled = settleOne(store, sessionId)
       await new Promise((r) => setImmediate(r))
       expect(commits.at(-1)).toEqual([sessionId]) // not 10 ms after the last
       await settled
@@ -276,8 +280,7 @@ describe('deltas under load', () => {
   it('while the store is loaded, eight sessions hurried at once commit on the next turn, however recent the last', async () => {
     const { store, load } = storeWith(LOADED)
     await Promise.all(load())
-    const commits: string[][] = []
-    store.onCommit((events) => commits.push([...new Set(events.map((e) => e.sessionId))]))
+    const commits = sessionsCommitted(store)
     const others = load()
     await store.enqueue('ses_a', [renamed('first')], { meta: userMeta })
     const eight = Array.from({ length: 8 }, (_, i) => store.enqueue(`ses_${i}`, [renamed('now')], { meta: userMeta }))
