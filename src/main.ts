@@ -68,6 +68,7 @@ import { detectSandbox, type Sandbox } from './tools/sandbox.js'
 import { isLoopback, type ChronicleConfig } from './config.js'
 import { secureDataDir } from './data-dir.js'
 import { checkFreeSpace } from './free-space.js'
+import { keepWorkerHeapsSmall } from './worker-heaps.js'
 import { buildApp, type App } from './http/app.js'
 import type { AppDeps, RuntimePort } from './http/deps.js'
 import { LoginCodes, loginUrl } from './http/login-codes.js'
@@ -145,6 +146,7 @@ export async function createChronicle(config: ChronicleConfig, options: Chronicl
     )
   }
   const memory = memoryBounds(config.memory)
+  keepWorkerHeapsSmall() // before any worker thread: the search index's, backups', tools'
   // PostgreSQL is reached first: a server that cannot reach it (or finds it too old) has written nothing yet
   // a node of a cluster holds the sessions it owns (docs/CLUSTER.md): every append is fenced by them
   const fence = config.cluster ? new Fence(nodeId(config.cluster.node)) : undefined
