@@ -159,14 +159,14 @@ export class CommitScheduler {
 
   /**
    * Someone waits on the session's queued appends (an enqueue's promise):
-   * while the store is loaded they commit on the next turn (or up to
-   * HURRY_EVERY_MS after the last hurried commit), with those of every other
-   * session hurried meanwhile, instead of waiting out the interval; the other
-   * sessions' keep it. The interval is for appends nobody
-   * waits on — streamed deltas — which then share commits; one a caller
-   * awaits would otherwise wait it out, and producers that await each append
-   * would commit once an interval (bench store: 1,263 events/s). Taking every
-   * session's with them would cut the streaming sessions' sharing short.
+   * while the store is loaded they commit on the next turn (or, while other
+   * sessions' appends are queued, up to HURRY_EVERY_MS after the last hurried
+   * commit), with those of every other session hurried meanwhile, instead of
+   * waiting out the interval; the other sessions' keep it. The interval is for
+   * appends nobody waits on — streamed deltas — which then share commits; one
+   * a caller awaits would otherwise wait it out, and producers that await each
+   * append would commit once an interval (bench store: 1,263 events/s). Taking
+   * every session's with them would cut the streaming sessions' sharing short.
    */
   hurry(sessionId: string): void {
     if (this.roundTimer === undefined) return // not waiting on an interval: the next turn commits it anyway

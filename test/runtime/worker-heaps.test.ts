@@ -16,7 +16,7 @@ async function youngGenerations(mode: 'keep' | 'none'): Promise<{ workerMb: numb
 }
 
 describe("worker threads' heaps", () => {
-  it('a worker made after keepWorkerHeapsSmall grows its young generation only to V8 default, and the main thread still to what the command line set', async () => {
+  it("a worker made after keepWorkerHeapsSmall grows its young generation only to V8's default, and the main thread still to what the command line set", async () => {
     const [kept, raised] = await Promise.all([youngGenerations('keep'), youngGenerations('none')])
     // without it, the worker takes the command line's semi-space: the growth the soak found in the search index's worker
     expect(raised.workerMb).toBe(2 * START_SEMI_SPACE_MB)
